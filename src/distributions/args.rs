@@ -1,0 +1,184 @@
+//! Argument handling shared by every family: broadcasting, partial accumulators, errors.
+
+use std::fmt;
+
+use super::registry::FamilySig;
+
+/// One evaluated argument of a distribution: a scalar or a vector of N values.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    Scalar(f64),
+    Vector(&'a [f64]),
+}
+
+impl<'a> Arg<'a> {
+    /// Number of elements (1 for a scalar).
+    pub fn len(&self) -> usize {
+        match self {
+            Arg::Scalar(_) => 1,
+            Arg::Vector(v) => v.len(),
+        }
+    }
+
+    /// True for an empty vector.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` under broadcasting: a scalar returns itself for every `i`.
+    #[inline]
+    pub fn at(&self, i: usize) -> f64 {
+        match self {
+            Arg::Scalar(x) => *x,
+            Arg::Vector(v) => v[i],
+        }
+    }
+
+    /// True for [`Arg::Vector`].
+    pub fn is_vector(&self) -> bool {
+        matches!(self, Arg::Vector(_))
+    }
+}
+
+/// The result of a vectorised log density: the summed value and, for each argument with
+/// `is_var[k]`, the partial derivatives ∂value/∂arg_k (length 1 for a scalar argument, summed
+/// over the broadcast; length N for a vector argument). `partials[k]` is empty when `!is_var[k]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Term {
+    pub value: f64,
+    pub partials: Vec<Vec<f64>>,
+}
+
+impl Term {
+    /// A zero term with partial buffers sized for `args` (empty for non-var arguments).
+    pub fn zeros(args: &[Arg], is_var: &[bool]) -> Term {
+        let partials = args
+            .iter()
+            .zip(is_var)
+            .map(|(a, &v)| if v { vec![0.0; a.len()] } else { Vec::new() })
+            .collect();
+        Term {
+            value: 0.0,
+            partials,
+        }
+    }
+
+    /// Adds `d` to the partial of argument `k` at broadcast element `i` (no-op for non-var args).
+    #[inline]
+    pub fn add_partial(&mut self, k: usize, i: usize, d: f64) {
+        let p = &mut self.partials[k];
+        match p.len() {
+            0 => {}
+            1 => p[0] += d,
+            _ => p[i] += d,
+        }
+    }
+}
+
+/// An argument outside its support, or arguments that do not fit together.
+///
+/// Displays in Stan's style: "normal_lpdf: Scale parameter[3] is -0.2, but must be positive".
+#[derive(Clone, Debug, PartialEq)]
+pub struct DistError {
+    /// The function as the user would call it, e.g. `normal_lpdf`.
+    pub function: String,
+    /// What went wrong, starting with the argument's name.
+    pub message: String,
+}
+
+impl fmt::Display for DistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.function, self.message)
+    }
+}
+
+impl std::error::Error for DistError {}
+
+/// The function name the user sees for `sig`: `normal_lpdf` or `poisson_lpmf`.
+pub fn function_name(sig: &FamilySig) -> String {
+    format!(
+        "{}_{}",
+        sig.name,
+        if sig.discrete { "lpmf" } else { "lpdf" }
+    )
+}
+
+/// Checks the number of arguments (variate + parameters) and of `is_var` flags.
+pub fn check_arity(sig: &FamilySig, args: &[Arg], is_var: &[bool]) -> Result<(), DistError> {
+    if args.len() != sig.params.len() + 1 || is_var.len() != args.len() {
+        return Err(DistError {
+            function: function_name(sig),
+            message: format!(
+                "expects {} arguments (the variate and {} parameters), got {}",
+                sig.params.len() + 1,
+                sig.params.len(),
+                args.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The common length N of the vector arguments (1 if all are scalars).
+///
+/// Errors: vectors of different lengths, naming both arguments and lengths.
+pub fn broadcast_len(sig: &FamilySig, args: &[Arg]) -> Result<usize, DistError> {
+    let mut n: Option<(usize, usize)> = None;
+    for (k, a) in args.iter().enumerate() {
+        if let Arg::Vector(v) = a {
+            match n {
+                None => n = Some((v.len(), k)),
+                Some((m, j)) if m != v.len() => {
+                    return Err(DistError {
+                        function: function_name(sig),
+                        message: format!(
+                            "{} has {} elements but {} has {}; vector arguments must have the same size",
+                            arg_name(sig, j),
+                            m,
+                            arg_name(sig, k),
+                            v.len()
+                        ),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(n.map_or(1, |(m, _)| m))
+}
+
+/// The display name of argument `k` of `sig` (0 is the variate).
+pub fn arg_name(sig: &FamilySig, k: usize) -> &'static str {
+    if k == 0 {
+        "Random variable"
+    } else {
+        sig.params[k - 1].name
+    }
+}
+
+/// Checks that every element of argument `k` satisfies `ok`; the error names the element
+/// (1-based, as users index) and says it `must be` `requirement`.
+pub fn check_each(
+    sig: &FamilySig,
+    args: &[Arg],
+    k: usize,
+    requirement: &str,
+    ok: impl Fn(f64) -> bool,
+) -> Result<(), DistError> {
+    let a = &args[k];
+    for i in 0..a.len() {
+        let x = a.at(i);
+        if !ok(x) {
+            let which = if a.is_vector() {
+                format!("{}[{}]", arg_name(sig, k), i + 1)
+            } else {
+                arg_name(sig, k).to_string()
+            };
+            return Err(DistError {
+                function: function_name(sig),
+                message: format!("{which} is {x}, but must be {requirement}"),
+            });
+        }
+    }
+    Ok(())
+}

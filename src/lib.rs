@@ -1,0 +1,12 @@
+//! bayesc: a probabilistic programming language.
+//!
+//! The pipeline, one module per layer (dependencies point one way, STYLE.md §2):
+//! `syntax` (text → AST) → `semantics` (checks, warnings) → `graph` (log-joint on the
+//! unconstrained scale, with gradients) → `inference` (QBVI, QNVB, NUTS/HMC, Metropolis-Hastings)
+//! → `diagnostics` (R-hat, ESS, PSIS) → `output` (summaries, draws files). `data` binds CSV/JSON
+//! files to the `data` block. `cli` and `repl` are the only modules that print or exit.
+
+pub mod data;
+pub mod distributions;
+pub mod inference;
+pub mod syntax;
