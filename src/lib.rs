@@ -7,6 +7,7 @@
 //! files to the `data` block. `cli` and `repl` are the only modules that print or exit.
 
 pub mod data;
+pub mod diagnostics;
 pub mod distributions;
 pub mod inference;
 pub mod syntax;
