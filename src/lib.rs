@@ -10,4 +10,5 @@ pub mod data;
 pub mod diagnostics;
 pub mod distributions;
 pub mod inference;
+pub mod output;
 pub mod syntax;

@@ -115,7 +115,8 @@ pub fn is_degenerate(x: ArrayView2<f64>) -> bool {
         lo = lo.min(v);
         hi = hi.max(v);
     }
-    hi - lo < f64::EPSILON // all values finite here
+    // all values are finite here; an empty input counts as degenerate
+    x.is_empty() || (hi - lo).abs() < f64::EPSILON
 }
 
 /// Splits each chain into its first ⌊N/2⌋ and last ⌊N/2⌋ draws (the middle draw is dropped when
