@@ -221,6 +221,15 @@ mod tests {
     }
 
     #[test]
+    fn ar1_long_chains_spec_7_2() {
+        // specs/diagnostics.md §7.2: φ = 0.9, 4 × 10⁵ → ESS_mean ≈ 20638 (reference run) against
+        // the theory 21053; allow 5% around the theory for this seed.
+        let c = ar1_chains(4, 100_000, 0.9, 3);
+        let ess = ess_mean(&as_slices(&c)).unwrap();
+        assert!((ess / 21052.63 - 1.0).abs() < 0.05, "ess {ess}");
+    }
+
+    #[test]
     fn antithetic_chain_is_capped() {
         // alternating ±1, N = 100: var⁺ = 1, ρ̂(1) = 1 − 100/99 − 0.99 < −1, so Step 4 stops at
         // t_max = 0 and τ̂ = −1 + ρ[0] = 0 < 1/log₁₀ 100; ESS = S·log₁₀ S = 200

@@ -14,6 +14,7 @@
 //! The shared transforms of §1 live here: splitting chains, pooled type-7 quantiles
 //! ([`quantile`]), rank normalisation and folding.
 
+pub mod convergence;
 pub mod ess;
 pub mod hmc_stats;
 pub mod mcse;
@@ -23,6 +24,7 @@ pub mod rhat;
 
 use ndarray::{Array2, ArrayView2, Axis};
 
+pub use convergence::{Convergence, convergence, convergence_view};
 pub use ess::{ess_bulk, ess_mean, ess_quantile, ess_tail};
 pub use hmc_stats::{HmcStats, divergences, e_bfmi, treedepth_saturation};
 pub use mcse::{mcse_mean, mcse_quantile, mcse_sd};

@@ -4,10 +4,8 @@
 use ndarray::Array2;
 
 use crate::diagnostics::MIN_DRAWS;
-use crate::diagnostics::ess::{ess_bulk_view, ess_tail_view};
-use crate::diagnostics::mcse::mcse_mean_view;
-use crate::diagnostics::quantile::quantiles;
-use crate::diagnostics::rhat::rhat_view;
+use crate::diagnostics::convergence::convergence_sorted;
+use crate::diagnostics::quantile::quantile_sorted;
 use crate::inference::Draws;
 
 /// One row of the summary: pooled statistics of one scalar quantity.
@@ -45,19 +43,26 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
     let n = draws.n_draws();
     (0..draws.names.len())
         .map(|j| {
-            let cols = draws.column(j);
-            let pooled: Vec<f64> = cols.iter().flatten().copied().collect();
+            let pooled: Vec<f64> = draws.column(j).into_iter().flatten().collect();
             let s = pooled.len() as f64;
             let mean = pooled.iter().sum::<f64>() / s;
             let sd = (pooled.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0)).sqrt();
-            let q = quantiles(&pooled, &[0.05, 0.5, 0.95]);
+            let mut sorted = pooled.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            let q = |p: f64| {
+                if sorted.iter().any(|v| v.is_nan()) {
+                    f64::NAN
+                } else {
+                    quantile_sorted(&sorted, p)
+                }
+            };
             let mut row = SummaryRow {
                 name: draws.names[j].clone(),
                 mean,
                 sd,
-                q5: q[0],
-                q50: q[1],
-                q95: q[2],
+                q5: q(0.05),
+                q50: q(0.5),
+                q95: q(0.95),
                 mcse_mean: None,
                 ess_bulk: None,
                 ess_tail: None,
@@ -66,11 +71,11 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
             if mcmc && n >= MIN_DRAWS && m > 0 {
                 let x = Array2::from_shape_vec((m, n), pooled)
                     .expect("Draws chains all hold n_draws × names values");
-                let v = x.view();
-                row.mcse_mean = mcse_mean_view(v).ok();
-                row.ess_bulk = ess_bulk_view(v).ok();
-                row.ess_tail = ess_tail_view(v).ok();
-                row.rhat = rhat_view(v).ok();
+                let c = convergence_sorted(x.view(), &sorted);
+                row.mcse_mean = Some(c.mcse_mean);
+                row.ess_bulk = Some(c.ess_bulk);
+                row.ess_tail = Some(c.ess_tail);
+                row.rhat = Some(c.rhat);
             }
             row
         })
@@ -86,9 +91,15 @@ pub fn format_sig(x: f64, sig: usize) -> String {
     if x == 0.0 {
         return "0".to_string();
     }
-    let e = x.abs().log10().floor() as i32;
+    // the decimal exponent after rounding to `sig` digits (0.99996 → 1.000e0, not e−1)
+    let sci = format!("{:.*e}", sig.saturating_sub(1), x);
+    let e: i32 = sci
+        .rsplit('e')
+        .next()
+        .and_then(|t| t.parse().ok())
+        .expect("`{:e}` output of a finite f64 ends in e<integer>");
     if !(-4..6).contains(&e) {
-        format!("{:.*e}", sig.saturating_sub(1), x)
+        sci
     } else {
         let decimals = (sig as i32 - 1 - e).max(0) as usize;
         format!("{x:.decimals$}")
@@ -242,5 +253,7 @@ mod tests {
         assert_eq!(format_sig(2.0e-5, 3), "2.00e-5");
         assert_eq!(format_sig(f64::NAN, 4), "NaN");
         assert_eq!(format_sig(0.0, 4), "0");
+        assert_eq!(format_sig(0.99996, 4), "1.000");
+        assert_eq!(format_sig(-9.99996e-5, 3), "-0.000100");
     }
 }
