@@ -12,7 +12,7 @@
 //! NaN, as the spec prescribes (§1, "Degenerate input").
 //!
 //! The shared transforms of §1 live here: splitting chains, pooled type-7 quantiles
-//! ([`quantile`]), rank normalisation and folding.
+//! ([`quantile()`]), rank normalisation and folding.
 
 pub mod convergence;
 pub mod ess;
@@ -185,7 +185,8 @@ pub(crate) fn std_normal_quantile(p: f64) -> f64 {
     -std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * p)
 }
 
-/// Copies one column of chains into owned rows, for callers holding `Vec<Vec<f64>>`.
+/// Borrows each chain of a `Vec<Vec<f64>>` (e.g. from `Draws::column`) as a slice, for the
+/// `&[&[f64]]` functions.
 pub fn as_slices(chains: &[Vec<f64>]) -> Vec<&[f64]> {
     chains.iter().map(|c| c.as_slice()).collect()
 }
