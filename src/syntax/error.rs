@@ -155,6 +155,8 @@ impl SyntaxError {
                     | Rule::tparams_block
                     | Rule::model_block
                     | Rule::gq_block
+                    // pest reports the outer rule when it failed where it started: the start.
+                    | Rule::program
             )
         });
         if expects_block
@@ -164,6 +166,23 @@ impl SyntaxError {
             let suggestion = closest_block_name(&name);
             return SyntaxError::UnknownBlock {
                 span: Span::new(file, pos, end),
+                name,
+                suggestion,
+            };
+        }
+        // `transformed paramters {`: pest got past the first word of a two-word header.
+        let expects_second_word = !positives.is_empty()
+            && positives
+                .iter()
+                .all(|r| matches!(r, Rule::kw_data | Rule::kw_parameters | Rule::kw_quantities));
+        if expects_second_word
+            && let Some(prev_end) = previous_token_end(pos, &scan)
+            && let Some(start) = word_start_before(source, prev_end)
+            && let Some((name, end)) = block_header_words(source, start)
+        {
+            let suggestion = closest_block_name(&name);
+            return SyntaxError::UnknownBlock {
+                span: Span::new(file, start, end),
                 name,
                 suggestion,
             };
@@ -589,6 +608,16 @@ fn innermost_unclosed(source: &str, pos: usize, scan: &Trivia) -> Option<(usize,
 
 fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Start of the word that ends at `end`, if the byte before `end` belongs to a word.
+fn word_start_before(source: &str, end: usize) -> Option<usize> {
+    let b = source.as_bytes();
+    let mut start = end;
+    while start > 0 && is_word_byte(b[start - 1]) {
+        start -= 1;
+    }
+    (start < end).then_some(start)
 }
 
 /// The identifier-like word starting at `pos`, or "" if none.
