@@ -63,7 +63,14 @@ pub enum SyntaxError {
         span: Span,
         open: Span,
         delimiter: char,
+        /// The file ended before the bracket was closed (`span` is then the end of the last
+        /// token).
+        at_end: bool,
     },
+    /// A top-level comparison inside `<...>`: its `>` ended the constraint early.
+    /// `constraint` covers the text from `<` to the offending `>`.
+    #[error("a comparison inside `<…>` must be written in parentheses")]
+    ComparisonInBound { span: Span, constraint: Span },
     /// `x <- e;`, Stan's removed assignment operator.
     #[error("`<-` is no longer an assignment operator")]
     OldAssignment { span: Span },
@@ -98,6 +105,7 @@ impl SyntaxError {
             | SyntaxError::BlockOutOfOrder { span, .. }
             | SyntaxError::DuplicateBlock { span, .. }
             | SyntaxError::Unclosed { span, .. }
+            | SyntaxError::ComparisonInBound { span, .. }
             | SyntaxError::OldAssignment { span }
             | SyntaxError::OldTargetSyntax { span, .. }
             | SyntaxError::OldArraySyntax { span, .. }
@@ -133,14 +141,18 @@ impl SyntaxError {
         if (at_eof || (block_word_here && expects(Rule::rbrace)))
             && let Some((open, delimiter)) = innermost_unclosed(source, pos, &scan)
         {
+            // At the end of the file, point just after the last token rather than at an empty
+            // last line.
+            let end = previous_token_end(pos, &scan).unwrap_or(pos);
             return SyntaxError::Unclosed {
                 span: if at_eof {
-                    Span::new(file, source.len(), source.len())
+                    Span::new(file, end, end)
                 } else {
                     found_span
                 },
                 open: Span::new(file, open, open + 1),
                 delimiter,
+                at_end: at_eof,
             };
         }
 
@@ -155,6 +167,15 @@ impl SyntaxError {
                     | Rule::tparams_block
                     | Rule::model_block
                     | Rule::gq_block
+                    | Rule::functions_head
+                    | Rule::tdata_head
+                    | Rule::tparams_head
+                    | Rule::model_head
+                    | Rule::gq_head
+                    | Rule::kw_functions
+                    | Rule::kw_transformed
+                    | Rule::kw_model
+                    | Rule::kw_generated
                     // pest reports the outer rule when it failed where it started: the start.
                     | Rule::program
             )
@@ -207,15 +228,36 @@ impl SyntaxError {
             };
         }
 
-        let mut expected: Vec<&'static str> = Vec::new();
-        for r in &positives {
-            let phrase = describe(*r);
-            if !expected.contains(&phrase) {
-                expected.push(phrase);
-            }
+        let prev_char = previous_token_end(pos, &scan).map(|e| source.as_bytes()[e - 1]);
+        let found_text = &source[found_span.start..found_span.end];
+
+        // `;` or `}` where a closing `)` or `]` was expected: the bracket is unclosed.
+        if matches!(found_text, ";" | "}" | "")
+            && let Some((open, delimiter)) = innermost_unclosed(source, pos, &scan)
+            && ((delimiter == '(' && expects(Rule::rparen))
+                || (delimiter == '[' && expects(Rule::rbracket)))
+        {
+            return SyntaxError::Unclosed {
+                span: found_span,
+                open: Span::new(file, open, open + 1),
+                delimiter,
+                at_end: false,
+            };
         }
-        if expected.is_empty() {
-            expected.push("valid syntax");
+
+        // `real<lower=a > b> x;`: the bound's `>` closed the constraint early.
+        if found_text == ">"
+            && let Some(open) = open_constraint_before(source, pos, &scan)
+        {
+            return SyntaxError::ComparisonInBound {
+                span: found_span,
+                constraint: Span::new(file, open, pos),
+            };
+        }
+
+        let mut expected = summarise(&positives, expects_block);
+        if prev_char == Some(b'~') && expected == ["a name"] {
+            expected = vec!["a distribution name such as `normal`"];
         }
         let found = if pos >= source.len() {
             "end of file".to_string()
@@ -291,6 +333,7 @@ impl ToDiagnostic for SyntaxError {
                 span,
                 open,
                 delimiter,
+                at_end,
             } => {
                 let close = match delimiter {
                     '{' => '}',
@@ -298,13 +341,32 @@ impl ToDiagnostic for SyntaxError {
                     _ => ')',
                 };
                 d.with_labels(vec![
-                    primary(*span, &format!("expected `{close}` before this")),
+                    primary(
+                        *span,
+                        &if *at_end {
+                            format!("the file ends here, expected `{close}`")
+                        } else {
+                            format!("expected `{close}` before this")
+                        },
+                    ),
                     secondary(*open, "opened here"),
                 ])
                 .with_notes(vec![format!(
                     "help: add `{close}` to close the `{delimiter}` that is opened here"
                 )])
             }
+            SyntaxError::ComparisonInBound { span, constraint } => d
+                .with_labels(vec![
+                    primary(*span, "this `>` is read as the end of the constraint"),
+                    secondary(
+                        Span::new(constraint.file, constraint.start, constraint.start + 1),
+                        "the constraint starts here",
+                    ),
+                ])
+                .with_notes(vec![
+                    "help: put the bound in parentheses, for example `<lower=(a > b ? a : b)>`"
+                        .to_string(),
+                ]),
             SyntaxError::OldAssignment { span } => d
                 .with_labels(vec![primary(*span, "old Stan assignment")])
                 .with_notes(vec!["help: write `=` instead of `<-`".to_string()]),
@@ -504,6 +566,75 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::ident_char => "a letter, digit or `_`",
         Rule::reserved => "a reserved word",
     }
+}
+
+/// The phrases for what pest expected, deduplicated. Statement starts collapse into "a
+/// statement", declaration starts into "a declaration", block keywords into "a block".
+fn summarise(positives: &[Rule], expects_block: bool) -> Vec<&'static str> {
+    let is_type = |r: &Rule| {
+        matches!(
+            r,
+            Rule::sized_type
+                | Rule::sized_base
+                | Rule::array_sizes
+                | Rule::var_decl
+                | Rule::kw_array
+                | Rule::kw_int
+                | Rule::kw_real
+                | Rule::kw_vector
+                | Rule::int_type
+                | Rule::real_type
+                | Rule::vector_type
+        )
+    };
+    let statement_start = positives.contains(&Rule::kw_for) || positives.contains(&Rule::kw_while);
+    let decl_start = !statement_start && positives.iter().any(is_type);
+    let mut out: Vec<&'static str> = Vec::new();
+    let mut push = |p: &'static str| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    for r in positives {
+        let phrase = match r {
+            Rule::rbrace => "`}`",
+            Rule::EOI => "end of file",
+            _ if statement_start => "a statement",
+            _ if decl_start => "a declaration such as `real x;`",
+            _ if expects_block => "a block such as `model {`",
+            _ => describe(*r),
+        };
+        push(phrase);
+    }
+    if out.is_empty() {
+        out.push("valid syntax");
+    }
+    out
+}
+
+/// If a `<` opened a constraint (`<lower=`, `<upper=`, `<offset=`, `<multiplier=`) in the same
+/// statement before `pos`, its offset.
+fn open_constraint_before(source: &str, pos: usize, scan: &Trivia) -> Option<usize> {
+    let b = source.as_bytes();
+    let mut i = pos;
+    while i > 0 {
+        i -= 1;
+        if scan.trivia[i] {
+            continue;
+        }
+        match b[i] {
+            b';' | b'{' | b'}' => return None,
+            b'<' => {
+                let rest = source[i + 1..].trim_start();
+                let kw = ["lower", "upper", "offset", "multiplier"];
+                if kw.iter().any(|k| rest.starts_with(k)) {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// "a", "a or b", "a, b or c".

@@ -1508,7 +1508,7 @@ model {
         );
         let e = parse_program("model {\n  x ~ normal(0, 1);\n", 0).unwrap_err();
         assert!(
-            matches!(e, SyntaxError::Unclosed { delimiter: '{', open, .. } if open == Span::new(0, 6, 7)),
+            matches!(e, SyntaxError::Unclosed { delimiter: '{', open, at_end: true, .. } if open == Span::new(0, 6, 7)),
             "{e:?}"
         );
         let e = parse_program("model { x = ; }", 0).unwrap_err();
