@@ -9,4 +9,5 @@
 pub mod data;
 pub mod distributions;
 pub mod inference;
+pub mod semantics;
 pub mod syntax;
