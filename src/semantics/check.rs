@@ -121,8 +121,10 @@ fn contradicts(support: Support, lower: Option<f64>, upper: Option<f64>) -> bool
     );
     match support {
         Support::Real | Support::Integer => false,
-        Support::Positive => hi <= 0.0,
-        Support::NonNegative | Support::Count => hi < 0.0,
+        // A continuous family puts no mass on the single point 0, so `<upper=0>` contradicts a
+        // non-negative support as well as a positive one.
+        Support::Positive | Support::NonNegative => hi <= 0.0,
+        Support::Count => hi < 0.0,
         Support::UnitInterval => hi <= 0.0 || lo >= 1.0,
         Support::Binary => hi < 0.0 || lo > 1.0,
     }
@@ -557,7 +559,8 @@ impl<'p> Checker<'p> {
             });
             return;
         }
-        if origin == Origin::Parameter {
+        // Discrete parameters were reported above; a missing prior would be noise on top.
+        if origin == Origin::Parameter && base != Base::Int {
             self.params.push((name.clone(), d.name.span));
         }
         self.scopes.declare(

@@ -70,8 +70,9 @@ impl ToDiagnostic for Warning {
             Warning::NonLinearLhs { span } => (
                 vec![prim(*span, "non-linear function of a parameter")],
                 vec![
-                    "help: add `target += log(abs(d/dx f(x)));` for the transform, or put the \
-                     distribution on the parameter itself"
+                    "help: add the log absolute derivative of the transform to `target` (for \
+                     `log(x) ~ …` that is `target += -log(x);`), or put the distribution on the \
+                     parameter itself"
                         .to_string(),
                 ],
             ),
