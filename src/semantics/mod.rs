@@ -42,3 +42,6 @@ impl CheckOutput {
 pub fn check(program: &ast::Program) -> CheckOutput {
     check::Checker::new(program).run()
 }
+
+#[cfg(test)]
+mod tests;
