@@ -11,4 +11,5 @@ pub mod diagnostics;
 pub mod distributions;
 pub mod inference;
 pub mod output;
+pub mod semantics;
 pub mod syntax;

@@ -1,0 +1,444 @@
+//! The built-in functions and their signatures (argument types → return type).
+//!
+//! This list is the contract with the graph compiler, which implements exactly these functions.
+//! Elementwise functions accept `real`, `vector`, `row_vector`, `matrix` and arrays of these, and
+//! return the same shape; `int` arguments are promoted to `real` (Stan's vectorised unary
+//! functions, Stan Functions Reference §3–§6).
+
+use super::types::{Base, Type};
+
+/// One built-in function: its name, how many arguments it takes, and its signatures as shown in
+/// error messages.
+#[derive(Clone, Copy, Debug)]
+pub struct Builtin {
+    pub name: &'static str,
+    /// Fewest arguments accepted.
+    pub min_args: usize,
+    /// Most arguments accepted (`None`: variadic).
+    pub max_args: Option<usize>,
+    /// The signatures, as shown in `help:` notes.
+    pub signatures: &'static str,
+}
+
+const ELEMENTWISE_DOC: &str =
+    "(real) -> real, and elementwise on vector, row_vector, matrix and arrays";
+
+const fn b(
+    name: &'static str,
+    min_args: usize,
+    max_args: Option<usize>,
+    signatures: &'static str,
+) -> Builtin {
+    Builtin {
+        name,
+        min_args,
+        max_args,
+        signatures,
+    }
+}
+
+/// Every built-in function.
+pub static BUILTINS: &[Builtin] = &[
+    b("exp", 1, Some(1), ELEMENTWISE_DOC),
+    b("log", 1, Some(1), ELEMENTWISE_DOC),
+    b("log1p", 1, Some(1), ELEMENTWISE_DOC),
+    b("expm1", 1, Some(1), ELEMENTWISE_DOC),
+    b("sqrt", 1, Some(1), ELEMENTWISE_DOC),
+    b("square", 1, Some(1), ELEMENTWISE_DOC),
+    b("inv", 1, Some(1), ELEMENTWISE_DOC),
+    b("inv_logit", 1, Some(1), ELEMENTWISE_DOC),
+    b("logit", 1, Some(1), ELEMENTWISE_DOC),
+    b("log1p_exp", 1, Some(1), ELEMENTWISE_DOC),
+    b("log_inv_logit", 1, Some(1), ELEMENTWISE_DOC),
+    b("log1m", 1, Some(1), ELEMENTWISE_DOC),
+    b("log1m_exp", 1, Some(1), ELEMENTWISE_DOC),
+    b("lgamma", 1, Some(1), ELEMENTWISE_DOC),
+    b("tanh", 1, Some(1), ELEMENTWISE_DOC),
+    b("Phi", 1, Some(1), ELEMENTWISE_DOC),
+    b("fabs", 1, Some(1), ELEMENTWISE_DOC),
+    b("floor", 1, Some(1), ELEMENTWISE_DOC),
+    b("ceil", 1, Some(1), ELEMENTWISE_DOC),
+    b("round", 1, Some(1), ELEMENTWISE_DOC),
+    b(
+        "abs",
+        1,
+        Some(1),
+        "(int) -> int, (real) -> real, and elementwise on vector, row_vector, matrix and arrays",
+    ),
+    b(
+        "pow",
+        2,
+        Some(2),
+        "(real, real) -> real; a container with a real, or two containers of the same type, elementwise",
+    ),
+    b("fmin", 2, Some(2), "(real, real) -> real"),
+    b("fmax", 2, Some(2), "(real, real) -> real"),
+    b(
+        "sum",
+        1,
+        Some(1),
+        "(array[] int) -> int; (vector | row_vector | matrix | array[] real) -> real",
+    ),
+    b(
+        "prod",
+        1,
+        Some(1),
+        "(array[] int) -> int; (vector | row_vector | matrix | array[] real) -> real",
+    ),
+    b(
+        "mean",
+        1,
+        Some(1),
+        "(vector | row_vector | matrix | array[] real | array[] int) -> real",
+    ),
+    b(
+        "sd",
+        1,
+        Some(1),
+        "(vector | row_vector | matrix | array[] real | array[] int) -> real",
+    ),
+    b(
+        "variance",
+        1,
+        Some(1),
+        "(vector | row_vector | matrix | array[] real | array[] int) -> real",
+    ),
+    b(
+        "log_sum_exp",
+        1,
+        Some(2),
+        "(vector | row_vector | matrix | array[] real) -> real; (real, real) -> real",
+    ),
+    b(
+        "min",
+        1,
+        Some(2),
+        "(array[] int) -> int; (vector | row_vector | matrix | array[] real) -> real; (int, int) -> int; (real, real) -> real",
+    ),
+    b(
+        "max",
+        1,
+        Some(2),
+        "(array[] int) -> int; (vector | row_vector | matrix | array[] real) -> real; (int, int) -> int; (real, real) -> real",
+    ),
+    b(
+        "dot_product",
+        2,
+        Some(2),
+        "(vector | row_vector | array[] real, vector | row_vector | array[] real) -> real",
+    ),
+    b("dot_self", 1, Some(1), "(vector | row_vector) -> real"),
+    b("rows", 1, Some(1), "(vector | row_vector | matrix) -> int"),
+    b("cols", 1, Some(1), "(vector | row_vector | matrix) -> int"),
+    b(
+        "size",
+        1,
+        Some(1),
+        "(any array, vector, row_vector or matrix) -> int",
+    ),
+    b(
+        "num_elements",
+        1,
+        Some(1),
+        "(any array, vector, row_vector or matrix) -> int",
+    ),
+    b("rep_vector", 2, Some(2), "(real, int) -> vector"),
+    b("rep_row_vector", 2, Some(2), "(real, int) -> row_vector"),
+    b(
+        "rep_array",
+        2,
+        Some(4),
+        "(T, int) -> array[] T; (T, int, int) -> array[,] T; (T, int, int, int) -> array[,,] T",
+    ),
+    b(
+        "rep_matrix",
+        2,
+        Some(3),
+        "(real, int, int) -> matrix; (vector, int) -> matrix; (row_vector, int) -> matrix",
+    ),
+    b(
+        "append_col",
+        2,
+        None,
+        "(vector | matrix, vector | matrix, …) -> matrix; (real | row_vector, real | row_vector, …) -> row_vector",
+    ),
+    b(
+        "append_row",
+        2,
+        None,
+        "(row_vector | matrix, row_vector | matrix, …) -> matrix; (real | vector, real | vector, …) -> vector",
+    ),
+    b(
+        "to_vector",
+        1,
+        Some(1),
+        "(vector | row_vector | matrix | array[] real | array[] int) -> vector",
+    ),
+    b("col", 2, Some(2), "(matrix, int) -> vector"),
+    b("row", 2, Some(2), "(matrix, int) -> row_vector"),
+    b("diag_matrix", 1, Some(1), "(vector) -> matrix"),
+    b(
+        "cumulative_sum",
+        1,
+        Some(1),
+        "(vector) -> vector; (row_vector) -> row_vector; (array[] real) -> array[] real; (array[] int) -> array[] int",
+    ),
+    b(
+        "segment",
+        3,
+        Some(3),
+        "(vector, int, int) -> vector; (row_vector, int, int) -> row_vector; (array[] T, int, int) -> array[] T",
+    ),
+    b(
+        "head",
+        2,
+        Some(2),
+        "(vector, int) -> vector; (row_vector, int) -> row_vector; (array[] T, int) -> array[] T",
+    ),
+    b(
+        "tail",
+        2,
+        Some(2),
+        "(vector, int) -> vector; (row_vector, int) -> row_vector; (array[] T, int) -> array[] T",
+    ),
+    b("softmax", 1, Some(1), "(vector) -> vector"),
+    b("log_softmax", 1, Some(1), "(vector) -> vector"),
+    b(
+        "target",
+        0,
+        Some(0),
+        "() -> real: the log density accumulated so far",
+    ),
+];
+
+/// The built-in called `name`.
+pub fn lookup(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// Any of real/vector/row_vector/matrix/arrays thereof, or int (promoted): elementwise input.
+fn elementwise(t: Type) -> Type {
+    t.promoted()
+}
+
+/// `vector`, `row_vector`, `matrix`, `array[] real` (a container reduced to one real).
+fn real_container(t: Type) -> bool {
+    t.is_linear_algebra() || t == Type::array(Base::Real, 1)
+}
+
+/// One-dimensional container: vector, row_vector, or a 1-D array of anything.
+fn sliceable(t: Type) -> bool {
+    (t.dims == 0 && matches!(t.base, Base::Vector | Base::RowVector)) || t.dims >= 1
+}
+
+/// The return type of built-in `name` applied to arguments of types `args`, or `None` when no
+/// signature matches (the arity has already been checked against `min_args`/`max_args`).
+pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
+    use Base::*;
+    let real = Type::REAL;
+    match (name, args) {
+        ("abs", [t]) if t.is_int_based() => Some(*t),
+        (
+            "exp" | "log" | "log1p" | "expm1" | "sqrt" | "square" | "inv" | "inv_logit" | "logit"
+            | "log1p_exp" | "log_inv_logit" | "log1m" | "log1m_exp" | "lgamma" | "tanh" | "Phi"
+            | "fabs" | "floor" | "ceil" | "round" | "abs",
+            [t],
+        ) => Some(elementwise(*t)),
+        ("pow", [a, b]) => {
+            if a.is_scalar() && b.is_scalar() {
+                Some(real)
+            } else if b.is_scalar() {
+                Some(a.promoted())
+            } else if a.is_scalar() {
+                Some(b.promoted())
+            } else if a.promoted() == b.promoted() {
+                Some(a.promoted())
+            } else {
+                None
+            }
+        }
+        ("fmin" | "fmax", [a, b]) if a.is_scalar() && b.is_scalar() => Some(real),
+        ("sum" | "prod", [t]) if *t == Type::array(Int, 1) => Some(Type::INT),
+        ("sum" | "prod", [t]) if real_container(*t) => Some(real),
+        ("mean" | "sd" | "variance", [t]) if real_container(*t) || t.is_ints() && t.dims == 1 => {
+            Some(real)
+        }
+        ("log_sum_exp", [t]) if real_container(*t) => Some(real),
+        ("log_sum_exp", [a, b]) if a.is_scalar() && b.is_scalar() => Some(real),
+        ("min" | "max", [t]) if *t == Type::array(Int, 1) => Some(Type::INT),
+        ("min" | "max", [t]) if real_container(*t) => Some(real),
+        ("min" | "max", [a, b]) if a.is_int() && b.is_int() => Some(Type::INT),
+        ("min" | "max", [a, b]) if a.is_scalar() && b.is_scalar() => Some(real),
+        ("dot_product", [a, b]) if is_real_vector(*a) && is_real_vector(*b) => Some(real),
+        ("dot_self", [t]) if matches!(*t, Type::VECTOR | Type::ROW_VECTOR) => Some(real),
+        ("rows" | "cols", [t]) if t.is_linear_algebra() => Some(Type::INT),
+        ("size" | "num_elements", [t]) if t.dims > 0 || t.is_linear_algebra() => Some(Type::INT),
+        ("rep_vector", [x, n]) if x.is_scalar() && n.is_int() => Some(Type::VECTOR),
+        ("rep_row_vector", [x, n]) if x.is_scalar() && n.is_int() => Some(Type::ROW_VECTOR),
+        ("rep_array", [x, ns @ ..]) if !ns.is_empty() && ns.iter().all(|n| n.is_int()) => {
+            Some(Type::array(x.base, x.dims + ns.len()))
+        }
+        ("rep_matrix", [x, m, n]) if x.is_scalar() && m.is_int() && n.is_int() => {
+            Some(Type::MATRIX)
+        }
+        ("rep_matrix", [v, n]) if matches!(*v, Type::VECTOR | Type::ROW_VECTOR) && n.is_int() => {
+            Some(Type::MATRIX)
+        }
+        ("append_col", args) => append(args, Vector, RowVector),
+        ("append_row", args) => append(args, RowVector, Vector),
+        ("to_vector", [t]) if t.is_linear_algebra() || (t.dims == 1 && t.is_scalar_elem()) => {
+            Some(Type::VECTOR)
+        }
+        ("col", [m, i]) if *m == Type::MATRIX && i.is_int() => Some(Type::VECTOR),
+        ("row", [m, i]) if *m == Type::MATRIX && i.is_int() => Some(Type::ROW_VECTOR),
+        ("diag_matrix", [v]) if *v == Type::VECTOR => Some(Type::MATRIX),
+        ("cumulative_sum", [t])
+            if matches!(*t, Type::VECTOR | Type::ROW_VECTOR)
+                || (t.dims == 1 && t.is_scalar_elem()) =>
+        {
+            Some(*t)
+        }
+        ("segment", [v, i, n]) if sliceable(*v) && i.is_int() && n.is_int() => Some(*v),
+        ("head" | "tail", [v, n]) if sliceable(*v) && n.is_int() => Some(*v),
+        ("softmax" | "log_softmax", [v]) if *v == Type::VECTOR => Some(Type::VECTOR),
+        ("target", []) => Some(real),
+        _ => None,
+    }
+}
+
+/// `vector`, `row_vector` or `array[] real`/`array[] int` (the arguments of `dot_product`).
+fn is_real_vector(t: Type) -> bool {
+    matches!(t, Type::VECTOR | Type::ROW_VECTOR) || (t.dims == 1 && t.is_scalar_elem())
+}
+
+/// `append_col` / `append_row`, variadic: all arguments are `along`-vectors or matrices (→
+/// matrix), or all are scalars or `across`-vectors with at least one vector (→ that vector).
+fn append(args: &[Type], along: Base, across: Base) -> Option<Type> {
+    if args.len() < 2 || args.iter().any(|t| t.dims > 0) {
+        return None;
+    }
+    if args
+        .iter()
+        .all(|t| t.base == along || t.base == Base::Matrix)
+    {
+        return Some(Type::MATRIX);
+    }
+    let all_across = args
+        .iter()
+        .all(|t| t.base == across || t.base == Base::Int || t.base == Base::Real);
+    if all_across && args.iter().any(|t| t.base == across) {
+        return Some(Type::scalar(across));
+    }
+    None
+}
+
+impl Type {
+    /// The array's elements are `int` or `real`.
+    fn is_scalar_elem(self) -> bool {
+        matches!(self.base, Base::Int | Base::Real)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr(base: Base, dims: usize) -> Type {
+        Type::array(base, dims)
+    }
+
+    #[test]
+    fn elementwise_functions_keep_shape_and_promote() {
+        assert_eq!(return_type("exp", &[Type::INT]), Some(Type::REAL));
+        assert_eq!(return_type("log", &[Type::VECTOR]), Some(Type::VECTOR));
+        assert_eq!(
+            return_type("sqrt", &[arr(Base::Int, 2)]),
+            Some(arr(Base::Real, 2))
+        );
+        assert_eq!(return_type("abs", &[Type::INT]), Some(Type::INT));
+        assert_eq!(return_type("square", &[Type::MATRIX]), Some(Type::MATRIX));
+    }
+
+    #[test]
+    fn reductions() {
+        assert_eq!(return_type("sum", &[arr(Base::Int, 1)]), Some(Type::INT));
+        assert_eq!(return_type("sum", &[Type::VECTOR]), Some(Type::REAL));
+        assert_eq!(return_type("mean", &[arr(Base::Int, 1)]), Some(Type::REAL));
+        assert_eq!(return_type("max", &[Type::INT, Type::INT]), Some(Type::INT));
+        assert_eq!(
+            return_type("max", &[Type::INT, Type::REAL]),
+            Some(Type::REAL)
+        );
+        assert_eq!(
+            return_type("log_sum_exp", &[Type::REAL, Type::REAL]),
+            Some(Type::REAL)
+        );
+        assert_eq!(return_type("sum", &[Type::REAL]), None);
+    }
+
+    #[test]
+    fn constructors_and_slices() {
+        assert_eq!(
+            return_type("rep_vector", &[Type::INT, Type::INT]),
+            Some(Type::VECTOR)
+        );
+        assert_eq!(return_type("rep_vector", &[Type::REAL, Type::REAL]), None);
+        assert_eq!(
+            return_type("rep_array", &[Type::VECTOR, Type::INT, Type::INT]),
+            Some(arr(Base::Vector, 2))
+        );
+        assert_eq!(
+            return_type("rep_matrix", &[Type::REAL, Type::INT, Type::INT]),
+            Some(Type::MATRIX)
+        );
+        assert_eq!(
+            return_type("segment", &[Type::VECTOR, Type::INT, Type::INT]),
+            Some(Type::VECTOR)
+        );
+        assert_eq!(
+            return_type("col", &[Type::MATRIX, Type::INT]),
+            Some(Type::VECTOR)
+        );
+        assert_eq!(
+            return_type("to_vector", &[arr(Base::Int, 1)]),
+            Some(Type::VECTOR)
+        );
+    }
+
+    #[test]
+    fn append_col_is_variadic() {
+        let seven = [Type::VECTOR; 7];
+        assert_eq!(return_type("append_col", &seven), Some(Type::MATRIX));
+        assert_eq!(
+            return_type("append_col", &[Type::MATRIX, Type::VECTOR]),
+            Some(Type::MATRIX)
+        );
+        assert_eq!(
+            return_type("append_col", &[Type::REAL, Type::ROW_VECTOR]),
+            Some(Type::ROW_VECTOR)
+        );
+        assert_eq!(
+            return_type("append_col", &[Type::VECTOR, Type::ROW_VECTOR]),
+            None
+        );
+        assert_eq!(
+            return_type("append_row", &[Type::VECTOR, Type::REAL, Type::VECTOR]),
+            Some(Type::VECTOR)
+        );
+        assert_eq!(
+            return_type("append_row", &[Type::ROW_VECTOR, Type::MATRIX]),
+            Some(Type::MATRIX)
+        );
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        for b in BUILTINS {
+            assert_eq!(lookup(b.name).map(|x| x.name), Some(b.name));
+            if let Some(max) = b.max_args {
+                assert!(b.min_args <= max, "{}", b.name);
+            }
+        }
+        assert!(lookup("nope").is_none());
+    }
+}

@@ -1,0 +1,491 @@
+//! Semantic errors: one variant per kind, each holding the spans it points at (stanc3's
+//! `Semantic_error`, rendered through codespan as in Nickel). `help:` notes say what to type.
+
+use codespan_reporting::diagnostic::{Diagnostic, Label};
+
+use crate::syntax::report::ToDiagnostic;
+use crate::syntax::span::{FileId, Span};
+
+/// An error found between parsing and compiling. Each variant's first span is the primary label.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SemanticError {
+    #[error("undeclared variable `{name}`{}", did_you_mean(suggestion))]
+    UndeclaredVariable {
+        name: String,
+        span: Span,
+        /// The nearest visible name by edit distance, if close enough.
+        suggestion: Option<String>,
+    },
+    #[error("variable `{name}` is used before its declaration")]
+    UsedBeforeDeclaration {
+        name: String,
+        span: Span,
+        decl_span: Span,
+    },
+    #[error("`{name}` is already declared")]
+    Redeclaration {
+        name: String,
+        span: Span,
+        previous: Span,
+    },
+    #[error("unknown function `{name}`{}", did_you_mean(suggestion))]
+    UnknownFunction {
+        name: String,
+        span: Span,
+        /// The nearest built-in, user-defined function or distribution name.
+        suggestion: Option<String>,
+    },
+    #[error("unknown distribution `{name}`{}", did_you_mean(suggestion))]
+    UnknownDistribution {
+        name: String,
+        span: Span,
+        suggestion: Option<String>,
+    },
+    #[error("`{function}` takes {expected}, but {found} {} given", if *.found == 1 { "was" } else { "were" })]
+    WrongArity {
+        function: String,
+        span: Span,
+        /// E.g. "2 arguments (mu, sigma)".
+        expected: String,
+        found: usize,
+    },
+    #[error("no signature of `{function}` accepts arguments of type ({args})")]
+    NoMatchingSignature {
+        function: String,
+        span: Span,
+        /// The argument types found, comma separated.
+        args: String,
+        /// The signatures that exist.
+        signatures: String,
+    },
+    #[error("{message}")]
+    OperatorMismatch {
+        /// "cannot multiply `vector` by `vector` with `*`".
+        message: String,
+        span: Span,
+        /// What to write instead (may be empty).
+        hint: String,
+    },
+    #[error("{what} must be {expected}, found `{found}`")]
+    TypeMismatch {
+        /// What was being checked: "the initialiser of `x`", "the condition of `if`", …
+        what: String,
+        /// The accepted type(s), already quoted.
+        expected: String,
+        found: String,
+        span: Span,
+        help: Option<String>,
+    },
+    #[error("cannot assign to {kind} `{name}`")]
+    ReadOnlyAssignment {
+        name: String,
+        /// "data variable", "parameter", "loop variable", …
+        kind: String,
+        span: Span,
+        decl_span: Span,
+        help: String,
+    },
+    #[error("a declaration in the `{block}` block takes no initialiser")]
+    InitialiserNotAllowed { block: String, span: Span },
+    #[error("{what} `{name}` is declared `int`; discrete parameters are not supported")]
+    DiscreteParameter {
+        name: String,
+        /// "parameter" or "transformed parameter".
+        what: String,
+        span: Span,
+    },
+    #[error("`{what}` is only allowed in the `model` block and in functions ending in `_lp`")]
+    TargetOutsideModel { what: String, span: Span },
+    #[error("random number generator `{name}` cannot be used in {place}")]
+    RngNotAllowed {
+        name: String,
+        span: Span,
+        place: String,
+    },
+    #[error("local variable `{name}` cannot have a constraint")]
+    ConstraintOnLocal { name: String, span: Span },
+    #[error("the size of `{name}` depends on {kind} `{var}`; sizes must be data")]
+    NonDataSize {
+        name: String,
+        var: String,
+        kind: String,
+        span: Span,
+        decl_span: Span,
+    },
+    #[error("the bound of {block_var} `{name}` depends on {kind} `{var}`")]
+    NonDataBound {
+        name: String,
+        /// "data variable", "parameter", …
+        block_var: String,
+        var: String,
+        kind: String,
+        span: Span,
+        decl_span: Span,
+    },
+    #[error("`{name}` is declared `{declared}` but `{family}` needs {values}")]
+    DiscreteFamilyOnReal {
+        name: String,
+        declared: String,
+        family: String,
+        /// "integer counts", "0/1 integers", "integers".
+        values: String,
+        span: Span,
+        decl_span: Option<Span>,
+        /// The declaration to write instead, e.g. "array[N] int y".
+        suggested_decl: Option<String>,
+    },
+    #[error("`{name}` is declared with `{bound}` but `{family}` needs {support}")]
+    SupportContradiction {
+        name: String,
+        family: String,
+        /// "<upper=0>".
+        bound: String,
+        /// "positive values".
+        support: String,
+        span: Span,
+        decl_span: Span,
+    },
+    #[error("an index must be `int` or `array[] int`, found `{found}`")]
+    NonIntIndex { found: String, span: Span },
+    #[error("too many indexes for a value of type `{ty}`: {found} given, at most {max}")]
+    TooManyIndices {
+        ty: String,
+        found: usize,
+        max: usize,
+        span: Span,
+    },
+    #[error("function `{name}` may reach its end without returning a value")]
+    MissingReturn { name: String, span: Span },
+    #[error("{message}")]
+    BadReturn { message: String, span: Span },
+    #[error("`{name}` needs `|` between the variate and the parameters")]
+    ConditionalRequired {
+        name: String,
+        span: Span,
+        /// The call written the right way.
+        fixed: String,
+    },
+    #[error("`{name}` does not take `|`; only `_lpdf`, `_lpmf`, `_lcdf` and `_lccdf` calls do")]
+    ConditionalNotAllowed { name: String, span: Span },
+    #[error("`{what}` outside a loop")]
+    OutsideLoop { what: String, span: Span },
+    #[error("`{family}` is a {kind} distribution; call `{suggested}` instead of `{name}`")]
+    WrongSuffix {
+        name: String,
+        family: String,
+        /// "discrete" or "continuous".
+        kind: String,
+        suggested: String,
+        span: Span,
+    },
+    #[error(
+        "the result of `{name}` is discarded; only `void` functions can be called as statements"
+    )]
+    NonVoidStatement { name: String, span: Span },
+    #[error("`{name}` returns `void` and cannot be used in an expression")]
+    VoidInExpression { name: String, span: Span },
+    #[error("function `{name}` is already defined")]
+    FunctionRedefinition {
+        name: String,
+        span: Span,
+        previous: Span,
+    },
+}
+
+impl SemanticError {
+    /// The span of the primary label.
+    pub fn span(&self) -> Span {
+        use SemanticError::*;
+        match self {
+            UndeclaredVariable { span, .. }
+            | UsedBeforeDeclaration { span, .. }
+            | Redeclaration { span, .. }
+            | UnknownFunction { span, .. }
+            | UnknownDistribution { span, .. }
+            | WrongArity { span, .. }
+            | NoMatchingSignature { span, .. }
+            | OperatorMismatch { span, .. }
+            | TypeMismatch { span, .. }
+            | ReadOnlyAssignment { span, .. }
+            | InitialiserNotAllowed { span, .. }
+            | DiscreteParameter { span, .. }
+            | TargetOutsideModel { span, .. }
+            | RngNotAllowed { span, .. }
+            | ConstraintOnLocal { span, .. }
+            | NonDataSize { span, .. }
+            | NonDataBound { span, .. }
+            | DiscreteFamilyOnReal { span, .. }
+            | SupportContradiction { span, .. }
+            | NonIntIndex { span, .. }
+            | TooManyIndices { span, .. }
+            | MissingReturn { span, .. }
+            | BadReturn { span, .. }
+            | ConditionalRequired { span, .. }
+            | ConditionalNotAllowed { span, .. }
+            | OutsideLoop { span, .. }
+            | WrongSuffix { span, .. }
+            | NonVoidStatement { span, .. }
+            | VoidInExpression { span, .. }
+            | FunctionRedefinition { span, .. } => *span,
+        }
+    }
+}
+
+/// "; did you mean `x`?" when there is a suggestion, else nothing.
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    match suggestion {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => String::new(),
+    }
+}
+
+fn primary(span: Span, msg: impl std::fmt::Display) -> Label<FileId> {
+    Label::primary(span.file, span.range()).with_message(msg)
+}
+
+fn secondary(span: Span, msg: impl std::fmt::Display) -> Label<FileId> {
+    Label::secondary(span.file, span.range()).with_message(msg)
+}
+
+impl ToDiagnostic for SemanticError {
+    fn to_diagnostic(&self) -> Diagnostic<FileId> {
+        use SemanticError::*;
+        let mut labels = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
+        match self {
+            UndeclaredVariable {
+                span, suggestion, ..
+            } => {
+                labels.push(primary(*span, "not declared in this scope"));
+                if let Some(s) = suggestion {
+                    notes.push(format!("help: replace it with `{s}`"));
+                }
+            }
+            UsedBeforeDeclaration {
+                name,
+                span,
+                decl_span,
+            } => {
+                labels.push(primary(*span, "used here"));
+                labels.push(secondary(*decl_span, "declared later here"));
+                notes.push(format!(
+                    "help: move the declaration of `{name}` before its first use"
+                ));
+            }
+            Redeclaration { span, previous, .. } => {
+                labels.push(primary(*span, "declared again here"));
+                labels.push(secondary(*previous, "first declared here"));
+                notes.push("help: choose a different name (names cannot be shadowed)".into());
+            }
+            UnknownFunction {
+                span, suggestion, ..
+            } => {
+                labels.push(primary(*span, "no function of this name"));
+                if let Some(s) = suggestion {
+                    notes.push(format!("help: replace it with `{s}`"));
+                }
+            }
+            UnknownDistribution {
+                span, suggestion, ..
+            } => {
+                labels.push(primary(*span, "no distribution of this name"));
+                if let Some(s) = suggestion {
+                    notes.push(format!("help: replace it with `{s}`"));
+                }
+            }
+            WrongArity { span, found, .. } => {
+                labels.push(primary(*span, format!("{found} given here")));
+            }
+            NoMatchingSignature {
+                function,
+                span,
+                signatures,
+                ..
+            } => {
+                labels.push(primary(*span, "no matching signature"));
+                notes.push(format!("help: `{function}` accepts {signatures}"));
+            }
+            OperatorMismatch { span, hint, .. } => {
+                labels.push(primary(*span, "operator not defined for these types"));
+                if !hint.is_empty() {
+                    notes.push(format!("help: {hint}"));
+                }
+            }
+            TypeMismatch { span, help, .. } => {
+                labels.push(primary(*span, "wrong type"));
+                if let Some(h) = help {
+                    notes.push(format!("help: {h}"));
+                }
+            }
+            ReadOnlyAssignment {
+                span,
+                decl_span,
+                help,
+                kind,
+                ..
+            } => {
+                labels.push(primary(*span, "assigned here"));
+                labels.push(secondary(*decl_span, format!("declared as a {kind} here")));
+                notes.push(format!("help: {help}"));
+            }
+            InitialiserNotAllowed { block, span } => {
+                labels.push(primary(*span, "initialiser not allowed here"));
+                notes.push(if block == "data" {
+                    "help: values of data variables come from the data file; remove `= …`".into()
+                } else {
+                    "help: parameters are sampled, not assigned; remove `= …`, or declare the \
+                     variable in `transformed parameters`"
+                        .into()
+                });
+            }
+            DiscreteParameter { span, .. } => {
+                labels.push(primary(*span, "declared `int` here"));
+                notes.push(
+                    "help: discrete parameters are not supported; marginalise them out \
+                     (sum over their values with `log_sum_exp`) and declare a `real` instead"
+                        .into(),
+                );
+            }
+            TargetOutsideModel { span, .. } => {
+                labels.push(primary(*span, "not allowed in this block"));
+                notes.push("help: move this statement into the `model` block".into());
+            }
+            RngNotAllowed { span, .. } => {
+                labels.push(primary(*span, "random number generator called here"));
+                notes.push(
+                    "help: `_rng` functions are allowed only in `transformed data`, `generated \
+                     quantities` and functions ending in `_rng`"
+                        .into(),
+                );
+            }
+            ConstraintOnLocal { span, .. } => {
+                labels.push(primary(*span, "constrained type on a local variable"));
+                notes.push(
+                    "help: constraints are allowed only on block-level declarations; declare a \
+                     plain `real`, `vector` or `matrix` here"
+                        .into(),
+                );
+            }
+            NonDataSize {
+                span,
+                decl_span,
+                var,
+                kind,
+                ..
+            } => {
+                labels.push(primary(*span, format!("`{var}` is not data")));
+                labels.push(secondary(
+                    *decl_span,
+                    format!("`{var}` declared as a {kind} here"),
+                ));
+                notes.push(
+                    "help: sizes of block-level declarations may use only variables of the \
+                     `data` and `transformed data` blocks"
+                        .into(),
+                );
+            }
+            NonDataBound {
+                span,
+                decl_span,
+                var,
+                kind,
+                block_var,
+                ..
+            } => {
+                labels.push(primary(*span, format!("`{var}` used in a bound")));
+                labels.push(secondary(
+                    *decl_span,
+                    format!("`{var}` declared as a {kind} here"),
+                ));
+                notes.push(if block_var == "parameter" {
+                    "help: bounds of parameters may use data and earlier parameters only".into()
+                } else {
+                    "help: bounds of data may use only `data` and `transformed data` variables"
+                        .into()
+                });
+            }
+            DiscreteFamilyOnReal {
+                span,
+                decl_span,
+                suggested_decl,
+                name,
+                ..
+            } => {
+                labels.push(primary(*span, "needs integer values"));
+                if let Some(d) = decl_span {
+                    labels.push(secondary(*d, format!("`{name}` declared here")));
+                }
+                if let Some(s) = suggested_decl {
+                    notes.push(format!("help: declare `{s}`"));
+                }
+            }
+            SupportContradiction {
+                span,
+                decl_span,
+                name,
+                bound,
+                ..
+            } => {
+                labels.push(primary(*span, "outside the support of this distribution"));
+                labels.push(secondary(
+                    *decl_span,
+                    format!("`{name}` declared with `{bound}` here"),
+                ));
+                notes.push(format!(
+                    "help: fix the bound of `{name}`, or choose a distribution whose support \
+                     contains its values"
+                ));
+            }
+            NonIntIndex { span, .. } => {
+                labels.push(primary(*span, "not an integer"));
+                notes.push("help: indexes count from 1 and must be `int`".into());
+            }
+            TooManyIndices { span, .. } => {
+                labels.push(primary(*span, "too many indexes"));
+            }
+            MissingReturn { span, .. } => {
+                labels.push(primary(*span, "declared with a non-void return type"));
+                notes.push(
+                    "help: add a `return` statement at the end of every path through the body"
+                        .into(),
+                );
+            }
+            BadReturn { span, .. } => {
+                labels.push(primary(*span, "this return"));
+            }
+            ConditionalRequired { span, fixed, .. } => {
+                labels.push(primary(*span, "`|` expected after the first argument"));
+                notes.push(format!("help: write `{fixed}`"));
+            }
+            ConditionalNotAllowed { span, .. } => {
+                labels.push(primary(*span, "`|` not allowed here"));
+                notes.push("help: separate all arguments with `,`".into());
+            }
+            OutsideLoop { span, .. } => {
+                labels.push(primary(*span, "not inside `for` or `while`"));
+            }
+            WrongSuffix {
+                span, suggested, ..
+            } => {
+                labels.push(primary(*span, "wrong suffix"));
+                notes.push(format!("help: write `{suggested}`"));
+            }
+            NonVoidStatement { span, .. } => {
+                labels.push(primary(*span, "value discarded"));
+                notes.push("help: assign the result to a variable, or remove the call".into());
+            }
+            VoidInExpression { span, .. } => {
+                labels.push(primary(*span, "returns no value"));
+            }
+            FunctionRedefinition { span, previous, .. } => {
+                labels.push(primary(*span, "defined again here"));
+                labels.push(secondary(*previous, "first defined here"));
+            }
+        }
+        Diagnostic::error()
+            .with_message(self.to_string())
+            .with_labels(labels)
+            .with_notes(notes)
+    }
+}

@@ -1,0 +1,47 @@
+//! AST → checked model: the checks between parsing and compiling (stanc3's typechecker is the
+//! model). Every expression gets a [`types::Type`]; names, blocks, built-in and user-defined
+//! functions and distributions are checked; errors and warnings carry spans and did-you-mean
+//! suggestions and render through [`crate::syntax::report`].
+
+pub mod builtins;
+mod check;
+pub mod error;
+pub mod names;
+pub mod operators;
+pub mod pretty;
+pub mod types;
+pub mod warnings;
+
+pub use error::SemanticError;
+pub use types::{Base, Type};
+pub use warnings::Warning;
+
+use crate::syntax::ast;
+
+/// The result of [`check`]: every error found (empty when the program is valid) and the
+/// warnings, in source order of discovery.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckOutput {
+    pub errors: Vec<SemanticError>,
+    pub warnings: Vec<Warning>,
+}
+
+impl CheckOutput {
+    /// True when no error was found (warnings do not count).
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// Checks a parsed program: types of every expression, scoping of names, what each block may
+/// contain, calls of built-in and user-defined functions and distributions, and the support of
+/// data under `~`. Never panics; all problems come back in [`CheckOutput`].
+///
+/// Blocks are checked in program order (functions, data, transformed data, parameters,
+/// transformed parameters, model, generated quantities), each name visible from its declaration on.
+pub fn check(program: &ast::Program) -> CheckOutput {
+    check::Checker::new(program).run()
+}
+
+#[cfg(test)]
+mod tests;

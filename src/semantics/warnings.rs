@@ -1,0 +1,115 @@
+//! Warnings in the style of stanc3's pedantic mode: they travel beside a successful check and
+//! never stop compilation.
+
+use codespan_reporting::diagnostic::{Diagnostic, Label};
+
+use crate::syntax::report::ToDiagnostic;
+use crate::syntax::span::{FileId, Span};
+
+/// A warning about a model that is valid but probably not what was meant.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A parameter that is never on the left of `~` nor inside a `target +=` (stanc3 pedantic:
+    /// "parameter has no priors").
+    #[error("parameter `{name}` has no prior; it gets an improper flat prior")]
+    NoPrior { name: String, span: Span },
+    /// The left side of `~` is a non-linear function of parameters: the density is then over the
+    /// transformed value, and the log absolute Jacobian determinant must be added by hand.
+    #[error(
+        "the left side of `~` is a non-linear transform of a parameter; it needs a Jacobian adjustment"
+    )]
+    NonLinearLhs { span: Span },
+    /// A parameter given `uniform(a, b)` whose declared bounds are not `<lower=a, upper=b>`.
+    #[error("parameter `{name}` has a `uniform({a}, {b})` prior but is declared {declared}")]
+    UniformBoundsMismatch {
+        name: String,
+        /// The distribution's bounds as written.
+        a: String,
+        b: String,
+        /// "with `<lower=0>`" or "without bounds".
+        declared: String,
+        span: Span,
+        decl_span: Span,
+    },
+    /// `int / int`, which rounds towards zero.
+    #[error("integer division `{expr}` rounds towards zero")]
+    IntegerDivision {
+        expr: String,
+        /// `a * 1.0 / b`.
+        real_form: String,
+        /// `a %/% b`.
+        int_form: String,
+        span: Span,
+    },
+}
+
+impl Warning {
+    /// The span of the primary label.
+    pub fn span(&self) -> Span {
+        match self {
+            Warning::NoPrior { span, .. }
+            | Warning::NonLinearLhs { span }
+            | Warning::UniformBoundsMismatch { span, .. }
+            | Warning::IntegerDivision { span, .. } => *span,
+        }
+    }
+}
+
+impl ToDiagnostic for Warning {
+    fn to_diagnostic(&self) -> Diagnostic<FileId> {
+        let prim = |s: Span, m: &str| Label::primary(s.file, s.range()).with_message(m.to_string());
+        let (labels, notes) = match self {
+            Warning::NoPrior { name, span } => (
+                vec![prim(*span, "declared here")],
+                vec![format!(
+                    "help: add a prior such as `{name} ~ normal(0, 10);` to the model block, \
+                     unless a flat prior is intended"
+                )],
+            ),
+            Warning::NonLinearLhs { span } => (
+                vec![prim(*span, "non-linear function of a parameter")],
+                vec![
+                    "help: add the log absolute derivative of the transform to `target` (for \
+                     `log(x) ~ …` that is `target += -log(x);`), or put the distribution on the \
+                     parameter itself"
+                        .to_string(),
+                ],
+            ),
+            Warning::UniformBoundsMismatch {
+                name,
+                a,
+                b,
+                span,
+                decl_span,
+                ..
+            } => (
+                vec![
+                    prim(*span, "uniform prior here"),
+                    Label::secondary(decl_span.file, decl_span.range())
+                        .with_message(format!("`{name}` declared here")),
+                ],
+                vec![format!(
+                    "help: declare `real<lower={a}, upper={b}> {name}` so that the sampler stays \
+                     inside the support"
+                )],
+            ),
+            Warning::IntegerDivision {
+                real_form,
+                int_form,
+                span,
+                ..
+            } => (
+                vec![prim(*span, "both operands are `int`")],
+                vec![format!(
+                    "help: write `{real_form}` for real division, or `{int_form}` if rounding is \
+                     intended"
+                )],
+            ),
+        };
+        Diagnostic::warning()
+            .with_message(self.to_string())
+            .with_labels(labels)
+            .with_notes(notes)
+    }
+}
