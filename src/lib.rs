@@ -8,5 +8,6 @@
 
 pub mod data;
 pub mod distributions;
+pub mod graph;
 pub mod inference;
 pub mod syntax;
