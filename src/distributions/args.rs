@@ -182,3 +182,81 @@ pub fn check_each(
     }
     Ok(())
 }
+
+/// Requirement phrases for [`check_each`], in Stan Math's wording (`stan/math/prim/err`).
+pub mod requirement {
+    /// `check_positive_finite`.
+    pub const POSITIVE_FINITE: &str = "positive finite";
+    /// `check_finite`.
+    pub const FINITE: &str = "finite";
+    /// `check_not_nan`.
+    pub const NOT_NAN: &str = "not nan";
+    /// `check_nonnegative`.
+    pub const NONNEGATIVE: &str = "nonnegative";
+    /// `check_bounded(…, 0, 1)` for a probability.
+    pub const PROBABILITY: &str = "in the interval [0, 1]";
+    /// A count variate or parameter (Stan's `int` with `check_nonnegative`).
+    pub const COUNT: &str = "a nonnegative integer";
+    /// A binary variate (Stan's `check_bounded(n, 0, 1)` on an `int`).
+    pub const BINARY: &str = "0 or 1";
+}
+
+/// `x > 0` and finite.
+#[inline]
+pub fn positive_finite(x: f64) -> bool {
+    x > 0.0 && x.is_finite()
+}
+
+/// `x ≥ 0` (false for NaN).
+#[inline]
+pub fn nonnegative(x: f64) -> bool {
+    x >= 0.0
+}
+
+/// `0 ≤ x ≤ 1` (false for NaN).
+#[inline]
+pub fn probability(x: f64) -> bool {
+    (0.0..=1.0).contains(&x)
+}
+
+/// A finite integer ≥ 0.
+#[inline]
+pub fn count(x: f64) -> bool {
+    x >= 0.0 && x.is_finite() && x.fract() == 0.0
+}
+
+/// Exactly 0 or 1.
+#[inline]
+pub fn binary(x: f64) -> bool {
+    x == 0.0 || x == 1.0
+}
+
+/// A per-element function of one argument, computed once when the argument is a scalar.
+///
+/// Hoists work such as `log σ` or `lgamma(α)` out of the loop over N broadcast elements when
+/// that argument is a scalar; for a vector it evaluates `f` at the requested element.
+pub struct Hoisted<'a, F: Fn(f64) -> f64> {
+    arg: Arg<'a>,
+    scalar: f64,
+    f: F,
+}
+
+impl<'a, F: Fn(f64) -> f64> Hoisted<'a, F> {
+    /// Wraps `f` over `arg`; evaluates `f` once now if `arg` is a scalar.
+    pub fn new(arg: Arg<'a>, f: F) -> Self {
+        let scalar = match arg {
+            Arg::Scalar(x) => f(x),
+            Arg::Vector(_) => 0.0,
+        };
+        Hoisted { arg, scalar, f }
+    }
+
+    /// `f(arg[i])` under broadcasting.
+    #[inline]
+    pub fn at(&self, i: usize) -> f64 {
+        match self.arg {
+            Arg::Scalar(_) => self.scalar,
+            Arg::Vector(v) => (self.f)(v[i]),
+        }
+    }
+}

@@ -4,10 +4,33 @@
 //! This module is a leaf (like Stan Math's `prim`): it knows nothing of the language or the
 //! graph. The graph calls [`log_density`] once per `~` statement or `_lpdf` call, with every
 //! argument already evaluated, and gets back the summed value and the partials it needs.
+//! One file per family; [`registry`] holds the signature table read by semantics.
 
 pub mod args;
+pub mod bernoulli;
+pub mod bernoulli_logit;
+pub mod beta;
+pub mod binomial;
+pub mod binomial_logit;
+pub mod cauchy;
+pub mod double_exponential;
+pub mod exponential;
+pub mod gamma;
+pub mod inv_gamma;
+pub mod logistic;
+pub mod lognormal;
+pub mod neg_binomial_2;
 pub mod normal;
+pub mod poisson;
+pub mod poisson_log;
 pub mod registry;
+pub mod special;
+pub mod student_t;
+pub mod uniform;
+pub mod weibull;
+
+#[cfg(test)]
+mod tests;
 
 pub use args::{Arg, DistError, Term};
 pub use registry::{Family, FamilySig, Support, lookup};
@@ -22,7 +45,9 @@ pub use registry::{Family, FamilySig, Support, lookup};
 /// density is returned.
 ///
 /// Errors: a [`DistError`] naming the function, argument, element index and value when an
-/// argument is outside its support (e.g. a negative scale), or when vector lengths disagree.
+/// argument is outside its support (e.g. a negative scale), when vector lengths disagree, or when
+/// an integer argument (the variate of a discrete family, binomial's number of trials) is marked
+/// `is_var`.
 pub fn log_density(
     family: Family,
     args: &[Arg],
@@ -32,7 +57,43 @@ pub fn log_density(
     let sig = family.sig();
     args::check_arity(sig, args, is_var)?;
     let n = args::broadcast_len(sig, args)?;
+    check_integer_args_are_data(sig, is_var)?;
     match family {
         Family::Normal => normal::lpdf(args, is_var, propto, n),
+        Family::StudentT => student_t::lpdf(args, is_var, propto, n),
+        Family::Cauchy => cauchy::lpdf(args, is_var, propto, n),
+        Family::Exponential => exponential::lpdf(args, is_var, propto, n),
+        Family::Gamma => gamma::lpdf(args, is_var, propto, n),
+        Family::Bernoulli => bernoulli::lpmf(args, is_var, propto, n),
+        Family::BernoulliLogit => bernoulli_logit::lpmf(args, is_var, propto, n),
+        Family::DoubleExponential => double_exponential::lpdf(args, is_var, propto, n),
+        Family::Logistic => logistic::lpdf(args, is_var, propto, n),
+        Family::Lognormal => lognormal::lpdf(args, is_var, propto, n),
+        Family::InvGamma => inv_gamma::lpdf(args, is_var, propto, n),
+        Family::Beta => beta::lpdf(args, is_var, propto, n),
+        Family::Uniform => uniform::lpdf(args, is_var, propto, n),
+        Family::Weibull => weibull::lpdf(args, is_var, propto, n),
+        Family::Binomial => binomial::lpmf(args, is_var, propto, n),
+        Family::BinomialLogit => binomial_logit::lpmf(args, is_var, propto, n),
+        Family::Poisson => poisson::lpmf(args, is_var, propto, n),
+        Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
+        Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
     }
+}
+
+/// Integer arguments have no derivative: reject `is_var` on them.
+fn check_integer_args_are_data(sig: &FamilySig, is_var: &[bool]) -> Result<(), DistError> {
+    let supports = std::iter::once(sig.variate).chain(sig.params.iter().map(|p| p.support));
+    for (k, (support, &var)) in supports.zip(is_var).enumerate() {
+        if var && support.is_integer() {
+            return Err(DistError {
+                function: args::function_name(sig),
+                message: format!(
+                    "{} is an integer and cannot depend on parameters",
+                    args::arg_name(sig, k)
+                ),
+            });
+        }
+    }
+    Ok(())
 }

@@ -1,21 +1,31 @@
 //! Normal distribution: log p(y | μ, σ) = −½ log(2π) − log σ − ½((y − μ)/σ)².
 
-use super::args::{Arg, DistError, Term, check_each};
+use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
+use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
 use super::registry::Family;
 
-const HALF_LOG_TWO_PI: f64 = 0.918_938_533_204_672_8;
+use super::special::HALF_LOG_TWO_PI;
+
+/// Checks μ finite and σ > 0 finite (args[1..]; Stan's `normal_lpdf` checks).
+pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
+    let sig = Family::Normal.sig();
+    check_each(sig, args, 1, FINITE, f64::is_finite)?;
+    check_each(sig, args, 2, POSITIVE_FINITE, positive_finite)
+}
 
 /// Normal log density summed over `n` broadcast elements; args = (y, mu, sigma).
 /// Partials: ∂/∂y = −z/σ, ∂/∂μ = z/σ, ∂/∂σ = (z² − 1)/σ with z = (y − μ)/σ.
+/// Errors: y NaN, μ not finite, σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
     let sig = Family::Normal.sig();
-    check_each(sig, args, 0, "finite", |x| !x.is_nan())?;
-    check_each(sig, args, 1, "finite", f64::is_finite)?;
-    check_each(sig, args, 2, "positive and finite", |x| {
-        x > 0.0 && x.is_finite()
-    })?;
+    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
+    check_params(args)?;
     let (y, mu, sigma) = (args[0], args[1], args[2]);
     let mut term = Term::zeros(args, is_var);
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(term);
+    }
+    let log_sigma = Hoisted::new(sigma, f64::ln);
     let include_const = !propto;
     let include_log_sigma = !propto || is_var[2];
     let mut value = 0.0;
@@ -25,7 +35,7 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         let z = (y.at(i) - mu.at(i)) * inv_s;
         value -= 0.5 * z * z;
         if include_log_sigma {
-            value -= s.ln();
+            value -= log_sigma.at(i);
         }
         term.add_partial(0, i, -z * inv_s);
         term.add_partial(1, i, z * inv_s);

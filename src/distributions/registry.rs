@@ -21,6 +21,14 @@ pub enum Support {
     Integer,
 }
 
+impl Support {
+    /// True for the integer supports (`Count`, `Binary`, `Integer`): such arguments are data
+    /// and never carry partial derivatives.
+    pub fn is_integer(self) -> bool {
+        matches!(self, Support::Count | Support::Binary | Support::Integer)
+    }
+}
+
 /// One parameter of a family: its display name (Stan's wording) and its support.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSig {
@@ -46,23 +54,194 @@ pub struct FamilySig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
     Normal,
+    StudentT,
+    Cauchy,
+    Exponential,
+    Gamma,
+    Bernoulli,
+    BernoulliLogit,
+    DoubleExponential,
+    Logistic,
+    Lognormal,
+    InvGamma,
+    Beta,
+    Uniform,
+    Weibull,
+    Binomial,
+    BinomialLogit,
+    Poisson,
+    PoissonLog,
+    NegBinomial2,
 }
 
 const fn p(name: &'static str, support: Support) -> ParamSig {
     ParamSig { name, support }
 }
 
-/// The registry, one row per family.
-pub static FAMILIES: &[FamilySig] = &[FamilySig {
-    name: "normal",
-    variate: Support::Real,
-    params: &[
-        p("Location parameter", Support::Real),
-        p("Scale parameter", Support::Positive),
-    ],
-    discrete: false,
-    family: Family::Normal,
-}];
+const fn continuous(
+    name: &'static str,
+    variate: Support,
+    params: &'static [ParamSig],
+    family: Family,
+) -> FamilySig {
+    FamilySig {
+        name,
+        variate,
+        params,
+        discrete: false,
+        family,
+    }
+}
+
+const fn discrete(
+    name: &'static str,
+    variate: Support,
+    params: &'static [ParamSig],
+    family: Family,
+) -> FamilySig {
+    FamilySig {
+        name,
+        variate,
+        params,
+        discrete: true,
+        family,
+    }
+}
+
+const LOCATION: ParamSig = p("Location parameter", Support::Real);
+const SCALE: ParamSig = p("Scale parameter", Support::Positive);
+
+/// The registry, one row per family. Parameter names are Stan Math's (the names its argument
+/// checks print); supports are those of the Stan Functions Reference. Probability parameters are
+/// listed as [`Support::UnitInterval`] but accept the closed interval [0, 1] at run time, as Stan.
+pub static FAMILIES: &[FamilySig] = &[
+    continuous("normal", Support::Real, &[LOCATION, SCALE], Family::Normal),
+    continuous(
+        "student_t",
+        Support::Real,
+        &[
+            p("Degrees of freedom parameter", Support::Positive),
+            LOCATION,
+            SCALE,
+        ],
+        Family::StudentT,
+    ),
+    continuous("cauchy", Support::Real, &[LOCATION, SCALE], Family::Cauchy),
+    continuous(
+        "exponential",
+        Support::NonNegative,
+        &[p("Inverse scale parameter", Support::Positive)],
+        Family::Exponential,
+    ),
+    continuous(
+        "gamma",
+        Support::Positive,
+        &[
+            p("Shape parameter", Support::Positive),
+            p("Inverse scale parameter", Support::Positive),
+        ],
+        Family::Gamma,
+    ),
+    discrete(
+        "bernoulli",
+        Support::Binary,
+        &[p("Probability parameter", Support::UnitInterval)],
+        Family::Bernoulli,
+    ),
+    discrete(
+        "bernoulli_logit",
+        Support::Binary,
+        &[p("Logit transformed probability parameter", Support::Real)],
+        Family::BernoulliLogit,
+    ),
+    continuous(
+        "double_exponential",
+        Support::Real,
+        &[LOCATION, SCALE],
+        Family::DoubleExponential,
+    ),
+    continuous(
+        "logistic",
+        Support::Real,
+        &[LOCATION, SCALE],
+        Family::Logistic,
+    ),
+    continuous(
+        "lognormal",
+        Support::Positive,
+        &[LOCATION, SCALE],
+        Family::Lognormal,
+    ),
+    continuous(
+        "inv_gamma",
+        Support::Positive,
+        &[p("Shape parameter", Support::Positive), SCALE],
+        Family::InvGamma,
+    ),
+    continuous(
+        "beta",
+        Support::UnitInterval,
+        &[
+            p("First shape parameter", Support::Positive),
+            p("Second shape parameter", Support::Positive),
+        ],
+        Family::Beta,
+    ),
+    continuous(
+        "uniform",
+        Support::Real,
+        &[
+            p("Lower bound parameter", Support::Real),
+            p("Upper bound parameter", Support::Real),
+        ],
+        Family::Uniform,
+    ),
+    continuous(
+        "weibull",
+        Support::NonNegative,
+        &[p("Shape parameter", Support::Positive), SCALE],
+        Family::Weibull,
+    ),
+    discrete(
+        "binomial",
+        Support::Count,
+        &[
+            p("Population size parameter", Support::Count),
+            p("Probability parameter", Support::UnitInterval),
+        ],
+        Family::Binomial,
+    ),
+    discrete(
+        "binomial_logit",
+        Support::Count,
+        &[
+            p("Population size parameter", Support::Count),
+            p("Probability parameter", Support::Real),
+        ],
+        Family::BinomialLogit,
+    ),
+    discrete(
+        "poisson",
+        Support::Count,
+        &[p("Rate parameter", Support::NonNegative)],
+        Family::Poisson,
+    ),
+    discrete(
+        "poisson_log",
+        Support::Count,
+        &[p("Log rate parameter", Support::Real)],
+        Family::PoissonLog,
+    ),
+    discrete(
+        "neg_binomial_2",
+        Support::Count,
+        &[
+            p("Location parameter", Support::Positive),
+            p("Precision parameter", Support::Positive),
+        ],
+        Family::NegBinomial2,
+    ),
+];
 
 impl Family {
     /// This family's row of [`FAMILIES`].

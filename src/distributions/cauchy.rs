@@ -1,0 +1,50 @@
+//! Cauchy distribution: log p(y | μ, σ) = −log π − log σ − log(1 + z²), z = (y − μ)/σ.
+
+use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
+use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
+use super::registry::Family;
+
+const LOG_PI: f64 = 1.144_729_885_849_400_2;
+
+/// Checks μ finite and σ > 0 finite (args[1..]; Stan's `cauchy_lpdf` checks).
+pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
+    let sig = Family::Cauchy.sig();
+    check_each(sig, args, 1, FINITE, f64::is_finite)?;
+    check_each(sig, args, 2, POSITIVE_FINITE, positive_finite)
+}
+
+/// Cauchy log density summed over `n` broadcast elements; args = (y, μ, σ).
+///
+/// With w = 2z / (σ(1 + z²)): ∂/∂y = −w, ∂/∂μ = w, ∂/∂σ = −1/σ + w z.
+/// Errors: y NaN, μ not finite, σ not positive finite.
+pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
+    let sig = Family::Cauchy.sig();
+    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
+    check_params(args)?;
+    let mut term = Term::zeros(args, is_var);
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(term);
+    }
+    let (y, mu, sigma) = (args[0], args[1], args[2]);
+    let include_log_sigma = !propto || is_var[2];
+    let log_sigma = Hoisted::new(sigma, f64::ln);
+    let mut value = 0.0;
+    for i in 0..n {
+        let s = sigma.at(i);
+        let z = (y.at(i) - mu.at(i)) / s;
+        let z2 = z * z;
+        value -= z2.ln_1p();
+        if include_log_sigma {
+            value -= log_sigma.at(i);
+        }
+        let w = 2.0 * z / (s * (1.0 + z2));
+        term.add_partial(0, i, -w);
+        term.add_partial(1, i, w);
+        term.add_partial(2, i, w * z - 1.0 / s);
+    }
+    if !propto {
+        value -= LOG_PI * n as f64;
+    }
+    term.value = value;
+    Ok(term)
+}

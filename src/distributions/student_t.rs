@@ -1,0 +1,77 @@
+//! Student-t distribution: log p(y | ν, μ, σ) = log Γ((ν+1)/2) − log Γ(ν/2) − ½ log(νπ) − log σ
+//! − (ν+1)/2 · log(1 + z²/ν), z = (y − μ)/σ.
+
+use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
+use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
+use super::registry::Family;
+use super::special::{digamma, lgamma};
+
+const HALF_LOG_PI: f64 = 0.572_364_942_924_700_1;
+
+/// Checks ν > 0, μ finite, σ > 0 (args[1..]; Stan's `student_t_lpdf` checks).
+pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
+    let sig = Family::StudentT.sig();
+    check_each(sig, args, 1, POSITIVE_FINITE, positive_finite)?;
+    check_each(sig, args, 2, FINITE, f64::is_finite)?;
+    check_each(sig, args, 3, POSITIVE_FINITE, positive_finite)
+}
+
+/// Student-t log density summed over `n` broadcast elements; args = (y, ν, μ, σ).
+///
+/// With w = (ν+1) z / (σ (ν + z²)): ∂/∂y = −w, ∂/∂μ = w, ∂/∂σ = −1/σ + w z,
+/// ∂/∂ν = ½(ψ((ν+1)/2) − ψ(ν/2)) − 1/(2ν) − ½ log(1 + z²/ν) + (ν+1) z² / (2ν(ν + z²)).
+/// Errors: y NaN, ν or σ not positive finite, μ not finite.
+pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
+    let sig = Family::StudentT.sig();
+    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
+    check_params(args)?;
+    let mut term = Term::zeros(args, is_var);
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(term);
+    }
+    let (y, nu, mu, sigma) = (args[0], args[1], args[2], args[3]);
+    let include_nu = !propto || is_var[1];
+    let include_log_sigma = !propto || is_var[3];
+    let need_w = is_var[0] || is_var[2] || is_var[3];
+    let lgamma_part = Hoisted::new(nu, |v| {
+        lgamma(0.5 * (v + 1.0)) - lgamma(0.5 * v) - 0.5 * v.ln()
+    });
+    let digamma_part = Hoisted::new(nu, |v| {
+        if is_var[1] {
+            0.5 * (digamma(0.5 * (v + 1.0)) - digamma(0.5 * v)) - 0.5 / v
+        } else {
+            0.0
+        }
+    });
+    let log_sigma = Hoisted::new(sigma, f64::ln);
+    let mut value = 0.0;
+    for i in 0..n {
+        let v = nu.at(i);
+        let s = sigma.at(i);
+        let z = (y.at(i) - mu.at(i)) / s;
+        let z2 = z * z;
+        let log1p_term = (z2 / v).ln_1p();
+        value -= 0.5 * (v + 1.0) * log1p_term;
+        if include_nu {
+            value += lgamma_part.at(i);
+        }
+        if include_log_sigma {
+            value -= log_sigma.at(i);
+        }
+        if need_w {
+            let w = (v + 1.0) * z / (s * (v + z2));
+            term.add_partial(0, i, -w);
+            term.add_partial(2, i, w);
+            term.add_partial(3, i, w * z - 1.0 / s);
+        }
+        if is_var[1] {
+            let d = digamma_part.at(i) - 0.5 * log1p_term + 0.5 * (v + 1.0) * z2 / (v * (v + z2));
+            term.add_partial(1, i, d);
+        }
+    }
+    if !propto {
+        value -= HALF_LOG_PI * n as f64;
+    }
+    term.value = value;
+    Ok(term)
+}
