@@ -9,6 +9,7 @@
 pub mod data;
 pub mod diagnostics;
 pub mod distributions;
+pub mod graph;
 pub mod inference;
 pub mod output;
 pub mod semantics;

@@ -9,13 +9,25 @@
 pub mod args;
 pub mod bernoulli;
 pub mod bernoulli_logit;
+pub mod beta;
+pub mod binomial;
+pub mod binomial_logit;
 pub mod cauchy;
+pub mod double_exponential;
 pub mod exponential;
 pub mod gamma;
+pub mod inv_gamma;
+pub mod logistic;
+pub mod lognormal;
+pub mod neg_binomial_2;
 pub mod normal;
+pub mod poisson;
+pub mod poisson_log;
 pub mod registry;
 pub mod special;
 pub mod student_t;
+pub mod uniform;
+pub mod weibull;
 
 #[cfg(test)]
 mod tests;
@@ -54,6 +66,18 @@ pub fn log_density(
         Family::Gamma => gamma::lpdf(args, is_var, propto, n),
         Family::Bernoulli => bernoulli::lpmf(args, is_var, propto, n),
         Family::BernoulliLogit => bernoulli_logit::lpmf(args, is_var, propto, n),
+        Family::DoubleExponential => double_exponential::lpdf(args, is_var, propto, n),
+        Family::Logistic => logistic::lpdf(args, is_var, propto, n),
+        Family::Lognormal => lognormal::lpdf(args, is_var, propto, n),
+        Family::InvGamma => inv_gamma::lpdf(args, is_var, propto, n),
+        Family::Beta => beta::lpdf(args, is_var, propto, n),
+        Family::Uniform => uniform::lpdf(args, is_var, propto, n),
+        Family::Weibull => weibull::lpdf(args, is_var, propto, n),
+        Family::Binomial => binomial::lpmf(args, is_var, propto, n),
+        Family::BinomialLogit => binomial_logit::lpmf(args, is_var, propto, n),
+        Family::Poisson => poisson::lpmf(args, is_var, propto, n),
+        Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
+        Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
     }
 }
 

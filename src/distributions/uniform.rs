@@ -1,0 +1,62 @@
+//! Uniform distribution on [α, β]: log p(y | α, β) = −log(β − α) inside, −∞ outside.
+
+use super::args::requirement::{FINITE, NOT_NAN};
+use super::args::{Arg, DistError, Term, check_each};
+use super::registry::Family;
+
+/// Checks α, β finite and β > α (args[1..]; Stan's `uniform_lpdf` checks).
+pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
+    let sig = Family::Uniform.sig();
+    check_each(sig, args, 1, FINITE, f64::is_finite)?;
+    check_each(sig, args, 2, FINITE, f64::is_finite)?;
+    let (lo, hi) = (args[1], args[2]);
+    let n = lo.len().max(hi.len());
+    for i in 0..n {
+        let (l, h) = (lo.at(i), hi.at(i));
+        if h <= l {
+            let which = if hi.is_vector() {
+                format!("{}[{}]", sig.params[1].name, i + 1)
+            } else {
+                sig.params[1].name.to_string()
+            };
+            return Err(DistError {
+                function: super::args::function_name(sig),
+                message: format!("{which} is {h}, but must be greater than {l}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Uniform log density summed over `n` broadcast elements; args = (y, α, β).
+///
+/// A variate outside [α, β] gives value −∞ (not an error, as Stan) with zero partials.
+/// Inside: ∂/∂y = 0, ∂/∂α = 1/(β − α), ∂/∂β = −1/(β − α).
+/// Errors: y NaN, α or β not finite, β ≤ α.
+pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
+    check_each(Family::Uniform.sig(), args, 0, NOT_NAN, |x| !x.is_nan())?;
+    check_params(args)?;
+    let mut term = Term::zeros(args, is_var);
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(term);
+    }
+    let (y, lo, hi) = (args[0], args[1], args[2]);
+    if (0..n).any(|i| y.at(i) < lo.at(i) || y.at(i) > hi.at(i)) {
+        term.value = f64::NEG_INFINITY;
+        return Ok(term);
+    }
+    if propto && !is_var[1] && !is_var[2] {
+        return Ok(term);
+    }
+    let scalar_width = !lo.is_vector() && !hi.is_vector();
+    let log_width0 = (hi.at(0) - lo.at(0)).ln();
+    let mut value = 0.0;
+    for i in 0..n {
+        let width = hi.at(i) - lo.at(i);
+        value -= if scalar_width { log_width0 } else { width.ln() };
+        term.add_partial(1, i, 1.0 / width);
+        term.add_partial(2, i, -1.0 / width);
+    }
+    term.value = value;
+    Ok(term)
+}

@@ -1,0 +1,395 @@
+//! AST → lowered program: resolves names to slots and functions to built-ins or families.
+
+use std::collections::HashMap;
+
+use crate::distributions;
+use crate::syntax::Span;
+use crate::syntax::ast::{
+    self, Expr, ExprKind, Index, LValue, PrintArg, SizedBase, SizedType, Stmt, StmtKind, UnOp,
+};
+
+use super::error::GraphError;
+use super::ir::{BaseEx, DeclTy, Ex, IxEx, PArg, St, StKind, builtin};
+
+/// Where a name lives.
+#[derive(Clone, Copy, Debug)]
+pub enum VarRef {
+    Global(u32),
+    Local(u32),
+}
+
+/// Scopes and slot allocation.
+#[derive(Default)]
+pub struct Compiler {
+    scopes: Vec<HashMap<String, VarRef>>,
+    /// Number of local slots allocated so far.
+    pub n_slots: u32,
+    /// Names of user-defined functions (calls to them are reported as unsupported).
+    pub user_functions: Vec<String>,
+}
+
+impl Compiler {
+    /// A compiler with one (top-level) scope.
+    pub fn new() -> Self {
+        Compiler {
+            scopes: vec![HashMap::new()],
+            n_slots: 0,
+            user_functions: Vec::new(),
+        }
+    }
+
+    /// Opens a nested scope.
+    pub fn push(&mut self) {
+        self.scopes.push(HashMap::new());
+    }
+
+    /// Closes the innermost scope.
+    pub fn pop(&mut self) {
+        self.scopes.pop();
+    }
+
+    /// Declares `name` as a new local slot in the innermost scope.
+    pub fn declare_local(&mut self, name: &str) -> u32 {
+        let s = self.n_slots;
+        self.n_slots += 1;
+        self.scopes
+            .last_mut()
+            .expect("the top-level scope is never popped")
+            .insert(name.to_string(), VarRef::Local(s));
+        s
+    }
+
+    /// Binds `name` (top-level scope) to a global constant.
+    pub fn bind_global(&mut self, name: &str, idx: u32) {
+        self.scopes[0].insert(name.to_string(), VarRef::Global(idx));
+    }
+
+    fn lookup(&self, name: &str, span: Span) -> Result<VarRef, GraphError> {
+        for s in self.scopes.iter().rev() {
+            if let Some(v) = s.get(name) {
+                return Ok(*v);
+            }
+        }
+        Err(GraphError::UnknownVariable {
+            name: name.to_string(),
+            span,
+        })
+    }
+
+    /// Lowers an expression.
+    pub fn expr(&self, e: &Expr) -> Result<Ex, GraphError> {
+        Ok(match &e.kind {
+            ExprKind::IntLit(i) => Ex::Int(*i),
+            ExprKind::RealLit(x) => Ex::Real(*x),
+            ExprKind::Var(name) => match self.lookup(name, e.span)? {
+                VarRef::Global(i) => Ex::Global(i),
+                VarRef::Local(i) => Ex::Local(i),
+            },
+            ExprKind::Binary { op, lhs, rhs } => {
+                Ex::Bin(*op, Box::new(self.expr(lhs)?), Box::new(self.expr(rhs)?))
+            }
+            ExprKind::Unary { op, operand } => {
+                let o = self.expr(operand)?;
+                match op {
+                    UnOp::Neg => Ex::Neg(Box::new(o)),
+                    UnOp::Plus => o,
+                    UnOp::Not => Ex::Not(Box::new(o)),
+                }
+            }
+            ExprKind::Call { name, args, .. } => self.call(name, args)?,
+            ExprKind::Index { base, indices } => {
+                let mut ix = self.indices(indices)?;
+                // x[i][j] with single indices in the first group is x[i, j].
+                if let ExprKind::Index {
+                    base: inner,
+                    indices: inner_ix,
+                } = &base.kind
+                    && inner_ix.iter().all(|i| matches!(i, Index::Single(_)))
+                {
+                    if let Ex::Index(b, mut first) = self.expr(base)? {
+                        first.append(&mut ix);
+                        return Ok(Ex::Index(b, first));
+                    }
+                    let _ = inner;
+                }
+                Ex::Index(Box::new(self.expr(base)?), ix)
+            }
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => Ex::Ternary(
+                Box::new(self.expr(cond)?),
+                Box::new(self.expr(then)?),
+                Box::new(self.expr(otherwise)?),
+            ),
+            ExprKind::RowVectorLit(items) => Ex::RowVec(self.exprs(items)?),
+            ExprKind::ArrayLit(items) => Ex::Array(self.exprs(items)?),
+            ExprKind::Transpose(a) => Ex::Transpose(Box::new(self.expr(a)?)),
+        })
+    }
+
+    fn exprs(&self, es: &[Expr]) -> Result<Vec<Ex>, GraphError> {
+        es.iter().map(|e| self.expr(e)).collect()
+    }
+
+    fn indices(&self, ix: &[Index]) -> Result<Vec<IxEx>, GraphError> {
+        ix.iter()
+            .map(|i| {
+                Ok(match i {
+                    Index::Single(e) => IxEx::Single(self.expr(e)?),
+                    Index::Range(lo, hi) => IxEx::Range(
+                        lo.as_ref().map(|e| self.expr(e)).transpose()?,
+                        hi.as_ref().map(|e| self.expr(e)).transpose()?,
+                    ),
+                    Index::All => IxEx::All,
+                })
+            })
+            .collect()
+    }
+
+    fn call(&self, name: &ast::Ident, args: &[Expr]) -> Result<Ex, GraphError> {
+        let n = name.name.as_str();
+        let span = name.span;
+        for (suffix, propto) in [
+            ("_lpdf", false),
+            ("_lpmf", false),
+            ("_lupdf", true),
+            ("_lupmf", true),
+        ] {
+            if let Some(fam) = n.strip_suffix(suffix)
+                && let Some(sig) = distributions::lookup(fam)
+            {
+                return Ok(Ex::Lpdf {
+                    family: sig.family,
+                    propto,
+                    args: self.exprs(args)?,
+                });
+            }
+        }
+        if let Some(fam) = n.strip_suffix("_rng")
+            && let Some(sig) = distributions::lookup(fam)
+        {
+            return Ok(Ex::Rng {
+                family: sig.family,
+                args: self.exprs(args)?,
+            });
+        }
+        for suffix in ["_lcdf", "_lccdf", "_cdf"] {
+            if let Some(fam) = n.strip_suffix(suffix)
+                && distributions::lookup(fam).is_some()
+            {
+                return Err(GraphError::Unsupported {
+                    what: format!("`{n}` (cumulative distribution functions)"),
+                    span,
+                });
+            }
+        }
+        if let Some(b) = builtin(n) {
+            return Ok(Ex::Call(b, self.exprs(args)?));
+        }
+        if self.user_functions.iter().any(|f| f == n) {
+            return Err(GraphError::Unsupported {
+                what: format!("calling the user-defined function `{n}`"),
+                span,
+            });
+        }
+        Err(GraphError::UnknownFunction {
+            name: n.to_string(),
+            span,
+        })
+    }
+
+    /// Lowers a sized type (constraints are handled by the caller).
+    pub fn decl_ty(&self, ty: &SizedType, int: bool) -> Result<DeclTy, GraphError> {
+        let base = match &ty.base {
+            SizedBase::Int | SizedBase::Real => BaseEx::Scalar,
+            SizedBase::Vector(n)
+            | SizedBase::Simplex(n)
+            | SizedBase::Ordered(n)
+            | SizedBase::PositiveOrdered(n) => BaseEx::Vector(self.expr(n)?),
+            SizedBase::RowVector(n) => BaseEx::RowVector(self.expr(n)?),
+            SizedBase::Matrix(r, c) => BaseEx::Matrix(self.expr(r)?, self.expr(c)?),
+            SizedBase::CholeskyFactorCorr(_)
+            | SizedBase::CholeskyFactorCov(_)
+            | SizedBase::CovMatrix(_)
+            | SizedBase::CorrMatrix(_) => {
+                return Err(GraphError::Unsupported {
+                    what: "this constrained matrix type (cholesky_factor_corr, cholesky_factor_cov, cov_matrix, corr_matrix)".into(),
+                    span: ty.span,
+                });
+            }
+        };
+        Ok(DeclTy {
+            int: int || matches!(ty.base, SizedBase::Int),
+            base,
+            arr: self.exprs(&ty.array_dims)?,
+        })
+    }
+
+    /// Lowers a statement. `Decl`s declare their name in the innermost scope after their
+    /// initialiser is lowered.
+    pub fn stmt(&mut self, s: &Stmt) -> Result<St, GraphError> {
+        let span = s.span;
+        let kind = match &s.kind {
+            StmtKind::Decl(d) => {
+                let ty = self.decl_ty(&d.ty, false)?;
+                let init = d.init.as_ref().map(|e| self.expr(e)).transpose()?;
+                let slot = self.declare_local(&d.name.name);
+                StKind::Decl {
+                    slot,
+                    ty,
+                    init,
+                    check: None,
+                }
+            }
+            StmtKind::Assign { lhs, op, rhs } => {
+                let (slot, idx) = self.lvalue(lhs)?;
+                StKind::Assign {
+                    slot,
+                    idx,
+                    op: *op,
+                    rhs: self.expr(rhs)?,
+                }
+            }
+            StmtKind::Tilde {
+                lhs,
+                dist,
+                args,
+                truncation,
+            } => {
+                if let Some(t) = truncation {
+                    return Err(GraphError::Unsupported {
+                        what: "truncation `T[…]`".into(),
+                        span: t.span,
+                    });
+                }
+                let sig = distributions::lookup(&dist.name).ok_or_else(|| {
+                    GraphError::UnknownFunction {
+                        name: dist.name.clone(),
+                        span: dist.span,
+                    }
+                })?;
+                StKind::Tilde {
+                    lhs: self.expr(lhs)?,
+                    family: sig.family,
+                    args: self.exprs(args)?,
+                }
+            }
+            StmtKind::TargetPlus(e) => StKind::TargetPlus(self.expr(e)?),
+            StmtKind::For { var, lo, hi, body } => {
+                let lo = self.expr(lo)?;
+                let hi = self.expr(hi)?;
+                self.push();
+                let slot = self.declare_local(&var.name);
+                let body = self.stmt(body);
+                self.pop();
+                StKind::For {
+                    slot,
+                    lo,
+                    hi,
+                    body: Box::new(body?),
+                }
+            }
+            StmtKind::ForEach {
+                var,
+                collection,
+                body,
+            } => {
+                let coll = self.expr(collection)?;
+                self.push();
+                let slot = self.declare_local(&var.name);
+                let body = self.stmt(body);
+                self.pop();
+                StKind::ForEach {
+                    slot,
+                    coll,
+                    body: Box::new(body?),
+                }
+            }
+            StmtKind::While { cond, body } => StKind::While {
+                cond: self.expr(cond)?,
+                body: Box::new(self.scoped(body)?),
+            },
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => StKind::If {
+                cond: self.expr(cond)?,
+                then: Box::new(self.scoped(then)?),
+                otherwise: match otherwise {
+                    Some(o) => Some(Box::new(self.scoped(o)?)),
+                    None => None,
+                },
+            },
+            StmtKind::Block(sts) => {
+                self.push();
+                let r: Result<Vec<St>, GraphError> = sts.iter().map(|s| self.stmt(s)).collect();
+                self.pop();
+                StKind::Block(r?)
+            }
+            StmtKind::Break => StKind::Break,
+            StmtKind::Continue => StKind::Continue,
+            StmtKind::Return(_) => {
+                return Err(GraphError::Unsupported {
+                    what: "`return` outside a function".into(),
+                    span,
+                });
+            }
+            StmtKind::Print(_) => StKind::Nop,
+            StmtKind::Reject(args) => StKind::Reject(
+                args.iter()
+                    .map(|a| {
+                        Ok(match a {
+                            PrintArg::Str(s, _) => PArg::Str(s.clone()),
+                            PrintArg::Expr(e) => PArg::Ex(self.expr(e)?),
+                        })
+                    })
+                    .collect::<Result<_, GraphError>>()?,
+            ),
+            StmtKind::Expr(e) => {
+                return Err(GraphError::Unsupported {
+                    what: "a function call used as a statement".into(),
+                    span: e.span,
+                });
+            }
+        };
+        Ok(St { kind, span })
+    }
+
+    /// A statement in its own scope (the body of `if`/`while`).
+    fn scoped(&mut self, s: &Stmt) -> Result<St, GraphError> {
+        self.push();
+        let r = self.stmt(s);
+        self.pop();
+        r
+    }
+
+    fn lvalue(&self, lv: &LValue) -> Result<(u32, Vec<IxEx>), GraphError> {
+        let slot = match self.lookup(&lv.name.name, lv.name.span)? {
+            VarRef::Local(s) => s,
+            VarRef::Global(_) => {
+                return Err(GraphError::Eval {
+                    message: format!(
+                        "cannot assign to `{}`: data and transformed data are read-only here",
+                        lv.name.name
+                    ),
+                    span: lv.span,
+                });
+            }
+        };
+        let mut idx = Vec::new();
+        let groups = lv.indices.len();
+        for (g, group) in lv.indices.iter().enumerate() {
+            if g + 1 < groups && !group.iter().all(|i| matches!(i, Index::Single(_))) {
+                return Err(GraphError::Unsupported {
+                    what: "assignment through a slice followed by another index".into(),
+                    span: lv.span,
+                });
+            }
+            idx.extend(self.indices(group)?);
+        }
+        Ok((slot, idx))
+    }
+}

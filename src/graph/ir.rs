@@ -1,0 +1,300 @@
+//! The lowered program: variables resolved to slots, functions to [`Builtin`]s, distributions
+//! to [`Family`]s. Built once by [`super::compile`], executed by [`super::eval`] at every call.
+
+use crate::distributions::Family;
+use crate::syntax::Span;
+use crate::syntax::ast::{AssignOp, BinOp};
+
+use super::scalar::{B, U};
+
+/// Built-in functions, resolved from their names at compile time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Builtin {
+    /// Elementwise real function of one argument.
+    Unary(U),
+    /// Elementwise real function of two arguments (scalar broadcast).
+    Binary(B),
+    /// `abs`/`fabs`: integer for integers, else [`U::Abs`].
+    Abs,
+    /// `log_sum_exp(v)` (reduction) or `log_sum_exp(a, b)`.
+    LogSumExp,
+    Sum,
+    Prod,
+    Mean,
+    Sd,
+    Variance,
+    /// `min(v)` / `min(a, b)`.
+    Min,
+    /// `max(v)` / `max(a, b)`.
+    Max,
+    DotProduct,
+    DotSelf,
+    SquaredDistance,
+    Rows,
+    Cols,
+    Size,
+    NumElements,
+    RepVector,
+    RepRowVector,
+    RepArray,
+    RepMatrix,
+    AppendCol,
+    AppendRow,
+    ToVector,
+    ToRowVector,
+    ToMatrix,
+    ToArray1d,
+    Col,
+    Row,
+    DiagMatrix,
+    Diagonal,
+    CumulativeSum,
+    Segment,
+    Head,
+    Tail,
+    Softmax,
+    LogSoftmax,
+    DiagPreMultiply,
+    DiagPostMultiply,
+    Transpose,
+    /// A constant such as `pi()`.
+    Const(f64),
+    /// `target()`.
+    Target,
+}
+
+/// Looks up a built-in function by name.
+pub fn builtin(name: &str) -> Option<Builtin> {
+    use Builtin::*;
+    Some(match name {
+        "exp" => Unary(U::Exp),
+        "log" => Unary(U::Log),
+        "log1p" => Unary(U::Log1p),
+        "expm1" => Unary(U::Expm1),
+        "sqrt" => Unary(U::Sqrt),
+        "square" => Unary(U::Square),
+        "inv" => Unary(U::Inv),
+        "inv_sqrt" => Unary(U::InvSqrt),
+        "inv_square" => Unary(U::InvSquare),
+        "inv_logit" => Unary(U::InvLogit),
+        "logit" => Unary(U::Logit),
+        "log1p_exp" => Unary(U::Log1pExp),
+        "log_inv_logit" => Unary(U::LogInvLogit),
+        "log1m_inv_logit" => Unary(U::Log1mInvLogit),
+        "log1m" => Unary(U::Log1m),
+        "log1m_exp" => Unary(U::Log1mExp),
+        "lgamma" => Unary(U::Lgamma),
+        "digamma" => Unary(U::Digamma),
+        "tanh" => Unary(U::Tanh),
+        "sinh" => Unary(U::Sinh),
+        "cosh" => Unary(U::Cosh),
+        "sin" => Unary(U::Sin),
+        "cos" => Unary(U::Cos),
+        "tan" => Unary(U::Tan),
+        "atan" => Unary(U::Atan),
+        "asin" => Unary(U::Asin),
+        "acos" => Unary(U::Acos),
+        "cbrt" => Unary(U::Cbrt),
+        "log2" => Unary(U::Log2),
+        "log10" => Unary(U::Log10),
+        "exp2" => Unary(U::Exp2),
+        "erf" => Unary(U::Erf),
+        "erfc" => Unary(U::Erfc),
+        "Phi" => Unary(U::Phi),
+        "inv_cloglog" => Unary(U::InvCloglog),
+        "floor" => Unary(U::Floor),
+        "ceil" => Unary(U::Ceil),
+        "round" => Unary(U::Round),
+        "trunc" => Unary(U::Trunc),
+        "step" => Unary(U::Step),
+        "pow" => Binary(B::Pow),
+        "fmin" => Binary(B::Fmin),
+        "fmax" => Binary(B::Fmax),
+        "log_diff_exp" => Binary(B::LogDiffExp),
+        "hypot" => Binary(B::Hypot),
+        "fdim" => Binary(B::Fdim),
+        "atan2" => Binary(B::Atan2),
+        "lbeta" => Binary(B::Lbeta),
+        "lchoose" => Binary(B::Lchoose),
+        "abs" | "fabs" => Abs,
+        "log_sum_exp" => LogSumExp,
+        "sum" => Sum,
+        "prod" => Prod,
+        "mean" => Mean,
+        "sd" => Sd,
+        "variance" => Variance,
+        "min" => Min,
+        "max" => Max,
+        "dot_product" => DotProduct,
+        "dot_self" => DotSelf,
+        "squared_distance" => SquaredDistance,
+        "rows" => Rows,
+        "cols" => Cols,
+        "size" => Size,
+        "num_elements" => NumElements,
+        "rep_vector" => RepVector,
+        "rep_row_vector" => RepRowVector,
+        "rep_array" => RepArray,
+        "rep_matrix" => RepMatrix,
+        "append_col" => AppendCol,
+        "append_row" => AppendRow,
+        "to_vector" => ToVector,
+        "to_row_vector" => ToRowVector,
+        "to_matrix" => ToMatrix,
+        "to_array_1d" => ToArray1d,
+        "col" => Col,
+        "row" => Row,
+        "diag_matrix" => DiagMatrix,
+        "diagonal" => Diagonal,
+        "cumulative_sum" => CumulativeSum,
+        "segment" => Segment,
+        "head" => Head,
+        "tail" => Tail,
+        "softmax" => Softmax,
+        "log_softmax" => LogSoftmax,
+        "diag_pre_multiply" => DiagPreMultiply,
+        "diag_post_multiply" => DiagPostMultiply,
+        "transpose" => Transpose,
+        "pi" => Const(std::f64::consts::PI),
+        "e" => Const(std::f64::consts::E),
+        "sqrt2" => Const(std::f64::consts::SQRT_2),
+        "not_a_number" => Const(f64::NAN),
+        "positive_infinity" => Const(f64::INFINITY),
+        "negative_infinity" => Const(f64::NEG_INFINITY),
+        "machine_precision" => Const(f64::EPSILON),
+        "target" => Target,
+        _ => return None,
+    })
+}
+
+/// A lowered expression.
+#[derive(Clone, Debug)]
+pub enum Ex {
+    Int(i64),
+    Real(f64),
+    /// Data or transformed data, by index into the model's constants.
+    Global(u32),
+    /// A parameter, transformed parameter, generated quantity, local or loop variable.
+    Local(u32),
+    Bin(BinOp, Box<Ex>, Box<Ex>),
+    Neg(Box<Ex>),
+    Not(Box<Ex>),
+    Call(Builtin, Vec<Ex>),
+    /// `foo_lpdf(y | …)` (`propto = false`) or `foo_lupdf(y | …)` (`propto = true`).
+    Lpdf {
+        family: Family,
+        propto: bool,
+        args: Vec<Ex>,
+    },
+    /// `foo_rng(…)`.
+    Rng {
+        family: Family,
+        args: Vec<Ex>,
+    },
+    Index(Box<Ex>, Vec<IxEx>),
+    Ternary(Box<Ex>, Box<Ex>, Box<Ex>),
+    RowVec(Vec<Ex>),
+    Array(Vec<Ex>),
+    Transpose(Box<Ex>),
+}
+
+/// A lowered index.
+#[derive(Clone, Debug)]
+pub enum IxEx {
+    Single(Ex),
+    Range(Option<Ex>, Option<Ex>),
+    All,
+}
+
+/// Element shape of a declaration, with size expressions.
+#[derive(Clone, Debug)]
+pub enum BaseEx {
+    Scalar,
+    Vector(Ex),
+    RowVector(Ex),
+    Matrix(Ex, Ex),
+}
+
+/// A sized type: `int`/`real` flag, element shape and array sizes.
+#[derive(Clone, Debug)]
+pub struct DeclTy {
+    pub int: bool,
+    pub base: BaseEx,
+    pub arr: Vec<Ex>,
+}
+
+/// A parameter's constraint transform (Stan reference manual, "Constraint transforms").
+#[derive(Clone, Debug)]
+pub enum Transform {
+    Identity,
+    Lower(Ex),
+    Upper(Ex),
+    LowerUpper(Ex, Ex),
+    Affine(Option<Ex>, Option<Ex>),
+    Simplex,
+    Ordered,
+    PositiveOrdered,
+}
+
+/// A lowered statement with the span of the source statement.
+#[derive(Clone, Debug)]
+pub struct St {
+    pub kind: StKind,
+    pub span: Span,
+}
+
+/// Lowered statement forms.
+#[derive(Clone, Debug)]
+pub enum StKind {
+    Decl {
+        slot: u32,
+        ty: DeclTy,
+        init: Option<Ex>,
+        /// Bounds to check after the block (transformed parameters and generated quantities).
+        check: Option<(Option<Ex>, Option<Ex>)>,
+    },
+    Assign {
+        slot: u32,
+        idx: Vec<IxEx>,
+        op: AssignOp,
+        rhs: Ex,
+    },
+    Tilde {
+        lhs: Ex,
+        family: Family,
+        args: Vec<Ex>,
+    },
+    TargetPlus(Ex),
+    For {
+        slot: u32,
+        lo: Ex,
+        hi: Ex,
+        body: Box<St>,
+    },
+    ForEach {
+        slot: u32,
+        coll: Ex,
+        body: Box<St>,
+    },
+    While {
+        cond: Ex,
+        body: Box<St>,
+    },
+    If {
+        cond: Ex,
+        then: Box<St>,
+        otherwise: Option<Box<St>>,
+    },
+    Block(Vec<St>),
+    Break,
+    Continue,
+    Reject(Vec<PArg>),
+    Nop,
+}
+
+/// An argument of `reject`.
+#[derive(Clone, Debug)]
+pub enum PArg {
+    Str(String),
+    Ex(Ex),
+}

@@ -1,0 +1,861 @@
+//! The log-joint graph: a checked program compiled against its data into a log density on the
+//! unconstrained scale with reverse-mode gradients (Stan-like dynamic tape, vectorised nodes).
+//!
+//! [`Model::new`] lowers the AST once (names → slots, functions → built-ins, distributions →
+//! families), binds the data and runs `transformed data`. Each call of
+//! [`LogDensity::log_density_grad`] then interprets `parameters` (constraint transforms with
+//! their Jacobian adjustments), `transformed parameters` and `model` against a reused tape and
+//! sweeps it backwards. `log_density` runs the same interpreter with recording off, so both
+//! paths return the same value. `generated quantities` run in [`Model::write_array`].
+
+pub mod compile;
+pub mod error;
+pub mod eval;
+pub mod ir;
+pub mod ops;
+pub mod scalar;
+pub mod tape;
+pub mod transforms;
+pub mod value;
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::data::BoundData;
+use crate::inference::rng::StreamRng;
+use crate::inference::{DensityError, LogDensity};
+use crate::syntax::Span;
+use crate::syntax::ast::{self, SizedBase, StmtKind};
+use crate::syntax::source::SourceMap;
+
+pub use error::GraphError;
+
+use compile::Compiler;
+use eval::{Ctx, Located, check_shape};
+use ir::{Ex, St, StKind, Transform};
+use tape::{S, Tape};
+use value::{Base, Data, Fault, Tensor, Value, stan_order_names, stan_order_offsets};
+
+/// One declared parameter.
+#[derive(Clone, Debug)]
+struct ParamInfo {
+    name: String,
+    slot: u32,
+    arr: Vec<usize>,
+    base: Base,
+    /// First unconstrained coordinate.
+    offset: usize,
+    /// Number of unconstrained coordinates.
+    free: usize,
+    transform: Transform,
+    span: Span,
+}
+
+/// A transformed parameter or generated quantity (a top-level declaration of its block).
+#[derive(Clone, Debug)]
+struct OutVar {
+    name: String,
+    slot: u32,
+    arr: Vec<usize>,
+    base: Base,
+    lower: Option<Ex>,
+    upper: Option<Ex>,
+    span: Span,
+}
+
+/// A compiled model: data bound, `transformed data` evaluated, ready to evaluate the log density
+/// L(ζ) = log p(θ(ζ), y) + log|det ∂θ/∂ζ| and its gradient. `Send + Sync`; evaluation takes
+/// `&self` and reuses a per-thread tape.
+pub struct Model {
+    globals: Vec<Value>,
+    n_slots: usize,
+    params: Vec<ParamInfo>,
+    tparams: Vec<OutVar>,
+    gqs: Vec<OutVar>,
+    tp_body: Vec<St>,
+    model_body: Vec<St>,
+    gq_body: Vec<St>,
+    dim: usize,
+    /// Per file id: display name and byte offsets of line starts (for error locations).
+    files: Vec<Option<(String, Vec<usize>)>>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Tape> = RefCell::new(Tape::default());
+}
+
+/// Runs `f` with this thread's scratch tape (or a fresh one when it is already in use).
+fn with_tape<T>(f: impl FnOnce(&mut Tape) -> T) -> T {
+    SCRATCH.with(|t| match t.try_borrow_mut() {
+        Ok(mut tape) => f(&mut tape),
+        Err(_) => f(&mut Tape::default()),
+    })
+}
+
+fn eval_err(l: Located) -> GraphError {
+    GraphError::Eval {
+        message: l.fault.message,
+        span: l.span,
+    }
+}
+
+/// Converts a row-major `DataValue` layout to the graph's (matrix blocks column-major).
+fn data_to_storage(values: &[f64], base: Base) -> Vec<f64> {
+    match base {
+        Base::Matrix(r, c) if r * c > 0 => {
+            let mut out = vec![0.0; values.len()];
+            for (b, block) in values.chunks(r * c).enumerate() {
+                for i in 0..r {
+                    for j in 0..c {
+                        out[b * r * c + i + j * r] = block[i * c + j];
+                    }
+                }
+            }
+            out
+        }
+        _ => values.to_vec(),
+    }
+}
+
+impl Model {
+    /// Compiles a checked program against bound data: lowers every block, converts the data,
+    /// and evaluates `transformed data` once.
+    ///
+    /// Errors: [`GraphError`] at the span of the offending declaration, statement or
+    /// expression (missing or ill-shaped data, unknown names, unsupported features, failures in
+    /// `transformed data`).
+    pub fn new(program: &ast::Program, data: &BoundData) -> Result<Model, GraphError> {
+        let mut c = Compiler::new();
+        c.user_functions = program
+            .functions
+            .iter()
+            .map(|f| f.name.name.clone())
+            .collect();
+        let mut globals: Vec<Value> = Vec::new();
+        let mut tape = Tape::default();
+        tape.reset(false);
+
+        // data
+        for d in &program.data {
+            let ty = c.decl_ty(&d.ty, false)?;
+            let (arr, base) = {
+                let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
+                ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
+                    message: f.message,
+                    span: d.ty.span,
+                })?
+            };
+            let name = &d.name.name;
+            let dv = data
+                .values
+                .get(name)
+                .ok_or_else(|| GraphError::MissingData {
+                    name: name.clone(),
+                    span: d.span,
+                })?;
+            let mut want = arr.clone();
+            want.extend(base.dims());
+            if dv.dims != want {
+                return Err(GraphError::BadData {
+                    name: name.clone(),
+                    message: format!("declared with sizes {want:?}, data has sizes {:?}", dv.dims),
+                    span: d.span,
+                });
+            }
+            if ty.int && !dv.values.iter().all(|x| x.fract() == 0.0) {
+                return Err(GraphError::BadData {
+                    name: name.clone(),
+                    message: "declared int, but the data has non-integer values".into(),
+                    span: d.span,
+                });
+            }
+            let xs = Arc::new(data_to_storage(&dv.values, base));
+            let data = if ty.int {
+                Data::Int(xs)
+            } else {
+                Data::Real(xs)
+            };
+            let v = Value::from_tensor(Tensor { arr, base, data });
+            c.bind_global(name, globals.len() as u32);
+            globals.push(v);
+        }
+
+        // transformed data: lowered with top-level slots, run once, then moved to globals.
+        let mut td_sts = Vec::new();
+        let mut td_vars = Vec::new();
+        for s in &program.transformed_data {
+            let st = c.stmt(s)?;
+            if let (StmtKind::Decl(d), StKind::Decl { slot, .. }) = (&s.kind, &st.kind) {
+                let lower =
+                    d.ty.constraint
+                        .lower
+                        .as_ref()
+                        .map(|e| c.expr(e))
+                        .transpose()?;
+                let upper =
+                    d.ty.constraint
+                        .upper
+                        .as_ref()
+                        .map(|e| c.expr(e))
+                        .transpose()?;
+                td_vars.push((d.name.name.clone(), *slot, lower, upper, d.span));
+            }
+            td_sts.push(st);
+        }
+        if !td_sts.is_empty() {
+            let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
+            ctx.exec_all(&td_sts).map_err(eval_err)?;
+            let mut env = std::mem::take(&mut ctx.env);
+            for (name, slot, lower, upper, span) in &td_vars {
+                let v = &env[*slot as usize];
+                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref())
+                    .map_err(|fault| eval_err(Located { fault, span: *span }))?;
+            }
+            drop(ctx);
+            for (name, slot, ..) in td_vars {
+                let v = std::mem::replace(&mut env[slot as usize], Value::Int(0));
+                c.bind_global(&name, globals.len() as u32);
+                globals.push(v);
+            }
+        }
+
+        // parameters
+        let mut params = Vec::new();
+        let mut dim = 0usize;
+        for d in &program.parameters {
+            if matches!(d.ty.base, SizedBase::Int) {
+                return Err(GraphError::Unsupported {
+                    what: "integer parameters".into(),
+                    span: d.ty.span,
+                });
+            }
+            let ty = c.decl_ty(&d.ty, false)?;
+            let (arr, base) = {
+                let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
+                ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
+                    message: f.message,
+                    span: d.ty.span,
+                })?
+            };
+            let k = &d.ty.constraint;
+            let special = matches!(
+                d.ty.base,
+                SizedBase::Simplex(_) | SizedBase::Ordered(_) | SizedBase::PositiveOrdered(_)
+            );
+            if special && !k.is_empty() {
+                return Err(GraphError::Unsupported {
+                    what: "bounds on simplex/ordered types".into(),
+                    span: d.ty.span,
+                });
+            }
+            let lower = k.lower.as_ref().map(|e| c.expr(e)).transpose()?;
+            let upper = k.upper.as_ref().map(|e| c.expr(e)).transpose()?;
+            let offset = k.offset.as_ref().map(|e| c.expr(e)).transpose()?;
+            let mult = k.multiplier.as_ref().map(|e| c.expr(e)).transpose()?;
+            let transform = match (&d.ty.base, lower, upper, offset, mult) {
+                (SizedBase::Simplex(_), ..) => Transform::Simplex,
+                (SizedBase::Ordered(_), ..) => Transform::Ordered,
+                (SizedBase::PositiveOrdered(_), ..) => Transform::PositiveOrdered,
+                (_, None, None, None, None) => Transform::Identity,
+                (_, Some(l), None, None, None) => Transform::Lower(l),
+                (_, None, Some(u), None, None) => Transform::Upper(u),
+                (_, Some(l), Some(u), None, None) => Transform::LowerUpper(l, u),
+                (_, None, None, o, m) => Transform::Affine(o, m),
+                _ => {
+                    return Err(GraphError::Unsupported {
+                        what: "bounds combined with offset/multiplier".into(),
+                        span: d.ty.span,
+                    });
+                }
+            };
+            let n = arr.iter().product::<usize>() * base.size();
+            let free = match transform {
+                Transform::Simplex => {
+                    let k = base.size();
+                    if k == 0 {
+                        return Err(GraphError::Eval {
+                            message: "a simplex needs at least one element".into(),
+                            span: d.ty.span,
+                        });
+                    }
+                    n - n / k
+                }
+                _ => n,
+            };
+            let slot = c.declare_local(&d.name.name);
+            params.push(ParamInfo {
+                name: d.name.name.clone(),
+                slot,
+                arr,
+                base,
+                offset: dim,
+                free,
+                transform,
+                span: d.span,
+            });
+            dim += free;
+        }
+
+        // transformed parameters (top-level scope: visible in model and generated quantities)
+        let tp_body = Self::lower_outputs(
+            &mut c,
+            &program.transformed_parameters,
+            &globals,
+            &mut tape,
+            &mut Vec::new(),
+        )?;
+        let mut tparams = Vec::new();
+        let tp_body = {
+            let (b, outs) = tp_body;
+            tparams.extend(outs);
+            b
+        };
+        c.push();
+        let model_body: Result<Vec<St>, GraphError> =
+            program.model.iter().map(|s| c.stmt(s)).collect();
+        c.pop();
+        let model_body = model_body?;
+        let (gq_body, gqs) = Self::lower_outputs(
+            &mut c,
+            &program.generated_quantities,
+            &globals,
+            &mut tape,
+            &mut Vec::new(),
+        )?;
+
+        Ok(Model {
+            globals,
+            n_slots: c.n_slots as usize,
+            params,
+            tparams,
+            gqs,
+            tp_body,
+            model_body,
+            gq_body,
+            dim,
+            files: Vec::new(),
+        })
+    }
+
+    /// Lowers a block whose top-level declarations are outputs (transformed parameters,
+    /// generated quantities); their sizes are evaluated now (they may depend on data only).
+    #[allow(clippy::type_complexity)]
+    fn lower_outputs(
+        c: &mut Compiler,
+        stmts: &[ast::Stmt],
+        globals: &[Value],
+        tape: &mut Tape,
+        _unused: &mut Vec<()>,
+    ) -> Result<(Vec<St>, Vec<OutVar>), GraphError> {
+        let mut body = Vec::new();
+        let mut outs = Vec::new();
+        for s in stmts {
+            let st = c.stmt(s)?;
+            if let (StmtKind::Decl(d), StKind::Decl { slot, ty, .. }) = (&s.kind, &st.kind) {
+                let (arr, base) = {
+                    let mut ctx = Ctx::new(globals, c.n_slots as usize, tape);
+                    ctx.eval_type(ty).map_err(|f| GraphError::Eval {
+                        message: f.message,
+                        span: d.ty.span,
+                    })?
+                };
+                let k = &d.ty.constraint;
+                outs.push(OutVar {
+                    name: d.name.name.clone(),
+                    slot: *slot,
+                    arr,
+                    base,
+                    lower: k.lower.as_ref().map(|e| c.expr(e)).transpose()?,
+                    upper: k.upper.as_ref().map(|e| c.expr(e)).transpose()?,
+                    span: d.span,
+                });
+            }
+            body.push(st);
+        }
+        Ok((body, outs))
+    }
+
+    /// Registers the source texts so that runtime errors carry "file:line:column" locations.
+    pub fn with_sources(mut self, sources: &SourceMap) -> Self {
+        use codespan_reporting::files::Files;
+        let files = sources.files();
+        let mut out = Vec::new();
+        let mut id = 0;
+        while let Ok(name) = files.name(id) {
+            let text = files.source(id).map(|s| s.to_string()).unwrap_or_default();
+            let mut starts = vec![0];
+            starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+            out.push(Some((name.to_string(), starts)));
+            id += 1;
+        }
+        self.files = out;
+        self
+    }
+
+    fn location(&self, span: Span) -> String {
+        match self.files.get(span.file) {
+            Some(Some((name, starts))) => {
+                let line = starts.partition_point(|&s| s <= span.start);
+                let col = span.start - starts[line - 1] + 1;
+                format!("{name}:{line}:{col}")
+            }
+            _ => format!("bytes {}..{} of file {}", span.start, span.end, span.file),
+        }
+    }
+
+    fn density_error(&self, l: Located) -> DensityError {
+        DensityError {
+            message: l.fault.message,
+            location: Some(self.location(l.span)),
+            recoverable: l.fault.recoverable,
+        }
+    }
+
+    /// d, the number of unconstrained coordinates.
+    pub fn unconstrained_dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Constrained parameter names, flattened in Stan's order (all indices column-major, first
+    /// index fastest, 1-based): "alpha", "beta[1]", …, "Sigma[1,1]", "Sigma[2,1]", ….
+    pub fn parameter_names(&self) -> Vec<String> {
+        self.params
+            .iter()
+            .flat_map(|p| stan_order_names(&p.name, &p.arr, p.base))
+            .collect()
+    }
+
+    /// Transformed parameter names, in the same convention as [`Model::parameter_names`].
+    pub fn transformed_parameter_names(&self) -> Vec<String> {
+        self.tparams
+            .iter()
+            .flat_map(|p| stan_order_names(&p.name, &p.arr, p.base))
+            .collect()
+    }
+
+    /// Generated quantity names, in the same convention as [`Model::parameter_names`].
+    pub fn generated_quantity_names(&self) -> Vec<String> {
+        self.gqs
+            .iter()
+            .flat_map(|p| stan_order_names(&p.name, &p.arr, p.base))
+            .collect()
+    }
+
+    /// Binds every parameter θ(ζ) (ζ occupies tape slots 0..d) and collects log|J| terms.
+    fn bind_params(&self, ctx: &mut Ctx, log_jac: &mut Vec<S>) -> Result<(), Located> {
+        for p in &self.params {
+            let loc = |fault: Fault| Located {
+                fault,
+                span: p.span,
+            };
+            let n = p.arr.iter().product::<usize>() * p.base.size();
+            let u: Vec<S> = (0..p.free).map(|i| S::V((p.offset + i) as u32)).collect();
+            let bound = |ctx: &mut Ctx, e: &Option<Ex>| -> Result<Option<Value>, Located> {
+                match e {
+                    Some(e) => {
+                        let v = ctx.eval(e).map_err(loc)?;
+                        if v.as_s().is_none() && v.num_elements() != n {
+                            return Err(loc(Fault::fatal(format!(
+                                "bound of `{}` is {}, but the parameter has {n} element(s)",
+                                p.name,
+                                v.describe()
+                            ))));
+                        }
+                        Ok(Some(v))
+                    }
+                    None => Ok(None),
+                }
+            };
+            let at = |v: &Option<Value>, i: usize, default: f64| -> S {
+                match v {
+                    None => S::C(default),
+                    Some(v) if v.as_s().is_some() => v.as_s().expect("checked scalar"),
+                    Some(v) => v.elem(i),
+                }
+            };
+            let xs: Vec<S> = match &p.transform {
+                Transform::Identity => u,
+                Transform::Lower(l) => {
+                    let lb = bound(ctx, &Some(l.clone()))?;
+                    (0..n)
+                        .map(|i| transforms::lb_constrain(ctx.tape, u[i], at(&lb, i, 0.0), log_jac))
+                        .collect()
+                }
+                Transform::Upper(h) => {
+                    let ub = bound(ctx, &Some(h.clone()))?;
+                    (0..n)
+                        .map(|i| transforms::ub_constrain(ctx.tape, u[i], at(&ub, i, 0.0), log_jac))
+                        .collect()
+                }
+                Transform::LowerUpper(l, h) => {
+                    let lb = bound(ctx, &Some(l.clone()))?;
+                    let ub = bound(ctx, &Some(h.clone()))?;
+                    let mut xs = Vec::with_capacity(n);
+                    for i in 0..n {
+                        let (a, b) = (at(&lb, i, 0.0), at(&ub, i, 0.0));
+                        xs.push(
+                            transforms::lub_constrain(ctx.tape, u[i], a, b, log_jac)
+                                .map_err(loc)?,
+                        );
+                    }
+                    xs
+                }
+                Transform::Affine(o, m) => {
+                    let ov = bound(ctx, o)?;
+                    let mv = bound(ctx, m)?;
+                    let mut xs = Vec::with_capacity(n);
+                    for i in 0..n {
+                        let (a, b) = (at(&ov, i, 0.0), at(&mv, i, 1.0));
+                        xs.push(
+                            transforms::affine_constrain(ctx.tape, u[i], a, b, log_jac)
+                                .map_err(loc)?,
+                        );
+                    }
+                    xs
+                }
+                Transform::Ordered | Transform::PositiveOrdered => {
+                    let k = p.base.size();
+                    let pos = matches!(p.transform, Transform::PositiveOrdered);
+                    u.chunks(k.max(1))
+                        .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac))
+                        .collect()
+                }
+                Transform::Simplex => {
+                    let k = p.base.size();
+                    u.chunks(k - 1)
+                        .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac))
+                        .chain(if k == 1 && n > 0 {
+                            // simplex[1] has no free coordinate: every element is 1.
+                            vec![S::C(1.0); n / k]
+                        } else {
+                            vec![]
+                        })
+                        .collect()
+                }
+            };
+            let v = value::tensor_from_s(ctx.tape, p.arr.clone(), p.base, &xs);
+            ctx.env[p.slot as usize] = v;
+        }
+        Ok(())
+    }
+
+    /// Checks declared bounds of block outputs (and that they are defined: not NaN).
+    fn check_outputs(&self, ctx: &mut Ctx, outs: &[OutVar]) -> Result<(), Located> {
+        for o in outs {
+            let v = ctx.env[o.slot as usize].clone();
+            check_bounds(ctx, &o.name, &v, o.lower.as_ref(), o.upper.as_ref()).map_err(
+                |fault| Located {
+                    fault,
+                    span: o.span,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Runs parameters, transformed parameters and model; returns the log density and, when
+    /// `grad` is given, its gradient.
+    fn run(&self, zeta: &[f64], grad: Option<&mut [f64]>) -> Result<f64, DensityError> {
+        if zeta.len() != self.dim {
+            return Err(DensityError::fatal(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                zeta.len()
+            )));
+        }
+        with_tape(|tape| {
+            tape.reset(grad.is_some());
+            for &z in zeta {
+                tape.leaf(z);
+            }
+            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            let mut lj = Vec::new();
+            let r = (|| -> Result<(), Located> {
+                self.bind_params(&mut ctx, &mut lj)?;
+                for s in &lj {
+                    ctx.add_target(&Value::from_s(*s));
+                }
+                ctx.exec_all(&self.tp_body)?;
+                self.check_outputs(&mut ctx, &self.tparams)?;
+                ctx.exec_all(&self.model_body)?;
+                Ok(())
+            })();
+            r.map_err(|l| self.density_error(l))?;
+            let value = ctx.target_value();
+            if value.is_nan() {
+                return Err(DensityError::recoverable("log density is NaN"));
+            }
+            let seeds = std::mem::take(&mut ctx.target_v);
+            drop(ctx);
+            if let Some(g) = grad {
+                tape.gradient(&seeds, g);
+            }
+            Ok(value)
+        })
+    }
+
+    /// ζ → constrained parameters, then transformed parameters (if `include_tp`), then
+    /// generated quantities (if `include_gq`), one f64 per name of [`Model::parameter_names`],
+    /// [`Model::transformed_parameter_names`], [`Model::generated_quantity_names`], in that order.
+    ///
+    /// Errors: as [`LogDensity::log_density`], plus failures in generated quantities.
+    pub fn write_array(
+        &self,
+        zeta: &[f64],
+        include_tp: bool,
+        include_gq: bool,
+        rng: &mut StreamRng,
+    ) -> Result<Vec<f64>, DensityError> {
+        if zeta.len() != self.dim {
+            return Err(DensityError::fatal(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                zeta.len()
+            )));
+        }
+        with_tape(|tape| {
+            tape.reset(false);
+            for &z in zeta {
+                tape.leaf(z);
+            }
+            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            ctx.rng = Some(rng);
+            let r = (|| -> Result<(), Located> {
+                let mut lj = Vec::new();
+                self.bind_params(&mut ctx, &mut lj)?;
+                if include_tp || include_gq {
+                    ctx.exec_all(&self.tp_body)?;
+                    self.check_outputs(&mut ctx, &self.tparams)?;
+                }
+                if include_gq {
+                    ctx.exec_all(&self.gq_body)?;
+                    self.check_outputs(&mut ctx, &self.gqs)?;
+                }
+                Ok(())
+            })();
+            r.map_err(|l| self.density_error(l))?;
+            let mut out = Vec::new();
+            let mut emit = |slot: u32, arr: &[usize], base: Base| {
+                let v = &ctx.env[slot as usize];
+                for o in stan_order_offsets(arr, base) {
+                    out.push(ctx.tape.value(v.elem(o)));
+                }
+            };
+            for p in &self.params {
+                emit(p.slot, &p.arr, p.base);
+            }
+            if include_tp {
+                for p in &self.tparams {
+                    emit(p.slot, &p.arr, p.base);
+                }
+            }
+            if include_gq {
+                for p in &self.gqs {
+                    emit(p.slot, &p.arr, p.base);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Constrained values (same order as [`Model::parameter_names`]) → ζ, for user initial
+    /// values. Errors (unrecoverable): wrong length, a value outside its declared support.
+    pub fn unconstrain(&self, constrained: &[f64]) -> Result<Vec<f64>, DensityError> {
+        let total: usize = self
+            .params
+            .iter()
+            .map(|p| p.arr.iter().product::<usize>() * p.base.size())
+            .sum();
+        if constrained.len() != total {
+            return Err(DensityError::fatal(format!(
+                "expected {total} constrained values, got {}",
+                constrained.len()
+            )));
+        }
+        with_tape(|tape| {
+            tape.reset(false);
+            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            let mut zeta = vec![0.0; self.dim];
+            let mut pos = 0;
+            for p in &self.params {
+                let loc = |fault: Fault| {
+                    self.density_error(Located {
+                        fault,
+                        span: p.span,
+                    })
+                };
+                let n = p.arr.iter().product::<usize>() * p.base.size();
+                let mut x = vec![0.0; n];
+                for (k, o) in stan_order_offsets(&p.arr, p.base).into_iter().enumerate() {
+                    x[o] = constrained[pos + k];
+                }
+                pos += n;
+                let bound = |ctx: &mut Ctx,
+                             e: &Option<Ex>,
+                             i: usize,
+                             d: f64|
+                 -> Result<f64, DensityError> {
+                    match e {
+                        None => Ok(d),
+                        Some(e) => {
+                            let v = ctx.eval(e).map_err(loc)?;
+                            Ok(match v.as_s() {
+                                Some(s) => ctx.tape.value(s),
+                                None if v.num_elements() == n => ctx.tape.value(v.elem(i)),
+                                None => {
+                                    return Err(loc(Fault::fatal(format!(
+                                        "bound of `{}` has {} elements, the parameter {n}",
+                                        p.name,
+                                        v.num_elements()
+                                    ))));
+                                }
+                            })
+                        }
+                    }
+                };
+                let u: Vec<f64> = match &p.transform {
+                    Transform::Identity => x.clone(),
+                    Transform::Lower(l) => {
+                        let l = Some(l.clone());
+                        (0..n)
+                            .map(|i| {
+                                transforms::lb_free(x[i], bound(&mut ctx, &l, i, 0.0)?).map_err(loc)
+                            })
+                            .collect::<Result<_, _>>()?
+                    }
+                    Transform::Upper(h) => {
+                        let h = Some(h.clone());
+                        (0..n)
+                            .map(|i| {
+                                transforms::ub_free(x[i], bound(&mut ctx, &h, i, 0.0)?).map_err(loc)
+                            })
+                            .collect::<Result<_, _>>()?
+                    }
+                    Transform::LowerUpper(l, h) => {
+                        let (l, h) = (Some(l.clone()), Some(h.clone()));
+                        (0..n)
+                            .map(|i| {
+                                let a = bound(&mut ctx, &l, i, 0.0)?;
+                                let b = bound(&mut ctx, &h, i, 0.0)?;
+                                transforms::lub_free(x[i], a, b).map_err(loc)
+                            })
+                            .collect::<Result<_, _>>()?
+                    }
+                    Transform::Affine(o, m) => (0..n)
+                        .map(|i| {
+                            let a = bound(&mut ctx, o, i, 0.0)?;
+                            let b = bound(&mut ctx, m, i, 1.0)?;
+                            transforms::affine_free(x[i], a, b).map_err(loc)
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Transform::Ordered | Transform::PositiveOrdered => {
+                        let pos = matches!(p.transform, Transform::PositiveOrdered);
+                        let mut u = Vec::with_capacity(n);
+                        for c in x.chunks(p.base.size().max(1)) {
+                            u.extend(transforms::ordered_free(c, pos).map_err(loc)?);
+                        }
+                        u
+                    }
+                    Transform::Simplex => {
+                        let mut u = Vec::with_capacity(p.free);
+                        for c in x.chunks(p.base.size().max(1)) {
+                            u.extend(transforms::simplex_free(c).map_err(loc)?);
+                        }
+                        u
+                    }
+                };
+                zeta[p.offset..p.offset + p.free].copy_from_slice(&u);
+                // Later bounds may refer to this parameter.
+                ctx.env[p.slot as usize] = Value::from_tensor(Tensor {
+                    arr: p.arr.clone(),
+                    base: p.base,
+                    data: Data::Real(Arc::new(x)),
+                });
+            }
+            Ok(zeta)
+        })
+    }
+}
+
+/// Checks `lower ≤ v ≤ upper` elementwise and that no element is NaN (recoverable errors).
+fn check_bounds(
+    ctx: &mut Ctx,
+    name: &str,
+    v: &Value,
+    lower: Option<&Ex>,
+    upper: Option<&Ex>,
+) -> Result<(), Fault> {
+    let n = v.num_elements();
+    let lb = lower.map(|e| ctx.eval(e)).transpose()?;
+    let ub = upper.map(|e| ctx.eval(e)).transpose()?;
+    let names = match v {
+        Value::T(t) => {
+            let offs = stan_order_offsets(&t.arr, t.base);
+            let nm = stan_order_names(name, &t.arr, t.base);
+            let mut by_off = vec![String::new(); n];
+            for (o, s) in offs.into_iter().zip(nm) {
+                by_off[o] = s;
+            }
+            by_off
+        }
+        _ => vec![name.to_string()],
+    };
+    let bound_at = |b: &Value, i: usize| -> f64 {
+        match b.as_s() {
+            Some(s) => ctx.tape.value(s),
+            None => ctx
+                .tape
+                .value(b.elem(i.min(b.num_elements().saturating_sub(1)))),
+        }
+    };
+    for i in 0..n {
+        let x = ctx.tape.value(v.elem(i));
+        if x.is_nan() {
+            return Err(Fault::domain(format!(
+                "{} is nan, but must be defined",
+                names[i]
+            )));
+        }
+        if let Some(b) = &lb {
+            let l = bound_at(b, i);
+            if x < l {
+                return Err(Fault::domain(format!(
+                    "{} is {x}, but must be greater than or equal to {l}",
+                    names[i]
+                )));
+            }
+        }
+        if let Some(b) = &ub {
+            let h = bound_at(b, i);
+            if x > h {
+                return Err(Fault::domain(format!(
+                    "{} is {x}, but must be less than or equal to {h}",
+                    names[i]
+                )));
+            }
+        }
+    }
+    let _ = check_shape;
+    Ok(())
+}
+
+impl LogDensity for Model {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
+        self.run(theta, None)
+    }
+
+    fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        if grad.len() != self.dim {
+            return Err(DensityError::fatal(format!(
+                "gradient buffer has length {}, expected {}",
+                grad.len(),
+                self.dim
+            )));
+        }
+        self.run(theta, Some(grad))
+    }
+}

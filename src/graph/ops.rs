@@ -1,0 +1,340 @@
+//! Vectorised operations on runtime values: elementwise maps with scalar broadcast, products,
+//! reductions and constructors. A vector operation records ONE tape node (with a hand-written
+//! adjoint for products with data matrices), never one node per element.
+
+use std::sync::Arc;
+
+use super::scalar::{B, U};
+use super::tape::{S, Tape};
+use super::value::{Base, Data, Fault, R, Tensor, Value, tensor_from_s, to_slot};
+
+/// Applies `u` elementwise (integers are promoted to reals).
+pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Real(u.eval(*i as f64).0),
+        Value::Real(x) => Value::Real(u.eval(*x).0),
+        Value::Var(i) => {
+            let x = tape.val[*i as usize];
+            let (f, d) = u.eval(x);
+            Value::from_s(tape.node(f, &[(S::V(*i), d)]))
+        }
+        Value::T(t) => {
+            let data = match &t.data {
+                Data::Int(xs) | Data::Real(xs) => {
+                    Data::Real(Arc::new(xs.iter().map(|&x| u.eval(x).0).collect()))
+                }
+                Data::Var(ix) => {
+                    let n = ix.len();
+                    let out = tape.alloc(n);
+                    let base = tape.entries_base();
+                    for (k, &i) in ix.iter().enumerate() {
+                        let (f, d) = u.eval(tape.val[i as usize]);
+                        tape.val[out as usize + k] = f;
+                        tape.entry(i, d);
+                    }
+                    tape.finish(out, n, 1, base);
+                    Data::Var((out..out + n as u32).collect())
+                }
+            };
+            Value::T(Tensor {
+                arr: t.arr.clone(),
+                base: t.base,
+                data,
+            })
+        }
+    }
+}
+
+/// Applies `b` elementwise with scalar broadcast; tensors must have the same shape.
+/// `name` is the operator or function for the error message.
+pub fn map_binary(tape: &mut Tape, b: B, x: &Value, y: &Value, name: &str) -> R<Value> {
+    // Scalar–scalar fast path.
+    if let (Some(sx), Some(sy)) = (x.as_s(), y.as_s()) {
+        let (f, dx, dy) = b.eval(tape.value(sx), tape.value(sy));
+        return Ok(Value::from_s(tape.node(f, &[(sx, dx), (sy, dy)])));
+    }
+    let (arr, base, n) = match (x, y) {
+        (Value::T(a), Value::T(c)) => {
+            if !a.same_shape(c) {
+                return Err(Fault::fatal(format!(
+                    "size mismatch in `{name}`: {} and {}",
+                    a.describe(),
+                    c.describe()
+                )));
+            }
+            (a.arr.clone(), a.base, a.data.len())
+        }
+        (Value::T(a), _) | (_, Value::T(a)) => (a.arr.clone(), a.base, a.data.len()),
+        _ => unreachable!("scalar–scalar handled above"),
+    };
+    let xs = !matches!(x, Value::T(_));
+    let ys = !matches!(y, Value::T(_));
+    let data = if !x.is_var() && !y.is_var() {
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let a = tape.value(x.elem(if xs { 0 } else { i }));
+            let c = tape.value(y.elem(if ys { 0 } else { i }));
+            out.push(b.eval(a, c).0);
+        }
+        Data::Real(Arc::new(out))
+    } else {
+        let (xv, yv) = (x.is_var(), y.is_var());
+        let k = xv as usize + yv as usize;
+        let out = tape.alloc(n);
+        let base_e = tape.entries_base();
+        for i in 0..n {
+            let sa = x.elem(if xs { 0 } else { i });
+            let sc = y.elem(if ys { 0 } else { i });
+            let (f, da, dc) = b.eval(tape.value(sa), tape.value(sc));
+            tape.val[out as usize + i] = f;
+            if let S::V(j) = sa {
+                tape.entry(j, da);
+            }
+            if let S::V(j) = sc {
+                tape.entry(j, dc);
+            }
+        }
+        tape.finish(out, n, k, base_e);
+        Data::Var((out..out + n as u32).collect())
+    };
+    Ok(Value::from_tensor(Tensor { arr, base, data }))
+}
+
+/// Matrix product with Stan's typing: matrix×vector → vector, row_vector×vector → real,
+/// vector×row_vector → matrix, row_vector×matrix → row_vector, matrix×matrix → matrix.
+pub fn matmul(tape: &mut Tape, x: &Value, y: &Value) -> R<Value> {
+    let (ta, tb) = match (x, y) {
+        (Value::T(a), Value::T(b)) if a.arr.is_empty() && b.arr.is_empty() => (a, b),
+        _ => {
+            return Err(Fault::fatal(format!(
+                "cannot multiply {} by {}",
+                x.describe(),
+                y.describe()
+            )));
+        }
+    };
+    let (r, inner) = ta.base.matrix_dims();
+    let (inner2, c) = tb.base.matrix_dims();
+    if inner != inner2
+        || matches!(ta.base, Base::Vector(_)) && !matches!(tb.base, Base::RowVector(_))
+    {
+        return Err(Fault::fatal(format!(
+            "size mismatch in `*`: {} times {}",
+            ta.describe(),
+            tb.describe()
+        )));
+    }
+    let out_base = match (ta.base, tb.base) {
+        (Base::RowVector(_), Base::Vector(_)) => Base::Scalar,
+        (_, Base::Vector(_)) => Base::Vector(r),
+        (Base::RowVector(_), _) => Base::RowVector(c),
+        _ => Base::Matrix(r, c),
+    };
+    let data = match (&ta.data, &tb.data) {
+        (Data::Var(_), _) | (_, Data::Var(_)) => {
+            if let (Data::Real(a) | Data::Int(a), Data::Var(bs)) = (&ta.data, &tb.data) {
+                let out = tape.matmul_data(a, r, inner, c, bs);
+                Data::Var((out..out + (r * c) as u32).collect())
+            } else {
+                let av = ta.data.is_var();
+                let bv = tb.data.is_var();
+                let k = inner * (av as usize + bv as usize);
+                let out = tape.alloc(r * c);
+                let base = tape.entries_base();
+                for l in 0..c {
+                    for i in 0..r {
+                        let mut s = 0.0;
+                        for j in 0..inner {
+                            let sa = ta.data.at(i + j * r);
+                            let sb = tb.data.at(j + l * inner);
+                            let (va, vb) = (tape.value(sa), tape.value(sb));
+                            s += va * vb;
+                            if let S::V(q) = sa {
+                                tape.entry(q, vb);
+                            }
+                            if let S::V(q) = sb {
+                                tape.entry(q, va);
+                            }
+                        }
+                        tape.val[out as usize + i + l * r] = s;
+                    }
+                }
+                tape.finish(out, r * c, k, base);
+                Data::Var((out..out + (r * c) as u32).collect())
+            }
+        }
+        (Data::Real(a) | Data::Int(a), Data::Real(b) | Data::Int(b)) => {
+            let mut out = vec![0.0; r * c];
+            for l in 0..c {
+                for j in 0..inner {
+                    let bj = b[j + l * inner];
+                    for i in 0..r {
+                        out[i + l * r] += a[i + j * r] * bj;
+                    }
+                }
+            }
+            Data::Real(Arc::new(out))
+        }
+    };
+    Ok(Value::from_tensor(Tensor {
+        arr: vec![],
+        base: out_base,
+        data,
+    }))
+}
+
+impl Data {
+    /// True for tape slots.
+    pub fn is_var(&self) -> bool {
+        matches!(self, Data::Var(_))
+    }
+}
+
+/// Transpose: vector ↔ row vector, matrix (r × c) → (c × r).
+pub fn transpose(v: &Value) -> R<Value> {
+    match v {
+        Value::T(t) if t.arr.is_empty() => {
+            let (base, data) = match t.base {
+                Base::Vector(n) => (Base::RowVector(n), t.data.clone()),
+                Base::RowVector(n) => (Base::Vector(n), t.data.clone()),
+                Base::Matrix(r, c) => {
+                    let perm: Vec<usize> = (0..r * c).map(|o| (o / c) + (o % c) * r).collect();
+                    // Output (j, i) at j + i·c holds input (i, j) at i + j·r.
+                    let data = match &t.data {
+                        Data::Int(x) => Data::Int(Arc::new(perm.iter().map(|&p| x[p]).collect())),
+                        Data::Real(x) => Data::Real(Arc::new(perm.iter().map(|&p| x[p]).collect())),
+                        Data::Var(x) => Data::Var(perm.iter().map(|&p| x[p]).collect()),
+                    };
+                    (Base::Matrix(c, r), data)
+                }
+                Base::Scalar => (Base::Scalar, t.data.clone()),
+            };
+            Ok(Value::T(Tensor {
+                arr: vec![],
+                base,
+                data,
+            }))
+        }
+        Value::T(t) => Err(Fault::fatal(format!("cannot transpose {}", t.describe()))),
+        s => Ok(s.clone()),
+    }
+}
+
+/// A scalar reduction of `v` with value `value` and ∂value/∂element_i = `grad(i)`.
+pub fn reduce(tape: &mut Tape, v: &Value, value: f64, grad: impl Fn(usize) -> f64) -> Value {
+    if !v.is_var() {
+        return Value::Real(value);
+    }
+    let n = v.num_elements();
+    let base = tape.entries_base();
+    let out = tape.leaf(value);
+    for i in 0..n {
+        if let S::V(q) = v.elem(i) {
+            tape.entry(q, grad(i));
+        }
+    }
+    tape.finish(out, 1, n, base);
+    Value::Var(out)
+}
+
+/// Dense vector function: outputs `f` (length m) with Jacobian `jac(i, j)` = ∂f_i/∂x_j.
+pub fn dense(
+    tape: &mut Tape,
+    v: &Value,
+    arr: Vec<usize>,
+    base: Base,
+    f: &[f64],
+    jac: impl Fn(usize, usize) -> f64,
+) -> Value {
+    let m = f.len();
+    if !v.is_var() {
+        return Value::from_tensor(Tensor {
+            arr,
+            base,
+            data: Data::Real(Arc::new(f.to_vec())),
+        });
+    }
+    let n = v.num_elements();
+    let out = tape.alloc(m);
+    tape.val[out as usize..out as usize + m].copy_from_slice(f);
+    let b = tape.entries_base();
+    for i in 0..m {
+        for j in 0..n {
+            if let S::V(q) = v.elem(j) {
+                tape.entry(q, jac(i, j));
+            }
+        }
+    }
+    tape.finish(out, m, n, b);
+    Value::from_tensor(Tensor {
+        arr,
+        base,
+        data: Data::Var((out..out + m as u32).collect()),
+    })
+}
+
+/// Concatenates the storage of `parts` into a tensor of shape (`arr`, `base`).
+pub fn concat(tape: &mut Tape, parts: &[&Value], arr: Vec<usize>, base: Base) -> Value {
+    let any_var = parts.iter().any(|p| p.is_var());
+    let all_int = parts.iter().all(|p| p.is_int());
+    let data = if any_var {
+        let mut ix = Vec::new();
+        for p in parts {
+            for i in 0..p.num_elements() {
+                ix.push(to_slot(tape, p.elem(i)));
+            }
+        }
+        Data::Var(ix)
+    } else {
+        let mut xs = Vec::new();
+        for p in parts {
+            for i in 0..p.num_elements() {
+                xs.push(tape.value(p.elem(i)));
+            }
+        }
+        if all_int {
+            Data::Int(Arc::new(xs))
+        } else {
+            Data::Real(Arc::new(xs))
+        }
+    };
+    Value::from_tensor(Tensor { arr, base, data })
+}
+
+/// Reorders the elements of `v` by `offs` into shape (`arr`, `base`), keeping int/real/var.
+pub fn permute(v: &Value, offs: &[usize], arr: Vec<usize>, base: Base) -> Value {
+    match v {
+        Value::T(t) => super::value::gather(t, arr, base, offs),
+        s => {
+            let d = match s {
+                Value::Int(i) => Data::Int(Arc::new(vec![*i as f64; offs.len()])),
+                Value::Real(x) => Data::Real(Arc::new(vec![*x; offs.len()])),
+                Value::Var(i) => Data::Var(vec![*i; offs.len()]),
+                Value::T(_) => unreachable!("matched above"),
+            };
+            Value::from_tensor(Tensor { arr, base, data: d })
+        }
+    }
+}
+
+/// Converts integer storage to real storage (for assignment to real variables).
+pub fn to_real(v: Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Real(i as f64),
+        Value::T(Tensor {
+            arr,
+            base,
+            data: Data::Int(x),
+        }) => Value::T(Tensor {
+            arr,
+            base,
+            data: Data::Real(x),
+        }),
+        v => v,
+    }
+}
+
+/// A tensor of scalars (helper for builtins building results element by element).
+pub fn from_elems(tape: &mut Tape, arr: Vec<usize>, base: Base, e: &[S]) -> Value {
+    tensor_from_s(tape, arr, base, e)
+}

@@ -1,0 +1,310 @@
+//! Scalar functions with their derivatives: the building blocks of every elementwise node.
+//!
+//! Each unary function returns (f(x), f′(x)); each binary one (f(x, y), ∂f/∂x, ∂f/∂y). Formulas
+//! follow Stan Math's `prim/fun` definitions (e.g. `log1p_exp(x) = x + log1p(exp(−x))` for
+//! x > 0); derivatives are the textbook ones.
+
+/// √(2π)⁻¹, the standard normal density at 0.
+const INV_SQRT_TWO_PI: f64 = 0.398_942_280_401_432_7;
+
+/// log(1 + eˣ), stable for large |x|.
+pub fn log1p_exp(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// 1 / (1 + e⁻ˣ), stable for large |x|.
+pub fn inv_logit(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// log(1 − eˣ) for x < 0 (Mächler 2012, "Accurately computing log(1 − exp(−|a|))").
+pub fn log1m_exp(x: f64) -> f64 {
+    if x >= 0.0 {
+        f64::NAN
+    } else if x > -std::f64::consts::LN_2 {
+        (-x.exp_m1()).ln()
+    } else {
+        (-x.exp()).ln_1p()
+    }
+}
+
+/// log(eᵃ + eᵇ).
+pub fn log_sum_exp2(a: f64, b: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        return b;
+    }
+    if b == f64::NEG_INFINITY {
+        return a;
+    }
+    let m = a.max(b);
+    m + ((a - m).exp() + (b - m).exp()).ln()
+}
+
+/// Unary real functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum U {
+    Neg,
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Square,
+    Abs,
+    Inv,
+    InvSqrt,
+    InvSquare,
+    InvLogit,
+    Logit,
+    Log1pExp,
+    LogInvLogit,
+    Log1mInvLogit,
+    Log1m,
+    Log1mExp,
+    Lgamma,
+    Digamma,
+    Tanh,
+    Sinh,
+    Cosh,
+    Sin,
+    Cos,
+    Tan,
+    Atan,
+    Asin,
+    Acos,
+    Cbrt,
+    Log2,
+    Log10,
+    Exp2,
+    Erf,
+    Erfc,
+    Phi,
+    InvCloglog,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    Step,
+}
+
+impl U {
+    /// The function's value and derivative at `x`.
+    pub fn eval(self, x: f64) -> (f64, f64) {
+        match self {
+            U::Neg => (-x, -1.0),
+            U::Exp => {
+                let e = x.exp();
+                (e, e)
+            }
+            U::Log => (x.ln(), 1.0 / x),
+            U::Log1p => (x.ln_1p(), 1.0 / (1.0 + x)),
+            U::Expm1 => (x.exp_m1(), x.exp()),
+            U::Sqrt => {
+                let s = x.sqrt();
+                (s, 0.5 / s)
+            }
+            U::Square => (x * x, 2.0 * x),
+            U::Abs => (
+                x.abs(),
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                },
+            ),
+            U::Inv => (1.0 / x, -1.0 / (x * x)),
+            U::InvSqrt => {
+                let s = x.sqrt();
+                (1.0 / s, -0.5 / (s * x))
+            }
+            U::InvSquare => (1.0 / (x * x), -2.0 / (x * x * x)),
+            U::InvLogit => {
+                let s = inv_logit(x);
+                (s, s * (1.0 - s))
+            }
+            U::Logit => ((x / (1.0 - x)).ln(), 1.0 / (x * (1.0 - x))),
+            U::Log1pExp => (log1p_exp(x), inv_logit(x)),
+            U::LogInvLogit => (-log1p_exp(-x), inv_logit(-x)),
+            U::Log1mInvLogit => (-log1p_exp(x), -inv_logit(x)),
+            U::Log1m => ((-x).ln_1p(), -1.0 / (1.0 - x)),
+            U::Log1mExp => (log1m_exp(x), -1.0 / (-x).exp_m1()),
+            U::Lgamma => (
+                statrs::function::gamma::ln_gamma(x),
+                statrs::function::gamma::digamma(x),
+            ),
+            U::Digamma => {
+                // trigamma by the recurrence ψ₁(x) = ψ₁(x + 1) + 1/x² and the asymptotic series.
+                (statrs::function::gamma::digamma(x), trigamma(x))
+            }
+            U::Tanh => {
+                let t = x.tanh();
+                (t, 1.0 - t * t)
+            }
+            U::Sinh => (x.sinh(), x.cosh()),
+            U::Cosh => (x.cosh(), x.sinh()),
+            U::Sin => (x.sin(), x.cos()),
+            U::Cos => (x.cos(), -x.sin()),
+            U::Tan => {
+                let t = x.tan();
+                (t, 1.0 + t * t)
+            }
+            U::Atan => (x.atan(), 1.0 / (1.0 + x * x)),
+            U::Asin => (x.asin(), 1.0 / (1.0 - x * x).sqrt()),
+            U::Acos => (x.acos(), -1.0 / (1.0 - x * x).sqrt()),
+            U::Cbrt => {
+                let c = x.cbrt();
+                (c, 1.0 / (3.0 * c * c))
+            }
+            U::Log2 => (x.log2(), 1.0 / (x * std::f64::consts::LN_2)),
+            U::Log10 => (x.log10(), 1.0 / (x * std::f64::consts::LN_10)),
+            U::Exp2 => {
+                let e = x.exp2();
+                (e, e * std::f64::consts::LN_2)
+            }
+            U::Erf => (
+                libm::erf(x),
+                2.0 * INV_SQRT_TWO_PI * std::f64::consts::SQRT_2 * (-x * x).exp(),
+            ),
+            U::Erfc => (
+                libm::erfc(x),
+                -2.0 * INV_SQRT_TWO_PI * std::f64::consts::SQRT_2 * (-x * x).exp(),
+            ),
+            U::Phi => (
+                0.5 * libm::erfc(-x / std::f64::consts::SQRT_2),
+                INV_SQRT_TWO_PI * (-0.5 * x * x).exp(),
+            ),
+            U::InvCloglog => {
+                let e = x.exp();
+                (1.0 - (-e).exp(), e * (-e).exp())
+            }
+            U::Floor => (x.floor(), 0.0),
+            U::Ceil => (x.ceil(), 0.0),
+            U::Round => (x.round(), 0.0),
+            U::Trunc => (x.trunc(), 0.0),
+            U::Step => (if x < 0.0 { 0.0 } else { 1.0 }, 0.0),
+        }
+    }
+}
+
+/// Trigamma ψ₁(x) for x > 0: recurrence up to x ≥ 6, then the asymptotic series
+/// 1/x + 1/(2x²) + 1/(6x³) − 1/(30x⁵) + 1/(42x⁷) − 1/(30x⁹).
+pub fn trigamma(mut x: f64) -> f64 {
+    let mut acc = 0.0;
+    while x < 6.0 {
+        acc += 1.0 / (x * x);
+        x += 1.0;
+    }
+    let x2 = 1.0 / (x * x);
+    acc + 1.0 / x
+        + x2 / 2.0
+        + x2 / x * (1.0 / 6.0 - x2 * (1.0 / 30.0 - x2 * (1.0 / 42.0 - x2 / 30.0)))
+}
+
+/// Binary real functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum B {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Fmin,
+    Fmax,
+    LogSumExp,
+    LogDiffExp,
+    Hypot,
+    Fdim,
+    Atan2,
+    Lbeta,
+    Lchoose,
+}
+
+impl B {
+    /// (f(x, y), ∂f/∂x, ∂f/∂y).
+    pub fn eval(self, x: f64, y: f64) -> (f64, f64, f64) {
+        use statrs::function::gamma::{digamma, ln_gamma};
+        match self {
+            B::Add => (x + y, 1.0, 1.0),
+            B::Sub => (x - y, 1.0, -1.0),
+            B::Mul => (x * y, y, x),
+            B::Div => (x / y, 1.0 / y, -x / (y * y)),
+            B::Pow => {
+                let p = x.powf(y);
+                let dx = if y == 0.0 { 0.0 } else { y * x.powf(y - 1.0) };
+                let dy = if x == 0.0 { 0.0 } else { p * x.ln() };
+                (p, dx, dy)
+            }
+            B::Fmin => {
+                if x <= y || y.is_nan() {
+                    (x, 1.0, 0.0)
+                } else {
+                    (y, 0.0, 1.0)
+                }
+            }
+            B::Fmax => {
+                if x >= y || y.is_nan() {
+                    (x, 1.0, 0.0)
+                } else {
+                    (y, 0.0, 1.0)
+                }
+            }
+            B::LogSumExp => {
+                let v = log_sum_exp2(x, y);
+                ((x - v).exp(), (y - v).exp()).into_tuple(v)
+            }
+            B::LogDiffExp => {
+                // log(eˣ − eʸ) = x + log1m_exp(y − x)
+                let v = x + log1m_exp(y - x);
+                let dy = -1.0 / (x - y).exp_m1();
+                (v, 1.0 - dy, dy)
+            }
+            B::Hypot => {
+                let h = x.hypot(y);
+                (h, x / h, y / h)
+            }
+            B::Fdim => {
+                if x > y {
+                    (x - y, 1.0, -1.0)
+                } else {
+                    (0.0, 0.0, 0.0)
+                }
+            }
+            B::Atan2 => {
+                let d = x * x + y * y;
+                (x.atan2(y), y / d, -x / d)
+            }
+            B::Lbeta => {
+                let v = ln_gamma(x) + ln_gamma(y) - ln_gamma(x + y);
+                let dxy = digamma(x + y);
+                (v, digamma(x) - dxy, digamma(y) - dxy)
+            }
+            B::Lchoose => {
+                // log C(n, k) = lgamma(n+1) − lgamma(k+1) − lgamma(n−k+1)
+                let v = ln_gamma(x + 1.0) - ln_gamma(y + 1.0) - ln_gamma(x - y + 1.0);
+                let dn = digamma(x + 1.0) - digamma(x - y + 1.0);
+                let dk = -digamma(y + 1.0) + digamma(x - y + 1.0);
+                (v, dn, dk)
+            }
+        }
+    }
+}
+
+trait IntoTuple {
+    fn into_tuple(self, v: f64) -> (f64, f64, f64);
+}
+impl IntoTuple for (f64, f64) {
+    fn into_tuple(self, v: f64) -> (f64, f64, f64) {
+        (v, self.0, self.1)
+    }
+}

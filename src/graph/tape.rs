@@ -1,0 +1,239 @@
+//! The reverse-mode tape: values, adjoints and linearised nodes, reused between evaluations.
+//!
+//! Every real quantity that depends on parameters is a slot of [`Tape::val`]; slots are written
+//! once (static single assignment), so a vector may alias the same slot several times (e.g.
+//! `rep_vector(mu, N)`). A node stores, for each of its outputs, the partial derivatives of that
+//! output with respect to its inputs ("precomputed gradients", as Stan Math's
+//! `precomputed_gradients_vari`), or for a product with a data matrix only a reference to the
+//! matrix, so the reverse sweep is a plain loop over an enum (no `Box<dyn>`).
+
+use std::sync::Arc;
+
+/// One real scalar seen by the interpreter: a constant, or a slot of the tape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum S {
+    /// A value that does not depend on parameters.
+    C(f64),
+    /// A tape slot.
+    V(u32),
+}
+
+/// A node of the tape: how adjoints flow from its outputs back to its inputs.
+#[derive(Clone, Copy, Debug)]
+enum Node {
+    /// `n` outputs at slots `out .. out + n`; output `i` has `k` inputs `ins[base + i·k + j]` with
+    /// partials `parts[base + i·k + j]`.
+    Lin { out: u32, n: u32, k: u32, base: u32 },
+    /// `out = A · B` with `A` a data matrix (`rows × inner`, column-major, `mats[mat]`) and `B`
+    /// a matrix of slots `ins[x .. x + inner·cols]` (column-major); output `rows × cols`.
+    MatMulData {
+        out: u32,
+        rows: u32,
+        inner: u32,
+        cols: u32,
+        mat: u32,
+        x: u32,
+    },
+}
+
+/// The tape of one evaluation. Cleared and reused between evaluations (see [`Tape::reset`]).
+#[derive(Default, Debug)]
+pub struct Tape {
+    /// Values of all slots.
+    pub val: Vec<f64>,
+    adj: Vec<f64>,
+    nodes: Vec<Node>,
+    ins: Vec<u32>,
+    parts: Vec<f64>,
+    mats: Vec<Arc<Vec<f64>>>,
+    /// When false, no nodes or partials are stored (the value-only path); values still are, so
+    /// that both paths see the same `is_var` flags and return the same value.
+    pub recording: bool,
+}
+
+impl Tape {
+    /// Empties the tape, keeping its buffers.
+    pub fn reset(&mut self, recording: bool) {
+        self.val.clear();
+        self.adj.clear();
+        self.nodes.clear();
+        self.ins.clear();
+        self.parts.clear();
+        self.mats.clear();
+        self.recording = recording;
+    }
+
+    /// A new input slot (an unconstrained parameter or a constant promoted into a var container).
+    #[inline]
+    pub fn leaf(&mut self, v: f64) -> u32 {
+        let i = self.val.len() as u32;
+        self.val.push(v);
+        i
+    }
+
+    /// The value of a scalar.
+    #[inline]
+    pub fn value(&self, s: S) -> f64 {
+        match s {
+            S::C(x) => x,
+            S::V(i) => self.val[i as usize],
+        }
+    }
+
+    /// A scalar node: `value` with partials `(input, ∂value/∂input)`. Constant inputs are
+    /// ignored; with no variable input the result is a constant.
+    #[inline]
+    pub fn node(&mut self, value: f64, inputs: &[(S, f64)]) -> S {
+        if !inputs.iter().any(|(s, _)| matches!(s, S::V(_))) {
+            return S::C(value);
+        }
+        let out = self.leaf(value);
+        if self.recording {
+            let base = self.ins.len() as u32;
+            let mut k = 0;
+            for &(s, d) in inputs {
+                if let S::V(i) = s {
+                    self.ins.push(i);
+                    self.parts.push(d);
+                    k += 1;
+                }
+            }
+            self.nodes.push(Node::Lin { out, n: 1, k, base });
+        }
+        S::V(out)
+    }
+
+    /// Start of a many-entry node: returns the entry base to pass to [`Tape::finish`].
+    #[inline]
+    pub fn entries_base(&self) -> u32 {
+        self.ins.len() as u32
+    }
+
+    /// Adds an entry (input slot, partial) to the node being built.
+    #[inline]
+    pub fn entry(&mut self, input: u32, d: f64) {
+        if self.recording {
+            self.ins.push(input);
+            self.parts.push(d);
+        }
+    }
+
+    /// Reserves `n` output slots (values filled in by the caller through [`Tape::val`]).
+    #[inline]
+    pub fn alloc(&mut self, n: usize) -> u32 {
+        let out = self.val.len() as u32;
+        self.val.resize(self.val.len() + n, 0.0);
+        out
+    }
+
+    /// Closes a node with `n` outputs from `out` and `k` entries per output, starting at `base`.
+    #[inline]
+    pub fn finish(&mut self, out: u32, n: usize, k: usize, base: u32) {
+        if self.recording && n > 0 && k > 0 {
+            debug_assert_eq!(self.ins.len(), base as usize + n * k);
+            self.nodes.push(Node::Lin {
+                out,
+                n: n as u32,
+                k: k as u32,
+                base,
+            });
+        }
+    }
+
+    /// `A · B` with `A` data (`rows × inner`, column-major) and `B` slots (`inner × cols`,
+    /// column-major); returns the first of `rows·cols` output slots (column-major).
+    pub fn matmul_data(
+        &mut self,
+        a: &Arc<Vec<f64>>,
+        rows: usize,
+        inner: usize,
+        cols: usize,
+        b: &[u32],
+    ) -> u32 {
+        let out = self.alloc(rows * cols);
+        for l in 0..cols {
+            for j in 0..inner {
+                let bj = self.val[b[j + l * inner] as usize];
+                if bj == 0.0 {
+                    continue;
+                }
+                let col = &a[j * rows..(j + 1) * rows];
+                let o = out as usize + l * rows;
+                for (y, &x) in self.val[o..o + rows].iter_mut().zip(col) {
+                    *y += x * bj;
+                }
+            }
+        }
+        if self.recording {
+            let x = self.ins.len() as u32;
+            self.ins.extend_from_slice(b);
+            self.parts.resize(self.ins.len(), 0.0);
+            let mat = self.mats.len() as u32;
+            self.mats.push(a.clone());
+            self.nodes.push(Node::MatMulData {
+                out,
+                rows: rows as u32,
+                inner: inner as u32,
+                cols: cols as u32,
+                mat,
+                x,
+            });
+        }
+        out
+    }
+
+    /// Reverse sweep: seeds ∂/∂slot = 1 for every slot in `seeds` (the terms of the log
+    /// density), propagates, and writes the adjoints of slots `0 .. grad.len()` into `grad`.
+    pub fn gradient(&mut self, seeds: &[u32], grad: &mut [f64]) {
+        self.adj.clear();
+        self.adj.resize(self.val.len(), 0.0);
+        for &s in seeds {
+            self.adj[s as usize] += 1.0;
+        }
+        let adj = &mut self.adj;
+        for node in self.nodes.iter().rev() {
+            match *node {
+                Node::Lin { out, n, k, base } => {
+                    let (out, n, k, base) = (out as usize, n as usize, k as usize, base as usize);
+                    for i in 0..n {
+                        let a = adj[out + i];
+                        if a == 0.0 {
+                            continue;
+                        }
+                        let e = base + i * k;
+                        for (&inp, &d) in self.ins[e..e + k].iter().zip(&self.parts[e..e + k]) {
+                            adj[inp as usize] += d * a;
+                        }
+                    }
+                }
+                Node::MatMulData {
+                    out,
+                    rows,
+                    inner,
+                    cols,
+                    mat,
+                    x,
+                } => {
+                    let (out, rows, inner, cols, x) = (
+                        out as usize,
+                        rows as usize,
+                        inner as usize,
+                        cols as usize,
+                        x as usize,
+                    );
+                    let a = &self.mats[mat as usize];
+                    for l in 0..cols {
+                        let o = out + l * rows;
+                        for j in 0..inner {
+                            let col = &a[j * rows..(j + 1) * rows];
+                            let s: f64 =
+                                col.iter().zip(&adj[o..o + rows]).map(|(p, q)| p * q).sum();
+                            adj[self.ins[x + j + l * inner] as usize] += s;
+                        }
+                    }
+                }
+            }
+        }
+        grad.copy_from_slice(&self.adj[..grad.len()]);
+    }
+}

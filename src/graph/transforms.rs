@@ -1,0 +1,358 @@
+//! Constraint transforms from the unconstrained scale ζ to constrained parameters, their
+//! log-Jacobians, and their inverses ("free" transforms), following the Stan reference manual,
+//! chapter "Constraint transforms": lower bound x = lb + eᵘ, upper bound x = ub − eᵘ, both
+//! x = lb + (ub − lb)·logit⁻¹(u), affine x = o + m·u, ordered, positive_ordered and simplex
+//! (stick-breaking).
+//!
+//! Each `*_constrain` builds tape nodes (so gradients flow to ζ and to bounds that depend on
+//! other parameters) and pushes its log|J| terms onto `log_jac`.
+
+use super::scalar::{inv_logit, log1p_exp};
+use super::tape::{S, Tape};
+use super::value::{Fault, R};
+
+/// x = lb + eᵘ, log|J| = u. An infinite `lb` means no bound.
+pub fn lb_constrain(tape: &mut Tape, u: S, lb: S, log_jac: &mut Vec<S>) -> S {
+    let l = tape.value(lb);
+    if l == f64::NEG_INFINITY {
+        return u;
+    }
+    let e = tape.value(u).exp();
+    log_jac.push(u);
+    tape.node(l + e, &[(u, e), (lb, 1.0)])
+}
+
+/// x = ub − eᵘ, log|J| = u. An infinite `ub` means no bound.
+pub fn ub_constrain(tape: &mut Tape, u: S, ub: S, log_jac: &mut Vec<S>) -> S {
+    let h = tape.value(ub);
+    if h == f64::INFINITY {
+        return u;
+    }
+    let e = tape.value(u).exp();
+    log_jac.push(u);
+    tape.node(h - e, &[(u, -e), (ub, 1.0)])
+}
+
+/// x = lb + (ub − lb)·s with s = logit⁻¹(u); log|J| = log(ub − lb) + log s + log(1 − s),
+/// computed stably as log(ub − lb) − log1p(e⁻ᵘ) − log1p(eᵘ).
+/// Errors: `ub <= lb` (recoverable, as bounds may depend on parameters).
+pub fn lub_constrain(tape: &mut Tape, u: S, lb: S, ub: S, log_jac: &mut Vec<S>) -> R<S> {
+    let (l, h) = (tape.value(lb), tape.value(ub));
+    if l == f64::NEG_INFINITY && h == f64::INFINITY {
+        return Ok(u);
+    }
+    if l == f64::NEG_INFINITY {
+        return Ok(ub_constrain(tape, u, ub, log_jac));
+    }
+    if h == f64::INFINITY {
+        return Ok(lb_constrain(tape, u, lb, log_jac));
+    }
+    if h <= l || h.is_nan() || l.is_nan() {
+        return Err(Fault::domain(format!(
+            "lub_constrain: upper bound is {h}, but must be greater than the lower bound {l}"
+        )));
+    }
+    let uv = tape.value(u);
+    let s = inv_logit(uv);
+    let w = h - l;
+    let x = (l + w * s).min(h).max(l);
+    let lj = w.ln() - log1p_exp(-uv) - log1p_exp(uv);
+    let j = tape.node(lj, &[(u, 1.0 - 2.0 * s), (lb, -1.0 / w), (ub, 1.0 / w)]);
+    log_jac.push(j);
+    Ok(tape.node(x, &[(u, w * s * (1.0 - s)), (lb, 1.0 - s), (ub, s)]))
+}
+
+/// x = o + m·u, log|J| = log m. Errors: m ≤ 0 (recoverable).
+pub fn affine_constrain(tape: &mut Tape, u: S, o: S, m: S, log_jac: &mut Vec<S>) -> R<S> {
+    let (ov, mv, uv) = (tape.value(o), tape.value(m), tape.value(u));
+    if !(mv > 0.0 && mv.is_finite()) {
+        return Err(Fault::domain(format!(
+            "offset_multiplier_constrain: multiplier is {mv}, but must be positive and finite"
+        )));
+    }
+    let j = tape.node(mv.ln(), &[(m, 1.0 / mv)]);
+    log_jac.push(j);
+    Ok(tape.node(ov + mv * uv, &[(u, mv), (o, 1.0), (m, uv)]))
+}
+
+/// Ordered vector: x₁ = u₁, x_k = x_{k−1} + e^{u_k}; log|J| = Σ_{k≥2} u_k. With `positive`,
+/// x₁ = e^{u₁} and log|J| includes u₁.
+pub fn ordered_constrain(tape: &mut Tape, u: &[S], positive: bool, log_jac: &mut Vec<S>) -> Vec<S> {
+    let mut out = Vec::with_capacity(u.len());
+    for (k, &uk) in u.iter().enumerate() {
+        let x = if k == 0 {
+            if positive {
+                let e = tape.value(uk).exp();
+                log_jac.push(uk);
+                tape.node(e, &[(uk, e)])
+            } else {
+                uk
+            }
+        } else {
+            let prev = out[k - 1];
+            let e = tape.value(uk).exp();
+            log_jac.push(uk);
+            tape.node(tape.value(prev) + e, &[(prev, 1.0), (uk, e)])
+        };
+        out.push(x);
+    }
+    out
+}
+
+/// Simplex by stick-breaking (Stan reference manual, "Unit simplex"): K − 1 free values y;
+/// z_k = logit⁻¹(y_k − log(K − k)), x_k = (1 − Σ_{j<k} x_j)·z_k, x_K = the remaining stick;
+/// log|J| = Σ_k [log z_k + log(1 − z_k) + log(1 − Σ_{j<k} x_j)].
+pub fn simplex_constrain(tape: &mut Tape, y: &[S], log_jac: &mut Vec<S>) -> Vec<S> {
+    let km1 = y.len();
+    let k_total = km1 + 1;
+    let mut out = Vec::with_capacity(k_total);
+    let mut stick = S::C(1.0);
+    for (k, &yk) in y.iter().enumerate() {
+        let a = tape.value(yk) - ((k_total - (k + 1)) as f64).ln();
+        let z = inv_logit(a);
+        let zs = tape.node(z, &[(yk, z * (1.0 - z))]);
+        let lz = tape.node(-log1p_exp(-a) - log1p_exp(a), &[(yk, 1.0 - 2.0 * z)]);
+        log_jac.push(lz);
+        let sv = tape.value(stick);
+        let ls = tape.node(sv.ln(), &[(stick, 1.0 / sv)]);
+        log_jac.push(ls);
+        let x = tape.node(sv * z, &[(stick, z), (zs, sv)]);
+        out.push(x);
+        stick = tape.node(sv - sv * z, &[(stick, 1.0), (x, -1.0)]);
+    }
+    out.push(stick);
+    out
+}
+
+/// Inverse of [`lb_constrain`]: u = log(x − lb). Errors: x < lb (or x = lb).
+pub fn lb_free(x: f64, lb: f64) -> R<f64> {
+    if lb == f64::NEG_INFINITY {
+        return Ok(x);
+    }
+    if x.is_nan() || x <= lb {
+        return Err(Fault::fatal(format!(
+            "lb_free: value {x} is not above the lower bound {lb}"
+        )));
+    }
+    Ok((x - lb).ln())
+}
+
+/// Inverse of [`ub_constrain`]: u = log(ub − x).
+pub fn ub_free(x: f64, ub: f64) -> R<f64> {
+    if ub == f64::INFINITY {
+        return Ok(x);
+    }
+    if x.is_nan() || x >= ub {
+        return Err(Fault::fatal(format!(
+            "ub_free: value {x} is not below the upper bound {ub}"
+        )));
+    }
+    Ok((ub - x).ln())
+}
+
+/// Inverse of [`lub_constrain`]: u = logit((x − lb)/(ub − lb)).
+pub fn lub_free(x: f64, lb: f64, ub: f64) -> R<f64> {
+    if lb == f64::NEG_INFINITY && ub == f64::INFINITY {
+        return Ok(x);
+    }
+    if lb == f64::NEG_INFINITY {
+        return ub_free(x, ub);
+    }
+    if ub == f64::INFINITY {
+        return lb_free(x, lb);
+    }
+    if x.is_nan() || x <= lb || x >= ub {
+        return Err(Fault::fatal(format!(
+            "lub_free: value {x} is not strictly between the bounds {lb} and {ub}"
+        )));
+    }
+    let p = (x - lb) / (ub - lb);
+    Ok((p / (1.0 - p)).ln())
+}
+
+/// Inverse of [`affine_constrain`]: u = (x − o)/m.
+pub fn affine_free(x: f64, o: f64, m: f64) -> R<f64> {
+    if !(m > 0.0 && m.is_finite()) {
+        return Err(Fault::fatal(format!(
+            "offset_multiplier_free: multiplier is {m}, but must be positive and finite"
+        )));
+    }
+    Ok((x - o) / m)
+}
+
+/// Inverse of [`ordered_constrain`].
+pub fn ordered_free(x: &[f64], positive: bool) -> R<Vec<f64>> {
+    let mut u = Vec::with_capacity(x.len());
+    for k in 0..x.len() {
+        if k == 0 {
+            u.push(if positive {
+                if x[0] <= 0.0 {
+                    return Err(Fault::fatal(format!(
+                        "positive_ordered_free: first element is {}, but must be positive",
+                        x[0]
+                    )));
+                }
+                x[0].ln()
+            } else {
+                x[0]
+            });
+        } else {
+            if x[k] <= x[k - 1] {
+                return Err(Fault::fatal(format!(
+                    "ordered_free: element {} ({}) is not greater than element {} ({})",
+                    k + 1,
+                    x[k],
+                    k,
+                    x[k - 1]
+                )));
+            }
+            u.push((x[k] - x[k - 1]).ln());
+        }
+    }
+    Ok(u)
+}
+
+/// Inverse of [`simplex_constrain`]. Errors: negative elements or a sum off 1 by more than 1e-8.
+pub fn simplex_free(x: &[f64]) -> R<Vec<f64>> {
+    let k_total = x.len();
+    let sum: f64 = x.iter().sum();
+    if x.iter().any(|&v| !(v >= 0.0)) || (sum - 1.0).abs() > 1e-8 {
+        return Err(Fault::fatal(format!(
+            "simplex_free: values must be non-negative and sum to 1 (sum is {sum})"
+        )));
+    }
+    let mut stick = 1.0;
+    let mut y = Vec::with_capacity(k_total.saturating_sub(1));
+    for (k, &xk) in x.iter().take(k_total.saturating_sub(1)).enumerate() {
+        let z = xk / stick;
+        y.push((z / (1.0 - z)).ln() + ((k_total - (k + 1)) as f64).ln());
+        stick -= xk;
+    }
+    Ok(y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a transform of the unconstrained vector `u` on a fresh tape: (x values, log|J|).
+    fn run(u: &[f64], f: &dyn Fn(&mut Tape, &[S], &mut Vec<S>) -> Vec<S>) -> (Vec<f64>, f64) {
+        let mut tape = Tape::default();
+        tape.reset(false);
+        let us: Vec<S> = u.iter().map(|&x| S::V(tape.leaf(x))).collect();
+        let mut lj = Vec::new();
+        let xs = f(&mut tape, &us, &mut lj);
+        let x: Vec<f64> = xs.iter().map(|&s| tape.value(s)).collect();
+        let j: f64 = lj.iter().map(|&s| tape.value(s)).sum();
+        (x, j)
+    }
+
+    /// log|det J| of the map u → x (square) by central differences and LU.
+    fn fd_log_det(u: &[f64], f: &dyn Fn(&[f64]) -> Vec<f64>) -> f64 {
+        let n = u.len();
+        let h = 1e-6;
+        let mut jac = vec![vec![0.0; n]; n];
+        for j in 0..n {
+            let mut up = u.to_vec();
+            let mut dn = u.to_vec();
+            up[j] += h;
+            dn[j] -= h;
+            let (fp, fm) = (f(&up), f(&dn));
+            for i in 0..n {
+                jac[i][j] = (fp[i] - fm[i]) / (2.0 * h);
+            }
+        }
+        // Gaussian elimination with partial pivoting.
+        let mut ld = 0.0;
+        for c in 0..n {
+            let p = (c..n)
+                .max_by(|&a, &b| jac[a][c].abs().total_cmp(&jac[b][c].abs()))
+                .unwrap();
+            jac.swap(c, p);
+            let piv = jac[c][c];
+            ld += piv.abs().ln();
+            for r in c + 1..n {
+                let f = jac[r][c] / piv;
+                for k in c..n {
+                    jac[r][k] -= f * jac[c][k];
+                }
+            }
+        }
+        ld
+    }
+
+    #[test]
+    fn scalar_bounds_round_trip_and_jacobian() {
+        let cases: Vec<(f64, f64)> = vec![(-1.3, 2.0), (0.0, 1.0), (2.5, 7.5)];
+        for (lb, ub) in cases {
+            for &u in &[-3.0, -0.2, 0.0, 0.7, 4.0] {
+                for kind in 0..3 {
+                    let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| -> Vec<S> {
+                        vec![match kind {
+                            0 => lb_constrain(t, us[0], S::C(lb), lj),
+                            1 => ub_constrain(t, us[0], S::C(ub), lj),
+                            _ => lub_constrain(t, us[0], S::C(lb), S::C(ub), lj).unwrap(),
+                        }]
+                    };
+                    let (x, j) = run(&[u], &f);
+                    let back = match kind {
+                        0 => lb_free(x[0], lb),
+                        1 => ub_free(x[0], ub),
+                        _ => lub_free(x[0], lb, ub),
+                    }
+                    .unwrap();
+                    assert!((back - u).abs() < 1e-9, "round trip {kind} {u} → {back}");
+                    let fd = fd_log_det(&[u], &|v: &[f64]| run(v, &f).0);
+                    assert!((fd - j).abs() < 1e-6, "log|J| {kind}: {j} vs {fd}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn affine_round_trip_and_jacobian() {
+        let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| {
+            vec![affine_constrain(t, us[0], S::C(1.5), S::C(0.3), lj).unwrap()]
+        };
+        let (x, j) = run(&[0.4], &f);
+        assert!((x[0] - (1.5 + 0.3 * 0.4)).abs() < 1e-15);
+        assert!((j - 0.3f64.ln()).abs() < 1e-15);
+        assert!((affine_free(x[0], 1.5, 0.3).unwrap() - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn vector_transforms_round_trip_and_jacobian() {
+        let u = [0.3, -1.2, 0.8, 0.05];
+        for kind in 0..3 {
+            let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| match kind {
+                0 => ordered_constrain(t, us, false, lj),
+                1 => ordered_constrain(t, us, true, lj),
+                _ => simplex_constrain(t, us, lj),
+            };
+            let (x, j) = run(&u, &f);
+            let back = match kind {
+                0 => ordered_free(&x, false),
+                1 => ordered_free(&x, true),
+                _ => simplex_free(&x),
+            }
+            .unwrap();
+            for (a, b) in back.iter().zip(&u) {
+                assert!((a - b).abs() < 1e-9, "round trip kind {kind}: {back:?}");
+            }
+            // For the simplex the map is onto the first K − 1 coordinates.
+            let fd = fd_log_det(&u, &|v: &[f64]| {
+                let mut x = run(v, &f).0;
+                x.truncate(u.len());
+                x
+            });
+            assert!((fd - j).abs() < 1e-5, "log|J| kind {kind}: {j} vs {fd}");
+        }
+        let (x, _) = run(&u, &|t, us, lj| simplex_constrain(t, us, lj));
+        assert!((x.iter().sum::<f64>() - 1.0).abs() < 1e-14);
+        // u = 0 gives the uniform simplex (the offset log(K − k) centres the sticks).
+        let (x0, _) = run(&[0.0; 3], &|t, us, lj| simplex_constrain(t, us, lj));
+        for v in x0 {
+            assert!((v - 0.25).abs() < 1e-14);
+        }
+    }
+}

@@ -1,0 +1,580 @@
+//! Runtime values of the interpreter: integers, reals and tape variables, as scalars or as
+//! (arrays of) vectors, row vectors and matrices, with indexing.
+//!
+//! Layout: an array's elements are stored one after another (row-major over the array
+//! dimensions), and each element (a vector, row vector or matrix) is stored column-major, so a
+//! matrix–vector product walks contiguous columns.
+
+use std::sync::Arc;
+
+use super::tape::{S, Tape};
+
+/// The shape of one array element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    Scalar,
+    Vector(usize),
+    RowVector(usize),
+    Matrix(usize, usize),
+}
+
+impl Base {
+    /// Number of reals in one element.
+    pub fn size(self) -> usize {
+        match self {
+            Base::Scalar => 1,
+            Base::Vector(n) | Base::RowVector(n) => n,
+            Base::Matrix(r, c) => r * c,
+        }
+    }
+
+    /// (rows, cols) as a matrix: a vector is n × 1, a row vector 1 × n, a scalar 1 × 1.
+    pub fn matrix_dims(self) -> (usize, usize) {
+        match self {
+            Base::Scalar => (1, 1),
+            Base::Vector(n) => (n, 1),
+            Base::RowVector(n) => (1, n),
+            Base::Matrix(r, c) => (r, c),
+        }
+    }
+
+    /// The sizes of the element's own dimensions.
+    pub fn dims(self) -> Vec<usize> {
+        match self {
+            Base::Scalar => vec![],
+            Base::Vector(n) | Base::RowVector(n) => vec![n],
+            Base::Matrix(r, c) => vec![r, c],
+        }
+    }
+
+    /// Type name for messages.
+    pub fn describe(self) -> String {
+        match self {
+            Base::Scalar => "scalar".into(),
+            Base::Vector(n) => format!("vector[{n}]"),
+            Base::RowVector(n) => format!("row_vector[{n}]"),
+            Base::Matrix(r, c) => format!("matrix[{r}, {c}]"),
+        }
+    }
+}
+
+/// Storage of a tensor's elements.
+#[derive(Clone, Debug)]
+pub enum Data {
+    /// Integers (exact in f64), shared with the model's data.
+    Int(Arc<Vec<f64>>),
+    /// Reals that do not depend on parameters.
+    Real(Arc<Vec<f64>>),
+    /// Tape slots.
+    Var(Vec<u32>),
+}
+
+impl Data {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::Int(v) | Data::Real(v) => v.len(),
+            Data::Var(v) => v.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` as a scalar.
+    #[inline]
+    pub fn at(&self, i: usize) -> S {
+        match self {
+            Data::Int(v) | Data::Real(v) => S::C(v[i]),
+            Data::Var(v) => S::V(v[i]),
+        }
+    }
+}
+
+/// An array of vectors/row vectors/matrices/scalars (possibly with no array dimension).
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    /// Array dimensions, outermost first (empty for a plain vector or matrix).
+    pub arr: Vec<usize>,
+    pub base: Base,
+    pub data: Data,
+}
+
+impl Tensor {
+    /// Describes the type and sizes, e.g. `array[3] vector[2]`.
+    pub fn describe(&self) -> String {
+        let elem = match (self.base, &self.data) {
+            (Base::Scalar, Data::Int(_)) => "int".to_string(),
+            (Base::Scalar, _) => "real".to_string(),
+            (b, _) => b.describe(),
+        };
+        if self.arr.is_empty() {
+            elem
+        } else {
+            let dims: Vec<String> = self.arr.iter().map(|d| d.to_string()).collect();
+            format!("array[{}] {}", dims.join(", "), elem)
+        }
+    }
+
+    /// True when both have the same array dimensions and element shape.
+    pub fn same_shape(&self, other: &Tensor) -> bool {
+        self.arr == other.arr && self.base == other.base
+    }
+}
+
+/// A runtime value.
+#[derive(Clone, Debug)]
+pub enum Value {
+    Int(i64),
+    Real(f64),
+    Var(u32),
+    T(Tensor),
+}
+
+/// An index after evaluation (1-based, unchecked).
+#[derive(Clone, Debug)]
+pub enum Ix {
+    One(i64),
+    Many(Vec<i64>),
+    /// `lo:hi` inclusive; either end defaults to the whole dimension.
+    Range(Option<i64>, Option<i64>),
+    All,
+}
+
+/// A failure during evaluation; the interpreter attaches the statement's span.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    pub message: String,
+    pub recoverable: bool,
+}
+
+impl Fault {
+    /// A domain error (the sampler may reject the point).
+    pub fn domain(message: impl Into<String>) -> Self {
+        Fault {
+            message: message.into(),
+            recoverable: true,
+        }
+    }
+    /// An error in the program or data (index out of range, size mismatch).
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Fault {
+            message: message.into(),
+            recoverable: false,
+        }
+    }
+}
+
+/// Result of an evaluation step.
+pub type R<T> = Result<T, Fault>;
+
+impl Value {
+    /// A tensor, or the bare scalar when it has no dimension at all.
+    pub fn from_tensor(t: Tensor) -> Value {
+        if t.arr.is_empty() && t.base == Base::Scalar {
+            match t.data {
+                Data::Int(v) => Value::Int(v[0] as i64),
+                Data::Real(v) => Value::Real(v[0]),
+                Data::Var(v) => Value::Var(v[0]),
+            }
+        } else {
+            Value::T(t)
+        }
+    }
+
+    /// From a scalar.
+    pub fn from_s(s: S) -> Value {
+        match s {
+            S::C(x) => Value::Real(x),
+            S::V(i) => Value::Var(i),
+        }
+    }
+
+    /// The real scalar, if this is a scalar (integers convert).
+    pub fn as_s(&self) -> Option<S> {
+        match self {
+            Value::Int(i) => Some(S::C(*i as f64)),
+            Value::Real(x) => Some(S::C(*x)),
+            Value::Var(i) => Some(S::V(*i)),
+            Value::T(_) => None,
+        }
+    }
+
+    /// The integer, if this is an integer scalar.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// True for integer scalars and integer arrays.
+    pub fn is_int(&self) -> bool {
+        matches!(self, Value::Int(_))
+            || matches!(
+                self,
+                Value::T(Tensor {
+                    data: Data::Int(_),
+                    ..
+                })
+            )
+    }
+
+    /// True when the value depends on parameters.
+    pub fn is_var(&self) -> bool {
+        matches!(self, Value::Var(_))
+            || matches!(
+                self,
+                Value::T(Tensor {
+                    data: Data::Var(_),
+                    ..
+                })
+            )
+    }
+
+    /// Number of scalar elements.
+    pub fn num_elements(&self) -> usize {
+        match self {
+            Value::T(t) => t.data.len(),
+            _ => 1,
+        }
+    }
+
+    /// Element `i` (flat storage order) as a scalar.
+    pub fn elem(&self, i: usize) -> S {
+        match self {
+            Value::T(t) => t.data.at(i),
+            v => v.as_s().expect("non-tensor values are scalars"),
+        }
+    }
+
+    /// Describes the type for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Value::Int(_) => "int".into(),
+            Value::Real(_) | Value::Var(_) => "real".into(),
+            Value::T(t) => t.describe(),
+        }
+    }
+
+    /// Array dims and element shape (a scalar has none and `Base::Scalar`).
+    pub fn shape(&self) -> (&[usize], Base) {
+        match self {
+            Value::T(t) => (&t.arr, t.base),
+            _ => (&[], Base::Scalar),
+        }
+    }
+
+    /// All element values (constants or tape values).
+    pub fn values(&self, tape: &Tape) -> Vec<f64> {
+        (0..self.num_elements())
+            .map(|i| tape.value(self.elem(i)))
+            .collect()
+    }
+}
+
+/// Builds a tensor from scalars: constant storage if none is a variable, else slots (constants
+/// become leaves).
+pub fn tensor_from_s(tape: &mut Tape, arr: Vec<usize>, base: Base, elems: &[S]) -> Value {
+    let data = if elems.iter().all(|s| matches!(s, S::C(_))) {
+        Data::Real(Arc::new(
+            elems
+                .iter()
+                .map(|s| match s {
+                    S::C(x) => *x,
+                    S::V(_) => unreachable!("checked all constant"),
+                })
+                .collect(),
+        ))
+    } else {
+        Data::Var(elems.iter().map(|&s| to_slot(tape, s)).collect())
+    };
+    Value::from_tensor(Tensor { arr, base, data })
+}
+
+/// A scalar as a slot (a constant becomes a new leaf).
+#[inline]
+pub fn to_slot(tape: &mut Tape, s: S) -> u32 {
+    match s {
+        S::V(i) => i,
+        S::C(x) => tape.leaf(x),
+    }
+}
+
+/// Collects elements of `v` as scalars.
+pub fn elems(v: &Value) -> Vec<S> {
+    (0..v.num_elements()).map(|i| v.elem(i)).collect()
+}
+
+fn check_index(i: i64, n: usize, what: &str) -> R<usize> {
+    if i < 1 || i as usize > n {
+        Err(Fault::fatal(format!(
+            "index {i} out of range; expecting index to be between 1 and {n} ({what})"
+        )))
+    } else {
+        Ok(i as usize - 1)
+    }
+}
+
+/// Offsets selected by `ixs` in a value with array dims `arr` and element shape `base`, in the
+/// storage order of the result, with the result's shape.
+pub fn select(arr: &[usize], base: Base, ixs: &[Ix]) -> R<(Vec<usize>, Base, Vec<usize>)> {
+    let bdims = base.dims();
+    let ndims = arr.len() + bdims.len();
+    if ixs.len() > ndims {
+        return Err(Fault::fatal(format!(
+            "too many indexes ({}) for a value with {} dimension(s)",
+            ixs.len(),
+            ndims
+        )));
+    }
+    let dim = |k: usize| -> usize {
+        if k < arr.len() {
+            arr[k]
+        } else {
+            bdims[k - arr.len()]
+        }
+    };
+    // Per dimension: the selected 0-based positions, and whether the dimension is kept.
+    let mut sel: Vec<(Vec<usize>, bool)> = Vec::with_capacity(ndims);
+    for k in 0..ndims {
+        let n = dim(k);
+        let what = if k < arr.len() {
+            "array"
+        } else {
+            "vector/matrix"
+        };
+        let s = match ixs.get(k).unwrap_or(&Ix::All) {
+            Ix::One(i) => (vec![check_index(*i, n, what)?], false),
+            Ix::Many(v) => (
+                v.iter()
+                    .map(|&i| check_index(i, n, what))
+                    .collect::<R<Vec<_>>>()?,
+                true,
+            ),
+            Ix::Range(lo, hi) => {
+                let lo = lo.unwrap_or(1);
+                let hi = hi.unwrap_or(n as i64);
+                if hi < lo {
+                    (vec![], true)
+                } else {
+                    check_index(lo, n, what)?;
+                    check_index(hi, n, what)?;
+                    ((lo as usize - 1..hi as usize).collect(), true)
+                }
+            }
+            Ix::All => ((0..n).collect(), true),
+        };
+        sel.push(s);
+    }
+    let block = base.size();
+    // Array part: row-major strides.
+    let mut out_arr = Vec::new();
+    let mut arr_offs = vec![0usize];
+    let mut stride = block * arr.iter().product::<usize>();
+    for (k, &n) in arr.iter().enumerate() {
+        stride /= n.max(1);
+        let (ref pos, kept) = sel[k];
+        if kept {
+            out_arr.push(pos.len());
+        }
+        let mut next = Vec::with_capacity(arr_offs.len() * pos.len());
+        for &a in &arr_offs {
+            for &p in pos {
+                next.push(a + p * stride);
+            }
+        }
+        arr_offs = next;
+    }
+    let b = &sel[arr.len()..];
+    let (out_base, base_offs): (Base, Vec<usize>) = match base {
+        Base::Scalar => (Base::Scalar, vec![0]),
+        Base::Vector(_) | Base::RowVector(_) => {
+            let (ref pos, kept) = b[0];
+            let ob = if !kept {
+                Base::Scalar
+            } else if matches!(base, Base::Vector(_)) {
+                Base::Vector(pos.len())
+            } else {
+                Base::RowVector(pos.len())
+            };
+            (ob, pos.clone())
+        }
+        Base::Matrix(r, _) => {
+            let (ref rows, rk) = b[0];
+            let (ref cols, ck) = b[1];
+            let ob = match (rk, ck) {
+                (true, true) => Base::Matrix(rows.len(), cols.len()),
+                (false, true) => Base::RowVector(cols.len()),
+                (true, false) => Base::Vector(rows.len()),
+                (false, false) => Base::Scalar,
+            };
+            let mut offs = Vec::with_capacity(rows.len() * cols.len());
+            for &j in cols {
+                for &i in rows {
+                    offs.push(i + j * r);
+                }
+            }
+            (ob, offs)
+        }
+    };
+    let mut offs = Vec::with_capacity(arr_offs.len() * base_offs.len());
+    for &a in &arr_offs {
+        for &o in &base_offs {
+            offs.push(a + o);
+        }
+    }
+    Ok((out_arr, out_base, offs))
+}
+
+/// Flat offset of a full single index (every dimension given as one 1-based integer), without
+/// allocating; `None` when `idx` does not index every dimension.
+pub fn single_offset(arr: &[usize], base: Base, idx: &[i64]) -> Option<R<usize>> {
+    let bd = match base {
+        Base::Scalar => 0,
+        Base::Vector(_) | Base::RowVector(_) => 1,
+        Base::Matrix(..) => 2,
+    };
+    if idx.len() != arr.len() + bd {
+        return None;
+    }
+    let mut off = 0usize;
+    for (k, &n) in arr.iter().enumerate() {
+        match check_index(idx[k], n, "array") {
+            Ok(p) => off = off * n + p,
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    off *= base.size();
+    let a = arr.len();
+    let r = match base {
+        Base::Scalar => Ok(0),
+        Base::Vector(n) | Base::RowVector(n) => check_index(idx[a], n, "vector"),
+        Base::Matrix(r, c) => check_index(idx[a], r, "matrix row")
+            .and_then(|i| check_index(idx[a + 1], c, "matrix column").map(|j| i + j * r)),
+    };
+    Some(r.map(|o| off + o))
+}
+
+/// Gathers `offs` of `t` into a new value of shape (`arr`, `base`).
+pub fn gather(t: &Tensor, arr: Vec<usize>, base: Base, offs: &[usize]) -> Value {
+    let data = match &t.data {
+        Data::Int(v) => Data::Int(Arc::new(offs.iter().map(|&o| v[o]).collect())),
+        Data::Real(v) => Data::Real(Arc::new(offs.iter().map(|&o| v[o]).collect())),
+        Data::Var(v) => Data::Var(offs.iter().map(|&o| v[o]).collect()),
+    };
+    Value::from_tensor(Tensor { arr, base, data })
+}
+
+/// Maps a position in Stan's output order (all dimensions column-major: the first index varies
+/// fastest) to the flat storage offset of a value with array dims `arr` and element `base`.
+pub fn stan_order_offsets(arr: &[usize], base: Base) -> Vec<usize> {
+    let mut dims: Vec<usize> = arr.to_vec();
+    dims.extend(base.dims());
+    let total: usize = dims.iter().product();
+    let mut out = Vec::with_capacity(total);
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..total {
+        let mut off = 0usize;
+        for (k, &n) in arr.iter().enumerate() {
+            off = off * n + idx[k];
+        }
+        off *= base.size();
+        let a = arr.len();
+        off += match base {
+            Base::Scalar => 0,
+            Base::Vector(_) | Base::RowVector(_) => idx[a],
+            Base::Matrix(r, _) => idx[a] + idx[a + 1] * r,
+        };
+        out.push(off);
+        // Increment, first index fastest.
+        for k in 0..dims.len() {
+            idx[k] += 1;
+            if idx[k] < dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+/// Names in Stan's output order: `name`, `name[1]`, `name[2,1]`, …
+pub fn stan_order_names(name: &str, arr: &[usize], base: Base) -> Vec<String> {
+    let mut dims: Vec<usize> = arr.to_vec();
+    dims.extend(base.dims());
+    if dims.is_empty() {
+        return vec![name.to_string()];
+    }
+    let total: usize = dims.iter().product();
+    let mut out = Vec::with_capacity(total);
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..total {
+        let parts: Vec<String> = idx.iter().map(|i| (i + 1).to_string()).collect();
+        out.push(format!("{name}[{}]", parts.join(",")));
+        for k in 0..dims.len() {
+            idx[k] += 1;
+            if idx[k] < dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_matrix_row_and_column() {
+        // 2 × 3 matrix, column-major offsets: (i, j) → i + 2j.
+        let (arr, b, offs) = select(&[], Base::Matrix(2, 3), &[Ix::One(2)]).unwrap();
+        assert!(arr.is_empty());
+        assert_eq!(b, Base::RowVector(3));
+        assert_eq!(offs, vec![1, 3, 5]);
+        let (_, b, offs) = select(&[], Base::Matrix(2, 3), &[Ix::All, Ix::One(3)]).unwrap();
+        assert_eq!(b, Base::Vector(2));
+        assert_eq!(offs, vec![4, 5]);
+        let (_, b, offs) = select(
+            &[],
+            Base::Matrix(2, 3),
+            &[Ix::Range(None, None), Ix::Many(vec![3, 1])],
+        )
+        .unwrap();
+        assert_eq!(b, Base::Matrix(2, 2));
+        assert_eq!(offs, vec![4, 5, 0, 1]);
+        assert!(select(&[], Base::Vector(3), &[Ix::One(4)]).is_err());
+    }
+
+    #[test]
+    fn select_array_of_vectors() {
+        // array[2] vector[3]: element (a, i) at 3a + i.
+        let (arr, b, offs) = select(&[2], Base::Vector(3), &[Ix::All, Ix::One(2)]).unwrap();
+        assert_eq!(arr, vec![2]);
+        assert_eq!(b, Base::Scalar);
+        assert_eq!(offs, vec![1, 4]);
+        assert_eq!(
+            single_offset(&[2], Base::Vector(3), &[2, 3])
+                .unwrap()
+                .unwrap(),
+            5
+        );
+    }
+
+    #[test]
+    fn stan_order_is_column_major() {
+        assert_eq!(
+            stan_order_names("S", &[], Base::Matrix(2, 2)),
+            vec!["S[1,1]", "S[2,1]", "S[1,2]", "S[2,2]"]
+        );
+        // array[2] vector[3] stored [a0: 0 1 2, a1: 3 4 5]; Stan order a[1,1], a[2,1], a[1,2] …
+        assert_eq!(
+            stan_order_offsets(&[2], Base::Vector(3)),
+            vec![0, 3, 1, 4, 2, 5]
+        );
+    }
+}
