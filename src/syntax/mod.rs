@@ -2,8 +2,12 @@
 //! errors and warnings about the user's source.
 
 pub mod ast;
+pub mod error;
+pub mod parser;
 pub mod report;
 pub mod source;
 pub mod span;
 
+pub use error::SyntaxError;
+pub use parser::{input_is_complete, parse_expression, parse_program};
 pub use span::{FileId, Span};
