@@ -2,6 +2,9 @@
 //! sources, infers row-count sizes, and checks shapes, integer values, bounds and the simple
 //! structured constraints (simplex, ordered, covariance and correlation matrices).
 
+// Checks are written `!(v >= lo)` on purpose: a NaN value must fail them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 use std::collections::HashMap;
 
 use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
@@ -257,8 +260,8 @@ impl<'a> Binder<'a> {
             dims.push(n);
         }
         let (values, prov) = match found {
-            Found::Column { src, col } => self.from_column(decl, &dims, &exprs, src, col)?,
-            Found::Columns { src, cols } => self.from_columns(decl, &dims, &exprs, src, &cols)?,
+            Found::Column { src, col } => self.column_value(decl, &dims, &exprs, src, col)?,
+            Found::Columns { src, cols } => self.columns_value(decl, &dims, &exprs, src, &cols)?,
             Found::Json { src, key, entry } => {
                 let arr = entry.clone()?;
                 self.check_json_dims(decl, &dims, &exprs, src, &arr)?;
@@ -503,7 +506,7 @@ impl<'a> Binder<'a> {
         Err(err)
     }
 
-    fn from_column(
+    fn column_value(
         &self,
         decl: &VarDecl,
         dims: &[usize],
@@ -557,7 +560,7 @@ impl<'a> Binder<'a> {
         Ok((values, Provenance::Column { src, col }))
     }
 
-    fn from_columns(
+    fn columns_value(
         &self,
         decl: &VarDecl,
         dims: &[usize],

@@ -1,6 +1,9 @@
 //! Data files → values bound to the `data` block: CSV (one column per variable) and JSON in
 //! Stan's data format, checked against the declared types, sizes and bounds.
 
+// `DataError` is large (message, spans, notes, help); errors are the cold path, so it is not boxed.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 
 /// One data variable's value, in a layout independent of the graph.

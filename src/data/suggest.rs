@@ -1,20 +1,31 @@
-//! "Did you mean …?" for data names: the closest candidate by Levenshtein edit distance.
+//! "Did you mean …?" for data names: the closest candidate by edit distance.
 
-/// Levenshtein distance between `a` and `b` over Unicode scalar values, case-insensitively.
+/// Edit distance between `a` and `b` over Unicode scalar values, case-insensitively: insertions,
+/// deletions, substitutions and transpositions of adjacent characters each cost one (the
+/// optimal string alignment variant of Damerau–Levenshtein), so `lpf` is one edit from `lfp`.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.to_lowercase().chars().collect();
     let b: Vec<char> = b.to_lowercase().chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        cur[0] = i;
-        for j in 1..=b.len() {
-            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
+    let w = b.len() + 1;
+    // d[i * w + j]: distance between the first i chars of a and the first j chars of b.
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for (j, cell) in d.iter_mut().take(w).enumerate() {
+        *cell = j;
     }
-    prev[b.len()]
+    for i in 1..=a.len() {
+        d[i * w] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * w + j - 1] + cost)
+                .min(d[(i - 1) * w + j] + 1)
+                .min(d[i * w + j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = best;
+        }
+    }
+    d[a.len() * w + b.len()]
 }
 
 /// The candidate closest to `target`, if it is close enough: at most one edit per three
@@ -44,6 +55,7 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("lfp", "LFP"), 0);
         assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("lpf", "lfp"), 1);
     }
 
     #[test]
