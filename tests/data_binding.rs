@@ -528,3 +528,46 @@ fn garbage_input_never_panics() {
             .ends_with("is not UTF-8 text (invalid byte at offset 2)")
     );
 }
+
+#[test]
+fn inferred_size_must_agree_across_csv_files() {
+    let e = bind_err(
+        "data { int N; vector[N] a; vector[N] b; }",
+        &[csv("a.csv", "a\n1\n2\n3\n"), csv("b.csv", "b\n1\n2\n")],
+    );
+    assert_eq!(e.kind, DataErrorKind::SizeMismatch);
+    assert_eq!(
+        e.message,
+        "`b` is declared `vector[N]` with `N` = 3 (inferred from the 3 rows of a.csv, which gives \
+         `a`), but b.csv has 2 rows (column `b`)"
+    );
+    assert!(
+        e.help
+            .unwrap()
+            .contains("must have the same number of rows")
+    );
+}
+
+#[test]
+fn matrix_cell_errors_name_the_column_of_the_element() {
+    let e = bind_err(
+        "data { int N; matrix<upper=5>[N, 2] X; }",
+        &[csv("m.csv", "X[1],X[2]\n1,2\n3,NA\n")],
+    );
+    assert_eq!(e.kind, DataErrorKind::MissingValue);
+    assert!(
+        e.message
+            .starts_with("m.csv row 2 (line 3), column `X[2]`: missing value (`NA`)"),
+        "{}",
+        e.message
+    );
+    let e = bind_err(
+        "data { int N; matrix<upper=5>[N, 2] X; }",
+        &[csv("m.csv", "X[1],X[2]\n1,2\n6,4\n")],
+    );
+    assert_eq!(
+        e.message,
+        "m.csv row 2 (line 3), column `X[1]`: 6 is above the upper bound 5 of `X` (declared \
+         `matrix<upper=5>[N, 2]`)"
+    );
+}

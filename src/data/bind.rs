@@ -5,7 +5,7 @@
 // Checks are written `!(v >= lo)` on purpose: a NaN value must fail them.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
 
@@ -46,6 +46,7 @@ pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData
         sources,
         bound: BoundData::default(),
         origins: HashMap::new(),
+        inferred: HashSet::new(),
     };
     for (i, decl) in decls.iter().enumerate() {
         binder
@@ -176,6 +177,8 @@ struct Binder<'a> {
     bound: BoundData,
     /// For each bound scalar, where its value came from ("from d.json, key `N`").
     origins: HashMap<String, String>,
+    /// The sizes inferred from a CSV row count.
+    inferred: HashSet<String>,
 }
 
 /// The declared dims of a declaration with the expression that gave each one.
@@ -237,6 +240,7 @@ impl<'a> Binder<'a> {
                     let values = vec![rows as f64];
                     self.check_values(decl, &[], &values, &prov)?;
                     self.origins.insert(name.to_string(), prov.origin());
+                    self.inferred.insert(name.to_string());
                     self.insert(name, Vec::new(), values, true);
                     return Ok(());
                 }
@@ -256,6 +260,7 @@ impl<'a> Binder<'a> {
                     ),
                 )
                 .with_primary(e.span, format!("evaluates to {n}"))
+                .with_help("check the values of the sizes it uses")
             })?;
             dims.push(n);
         }
@@ -495,7 +500,14 @@ impl<'a> Binder<'a> {
                 src.n_rows()
             ),
         );
-        if let ExprKind::Var(v) = &exprs[0].kind {
+        if let ExprKind::Var(v) = &exprs[0].kind
+            && self.inferred.contains(v)
+        {
+            err = err.with_help(format!(
+                "`{v}` was inferred from another file's row count; every CSV file that gives a \
+                 variable of size `{v}` must have the same number of rows"
+            ));
+        } else if let ExprKind::Var(v) = &exprs[0].kind {
             err = err.with_help(format!(
                 "make `{v}` agree with the file, or leave `{v}` out of the data files so that it \
                  is inferred from the number of rows"

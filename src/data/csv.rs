@@ -173,6 +173,7 @@ fn csv_error(name: &str, e: &::csv::Error) -> DataError {
         None => name.to_string(),
     };
     DataError::new(DataErrorKind::MalformedCsv, format!("{at}: {e}"))
+        .with_help("check the file is comma-separated text with a header row")
 }
 
 #[cfg(test)]
@@ -194,6 +195,18 @@ mod tests {
             vec![Cell::Number(2.5), Cell::Text("x".into())]
         );
         assert_eq!(src.row_location(1), "t.csv row 2 (line 4)");
+    }
+
+    #[test]
+    fn crlf_line_endings_and_quoted_newlines_keep_line_numbers() {
+        let src = parse_csv("t.csv", "a,b\r\n1,\"x\ny\"\r\n\r\n3,4\r\n").unwrap();
+        assert_eq!(src.lines, vec![2, 5]);
+        assert_eq!(src.columns[1][0], Cell::Text("x\ny".into()));
+        let err = parse_csv("t.csv", "a,b\r\n1,2\r\n\r\n3\r\n").unwrap_err();
+        assert_eq!(
+            err.message,
+            "t.csv line 4 (row 2): 1 fields, but the header has 2 columns"
+        );
     }
 
     #[test]

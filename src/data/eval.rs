@@ -24,7 +24,8 @@ fn scalar<'a>(
                 v.dims.len()
             ),
         )
-        .with_primary(expr.span, "not a scalar")),
+        .with_primary(expr.span, "not a scalar")
+        .with_help("use a scalar (e.g. an `int` size) here, or compute the value in `transformed data`")),
         None => Err(DataError::new(
             DataErrorKind::UnsupportedExpression,
             format!(
@@ -64,6 +65,7 @@ pub fn eval_size(expr: &Expr, env: &BoundData, decl: &str) -> Result<i64, DataEr
             format!("the size `{}` of `{decl}` overflows", expr_string(expr)),
         )
         .with_primary(expr.span, "too large")
+        .with_help("check the values of the sizes it uses")
     };
     match &expr.kind {
         ExprKind::IntLit(n) => Ok(*n),
@@ -100,7 +102,8 @@ pub fn eval_size(expr: &Expr, env: &BoundData, decl: &str) -> Result<i64, DataEr
                         expr_string(expr)
                     ),
                 )
-                .with_primary(expr.span, "division by zero")),
+                .with_primary(expr.span, "division by zero")
+                .with_help("check the values of the sizes it uses")),
                 // Integer division truncates toward zero, as Stan's `%/%`.
                 BinOp::IntDiv => a.checked_div(b).ok_or_else(overflow),
                 BinOp::Mod => a.checked_rem(b).ok_or_else(overflow),

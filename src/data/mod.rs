@@ -87,6 +87,7 @@ pub fn load(path: &Path) -> Result<DataSource, DataError> {
             DataErrorKind::Io,
             format!("cannot read data file `{shown}`: {e}"),
         )
+        .with_help("check the path (relative paths are taken from the current directory)")
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         DataError::new(
