@@ -1,6 +1,9 @@
 //! Data files → values bound to the `data` block: CSV (one column per variable) and JSON in
 //! Stan's data format, checked against the declared types, sizes and bounds.
 
+// `DataError` is large (message, spans, notes, help); errors are the cold path, so it is not boxed.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 
 /// One data variable's value, in a layout independent of the graph.
@@ -20,4 +23,96 @@ pub struct DataValue {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BoundData {
     pub values: BTreeMap<String, DataValue>,
+}
+
+pub mod bind;
+pub mod csv;
+pub mod error;
+pub mod eval;
+pub mod json;
+pub mod suggest;
+
+use std::path::Path;
+
+pub use bind::{bind, bind_decls};
+pub use error::{DataError, DataErrorKind};
+
+/// One loaded data file, remembering its display name (path) and, per value, where it came from
+/// (CSV row, file line and column; JSON key and element).
+#[derive(Clone, Debug, PartialEq)]
+pub enum DataSource {
+    /// A CSV file: one variable per column.
+    Csv(csv::CsvSource),
+    /// A JSON file in Stan's data format.
+    Json(json::JsonSource),
+}
+
+impl DataSource {
+    /// The display name given when loading (the path for [`load`]).
+    pub fn name(&self) -> &str {
+        match self {
+            DataSource::Csv(c) => &c.name,
+            DataSource::Json(j) => &j.name,
+        }
+    }
+}
+
+/// Loads a data file, choosing the format by its extension (`.csv` or `.json`, any case).
+///
+/// Errors: [`DataErrorKind::UnknownExtension`] (naming the supported ones), [`DataErrorKind::Io`]
+/// (unreadable, or not UTF-8 text), and the format's errors ([`load_csv_str`], [`load_json_str`]).
+pub fn load(path: &Path) -> Result<DataSource, DataError> {
+    let shown = path.display().to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    let is_csv = match ext.as_deref() {
+        Some("csv") => true,
+        Some("json") => false,
+        other => {
+            let what = match other {
+                Some(e) => format!("has the extension `.{e}`"),
+                None => "has no extension".to_string(),
+            };
+            return Err(DataError::new(
+                DataErrorKind::UnknownExtension,
+                format!("data file `{shown}` {what}; the supported data formats are .csv and .json"),
+            )
+            .with_help("rename the file to end in .csv (a header row, one column per variable) or .json (Stan's JSON data format)"));
+        }
+    };
+    let bytes = std::fs::read(path).map_err(|e| {
+        DataError::new(
+            DataErrorKind::Io,
+            format!("cannot read data file `{shown}`: {e}"),
+        )
+        .with_help("check the path (relative paths are taken from the current directory)")
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        DataError::new(
+            DataErrorKind::Io,
+            format!(
+                "data file `{shown}` is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+        .with_help("save the file as UTF-8")
+    })?;
+    if is_csv {
+        load_csv_str(&shown, &text)
+    } else {
+        load_json_str(&shown, &text)
+    }
+}
+
+/// Parses CSV text shown as `name` in messages (for tests and the REPL); see [`csv::parse_csv`].
+pub fn load_csv_str(name: &str, text: &str) -> Result<DataSource, DataError> {
+    csv::parse_csv(name, text).map(DataSource::Csv)
+}
+
+/// Parses JSON text shown as `name` in messages (for tests and the REPL); see
+/// [`json::parse_json`].
+pub fn load_json_str(name: &str, text: &str) -> Result<DataSource, DataError> {
+    json::parse_json(name, text).map(DataSource::Json)
 }

@@ -1,0 +1,1003 @@
+//! Binding loaded data files to the declarations of the `data` block: finds each variable in the
+//! sources, infers row-count sizes, and checks shapes, integer values, bounds and the simple
+//! structured constraints (simplex, ordered, covariance and correlation matrices).
+
+// Checks are written `!(v >= lo)` on purpose: a NaN value must fail them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::collections::{HashMap, HashSet};
+
+use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
+
+use super::csv::{Cell, CsvSource};
+use super::error::{DataError, DataErrorKind};
+use super::eval::{eval_bound, eval_size, expr_string, type_string};
+use super::json::{JsonArray, JsonSource, unravel};
+use super::suggest::best_match;
+use super::{BoundData, DataSource, DataValue};
+
+/// Tolerance for a simplex's sum and a correlation matrix's unit diagonal and unit rows (the
+/// brief's 1e-8; Stan's `check_simplex` uses the same order of magnitude).
+const CONSTRAINT_TOLERANCE: f64 = 1e-8;
+
+/// Largest magnitude of a Stan `int` (32-bit, as in Stan).
+const INT_MAX: f64 = i32::MAX as f64;
+
+/// Binds `sources` to the `data` block of `program`; see [`bind_decls`].
+pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, DataError> {
+    bind_decls(&program.data, sources)
+}
+
+/// Binds `sources` to the data declarations `decls`, in declaration order.
+///
+/// Each variable is looked up by name: a CSV column (1-D variables, or a scalar when the file has
+/// exactly one row), CSV columns `X.1 … X.K` or `X[1] … X[K]` (2-D variables), or a JSON key.
+/// An `int` scalar absent from every source is inferred from the row count of the CSV that gives
+/// a later variable declared with that name as its first size. Sizes and bounds are evaluated by
+/// the small evaluator of [`super::eval`]. The result holds every declared variable with its
+/// declared dims, row-major values and `is_int`; extra columns and keys are ignored.
+///
+/// Errors: every [`DataErrorKind`] of binding (missing, duplicate, size or shape mismatch,
+/// non-integer, missing cell, bound or constraint violation), each naming file, row and column
+/// (or key and element) and carrying the declaration's span.
+pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
+    let mut binder = Binder {
+        decls,
+        sources,
+        bound: BoundData::default(),
+        origins: HashMap::new(),
+        inferred: HashSet::new(),
+    };
+    for (i, decl) in decls.iter().enumerate() {
+        binder
+            .bind_one(i, decl)
+            .map_err(|e| e.with_declaration(decl.span))?;
+    }
+    Ok(binder.bound)
+}
+
+/// Where a declared variable was found.
+enum Found<'a> {
+    /// One CSV column with the variable's name.
+    Column { src: &'a CsvSource, col: usize },
+    /// CSV columns `X.j` / `X[j]`: `(j, column index)` sorted by `j` (1-based).
+    Columns {
+        src: &'a CsvSource,
+        cols: Vec<(usize, usize)>,
+    },
+    /// A JSON key.
+    Json {
+        src: &'a JsonSource,
+        key: &'a str,
+        entry: &'a Result<JsonArray, DataError>,
+    },
+}
+
+impl Found<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Found::Column { src, col } => format!("{} (column `{}`)", src.name, src.header[*col]),
+            Found::Columns { src, cols } => format!(
+                "{} (columns {})",
+                src.name,
+                column_range(src, cols.iter().map(|&(_, c)| c))
+            ),
+            Found::Json { src, key, .. } => format!("{} (key `{key}`)", src.name),
+        }
+    }
+
+    fn csv(&self) -> Option<&CsvSource> {
+        match self {
+            Found::Column { src, .. } | Found::Columns { src, .. } => Some(src),
+            Found::Json { .. } => None,
+        }
+    }
+}
+
+/// "`X.1` … `X.7`", or the single column.
+fn column_range(src: &CsvSource, mut cols: impl Iterator<Item = usize>) -> String {
+    let first = cols.next();
+    let last = cols.last();
+    match (first, last) {
+        (Some(a), Some(b)) => format!("`{}` … `{}`", src.header[a], src.header[b]),
+        (Some(a), None) => format!("`{}`", src.header[a]),
+        _ => String::new(),
+    }
+}
+
+/// Per-value provenance of a bound variable, for messages.
+enum Provenance<'a> {
+    Column {
+        src: &'a CsvSource,
+        col: usize,
+    },
+    /// Row-major over (rows, `cols.len()`).
+    Columns {
+        src: &'a CsvSource,
+        cols: Vec<usize>,
+    },
+    Json {
+        src: &'a JsonSource,
+        key: &'a str,
+        dims: Vec<usize>,
+    },
+    Inferred {
+        text: String,
+    },
+}
+
+impl Provenance<'_> {
+    /// Names element `flat` (row-major over the declared dims).
+    fn locate(&self, flat: usize) -> String {
+        match self {
+            Provenance::Column { src, col } => {
+                format!("{}, column `{}`", src.row_location(flat), src.header[*col])
+            }
+            Provenance::Columns { src, cols } => {
+                let k = cols.len().max(1);
+                format!(
+                    "{}, column `{}`",
+                    src.row_location(flat / k),
+                    src.header[cols[flat % k]]
+                )
+            }
+            Provenance::Json { src, key, dims } => src.element_location(key, dims, flat),
+            Provenance::Inferred { text } => text.clone(),
+        }
+    }
+
+    /// Names the whole value.
+    fn whole(&self) -> String {
+        match self {
+            Provenance::Column { src, col } => {
+                format!("{}, column `{}`", src.name, src.header[*col])
+            }
+            Provenance::Columns { src, cols } => format!(
+                "{}, columns {}",
+                src.name,
+                column_range(src, cols.iter().copied())
+            ),
+            Provenance::Json { src, key, .. } => format!("{}, key `{key}`", src.name),
+            Provenance::Inferred { text } => text.clone(),
+        }
+    }
+
+    /// Where a scalar's value came from, for the notes of size messages.
+    fn origin(&self) -> String {
+        match self {
+            Provenance::Inferred { text } => text.clone(),
+            other => format!("from {}", other.whole()),
+        }
+    }
+}
+
+struct Binder<'a> {
+    decls: &'a [VarDecl],
+    sources: &'a [DataSource],
+    bound: BoundData,
+    /// For each bound scalar, where its value came from ("from d.json, key `N`").
+    origins: HashMap<String, String>,
+    /// The sizes inferred from a CSV row count.
+    inferred: HashSet<String>,
+}
+
+/// The declared dims of a declaration with the expression that gave each one.
+fn size_exprs(decl: &VarDecl) -> Vec<&Expr> {
+    let mut out: Vec<&Expr> = decl.ty.array_dims.iter().collect();
+    match &decl.ty.base {
+        SizedBase::Int | SizedBase::Real => {}
+        SizedBase::Vector(n)
+        | SizedBase::RowVector(n)
+        | SizedBase::Simplex(n)
+        | SizedBase::Ordered(n)
+        | SizedBase::PositiveOrdered(n) => out.push(n),
+        SizedBase::Matrix(r, c) => {
+            out.push(r);
+            out.push(c);
+        }
+        SizedBase::CholeskyFactorCorr(n)
+        | SizedBase::CholeskyFactorCov(n)
+        | SizedBase::CovMatrix(n)
+        | SizedBase::CorrMatrix(n) => {
+            out.push(n);
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// `j` when `header` is `name.j` or `name[j]` with `j ≥ 1`.
+fn indexed_column(header: &str, name: &str) -> Option<usize> {
+    let rest = header.strip_prefix(name)?;
+    let digits = rest
+        .strip_prefix('.')
+        .or_else(|| rest.strip_prefix('[').and_then(|r| r.strip_suffix(']')))?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<usize>().ok().filter(|&j| j >= 1)
+}
+
+fn fmt_dims(dims: &[usize]) -> String {
+    let d: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", d.join(", "))
+}
+
+impl<'a> Binder<'a> {
+    fn bind_one(&mut self, index: usize, decl: &'a VarDecl) -> Result<(), DataError> {
+        let name = decl.name.name.as_str();
+        let is_int = matches!(decl.ty.base, SizedBase::Int);
+        let found = match self.find(name)? {
+            Some(found) => found,
+            None => {
+                let scalar_int = is_int && decl.ty.array_dims.is_empty();
+                if scalar_int && let Some((rows, src, via)) = self.infer_size(index, name) {
+                    let prov = Provenance::Inferred {
+                        text: format!(
+                            "inferred from the {rows} rows of {src}, which gives `{via}`"
+                        ),
+                    };
+                    let values = vec![rows as f64];
+                    self.check_values(decl, &[], &values, &prov)?;
+                    self.origins.insert(name.to_string(), prov.origin());
+                    self.inferred.insert(name.to_string());
+                    self.insert(name, Vec::new(), values, true);
+                    return Ok(());
+                }
+                return Err(self.missing(index, decl));
+            }
+        };
+        let exprs = size_exprs(decl);
+        let mut dims = Vec::with_capacity(exprs.len());
+        for e in &exprs {
+            let n = eval_size(e, &self.bound, name)?;
+            let n = usize::try_from(n).map_err(|_| {
+                DataError::new(
+                    DataErrorKind::UnsupportedExpression,
+                    format!(
+                        "the size `{}` of `{name}` is {n}, but sizes must not be negative",
+                        expr_string(e)
+                    ),
+                )
+                .with_primary(e.span, format!("evaluates to {n}"))
+                .with_help("check the values of the sizes it uses")
+            })?;
+            dims.push(n);
+        }
+        let (values, prov) = match found {
+            Found::Column { src, col } => self.column_value(decl, &dims, &exprs, src, col)?,
+            Found::Columns { src, cols } => self.columns_value(decl, &dims, &exprs, src, &cols)?,
+            Found::Json { src, key, entry } => {
+                let arr = entry.clone()?;
+                self.check_json_dims(decl, &dims, &exprs, src, &arr)?;
+                let prov = Provenance::Json {
+                    src,
+                    key,
+                    dims: dims.clone(),
+                };
+                (arr.values, prov)
+            }
+        };
+        self.check_values(decl, &dims, &values, &prov)?;
+        if dims.is_empty() {
+            self.origins.insert(name.to_string(), prov.origin());
+        }
+        self.insert(name, dims, values, is_int);
+        Ok(())
+    }
+
+    fn insert(&mut self, name: &str, dims: Vec<usize>, values: Vec<f64>, is_int: bool) {
+        self.bound.values.insert(
+            name.to_string(),
+            DataValue {
+                dims,
+                values,
+                is_int,
+            },
+        );
+    }
+
+    /// Looks `name` up in every source; two hits are a [`DataErrorKind::Duplicate`].
+    fn find(&self, name: &str) -> Result<Option<Found<'a>>, DataError> {
+        let mut hits: Vec<Found<'a>> = Vec::new();
+        for source in self.sources {
+            match source {
+                DataSource::Csv(src) => {
+                    if let Some(col) = src.column_index(name) {
+                        hits.push(Found::Column { src, col });
+                    } else {
+                        let mut cols: Vec<(usize, usize)> = src
+                            .header
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(c, h)| indexed_column(h, name).map(|j| (j, c)))
+                            .collect();
+                        if !cols.is_empty() {
+                            cols.sort();
+                            hits.push(Found::Columns { src, cols });
+                        }
+                    }
+                }
+                DataSource::Json(src) => {
+                    if let Some((key, entry)) = src.entries.get_key_value(name) {
+                        hits.push(Found::Json {
+                            src,
+                            key: key.as_str(),
+                            entry,
+                        });
+                    }
+                }
+            }
+        }
+        if hits.len() > 1 {
+            return Err(DataError::new(
+                DataErrorKind::Duplicate,
+                format!(
+                    "`{name}` is defined twice: in {} and in {}",
+                    hits[0].describe(),
+                    hits[1].describe()
+                ),
+            )
+            .with_help(format!(
+                "remove `{name}` from one of the files, so that its value is unambiguous"
+            )));
+        }
+        Ok(hits.pop())
+    }
+
+    /// Row count of the CSV giving a later variable whose first size is `name`.
+    fn infer_size(&self, index: usize, name: &str) -> Option<(usize, String, String)> {
+        for later in &self.decls[index + 1..] {
+            let first = size_exprs(later).into_iter().next();
+            let Some(Expr {
+                kind: ExprKind::Var(v),
+                ..
+            }) = first
+            else {
+                continue;
+            };
+            if v != name {
+                continue;
+            }
+            if let Ok(Some(found)) = self.find(&later.name.name)
+                && let Some(src) = found.csv()
+            {
+                return Some((src.n_rows(), src.name.clone(), later.name.name.clone()));
+            }
+        }
+        None
+    }
+
+    /// Names in the sources that no declared data variable uses, by source.
+    fn unused_names(&self) -> Vec<(&'a DataSource, Vec<&'a str>)> {
+        let declared = |n: &str| {
+            self.decls.iter().any(|d| {
+                let dn = d.name.name.as_str();
+                n == dn || indexed_column(n, dn).is_some()
+            })
+        };
+        self.sources
+            .iter()
+            .map(|s| {
+                let names: Vec<&'a str> = match s {
+                    DataSource::Csv(c) => c.header.iter().map(|h| h.as_str()).collect(),
+                    DataSource::Json(j) => j.entries.keys().map(|k| k.as_str()).collect(),
+                };
+                (s, names.into_iter().filter(|n| !declared(n)).collect())
+            })
+            .collect()
+    }
+
+    fn missing(&self, index: usize, decl: &VarDecl) -> DataError {
+        let name = decl.name.name.as_str();
+        let ty = type_string(&decl.ty);
+        let is_size = matches!(decl.ty.base, SizedBase::Int)
+            && decl.ty.array_dims.is_empty()
+            && self.decls[index + 1..].iter().any(|d| {
+                matches!(size_exprs(d).first(), Some(Expr { kind: ExprKind::Var(v), .. }) if v == name)
+            });
+        let mut err = if is_size {
+            DataError::new(
+                DataErrorKind::MissingVariable,
+                format!(
+                    "`{name}` is not in any data file and cannot be inferred: no CSV column is \
+                     declared with `{name}` as its first size"
+                ),
+            )
+        } else {
+            DataError::new(
+                DataErrorKind::MissingVariable,
+                format!("`{name}` (declared `{ty}`) is not in any data file"),
+            )
+        };
+        if self.sources.is_empty() {
+            return err.with_note("no data files were given").with_help(format!(
+                "pass a CSV or JSON data file that defines `{name}`"
+            ));
+        }
+        let unused = self.unused_names();
+        let mut listed = Vec::new();
+        for (src, names) in &unused {
+            if names.is_empty() {
+                continue;
+            }
+            let (what, file) = match src {
+                DataSource::Csv(c) => ("columns", &c.name),
+                DataSource::Json(j) => ("keys", &j.name),
+            };
+            let shown: Vec<String> = names.iter().take(20).map(|n| format!("`{n}`")).collect();
+            let more = if names.len() > 20 {
+                format!(" and {} more", names.len() - 20)
+            } else {
+                String::new()
+            };
+            listed.push(format!("{what} of {file}: {}{more}", shown.join(", ")));
+        }
+        if !listed.is_empty() {
+            err = err.with_note(format!("not used by the model: {}", listed.join("; ")));
+        }
+        let candidates = unused.iter().flat_map(|(src, names)| {
+            names.iter().map(move |n| {
+                (
+                    *n,
+                    match src {
+                        DataSource::Csv(_) => "column",
+                        DataSource::Json(_) => "key",
+                    },
+                )
+            })
+        });
+        let candidates: Vec<(&str, &str)> = candidates.collect();
+        match best_match(name, candidates.iter().map(|(n, _)| *n)) {
+            Some(m) => {
+                let what = candidates
+                    .iter()
+                    .find(|(n, _)| *n == m)
+                    .map(|(_, w)| *w)
+                    .unwrap_or("column");
+                err.with_help(format!("did you mean {what} `{m}`?"))
+            }
+            None if is_size => err.with_help(format!(
+                "add `{name}` to a data file (e.g. a JSON file {{\"{name}\": 10}}), or give a CSV \
+                 column for a variable declared with `{name}` as its first size"
+            )),
+            None => err.with_help(format!(
+                "add a column `{name}` to a CSV file or a key `{name}` to a JSON file"
+            )),
+        }
+    }
+
+    /// "`N` = 753 (inferred from …)" or "`N + 1` = 754".
+    fn size_desc(&self, expr: &Expr, value: usize) -> String {
+        match &expr.kind {
+            ExprKind::Var(v) => match self.origins.get(v) {
+                Some(origin) => format!("`{v}` = {value} ({origin})"),
+                None => format!("`{v}` = {value}"),
+            },
+            _ => format!("`{}` = {value}", expr_string(expr)),
+        }
+    }
+
+    fn check_rows(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        exprs: &[&Expr],
+        src: &CsvSource,
+        what: &str,
+    ) -> Result<(), DataError> {
+        if dims[0] == src.n_rows() {
+            return Ok(());
+        }
+        let name = &decl.name.name;
+        let mut err = DataError::new(
+            DataErrorKind::SizeMismatch,
+            format!(
+                "`{name}` is declared `{}` with {}, but {} has {} rows ({what})",
+                type_string(&decl.ty),
+                self.size_desc(exprs[0], dims[0]),
+                src.name,
+                src.n_rows()
+            ),
+        );
+        if let ExprKind::Var(v) = &exprs[0].kind
+            && self.inferred.contains(v)
+        {
+            err = err.with_help(format!(
+                "`{v}` was inferred from another file's row count; every CSV file that gives a \
+                 variable of size `{v}` must have the same number of rows"
+            ));
+        } else if let ExprKind::Var(v) = &exprs[0].kind {
+            err = err.with_help(format!(
+                "make `{v}` agree with the file, or leave `{v}` out of the data files so that it \
+                 is inferred from the number of rows"
+            ));
+        } else {
+            err = err.with_help("make the declared size agree with the number of rows");
+        }
+        Err(err)
+    }
+
+    fn column_value(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        exprs: &[&Expr],
+        src: &'a CsvSource,
+        col: usize,
+    ) -> Result<(Vec<f64>, Provenance<'a>), DataError> {
+        let name = &decl.name.name;
+        let ty = type_string(&decl.ty);
+        match dims.len() {
+            0 if src.n_rows() != 1 => {
+                return Err(DataError::new(
+                    DataErrorKind::ShapeMismatch,
+                    format!(
+                        "`{name}` is declared as the scalar `{ty}`, but {} gives it as column \
+                         `{name}` with {} rows; a CSV column binds to a one-dimensional variable, \
+                         and to a scalar only when the file has exactly one row",
+                        src.name,
+                        src.n_rows()
+                    ),
+                )
+                .with_help(format!(
+                    "give `{name}` in a JSON file (e.g. {{\"{name}\": 3}}) or in a CSV file of \
+                     one row, or declare it as an array"
+                )));
+            }
+            0 => {}
+            1 => self.check_rows(decl, dims, exprs, src, &format!("column `{name}`"))?,
+            rank => {
+                let cols = exprs
+                    .get(1)
+                    .map(|e| expr_string(e))
+                    .unwrap_or_else(|| "K".into());
+                return Err(DataError::new(
+                    DataErrorKind::ShapeMismatch,
+                    format!(
+                        "`{name}` is declared `{ty}` ({rank} dimensions), but {} gives a single \
+                         column `{name}`",
+                        src.name
+                    ),
+                )
+                .with_help(format!(
+                    "give a 2-dimensional variable as columns `{name}.1` … `{name}.{cols}` (or \
+                     `{name}[1]` … `{name}[{cols}]`), or use a JSON file"
+                )));
+            }
+        }
+        let values = (0..src.n_rows().min(dims.first().copied().unwrap_or(1)))
+            .map(|row| cell_value(src, col, row, name))
+            .collect::<Result<Vec<f64>, _>>()?;
+        Ok((values, Provenance::Column { src, col }))
+    }
+
+    fn columns_value(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        exprs: &[&Expr],
+        src: &'a CsvSource,
+        cols: &[(usize, usize)],
+    ) -> Result<(Vec<f64>, Provenance<'a>), DataError> {
+        let name = &decl.name.name;
+        let ty = type_string(&decl.ty);
+        let found = column_range(src, cols.iter().map(|&(_, c)| c));
+        if dims.len() != 2 {
+            return Err(DataError::new(
+                DataErrorKind::ShapeMismatch,
+                format!(
+                    "`{name}` is declared `{ty}` ({} dimensions), but {} gives it as columns {found}",
+                    dims.len(),
+                    src.name
+                ),
+            )
+            .with_help(
+                "numbered columns bind to 2-dimensional variables only (`matrix[N, K]`, \
+                 `array[N] vector[K]`, `array[N, K] real`); use a JSON file for other shapes",
+            ));
+        }
+        let k = dims[1];
+        let complete = cols.len() == k && cols.iter().enumerate().all(|(i, &(j, _))| j == i + 1);
+        if !complete {
+            let js: Vec<String> = cols
+                .iter()
+                .map(|&(_, c)| format!("`{}`", src.header[c]))
+                .collect();
+            return Err(DataError::new(
+                DataErrorKind::SizeMismatch,
+                format!(
+                    "{} has the columns {} for `{name}`, but `{name}` is declared `{ty}` with {}, \
+                     so it needs the columns `{name}.1` … `{name}.{k}`",
+                    src.name,
+                    js.join(", "),
+                    self.size_desc(exprs[1], k)
+                ),
+            )
+            .with_help(format!(
+                "give exactly one column per column of `{name}`, numbered from 1 (`{name}.1` or `{name}[1]`)"
+            )));
+        }
+        self.check_rows(decl, dims, exprs, src, &format!("columns {found}"))?;
+        let mut values = Vec::with_capacity(dims[0] * k);
+        for row in 0..dims[0] {
+            for &(_, c) in cols {
+                values.push(cell_value(src, c, row, name)?);
+            }
+        }
+        let prov = Provenance::Columns {
+            src,
+            cols: cols.iter().map(|&(_, c)| c).collect(),
+        };
+        Ok((values, prov))
+    }
+
+    fn check_json_dims(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        exprs: &[&Expr],
+        src: &JsonSource,
+        arr: &JsonArray,
+    ) -> Result<(), DataError> {
+        if arr.dims == dims {
+            return Ok(());
+        }
+        let declared_total: usize = dims.iter().product();
+        if declared_total == 0 && arr.values.is_empty() && !arr.dims.is_empty() {
+            // An empty array stands for any empty value (`[]` for `matrix[0, 3]`).
+            return Ok(());
+        }
+        let name = &decl.name.name;
+        let ty = type_string(&decl.ty);
+        let help = "give a number for a scalar, an array for a vector, and nested arrays for \
+                    more dimensions (a matrix is an array of its rows)";
+        if arr.dims.len() != dims.len() {
+            let found = if arr.dims.is_empty() {
+                "a single number".to_string()
+            } else {
+                format!(
+                    "{} dimension{} {}",
+                    arr.dims.len(),
+                    if arr.dims.len() == 1 { "" } else { "s" },
+                    fmt_dims(&arr.dims)
+                )
+            };
+            let declared = if dims.is_empty() {
+                "a scalar".to_string()
+            } else {
+                format!("{} dimensions {}", dims.len(), fmt_dims(dims))
+            };
+            return Err(DataError::new(
+                DataErrorKind::ShapeMismatch,
+                format!(
+                    "{}, key `{name}`: `{name}` is declared `{ty}` ({declared}), but the value has {found}",
+                    src.name
+                ),
+            )
+            .with_help(help));
+        }
+        let d = (0..dims.len())
+            .find(|&d| dims[d] != arr.dims[d])
+            .expect("dims differ and have the same length, so some entry differs");
+        let msg = if dims.len() == 1 {
+            format!(
+                "{}, key `{name}`: `{name}` has {} elements, but it is declared `{ty}` with {}",
+                src.name,
+                arr.dims[0],
+                self.size_desc(exprs[0], dims[0])
+            )
+        } else {
+            format!(
+                "{}, key `{name}`: dimension {} of `{name}` has {} elements (the value's \
+                 dimensions are {}), but `{name}` is declared `{ty}` with {}",
+                src.name,
+                d + 1,
+                arr.dims[d],
+                fmt_dims(&arr.dims),
+                self.size_desc(exprs[d], dims[d])
+            )
+        };
+        Err(DataError::new(DataErrorKind::SizeMismatch, msg)
+            .with_help("make the declared sizes agree with the data"))
+    }
+
+    /// Integer values, bounds and structured constraints.
+    fn check_values(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        values: &[f64],
+        prov: &Provenance,
+    ) -> Result<(), DataError> {
+        let name = &decl.name.name;
+        let ty = type_string(&decl.ty);
+        if matches!(decl.ty.base, SizedBase::Int) {
+            for (i, &v) in values.iter().enumerate() {
+                if !(v.is_finite() && v.fract() == 0.0) {
+                    return Err(DataError::new(
+                        DataErrorKind::NotAnInteger,
+                        format!(
+                            "{}: {v} is not an integer, but `{name}` is declared `{ty}`",
+                            prov.locate(i)
+                        ),
+                    )
+                    .with_help(format!(
+                        "fix the value, or declare `{name}` with `real` in place of `int` if \
+                         fractional values are intended"
+                    )));
+                }
+                if v.abs() > INT_MAX {
+                    return Err(DataError::new(
+                        DataErrorKind::NotAnInteger,
+                        format!(
+                            "{}: {v} is outside the range of `int` (at most {} in magnitude), \
+                             and `{name}` is declared `{ty}`",
+                            prov.locate(i),
+                            i32::MAX
+                        ),
+                    )
+                    .with_help(format!("declare `{name}` with `real` in place of `int`")));
+                }
+            }
+        }
+        let c = &decl.ty.constraint;
+        let lower = c
+            .lower
+            .as_ref()
+            .map(|e| eval_bound(e, &self.bound, name))
+            .transpose()?;
+        let upper = c
+            .upper
+            .as_ref()
+            .map(|e| eval_bound(e, &self.bound, name))
+            .transpose()?;
+        let bound_help =
+            "correct the value in the data file, or change the bound in the declaration";
+        for (i, &v) in values.iter().enumerate() {
+            if let Some(lo) = lower
+                && !(v >= lo)
+            {
+                return Err(DataError::new(
+                    DataErrorKind::BoundViolation,
+                    format!(
+                        "{}: {v} is below the lower bound {lo} of `{name}` (declared `{ty}`)",
+                        prov.locate(i)
+                    ),
+                )
+                .with_help(bound_help));
+            }
+            if let Some(hi) = upper
+                && !(v <= hi)
+            {
+                return Err(DataError::new(
+                    DataErrorKind::BoundViolation,
+                    format!(
+                        "{}: {v} is above the upper bound {hi} of `{name}` (declared `{ty}`)",
+                        prov.locate(i)
+                    ),
+                )
+                .with_help(bound_help));
+            }
+        }
+        self.check_structure(decl, dims, values, prov)
+    }
+
+    /// Simplex, ordered, positive ordered, Cholesky factors, covariance and correlation
+    /// matrices, checked on each innermost block (one per element of the enclosing array).
+    fn check_structure(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        values: &[f64],
+        prov: &Provenance,
+    ) -> Result<(), DataError> {
+        let name = &decl.name.name;
+        let ty = type_string(&decl.ty);
+        let n_array = decl.ty.array_dims.len().min(dims.len());
+        let block: usize = dims[n_array..].iter().product();
+        if block == 0 || matches!(decl.ty.base, SizedBase::Int | SizedBase::Real) {
+            return Ok(());
+        }
+        let help = format!("correct the data, or declare `{name}` without the constraint");
+        for (b, chunk) in values.chunks(block).enumerate() {
+            let start = b * block;
+            let which = if n_array == 0 {
+                format!("`{name}`")
+            } else {
+                let idx: Vec<String> = unravel(b, &dims[..n_array])
+                    .iter()
+                    .map(|i| (i + 1).to_string())
+                    .collect();
+                format!("`{name}[{}]`", idx.join(", "))
+            };
+            let fail = |msg: String| {
+                Err(DataError::new(DataErrorKind::ConstraintViolation, msg).with_help(help.clone()))
+            };
+            let k = *dims
+                .last()
+                .expect("a structured type has at least one dimension");
+            match &decl.ty.base {
+                SizedBase::Simplex(_) => {
+                    if let Some(i) = chunk.iter().position(|v| !(*v >= 0.0)) {
+                        return fail(format!(
+                            "{}: {} is negative, but `{name}` is declared `{ty}` (non-negative \
+                             elements that sum to 1)",
+                            prov.locate(start + i),
+                            chunk[i]
+                        ));
+                    }
+                    let sum: f64 = chunk.iter().sum();
+                    if !((sum - 1.0).abs() <= CONSTRAINT_TOLERANCE) {
+                        return fail(format!(
+                            "{}: the elements of {which} sum to {sum}, but `{name}` is declared \
+                             `{ty}` (they must sum to 1 within {CONSTRAINT_TOLERANCE:e})",
+                            prov.whole()
+                        ));
+                    }
+                }
+                SizedBase::Ordered(_) | SizedBase::PositiveOrdered(_) => {
+                    let positive = matches!(decl.ty.base, SizedBase::PositiveOrdered(_));
+                    if positive && !(chunk[0] > 0.0) {
+                        return fail(format!(
+                            "{}: {} is not positive, but `{name}` is declared `{ty}`",
+                            prov.locate(start),
+                            chunk[0]
+                        ));
+                    }
+                    for i in 1..chunk.len() {
+                        if !(chunk[i] > chunk[i - 1]) {
+                            return fail(format!(
+                                "{}: {} is not greater than the element before it ({}), but \
+                                 `{name}` is declared `{ty}` (strictly increasing)",
+                                prov.locate(start + i),
+                                chunk[i],
+                                chunk[i - 1]
+                            ));
+                        }
+                    }
+                }
+                SizedBase::CholeskyFactorCov(_) | SizedBase::CholeskyFactorCorr(_) => {
+                    for i in 0..k {
+                        for j in i + 1..k {
+                            if chunk[i * k + j] != 0.0 {
+                                return fail(format!(
+                                    "{}: {} is above the diagonal, but `{name}` is declared \
+                                     `{ty}` (lower triangular)",
+                                    prov.locate(start + i * k + j),
+                                    chunk[i * k + j]
+                                ));
+                            }
+                        }
+                        if !(chunk[i * k + i] > 0.0) {
+                            return fail(format!(
+                                "{}: the diagonal element {} is not positive, but `{name}` is \
+                                 declared `{ty}`",
+                                prov.locate(start + i * k + i),
+                                chunk[i * k + i]
+                            ));
+                        }
+                        if matches!(decl.ty.base, SizedBase::CholeskyFactorCorr(_)) {
+                            let norm2: f64 = chunk[i * k..i * k + k].iter().map(|x| x * x).sum();
+                            if !((norm2 - 1.0).abs() <= CONSTRAINT_TOLERANCE) {
+                                return fail(format!(
+                                    "{}: row {} of {which} has squared length {norm2}, but \
+                                     `{name}` is declared `{ty}` (rows of unit length)",
+                                    prov.whole(),
+                                    i + 1
+                                ));
+                            }
+                        }
+                    }
+                }
+                SizedBase::CovMatrix(_) | SizedBase::CorrMatrix(_) => {
+                    for i in 0..k {
+                        for j in 0..i {
+                            let (a, b) = (chunk[i * k + j], chunk[j * k + i]);
+                            let scale = 1f64.max(a.abs()).max(b.abs());
+                            if !((a - b).abs() <= CONSTRAINT_TOLERANCE * scale) {
+                                return fail(format!(
+                                    "{}: {a} differs from its mirror element {b}, but `{name}` \
+                                     is declared `{ty}` (symmetric)",
+                                    prov.locate(start + i * k + j)
+                                ));
+                            }
+                        }
+                        if matches!(decl.ty.base, SizedBase::CorrMatrix(_))
+                            && !((chunk[i * k + i] - 1.0).abs() <= CONSTRAINT_TOLERANCE)
+                        {
+                            return fail(format!(
+                                "{}: the diagonal element {} is not 1, but `{name}` is declared \
+                                 `{ty}`",
+                                prov.locate(start + i * k + i),
+                                chunk[i * k + i]
+                            ));
+                        }
+                    }
+                    if !is_positive_definite(chunk, k) {
+                        return fail(format!(
+                            "{}: {which} is not positive definite, but `{name}` is declared \
+                             `{ty}`",
+                            prov.whole()
+                        ));
+                    }
+                }
+                SizedBase::Vector(_) | SizedBase::RowVector(_) | SizedBase::Matrix(..) => {}
+                SizedBase::Int | SizedBase::Real => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value of data row `row` of column `col`, or the error for a missing or non-numeric cell.
+fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64, DataError> {
+    let loc = format!("{}, column `{}`", src.row_location(row), src.header[col]);
+    match &src.columns[col][row] {
+        Cell::Number(v) => Ok(*v),
+        Cell::Missing(raw) => {
+            let what = if raw.is_empty() {
+                "an empty cell".to_string()
+            } else {
+                format!("`{raw}`")
+            };
+            Err(DataError::new(
+                DataErrorKind::MissingValue,
+                format!("{loc}: missing value ({what}), but `{name}` needs a number in every row"),
+            )
+            .with_help(
+                "fill in the value, or remove the row (sizes inferred from the row count follow); \
+                 missing values are not supported in data",
+            ))
+        }
+        Cell::Text(raw) => Err(DataError::new(
+            DataErrorKind::NotANumber,
+            format!("{loc}: `{raw}` is not a number, but the column binds to `{name}`"),
+        )
+        .with_help("data values must be numbers such as `3`, `-0.5` or `1e-3`")),
+    }
+}
+
+/// Whether the row-major `k × k` matrix `a` has a Cholesky factor (is symmetric positive
+/// definite, reading its lower triangle).
+fn is_positive_definite(a: &[f64], k: usize) -> bool {
+    let mut l = vec![0.0; k * k];
+    for i in 0..k {
+        for j in 0..=i {
+            let mut s = a[i * k + j];
+            for p in 0..j {
+                s -= l[i * k + p] * l[j * k + p];
+            }
+            if i == j {
+                if !(s > 0.0) {
+                    return false;
+                }
+                l[i * k + i] = s.sqrt();
+            } else {
+                l[i * k + j] = s / l[j * k + j];
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexed_column_names() {
+        assert_eq!(indexed_column("X.3", "X"), Some(3));
+        assert_eq!(indexed_column("X[12]", "X"), Some(12));
+        assert_eq!(indexed_column("X.0", "X"), None);
+        assert_eq!(indexed_column("X.a", "X"), None);
+        assert_eq!(indexed_column("XY.1", "X"), None);
+        assert_eq!(indexed_column("X[1", "X"), None);
+    }
+
+    #[test]
+    fn positive_definiteness() {
+        assert!(is_positive_definite(&[2.0, 1.0, 1.0, 2.0], 2));
+        assert!(!is_positive_definite(&[1.0, 2.0, 2.0, 1.0], 2));
+    }
+}

@@ -1,0 +1,327 @@
+//! JSON data files in Stan's (CmdStan's) data format: an object mapping each name to a number or
+//! to nested arrays of numbers, row-major (a matrix is an array of its rows).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::{DataError, DataErrorKind};
+
+/// One JSON entry after checking it is a rectangular nested array of numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonArray {
+    /// Dimensions, outermost first (`[]` for a number, `[R, C]` for an array of R rows of C).
+    pub dims: Vec<usize>,
+    /// The numbers in row-major order over `dims`.
+    pub values: Vec<f64>,
+}
+
+/// A loaded JSON data file.
+///
+/// Each key maps to its value, or to the error found in it (ragged or non-numeric); the error is
+/// raised only when a declared data variable uses that key, so that unrelated keys (metadata) do
+/// not stop a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonSource {
+    /// The file's display name (its path as given, or the name passed to [`crate::data::load_json_str`]).
+    pub name: String,
+    /// Entries by key.
+    pub entries: BTreeMap<String, Result<JsonArray, DataError>>,
+}
+
+impl JsonSource {
+    /// How element `flat` (row-major over `dims`) of key `key` is named in messages:
+    /// `data.json, key `y`, element `y[3]``, or `data.json, key `J`` for a scalar.
+    pub fn element_location(&self, key: &str, dims: &[usize], flat: usize) -> String {
+        if dims.is_empty() {
+            format!("{}, key `{key}`", self.name)
+        } else {
+            let idx: Vec<String> = unravel(flat, dims)
+                .iter()
+                .map(|i| (i + 1).to_string())
+                .collect();
+            format!(
+                "{}, key `{key}`, element `{key}[{}]`",
+                self.name,
+                idx.join(", ")
+            )
+        }
+    }
+}
+
+/// The 0-based multi-index of row-major position `flat` within `dims`.
+pub(crate) fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; dims.len()];
+    for d in (0..dims.len()).rev() {
+        if dims[d] > 0 {
+            idx[d] = flat % dims[d];
+            flat /= dims[d];
+        }
+    }
+    idx
+}
+
+/// Parses JSON `text` read from a file shown as `name` in messages.
+///
+/// The top level must be an object. Numbers may also be written as the strings `"Infinity"`,
+/// `"+Infinity"`, `"-Infinity"`, `"Inf"`, `"-Inf"` and `"NaN"`, as CmdStan accepts.
+/// Errors: [`DataErrorKind::MalformedJson`] with serde's line and column, or when the top level
+/// is not an object. Errors inside an entry ([`DataErrorKind::Ragged`],
+/// [`DataErrorKind::InvalidJsonValue`]) are stored in [`JsonSource::entries`].
+pub fn parse_json(name: &str, text: &str) -> Result<JsonSource, DataError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        DataError::new(
+            DataErrorKind::MalformedJson,
+            format!(
+                "{name} line {}, column {}: invalid JSON: {}",
+                e.line(),
+                e.column(),
+                strip_position(&e.to_string())
+            ),
+        )
+        .with_help(
+            "a JSON data file is one object mapping names to numbers or arrays, \
+             e.g. {\"N\": 3, \"y\": [1.5, 2, 0.3]}",
+        )
+    })?;
+    let Value::Object(map) = value else {
+        return Err(DataError::new(
+            DataErrorKind::MalformedJson,
+            format!(
+                "{name}: the top level is {}, but a JSON data file must be an object",
+                describe(&value)
+            ),
+        )
+        .with_help("write the data as {\"name\": value, …}"));
+    };
+    let entries = map
+        .iter()
+        .map(|(key, v)| (key.clone(), convert(name, key, v)))
+        .collect();
+    Ok(JsonSource {
+        name: name.to_string(),
+        entries,
+    })
+}
+
+/// serde's messages end with " at line L column C"; the position is already in our prefix.
+fn strip_position(msg: &str) -> &str {
+    match msg.rfind(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    }
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Checks that `v` is a rectangular nested array of numbers and flattens it row-major.
+fn convert(file: &str, key: &str, v: &Value) -> Result<JsonArray, DataError> {
+    // The shape is read off the first element at each depth; every other element must agree.
+    let mut dims = Vec::new();
+    let mut cur = v;
+    while let Value::Array(items) = cur {
+        dims.push(items.len());
+        match items.first() {
+            Some(first) => cur = first,
+            None => break,
+        }
+    }
+    let mut values = Vec::new();
+    let mut path = Vec::new();
+    flatten(file, key, v, &dims, &mut path, &mut values)?;
+    Ok(JsonArray { dims, values })
+}
+
+fn path_name(key: &str, path: &[usize]) -> String {
+    if path.is_empty() {
+        format!("`{key}`")
+    } else {
+        let idx: Vec<String> = path.iter().map(|i| (i + 1).to_string()).collect();
+        format!("`{key}[{}]`", idx.join(", "))
+    }
+}
+
+fn flatten(
+    file: &str,
+    key: &str,
+    v: &Value,
+    dims: &[usize],
+    path: &mut Vec<usize>,
+    out: &mut Vec<f64>,
+) -> Result<(), DataError> {
+    let depth = path.len();
+    let ragged_help = "every row of a nested array must have the same length (Stan's data format \
+                       has no ragged arrays)";
+    match v {
+        Value::Array(items) => {
+            let Some(&expected) = dims.get(depth) else {
+                let first = path_name(key, &vec![0; depth]);
+                return Err(DataError::new(
+                    DataErrorKind::Ragged,
+                    format!(
+                        "{file}, key `{key}`: {} is an array, but {first} is a number",
+                        path_name(key, path)
+                    ),
+                )
+                .with_help(ragged_help));
+            };
+            if items.len() != expected {
+                return Err(DataError::new(
+                    DataErrorKind::Ragged,
+                    format!(
+                        "{file}, key `{key}`: {} has {} elements, expected {expected}",
+                        path_name(key, path),
+                        items.len()
+                    ),
+                )
+                .with_help(ragged_help));
+            }
+            for (i, item) in items.iter().enumerate() {
+                path.push(i);
+                flatten(file, key, item, dims, path, out)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        _ if depth < dims.len() => Err(DataError::new(
+            DataErrorKind::Ragged,
+            format!(
+                "{file}, key `{key}`: {} is {}, expected an array of {} elements",
+                path_name(key, path),
+                describe(v),
+                dims[depth]
+            ),
+        )
+        .with_help(ragged_help)),
+        Value::Number(n) => {
+            // Every serde_json number (without arbitrary precision) has an f64 value.
+            out.push(n.as_f64().unwrap_or(f64::NAN));
+            Ok(())
+        }
+        Value::String(s) => match s.as_str() {
+            "Infinity" | "+Infinity" | "Inf" | "+Inf" | "inf" => {
+                out.push(f64::INFINITY);
+                Ok(())
+            }
+            "-Infinity" | "-Inf" | "-inf" => {
+                out.push(f64::NEG_INFINITY);
+                Ok(())
+            }
+            "NaN" | "nan" => {
+                out.push(f64::NAN);
+                Ok(())
+            }
+            _ => Err(DataError::new(
+                DataErrorKind::InvalidJsonValue,
+                format!(
+                    "{file}, key `{key}`: {} is the string {s:?}, but data values must be numbers",
+                    path_name(key, path)
+                ),
+            )
+            .with_help(
+                "write numbers without quotes; only \"Infinity\", \"-Infinity\" and \"NaN\" \
+                 may be strings",
+            )),
+        },
+        _ => Err(DataError::new(
+            DataErrorKind::InvalidJsonValue,
+            format!(
+                "{file}, key `{key}`: {} is {}, but data values must be numbers or arrays",
+                path_name(key, path),
+                describe(v)
+            ),
+        )
+        .with_help("give numbers, or nested arrays of numbers (a matrix is an array of rows)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(src: &JsonSource, key: &str) -> JsonArray {
+        src.entries[key].clone().unwrap()
+    }
+
+    #[test]
+    fn scalars_vectors_matrices_and_special_strings() {
+        let src = parse_json(
+            "d.json",
+            r#"{"N": 3, "y": [1, 2.5, "-Infinity"], "X": [[1, 2], [3, 4], [5, "NaN"]], "e": []}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            entry(&src, "N"),
+            JsonArray {
+                dims: vec![],
+                values: vec![3.0]
+            }
+        );
+        let y = entry(&src, "y");
+        assert_eq!(y.dims, vec![3]);
+        assert_eq!(y.values, vec![1.0, 2.5, f64::NEG_INFINITY]);
+        let x = entry(&src, "X");
+        assert_eq!(x.dims, vec![3, 2]);
+        assert_eq!(&x.values[..5], &[1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert!(x.values[5].is_nan());
+        assert_eq!(entry(&src, "e").dims, vec![0]);
+        assert_eq!(
+            src.element_location("X", &[3, 2], 3),
+            "d.json, key `X`, element `X[2, 2]`"
+        );
+    }
+
+    #[test]
+    fn ragged_arrays_name_key_and_path() {
+        let src = parse_json(
+            "d.json",
+            r#"{"y": [[1,2,3,4],[1,2,3,4],[1,2]], "z": [[1], 2], "w": [1, [2]], "s": ["a"]}"#,
+        )
+        .unwrap();
+        let e = src.entries["y"].clone().unwrap_err();
+        assert_eq!(e.kind, DataErrorKind::Ragged);
+        assert_eq!(
+            e.message,
+            "d.json, key `y`: `y[3]` has 2 elements, expected 4"
+        );
+        let e = src.entries["z"].clone().unwrap_err();
+        assert_eq!(
+            e.message,
+            "d.json, key `z`: `z[2]` is a number, expected an array of 1 elements"
+        );
+        let e = src.entries["w"].clone().unwrap_err();
+        assert_eq!(
+            e.message,
+            "d.json, key `w`: `w[2]` is an array, but `w[1]` is a number"
+        );
+        let e = src.entries["s"].clone().unwrap_err();
+        assert_eq!(e.kind, DataErrorKind::InvalidJsonValue);
+    }
+
+    #[test]
+    fn malformed_json_has_line_and_column() {
+        let e = parse_json("d.json", "{\n  \"N\": 3,\n  \"y\": [1, 2,, 3]\n}").unwrap_err();
+        assert_eq!(e.kind, DataErrorKind::MalformedJson);
+        assert!(
+            e.message
+                .starts_with("d.json line 3, column 14: invalid JSON: "),
+            "{}",
+            e.message
+        );
+        let e = parse_json("d.json", "[1, 2]").unwrap_err();
+        assert_eq!(
+            e.message,
+            "d.json: the top level is an array, but a JSON data file must be an object"
+        );
+    }
+}
