@@ -2,6 +2,8 @@
 //! logistic regression against a Laplace + importance-sampling reference, exit rule,
 //! reproducibility across thread counts, error paths. Run with `cargo test --release --test qbvi_fit`.
 
+#![allow(clippy::needless_range_loop)] // index loops read like the formulas here
+
 use bayesc::inference::qbvi::{
     Control, Covariance, Progress, QbviError, QbviFit, QbviSettings, StopReason, fit_qbvi,
 };
@@ -256,10 +258,16 @@ fn logistic_problem() -> Logistic {
     Logistic::simulate(1000, &[0.3, -0.8, 1.2, 0.5], 5.0, 2024)
 }
 
+/// [`logistic_reference`] of [`logistic_problem`], computed once per test binary.
+fn logistic_reference_cached() -> &'static (Vec<f64>, Vec<f64>) {
+    static REFERENCE: std::sync::OnceLock<(Vec<f64>, Vec<f64>)> = std::sync::OnceLock::new();
+    REFERENCE.get_or_init(|| logistic_reference(&logistic_problem()))
+}
+
 /// Reference posterior mean and sd of the logistic problem: Newton to the mode, then
-/// self-normalised importance sampling with 40 000 draws from the Laplace Gaussian with its
-/// covariance inflated by 1.5² (heavier than the target in every direction). The IS error of
-/// the mean is about 1% of a posterior sd, far below the 5% tolerance used below.
+/// self-normalised importance sampling with 20 000 draws from the Laplace Gaussian with its
+/// covariance inflated by 1.5² (heavier than the target in every direction; ESS ≈ 48%). The IS error of
+/// the mean is about 1.5% of a posterior sd, far below the 5% tolerance used below.
 fn logistic_reference(m: &Logistic) -> (Vec<f64>, Vec<f64>) {
     let d = m.d;
     let mut z = vec![0.0; d];
@@ -277,8 +285,9 @@ fn logistic_reference(m: &Logistic) -> (Vec<f64>, Vec<f64>) {
     let scale = 1.5;
     let lc = cholesky(&cov, d);
     let mut rng = stream(99, 0);
-    let n_is = 40_000;
+    let n_is = 20_000;
     let mut wsum = 0.0;
+    let mut w2sum = 0.0;
     let mut m1 = vec![0.0; d];
     let mut m2 = vec![0.0; d];
     for _ in 0..n_is {
@@ -291,11 +300,17 @@ fn logistic_reference(m: &Logistic) -> (Vec<f64>, Vec<f64>) {
             m.log_density(&x).unwrap() - lp_mode + 0.5 * e.iter().map(|v| v * v).sum::<f64>();
         let w = log_w.exp();
         wsum += w;
+        w2sum += w * w;
         for i in 0..d {
             m1[i] += w * x[i];
             m2[i] += w * x[i] * x[i];
         }
     }
+    let ess = wsum * wsum / w2sum;
+    assert!(
+        ess > 0.3 * n_is as f64,
+        "importance-sampling ESS {ess} of {n_is}"
+    );
     let mean: Vec<f64> = m1.iter().map(|v| v / wsum).collect();
     let sd = (0..d)
         .map(|i| (m2[i] / wsum - mean[i] * mean[i]).sqrt())
@@ -364,17 +379,18 @@ fn diagonal_form_is_exact_on_a_diagonal_gaussian_target() {
 #[test]
 fn diagonal_form_reaches_the_mean_field_optimum_on_a_correlated_gaussian() {
     // The mean-field optimum of a Gaussian target has the exact mean and p_i = Λ_ii. f is not
-    // constant there, so the iterates keep Monte Carlo noise of order sqrt(β/N_s)·|Λ_ij|/Λ_ii;
-    // averaging the last 1000 iterates' parameters is not available through the API, so the
-    // noise floor is met with a small β and many draws.
+    // constant there (it keeps the cross terms −Λ_ij·ζ_i·ζ_j), so the iterates keep Monte Carlo
+    // noise of order sqrt(β/N_s); the 1e-6 asked for in the brief is out of reach of any fixed
+    // (β, N_s). With β = 0.02 and N_s = 8000 the errors are ≈ 3e-3 (sd units / relative), and
+    // the deterministic part of the error has decayed to ≈ 1e-4; the test allows 1e-2.
     let target = Gaussian {
         m: vec![1.0, -1.0, 2.0],
         lambda: vec![2.0, 0.8, 0.0, 0.8, 1.0, -0.3, 0.0, -0.3, 0.5],
     };
     let settings = QbviSettings {
         covariance: Covariance::Diagonal,
-        step_size: Some(0.01),
-        n_samples: 2000,
+        step_size: Some(0.02),
+        n_samples: 8000,
         max_iter: 1500,
         patience: 1500,
         keep_best: false,
@@ -385,6 +401,10 @@ fn diagonal_form_reaches_the_mean_field_optimum_on_a_correlated_gaussian() {
     let sd: Vec<f64> = fit.covariance.iter().map(|v| v.sqrt()).collect();
     for i in 0..3 {
         let z = (fit.mean[i] - target.m[i]) / sd[i];
+        eprintln!(
+            "mean-field[{i}]: mean error {z:+.2e} sd, precision ratio − 1 = {:+.2e}",
+            fit.precision[i] / target.lambda[i * 3 + i] - 1.0
+        );
         assert!(z.abs() < 0.01, "mean[{i}] off by {z} sd: {:?}", fit.mean);
         let r = fit.precision[i] / target.lambda[i * 3 + i] - 1.0;
         assert!(
@@ -399,7 +419,7 @@ fn diagonal_form_reaches_the_mean_field_optimum_on_a_correlated_gaussian() {
 fn logistic_regression_matches_importance_sampling_and_stops_by_the_exit_rule() {
     // specs/qbvi.md §14 check 3, §11 defaults (full covariance, N_s = 100, β = 0.05).
     let model = logistic_problem();
-    let (ref_mean, ref_sd) = logistic_reference(&model);
+    let (ref_mean, ref_sd) = logistic_reference_cached();
     let settings = QbviSettings {
         seed: 1,
         ..QbviSettings::default()
@@ -450,7 +470,7 @@ fn diagonal_form_on_logistic_regression_recovers_the_mean() {
     assert_eq!(fit.stop, StopReason::ExitRule);
     // The mean-field precision is at least the diagonal of the posterior precision, so its sds
     // are at most the marginal sds (under-dispersion, §14 check 3).
-    let (ref_mean, ref_sd) = logistic_reference(&model);
+    let (ref_mean, ref_sd) = logistic_reference_cached();
     for i in 0..4 {
         let sd = fit.covariance[i].sqrt();
         assert!(
@@ -498,7 +518,7 @@ fn interrupt_returns_the_current_parameters() {
 
 fn small_fit(seed: u64) -> QbviFit {
     let settings = QbviSettings {
-        max_iter: 60,
+        max_iter: 35,
         seed,
         ..QbviSettings::default()
     };

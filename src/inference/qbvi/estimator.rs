@@ -60,8 +60,7 @@ impl ControlVariates {
         for (s, fs) in f.iter().enumerate() {
             let ft = fs - f_bar;
             let us = &u[s * k_dir..(s + 1) * k_dir];
-            for k in 0..k_dir {
-                let uk = us[k];
+            for (k, &uk) in us.iter().enumerate() {
                 self.mean_u[k] += uk;
                 self.mean_uf[k] += uk * ft;
                 self.mean_uuf[k] += uk * uk * ft;
@@ -74,9 +73,8 @@ impl ControlVariates {
         }
         for s in 0..n {
             let us = &u[s * k_dir..(s + 1) * k_dir];
-            for k in 0..k_dir {
-                let dev = us[k] - self.mean_u[k];
-                self.var_u[k] += dev * dev;
+            for ((var, &uk), mean) in self.var_u.iter_mut().zip(us).zip(&self.mean_u) {
+                *var += (uk - mean) * (uk - mean);
             }
         }
         let bessel = nf / (nf - 1.0);

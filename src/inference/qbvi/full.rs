@@ -128,12 +128,12 @@ impl Family for FullGaussian {
             }
             log_q[s] = const_term - 0.5 * e.iter().map(|x| x * x).sum::<f64>();
             let us = &mut u[s * k_dir..(s + 1) * k_dir];
-            for i in 0..d {
+            for (i, ui) in us[..d].iter_mut().enumerate() {
                 let mut vi = 0.0;
                 for (j, ej) in e.iter().enumerate().take(i + 1) {
                     vi += self.chol[(i, j)] * ej;
                 }
-                us[i] = vi;
+                *ui = vi;
             }
             let mut k = d;
             for i in 0..d {
