@@ -3,7 +3,7 @@
 pub mod density;
 pub mod draws;
 pub mod init;
+pub mod qbvi;
 pub mod rng;
-
 pub use density::{DensityError, LogDensity};
 pub use draws::Draws;

@@ -1,0 +1,106 @@
+//! Diagonal (mean-field) Gaussian family q = ∏ N(μ_i, 1/p_i) for QBVI (`specs/qbvi.md` §4, §8.1).
+
+use super::family::{Family, HALF_LN_2PI};
+
+/// The state (μ, p) of a diagonal Gaussian on ζ; p holds the precisions 1/s_i.
+#[derive(Clone, Debug)]
+pub(crate) struct DiagonalGaussian {
+    mean: Vec<f64>,
+    precision: Vec<f64>,
+    sqrt_precision: Vec<f64>,
+    half_log_det: f64,
+}
+
+impl DiagonalGaussian {
+    /// N(mean, variance·I). `variance` must be positive and finite (checked by the caller).
+    pub(crate) fn isotropic(mean: &[f64], variance: f64) -> Self {
+        let d = mean.len();
+        Self::from_parts(mean.to_vec(), vec![1.0 / variance; d])
+    }
+
+    fn from_parts(mean: Vec<f64>, precision: Vec<f64>) -> Self {
+        let sqrt_precision: Vec<f64> = precision.iter().map(|p| p.sqrt()).collect();
+        let half_log_det = sqrt_precision.iter().map(|s| s.ln()).sum();
+        DiagonalGaussian {
+            mean,
+            precision,
+            sqrt_precision,
+            half_log_det,
+        }
+    }
+
+    /// The precisions p_i (length d).
+    pub(crate) fn precision(&self) -> &[f64] {
+        &self.precision
+    }
+
+    /// The square roots √p_i (length d).
+    pub(crate) fn sqrt_precision(&self) -> &[f64] {
+        &self.sqrt_precision
+    }
+}
+
+impl Family for DiagonalGaussian {
+    fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    fn n_directions(&self) -> usize {
+        2 * self.mean.len()
+    }
+
+    fn mean(&self) -> &[f64] {
+        &self.mean
+    }
+
+    /// ζ_i = μ_i + ε_i/√p_i, v_i = √p_i·ε_i, log q = −(d/2)·log 2π + ½Σ log p_i − ½‖ε‖²;
+    /// directions u = (v, p − v²) (§4, §5.1).
+    fn prepare(&self, eps: &[f64], zeta: &mut [f64], log_q: &mut [f64], u: &mut [f64]) {
+        let d = self.mean.len();
+        let const_term = -(d as f64) * HALF_LN_2PI + self.half_log_det;
+        for (s, lq) in log_q.iter_mut().enumerate() {
+            let e = &eps[s * d..(s + 1) * d];
+            let z = &mut zeta[s * d..(s + 1) * d];
+            let (ua, ub) = u[s * 2 * d..(s + 1) * 2 * d].split_at_mut(d);
+            let mut sq = 0.0;
+            for i in 0..d {
+                let v = self.sqrt_precision[i] * e[i];
+                z[i] = self.mean[i] + e[i] / self.sqrt_precision[i];
+                ua[i] = v;
+                ub[i] = self.precision[i] - v * v;
+                sq += e[i] * e[i];
+            }
+            *lq = const_term - 0.5 * sq;
+        }
+    }
+
+    /// p_new = p + βg + β²g²/(2p) (diagonal retraction, §8.1), μ_new = μ + β·g_a/p_new (§4,
+    /// residual form); β is halved up to `max_halvings` times on failure (§8.3).
+    fn step(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
+        let d = self.mean.len();
+        let (g_a, g_b) = g.split_at(d);
+        if g.iter().any(|x| !x.is_finite()) {
+            return false;
+        }
+        let mut b = beta;
+        for _ in 0..=max_halvings {
+            let p_new: Vec<f64> = (0..d)
+                .map(|i| {
+                    let p = self.precision[i];
+                    p + b * g_b[i] + b * b * g_b[i] * g_b[i] / (2.0 * p)
+                })
+                .collect();
+            if p_new.iter().all(|p| *p > 0.0 && p.is_finite()) {
+                let mean_new: Vec<f64> = (0..d)
+                    .map(|i| self.mean[i] + b * g_a[i] / p_new[i])
+                    .collect();
+                if mean_new.iter().all(|m| m.is_finite()) {
+                    *self = Self::from_parts(mean_new, p_new);
+                    return true;
+                }
+            }
+            b *= 0.5;
+        }
+        false
+    }
+}

@@ -1,0 +1,127 @@
+//! Monte Carlo natural-gradient estimate with control variates (`specs/qbvi.md` §5.1–§5.3).
+
+/// Per-component control-variate coefficients c_k, estimated from one batch and applied to the
+/// next (§5.3), plus the gradient estimate Ĝ_k = (1/N)·Σ_s u_k(ζ_s)·(f_s − c_k) (§5.1).
+#[derive(Clone, Debug)]
+pub(crate) struct ControlVariates {
+    /// c_k, length K.
+    pub(crate) c: Vec<f64>,
+    mean_u: Vec<f64>,
+    mean_uf: Vec<f64>,
+    mean_uuf: Vec<f64>,
+    var_u: Vec<f64>,
+}
+
+impl ControlVariates {
+    /// Zero coefficients for K directions.
+    pub(crate) fn new(k: usize) -> Self {
+        ControlVariates {
+            c: vec![0.0; k],
+            mean_u: vec![0.0; k],
+            mean_uf: vec![0.0; k],
+            mean_uuf: vec![0.0; k],
+            var_u: vec![0.0; k],
+        }
+    }
+
+    /// Ĝ_k = (1/N)·Σ_s u[s,k]·(f_s − c_k), written into `g` (length K); `u` is N×K row-major.
+    pub(crate) fn gradient(&self, u: &[f64], f: &[f64], g: &mut [f64]) {
+        let k_dir = self.c.len();
+        let n = f.len();
+        g.iter_mut().for_each(|x| *x = 0.0);
+        for (s, fs) in f.iter().enumerate() {
+            let us = &u[s * k_dir..(s + 1) * k_dir];
+            for k in 0..k_dir {
+                g[k] += us[k] * (fs - self.c[k]);
+            }
+        }
+        let inv_n = 1.0 / n as f64;
+        g.iter_mut().for_each(|x| *x *= inv_n);
+    }
+
+    /// Re-estimates c from a batch by the authors' plug-in formula (§5.3):
+    /// ĉ_k = [mean(u_k²f) − mean(u_k f)·mean(u_k)]·N/(N−1) / var̂(u_k), var̂ with N − 1.
+    /// f is centred at its batch mean first (c shifts with f, so the result is the same in
+    /// exact arithmetic and loses less to cancellation). A direction with zero sample variance
+    /// gets c_k = mean(f).
+    pub(crate) fn estimate(&mut self, u: &[f64], f: &[f64]) {
+        let k_dir = self.c.len();
+        let n = f.len();
+        let nf = n as f64;
+        let f_bar = f.iter().sum::<f64>() / nf;
+        for v in [
+            &mut self.mean_u,
+            &mut self.mean_uf,
+            &mut self.mean_uuf,
+            &mut self.var_u,
+        ] {
+            v.iter_mut().for_each(|x| *x = 0.0);
+        }
+        for (s, fs) in f.iter().enumerate() {
+            let ft = fs - f_bar;
+            let us = &u[s * k_dir..(s + 1) * k_dir];
+            for (k, &uk) in us.iter().enumerate() {
+                self.mean_u[k] += uk;
+                self.mean_uf[k] += uk * ft;
+                self.mean_uuf[k] += uk * uk * ft;
+            }
+        }
+        for k in 0..k_dir {
+            self.mean_u[k] /= nf;
+            self.mean_uf[k] /= nf;
+            self.mean_uuf[k] /= nf;
+        }
+        for s in 0..n {
+            let us = &u[s * k_dir..(s + 1) * k_dir];
+            for ((var, &uk), mean) in self.var_u.iter_mut().zip(us).zip(&self.mean_u) {
+                *var += (uk - mean) * (uk - mean);
+            }
+        }
+        let bessel = nf / (nf - 1.0);
+        for k in 0..k_dir {
+            let var = self.var_u[k] / (nf - 1.0);
+            let num = (self.mean_uuf[k] - self.mean_uf[k] * self.mean_u[k]) * bessel;
+            let ck = num / var;
+            self.c[k] = if var > 0.0 && ck.is_finite() {
+                f_bar + ck
+            } else {
+                f_bar
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coefficient_matches_the_plug_in_formula_and_shifts_with_f() {
+        // One direction, N = 4, hand-computed: u = (1, −1, 2, −2), f = (3, 1, 4, 0).
+        let u = [1.0, -1.0, 2.0, -2.0];
+        let f = [3.0, 1.0, 4.0, 0.0];
+        let mut cv = ControlVariates::new(1);
+        cv.estimate(&u, &f);
+        // mean u = 0, mean(u f) = (3 − 1 + 8 − 0)/4 = 2.5, mean(u² f) = (3 + 1 + 16 + 0)/4 = 5,
+        // var̂(u) = 10/3; c = (5 − 0)·(4/3)/(10/3) = 2.
+        assert!((cv.c[0] - 2.0).abs() < 1e-14, "c = {}", cv.c[0]);
+        let f_shift: Vec<f64> = f.iter().map(|x| x + 100.0).collect();
+        cv.estimate(&u, &f_shift);
+        assert!((cv.c[0] - 102.0).abs() < 1e-12, "c = {}", cv.c[0]);
+        let mut g = [0.0];
+        cv.gradient(&u, &f_shift, &mut g);
+        // mean u·(f − 2) with u summing to zero = mean(u f) = 2.5.
+        assert!((g[0] - 2.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn constant_f_gives_zero_gradient() {
+        let u = [0.3, -1.2, 0.7, 0.5, -0.4, 1.1];
+        let f = [-612.25; 3];
+        let mut cv = ControlVariates::new(2);
+        cv.estimate(&u, &f);
+        let mut g = [1.0; 2];
+        cv.gradient(&u, &f, &mut g);
+        assert_eq!(g, [0.0, 0.0]);
+    }
+}

@@ -1,0 +1,24 @@
+//! The interface between the QBVI loop and a Gaussian variational family (`specs/qbvi.md` §2.4).
+
+/// ½·log 2π.
+pub(crate) const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// A Gaussian variational family on ζ ∈ ℝ^d as the QBVI loop sees it.
+///
+/// The score directions u(ζ) of §5.1 are stacked into K = [`Family::n_directions`] components:
+/// (a, B_ij for i ≤ j) for the full family, (a, b) for the diagonal one.
+pub(crate) trait Family: Clone {
+    /// d.
+    fn dim(&self) -> usize;
+    /// K, the number of stacked score directions.
+    fn n_directions(&self) -> usize;
+    /// μ (length d).
+    fn mean(&self) -> &[f64];
+    /// Maps standard normal draws `eps` (N×d row-major) to draws `zeta` (N×d) of q, their log
+    /// densities `log_q` (length N) and the directions `u` (N×K row-major).
+    fn prepare(&self, eps: &[f64], zeta: &mut [f64], log_q: &mut [f64], u: &mut [f64]);
+    /// Takes one natural-gradient step of size `beta` along the estimate `g` (length K), with
+    /// the retraction of §8.1 and up to `max_halvings` halvings of `beta` (§8.3). Returns
+    /// `false`, leaving the state unchanged, if every attempt failed.
+    fn step(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool;
+}

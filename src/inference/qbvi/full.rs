@@ -1,0 +1,193 @@
+//! Full-covariance Gaussian family q = N(μ, P⁻¹) for QBVI (`specs/qbvi.md` §3, §8.1, §8.3).
+
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::{Mat, MatMut, Par, Side};
+
+use super::family::{Family, HALF_LN_2PI};
+
+/// The state (μ, P) of a full-covariance Gaussian on ζ, with the lower Cholesky factor L of the
+/// precision, P = L·Lᵀ (§3.4).
+#[derive(Clone, Debug)]
+pub(crate) struct FullGaussian {
+    d: usize,
+    mean: Vec<f64>,
+    precision: Mat<f64>,
+    chol: Mat<f64>,
+    /// Σ_i log L_ii = ½·log det P.
+    half_log_det: f64,
+    /// Scratch: the symmetric direction G_B of the last step, and L⁻¹·G_B.
+    g_b: Mat<f64>,
+    w: Mat<f64>,
+}
+
+/// Lower Cholesky factor of a symmetric matrix, or `None` if it is not positive definite or
+/// has a non-finite entry.
+pub(crate) fn cholesky_lower(a: &Mat<f64>) -> Option<Mat<f64>> {
+    let d = a.nrows();
+    for j in 0..d {
+        for i in 0..d {
+            if !a[(i, j)].is_finite() {
+                return None;
+            }
+        }
+    }
+    let llt = a.llt(Side::Lower).ok()?;
+    let l = llt.L().to_owned();
+    for i in 0..d {
+        if !(l[(i, i)] > 0.0 && l[(i, i)].is_finite()) {
+            return None;
+        }
+    }
+    Some(l)
+}
+
+impl FullGaussian {
+    /// N(mean, variance·I). `variance` must be positive and finite (checked by the caller).
+    pub(crate) fn isotropic(mean: &[f64], variance: f64) -> Self {
+        let d = mean.len();
+        let precision = Mat::from_fn(d, d, |i, j| if i == j { 1.0 / variance } else { 0.0 });
+        let chol = cholesky_lower(&precision)
+            .expect("a positive multiple of the identity is positive definite");
+        let mut q = FullGaussian {
+            d,
+            mean: mean.to_vec(),
+            precision,
+            chol,
+            half_log_det: 0.0,
+            g_b: Mat::zeros(d, d),
+            w: Mat::zeros(d, d),
+        };
+        q.half_log_det = q.compute_half_log_det();
+        q
+    }
+
+    fn compute_half_log_det(&self) -> f64 {
+        (0..self.d).map(|i| self.chol[(i, i)].ln()).sum()
+    }
+
+    /// The precision P as a d×d row-major vector.
+    pub(crate) fn precision_row_major(&self) -> Vec<f64> {
+        let d = self.d;
+        (0..d * d).map(|k| self.precision[(k / d, k % d)]).collect()
+    }
+
+    /// The covariance Σ = P⁻¹ as a d×d row-major vector, from two triangular solves.
+    pub(crate) fn covariance_row_major(&self) -> Vec<f64> {
+        let d = self.d;
+        let mut x = Mat::<f64>::identity(d, d);
+        solve_lower_triangular_in_place(self.chol.as_ref(), x.as_mut(), Par::Seq);
+        solve_upper_triangular_in_place(self.chol.transpose(), x.as_mut(), Par::Seq);
+        (0..d * d)
+            .map(|k| {
+                let (i, j) = (k / d, k % d);
+                0.5 * (x[(i, j)] + x[(j, i)])
+            })
+            .collect()
+    }
+
+    /// The lower Cholesky factor L of P (P = L·Lᵀ) as a d×d row-major vector.
+    pub(crate) fn chol_row_major(&self) -> Vec<f64> {
+        let d = self.d;
+        (0..d * d).map(|k| self.chol[(k / d, k % d)]).collect()
+    }
+}
+
+impl Family for FullGaussian {
+    fn dim(&self) -> usize {
+        self.d
+    }
+
+    fn n_directions(&self) -> usize {
+        self.d + self.d * (self.d + 1) / 2
+    }
+
+    fn mean(&self) -> &[f64] {
+        &self.mean
+    }
+
+    /// ζ = μ + L⁻ᵀε, v = P(ζ − μ) = L·ε, log q = −(d/2)·log 2π + ½·log det P − ½‖ε‖² (§3.4);
+    /// directions u = (v, P_ij − v_i·v_j for i ≤ j) (§3.2, §5.1).
+    fn prepare(&self, eps: &[f64], zeta: &mut [f64], log_q: &mut [f64], u: &mut [f64]) {
+        let d = self.d;
+        let n = log_q.len();
+        let k_dir = self.n_directions();
+        zeta.copy_from_slice(eps);
+        {
+            // Row-major N×d is column-major d×N: each draw is one column.
+            let z = MatMut::from_column_major_slice_mut(zeta, d, n);
+            solve_upper_triangular_in_place(self.chol.transpose(), z, Par::Seq);
+        }
+        let const_term = -(d as f64) * HALF_LN_2PI + self.half_log_det;
+        for s in 0..n {
+            let e = &eps[s * d..(s + 1) * d];
+            let z = &mut zeta[s * d..(s + 1) * d];
+            for (zi, mi) in z.iter_mut().zip(&self.mean) {
+                *zi += mi;
+            }
+            log_q[s] = const_term - 0.5 * e.iter().map(|x| x * x).sum::<f64>();
+            let us = &mut u[s * k_dir..(s + 1) * k_dir];
+            for (i, ui) in us[..d].iter_mut().enumerate() {
+                let mut vi = 0.0;
+                for (j, ej) in e.iter().enumerate().take(i + 1) {
+                    vi += self.chol[(i, j)] * ej;
+                }
+                *ui = vi;
+            }
+            let mut k = d;
+            for i in 0..d {
+                let vi = us[i];
+                for j in i..d {
+                    us[k] = self.precision[(i, j)] - vi * us[j];
+                    k += 1;
+                }
+            }
+        }
+    }
+
+    /// P_new = P + βG + (β²/2)·G·P⁻¹·G (second-order retraction, §8.1), then
+    /// μ_new = μ + β·P_new⁻¹·G_a (§3.3, residual form); β is halved up to `max_halvings` times
+    /// when P_new is not positive definite or anything is non-finite (§8.3).
+    fn step(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
+        let d = self.d;
+        let (g_a, g_upper) = g.split_at(d);
+        let mut k = 0;
+        for i in 0..d {
+            for j in i..d {
+                self.g_b[(i, j)] = g_upper[k];
+                self.g_b[(j, i)] = g_upper[k];
+                k += 1;
+            }
+        }
+        if g.iter().any(|x| !x.is_finite()) {
+            return false;
+        }
+        // G·Σ·G = (L⁻¹G)ᵀ(L⁻¹G) with Σ = P⁻¹ = L⁻ᵀL⁻¹.
+        self.w.copy_from(&self.g_b);
+        solve_lower_triangular_in_place(self.chol.as_ref(), self.w.as_mut(), Par::Seq);
+        let gsg = self.w.transpose() * &self.w;
+        let mut b = beta;
+        for _ in 0..=max_halvings {
+            let p_new = Mat::from_fn(d, d, |i, j| {
+                let sym = |m: &Mat<f64>| 0.5 * (m[(i, j)] + m[(j, i)]);
+                sym(&self.precision) + b * self.g_b[(i, j)] + 0.5 * b * b * sym(&gsg)
+            });
+            if let Some(l_new) = cholesky_lower(&p_new) {
+                let mut x = Mat::from_fn(d, 1, |i, _| g_a[i]);
+                solve_lower_triangular_in_place(l_new.as_ref(), x.as_mut(), Par::Seq);
+                solve_upper_triangular_in_place(l_new.transpose(), x.as_mut(), Par::Seq);
+                let mean_new: Vec<f64> = (0..d).map(|i| self.mean[i] + b * x[(i, 0)]).collect();
+                if mean_new.iter().all(|m| m.is_finite()) {
+                    self.mean = mean_new;
+                    self.precision = p_new;
+                    self.chol = l_new;
+                    self.half_log_det = self.compute_half_log_det();
+                    return true;
+                }
+            }
+            b *= 0.5;
+        }
+        false
+    }
+}

@@ -1,0 +1,609 @@
+//! QBVI: quasi black-box variational inference with natural gradients (Magris, Shabani &
+//! Iosifidis 2022, arXiv 2205.11568), as specified in `specs/qbvi.md`.
+//!
+//! A Gaussian q on the unconstrained ζ (full covariance, §3, or diagonal, §4) is fitted by
+//! natural-gradient steps estimated from values of the log density alone (score-function
+//! estimator, §2.2). This module implements the default algorithm of §12:
+//! - the residual form of the update, f = L − log q (§2.3, §10);
+//! - per-component control variates estimated from the previous batch, with a pilot batch at
+//!   t = 0 (§5.3, §5.5);
+//! - the second-order retraction of the precision with step halving (§8.1, §8.3);
+//! - redrawing of batches with non-finite log densities (§6);
+//! - the smoothed-ELBO exit rule with window and patience, returning the kept (μ, P) (§7.2);
+//! - the dimension-aware default step size (§11).
+//!
+//! Reproducibility: the ε of each batch are drawn sequentially from one random stream
+//! (`inference::rng::stream(seed, 0)` for the pilot batch, `stream(seed, 1)` for the
+//! iterations); only the N_s log-density evaluations run in parallel (rayon), and their results
+//! are collected in draw order, so a fit is bit-identical for any number of threads.
+//!
+//! Not implemented (optional in the spec): the conjugate and reference-split forms (§2.3),
+//! analytic control-variate denominators (§5.4), momentum, norm clipping, β decay (§6), the
+//! multiplicative diagonal update (§8.2), RQMC draws (§3.4), the mean-field inverse-gamma
+//! block (§9).
+
+mod diagonal;
+mod estimator;
+mod family;
+mod full;
+
+use rand::RngExt;
+use rand_distr::StandardNormal;
+use rayon::prelude::*;
+
+use crate::inference::density::{DensityError, LogDensity};
+use crate::inference::rng::{self, StreamRng};
+
+use diagonal::DiagonalGaussian;
+use estimator::ControlVariates;
+use family::{Family, HALF_LN_2PI};
+use full::FullGaussian;
+
+/// Consecutive batches with a non-finite log density tolerated before giving up (§6).
+const MAX_REDRAWS: usize = 10;
+/// Halvings of β tried before an update is skipped (§8.3).
+const MAX_HALVINGS: usize = 10;
+/// Dimension above which §11 recommends the diagonal family.
+pub const FULL_COVARIANCE_MAX_DIM: usize = 50;
+
+/// Which Gaussian family q is fitted on ζ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Covariance {
+    /// q = N(μ, Σ) with a dense d×d covariance (`specs/qbvi.md` §3).
+    Full,
+    /// q = ∏ N(μ_i, s_i), mean-field (`specs/qbvi.md` §4).
+    Diagonal,
+}
+
+impl Covariance {
+    /// The §11 rule: full covariance if d ≤ 50, else diagonal.
+    pub fn for_dimension(d: usize) -> Self {
+        if d <= FULL_COVARIANCE_MAX_DIM {
+            Covariance::Full
+        } else {
+            Covariance::Diagonal
+        }
+    }
+}
+
+/// Which natural-gradient expression drives the update (`specs/qbvi.md` §2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// f = L(ζ) − log q(ζ) inside the score estimator; any prior and Jacobian (§2.3, §10).
+    /// The paper's conjugate form (prior through η) is not implemented.
+    Residual,
+}
+
+/// Settings of a QBVI fit. `Default` gives the defaults of `specs/qbvi.md` §11.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QbviSettings {
+    /// The variational family. Default `Full` (§11: full if d ≤ 50; see
+    /// [`Covariance::for_dimension`]).
+    pub covariance: Covariance,
+    /// The gradient form. Default `Residual` (§10 rule 2).
+    pub form: Form,
+    /// N_s, draws per iteration; at least 2. Default 100 (§5.5, §11, paper's recommendation).
+    pub n_samples: usize,
+    /// β in (0, 1). `None` (default) chooses the §11 rule: 0.05 for the diagonal family,
+    /// min(0.05, 0.005·N_s/d) for the full family (§14 check 6).
+    pub step_size: Option<f64>,
+    /// W, the smoothing window of the exit rule: the smoothed ELBO averages W + 1 values.
+    /// Default 30 (§7.2, §11, authors' code).
+    pub window: usize,
+    /// P_max: stop after this many consecutive iterations without a new best smoothed ELBO
+    /// (stops when the count exceeds it). Default 50 (§11).
+    pub patience: usize,
+    /// T_max, the maximum number of iterations (ELBO evaluations). Default 5000 (§11).
+    pub max_iter: usize,
+    /// Initial covariance Σ_0 = init_variance·I (a variance, not an sd). Default 0.01 (§11).
+    pub init_variance: f64,
+    /// Seed of the random streams (`inference::rng`). Default 0.
+    pub seed: u64,
+    /// Return the (μ, P) kept by the exit rule (best smoothed ELBO, §7.2) when `true` (default);
+    /// the last iterate when `false`. The last iterate is preferable when the target lies in the
+    /// family, so that f becomes constant and the iterates converge exactly (§14 check 2).
+    pub keep_best: bool,
+}
+
+impl Default for QbviSettings {
+    fn default() -> Self {
+        QbviSettings {
+            covariance: Covariance::Full,
+            form: Form::Residual,
+            n_samples: 100,
+            step_size: None,
+            window: 30,
+            patience: 50,
+            max_iter: 5000,
+            init_variance: 0.01,
+            seed: 0,
+            keep_best: true,
+        }
+    }
+}
+
+impl QbviSettings {
+    /// The step size β actually used for dimension d (§11 rule when `step_size` is `None`).
+    pub fn effective_step_size(&self, d: usize) -> f64 {
+        match (self.step_size, self.covariance) {
+            (Some(b), _) => b,
+            (None, Covariance::Diagonal) => 0.05,
+            (None, Covariance::Full) => f64::min(0.05, 0.005 * self.n_samples as f64 / d as f64),
+        }
+    }
+}
+
+/// Why a fit stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The smoothed ELBO did not improve for more than `patience` iterations (§7.2).
+    ExitRule,
+    /// `max_iter` iterations were run.
+    MaxIterations,
+    /// The progress callback returned [`Control::Stop`] (e.g. Ctrl-C).
+    Interrupted,
+}
+
+/// Reported to the progress callback after every iteration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// t, starting at 1.
+    pub iteration: usize,
+    /// LB_t, the ELBO estimate of this iteration (§7.1).
+    pub elbo: f64,
+    /// The smoothed ELBO L̄_t (§7.2), once t > W.
+    pub smoothed_elbo: Option<f64>,
+}
+
+/// The progress callback's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Keep iterating.
+    Continue,
+    /// Stop now and return the kept parameters with [`StopReason::Interrupted`].
+    Stop,
+}
+
+/// Errors of [`fit_qbvi`].
+#[derive(Debug, thiserror::Error)]
+pub enum QbviError {
+    /// A setting or argument is out of range.
+    #[error("invalid QBVI settings: {0}")]
+    InvalidSettings(String),
+    /// The log density at the initial point is an error or not finite.
+    #[error("the log density is not finite at the initial point: {0}")]
+    InitialPoint(String),
+    /// Every one of [`MAX_REDRAWS`] consecutive batches had a non-finite log density (§6).
+    #[error(
+        "the log density is not finite under the variational distribution: {attempts} \
+         consecutive batches of draws at iteration {iteration} contained a non-finite value \
+         or an error (last: {last})"
+    )]
+    NonFiniteDensity {
+        /// Iteration (0 = pilot batch).
+        iteration: usize,
+        /// Batches drawn.
+        attempts: usize,
+        /// Description of the last failure.
+        last: String,
+    },
+    /// The model reported an unrecoverable error.
+    #[error("the log density failed: {0}")]
+    Density(DensityError),
+}
+
+/// Gaussian factor kept by a fit for sampling and evaluating q.
+#[derive(Clone, Debug, PartialEq)]
+enum Factor {
+    /// Lower Cholesky factor L of the precision (P = L·Lᵀ), d×d row-major.
+    Full(Vec<f64>),
+    /// √p_i.
+    Diagonal(Vec<f64>),
+}
+
+/// The result of a QBVI fit: a Gaussian q = N(mean, covariance) on the unconstrained ζ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QbviFit {
+    /// Which family was fitted.
+    pub family: Covariance,
+    /// μ, length d.
+    pub mean: Vec<f64>,
+    /// Σ: d×d row-major for `Full`, the d variances for `Diagonal`.
+    pub covariance: Vec<f64>,
+    /// P = Σ⁻¹, same layout as `covariance`.
+    pub precision: Vec<f64>,
+    /// LB_t for t = 1..=iterations (§7.1): Monte Carlo ELBO estimates on the log-density scale.
+    pub elbo_trace: Vec<f64>,
+    /// L̄_t for t = W+1..=iterations (§7.2): `smoothed_elbo[i]` belongs to iteration W + 1 + i.
+    pub smoothed_elbo: Vec<f64>,
+    /// Iterations run (= `elbo_trace.len()`).
+    pub iterations: usize,
+    /// Why the fit stopped.
+    pub stop: StopReason,
+    /// Updates skipped because every halving of β failed (§8.3).
+    pub skipped_steps: usize,
+    /// The best smoothed ELBO (−∞ if fewer than W + 1 iterations ran).
+    pub best_smoothed_elbo: f64,
+    /// Iteration whose (μ, P) were returned.
+    pub returned_iteration: usize,
+    factor: Factor,
+}
+
+impl QbviFit {
+    /// d.
+    pub fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    /// `n` independent draws of ζ ~ q, each of length d (§3.4: ζ = μ + L⁻ᵀε).
+    pub fn sample(&self, n: usize, rng: &mut StreamRng) -> Vec<Vec<f64>> {
+        let d = self.dim();
+        let mut eps = vec![0.0; d];
+        (0..n)
+            .map(|_| {
+                eps.iter_mut().for_each(|e| *e = rng.sample(StandardNormal));
+                let mut z = eps.clone();
+                match &self.factor {
+                    Factor::Full(l) => {
+                        // Back substitution for Lᵀz = ε.
+                        for i in (0..d).rev() {
+                            let mut x = z[i];
+                            for j in i + 1..d {
+                                x -= l[j * d + i] * z[j];
+                            }
+                            z[i] = x / l[i * d + i];
+                        }
+                    }
+                    Factor::Diagonal(sp) => z.iter_mut().zip(sp).for_each(|(zi, s)| *zi /= s),
+                }
+                z.iter_mut().zip(&self.mean).for_each(|(zi, m)| *zi += m);
+                z
+            })
+            .collect()
+    }
+
+    /// log q(ζ), the normalised Gaussian log density at `zeta` (length d).
+    pub fn log_q(&self, zeta: &[f64]) -> f64 {
+        let d = self.dim();
+        let (half_log_det, quad) = match &self.factor {
+            Factor::Full(l) => {
+                // ‖Lᵀ(ζ − μ)‖² = (ζ − μ)ᵀP(ζ − μ).
+                let mut quad = 0.0;
+                for j in 0..d {
+                    let y: f64 = (j..d)
+                        .map(|i| l[i * d + j] * (zeta[i] - self.mean[i]))
+                        .sum();
+                    quad += y * y;
+                }
+                ((0..d).map(|i| l[i * d + i].ln()).sum::<f64>(), quad)
+            }
+            Factor::Diagonal(sp) => {
+                let quad = (0..d)
+                    .map(|i| (sp[i] * (zeta[i] - self.mean[i])).powi(2))
+                    .sum();
+                (sp.iter().map(|s| s.ln()).sum::<f64>(), quad)
+            }
+        };
+        -(d as f64) * HALF_LN_2PI + half_log_det - 0.5 * quad
+    }
+}
+
+/// Fits q by QBVI (`specs/qbvi.md` §12; §4 for the diagonal family).
+///
+/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used.
+/// - `init`: the initial mean μ_0, length `density.dim()`; L must be finite there.
+/// - `progress`: called after every iteration; returning [`Control::Stop`] ends the fit with
+///   the kept parameters and [`StopReason::Interrupted`].
+///
+/// Errors: [`QbviError::InvalidSettings`] (d = 0, `init` of the wrong length, N_s < 2, β outside
+/// (0, 1), a non-positive initial variance, `max_iter` = 0); [`QbviError::InitialPoint`];
+/// [`QbviError::NonFiniteDensity`] after 10 consecutive non-finite batches (§6);
+/// [`QbviError::Density`] when the model reports an unrecoverable error.
+pub fn fit_qbvi(
+    density: &dyn LogDensity,
+    init: &[f64],
+    settings: &QbviSettings,
+    progress: &mut dyn FnMut(Progress) -> Control,
+) -> Result<QbviFit, QbviError> {
+    let d = density.dim();
+    validate(d, init, settings)?;
+    match density.log_density(init) {
+        Ok(v) if v.is_finite() => {}
+        Ok(v) => return Err(QbviError::InitialPoint(format!("log density is {v}"))),
+        Err(e) => return Err(QbviError::InitialPoint(e.to_string())),
+    }
+    match settings.covariance {
+        Covariance::Full => {
+            let q = FullGaussian::isotropic(init, settings.init_variance);
+            let (q, run) = run(density, q, settings, progress)?;
+            Ok(run.into_fit(
+                Covariance::Full,
+                q.mean().to_vec(),
+                q.covariance_row_major(),
+                q.precision_row_major(),
+                Factor::Full(q.chol_row_major()),
+            ))
+        }
+        Covariance::Diagonal => {
+            let q = DiagonalGaussian::isotropic(init, settings.init_variance);
+            let (q, run) = run(density, q, settings, progress)?;
+            Ok(run.into_fit(
+                Covariance::Diagonal,
+                q.mean().to_vec(),
+                q.precision().iter().map(|p| 1.0 / p).collect(),
+                q.precision().to_vec(),
+                Factor::Diagonal(q.sqrt_precision().to_vec()),
+            ))
+        }
+    }
+}
+
+fn validate(d: usize, init: &[f64], s: &QbviSettings) -> Result<(), QbviError> {
+    let bad = |m: String| Err(QbviError::InvalidSettings(m));
+    if d == 0 {
+        return bad("the model has no parameters (d = 0)".into());
+    }
+    if init.len() != d {
+        return bad(format!(
+            "the initial point has length {}, but the model has d = {d} parameters",
+            init.len()
+        ));
+    }
+    if init.iter().any(|x| !x.is_finite()) {
+        return Err(QbviError::InitialPoint(
+            "the initial point has a non-finite coordinate".into(),
+        ));
+    }
+    if s.n_samples < 2 {
+        return bad(format!(
+            "n_samples is {}, but at least 2 draws per iteration are needed",
+            s.n_samples
+        ));
+    }
+    let beta = s.effective_step_size(d);
+    if !(beta > 0.0 && beta < 1.0) {
+        return bad(format!("step size is {beta}, but must lie in (0, 1)"));
+    }
+    if !(s.init_variance > 0.0
+        && s.init_variance.is_finite()
+        && (1.0 / s.init_variance).is_finite())
+    {
+        return bad(format!(
+            "init_variance is {}, but must be positive and finite",
+            s.init_variance
+        ));
+    }
+    if s.max_iter == 0 {
+        return bad("max_iter is 0; at least one iteration is needed".into());
+    }
+    Ok(())
+}
+
+/// Bookkeeping of a run, turned into a [`QbviFit`] at the end.
+struct RunRecord {
+    elbo_trace: Vec<f64>,
+    smoothed_elbo: Vec<f64>,
+    stop: StopReason,
+    skipped_steps: usize,
+    best_smoothed_elbo: f64,
+    returned_iteration: usize,
+}
+
+impl RunRecord {
+    fn into_fit(
+        self,
+        family: Covariance,
+        mean: Vec<f64>,
+        covariance: Vec<f64>,
+        precision: Vec<f64>,
+        factor: Factor,
+    ) -> QbviFit {
+        QbviFit {
+            family,
+            mean,
+            covariance,
+            precision,
+            iterations: self.elbo_trace.len(),
+            elbo_trace: self.elbo_trace,
+            smoothed_elbo: self.smoothed_elbo,
+            stop: self.stop,
+            skipped_steps: self.skipped_steps,
+            best_smoothed_elbo: self.best_smoothed_elbo,
+            returned_iteration: self.returned_iteration,
+            factor,
+        }
+    }
+}
+
+/// Buffers for one batch of N_s draws, reused across iterations.
+struct Batch {
+    eps: Vec<f64>,
+    zeta: Vec<f64>,
+    log_q: Vec<f64>,
+    u: Vec<f64>,
+    log_density: Vec<Result<f64, DensityError>>,
+    /// f_s = L(ζ_s) − log q(ζ_s).
+    f: Vec<f64>,
+}
+
+impl Batch {
+    fn new(n: usize, d: usize, k: usize) -> Self {
+        Batch {
+            eps: vec![0.0; n * d],
+            zeta: vec![0.0; n * d],
+            log_q: vec![0.0; n],
+            u: vec![0.0; n * k],
+            log_density: vec![Ok(0.0); n],
+            f: vec![0.0; n],
+        }
+    }
+
+    /// Draws a batch from q with finite f, redrawing up to [`MAX_REDRAWS`] times (§6).
+    fn draw<F: Family>(
+        &mut self,
+        q: &F,
+        density: &dyn LogDensity,
+        rng: &mut StreamRng,
+        iteration: usize,
+    ) -> Result<(), QbviError> {
+        let d = q.dim();
+        let mut last = String::new();
+        for _ in 0..MAX_REDRAWS {
+            // Sequential draws from one stream: reproducible for any thread count.
+            for e in self.eps.iter_mut() {
+                *e = rng.sample(StandardNormal);
+            }
+            q.prepare(&self.eps, &mut self.zeta, &mut self.log_q, &mut self.u);
+            self.zeta
+                .par_chunks(d)
+                .zip(self.log_density.par_iter_mut())
+                .for_each(|(z, out)| *out = density.log_density(z));
+            let mut ok = true;
+            for (s, r) in self.log_density.iter().enumerate() {
+                match r {
+                    Ok(v) => {
+                        let f = v - self.log_q[s];
+                        if !f.is_finite() {
+                            ok = false;
+                            last = format!("log density {v} at draw {s}");
+                        }
+                        self.f[s] = f;
+                    }
+                    Err(e) if e.recoverable => {
+                        ok = false;
+                        last = e.to_string();
+                    }
+                    Err(e) => return Err(QbviError::Density(e.clone())),
+                }
+            }
+            if ok {
+                return Ok(());
+            }
+        }
+        Err(QbviError::NonFiniteDensity {
+            iteration,
+            attempts: MAX_REDRAWS,
+            last,
+        })
+    }
+}
+
+/// The smoothed-ELBO exit rule of §7.2.
+struct ExitRule {
+    window: usize,
+    patience: usize,
+    best: f64,
+    count: usize,
+}
+
+impl ExitRule {
+    /// Observes the trace after LB_t was appended; returns L̄_t (if t > W) and whether it is a
+    /// new best (≥, so ties keep the later parameters).
+    fn observe(&mut self, trace: &[f64]) -> (Option<f64>, bool) {
+        let t = trace.len();
+        if t <= self.window {
+            return (None, false);
+        }
+        let w = &trace[t - self.window - 1..];
+        let smoothed = w.iter().sum::<f64>() / w.len() as f64;
+        if smoothed >= self.best {
+            self.best = smoothed;
+            self.count = 0;
+            (Some(smoothed), true)
+        } else {
+            self.count += 1;
+            (Some(smoothed), false)
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        self.count > self.patience
+    }
+}
+
+/// The loop of §12 for any family; returns the kept (or last) q and the record.
+fn run<F: Family>(
+    density: &dyn LogDensity,
+    mut q: F,
+    settings: &QbviSettings,
+    progress: &mut dyn FnMut(Progress) -> Control,
+) -> Result<(F, RunRecord), QbviError> {
+    let d = q.dim();
+    let n = settings.n_samples;
+    let k = q.n_directions();
+    let beta = settings.effective_step_size(d);
+    let mut batch = Batch::new(n, d, k);
+    let mut cv = ControlVariates::new(k);
+    let mut g = vec![0.0; k];
+
+    // Pilot batch at t = 0: only its control-variate coefficients are used (§5.5).
+    let mut pilot_rng = rng::stream(settings.seed, 0);
+    batch.draw(&q, density, &mut pilot_rng, 0)?;
+    cv.estimate(&batch.u, &batch.f);
+
+    let mut rng = rng::stream(settings.seed, 1);
+    let mut exit = ExitRule {
+        window: settings.window,
+        patience: settings.patience,
+        best: f64::NEG_INFINITY,
+        count: 0,
+    };
+    let mut record = RunRecord {
+        elbo_trace: Vec::new(),
+        smoothed_elbo: Vec::new(),
+        stop: StopReason::MaxIterations,
+        skipped_steps: 0,
+        best_smoothed_elbo: f64::NEG_INFINITY,
+        returned_iteration: 0,
+    };
+    let mut kept: Option<(F, usize)> = None;
+    for t in 1..=settings.max_iter {
+        batch.draw(&q, density, &mut rng, t)?;
+        // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
+        cv.gradient(&batch.u, &batch.f, &mut g);
+        cv.estimate(&batch.u, &batch.f);
+        // Residual form: f is exactly the integrand of the ELBO (§7.1, §12).
+        let lb = batch.f.iter().sum::<f64>() / n as f64;
+        record.elbo_trace.push(lb);
+        let (smoothed, improved) = exit.observe(&record.elbo_trace);
+        if let Some(s) = smoothed {
+            record.smoothed_elbo.push(s);
+        }
+        if improved {
+            // The parameters that generated LB_t (§7.2 notes).
+            kept = Some((q.clone(), t));
+            record.best_smoothed_elbo = exit.best;
+        }
+        let control = progress(Progress {
+            iteration: t,
+            elbo: lb,
+            smoothed_elbo: smoothed,
+        });
+        if control == Control::Stop {
+            record.stop = StopReason::Interrupted;
+            break;
+        }
+        if exit.exhausted() {
+            record.stop = StopReason::ExitRule;
+            break;
+        }
+        if t == settings.max_iter {
+            record.stop = StopReason::MaxIterations;
+            break;
+        }
+        if !q.step(&g, beta, MAX_HALVINGS) {
+            record.skipped_steps += 1;
+        }
+    }
+    let t_last = record.elbo_trace.len();
+    match kept {
+        Some((kq, kt)) if settings.keep_best => {
+            record.returned_iteration = kt;
+            Ok((kq, record))
+        }
+        _ => {
+            record.returned_iteration = t_last;
+            Ok((q, record))
+        }
+    }
+}
