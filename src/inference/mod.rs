@@ -1,7 +1,9 @@
 //! Inference algorithms. They see a model only through [`density::LogDensity`].
 
+pub mod adapt;
 pub mod density;
 pub mod draws;
+pub mod hmc;
 pub mod rng;
 
 pub use density::{DensityError, LogDensity};
