@@ -4,6 +4,8 @@ pub mod adapt;
 pub mod density;
 pub mod draws;
 pub mod hmc;
+pub mod mcmc;
+pub mod mh;
 pub mod rng;
 
 pub use density::{DensityError, LogDensity};
