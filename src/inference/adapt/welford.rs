@@ -123,7 +123,7 @@ impl WelfordCov {
     }
 
     /// Sample covariance (denominator n − 1) regularised as (n/(n+5))·Σ̂ + 10⁻³·(5/(n+5))·I,
-    /// written row-major into `out` (d × d) (`specs/nuts.md` §7, `specs/mh.md` §4). Needs n ≥ 2.
+    /// written row-major into `out` (d × d), exactly symmetric (`specs/nuts.md` §7, `specs/mh.md` §4). Needs n ≥ 2.
     pub fn regularized_covariance(&self, out: &mut [f64]) {
         let n = self.n as f64;
         let w = n / (n + SHRINK_PSEUDO_DRAWS);
@@ -131,7 +131,9 @@ impl WelfordCov {
         for i in 0..self.dim {
             for j in 0..self.dim {
                 let k = i * self.dim + j;
-                out[k] = w * self.m2[k] / (n - 1.0) + if i == j { shrink } else { 0.0 };
+                // Symmetrised: the two triangles of M2 differ by round-off.
+                let m2 = 0.5 * (self.m2[k] + self.m2[j * self.dim + i]);
+                out[k] = w * m2 / (n - 1.0) + if i == j { shrink } else { 0.0 };
             }
         }
     }
@@ -171,7 +173,7 @@ mod tests {
             assert!((w.mean()[j] - mean[j]).abs() < 1e-12);
         }
         assert!((full[1] - n / (n + 5.0) * cov(0, 1)).abs() < 1e-12);
-        assert!((full[2] - full[1]).abs() < 1e-12);
+        assert_eq!(full[2], full[1]);
         w.clear();
         assert_eq!(w.count(), 0);
     }
