@@ -1,0 +1,661 @@
+//! Running MCMC chains in parallel: settings, initialisation, warmup and sampling loops, and
+//! the per-chain output (unconstrained draws, sampler statistics, adapted tuning, timing).
+//!
+//! Chain c draws all its randomness from `rng::stream(seed, c + 1)`, so results are identical
+//! for any number of threads (STYLE.md habit 10). Initialisation follows `specs/nuts.md` §3 and
+//! `specs/mh.md` §6.
+
+use crate::inference::density::{DensityError, LogDensity};
+use crate::inference::hmc::{
+    AdaptiveHmc, INITIAL_STEP_SIZE, Kernel, Metric, Nuts, PhasePoint, StaticHmc, TransitionError,
+    TransitionStats,
+};
+use crate::inference::mh::{AdaptiveMh, MhOptions};
+use crate::inference::rng::{StreamRng, stream};
+use rand::RngExt;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Initial-value attempts per chain before giving up. `specs/nuts.md` §3, Stan's
+/// `initialize.hpp`.
+pub const MAX_INIT_ATTEMPTS: usize = 100;
+/// Default number of chains. `specs/nuts.md` §5.1.
+pub const DEFAULT_CHAINS: usize = 4;
+/// Default warmup iterations per chain (HMC). `specs/nuts.md` §5.1.
+pub const DEFAULT_WARMUP: usize = 1000;
+/// Default post-warmup iterations per chain (HMC). `specs/nuts.md` §5.1.
+pub const DEFAULT_SAMPLES: usize = 1000;
+/// Default radius R of the uniform(−R, R) initial values. `specs/nuts.md` §3, Stan default.
+pub const DEFAULT_INIT_RADIUS: f64 = 2.0;
+
+/// The MCMC algorithm.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Method {
+    /// Multinomial NUTS with windowed adaptation (`specs/nuts.md` §2–§5).
+    Nuts,
+    /// Static HMC (`specs/nuts.md` §7) with `n_leapfrog` steps per transition, or `None` for
+    /// L = max(1, ⌊2π/ε̄⌋) recomputed from the adapted step size.
+    StaticHmc {
+        /// Fixed number of leapfrog steps (≥ 1), or `None` for integration time 2π.
+        n_leapfrog: Option<usize>,
+    },
+    /// Adaptive random-walk Metropolis–Hastings (`specs/mh.md`); options in
+    /// [`McmcSettings::mh`].
+    Mh,
+}
+
+/// Settings of an MCMC run. [`Default`] gives the Stan defaults of `specs/nuts.md` §5.1 with
+/// NUTS; [`McmcSettings::mh_defaults`] the defaults of `specs/mh.md` §6.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McmcSettings {
+    /// The algorithm (default NUTS).
+    pub method: Method,
+    /// Number of chains (default 4).
+    pub chains: usize,
+    /// Warmup iterations per chain (default 1000). Warmup draws are never part of summaries.
+    pub warmup: usize,
+    /// Post-warmup iterations per chain (default 1000), before thinning.
+    pub samples: usize,
+    /// Keep every `thin`-th iteration (default 1, ≥ 1); iteration i is kept if i mod thin = 0.
+    pub thin: usize,
+    /// User seed; chain c uses `rng::stream(seed, c + 1)` (default 0).
+    pub seed: u64,
+    /// HMC: target mean accept_stat δ of dual averaging, in (0, 1) (default 0.8).
+    pub adapt_delta: f64,
+    /// NUTS: maximum tree depth D_max ≥ 1 (default 10): at most 2^D_max − 1 leapfrog steps per
+    /// accepted doubling sequence.
+    pub max_depth: usize,
+    /// HMC: adapt a dense inverse metric instead of a diagonal one (default false).
+    pub dense_metric: bool,
+    /// Radius R ≥ 0 of the uniform(−R, R) random initial values (default 2; 0 = all zeros).
+    pub init_radius: f64,
+    /// HMC: step-size jitter j ∈ [0, 1] (default 0): ε = ε̄·(1 + j·(2u − 1)).
+    pub jitter: f64,
+    /// HMC: initial nominal step size ε̄ > 0 before the heuristic (default 1).
+    pub step_size: f64,
+    /// Also return the warmup draws and statistics (default false).
+    pub save_warmup: bool,
+    /// Options of Metropolis–Hastings, used when `method` is [`Method::Mh`].
+    pub mh: MhOptions,
+}
+
+impl Default for McmcSettings {
+    fn default() -> Self {
+        McmcSettings {
+            method: Method::Nuts,
+            chains: DEFAULT_CHAINS,
+            warmup: DEFAULT_WARMUP,
+            samples: DEFAULT_SAMPLES,
+            thin: 1,
+            seed: 0,
+            adapt_delta: crate::inference::adapt::dual_averaging::TARGET_ACCEPT,
+            max_depth: crate::inference::hmc::nuts::MAX_DEPTH,
+            dense_metric: false,
+            init_radius: DEFAULT_INIT_RADIUS,
+            jitter: 0.0,
+            step_size: INITIAL_STEP_SIZE,
+            save_warmup: false,
+            mh: MhOptions::default(),
+        }
+    }
+}
+
+impl McmcSettings {
+    /// Metropolis–Hastings with the defaults of `specs/mh.md` §6 for dimension `dim`:
+    /// warmup max(2000, 500·d), samples max(2000, 200·d), 4 chains, dense shape.
+    pub fn mh_defaults(dim: usize) -> Self {
+        McmcSettings {
+            method: Method::Mh,
+            warmup: crate::inference::mh::default_warmup(dim),
+            samples: crate::inference::mh::default_samples(dim),
+            ..McmcSettings::default()
+        }
+    }
+
+    fn validate(&self, dim: usize, inits: &[Vec<f64>]) -> Result<(), McmcError> {
+        let bad = |m: String| Err(McmcError::InvalidSettings(m));
+        if self.chains == 0 {
+            return bad("the number of chains must be at least 1".into());
+        }
+        if self.thin == 0 {
+            return bad("thin must be at least 1".into());
+        }
+        if !(self.adapt_delta > 0.0 && self.adapt_delta < 1.0) {
+            return bad(format!(
+                "adapt_delta is {}, but must be in (0, 1)",
+                self.adapt_delta
+            ));
+        }
+        if self.max_depth == 0 {
+            return bad("max_depth must be at least 1".into());
+        }
+        if !(self.init_radius >= 0.0 && self.init_radius.is_finite()) {
+            return bad(format!(
+                "init radius is {}, but must be finite and >= 0",
+                self.init_radius
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return bad(format!("jitter is {}, but must be in [0, 1]", self.jitter));
+        }
+        if !(self.step_size > 0.0 && self.step_size.is_finite()) {
+            return bad(format!(
+                "step size is {}, but must be positive",
+                self.step_size
+            ));
+        }
+        if let Method::StaticHmc {
+            n_leapfrog: Some(0),
+        } = self.method
+        {
+            return bad("static HMC needs at least 1 leapfrog step".into());
+        }
+        if self.method == Method::Mh {
+            let o = &self.mh;
+            if !(o.kappa_rm > 0.5 && o.kappa_rm <= 1.0) {
+                return bad(format!(
+                    "the Robbins-Monro exponent is {}, but must be in (0.5, 1]",
+                    o.kappa_rm
+                ));
+            }
+            if !(0.0..1.0).contains(&o.beta_mix) {
+                return bad(format!("beta_mix is {}, but must be in [0, 1)", o.beta_mix));
+            }
+            if let Some(t) = o.target_accept
+                && !(t > 0.0 && t < 1.0)
+            {
+                return bad(format!(
+                    "the MH target acceptance is {t}, but must be in (0, 1)"
+                ));
+            }
+            if let Some(c0) = &o.initial_shape
+                && (c0.len() != dim || c0.iter().any(|v| !(*v > 0.0 && v.is_finite())))
+            {
+                return bad(format!(
+                    "the initial MH shape must be {dim} positive finite values"
+                ));
+            }
+        }
+        if !inits.is_empty() {
+            if inits.len() != self.chains {
+                return bad(format!(
+                    "{} initial-value vectors were given for {} chains",
+                    inits.len(),
+                    self.chains
+                ));
+            }
+            if let Some(v) = inits.iter().find(|v| v.len() != dim) {
+                return bad(format!(
+                    "an initial-value vector has length {}, but the model has {dim} unconstrained parameters",
+                    v.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Progress of one chain, reported about 100 times per chain and at its end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChainProgress {
+    /// Chain index, 0-based.
+    pub chain: usize,
+    /// Iterations completed (warmup + sampling).
+    pub iteration: usize,
+    /// Total iterations planned (warmup + samples).
+    pub total: usize,
+    /// Whether the chain is still in warmup.
+    pub warmup: bool,
+    /// Divergent transitions so far (post-warmup only).
+    pub divergences: usize,
+}
+
+/// Why sampling failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum McmcError {
+    /// The settings or the initial values are inconsistent.
+    #[error("invalid MCMC settings: {0}")]
+    InvalidSettings(String),
+    /// No initial point with finite log density and gradient was found (`specs/nuts.md` §3).
+    #[error(
+        "chain {chain}: initialisation failed after {attempts} attempt(s): {message}. \
+         Supply initial values or use a smaller init radius"
+    )]
+    Initialization {
+        /// Chain number, 1-based.
+        chain: usize,
+        /// Attempts made.
+        attempts: usize,
+        /// The last reason, with the model location when the density gave one.
+        message: String,
+    },
+    /// The step-size heuristic failed (`specs/nuts.md` §4).
+    #[error("chain {chain}: {message}")]
+    StepSize {
+        /// Chain number, 1-based.
+        chain: usize,
+        /// "posterior is improper" or "no acceptable small step size".
+        message: String,
+    },
+    /// An unrecoverable error from the log density.
+    #[error("chain {chain}: {error}")]
+    Density {
+        /// Chain number, 1-based.
+        chain: usize,
+        /// The error, with its model location.
+        error: DensityError,
+    },
+}
+
+/// Sampler statistics per kept draw, column-wise, with Stan's names (`specs/nuts.md` §6).
+/// For Metropolis–Hastings only `lp` and `accept_stat` are filled; the others are empty.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SamplerStats {
+    /// `lp__`: L(q) (log density on the unconstrained scale, with Jacobian).
+    pub lp: Vec<f64>,
+    /// `accept_stat__`: NUTS mean acceptance over the trajectory; HMC/MH acceptance probability.
+    pub accept_stat: Vec<f64>,
+    /// `stepsize__`: the step size used.
+    pub stepsize: Vec<f64>,
+    /// `treedepth__`.
+    pub treedepth: Vec<u32>,
+    /// `n_leapfrog__`.
+    pub n_leapfrog: Vec<u32>,
+    /// `divergent__`.
+    pub divergent: Vec<bool>,
+    /// `energy__`: the Hamiltonian of the returned state.
+    pub energy: Vec<f64>,
+}
+
+impl SamplerStats {
+    fn push(&mut self, s: &TransitionStats, hmc: bool) {
+        self.lp.push(s.log_density);
+        self.accept_stat.push(s.accept_stat);
+        if hmc {
+            self.stepsize.push(s.step_size);
+            self.treedepth.push(s.tree_depth);
+            self.n_leapfrog.push(s.n_leapfrog);
+            self.divergent.push(s.divergent);
+            self.energy.push(s.energy);
+        }
+    }
+
+    /// The filled columns as (Stan name, values), in Stan's order.
+    pub fn columns(&self) -> Vec<(&'static str, Vec<f64>)> {
+        let mut out = vec![
+            ("lp__", self.lp.clone()),
+            ("accept_stat__", self.accept_stat.clone()),
+        ];
+        if !self.stepsize.is_empty() {
+            out.push(("stepsize__", self.stepsize.clone()));
+            out.push((
+                "treedepth__",
+                self.treedepth.iter().map(|&v| v as f64).collect(),
+            ));
+            out.push((
+                "n_leapfrog__",
+                self.n_leapfrog.iter().map(|&v| v as f64).collect(),
+            ));
+            out.push((
+                "divergent__",
+                self.divergent.iter().map(|&v| v as u8 as f64).collect(),
+            ));
+            out.push(("energy__", self.energy.clone()));
+        }
+        out
+    }
+
+    /// Number of kept draws.
+    pub fn len(&self) -> usize {
+        self.lp.len()
+    }
+
+    /// Whether no draws were kept.
+    pub fn is_empty(&self) -> bool {
+        self.lp.is_empty()
+    }
+}
+
+/// Everything one chain produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainOutput {
+    /// Post-warmup draws, unconstrained, row-major (kept draws × d).
+    pub draws: Vec<f64>,
+    /// Statistics of the kept post-warmup draws.
+    pub stats: SamplerStats,
+    /// Warmup draws (thinned like the others), empty unless `save_warmup`.
+    pub warmup_draws: Vec<f64>,
+    /// Statistics of the kept warmup draws, empty unless `save_warmup`.
+    pub warmup_stats: SamplerStats,
+    /// HMC: the adapted nominal step size ε̄. MH: the final proposal scale λ.
+    pub step_size: f64,
+    /// HMC: the adapted inverse metric; MH: the proposal shape C. Length d (diagonal) or
+    /// d² (dense, row-major), see `dense`.
+    pub inv_metric: Vec<f64>,
+    /// Whether `inv_metric` is a dense d × d matrix.
+    pub dense: bool,
+    /// Post-warmup divergent transitions (all iterations, not only kept ones).
+    pub divergences: usize,
+    /// Warmup divergent transitions (informational, `specs/nuts.md` §6).
+    pub warmup_divergences: usize,
+    /// Post-warmup transitions that hit the maximum tree depth (NUTS).
+    pub max_treedepth_hits: usize,
+    /// Wall-clock seconds spent in warmup, measured on the chain's own thread (the chain runs
+    /// on one thread, so this is its CPU time unless the machine is oversubscribed).
+    pub warmup_seconds: f64,
+    /// Wall-clock seconds spent sampling after warmup (same caveat).
+    pub sampling_seconds: f64,
+}
+
+/// The result of [`sample`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct McmcOutput {
+    /// d, the number of unconstrained parameters (row length of the draws).
+    pub dim: usize,
+    /// The algorithm used.
+    pub method: Method,
+    /// One entry per chain, in chain order.
+    pub chains: Vec<ChainOutput>,
+    /// True if `stop` was raised: the chains hold the draws made so far (possibly fewer than
+    /// requested, or none if stopped during warmup).
+    pub interrupted: bool,
+}
+
+/// Run `settings.chains` chains in parallel (rayon) on `density`.
+///
+/// `inits`: one unconstrained vector per chain (single attempt each), or empty for uniform
+/// (−R, R) draws retried up to 100 times (`specs/nuts.md` §3). `progress` is called from the
+/// chains' threads; `stop` ends all chains early (the output then has `interrupted = true`).
+/// Errors: [`McmcError`]; when several chains fail, the error of the lowest chain is returned.
+pub fn sample(
+    density: &dyn LogDensity,
+    settings: &McmcSettings,
+    inits: &[Vec<f64>],
+    progress: &(dyn Fn(ChainProgress) + Sync),
+    stop: &AtomicBool,
+) -> Result<McmcOutput, McmcError> {
+    let dim = density.dim();
+    settings.validate(dim, inits)?;
+    let results: Vec<Result<(ChainOutput, bool), McmcError>> = (0..settings.chains)
+        .into_par_iter()
+        .map(|c| {
+            let init = inits.get(c).map(|v| v.as_slice());
+            run_chain(density, settings, init, c, progress, stop)
+        })
+        .collect();
+    let mut chains = Vec::with_capacity(settings.chains);
+    let mut interrupted = false;
+    for r in results {
+        let (chain, stopped) = r?;
+        interrupted |= stopped;
+        chains.push(chain);
+    }
+    Ok(McmcOutput {
+        dim,
+        method: settings.method.clone(),
+        chains,
+        interrupted: interrupted || stop.load(Ordering::Relaxed),
+    })
+}
+
+/// Find an initial point for chain `chain` (0-based) per `specs/nuts.md` §3: `init` is tried
+/// once; otherwise up to [`MAX_INIT_ATTEMPTS`] uniform(−R, R) draws. `need_gradient` also
+/// requires a finite gradient (HMC).
+fn initialize(
+    density: &dyn LogDensity,
+    init: Option<&[f64]>,
+    radius: f64,
+    need_gradient: bool,
+    chain: usize,
+    rng: &mut StreamRng,
+) -> Result<PhasePoint, McmcError> {
+    let d = density.dim();
+    let mut z = PhasePoint::new(d);
+    let attempts = if init.is_some() { 1 } else { MAX_INIT_ATTEMPTS };
+    let mut message = String::new();
+    for _ in 0..attempts {
+        match init {
+            Some(v) => z.q.copy_from_slice(v),
+            None => {
+                for q in z.q.iter_mut() {
+                    *q = if radius > 0.0 {
+                        rng.random_range(-radius..radius)
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+        let result = if need_gradient {
+            density.log_density_grad(&z.q, &mut z.grad)
+        } else {
+            density.log_density(&z.q)
+        };
+        match result {
+            Ok(lp) if !lp.is_finite() => {
+                message = format!("the log density is {lp} at the initial values");
+            }
+            Ok(lp) => {
+                if need_gradient && let Some(i) = z.grad.iter().position(|g| !g.is_finite()) {
+                    message = format!(
+                        "the gradient of the log density is {} at coordinate {} of the initial values",
+                        z.grad[i],
+                        i + 1
+                    );
+                    continue;
+                }
+                z.log_density = lp;
+                return Ok(z);
+            }
+            Err(e) if e.recoverable => message = e.to_string(),
+            Err(error) => {
+                return Err(McmcError::Density {
+                    chain: chain + 1,
+                    error,
+                });
+            }
+        }
+    }
+    Err(McmcError::Initialization {
+        chain: chain + 1,
+        attempts,
+        message,
+    })
+}
+
+/// One chain's sampler.
+enum ChainSampler {
+    Hmc(Box<AdaptiveHmc>),
+    Mh(Box<AdaptiveMh>),
+}
+
+impl ChainSampler {
+    fn step(
+        &mut self,
+        density: &dyn LogDensity,
+        rng: &mut StreamRng,
+        warmup: Option<usize>,
+    ) -> Result<TransitionStats, TransitionError> {
+        match self {
+            ChainSampler::Hmc(h) => match warmup {
+                Some(c) => h.warmup_iteration(density, rng, c),
+                None => h.transition(density, rng),
+            },
+            ChainSampler::Mh(m) => {
+                let s = m.iterate(density, rng, warmup)?;
+                Ok(TransitionStats {
+                    log_density: s.log_density,
+                    accept_stat: s.accept_prob,
+                    step_size: m.scale(),
+                    tree_depth: 0,
+                    n_leapfrog: 0,
+                    divergent: false,
+                    energy: f64::NAN,
+                })
+            }
+        }
+    }
+
+    fn position(&self) -> &[f64] {
+        match self {
+            ChainSampler::Hmc(h) => h.position(),
+            ChainSampler::Mh(m) => m.position(),
+        }
+    }
+}
+
+fn run_chain(
+    density: &dyn LogDensity,
+    settings: &McmcSettings,
+    init: Option<&[f64]>,
+    chain: usize,
+    progress: &(dyn Fn(ChainProgress) + Sync),
+    stop: &AtomicBool,
+) -> Result<(ChainOutput, bool), McmcError> {
+    let d = density.dim();
+    let mut rng = stream(settings.seed, chain as u64 + 1);
+    let is_hmc = settings.method != Method::Mh;
+    let start = initialize(density, init, settings.init_radius, is_hmc, chain, &mut rng)?;
+    let map_err = |e: TransitionError| match e {
+        TransitionError::Density(error) => McmcError::Density {
+            chain: chain + 1,
+            error,
+        },
+        TransitionError::StepSize(message) => McmcError::StepSize {
+            chain: chain + 1,
+            message,
+        },
+    };
+    let mut sampler = if is_hmc {
+        let kernel = match settings.method {
+            Method::StaticHmc { n_leapfrog } => Kernel::Static(StaticHmc::new(d), n_leapfrog),
+            _ => Kernel::Nuts(Nuts::new(d, settings.max_depth)),
+        };
+        let metric = if settings.dense_metric {
+            Metric::unit_dense(d)
+        } else {
+            Metric::unit_diag(d)
+        };
+        let mut h = AdaptiveHmc::new(
+            kernel,
+            metric,
+            start,
+            settings.step_size,
+            settings.adapt_delta,
+            settings.warmup,
+            settings.jitter,
+        );
+        h.init_step_size(density, &mut rng).map_err(map_err)?;
+        ChainSampler::Hmc(Box::new(h))
+    } else {
+        ChainSampler::Mh(Box::new(AdaptiveMh::new(
+            start.q,
+            start.log_density,
+            settings.mh.clone(),
+            settings.warmup,
+        )))
+    };
+
+    let total = settings.warmup + settings.samples;
+    let report_every = (total / 100).max(1);
+    let kept = |n: usize| n.div_ceil(settings.thin);
+    let mut out = ChainOutput {
+        draws: Vec::with_capacity(kept(settings.samples) * d),
+        stats: SamplerStats::default(),
+        warmup_draws: Vec::new(),
+        warmup_stats: SamplerStats::default(),
+        step_size: 0.0,
+        inv_metric: Vec::new(),
+        dense: false,
+        divergences: 0,
+        warmup_divergences: 0,
+        max_treedepth_hits: 0,
+        warmup_seconds: 0.0,
+        sampling_seconds: 0.0,
+    };
+    let mut interrupted = false;
+    let t0 = Instant::now();
+    let mut done = 0;
+    for c in 0..settings.warmup {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let s = sampler.step(density, &mut rng, Some(c)).map_err(map_err)?;
+        done = c + 1;
+        out.warmup_divergences += s.divergent as usize;
+        if settings.save_warmup && c % settings.thin == 0 {
+            out.warmup_draws.extend_from_slice(sampler.position());
+            out.warmup_stats.push(&s, is_hmc);
+        }
+        if (c + 1) % report_every == 0 {
+            progress(ChainProgress {
+                chain,
+                iteration: c + 1,
+                total,
+                warmup: true,
+                divergences: 0,
+            });
+        }
+    }
+    if settings.warmup > 0 {
+        match &mut sampler {
+            ChainSampler::Hmc(h) => h.finish_warmup(),
+            ChainSampler::Mh(m) => m.finish_warmup(),
+        }
+    }
+    out.warmup_seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    if !interrupted {
+        for i in 0..settings.samples {
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let s = sampler.step(density, &mut rng, None).map_err(map_err)?;
+            out.divergences += s.divergent as usize;
+            if is_hmc
+                && matches!(settings.method, Method::Nuts)
+                && s.tree_depth as usize >= settings.max_depth
+            {
+                out.max_treedepth_hits += 1;
+            }
+            if i % settings.thin == 0 {
+                out.draws.extend_from_slice(sampler.position());
+                out.stats.push(&s, is_hmc);
+            }
+            done = settings.warmup + i + 1;
+            if done % report_every == 0 {
+                progress(ChainProgress {
+                    chain,
+                    iteration: done,
+                    total,
+                    warmup: false,
+                    divergences: out.divergences,
+                });
+            }
+        }
+    }
+    out.sampling_seconds = t1.elapsed().as_secs_f64();
+    progress(ChainProgress {
+        chain,
+        iteration: done,
+        total,
+        warmup: done < settings.warmup,
+        divergences: out.divergences,
+    });
+    match &sampler {
+        ChainSampler::Hmc(h) => {
+            out.step_size = h.step_size;
+            out.inv_metric = h.metric.inverse_metric().to_vec();
+            out.dense = matches!(h.metric, Metric::Dense { .. });
+        }
+        ChainSampler::Mh(m) => {
+            out.step_size = m.scale();
+            out.inv_metric = m.shape().to_vec();
+            out.dense = settings.mh.dense;
+        }
+    }
+    Ok((out, interrupted))
+}

@@ -1,0 +1,690 @@
+//! End-to-end tests of `inference::mcmc::sample` on closed-form targets (`specs/nuts.md` §8,
+//! `specs/mh.md` §8). Run in release: `cargo test --release --test mcmc_samplers`.
+
+use bayesc::inference::mcmc::{McmcError, McmcOutput, McmcSettings, Method, sample};
+use bayesc::inference::{DensityError, LogDensity};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+
+/// Gaussian N(μ, Σ) with Σ = D R D, R equicorrelated with correlation ρ, D = diag(scales).
+/// R⁻¹ = (I − ρ/(1 − ρ + dρ)·11ᵀ)/(1 − ρ) (Sherman–Morrison), so Σ⁻¹ = D⁻¹R⁻¹D⁻¹.
+struct Gaussian {
+    mean: Vec<f64>,
+    scales: Vec<f64>,
+    rho: f64,
+    precision: Vec<f64>,
+}
+
+impl Gaussian {
+    fn new(mean: Vec<f64>, scales: Vec<f64>, rho: f64) -> Self {
+        let d = scales.len();
+        let c = rho / (1.0 - rho + d as f64 * rho);
+        let mut precision = vec![0.0; d * d];
+        for i in 0..d {
+            for j in 0..d {
+                let r_inv = ((i == j) as u8 as f64 - c) / (1.0 - rho);
+                precision[i * d + j] = r_inv / (scales[i] * scales[j]);
+            }
+        }
+        Gaussian {
+            mean,
+            scales,
+            rho,
+            precision,
+        }
+    }
+
+    fn cov(&self, i: usize, j: usize) -> f64 {
+        let r = if i == j { 1.0 } else { self.rho };
+        r * self.scales[i] * self.scales[j]
+    }
+}
+
+impl LogDensity for Gaussian {
+    fn dim(&self) -> usize {
+        self.scales.len()
+    }
+    fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+        let mut g = vec![0.0; x.len()];
+        self.log_density_grad(x, &mut g)
+    }
+    fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        let d = x.len();
+        let mut lp = 0.0;
+        for i in 0..d {
+            let mut s = 0.0;
+            for j in 0..d {
+                s += self.precision[i * d + j] * (x[j] - self.mean[j]);
+            }
+            g[i] = -s;
+            lp -= 0.5 * (x[i] - self.mean[i]) * s;
+        }
+        Ok(lp)
+    }
+}
+
+/// iid standard normal in d dimensions (no allocation, O(d)).
+struct IidNormal(usize);
+
+impl LogDensity for IidNormal {
+    fn dim(&self) -> usize {
+        self.0
+    }
+    fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+        Ok(-0.5 * x.iter().map(|v| v * v).sum::<f64>())
+    }
+    fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        for (gi, xi) in g.iter_mut().zip(x) {
+            *gi = -xi;
+        }
+        self.log_density(x)
+    }
+}
+
+/// Neal's funnel, d = 10: v ~ N(0, 3²), x_i | v ~ N(0, e^v), i = 1..9 (centred), or the
+/// non-centred version with standard normal coordinates (v = 3ṽ, x_i = e^{v/2} x̃_i).
+struct Funnel {
+    centred: bool,
+}
+
+impl LogDensity for Funnel {
+    fn dim(&self) -> usize {
+        10
+    }
+    fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+        let mut g = vec![0.0; 10];
+        self.log_density_grad(x, &mut g)
+    }
+    fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        if !self.centred {
+            return IidNormal(10).log_density_grad(x, g);
+        }
+        let v = x[0];
+        // log p = −v²/18 + Σ (−v/2 − x_i² e^{−v}/2)
+        let ev = (-v).exp();
+        let mut lp = -v * v / 18.0;
+        g[0] = -v / 9.0;
+        for i in 1..10 {
+            lp += -0.5 * v - 0.5 * x[i] * x[i] * ev;
+            g[0] += -0.5 + 0.5 * x[i] * x[i] * ev;
+            g[i] = -x[i] * ev;
+        }
+        Ok(lp)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summaries (ESS as in `specs/diagnostics.md`: multi-chain autocorrelation, Geyer's initial
+// positive sequence; not rank-normalised)
+
+fn column(out: &McmcOutput, j: usize) -> Vec<Vec<f64>> {
+    out.chains
+        .iter()
+        .map(|c| c.draws.iter().skip(j).step_by(out.dim).copied().collect())
+        .collect()
+}
+
+fn mean_var(chains: &[Vec<f64>]) -> (f64, f64) {
+    let all: Vec<f64> = chains.iter().flatten().copied().collect();
+    let n = all.len() as f64;
+    let m = all.iter().sum::<f64>() / n;
+    (
+        m,
+        all.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0),
+    )
+}
+
+/// Effective sample size of one scalar over chains of equal length n.
+fn ess(chains: &[Vec<f64>]) -> f64 {
+    let m = chains.len();
+    let n = chains[0].len();
+    let means: Vec<f64> = chains
+        .iter()
+        .map(|c| c.iter().sum::<f64>() / n as f64)
+        .collect();
+    let vars: Vec<f64> = chains
+        .iter()
+        .zip(&means)
+        .map(|(c, mu)| c.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (n as f64 - 1.0))
+        .collect();
+    let w = vars.iter().sum::<f64>() / m as f64;
+    let grand = means.iter().sum::<f64>() / m as f64;
+    let b = n as f64 * means.iter().map(|mu| (mu - grand).powi(2)).sum::<f64>() / (m as f64 - 1.0);
+    let var_plus = (n as f64 - 1.0) / n as f64 * w + b / n as f64;
+    let autocov = |t: usize| -> f64 {
+        chains
+            .iter()
+            .zip(&means)
+            .map(|(c, mu)| {
+                (0..n - t)
+                    .map(|i| (c[i] - mu) * (c[i + t] - mu))
+                    .sum::<f64>()
+                    / n as f64
+            })
+            .sum::<f64>()
+            / m as f64
+    };
+    let rho = |t: usize| 1.0 - (w - autocov(t)) / var_plus;
+    // Geyer: sum pairs Γ_k = ρ_{2k} + ρ_{2k+1} while positive, monotone.
+    let mut sum = 0.0;
+    let mut prev = f64::INFINITY;
+    let mut k = 0;
+    while 2 * k + 1 < n {
+        let mut gamma = rho(2 * k) + rho(2 * k + 1);
+        if gamma <= 0.0 {
+            break;
+        }
+        gamma = gamma.min(prev);
+        prev = gamma;
+        sum += gamma;
+        k += 1;
+    }
+    // Capped at N·log10(N) as Stan does (antithetic chains can make τ tiny or negative).
+    let total = (m * n) as f64;
+    let tau = (2.0 * sum - 1.0).max(1.0 / total.log10());
+    total / tau
+}
+
+/// Checks every coordinate: |mean − μ| < 4 MCSE and |var − σ²| < 4 MCSE(var), where
+/// MCSE(var) = sd((x − x̄)²)/√ESS((x − x̄)²) (the squares mix differently from x under HMC).
+fn check_moments(out: &McmcOutput, mean: &[f64], var: &[f64]) {
+    for j in 0..out.dim {
+        let cols = column(out, j);
+        let (m, v) = mean_var(&cols);
+        let n_eff = ess(&cols);
+        let mcse = v.sqrt() / n_eff.sqrt();
+        assert!(
+            (m - mean[j]).abs() < 4.0 * mcse,
+            "coord {j}: mean {m} vs {} (mcse {mcse}, ess {n_eff})",
+            mean[j]
+        );
+        let squares: Vec<Vec<f64>> = cols
+            .iter()
+            .map(|c| c.iter().map(|x| (x - m).powi(2)).collect())
+            .collect();
+        let (_, var_sq) = mean_var(&squares);
+        let n_eff_sq = ess(&squares);
+        let mcse_var = var_sq.sqrt() / n_eff_sq.sqrt();
+        assert!(
+            (v - var[j]).abs() < 4.0 * mcse_var,
+            "coord {j}: var {v} vs {} (mcse {mcse_var}, ess {n_eff_sq})",
+            var[j]
+        );
+    }
+}
+
+fn no_progress() -> impl Fn(bayesc::inference::mcmc::ChainProgress) + Sync {
+    |_| {}
+}
+
+fn post_warmup_mean(
+    out: &McmcOutput,
+    f: impl Fn(&bayesc::inference::mcmc::ChainOutput) -> Vec<f64>,
+) -> f64 {
+    let all: Vec<f64> = out.chains.iter().flat_map(f).collect();
+    all.iter().sum::<f64>() / all.len() as f64
+}
+
+fn spec_gaussian_5d() -> Gaussian {
+    // `specs/nuts.md` §8.5: d = 5, scales 0.1 … 30 (geometric), correlation 0.5.
+    let scales: Vec<f64> = (0..5).map(|k| 0.1 * 300f64.powf(k as f64 / 4.0)).collect();
+    Gaussian::new(vec![0.0, 1.0, -2.0, 3.0, 0.5], scales, 0.5)
+}
+
+// ---------------------------------------------------------------------------------------------
+// NUTS
+
+#[test]
+fn nuts_gaussian_5d_spec_target() {
+    let target = spec_gaussian_5d();
+    let settings = McmcSettings {
+        seed: 20241022,
+        save_warmup: true,
+        ..McmcSettings::default()
+    };
+    let stop = AtomicBool::new(false);
+    let out = sample(&target, &settings, &[], &no_progress(), &stop).unwrap();
+    assert!(!out.interrupted);
+    assert_eq!(out.chains.len(), 4);
+    let var: Vec<f64> = (0..5).map(|i| target.cov(i, i)).collect();
+    check_moments(&out, &target.mean, &var);
+    for c in &out.chains {
+        assert_eq!(c.draws.len(), 1000 * 5);
+        assert_eq!(c.divergences, 0);
+        // Each chain's metric comes from one 500-draw window whose variance estimates have an
+        // ESS of about 150: allow ±40% per chain, and ±20% (§8.5) for the average of the chains.
+        for (m, v) in c.inv_metric.iter().zip(&var) {
+            assert!((m / v - 1.0).abs() < 0.4, "metric {m} vs variance {v}");
+        }
+    }
+    for i in 0..5 {
+        let m = out.chains.iter().map(|c| c.inv_metric[i]).sum::<f64>() / 4.0;
+        assert!(
+            (m / var[i] - 1.0).abs() < 0.2,
+            "mean metric {m} vs variance {}",
+            var[i]
+        );
+    }
+    // Dual averaging hits δ during the terminal buffer (last 50 warmup iterations) ...
+    let terminal = post_warmup_mean(&out, |c| c.warmup_stats.accept_stat[950..].to_vec());
+    assert!(
+        (terminal - 0.8).abs() < 0.05,
+        "terminal-buffer accept_stat {terminal}"
+    );
+    // ... and the frozen exp(x̄) is a little smaller, so the post-warmup mean is higher:
+    // §8.5 prototype 0.85–0.93 for δ = 0.8.
+    let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
+    assert!((0.84..0.94).contains(&accept), "mean accept_stat {accept}");
+    for j in 0..5 {
+        assert!(ess(&column(&out, j)) > 1000.0);
+    }
+}
+
+#[test]
+fn nuts_iid_normal_100d() {
+    let target = IidNormal(100);
+    let settings = McmcSettings {
+        seed: 7,
+        ..McmcSettings::default()
+    };
+    let out = sample(
+        &target,
+        &settings,
+        &[],
+        &no_progress(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    check_moments(&out, &[0.0; 100], &[1.0; 100]);
+    for c in &out.chains {
+        let mean_metric = c.inv_metric.iter().sum::<f64>() / 100.0;
+        assert!(
+            (mean_metric - 1.0).abs() < 0.05,
+            "mean metric {mean_metric}"
+        );
+        // Per-coordinate variance estimates from 500 NUTS draws have a low ESS for x² (the
+        // trajectories are nearly antithetic in x): allow ±50% on each of the 100 coordinates.
+        assert!(c.inv_metric.iter().all(|m| (m - 1.0).abs() < 0.5));
+        assert_eq!(c.divergences, 0);
+    }
+    let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
+    assert!((0.75..0.93).contains(&accept), "mean accept_stat {accept}");
+}
+
+#[test]
+fn nuts_dense_metric_correlated_10d() {
+    let scales: Vec<f64> = (0..10).map(|k| 0.5 * 10f64.powf(k as f64 / 9.0)).collect();
+    let target = Gaussian::new((0..10).map(|k| k as f64).collect(), scales, 0.9);
+    let settings = McmcSettings {
+        seed: 3,
+        dense_metric: true,
+        ..McmcSettings::default()
+    };
+    let out = sample(
+        &target,
+        &settings,
+        &[],
+        &no_progress(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let var: Vec<f64> = (0..10).map(|i| target.cov(i, i)).collect();
+    check_moments(&out, &target.mean, &var);
+    for c in &out.chains {
+        assert!(c.dense && c.inv_metric.len() == 100);
+        for i in 0..10 {
+            let mii = c.inv_metric[i * 10 + i];
+            assert!(
+                (mii / var[i] - 1.0).abs() < 0.25,
+                "Σ[{i},{i}] = {mii} vs {}",
+                var[i]
+            );
+            for j in 0..i {
+                let corr = c.inv_metric[i * 10 + j] / (mii * c.inv_metric[j * 10 + j]).sqrt();
+                assert!((corr - 0.9).abs() < 0.05, "correlation {corr}");
+            }
+        }
+        // With the right metric the target is isotropic: short trees, no max-depth hits.
+        assert_eq!(c.max_treedepth_hits, 0);
+        assert!(c.stats.treedepth.iter().all(|&t| t <= 5));
+    }
+}
+
+#[test]
+fn funnel_divergences_centred_only() {
+    let stop = AtomicBool::new(false);
+    let settings = McmcSettings {
+        seed: 11,
+        ..McmcSettings::default()
+    };
+    let centred = sample(
+        &Funnel { centred: true },
+        &settings,
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap();
+    let total: usize = centred.chains.iter().map(|c| c.divergences).sum();
+    assert!(total > 0, "the centred funnel must diverge");
+    let flagged: usize = centred
+        .chains
+        .iter()
+        .map(|c| c.stats.divergent.iter().filter(|&&d| d).count())
+        .sum();
+    assert_eq!(flagged, total);
+    let non_centred = sample(
+        &Funnel { centred: false },
+        &settings,
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap();
+    assert_eq!(
+        non_centred
+            .chains
+            .iter()
+            .map(|c| c.divergences)
+            .sum::<usize>(),
+        0
+    );
+}
+
+#[test]
+fn static_hmc_gaussian_5d() {
+    let target = spec_gaussian_5d();
+    let var: Vec<f64> = (0..5).map(|i| target.cov(i, i)).collect();
+    for n_leapfrog in [None, Some(8)] {
+        let settings = McmcSettings {
+            method: Method::StaticHmc { n_leapfrog },
+            seed: 5,
+            // A fixed integration time near a multiple of the target's periods makes static HMC
+            // nearly periodic; jitter breaks that (Stan's advice for static HMC).
+            jitter: 0.5,
+            ..McmcSettings::default()
+        };
+        let out = sample(
+            &target,
+            &settings,
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        check_moments(&out, &target.mean, &var);
+        let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
+        assert!((0.8..0.99).contains(&accept), "mean accept_stat {accept}");
+        if let Some(n) = n_leapfrog {
+            assert!(
+                out.chains[0]
+                    .stats
+                    .n_leapfrog
+                    .iter()
+                    .all(|&k| k as usize == n)
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metropolis–Hastings
+
+#[test]
+fn mh_correlated_gaussian_5d() {
+    // `specs/mh.md` §8.3: scales geometric 0.5 … 5, equicorrelation 0.5, mean (0, 1, …, d−1).
+    let scales: Vec<f64> = (0..5).map(|k| 0.5 * 10f64.powf(k as f64 / 4.0)).collect();
+    let target = Gaussian::new((0..5).map(|k| k as f64).collect(), scales, 0.5);
+    let settings = McmcSettings {
+        seed: 99,
+        samples: 10_000,
+        ..McmcSettings::mh_defaults(5)
+    };
+    assert_eq!(settings.warmup, 2500);
+    let out = sample(
+        &target,
+        &settings,
+        &[],
+        &no_progress(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let var: Vec<f64> = (0..5).map(|i| target.cov(i, i)).collect();
+    check_moments(&out, &target.mean, &var);
+    let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
+    assert!((accept - 0.234).abs() < 0.05, "acceptance {accept}");
+    for c in &out.chains {
+        assert!(c.stats.stepsize.is_empty() && c.stats.lp.len() == 10_000);
+        // The learned shape C estimates Σ from ~2000 autocorrelated warmup draws: within a
+        // factor 2 on the diagonal, and symmetric.
+        for i in 0..5 {
+            let r = c.inv_metric[i * 5 + i] / var[i];
+            assert!((0.5..2.0).contains(&r), "shape/variance {r}");
+            for j in 0..i {
+                assert_eq!(c.inv_metric[i * 5 + j], c.inv_metric[j * 5 + i]);
+            }
+        }
+    }
+    for j in 0..5 {
+        assert!(ess(&column(&out, j)) > 800.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reproducibility, errors, interruption
+
+#[test]
+fn same_seed_same_draws_for_any_thread_count() {
+    let target = spec_gaussian_5d();
+    for method in [Method::Nuts, Method::Mh] {
+        let settings = McmcSettings {
+            method,
+            warmup: 200,
+            samples: 100,
+            seed: 42,
+            ..McmcSettings::default()
+        };
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    sample(
+                        &target,
+                        &settings,
+                        &[],
+                        &no_progress(),
+                        &AtomicBool::new(false),
+                    )
+                    .unwrap()
+                })
+        };
+        let (a, b, c) = (run(1), run(2), run(2));
+        for k in 0..4 {
+            assert_eq!(a.chains[k].draws, b.chains[k].draws);
+            assert_eq!(a.chains[k].stats, b.chains[k].stats);
+            assert_eq!(b.chains[k].draws, c.chains[k].draws);
+        }
+        assert_ne!(a.chains[0].draws, a.chains[1].draws);
+        let other = sample(
+            &target,
+            &McmcSettings {
+                seed: 43,
+                ..settings.clone()
+            },
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_ne!(other.chains[0].draws, a.chains[0].draws);
+    }
+}
+
+/// Zero density everywhere, or a located domain error everywhere.
+struct Nowhere {
+    error: Option<DensityError>,
+}
+
+impl LogDensity for Nowhere {
+    fn dim(&self) -> usize {
+        2
+    }
+    fn log_density(&self, _x: &[f64]) -> Result<f64, DensityError> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(f64::NEG_INFINITY),
+        }
+    }
+    fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        g.fill(0.0);
+        self.log_density(x)
+    }
+}
+
+#[test]
+fn initialisation_failure_is_an_error() {
+    let stop = AtomicBool::new(false);
+    for method in [Method::Nuts, Method::Mh] {
+        let settings = McmcSettings {
+            method,
+            ..McmcSettings::default()
+        };
+        match sample(
+            &Nowhere { error: None },
+            &settings,
+            &[],
+            &no_progress(),
+            &stop,
+        ) {
+            Err(McmcError::Initialization {
+                chain,
+                attempts,
+                message,
+            }) => {
+                assert_eq!((chain, attempts), (1, 100));
+                assert!(message.contains("-inf"), "{message}");
+            }
+            other => panic!("expected an initialisation error, got {other:?}"),
+        }
+    }
+    let located = DensityError {
+        message: "normal: sigma is -1, must be positive".into(),
+        location: Some("model.bayes:4:3".into()),
+        recoverable: true,
+    };
+    let err = sample(
+        &Nowhere {
+            error: Some(located),
+        },
+        &McmcSettings::default(),
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("model.bayes:4:3"), "{err}");
+    // User inits: a single attempt.
+    let err = sample(
+        &Nowhere { error: None },
+        &McmcSettings {
+            chains: 2,
+            ..McmcSettings::default()
+        },
+        &[vec![0.0, 0.0], vec![1.0, 1.0]],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap_err();
+    assert!(matches!(err, McmcError::Initialization { attempts: 1, .. }));
+    // Unrecoverable errors abort at once.
+    let err = sample(
+        &Nowhere {
+            error: Some(DensityError::fatal("index 3 out of range")),
+        },
+        &McmcSettings::default(),
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap_err();
+    assert!(matches!(err, McmcError::Density { chain: 1, .. }));
+    // Bad settings.
+    let err = sample(
+        &IidNormal(2),
+        &McmcSettings {
+            adapt_delta: 1.5,
+            ..McmcSettings::default()
+        },
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap_err();
+    assert!(matches!(err, McmcError::InvalidSettings(_)));
+}
+
+#[test]
+fn stop_flag_returns_draws_so_far() {
+    let stop = AtomicBool::new(false);
+    let settings = McmcSettings {
+        chains: 1,
+        warmup: 100,
+        samples: 900,
+        ..McmcSettings::default()
+    };
+    let out = sample(
+        &IidNormal(3),
+        &settings,
+        &[],
+        &|p: bayesc::inference::mcmc::ChainProgress| {
+            if !p.warmup && p.iteration >= 300 {
+                stop.store(true, Ordering::Relaxed);
+            }
+        },
+        &stop,
+    )
+    .unwrap();
+    assert!(out.interrupted);
+    let n = out.chains[0].stats.len();
+    assert_eq!(
+        n, 200,
+        "stopped right after the progress report at iteration 300"
+    );
+    assert_eq!(out.chains[0].draws.len(), n * 3);
+}
+
+#[test]
+fn thinning_and_saved_warmup() {
+    let settings = McmcSettings {
+        chains: 2,
+        warmup: 50,
+        samples: 101,
+        thin: 10,
+        save_warmup: true,
+        ..McmcSettings::default()
+    };
+    let out = sample(
+        &IidNormal(2),
+        &settings,
+        &[vec![0.1, 0.2], vec![0.3, 0.4]],
+        &no_progress(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    for c in &out.chains {
+        assert_eq!(c.stats.len(), 11);
+        assert_eq!(c.draws.len(), 22);
+        assert_eq!(c.warmup_stats.len(), 5);
+        assert_eq!(c.warmup_draws.len(), 10);
+        assert_eq!(c.stats.columns().len(), 7);
+        let d = &c.stats;
+        for i in 0..d.len() {
+            let t = d.treedepth[i];
+            assert!((1 << t) - 1 <= d.n_leapfrog[i] && d.n_leapfrog[i] < (1 << (t + 1)));
+        }
+    }
+}
