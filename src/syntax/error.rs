@@ -13,13 +13,31 @@ use super::span::{FileId, Span};
 /// rarely nest more than ten levels.
 pub const MAX_NESTING: usize = 100;
 
-/// `Err` with the first bracket that opens level `MAX_NESTING + 1`, if any.
+/// The most operators that may nest by recursion (`^`, `?`, prefix `!`, `-`, `+`) in one
+/// statement; chains such as `- - - x` or `a^b^c^…` recurse once per operator.
+pub const MAX_OPERATORS: usize = 1000;
+
+/// `Err` with the first bracket that opens level `MAX_NESTING + 1`, or the operator that
+/// exceeds [`MAX_OPERATORS`] in one statement, if any.
 pub(crate) fn check_nesting(source: &str, file: FileId) -> Result<(), SyntaxError> {
     let scan = scan_trivia(source);
     let mut depth = 0usize;
+    let mut operators = 0usize;
     for (i, c) in source.bytes().enumerate() {
         if scan.trivia[i] {
             continue;
+        }
+        match c {
+            b';' => operators = 0,
+            b'^' | b'?' | b'!' | b'-' | b'+' => {
+                operators += 1;
+                if operators > MAX_OPERATORS {
+                    return Err(SyntaxError::TooManyOperators {
+                        span: Span::new(file, i, i + 1),
+                    });
+                }
+            }
+            _ => {}
         }
         match c {
             b'{' | b'[' | b'(' => {
@@ -113,6 +131,10 @@ pub enum SyntaxError {
     /// Brackets nested deeper than [`MAX_NESTING`]; `span` is the first bracket past the limit.
     #[error("brackets are nested too deeply")]
     TooDeeplyNested { span: Span },
+    /// More than [`MAX_OPERATORS`] operators in one statement; `span` is the first one past
+    /// the limit.
+    #[error("this statement has too many operators")]
+    TooManyOperators { span: Span },
     /// `x <- e;`, Stan's removed assignment operator.
     #[error("`<-` is no longer an assignment operator")]
     OldAssignment { span: Span },
@@ -155,6 +177,7 @@ impl SyntaxError {
             | SyntaxError::UnterminatedComment { span }
             | SyntaxError::UnterminatedString { span }
             | SyntaxError::TooDeeplyNested { span }
+            | SyntaxError::TooManyOperators { span }
             | SyntaxError::OldAssignment { span }
             | SyntaxError::OldTargetSyntax { span, .. }
             | SyntaxError::OldArraySyntax { span, .. }
@@ -503,6 +526,15 @@ impl ToDiagnostic for SyntaxError {
                 )])
                 .with_notes(vec![
                     "help: split the expression into local variables".to_string(),
+                ]),
+            SyntaxError::TooManyOperators { span } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("more than {MAX_OPERATORS} operators before this one"),
+                )])
+                .with_notes(vec![
+                    "help: split the statement, using local variables for partial results"
+                        .to_string(),
                 ]),
             SyntaxError::OldAssignment { span } => d
                 .with_labels(vec![primary(*span, "old Stan assignment")])

@@ -1562,6 +1562,37 @@ model {
     }
 
     #[test]
+    fn operator_chain_limit() {
+        for chain in [
+            format!("{}x", "-".repeat(1000)),
+            format!("x{}", "^x".repeat(1000)),
+        ] {
+            assert!(parse_expression(&chain, 0).is_ok());
+        }
+        let e = parse_expression(&format!("{}x", "-".repeat(5000)), 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::TooManyOperators {
+                span: Span::new(0, 1000, 1001)
+            }
+        );
+        let e = parse_expression(&format!("x{}", "^x".repeat(5000)), 0).unwrap_err();
+        assert!(matches!(e, SyntaxError::TooManyOperators { .. }));
+        // The count restarts at each statement.
+        let many = "x = -1;\n".repeat(2000);
+        assert_eq!(
+            parse(&format!("model {{ real x; {many} }}")).model.len(),
+            2001
+        );
+    }
+
+    #[test]
+    fn byte_order_mark_and_crlf() {
+        let p = parse("\u{FEFF}data {\r\n  int N;\r\n}\r\n");
+        assert_eq!(p.data.len(), 1);
+    }
+
+    #[test]
     fn unterminated_comment_and_string() {
         let e = parse_program("model { /* never closed\n }", 0).unwrap_err();
         assert_eq!(
