@@ -346,6 +346,8 @@ impl SyntaxError {
 
         // `real<lower=a > b> x;`: the bound's `>` closed the constraint early.
         if found_text == ">"
+            && !expects(Rule::cexpr)
+            && prev_char != Some(b'=')
             && let Some(open) = open_constraint_before(source, pos, &scan)
         {
             return SyntaxError::ComparisonInBound {
@@ -594,7 +596,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::model_head => "`model`",
         Rule::gq_head => "`generated quantities`",
         Rule::function_def => "a function definition such as `real f(real x) { … }`",
-        Rule::return_type => "a return type such as `real` or `void`",
+        Rule::return_type => "a return type (`real`, `vector`, `void`, …)",
         Rule::unsized_type => "a type such as `real` or `array[] int`",
         Rule::array_commas => "`,` or `]`",
         Rule::unsized_base => "a type such as `real` or `vector`",
@@ -777,6 +779,29 @@ fn summarise(positives: &[Rule], expects_block: bool) -> Vec<&'static str> {
             _ => describe(*r),
         };
         push(phrase);
+    }
+    // The ways an expression can start collapse into "an expression".
+    const OPERAND_STARTS: [&str; 11] = [
+        "an integer",
+        "a real number",
+        "a name",
+        "`(`",
+        "`[`",
+        "`{`",
+        "`target`",
+        "`target()`",
+        "a function call",
+        "a row vector `[…]`",
+        "an array `{…}`",
+    ];
+    let operand_starts = out.iter().filter(|p| OPERAND_STARTS.contains(p)).count();
+    if out.contains(&"an expression") || operand_starts >= 3 {
+        let first = out
+            .iter()
+            .position(|p| *p == "an expression" || OPERAND_STARTS.contains(p))
+            .expect("an operand start is present");
+        out.retain(|p| *p != "an expression" && !OPERAND_STARTS.contains(p));
+        out.insert(first.min(out.len()), "an expression");
     }
     // After a complete operand, `(` and `[` continue a call or an index; they are rarely what
     // was meant, so list them only when nothing else fits.
