@@ -1002,7 +1002,6 @@ fn block_header_words(source: &str, pos: usize) -> Option<(String, usize)> {
     let b = source.as_bytes();
     let mut words = Vec::new();
     let mut i = pos;
-    let mut end = pos;
     for _ in 0..2 {
         let w = word_at(source, i);
         if w.is_empty() {
@@ -1010,15 +1009,14 @@ fn block_header_words(source: &str, pos: usize) -> Option<(String, usize)> {
         }
         words.push(w);
         i += w.len();
-        end = i;
-        while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        let end = i;
+        while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
         }
         if i < b.len() && b[i] == b'{' {
             return Some((words.join(" "), end));
         }
     }
-    let _ = end;
     None
 }
 
