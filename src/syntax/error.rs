@@ -76,6 +76,8 @@ pub enum SyntaxError {
         expected: Vec<&'static str>,
         /// The offending token, quoted (`` `x` ``), or `end of file`.
         found: String,
+        /// A `help:` line for a recognised mistake (a statement in `data`, `target = …`).
+        help: Option<String>,
     },
     /// A statement or declaration is not closed by `;` before the next line's text.
     /// `span` is the end of the previous token; `next` is the text that follows when it is on
@@ -402,12 +404,35 @@ impl SyntaxError {
         let found = if pos >= source.len() {
             "end of file".to_string()
         } else {
-            format!("`{}`", &source[found_span.start..found_span.end])
+            format!("`{found_text}`")
+        };
+        let help = if expected.first() == Some(&"a declaration such as `real x;`")
+            && !word.is_empty()
+            && !is_reserved(word)
+        {
+            // A statement inside `data` or `parameters`, which hold declarations only.
+            enclosing_block(source, pos, &scan).map(|block| {
+                let homes = if block == "parameters" {
+                    "put `~` statements in `model` and derived values in `transformed parameters`"
+                } else {
+                    "compute derived values in `transformed data`"
+                };
+                format!("the `{block}` block holds only declarations; {homes}")
+            })
+        } else if prev_char.is_some()
+            && word_start_before(source, previous_token_end(pos, &scan).unwrap_or(0))
+                .is_some_and(|st| source[st..].starts_with("target"))
+            && expects(Rule::plus_assign)
+        {
+            Some("add to the log density with `target += …;`".to_string())
+        } else {
+            None
         };
         SyntaxError::Unexpected {
             span: found_span,
             expected,
             found,
+            help,
         }
     }
 }
@@ -420,10 +445,17 @@ impl ToDiagnostic for SyntaxError {
             |span: Span, text: &str| Label::secondary(span.file, span.range()).with_message(text);
         let d = Diagnostic::error().with_message(self.to_string());
         match self {
-            SyntaxError::Unexpected { span, expected, .. } => d.with_labels(vec![primary(
-                *span,
-                &format!("expected {} here", join_or(expected)),
-            )]),
+            SyntaxError::Unexpected {
+                span,
+                expected,
+                help,
+                ..
+            } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("expected {} here", join_or(expected)),
+                )])
+                .with_notes(help.iter().map(|h| format!("help: {h}")).collect()),
             SyntaxError::MissingSemicolon { span, next } => d
                 .with_labels(
                     std::iter::once(primary(*span, "expected `;` here"))
@@ -850,6 +882,28 @@ fn old_text(rewrite: &str) -> String {
         Some((dims, base)) => format!("{base}{dims}"),
         None => rewrite.to_string(),
     }
+}
+
+/// The name of the block whose `{` encloses `pos` (`data`, `parameters`, …), if `pos` is
+/// directly inside a block's braces.
+fn enclosing_block(source: &str, pos: usize, scan: &Trivia) -> Option<&'static str> {
+    let (open, _) = innermost_unclosed(source, pos, scan)?;
+    let head_end = previous_token_end(open, scan)?;
+    BLOCK_NAMES.into_iter().find(|name| {
+        let words: Vec<&str> = name.split(' ').collect();
+        let mut end = head_end;
+        for w in words.iter().rev() {
+            let Some(start) = word_start_before(source, end) else {
+                return false;
+            };
+            if &source[start..end] != *w {
+                return false;
+            }
+            end = previous_token_end(start, scan).unwrap_or(0);
+        }
+        // The header must start the top level: nothing but a `}` or nothing before it.
+        end == 0 || source.as_bytes()[end - 1] == b'}' || source.as_bytes()[end - 1] == b';'
+    })
 }
 
 /// "a", "a or b", "a, b or c".

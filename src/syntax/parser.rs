@@ -1518,6 +1518,7 @@ model {
             span,
             expected,
             found,
+            ..
         } = e
         else {
             panic!("unexpected-token error expected")
