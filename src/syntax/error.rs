@@ -612,6 +612,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::EOI => "end of file",
         Rule::program => "a program",
         Rule::expression_only => "an expression",
+        Rule::statements_only => "statements",
         Rule::include => "`include \"file\";`",
         Rule::functions_block
         | Rule::data_block
