@@ -13,13 +13,31 @@ use super::span::{FileId, Span};
 /// rarely nest more than ten levels.
 pub const MAX_NESTING: usize = 100;
 
-/// `Err` with the first bracket that opens level `MAX_NESTING + 1`, if any.
+/// The most operators that may nest by recursion (`^`, `?`, prefix `!`, `-`, `+`) in one
+/// statement; chains such as `- - - x` or `a^b^c^…` recurse once per operator.
+pub const MAX_OPERATORS: usize = 1000;
+
+/// `Err` with the first bracket that opens level `MAX_NESTING + 1`, or the operator that
+/// exceeds [`MAX_OPERATORS`] in one statement, if any.
 pub(crate) fn check_nesting(source: &str, file: FileId) -> Result<(), SyntaxError> {
     let scan = scan_trivia(source);
     let mut depth = 0usize;
+    let mut operators = 0usize;
     for (i, c) in source.bytes().enumerate() {
         if scan.trivia[i] {
             continue;
+        }
+        match c {
+            b';' => operators = 0,
+            b'^' | b'?' | b'!' | b'-' | b'+' => {
+                operators += 1;
+                if operators > MAX_OPERATORS {
+                    return Err(SyntaxError::TooManyOperators {
+                        span: Span::new(file, i, i + 1),
+                    });
+                }
+            }
+            _ => {}
         }
         match c {
             b'{' | b'[' | b'(' => {
@@ -58,6 +76,8 @@ pub enum SyntaxError {
         expected: Vec<&'static str>,
         /// The offending token, quoted (`` `x` ``), or `end of file`.
         found: String,
+        /// A `help:` line for a recognised mistake (a statement in `data`, `target = …`).
+        help: Option<String>,
     },
     /// A statement or declaration is not closed by `;` before the next line's text.
     /// `span` is the end of the previous token; `next` is the text that follows when it is on
@@ -113,6 +133,10 @@ pub enum SyntaxError {
     /// Brackets nested deeper than [`MAX_NESTING`]; `span` is the first bracket past the limit.
     #[error("brackets are nested too deeply")]
     TooDeeplyNested { span: Span },
+    /// More than [`MAX_OPERATORS`] operators in one statement; `span` is the first one past
+    /// the limit.
+    #[error("this statement has too many operators")]
+    TooManyOperators { span: Span },
     /// `x <- e;`, Stan's removed assignment operator.
     #[error("`<-` is no longer an assignment operator")]
     OldAssignment { span: Span },
@@ -155,6 +179,7 @@ impl SyntaxError {
             | SyntaxError::UnterminatedComment { span }
             | SyntaxError::UnterminatedString { span }
             | SyntaxError::TooDeeplyNested { span }
+            | SyntaxError::TooManyOperators { span }
             | SyntaxError::OldAssignment { span }
             | SyntaxError::OldTargetSyntax { span, .. }
             | SyntaxError::OldArraySyntax { span, .. }
@@ -323,6 +348,8 @@ impl SyntaxError {
 
         // `real<lower=a > b> x;`: the bound's `>` closed the constraint early.
         if found_text == ">"
+            && !expects(Rule::cexpr)
+            && prev_char != Some(b'=')
             && let Some(open) = open_constraint_before(source, pos, &scan)
         {
             return SyntaxError::ComparisonInBound {
@@ -377,12 +404,35 @@ impl SyntaxError {
         let found = if pos >= source.len() {
             "end of file".to_string()
         } else {
-            format!("`{}`", &source[found_span.start..found_span.end])
+            format!("`{found_text}`")
+        };
+        let help = if expected.first() == Some(&"a declaration such as `real x;`")
+            && !word.is_empty()
+            && !is_reserved(word)
+        {
+            // A statement inside `data` or `parameters`, which hold declarations only.
+            enclosing_block(source, pos, &scan).map(|block| {
+                let homes = if block == "parameters" {
+                    "put `~` statements in `model` and derived values in `transformed parameters`"
+                } else {
+                    "compute derived values in `transformed data`"
+                };
+                format!("the `{block}` block holds only declarations; {homes}")
+            })
+        } else if prev_char.is_some()
+            && word_start_before(source, previous_token_end(pos, &scan).unwrap_or(0))
+                .is_some_and(|st| source[st..].starts_with("target"))
+            && expects(Rule::plus_assign)
+        {
+            Some("add to the log density with `target += …;`".to_string())
+        } else {
+            None
         };
         SyntaxError::Unexpected {
             span: found_span,
             expected,
             found,
+            help,
         }
     }
 }
@@ -395,10 +445,17 @@ impl ToDiagnostic for SyntaxError {
             |span: Span, text: &str| Label::secondary(span.file, span.range()).with_message(text);
         let d = Diagnostic::error().with_message(self.to_string());
         match self {
-            SyntaxError::Unexpected { span, expected, .. } => d.with_labels(vec![primary(
-                *span,
-                &format!("expected {} here", join_or(expected)),
-            )]),
+            SyntaxError::Unexpected {
+                span,
+                expected,
+                help,
+                ..
+            } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("expected {} here", join_or(expected)),
+                )])
+                .with_notes(help.iter().map(|h| format!("help: {h}")).collect()),
             SyntaxError::MissingSemicolon { span, next } => d
                 .with_labels(
                     std::iter::once(primary(*span, "expected `;` here"))
@@ -504,6 +561,15 @@ impl ToDiagnostic for SyntaxError {
                 .with_notes(vec![
                     "help: split the expression into local variables".to_string(),
                 ]),
+            SyntaxError::TooManyOperators { span } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("more than {MAX_OPERATORS} operators before this one"),
+                )])
+                .with_notes(vec![
+                    "help: split the statement, using local variables for partial results"
+                        .to_string(),
+                ]),
             SyntaxError::OldAssignment { span } => d
                 .with_labels(vec![primary(*span, "old Stan assignment")])
                 .with_notes(vec!["help: write `=` instead of `<-`".to_string()]),
@@ -546,6 +612,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::EOI => "end of file",
         Rule::program => "a program",
         Rule::expression_only => "an expression",
+        Rule::statements_only => "statements",
         Rule::include => "`include \"file\";`",
         Rule::functions_block
         | Rule::data_block
@@ -562,7 +629,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::model_head => "`model`",
         Rule::gq_head => "`generated quantities`",
         Rule::function_def => "a function definition such as `real f(real x) { … }`",
-        Rule::return_type => "a return type such as `real` or `void`",
+        Rule::return_type => "a return type (`real`, `vector`, `void`, …)",
         Rule::unsized_type => "a type such as `real` or `array[] int`",
         Rule::array_commas => "`,` or `]`",
         Rule::unsized_base => "a type such as `real` or `vector`",
@@ -746,6 +813,29 @@ fn summarise(positives: &[Rule], expects_block: bool) -> Vec<&'static str> {
         };
         push(phrase);
     }
+    // The ways an expression can start collapse into "an expression".
+    const OPERAND_STARTS: [&str; 11] = [
+        "an integer",
+        "a real number",
+        "a name",
+        "`(`",
+        "`[`",
+        "`{`",
+        "`target`",
+        "`target()`",
+        "a function call",
+        "a row vector `[…]`",
+        "an array `{…}`",
+    ];
+    let operand_starts = out.iter().filter(|p| OPERAND_STARTS.contains(p)).count();
+    if out.contains(&"an expression") || operand_starts >= 3 {
+        let first = out
+            .iter()
+            .position(|p| *p == "an expression" || OPERAND_STARTS.contains(p))
+            .expect("an operand start is present");
+        out.retain(|p| *p != "an expression" && !OPERAND_STARTS.contains(p));
+        out.insert(first.min(out.len()), "an expression");
+    }
     // After a complete operand, `(` and `[` continue a call or an index; they are rarely what
     // was meant, so list them only when nothing else fits.
     const OPERATOR: &str = "an operator such as `+`";
@@ -793,6 +883,28 @@ fn old_text(rewrite: &str) -> String {
         Some((dims, base)) => format!("{base}{dims}"),
         None => rewrite.to_string(),
     }
+}
+
+/// The name of the block whose `{` encloses `pos` (`data`, `parameters`, …), if `pos` is
+/// directly inside a block's braces.
+fn enclosing_block(source: &str, pos: usize, scan: &Trivia) -> Option<&'static str> {
+    let (open, _) = innermost_unclosed(source, pos, scan)?;
+    let head_end = previous_token_end(open, scan)?;
+    BLOCK_NAMES.into_iter().find(|name| {
+        let words: Vec<&str> = name.split(' ').collect();
+        let mut end = head_end;
+        for w in words.iter().rev() {
+            let Some(start) = word_start_before(source, end) else {
+                return false;
+            };
+            if &source[start..end] != *w {
+                return false;
+            }
+            end = previous_token_end(start, scan).unwrap_or(0);
+        }
+        // The header must start the top level: nothing but a `}` or nothing before it.
+        end == 0 || source.as_bytes()[end - 1] == b'}' || source.as_bytes()[end - 1] == b';'
+    })
 }
 
 /// "a", "a or b", "a, b or c".
@@ -945,7 +1057,6 @@ fn block_header_words(source: &str, pos: usize) -> Option<(String, usize)> {
     let b = source.as_bytes();
     let mut words = Vec::new();
     let mut i = pos;
-    let mut end = pos;
     for _ in 0..2 {
         let w = word_at(source, i);
         if w.is_empty() {
@@ -953,15 +1064,14 @@ fn block_header_words(source: &str, pos: usize) -> Option<(String, usize)> {
         }
         words.push(w);
         i += w.len();
-        end = i;
-        while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        let end = i;
+        while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
         }
         if i < b.len() && b[i] == b'{' {
             return Some((words.join(" "), end));
         }
     }
-    let _ = end;
     None
 }
 

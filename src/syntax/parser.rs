@@ -76,6 +76,22 @@ pub fn parse_expression(source: &str, file: FileId) -> std::result::Result<Expr,
     Builder { file }.expr(expr)
 }
 
+/// Parses a sequence of statements and declarations, as typed at the REPL
+/// (`real x = 2; y ~ normal(x, 1);`), with the same errors as [`parse_program`].
+pub fn parse_statements(source: &str, file: FileId) -> std::result::Result<Vec<Stmt>, SyntaxError> {
+    super::error::check_nesting(source, file)?;
+    let mut pairs = BayesParser::parse(Rule::statements_only, source)
+        .map_err(|e| SyntaxError::from_pest(e, source, file))?;
+    let top = pairs
+        .next()
+        .expect("a successful parse of `statements_only` yields exactly one pair");
+    let builder = Builder { file };
+    top.into_inner()
+        .filter(|p| p.as_rule() != Rule::EOI)
+        .map(|p| builder.statement(p))
+        .collect()
+}
+
 /// True when every `{`, `[` and `(` opened outside comments and string literals has been closed
 /// and no block comment is left open, i.e. a multi-line REPL input can be submitted. Extra closing
 /// brackets count as complete (the parser will report them).
@@ -1518,6 +1534,7 @@ model {
             span,
             expected,
             found,
+            ..
         } = e
         else {
             panic!("unexpected-token error expected")
@@ -1525,6 +1542,18 @@ model {
         assert_eq!(span, Span::new(0, 12, 13));
         assert_eq!(found, "`;`");
         assert!(expected.contains(&"an expression"), "{expected:?}");
+    }
+
+    #[test]
+    fn repl_statements() {
+        let stmts = parse_statements("real x = 2;\ny ~ normal(x, 1); print(x);", 4).unwrap();
+        assert_eq!(stmts.len(), 3);
+        assert!(matches!(&stmts[0].kind, StmtKind::Decl(d) if d.name.name == "x"));
+        assert!(matches!(&stmts[1].kind, StmtKind::Tilde { .. }));
+        assert_eq!(stmts[1].span, Span::new(4, 12, 29));
+        assert!(parse_statements("", 0).unwrap().is_empty());
+        let e = parse_statements("x = 1\ny = 2;", 0).unwrap_err();
+        assert!(matches!(e, SyntaxError::MissingSemicolon { .. }), "{e:?}");
     }
 
     #[test]
@@ -1559,6 +1588,37 @@ model {
                 span: Span::new(0, 100, 101)
             }
         );
+    }
+
+    #[test]
+    fn operator_chain_limit() {
+        for chain in [
+            format!("{}x", "-".repeat(1000)),
+            format!("x{}", "^x".repeat(1000)),
+        ] {
+            assert!(parse_expression(&chain, 0).is_ok());
+        }
+        let e = parse_expression(&format!("{}x", "-".repeat(5000)), 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::TooManyOperators {
+                span: Span::new(0, 1000, 1001)
+            }
+        );
+        let e = parse_expression(&format!("x{}", "^x".repeat(5000)), 0).unwrap_err();
+        assert!(matches!(e, SyntaxError::TooManyOperators { .. }));
+        // The count restarts at each statement.
+        let many = "x = -1;\n".repeat(2000);
+        assert_eq!(
+            parse(&format!("model {{ real x; {many} }}")).model.len(),
+            2001
+        );
+    }
+
+    #[test]
+    fn byte_order_mark_and_crlf() {
+        let p = parse("\u{FEFF}data {\r\n  int N;\r\n}\r\n");
+        assert_eq!(p.data.len(), 1);
     }
 
     #[test]
