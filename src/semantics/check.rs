@@ -61,6 +61,8 @@ impl Block {
 #[derive(Clone, Debug)]
 struct UserFn {
     params: Vec<Type>,
+    /// `data` qualifiers of the parameters: such arguments may not depend on parameters.
+    data_only: Vec<bool>,
     /// `None` for `void`.
     ret: Option<Type>,
     span: Span,
@@ -357,6 +359,7 @@ impl<'p> Checker<'p> {
         for f in &self.program.functions {
             let sig = UserFn {
                 params: f.params.iter().map(|p| Type::from_unsized(&p.ty)).collect(),
+                data_only: f.params.iter().map(|p| p.data_only).collect(),
                 ret: match &f.return_type {
                     ReturnType::Void => None,
                     ReturnType::Type(t) => Some(Type::from_unsized(t)),
@@ -1529,6 +1532,28 @@ impl<'p> Checker<'p> {
         names
     }
 
+    /// The user-defined function `name`; `foo_lupdf`/`foo_lupmf` resolve to the definition of
+    /// `foo_lpdf`/`foo_lpmf` (the unnormalised form of the same density).
+    fn user_function(&self, name: &str) -> Option<UserFn> {
+        if let Some(f) = self.functions.get(name) {
+            return Some(f.clone());
+        }
+        let normalised = if let Some(stem) = name.strip_suffix("_lupdf") {
+            format!("{stem}_lpdf")
+        } else if let Some(stem) = name.strip_suffix("_lupmf") {
+            format!("{stem}_lpmf")
+        } else {
+            return None;
+        };
+        self.functions.get(&normalised).cloned()
+    }
+
+    /// Functions ending in `_lp` may be called where `target` may change: the model block,
+    /// transformed parameters, and other `_lp` functions.
+    fn lp_call_allowed(&self) -> bool {
+        self.target_allowed() || (self.func.is_none() && self.block == Block::TransformedParameters)
+    }
+
     fn rng_allowed(&self) -> bool {
         match &self.func {
             Some(f) => f.name.ends_with("_rng"),
@@ -1561,11 +1586,25 @@ impl<'p> Checker<'p> {
             });
         }
 
-        if let Some(f) = self.functions.get(fname).cloned() {
-            if conditional && split_suffix(fname).is_none_or(|(_, s)| s == "_rng") {
+        if let Some(f) = self.user_function(fname) {
+            let density = split_suffix(fname).is_some_and(|(_, s)| s != "_rng");
+            if conditional && !density {
                 self.err(SemanticError::ConditionalNotAllowed {
                     name: fname.into(),
                     span: name.span,
+                });
+            }
+            if density && !conditional && !args.is_empty() {
+                self.err(SemanticError::ConditionalRequired {
+                    name: fname.into(),
+                    span,
+                    fixed: conditional_form(fname, args),
+                });
+            }
+            if fname.ends_with("_lp") && !self.lp_call_allowed() {
+                self.err(SemanticError::TargetOutsideModel {
+                    what: format!("{fname}(…)"),
+                    span,
                 });
             }
             let exprs: Vec<&Expr> = args.iter().collect();
@@ -1683,6 +1722,14 @@ impl<'p> Checker<'p> {
                 Some(_) => {}
                 None => ok = false,
             }
+            if f.data_only.get(k).copied().unwrap_or(false) && self.depends_on_parameters(e) {
+                self.err(SemanticError::NonDataArgument {
+                    function: fname.into(),
+                    index: k + 1,
+                    span: e.span,
+                });
+                ok = false;
+            }
         }
         ok
     }
@@ -1730,16 +1777,10 @@ impl<'p> Checker<'p> {
             });
         }
         if !is_rng && !conditional && !args.is_empty() {
-            let first = pretty::expr(&args[0]);
-            let rest = args[1..]
-                .iter()
-                .map(pretty::expr)
-                .collect::<Vec<_>>()
-                .join(", ");
             self.err(SemanticError::ConditionalRequired {
                 name: fname.into(),
                 span,
-                fixed: format!("{fname}({first} | {rest})"),
+                fixed: conditional_form(fname, args),
             });
         }
         let n_expected = sig.params.len() + usize::from(!is_rng);
@@ -1791,6 +1832,18 @@ impl<'p> Checker<'p> {
             CallType::Value(Type::REAL)
         }
     }
+}
+
+/// `f(a | b, c)`: a density call written with the conditioning bar.
+fn conditional_form(fname: &str, args: &[Expr]) -> String {
+    let first = args.first().map(pretty::expr).unwrap_or_default();
+    let rest = args
+        .iter()
+        .skip(1)
+        .map(pretty::expr)
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("{fname}({first} | {rest})")
 }
 
 fn plural(n: usize, word: &str) -> String {

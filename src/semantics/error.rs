@@ -185,6 +185,13 @@ pub enum SemanticError {
     NonVoidStatement { name: String, span: Span },
     #[error("`{name}` returns `void` and cannot be used in an expression")]
     VoidInExpression { name: String, span: Span },
+    #[error("argument {index} of `{function}` is declared `data` but depends on parameters")]
+    NonDataArgument {
+        function: String,
+        /// 1-based position of the argument.
+        index: usize,
+        span: Span,
+    },
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
         name: String,
@@ -227,6 +234,7 @@ impl SemanticError {
             | WrongSuffix { span, .. }
             | NonVoidStatement { span, .. }
             | VoidInExpression { span, .. }
+            | NonDataArgument { span, .. }
             | FunctionRedefinition { span, .. } => *span,
         }
     }
@@ -477,6 +485,14 @@ impl ToDiagnostic for SemanticError {
             }
             VoidInExpression { span, .. } => {
                 labels.push(primary(*span, "returns no value"));
+            }
+            NonDataArgument { span, .. } => {
+                labels.push(primary(*span, "depends on parameters"));
+                notes.push(
+                    "help: pass data here, or remove the `data` qualifier from the function's \
+                     argument"
+                        .into(),
+                );
             }
             FunctionRedefinition { span, previous, .. } => {
                 labels.push(primary(*span, "defined again here"));

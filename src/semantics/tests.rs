@@ -710,3 +710,43 @@ fn degenerate_asts_do_not_panic() {
     let out = check(&program);
     assert!(!out.errors.is_empty());
 }
+
+#[test]
+fn data_qualified_arguments_reject_parameters() {
+    let src = "functions { real f(data real x) { return x; } } data { real y; } \
+               parameters { real p; } model { p ~ normal(f(y), 1); target += f(p); }";
+    match one_error(src) {
+        SemanticError::NonDataArgument {
+            function, index, ..
+        } => {
+            assert_eq!((function.as_str(), index), ("f", 1))
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn user_densities_need_the_bar_and_lp_calls_need_a_target() {
+    let defs = "functions { real half_lpdf(real y, real s) { return normal_lpdf(y | 0, s); } \
+                void prior_lp(real x) { x ~ normal(0, 1); } } ";
+    assert_clean(&format!(
+        "{defs} parameters {{ real<lower=0> s; }} model {{ target += half_lupdf(s | 1); prior_lp(s); }}"
+    ));
+    assert!(matches!(
+        one_error(&format!(
+            "{defs} parameters {{ real<lower=0> s; }} model {{ target += half_lpdf(s, 1); }}"
+        )),
+        SemanticError::ConditionalRequired { .. }
+    ));
+    let out = run(&format!(
+        "{defs} parameters {{ real<lower=0> s; }} model {{ s ~ half(1); }} generated quantities {{ prior_lp(1); }}"
+    ));
+    assert!(
+        matches!(
+            out.errors.as_slice(),
+            [SemanticError::TargetOutsideModel { .. }]
+        ),
+        "{:#?}",
+        out.errors
+    );
+}
