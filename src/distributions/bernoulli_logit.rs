@@ -4,6 +4,8 @@
 use super::args::requirement::{BINARY, NOT_NAN};
 use super::args::{Arg, DistError, Term, binary, check_each};
 use super::registry::Family;
+use super::special::inv_logit;
+use rand::Rng;
 
 /// Checks α not NaN (args[1..]; Stan's `bernoulli_logit_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -44,4 +46,9 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from bernoulli_logit(α), returned as 0.0 or 1.0; `params` = (α), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    super::bernoulli::rng(&[inv_logit(params[0])], rng)
 }

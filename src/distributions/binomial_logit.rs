@@ -5,6 +5,8 @@ use super::args::requirement::{COUNT, FINITE};
 use super::args::{Arg, DistError, Term, check_each, count};
 use super::binomial::{check_successes, log_choose};
 use super::registry::Family;
+use super::special::inv_logit;
+use rand::Rng;
 
 /// Checks N a count and α finite (args[1..]; Stan's `binomial_logit_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -45,4 +47,10 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from binomial_logit(N, α), as an f64 holding an exact integer; `params` = (N, α),
+/// checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    super::binomial::rng(&[params[0], inv_logit(params[1])], rng)
 }

@@ -5,6 +5,8 @@ use super::args::requirement::{COUNT, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, count, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks μ, φ > 0 finite (args[1..]; Stan's `neg_binomial_2_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -53,4 +55,17 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from neg_binomial_2(μ, φ) as a gamma–Poisson mixture: λ ~ gamma(φ, rate φ/μ),
+/// n ~ poisson(λ). `params` = (μ, φ), checked. Errors: a gamma draw ≥ 2³⁰ (as Stan).
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> Result<f64, DistError> {
+    let (mu, phi) = (params[0], params[1]);
+    let lambda = rand_distr::Gamma::new(phi, mu / phi)
+        .expect("parameters were checked by check_params")
+        .sample(rng);
+    super::poisson::draw(lambda, rng).map_err(|m| DistError {
+        function: "neg_binomial_2_rng".to_string(),
+        message: format!("Random number that came from gamma distribution {m}"),
+    })
 }

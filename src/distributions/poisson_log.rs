@@ -4,6 +4,7 @@ use super::args::requirement::{COUNT, NOT_NAN};
 use super::args::{Arg, DistError, Term, check_each, count};
 use super::registry::Family;
 use super::special::lgamma;
+use rand::Rng;
 
 /// Checks α not NaN (args[1..]; Stan's `poisson_log_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -45,4 +46,12 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from poisson_log(α) = poisson(e^α); `params` = (α), checked. Errors: e^α ≥ 2³⁰.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> Result<f64, DistError> {
+    super::poisson::draw(params[0].exp(), rng).map_err(|m| DistError {
+        function: "poisson_log_rng".to_string(),
+        message: format!("Exponential of the log rate parameter {m}"),
+    })
 }
