@@ -1,7 +1,9 @@
 //! Lognormal distribution: log p(y | μ, σ) = −½ log(2π) − log σ − log y − ½((log y − μ)/σ)².
 
 use super::args::requirement::{FINITE, NONNEGATIVE, POSITIVE_FINITE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite};
+use super::args::{
+    Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite, zero_density,
+};
 use super::registry::Family;
 use super::special::{HALF_LOG_TWO_PI, std_normal_lcdf, std_normal_lcdf_deriv};
 use rand::Rng;
@@ -28,16 +30,15 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, mu, sigma) = (args[0], args[1], args[2]);
-    if (0..y.len()).any(|i| y.at(i) == 0.0) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
     let include_log_sigma = !propto || is_var[2];
     let include_log_y = !propto || is_var[0];
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let log_y = Hoisted::new(y, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
+        if y.at(i) == 0.0 {
+            return Ok(zero_density(args, is_var));
+        }
         let inv_s = 1.0 / sigma.at(i);
         let ly = log_y.at(i);
         let z = (ly - mu.at(i)) * inv_s;

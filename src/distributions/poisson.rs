@@ -1,7 +1,7 @@
 //! Poisson distribution: log p(n | λ) = n log λ − λ − log n!.
 
 use super::args::requirement::{COUNT, NONNEGATIVE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, count, nonnegative};
+use super::args::{Arg, DistError, Hoisted, Term, check_each, count, nonnegative, zero_density};
 use super::registry::Family;
 use super::special::lgamma;
 use rand::Rng;
@@ -25,17 +25,13 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, lambda) = (args[0], args[1]);
-    if (0..n).any(|i| {
-        let l = lambda.at(i);
-        l.is_infinite() || (l == 0.0 && y.at(i) > 0.0)
-    }) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
     let log_lambda = Hoisted::new(lambda, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
         let (k, l) = (y.at(i), lambda.at(i));
+        if l.is_infinite() || (l == 0.0 && k > 0.0) {
+            return Ok(zero_density(args, is_var));
+        }
         value -= l;
         if k > 0.0 {
             value += k * log_lambda.at(i);

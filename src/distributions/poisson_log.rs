@@ -1,7 +1,7 @@
 //! Poisson distribution on the log scale: log p(n | α) = n α − e^α − log n!.
 
 use super::args::requirement::{COUNT, NOT_NAN};
-use super::args::{Arg, DistError, Term, check_each, count};
+use super::args::{Arg, DistError, Term, check_each, count, zero_density};
 use super::registry::Family;
 use super::special::lgamma;
 use rand::Rng;
@@ -24,16 +24,12 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, alpha) = (args[0], args[1]);
-    if (0..n).any(|i| {
-        let a = alpha.at(i);
-        a == f64::INFINITY || (a == f64::NEG_INFINITY && y.at(i) > 0.0)
-    }) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
     let mut value = 0.0;
     for i in 0..n {
         let (k, a) = (y.at(i), alpha.at(i));
+        if a == f64::INFINITY || (a == f64::NEG_INFINITY && k > 0.0) {
+            return Ok(zero_density(args, is_var));
+        }
         let rate = a.exp();
         value -= rate;
         if k > 0.0 {

@@ -180,6 +180,15 @@ fn rows() -> Vec<Row> {
         rw.tol = 1e-9;
         r.push(rw);
     }
+    // Large precision (near the Poisson limit) and large counts, against 20-digit values from
+    // mpmath (loggamma at 40 digits).
+    for &(k, mu, phi, expected) in &[
+        (3.0, 2.5, 1e8, -1.542_887_287_355_589_6),
+        (40.0, 31.0, 1e6, -3.961_131_036_331_842_5),
+        (200.0, 150.0, 3.5, -5.779_749_951_350_912_7),
+    ] {
+        r.push(row(Family::NegBinomial2, &[k, mu, phi], expected));
+    }
     r
 }
 

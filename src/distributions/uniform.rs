@@ -1,7 +1,7 @@
 //! Uniform distribution on [α, β]: log p(y | α, β) = −log(β − α) inside, −∞ outside.
 
 use super::args::requirement::{FINITE, NOT_NAN};
-use super::args::{Arg, DistError, Term, check_each};
+use super::args::{Arg, DistError, Term, check_each, zero_density};
 use super::registry::Family;
 use rand::Rng;
 use rand_distr::Distribution;
@@ -43,21 +43,21 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, lo, hi) = (args[0], args[1], args[2]);
-    if (0..n).any(|i| y.at(i) < lo.at(i) || y.at(i) > hi.at(i)) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
-    if propto && !is_var[1] && !is_var[2] {
-        return Ok(term);
-    }
+    let keep_width = !propto || is_var[1] || is_var[2];
     let scalar_width = !lo.is_vector() && !hi.is_vector();
     let log_width0 = (hi.at(0) - lo.at(0)).ln();
     let mut value = 0.0;
     for i in 0..n {
-        let width = hi.at(i) - lo.at(i);
-        value -= if scalar_width { log_width0 } else { width.ln() };
-        term.add_partial(1, i, 1.0 / width);
-        term.add_partial(2, i, -1.0 / width);
+        let (yi, l, h) = (y.at(i), lo.at(i), hi.at(i));
+        if yi < l || yi > h {
+            return Ok(zero_density(args, is_var));
+        }
+        if keep_width {
+            let width = h - l;
+            value -= if scalar_width { log_width0 } else { width.ln() };
+            term.add_partial(1, i, 1.0 / width);
+            term.add_partial(2, i, -1.0 / width);
+        }
     }
     term.value = value;
     Ok(term)
