@@ -2,7 +2,10 @@
 
 use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
+use super::cdf::location_scale;
 use super::registry::Family;
+use rand::Rng;
+use rand_distr::Distribution;
 
 const LOG_PI: f64 = 1.144_729_885_849_400_2;
 
@@ -47,4 +50,29 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// Standard Cauchy log CDF and its derivative: F(z) = ½ + atan(z)/π, computed as atan(−1/z)/π
+/// for z < 0 so that the lower tail keeps its relative accuracy; F′(z) = 1/(π(1 + z²)).
+fn std_lcdf(z: f64) -> (f64, f64) {
+    let f = if z < 0.0 {
+        (-1.0 / z).atan() * std::f64::consts::FRAC_1_PI
+    } else {
+        0.5 + z.atan() * std::f64::consts::FRAC_1_PI
+    };
+    (f.ln(), std::f64::consts::FRAC_1_PI / ((1.0 + z * z) * f))
+}
+
+/// Cauchy log CDF (or log CCDF) summed over `n` elements; args = (y, μ, σ). Errors: as [`lpdf`].
+pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result<Term, DistError> {
+    check_each(Family::Cauchy.sig(), args, 0, NOT_NAN, |x| !x.is_nan())?;
+    check_params(args)?;
+    Ok(location_scale(args, is_var, complement, n, std_lcdf))
+}
+
+/// One draw from cauchy(μ, σ); `params` = (μ, σ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    rand_distr::Cauchy::new(params[0], params[1])
+        .expect("parameters were checked by check_params")
+        .sample(rng)
 }

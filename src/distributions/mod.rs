@@ -9,18 +9,32 @@
 pub mod args;
 pub mod bernoulli;
 pub mod bernoulli_logit;
+pub mod beta;
+pub mod binomial;
+pub mod binomial_logit;
 pub mod cauchy;
+pub mod cdf;
+pub mod double_exponential;
 pub mod exponential;
 pub mod gamma;
+pub mod inv_gamma;
+pub mod logistic;
+pub mod lognormal;
+pub mod neg_binomial_2;
 pub mod normal;
+pub mod poisson;
+pub mod poisson_log;
 pub mod registry;
 pub mod special;
 pub mod student_t;
+pub mod uniform;
+pub mod weibull;
 
 #[cfg(test)]
 mod tests;
 
 pub use args::{Arg, DistError, Term};
+pub use cdf::{has_log_cdf, log_cdf};
 pub use registry::{Family, FamilySig, Support, lookup};
 
 /// The log density (or log mass) of `family`, summed over the broadcast elements.
@@ -54,7 +68,96 @@ pub fn log_density(
         Family::Gamma => gamma::lpdf(args, is_var, propto, n),
         Family::Bernoulli => bernoulli::lpmf(args, is_var, propto, n),
         Family::BernoulliLogit => bernoulli_logit::lpmf(args, is_var, propto, n),
+        Family::DoubleExponential => double_exponential::lpdf(args, is_var, propto, n),
+        Family::Logistic => logistic::lpdf(args, is_var, propto, n),
+        Family::Lognormal => lognormal::lpdf(args, is_var, propto, n),
+        Family::InvGamma => inv_gamma::lpdf(args, is_var, propto, n),
+        Family::Beta => beta::lpdf(args, is_var, propto, n),
+        Family::Uniform => uniform::lpdf(args, is_var, propto, n),
+        Family::Weibull => weibull::lpdf(args, is_var, propto, n),
+        Family::Binomial => binomial::lpmf(args, is_var, propto, n),
+        Family::BinomialLogit => binomial_logit::lpmf(args, is_var, propto, n),
+        Family::Poisson => poisson::lpmf(args, is_var, propto, n),
+        Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
+        Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
     }
+}
+
+/// One random draw from `family` given scalar parameters (in [`FamilySig::params`] order), for
+/// the `_rng` functions of generated quantities. Integer-valued families return an f64 holding an
+/// exact integer.
+///
+/// Errors: parameters outside their support, reported under `<name>_rng` with the density's
+/// wording (e.g. "normal_rng: Scale parameter is 0, but must be positive finite"); a Poisson
+/// rate ≥ 2³⁰; the wrong number of parameters.
+pub fn rng<R: rand::Rng + ?Sized>(
+    family: Family,
+    params: &[f64],
+    rng: &mut R,
+) -> Result<f64, DistError> {
+    let sig = family.sig();
+    let function = format!("{}_rng", sig.name);
+    if params.len() != sig.params.len() {
+        return Err(DistError {
+            function,
+            message: format!(
+                "expects {} parameters, got {}",
+                sig.params.len(),
+                params.len()
+            ),
+        });
+    }
+    let args: Vec<Arg> = std::iter::once(0.0)
+        .chain(params.iter().copied())
+        .map(Arg::Scalar)
+        .collect();
+    let checked = match family {
+        Family::Normal => normal::check_params(&args),
+        Family::StudentT => student_t::check_params(&args),
+        Family::Cauchy => cauchy::check_params(&args),
+        Family::Exponential => exponential::check_params(&args),
+        Family::Gamma => gamma::check_params(&args),
+        Family::Bernoulli => bernoulli::check_params(&args),
+        Family::BernoulliLogit => bernoulli_logit::check_params(&args),
+        Family::DoubleExponential => double_exponential::check_params(&args),
+        Family::Logistic => logistic::check_params(&args),
+        Family::Lognormal => lognormal::check_params(&args),
+        Family::InvGamma => inv_gamma::check_params(&args),
+        Family::Beta => beta::check_params(&args),
+        Family::Uniform => uniform::check_params(&args),
+        Family::Weibull => weibull::check_params(&args),
+        Family::Binomial => binomial::check_params(&args),
+        Family::BinomialLogit => binomial_logit::check_params(&args),
+        Family::Poisson => poisson::check_params(&args),
+        Family::PoissonLog => poisson_log::check_params(&args),
+        Family::NegBinomial2 => neg_binomial_2::check_params(&args),
+    };
+    checked.map_err(|e| DistError {
+        function,
+        message: e.message,
+    })?;
+    let p = params;
+    Ok(match family {
+        Family::Normal => normal::rng(p, rng),
+        Family::StudentT => student_t::rng(p, rng),
+        Family::Cauchy => cauchy::rng(p, rng),
+        Family::Exponential => exponential::rng(p, rng),
+        Family::Gamma => gamma::rng(p, rng),
+        Family::Bernoulli => bernoulli::rng(p, rng),
+        Family::BernoulliLogit => bernoulli_logit::rng(p, rng),
+        Family::DoubleExponential => double_exponential::rng(p, rng),
+        Family::Logistic => logistic::rng(p, rng),
+        Family::Lognormal => lognormal::rng(p, rng),
+        Family::InvGamma => inv_gamma::rng(p, rng),
+        Family::Beta => beta::rng(p, rng),
+        Family::Uniform => uniform::rng(p, rng),
+        Family::Weibull => weibull::rng(p, rng),
+        Family::Binomial => binomial::rng(p, rng),
+        Family::BinomialLogit => binomial_logit::rng(p, rng),
+        Family::Poisson => poisson::rng(p, rng)?,
+        Family::PoissonLog => poisson_log::rng(p, rng)?,
+        Family::NegBinomial2 => neg_binomial_2::rng(p, rng)?,
+    })
 }
 
 /// Integer arguments have no derivative: reject `is_var` on them.

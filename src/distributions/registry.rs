@@ -60,6 +60,18 @@ pub enum Family {
     Gamma,
     Bernoulli,
     BernoulliLogit,
+    DoubleExponential,
+    Logistic,
+    Lognormal,
+    InvGamma,
+    Beta,
+    Uniform,
+    Weibull,
+    Binomial,
+    BinomialLogit,
+    Poisson,
+    PoissonLog,
+    NegBinomial2,
 }
 
 const fn p(name: &'static str, support: Support) -> ParamSig {
@@ -141,6 +153,93 @@ pub static FAMILIES: &[FamilySig] = &[
         Support::Binary,
         &[p("Logit transformed probability parameter", Support::Real)],
         Family::BernoulliLogit,
+    ),
+    continuous(
+        "double_exponential",
+        Support::Real,
+        &[LOCATION, SCALE],
+        Family::DoubleExponential,
+    ),
+    continuous(
+        "logistic",
+        Support::Real,
+        &[LOCATION, SCALE],
+        Family::Logistic,
+    ),
+    continuous(
+        "lognormal",
+        Support::Positive,
+        &[LOCATION, SCALE],
+        Family::Lognormal,
+    ),
+    continuous(
+        "inv_gamma",
+        Support::Positive,
+        &[p("Shape parameter", Support::Positive), SCALE],
+        Family::InvGamma,
+    ),
+    continuous(
+        "beta",
+        Support::UnitInterval,
+        &[
+            p("First shape parameter", Support::Positive),
+            p("Second shape parameter", Support::Positive),
+        ],
+        Family::Beta,
+    ),
+    continuous(
+        "uniform",
+        Support::Real,
+        &[
+            p("Lower bound parameter", Support::Real),
+            p("Upper bound parameter", Support::Real),
+        ],
+        Family::Uniform,
+    ),
+    continuous(
+        "weibull",
+        Support::NonNegative,
+        &[p("Shape parameter", Support::Positive), SCALE],
+        Family::Weibull,
+    ),
+    discrete(
+        "binomial",
+        Support::Count,
+        &[
+            p("Population size parameter", Support::Count),
+            p("Probability parameter", Support::UnitInterval),
+        ],
+        Family::Binomial,
+    ),
+    discrete(
+        "binomial_logit",
+        Support::Count,
+        &[
+            p("Population size parameter", Support::Count),
+            p("Probability parameter", Support::Real),
+        ],
+        Family::BinomialLogit,
+    ),
+    discrete(
+        "poisson",
+        Support::Count,
+        &[p("Rate parameter", Support::NonNegative)],
+        Family::Poisson,
+    ),
+    discrete(
+        "poisson_log",
+        Support::Count,
+        &[p("Log rate parameter", Support::Real)],
+        Family::PoissonLog,
+    ),
+    discrete(
+        "neg_binomial_2",
+        Support::Count,
+        &[
+            p("Location parameter", Support::Positive),
+            p("Precision parameter", Support::Positive),
+        ],
+        Family::NegBinomial2,
     ),
 ];
 

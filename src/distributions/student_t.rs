@@ -5,6 +5,8 @@ use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
+use rand::Rng;
+use rand_distr::Distribution;
 
 const HALF_LOG_PI: f64 = 0.572_364_942_924_700_1;
 
@@ -74,4 +76,12 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from student_t(ν, μ, σ) as μ + σ·T with T ~ t_ν; `params` = (ν, μ, σ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    let t = rand_distr::StudentT::new(params[0])
+        .expect("parameters were checked by check_params")
+        .sample(rng);
+    params[1] + params[2] * t
 }
