@@ -1164,7 +1164,15 @@ impl<'p> Checker<'p> {
                 bounds_text(info.lower.as_ref(), info.upper.as_ref())
             )
         };
+        let a_text = pretty::expr(a);
+        let b_text = pretty::expr(b);
+        let suggested_decl = if info.ty == Type::REAL {
+            format!("real<lower={a_text}, upper={b_text}> {name}")
+        } else {
+            format!("{name}` with `<lower={a_text}, upper={b_text}>")
+        };
         self.warnings.push(Warning::UniformBoundsMismatch {
+            suggested_decl,
             name: name.clone(),
             a: pretty::expr(a),
             b: pretty::expr(b),

@@ -487,6 +487,26 @@ fn tilde_checks_family_arity_and_argument_types() {
 }
 
 #[test]
+fn poisson_on_a_vector_suggests_an_int_array() {
+    match one_error(
+        "data { int N; vector[N] y; } parameters { real<lower=0> l; } model { l ~ gamma(2, 1); y ~ poisson(l); }",
+    ) {
+        SemanticError::DiscreteFamilyOnReal {
+            values,
+            suggested_decl,
+            ..
+        } => {
+            assert_eq!(values, "integer counts");
+            assert_eq!(suggested_decl.as_deref(), Some("array[N] int y"));
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_clean(
+        "data { int N; array[N] int y; } parameters { real<lower=0> l; } model { l ~ gamma(2, 1); y ~ poisson(l); }",
+    );
+}
+
+#[test]
 fn discrete_families_need_int_variates() {
     match one_error(
         "data { int N; vector[N] y; } parameters { real a; } model { a ~ normal(0, 1); y ~ bernoulli_logit(a); }",
@@ -631,20 +651,20 @@ fn nonlinear_left_side_needs_jacobian() {
 
 #[test]
 fn uniform_bounds_compare_with_the_declaration() {
-    if crate::distributions::registry::lookup("uniform").is_none() {
-        // The `uniform` row arrives with the distributions branch; until then it is unknown.
-        assert!(matches!(
-            one_error("parameters { real<lower=0> s; } model { s ~ uniform(0, 10); }"),
-            SemanticError::UnknownDistribution { .. }
-        ));
-        return;
-    }
     let w = run("parameters { real<lower=0> s; } model { s ~ uniform(0, 10); }").warnings;
     assert!(
         matches!(w.as_slice(), [Warning::UniformBoundsMismatch { name, .. }] if name == "s"),
         "{w:?}"
     );
     assert_clean("parameters { real<lower=0, upper=10> s; } model { s ~ uniform(0, 10.0); }");
+    assert_clean(
+        "data { real a; } parameters { real<lower=a, upper=a + 1> s; } model { s ~ uniform(a, a + 1); }",
+    );
+    let w = run("parameters { real s; } model { s ~ uniform(-1, 1); }").warnings;
+    assert!(
+        matches!(w.as_slice(), [Warning::UniformBoundsMismatch { declared, .. }] if declared == "without bounds"),
+        "{w:?}"
+    );
 }
 
 // ----- robustness ----------------------------------------------------------------------------

@@ -29,6 +29,8 @@ pub enum Warning {
         b: String,
         /// "with `<lower=0>`" or "without bounds".
         declared: String,
+        /// The declaration to write, e.g. "real<lower=0, upper=10> sigma".
+        suggested_decl: String,
         span: Span,
         decl_span: Span,
     },
@@ -78,8 +80,7 @@ impl ToDiagnostic for Warning {
             ),
             Warning::UniformBoundsMismatch {
                 name,
-                a,
-                b,
+                suggested_decl,
                 span,
                 decl_span,
                 ..
@@ -90,8 +91,7 @@ impl ToDiagnostic for Warning {
                         .with_message(format!("`{name}` declared here")),
                 ],
                 vec![format!(
-                    "help: declare `real<lower={a}, upper={b}> {name}` so that the sampler stays \
-                     inside the support"
+                    "help: declare `{suggested_decl}` so that the sampler stays inside the support"
                 )],
             ),
             Warning::IntegerDivision {
