@@ -476,6 +476,9 @@ impl<'p> Checker<'p> {
                 span: d.ty.span,
             });
         }
+        // Bounds of data may use only data, and bounds of parameters only data and earlier
+        // parameters: both hold by scoping, since blocks are checked in order and a name is
+        // visible only after its declaration.
         let c = &d.ty.constraint;
         for e in [&c.lower, &c.upper, &c.offset, &c.multiplier]
             .into_iter()
@@ -506,19 +509,6 @@ impl<'p> Checker<'p> {
                         )),
                     });
                 }
-            }
-            if top && matches!(origin, Origin::Data | Origin::TransformedData) {
-                let block_var = origin.describe().to_string();
-                self.require_data(e, |var, kind, span, decl_span| {
-                    SemanticError::NonDataBound {
-                        name: name.clone(),
-                        block_var: block_var.clone(),
-                        var,
-                        kind,
-                        span,
-                        decl_span,
-                    }
-                });
             }
         }
 
@@ -885,10 +875,17 @@ impl<'p> Checker<'p> {
                 Origin::TransformedParameter => format!("`{name}` can only be assigned in the `transformed parameters` block"),
                 Origin::GeneratedQuantity | Origin::Local => format!("`{name}` can only be assigned in the `generated quantities` block"),
             };
+            // Without indexes the name's own span is exact (the l-value's may run on over the
+            // whitespace before `=`).
+            let span = if lhs.indices.is_empty() {
+                lhs.name.span
+            } else {
+                lhs.span
+            };
             self.err(SemanticError::ReadOnlyAssignment {
                 name: name.clone(),
                 kind: info.origin.describe().into(),
-                span: lhs.span,
+                span,
                 decl_span: info.decl_span,
                 help,
             });
@@ -1909,7 +1906,11 @@ fn pretty_lvalue(lv: &LValue) -> String {
 /// A `help:` note for the common case of a real value where an int is needed.
 fn promotion_help(expected: Type, found: Type) -> Option<String> {
     if expected.base == Base::Int && found.base == Base::Real && expected.dims == found.dims {
-        Some("a `real` is never converted to `int` implicitly; declare the target `real`".into())
+        Some(
+            "a `real` is never converted to `int` implicitly; round explicitly or use `real` \
+             for the destination"
+                .into(),
+        )
     } else {
         None
     }

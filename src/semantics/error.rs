@@ -113,16 +113,6 @@ pub enum SemanticError {
         span: Span,
         decl_span: Span,
     },
-    #[error("the bound of {block_var} `{name}` depends on {kind} `{var}`")]
-    NonDataBound {
-        name: String,
-        /// "data variable", "parameter", …
-        block_var: String,
-        var: String,
-        kind: String,
-        span: Span,
-        decl_span: Span,
-    },
     #[error("`{name}` is declared `{declared}` but `{family}` needs {values}")]
     DiscreteFamilyOnReal {
         name: String,
@@ -221,7 +211,6 @@ impl SemanticError {
             | RngNotAllowed { span, .. }
             | ConstraintOnLocal { span, .. }
             | NonDataSize { span, .. }
-            | NonDataBound { span, .. }
             | DiscreteFamilyOnReal { span, .. }
             | SupportContradiction { span, .. }
             | NonIntIndex { span, .. }
@@ -392,26 +381,6 @@ impl ToDiagnostic for SemanticError {
                      `data` and `transformed data` blocks"
                         .into(),
                 );
-            }
-            NonDataBound {
-                span,
-                decl_span,
-                var,
-                kind,
-                block_var,
-                ..
-            } => {
-                labels.push(primary(*span, format!("`{var}` used in a bound")));
-                labels.push(secondary(
-                    *decl_span,
-                    format!("`{var}` declared as a {kind} here"),
-                ));
-                notes.push(if block_var == "parameter" {
-                    "help: bounds of parameters may use data and earlier parameters only".into()
-                } else {
-                    "help: bounds of data may use only `data` and `transformed data` variables"
-                        .into()
-                });
             }
             DiscreteFamilyOnReal {
                 span,
