@@ -11,6 +11,7 @@ use super::types::{Base, Type};
 /// error messages.
 #[derive(Clone, Copy, Debug)]
 pub struct Builtin {
+    /// The name as called.
     pub name: &'static str,
     /// Fewest arguments accepted.
     pub min_args: usize,

@@ -981,7 +981,7 @@ impl<'p> Checker<'p> {
         if args.len() != sig.params.len() {
             self.err(SemanticError::WrongArity {
                 function: sig.name.into(),
-                span: dist.span.to(span_of_args(args).unwrap_or(dist.span)),
+                span: dist.span,
                 expected: format!(
                     "{} after `~` ({})",
                     plural(sig.params.len(), "argument"),
@@ -1865,12 +1865,6 @@ fn param_names(sig: &FamilySig) -> String {
         .map(|p| p.name)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn span_of_args(args: &[Expr]) -> Option<Span> {
-    let first = args.first()?.span;
-    let last = args.last()?.span;
-    Some(first.to(last))
 }
 
 /// `<lower=0, upper=1>` as written.

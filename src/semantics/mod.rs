@@ -3,6 +3,7 @@
 //! functions and distributions are checked; errors and warnings carry spans and did-you-mean
 //! suggestions and render through [`crate::syntax::report`].
 
+#![warn(missing_docs)]
 pub mod builtins;
 mod check;
 pub mod error;
@@ -22,7 +23,9 @@ use crate::syntax::ast;
 /// warnings, in source order of discovery.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CheckOutput {
+    /// Every error found, in the order the checker met them (empty for a valid program).
     pub errors: Vec<SemanticError>,
+    /// Warnings: those found during the pass, then one "no prior" per parameter.
     pub warnings: Vec<Warning>,
 }
 

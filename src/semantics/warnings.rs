@@ -13,35 +13,49 @@ pub enum Warning {
     /// A parameter that is never on the left of `~` nor inside a `target +=` (stanc3 pedantic:
     /// "parameter has no priors").
     #[error("parameter `{name}` has no prior; it gets an improper flat prior")]
-    NoPrior { name: String, span: Span },
+    NoPrior {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
     /// The left side of `~` is a non-linear function of parameters: the density is then over the
     /// transformed value, and the log absolute Jacobian determinant must be added by hand.
     #[error(
         "the left side of `~` is a non-linear transform of a parameter; it needs a Jacobian adjustment"
     )]
-    NonLinearLhs { span: Span },
+    NonLinearLhs {
+        /// Primary label: where the problem is.
+        span: Span,
+    },
     /// A parameter given `uniform(a, b)` whose declared bounds are not `<lower=a, upper=b>`.
     #[error("parameter `{name}` has a `uniform({a}, {b})` prior but is declared {declared}")]
     UniformBoundsMismatch {
+        /// The name involved, as written in the source.
         name: String,
         /// The distribution's bounds as written.
         a: String,
+        /// Upper bound of the `uniform` as written.
         b: String,
         /// "with `<lower=0>`" or "without bounds".
         declared: String,
         /// The declaration to write, e.g. "real<lower=0, upper=10> sigma".
         suggested_decl: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
         decl_span: Span,
     },
     /// `int / int`, which rounds towards zero.
     #[error("integer division `{expr}` rounds towards zero")]
     IntegerDivision {
+        /// The division as written.
         expr: String,
         /// `a * 1.0 / b`.
         real_form: String,
         /// `a %/% b`.
         int_form: String,
+        /// Primary label: where the problem is.
         span: Span,
     },
 }
