@@ -279,6 +279,25 @@ impl<'p> Checker<'p> {
     }
 
     pub(super) fn run(mut self) -> CheckOutput {
+        self.check_program();
+        CheckOutput {
+            errors: self.errors,
+            warnings: self.warnings,
+        }
+    }
+
+    /// Checks the program, then `expr` in the scope of the end of `generated quantities`
+    /// (every block-level variable visible, `_rng` allowed, `target` not). Returns the
+    /// expression's type (`None` after an error) and the errors found in the expression only.
+    pub(super) fn run_expression(mut self, expr: &Expr) -> (Option<Type>, Vec<SemanticError>) {
+        self.check_program();
+        let before = self.errors.len();
+        self.block = Block::GeneratedQuantities;
+        let t = self.expr(expr);
+        (t, self.errors.split_off(before))
+    }
+
+    fn check_program(&mut self) {
         let p = self.program;
         self.collect_declarations();
         self.register_functions();
@@ -321,10 +340,6 @@ impl<'p> Checker<'p> {
             })
             .collect();
         self.warnings.extend(no_prior);
-        CheckOutput {
-            errors: self.errors,
-            warnings: self.warnings,
-        }
     }
 
     fn err(&mut self, e: SemanticError) {

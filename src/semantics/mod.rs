@@ -46,5 +46,19 @@ pub fn check(program: &ast::Program) -> CheckOutput {
     check::Checker::new(program).run()
 }
 
+/// The type of `expr` evaluated after `program` (the REPL's expression form): every block-level
+/// variable of `program` is in scope, `_rng` calls are allowed and `target` is not, as in
+/// `generated quantities`. Returns the type, or the errors found in `expr` (errors in `program`
+/// itself are not repeated here; get them from [`check`]). Never panics.
+pub fn expression_type(
+    program: &ast::Program,
+    expr: &ast::Expr,
+) -> Result<Type, Vec<SemanticError>> {
+    match check::Checker::new(program).run_expression(expr) {
+        (Some(t), errors) if errors.is_empty() => Ok(t),
+        (_, errors) => Err(errors),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -832,3 +832,24 @@ fn mutated_programs_never_panic() {
         "too few mutants parsed ({parsed}) to exercise the checker"
     );
 }
+
+#[test]
+fn expressions_are_typed_in_the_scope_of_a_program() {
+    use crate::syntax::parser::parse_expression;
+    let program = parse_program(
+        "data { int N; vector[N] x; } parameters { real mu; } model { real local = 1; mu ~ normal(0, 1); }",
+        0,
+    )
+    .expect("parses");
+    let typed = |src: &str| expression_type(&program, &parse_expression(src, 1).expect("parses"));
+    assert_eq!(typed("x * mu"), Ok(Type::VECTOR));
+    assert_eq!(typed("x' * x"), Ok(Type::REAL));
+    assert_eq!(typed("normal_rng(mu, 1)"), Ok(Type::REAL));
+    match typed("local + 1") {
+        Err(errs) => assert!(
+            matches!(errs.as_slice(), [SemanticError::UndeclaredVariable { .. }]),
+            "model locals are out of scope: {errs:?}"
+        ),
+        Ok(t) => panic!("typed as {t}"),
+    }
+}
