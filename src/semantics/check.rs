@@ -432,6 +432,7 @@ impl<'p> Checker<'p> {
                     lower: None,
                     upper: None,
                     sizes: Vec::new(),
+                    structured: false,
                 },
             );
         }
@@ -580,6 +581,7 @@ impl<'p> Checker<'p> {
                 lower: c.lower.clone(),
                 upper: c.upper.clone(),
                 sizes,
+                structured: is_structured(&d.ty.base),
             },
         );
     }
@@ -782,6 +784,7 @@ impl<'p> Checker<'p> {
                     lower: None,
                     upper: None,
                     sizes: Vec::new(),
+                    structured: false,
                 },
             );
         }
@@ -1023,6 +1026,10 @@ impl<'p> Checker<'p> {
         if sig.discrete || is_discrete_support(sig.variate) {
             if !t.is_ints() {
                 let (name, declared, decl_span, suggested_decl) = match &info {
+                    // Parameters cannot be integers; the fix there is another family.
+                    Some((n, i)) if !i.origin.is_data() => {
+                        (n.to_string(), i.ty.to_string(), Some(i.decl_span), None)
+                    }
                     Some((n, i)) => {
                         let decl = if i.sizes.is_empty() {
                             format!("int {n}")
@@ -1059,14 +1066,14 @@ impl<'p> Checker<'p> {
             });
             return;
         }
-        if let Some((name, i)) = info
+        if let Some((name, i)) = &info
             && matches!(i.origin, Origin::Data | Origin::TransformedData)
         {
             let lo = i.lower.as_ref().and_then(pretty::constant_value);
             let hi = i.upper.as_ref().and_then(pretty::constant_value);
             if (lo.is_some() || hi.is_some()) && contradicts(sig.variate, lo, hi) {
                 self.err(SemanticError::SupportContradiction {
-                    name: name.into(),
+                    name: name.to_string(),
                     family: sig.name.into(),
                     bound: bounds_text(i.lower.as_ref(), i.upper.as_ref()),
                     support: support_words(sig.variate).into(),
@@ -1074,7 +1081,41 @@ impl<'p> Checker<'p> {
                     decl_span: i.decl_span,
                 });
             }
+        } else if let Some((name, i)) = &info
+            && i.origin == Origin::Parameter
+            && !i.structured
+        {
+            self.check_parameter_support(sig, name, i, lhs.span);
         }
+    }
+
+    /// Warns when a parameter's declared bounds let it leave the support of its family (stanc3
+    /// pedantic: "a parameter with a positive-support distribution has no lower bound"). Bounds
+    /// that are not constants are given the benefit of the doubt.
+    fn check_parameter_support(&mut self, sig: &FamilySig, name: &str, i: &VarInfo, span: Span) {
+        let lower_ok = |lo: Option<&Expr>| match lo {
+            None => false,
+            Some(e) => pretty::constant_value(e).is_none_or(|v| v >= 0.0),
+        };
+        let upper_ok = |hi: Option<&Expr>| match hi {
+            None => false,
+            Some(e) => pretty::constant_value(e).is_none_or(|v| v <= 1.0),
+        };
+        let needed = match sig.variate {
+            Support::Positive | Support::NonNegative if !lower_ok(i.lower.as_ref()) => "<lower=0>",
+            Support::UnitInterval if !lower_ok(i.lower.as_ref()) || !upper_ok(i.upper.as_ref()) => {
+                "<lower=0, upper=1>"
+            }
+            _ => return,
+        };
+        self.warnings.push(Warning::ParameterOutsideSupport {
+            name: name.into(),
+            family: sig.name.into(),
+            support: support_words(sig.variate).into(),
+            needed: needed.into(),
+            span,
+            decl_span: i.decl_span,
+        });
     }
 
     /// Types of a family's parameters: `ints` for discrete supports, `reals` otherwise.

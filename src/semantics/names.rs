@@ -76,6 +76,8 @@ pub struct VarInfo {
     /// The declaration's size expressions as source text, outermost first (`array[J] vector[K]`
     /// gives `["J", "K"]`), for `help:` notes that show a corrected declaration.
     pub sizes: Vec<String>,
+    /// Declared with a constrained type (`simplex`, `ordered`, `cov_matrix`, …).
+    pub structured: bool,
 }
 
 /// A stack of lexical scopes. The language forbids shadowing, so a lookup finds at most one
@@ -221,6 +223,7 @@ mod tests {
             lower: None,
             upper: None,
             sizes: vec![],
+            structured: false,
         };
         s.declare("x", info.clone());
         s.push();

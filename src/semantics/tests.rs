@@ -853,3 +853,31 @@ fn expressions_are_typed_in_the_scope_of_a_program() {
         Ok(t) => panic!("typed as {t}"),
     }
 }
+
+#[test]
+fn parameters_need_bounds_matching_restricted_supports() {
+    let w = run("parameters { real sigma; } model { sigma ~ exponential(1); }").warnings;
+    match w.as_slice() {
+        [Warning::ParameterOutsideSupport { name, needed, .. }] => {
+            assert_eq!((name.as_str(), needed.as_str()), ("sigma", "<lower=0>"))
+        }
+        w => panic!("{w:?}"),
+    }
+    let w = run("parameters { real<lower=0> p; } model { p ~ beta(2, 2); }").warnings;
+    match w.as_slice() {
+        [Warning::ParameterOutsideSupport { needed, .. }] => {
+            assert_eq!(needed, "<lower=0, upper=1>")
+        }
+        w => panic!("{w:?}"),
+    }
+    let w = run("parameters { real<lower=-1> s; } model { s ~ gamma(2, 2); }").warnings;
+    assert!(
+        matches!(w.as_slice(), [Warning::ParameterOutsideSupport { .. }]),
+        "{w:?}"
+    );
+    assert_clean("parameters { real<lower=0> s; } model { s ~ gamma(2, 2); }");
+    assert_clean("parameters { real<lower=0, upper=1> p; } model { p ~ beta(2, 2); }");
+    assert_clean("parameters { vector<lower=0>[3] s; } model { s ~ exponential(1); }");
+    assert_clean("parameters { positive_ordered[3] s; } model { s ~ exponential(1); }");
+    assert_clean("data { real a; } parameters { real<lower=a> s; } model { s ~ exponential(1); }");
+}

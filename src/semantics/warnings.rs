@@ -46,6 +46,23 @@ pub enum Warning {
         /// Where the variable was declared (secondary label).
         decl_span: Span,
     },
+    /// A parameter under a family whose support its declared bounds do not enforce, e.g. an
+    /// unbounded `sigma ~ exponential(1)`: the sampler would propose values of zero density.
+    #[error("parameter `{name}` may leave the support of `{family}`, which needs {support}")]
+    ParameterOutsideSupport {
+        /// The parameter.
+        name: String,
+        /// The family on the right of `~`.
+        family: String,
+        /// The support, in words.
+        support: String,
+        /// The bounds to declare, e.g. `<lower=0>`.
+        needed: String,
+        /// Primary label: the left side of `~`.
+        span: Span,
+        /// The parameter's declaration.
+        decl_span: Span,
+    },
     /// `int / int`, which rounds towards zero.
     #[error("integer division `{expr}` rounds towards zero")]
     IntegerDivision {
@@ -67,6 +84,7 @@ impl Warning {
             Warning::NoPrior { span, .. }
             | Warning::NonLinearLhs { span }
             | Warning::UniformBoundsMismatch { span, .. }
+            | Warning::ParameterOutsideSupport { span, .. }
             | Warning::IntegerDivision { span, .. } => *span,
         }
     }
@@ -107,6 +125,20 @@ impl ToDiagnostic for Warning {
                 vec![format!(
                     "help: declare `{suggested_decl}` so that the sampler stays inside the support"
                 )],
+            ),
+            Warning::ParameterOutsideSupport {
+                name,
+                needed,
+                span,
+                decl_span,
+                ..
+            } => (
+                vec![
+                    prim(*span, "distribution with a restricted support"),
+                    Label::secondary(decl_span.file, decl_span.range())
+                        .with_message(format!("`{name}` declared here")),
+                ],
+                vec![format!("help: declare `{name}` with `{needed}`")],
             ),
             Warning::IntegerDivision {
                 real_form,
