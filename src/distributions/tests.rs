@@ -969,3 +969,29 @@ fn rng_checks_parameters() {
     assert_eq!(err.to_string(), "gamma_rng: expects 2 parameters, got 1");
     assert_eq!(super::rng(Family::Poisson, &[0.0], &mut rng).unwrap(), 0.0);
 }
+
+/// Timing of one gradient evaluation over N = 1000 rows (vector variate, scalar parameters, all
+/// continuous arguments var). Run with
+/// `cargo test --release --lib distributions::tests::timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing report, not a check"]
+fn timing_per_call_over_1000_rows() {
+    for (family, group) in by_family() {
+        let base = &group[0].args;
+        let y: Vec<f64> = (0..1000).map(|_| base[0]).collect();
+        let mut args: Vec<Arg> = base.iter().map(|&x| Arg::Scalar(x)).collect();
+        args[0] = Arg::Vector(&y);
+        let mask = var_mask(family);
+        let reps = 2000;
+        let start = std::time::Instant::now();
+        let mut sink = 0.0;
+        for _ in 0..reps {
+            sink += log_density(family, &args, &mask, true).unwrap().value;
+        }
+        let per = start.elapsed().as_secs_f64() / reps as f64;
+        println!(
+            "{family:?}: {:.1} µs per call (N = 1000) [{sink:.1}]",
+            per * 1e6
+        );
+    }
+}
