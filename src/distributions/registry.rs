@@ -257,8 +257,10 @@ impl Family {
 /// `foo_lccdf` or `foo_rng`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FunctionKind {
-    /// `_lpdf` for a continuous family, `_lpmf` for a discrete one.
+    /// `_lpdf` for a continuous family, `_lpmf` for a discrete one (normalised: `propto = false`).
     LogDensity,
+    /// `_lupdf` / `_lupmf`: the density without constant terms (`propto = true`, as `~`).
+    UnnormalisedLogDensity,
     /// `_lcdf`: log P(Y ≤ y).
     LogCdf,
     /// `_lccdf`: log P(Y > y).
@@ -267,7 +269,7 @@ pub enum FunctionKind {
     Rng,
 }
 
-/// Resolves a function name such as `normal_lpdf`, `poisson_lpmf`, `exponential_lccdf` or
+/// Resolves a function name such as `normal_lpdf`, `normal_lupdf`, `poisson_lpmf`, `exponential_lccdf` or
 /// `gamma_rng` to its family and kind. `None` for unknown names, for `_lpdf` on a discrete
 /// family or `_lpmf` on a continuous one (Stan rejects both), and for `_lcdf`/`_lccdf` on a
 /// family without a log CDF (see [`super::cdf::has_log_cdf`]).
@@ -277,6 +279,8 @@ pub fn lookup_function(name: &str) -> Option<(&'static FamilySig, FunctionKind)>
     let kind = match suffix {
         "lpdf" if !sig.discrete => FunctionKind::LogDensity,
         "lpmf" if sig.discrete => FunctionKind::LogDensity,
+        "lupdf" if !sig.discrete => FunctionKind::UnnormalisedLogDensity,
+        "lupmf" if sig.discrete => FunctionKind::UnnormalisedLogDensity,
         "lcdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::LogCdf,
         "lccdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::LogCcdf,
         "rng" => FunctionKind::Rng,
@@ -326,7 +330,12 @@ mod tests {
             kind("exponential_lccdf"),
             Some((Family::Exponential, FunctionKind::LogCcdf))
         );
+        assert_eq!(
+            kind("poisson_lupmf"),
+            Some((Family::Poisson, FunctionKind::UnnormalisedLogDensity))
+        );
         assert_eq!(kind("poisson_lpdf"), None);
+        assert_eq!(kind("beta_lupmf"), None);
         assert_eq!(kind("normal_lpmf"), None);
         assert_eq!(kind("gamma_lcdf"), None);
         assert_eq!(kind("normal"), None);
