@@ -30,20 +30,21 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     let (y, mu, sigma) = (args[0], args[1], args[2]);
     let include_log_sigma = !propto || is_var[2];
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
-        let s = sigma.at(i);
-        let z = (y.at(i) - mu.at(i)) / s;
+        let inv_s = inv_sigma.at(i);
+        let z = (y.at(i) - mu.at(i)) * inv_s;
         let z2 = z * z;
         value -= z2.ln_1p();
         if include_log_sigma {
             value -= log_sigma.at(i);
         }
-        let w = 2.0 * z / (s * (1.0 + z2));
+        let w = 2.0 * z * inv_s / (1.0 + z2);
         term.add_partial(0, i, -w);
         term.add_partial(1, i, w);
-        term.add_partial(2, i, w * z - 1.0 / s);
+        term.add_partial(2, i, w * z - inv_s);
     }
     if !propto {
         value -= LOG_PI * n as f64;

@@ -28,10 +28,11 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     let (y, mu, sigma) = (args[0], args[1], args[2]);
     let include_log_sigma = !propto || is_var[2];
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
-        let inv_s = 1.0 / sigma.at(i);
+        let inv_s = inv_sigma.at(i);
         let d = y.at(i) - mu.at(i);
         let abs_z = d.abs() * inv_s;
         value -= abs_z;

@@ -32,6 +32,7 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     let (y, mu, sigma) = (args[0], args[1], args[2]);
     let include_log_sigma = !propto || is_var[2];
     let include_log_y = !propto || is_var[0];
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let log_y = Hoisted::new(y, f64::ln);
     let mut value = 0.0;
@@ -39,7 +40,7 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         if y.at(i) == 0.0 {
             return Ok(zero_density(args, is_var));
         }
-        let inv_s = 1.0 / sigma.at(i);
+        let inv_s = inv_sigma.at(i);
         let ly = log_y.at(i);
         let z = (ly - mu.at(i)) * inv_s;
         value -= 0.5 * z * z;

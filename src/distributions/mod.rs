@@ -5,6 +5,19 @@
 //! graph. The graph calls [`log_density`] once per `~` statement or `_lpdf` call, with every
 //! argument already evaluated, and gets back the summed value and the partials it needs.
 //! One file per family; [`registry`] holds the signature table read by semantics.
+//!
+//! Families (Stan's parameterisations; variate first):
+//! - continuous: `normal(μ, σ)`, `student_t(ν, μ, σ)`, `cauchy(μ, σ)`,
+//!   `double_exponential(μ, σ)`, `logistic(μ, σ)`, `lognormal(μ, σ)`, `exponential(β = rate)`,
+//!   `gamma(α = shape, β = rate)`, `inv_gamma(α = shape, β = scale)`, `beta(a, b)`,
+//!   `uniform(α, β)`, `weibull(α = shape, σ = scale)`;
+//! - discrete: `bernoulli(θ)`, `bernoulli_logit(α)`, `binomial(N, θ)`, `binomial_logit(N, α)`,
+//!   `poisson(λ)`, `poisson_log(α)`, `neg_binomial_2(μ, φ)`.
+//!
+//! Entry points: [`log_density`] (value + partials, `propto` as Stan's `~`), [`log_cdf`]
+//! (`_lcdf`/`_lccdf` for the families listed in [`cdf`]), [`rng`] (`_rng`). Argument errors are
+//! [`DistError`]s worded as Stan Math's checks ("normal_lpdf: Scale parameter[3] is -0.2, but
+//! must be positive finite").
 
 pub mod args;
 pub mod bernoulli;
@@ -35,7 +48,7 @@ mod tests;
 
 pub use args::{Arg, DistError, Term};
 pub use cdf::{has_log_cdf, log_cdf};
-pub use registry::{Family, FamilySig, Support, lookup};
+pub use registry::{Family, FamilySig, FunctionKind, Support, lookup, lookup_function};
 
 /// The log density (or log mass) of `family`, summed over the broadcast elements.
 ///

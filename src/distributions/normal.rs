@@ -28,13 +28,13 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     if propto && !is_var.iter().any(|&v| v) {
         return Ok(term);
     }
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let include_const = !propto;
     let include_log_sigma = !propto || is_var[2];
     let mut value = 0.0;
     for i in 0..n {
-        let s = sigma.at(i);
-        let inv_s = 1.0 / s;
+        let inv_s = inv_sigma.at(i);
         let z = (y.at(i) - mu.at(i)) * inv_s;
         value -= 0.5 * z * z;
         if include_log_sigma {

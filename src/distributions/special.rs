@@ -57,6 +57,17 @@ pub fn logit_terms(a: f64) -> (f64, f64, f64, f64) {
     (-((-a).max(0.0) + l), -(a.max(0.0) + l), s, s_neg)
 }
 
+/// log(eᵃ − eᵇ) for a ≥ b, as a + log1m_exp(b − a): the log probability of an interval from
+/// two log CDFs, as needed by truncation T[L, U]. Returns −∞ for a = b.
+#[inline]
+pub fn log_diff_exp(a: f64, b: f64) -> f64 {
+    if b == f64::NEG_INFINITY {
+        a
+    } else {
+        a + log1m_exp(b - a)
+    }
+}
+
 /// ½ log(2π).
 pub const HALF_LOG_TWO_PI: f64 = 0.918_938_533_204_672_8;
 
@@ -103,6 +114,19 @@ mod tests {
             assert!((log1m_exp(x) - naive).abs() < 1e-12 * naive.abs());
         }
         assert!((log1m_exp(-1e-20) - (1e-20f64).ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn log_diff_exp_matches_direct_form() {
+        let (a, b) = (-0.3f64, -2.0f64);
+        assert!((log_diff_exp(a, b) - (a.exp() - b.exp()).ln()).abs() < 1e-15);
+        assert_eq!(log_diff_exp(-1.0, f64::NEG_INFINITY), -1.0);
+        assert_eq!(log_diff_exp(-1.0, -1.0), f64::NEG_INFINITY);
+        // Far tail: log(e⁻¹⁰⁰⁰ − e⁻¹⁰⁰¹) = −1000 + log(1 − e⁻¹).
+        assert!(
+            (log_diff_exp(-1000.0, -1001.0) - (-1000.0 + (1.0 - (-1.0f64).exp()).ln())).abs()
+                < 1e-12
+        );
     }
 
     #[test]

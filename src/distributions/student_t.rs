@@ -45,12 +45,13 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             0.0
         }
     });
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
         let v = nu.at(i);
-        let s = sigma.at(i);
-        let z = (y.at(i) - mu.at(i)) / s;
+        let inv_s = inv_sigma.at(i);
+        let z = (y.at(i) - mu.at(i)) * inv_s;
         let z2 = z * z;
         let log1p_term = (z2 / v).ln_1p();
         value -= 0.5 * (v + 1.0) * log1p_term;
@@ -61,10 +62,10 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             value -= log_sigma.at(i);
         }
         if need_w {
-            let w = (v + 1.0) * z / (s * (v + z2));
+            let w = (v + 1.0) * z * inv_s / (v + z2);
             term.add_partial(0, i, -w);
             term.add_partial(2, i, w);
-            term.add_partial(3, i, w * z - 1.0 / s);
+            term.add_partial(3, i, w * z - inv_s);
         }
         if is_var[1] {
             let d = digamma_part.at(i) - 0.5 * log1p_term + 0.5 * (v + 1.0) * z2 / (v * (v + z2));

@@ -969,3 +969,70 @@ fn rng_checks_parameters() {
     assert_eq!(err.to_string(), "gamma_rng: expects 2 parameters, got 1");
     assert_eq!(super::rng(Family::Poisson, &[0.0], &mut rng).unwrap(), 0.0);
 }
+
+/// Timing of one gradient evaluation over N = 1000 rows (vector variate, scalar parameters, all
+/// continuous arguments var). Run with
+/// `cargo test --release --lib distributions::tests::timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing report, not a check"]
+fn timing_per_call_over_1000_rows() {
+    for (family, group) in by_family() {
+        let base = &group[0].args;
+        let y: Vec<f64> = (0..1000).map(|_| base[0]).collect();
+        let mut args: Vec<Arg> = base.iter().map(|&x| Arg::Scalar(x)).collect();
+        args[0] = Arg::Vector(&y);
+        let mask = var_mask(family);
+        let reps = 2000;
+        let start = std::time::Instant::now();
+        let mut sink = 0.0;
+        for _ in 0..reps {
+            sink += log_density(family, &args, &mask, true).unwrap().value;
+        }
+        let per = start.elapsed().as_secs_f64() / reps as f64;
+        println!(
+            "{family:?}: {:.1} µs per call (N = 1000) [{sink:.1}]",
+            per * 1e6
+        );
+    }
+}
+
+/// Partials at variates drawn from the family itself (seeded), for every table row's
+/// parameters: a wider sweep of the support than the hand-picked rows. Draws closer than 0.01 to
+/// a boundary of the support are skipped, where a step of 1e-6 no longer resolves the curvature.
+#[test]
+fn partials_match_finite_differences_at_drawn_variates() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
+    let mut checked = 0;
+    for r in rows().into_iter().filter(|r| r.expected.is_finite()) {
+        let sig = r.family.sig();
+        let mask = var_mask(r.family);
+        for _ in 0..10 {
+            let y = super::rng(r.family, &r.args[1..], &mut rng).unwrap();
+            let near_edge = match sig.variate {
+                Support::Positive | Support::NonNegative => y < 0.01,
+                Support::UnitInterval => !(0.01..=0.99).contains(&y),
+                _ => false,
+            } || (r.family == Family::Uniform
+                && (y - r.args[1] < 0.01 || r.args[2] - y < 0.01));
+            if near_edge {
+                continue;
+            }
+            let mut v = r.args.clone();
+            v[0] = y;
+            let t = log_density(r.family, &scalars(&v), &mask, false).unwrap();
+            for (k, &var) in mask.iter().enumerate() {
+                if var {
+                    let fd = finite_difference(r.family, &v, k);
+                    assert!(
+                        close(t.partials[k][0], fd, 1e-5),
+                        "{:?} {v:?} arg {k}: partial {}, finite difference {fd}",
+                        r.family,
+                        t.partials[k][0]
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "only {checked} partials checked");
+}
