@@ -1317,7 +1317,9 @@ impl<'p> Checker<'p> {
     // ----- expressions ---------------------------------------------------------------------
 
     fn undeclared(&mut self, name: &str, span: Span) {
+        // Function bodies never see block-level variables, so "declared later" would mislead.
         if let Some(decl) = self.all_decls.get(name)
+            && self.func.is_none()
             && decl.start > span.start
             && decl.file == span.file
         {
@@ -1662,11 +1664,18 @@ impl<'p> Checker<'p> {
                     fixed: conditional_form(fname, args),
                 });
             }
-            if fname.ends_with("_lp") && !self.lp_call_allowed() {
-                self.err(SemanticError::TargetOutsideModel {
-                    what: format!("{fname}(…)"),
-                    span,
-                });
+            if fname.ends_with("_lp") {
+                if !self.lp_call_allowed() {
+                    self.err(SemanticError::TargetOutsideModel {
+                        what: format!("{fname}(…)"),
+                        span,
+                    });
+                }
+                // An `_lp` function adds to `target` (typically priors on its arguments).
+                for a in args {
+                    let d = self.param_deps(a);
+                    self.has_prior.extend(d);
+                }
             }
             let exprs: Vec<&Expr> = args.iter().collect();
             if !self.check_user_args(fname, &f, &tys, &exprs, span) {

@@ -303,7 +303,7 @@ fn target_only_in_model_and_lp_functions() {
     ));
     assert_clean(
         "functions { void prior_lp(real x) { x ~ normal(0, 1); target += 0; } } \
-         parameters { real p; } model { prior_lp(p); p ~ normal(0, 1); }",
+         parameters { real p; } model { prior_lp(p); }",
     );
     assert!(matches!(
         one_error(
@@ -880,4 +880,12 @@ fn parameters_need_bounds_matching_restricted_supports() {
     assert_clean("parameters { vector<lower=0>[3] s; } model { s ~ exponential(1); }");
     assert_clean("parameters { positive_ordered[3] s; } model { s ~ exponential(1); }");
     assert_clean("data { real a; } parameters { real<lower=a> s; } model { s ~ exponential(1); }");
+}
+
+#[test]
+fn function_bodies_do_not_see_block_variables() {
+    match one_error("functions { real f(real x) { return x + N; } } data { int N; }") {
+        SemanticError::UndeclaredVariable { name, .. } => assert_eq!(name, "N"),
+        e => panic!("{e:?}"),
+    }
 }
