@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use crate::distributions::has_log_cdf;
 use crate::distributions::registry::{self, FamilySig, Support};
 use crate::syntax::ast::{
     AssignOp, BinOp, Expr, ExprKind, FunctionDef, Index, LValue, PrintArg, Program, ReturnType,
@@ -628,6 +629,15 @@ impl<'p> Checker<'p> {
                 if let Some(t) = truncation {
                     for e in [&t.lower, &t.upper].into_iter().flatten() {
                         self.expect_scalar(e, "a truncation bound");
+                    }
+                    if let Some(sig) = registry::lookup(&dist.name)
+                        && !has_log_cdf(sig.family)
+                    {
+                        self.err(SemanticError::NoLogCdf {
+                            family: sig.name.into(),
+                            what: "truncation `T[…]`".into(),
+                            span: t.span,
+                        });
                     }
                 }
             }
@@ -1583,12 +1593,13 @@ impl<'p> Checker<'p> {
         user.sort();
         names.extend(user);
         for f in registry::FAMILIES {
-            let suffixes: &[&str] = if f.discrete {
-                &["_lpmf", "_rng", "_lcdf", "_lccdf"]
+            let density = if f.discrete { "_lpmf" } else { "_lpdf" };
+            let cdfs: &[&str] = if has_log_cdf(f.family) {
+                &["_lcdf", "_lccdf"]
             } else {
-                &["_lpdf", "_rng", "_lcdf", "_lccdf"]
+                &[]
             };
-            for s in suffixes {
+            for s in [density, "_rng"].iter().chain(cdfs) {
                 names.push(format!("{}{s}", f.name));
             }
         }
@@ -1839,6 +1850,13 @@ impl<'p> Checker<'p> {
                 });
             }
             _ => {}
+        }
+        if matches!(suffix, "_lcdf" | "_lccdf") && !has_log_cdf(sig.family) {
+            self.err(SemanticError::NoLogCdf {
+                family: sig.name.into(),
+                what: format!("`{fname}`"),
+                span,
+            });
         }
         if is_rng && conditional {
             self.err(SemanticError::ConditionalNotAllowed {

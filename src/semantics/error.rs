@@ -318,6 +318,16 @@ pub enum SemanticError {
         /// Primary label: where the problem is.
         span: Span,
     },
+    /// `_lcdf`/`_lccdf` or truncation on a family without a log CDF.
+    #[error("`{family}` has no log CDF, which {what} needs")]
+    NoLogCdf {
+        /// The distribution family.
+        family: String,
+        /// "truncation `T[…]`" or the function called.
+        what: String,
+        /// Primary label: where the CDF is needed.
+        span: Span,
+    },
     /// A user-defined function defined twice.
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
@@ -364,6 +374,7 @@ impl SemanticError {
             | NonVoidStatement { span, .. }
             | VoidInExpression { span, .. }
             | NonDataArgument { span, .. }
+            | NoLogCdf { span, .. }
             | FunctionRedefinition { span, .. } => *span,
         }
     }
@@ -602,6 +613,15 @@ impl ToDiagnostic for SemanticError {
                      argument"
                         .into(),
                 );
+            }
+            NoLogCdf { span, .. } => {
+                labels.push(primary(*span, "needs the log CDF"));
+                let with_cdf: Vec<&str> = crate::distributions::registry::FAMILIES
+                    .iter()
+                    .filter(|f| crate::distributions::has_log_cdf(f.family))
+                    .map(|f| f.name)
+                    .collect();
+                notes.push(format!("help: log CDFs exist for {}", with_cdf.join(", ")));
             }
             FunctionRedefinition { span, previous, .. } => {
                 labels.push(primary(*span, "defined again here"));

@@ -889,3 +889,23 @@ fn function_bodies_do_not_see_block_variables() {
         e => panic!("{e:?}"),
     }
 }
+
+#[test]
+fn cdfs_and_truncation_need_a_family_with_a_log_cdf() {
+    assert_clean(
+        "data { real y; } parameters { real mu; } model { mu ~ normal(0, 1); \
+         y ~ normal(mu, 1) T[0, ]; target += normal_lccdf(y | mu, 1); }",
+    );
+    match one_error(
+        "data { real y; } parameters { real<lower=0> a; } model { a ~ gamma(2, 2); y ~ gamma(a, 1) T[0, 5]; }",
+    ) {
+        SemanticError::NoLogCdf { family, .. } => assert_eq!(family, "gamma"),
+        e => panic!("{e:?}"),
+    }
+    assert!(matches!(
+        one_error(
+            "data { real y; } parameters { real<lower=0> a; } model { a ~ gamma(2, 2); target += gamma_lcdf(y | a, 1); }"
+        ),
+        SemanticError::NoLogCdf { .. }
+    ));
+}
