@@ -1103,20 +1103,8 @@ impl<'p> Checker<'p> {
     /// pedantic: "a parameter with a positive-support distribution has no lower bound"). Bounds
     /// that are not constants are given the benefit of the doubt.
     fn check_parameter_support(&mut self, sig: &FamilySig, name: &str, i: &VarInfo, span: Span) {
-        let lower_ok = |lo: Option<&Expr>| match lo {
-            None => false,
-            Some(e) => pretty::constant_value(e).is_none_or(|v| v >= 0.0),
-        };
-        let upper_ok = |hi: Option<&Expr>| match hi {
-            None => false,
-            Some(e) => pretty::constant_value(e).is_none_or(|v| v <= 1.0),
-        };
-        let needed = match sig.variate {
-            Support::Positive | Support::NonNegative if !lower_ok(i.lower.as_ref()) => "<lower=0>",
-            Support::UnitInterval if !lower_ok(i.lower.as_ref()) || !upper_ok(i.upper.as_ref()) => {
-                "<lower=0, upper=1>"
-            }
-            _ => return,
+        let Some(needed) = bounds_needed(sig.variate, i) else {
+            return;
         };
         self.warnings.push(Warning::ParameterOutsideSupport {
             name: name.into(),
@@ -1153,6 +1141,25 @@ impl<'p> Checker<'p> {
                     span: a.span,
                     help: None,
                 });
+                continue;
+            }
+            // A bare parameter as, say, a scale: its bounds should enforce the support.
+            if let ExprKind::Var(name) = &a.kind
+                && let Some(info) = self.scopes.lookup(name)
+                && info.origin == Origin::Parameter
+                && !info.structured
+                && let Some(needed) = bounds_needed(p.support, info)
+            {
+                let w = Warning::ArgumentOutsideSupport {
+                    name: name.clone(),
+                    role: lowercase_first(p.name),
+                    function: fname.into(),
+                    support: support_words(p.support).into(),
+                    needed: needed.into(),
+                    span: a.span,
+                    decl_span: info.decl_span,
+                };
+                self.warnings.push(w);
             }
         }
     }
@@ -1919,6 +1926,33 @@ impl<'p> Checker<'p> {
         } else {
             CallType::Value(Type::REAL)
         }
+    }
+}
+
+/// The bounds a parameter must be declared with so that it stays inside `support`, when its
+/// declaration does not already ensure that (`None` also for bounds that are not constants).
+fn bounds_needed(support: Support, i: &VarInfo) -> Option<&'static str> {
+    let lower_ok = match &i.lower {
+        None => false,
+        Some(e) => pretty::constant_value(e).is_none_or(|v| v >= 0.0),
+    };
+    let upper_ok = match &i.upper {
+        None => false,
+        Some(e) => pretty::constant_value(e).is_none_or(|v| v <= 1.0),
+    };
+    match support {
+        Support::Positive | Support::NonNegative if !lower_ok => Some("<lower=0>"),
+        Support::UnitInterval if !lower_ok || !upper_ok => Some("<lower=0, upper=1>"),
+        _ => None,
+    }
+}
+
+/// "Scale parameter" → "scale parameter", for use inside a sentence.
+fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 

@@ -909,3 +909,30 @@ fn cdfs_and_truncation_need_a_family_with_a_log_cdf() {
         SemanticError::NoLogCdf { .. }
     ));
 }
+
+#[test]
+fn bare_parameters_as_scales_need_bounds() {
+    let w = run("data { real y; } parameters { real s; } model { y ~ normal(0, s); }").warnings;
+    match w.as_slice() {
+        [
+            Warning::ArgumentOutsideSupport {
+                name, role, needed, ..
+            },
+            Warning::NoPrior { .. },
+        ] => {
+            assert_eq!(
+                (name.as_str(), role.as_str(), needed.as_str()),
+                ("s", "scale parameter", "<lower=0>")
+            );
+        }
+        w => panic!("{w:?}"),
+    }
+    let w = run("data { int y; } parameters { real p; } model { target += bernoulli_lpmf(y | p); p ~ normal(0, 1); }").warnings;
+    assert!(
+        matches!(w.as_slice(), [Warning::ArgumentOutsideSupport { needed, .. }] if needed == "<lower=0, upper=1>"),
+        "{w:?}"
+    );
+    assert_clean(
+        "data { real y; } parameters { real<lower=0> s; } model { s ~ exponential(1); y ~ normal(0, s); }",
+    );
+}

@@ -63,6 +63,27 @@ pub enum Warning {
         /// The parameter's declaration.
         decl_span: Span,
     },
+    /// A bare parameter passed as an argument with a restricted support (a scale, a rate, a
+    /// probability) whose declared bounds do not enforce it (stanc3 pedantic).
+    #[error(
+        "parameter `{name}` is the {role} of `{function}`, which needs {support}, but its bounds allow others"
+    )]
+    ArgumentOutsideSupport {
+        /// The parameter.
+        name: String,
+        /// The argument's role, e.g. "Scale parameter".
+        role: String,
+        /// The family or function called.
+        function: String,
+        /// The argument's support, in words.
+        support: String,
+        /// The bounds to declare, e.g. `<lower=0>`.
+        needed: String,
+        /// Primary label: the argument.
+        span: Span,
+        /// The parameter's declaration.
+        decl_span: Span,
+    },
     /// `int / int`, which rounds towards zero.
     #[error("integer division `{expr}` rounds towards zero")]
     IntegerDivision {
@@ -85,6 +106,7 @@ impl Warning {
             | Warning::NonLinearLhs { span }
             | Warning::UniformBoundsMismatch { span, .. }
             | Warning::ParameterOutsideSupport { span, .. }
+            | Warning::ArgumentOutsideSupport { span, .. }
             | Warning::IntegerDivision { span, .. } => *span,
         }
     }
@@ -135,6 +157,20 @@ impl ToDiagnostic for Warning {
             } => (
                 vec![
                     prim(*span, "distribution with a restricted support"),
+                    Label::secondary(decl_span.file, decl_span.range())
+                        .with_message(format!("`{name}` declared here")),
+                ],
+                vec![format!("help: declare `{name}` with `{needed}`")],
+            ),
+            Warning::ArgumentOutsideSupport {
+                name,
+                needed,
+                span,
+                decl_span,
+                ..
+            } => (
+                vec![
+                    prim(*span, "argument with a restricted support"),
                     Label::secondary(decl_span.file, decl_span.range())
                         .with_message(format!("`{name}` declared here")),
                 ],
