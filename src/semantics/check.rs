@@ -1979,7 +1979,7 @@ fn plural(n: usize, word: &str) -> String {
 fn param_names(sig: &FamilySig) -> String {
     sig.params
         .iter()
-        .map(|p| p.name)
+        .map(|p| lowercase_first(p.name))
         .collect::<Vec<_>>()
         .join(", ")
 }

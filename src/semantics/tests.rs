@@ -442,7 +442,7 @@ fn distribution_calls() {
         "data { real y; } parameters { real mu; } model { target += normal_lpdf(y | mu); }",
     ) {
         SemanticError::WrongArity { expected, .. } => {
-            assert!(expected.contains("Location parameter") && expected.contains("Scale parameter"))
+            assert!(expected.contains("location parameter") && expected.contains("scale parameter"))
         }
         e => panic!("{e:?}"),
     }
