@@ -894,7 +894,8 @@ impl<'p> Checker<'p> {
         if !allowed {
             let help = match info.origin {
                 Origin::Data => format!(
-                    "data is read-only; declare a new variable in `transformed data`, e.g. `real {name}_2 = …;`"
+                    "data is read-only; declare a copy in `transformed data`, e.g. `{} = {name};`, and assign to that",
+                    sized_decl(info.ty, &info.sizes, &format!("{name}_2"))
                 ),
                 Origin::Parameter => "parameters are sampled, not assigned; compute derived values in `transformed parameters`".into(),
                 Origin::LoopVar => "loop variables are read-only; copy the value into a local variable".into(),
@@ -1945,6 +1946,22 @@ fn bounds_needed(support: Support, i: &VarInfo) -> Option<&'static str> {
         Support::UnitInterval if !lower_ok || !upper_ok => Some("<lower=0, upper=1>"),
         _ => None,
     }
+}
+
+/// A declaration as source text, e.g. `array[J] vector[K] name`, from a type and its sizes
+/// (array sizes first, as in [`VarInfo::sizes`]).
+fn sized_decl(ty: Type, sizes: &[String], name: &str) -> String {
+    let split = ty.dims.min(sizes.len());
+    let (array, inner) = sizes.split_at(split);
+    let mut out = String::new();
+    if !array.is_empty() {
+        out.push_str(&format!("array[{}] ", array.join(", ")));
+    }
+    out.push_str(ty.base.keyword());
+    if !inner.is_empty() {
+        out.push_str(&format!("[{}]", inner.join(", ")));
+    }
+    format!("{out} {name}")
 }
 
 /// "Scale parameter" → "scale parameter", for use inside a sentence.

@@ -936,3 +936,13 @@ fn bare_parameters_as_scales_need_bounds() {
         "data { real y; } parameters { real<lower=0> s; } model { s ~ exponential(1); y ~ normal(0, s); }",
     );
 }
+
+#[test]
+fn read_only_data_help_shows_a_sized_copy() {
+    match one_error("data { int J; int K; array[J] vector[K] y; } transformed data { y[1, 1] = 0; }") {
+        SemanticError::ReadOnlyAssignment { help, .. } => {
+            assert!(help.contains("`array[J] vector[K] y_2 = y;`"), "{help}")
+        }
+        e => panic!("{e:?}"),
+    }
+}
