@@ -133,6 +133,9 @@ fn contradicts(support: Support, lower: Option<f64>, upper: Option<f64>) -> bool
     }
 }
 
+/// The standard normal: `normal(0, 1)` without parameters (Stan's `std_normal`).
+const STD_NORMAL: &str = "std_normal";
+
 const REALS: &str = "`real`, `vector`, `row_vector` or `array[] real`";
 const INTS: &str = "`int` or `array[] int`";
 
@@ -980,6 +983,22 @@ impl<'p> Checker<'p> {
         let deps = self.param_deps(lhs);
         self.has_prior.extend(deps);
 
+        if dist.name == STD_NORMAL {
+            if !args.is_empty() {
+                self.err(SemanticError::WrongArity {
+                    function: STD_NORMAL.into(),
+                    span: dist.span,
+                    expected: "no arguments after `~` (it is `normal(0, 1)`)".into(),
+                    found: args.len(),
+                });
+            }
+            if let (Some(t), Some(sig)) = (lhs_ty, registry::lookup("normal")) {
+                self.check_variate(sig, lhs, t);
+            }
+            self.check_nonlinear_lhs(lhs);
+            return;
+        }
+
         let Some(sig) = registry::lookup(&dist.name) else {
             // A user-defined distribution `foo_lpdf` / `foo_lpmf`.
             for suffix in ["_lpdf", "_lpmf"] {
@@ -1581,6 +1600,7 @@ impl<'p> Checker<'p> {
             .iter()
             .map(|f| f.name.to_string())
             .collect();
+        names.push(STD_NORMAL.into());
         for f in self.functions.keys() {
             for suffix in ["_lpdf", "_lpmf"] {
                 if let Some(stem) = f.strip_suffix(suffix) {
@@ -1600,6 +1620,9 @@ impl<'p> Checker<'p> {
         let mut user: Vec<String> = self.functions.keys().cloned().collect();
         user.sort();
         names.extend(user);
+        for s in ["_lpdf", "_lupdf", "_lcdf", "_lccdf", "_rng"] {
+            names.push(format!("{STD_NORMAL}{s}"));
+        }
         for f in registry::FAMILIES {
             let density = if f.discrete { "_lpmf" } else { "_lpdf" };
             let cdfs: &[&str] = if has_log_cdf(f.family) {
@@ -1706,6 +1729,13 @@ impl<'p> Checker<'p> {
             };
         }
 
+        if let Some((STD_NORMAL, suffix)) = split_suffix(fname)
+            && suffix != "_lpmf"
+            && suffix != "_lupmf"
+        {
+            return self.std_normal_call(fname, suffix, args, &tys, span);
+        }
+
         if let Some((stem, suffix)) = split_suffix(fname)
             && let Some(sig) = registry::lookup(stem)
         {
@@ -1769,6 +1799,46 @@ impl<'p> Checker<'p> {
             suggestion,
         });
         CallType::Error
+    }
+
+    /// `std_normal_lpdf(y)`, `_lupdf`, `_lcdf`, `_lccdf` (one argument, the `|` optional) and
+    /// `std_normal_rng()`: the standard normal, `normal(0, 1)`, without parameters.
+    fn std_normal_call(
+        &mut self,
+        fname: &str,
+        suffix: &str,
+        args: &[Expr],
+        tys: &[Option<Type>],
+        span: Span,
+    ) -> CallType {
+        let n_expected = usize::from(suffix != "_rng");
+        if args.len() != n_expected {
+            let expected = if n_expected == 0 {
+                "no arguments".to_string()
+            } else {
+                "1 argument (the variate)".to_string()
+            };
+            self.err(SemanticError::WrongArity {
+                function: fname.into(),
+                span,
+                expected,
+                found: args.len(),
+            });
+            return CallType::Error;
+        }
+        if let (Some(Some(t)), Some(a)) = (tys.first(), args.first())
+            && !t.is_reals()
+        {
+            self.err(SemanticError::TypeMismatch {
+                what: format!("the variate of `{fname}`"),
+                expected: REALS.into(),
+                found: t.to_string(),
+                span: a.span,
+                help: None,
+            });
+            return CallType::Error;
+        }
+        CallType::Value(Type::REAL)
     }
 
     /// Arity and argument types of a user-defined function; false after an error.

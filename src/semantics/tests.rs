@@ -939,10 +939,47 @@ fn bare_parameters_as_scales_need_bounds() {
 
 #[test]
 fn read_only_data_help_shows_a_sized_copy() {
-    match one_error("data { int J; int K; array[J] vector[K] y; } transformed data { y[1, 1] = 0; }") {
+    match one_error(
+        "data { int J; int K; array[J] vector[K] y; } transformed data { y[1, 1] = 0; }",
+    ) {
         SemanticError::ReadOnlyAssignment { help, .. } => {
             assert!(help.contains("`array[J] vector[K] y_2 = y;`"), "{help}")
         }
         e => panic!("{e:?}"),
     }
+}
+
+#[test]
+fn std_normal_has_no_parameters() {
+    assert_clean(
+        "data { real y; } parameters { vector[3] z; } model { z ~ std_normal(); \
+         target += std_normal_lpdf(y) + std_normal_lcdf(y) + std_normal_lupdf(y); } \
+         generated quantities { real d = std_normal_rng(); }",
+    );
+    assert!(matches!(
+        one_error("parameters { real z; } model { z ~ std_normal(0, 1); }"),
+        SemanticError::WrongArity { found: 2, .. }
+    ));
+    assert!(matches!(
+        one_error(
+            "parameters { real z; } model { z ~ normal(0, 1); target += std_normal_lpdf(z, 1); }"
+        ),
+        SemanticError::WrongArity { found: 2, .. }
+    ));
+}
+
+#[test]
+fn graph_builtins_beyond_the_core_list() {
+    assert_clean(&with_data(
+        "real c = pi() + e() + log_mix(0.5, x, x) + fma(x, x, x) + hypot(x, 1) + lbeta(2, 3); \
+         int s = int_step(x) + is_nan(x); vector[N] r = reverse(v) + sort_asc(v) + sin(v); \
+         matrix[N, N] cp = crossprod(m) + diag_pre_multiply(v, m) + to_matrix(v, N, 1) * to_matrix(rv, 1, N); \
+         real q = quad_form(m, v); vector[N] rd = rows_dot_product(m, m); \
+         array[N * N] real flat = to_array_1d(m); row_vector[N] t = transpose(v); \
+         vector[5] ls = linspaced_vector(5, 0, 1); vector[N] dg = diagonal(m);",
+    ));
+    assert!(matches!(
+        one_error(&with_data("real q = quad_form(v, m);")),
+        SemanticError::NoMatchingSignature { .. }
+    ));
 }
