@@ -252,7 +252,7 @@ pub(super) struct Checker<'p> {
     functions: HashMap<String, UserFn>,
     /// Every block-level declaration of the program (name → span), to tell "used before its
     /// declaration" from "undeclared".
-    all_decls: HashMap<String, Span>,
+    all_decls: HashMap<String, (Span, Block)>,
     block: Block,
     loop_depth: usize,
     func: Option<FnCtx>,
@@ -354,22 +354,27 @@ impl<'p> Checker<'p> {
 
     fn collect_declarations(&mut self) {
         let p = self.program;
-        let mut add = |d: &VarDecl| {
+        let mut add = |d: &VarDecl, block: Block| {
             self.all_decls
                 .entry(d.name.name.clone())
-                .or_insert(d.name.span);
+                .or_insert((d.name.span, block));
         };
-        p.data.iter().for_each(&mut add);
-        p.parameters.iter().for_each(&mut add);
-        for s in p
-            .transformed_data
-            .iter()
-            .chain(&p.transformed_parameters)
-            .chain(&p.model)
-            .chain(&p.generated_quantities)
-        {
-            if let StmtKind::Decl(d) = &s.kind {
-                add(d);
+        for d in &p.data {
+            add(d, Block::Data);
+        }
+        for d in &p.parameters {
+            add(d, Block::Parameters);
+        }
+        for (stmts, block) in [
+            (&p.transformed_data, Block::TransformedData),
+            (&p.transformed_parameters, Block::TransformedParameters),
+            (&p.model, Block::Model),
+            (&p.generated_quantities, Block::GeneratedQuantities),
+        ] {
+            for s in stmts {
+                if let StmtKind::Decl(d) = &s.kind {
+                    add(d, block);
+                }
             }
         }
     }
@@ -1355,16 +1360,27 @@ impl<'p> Checker<'p> {
 
     fn undeclared(&mut self, name: &str, span: Span) {
         // Function bodies never see block-level variables, so "declared later" would mislead.
-        if let Some(decl) = self.all_decls.get(name)
+        if let Some(&(decl, block)) = self.all_decls.get(name)
             && self.func.is_none()
             && decl.start > span.start
             && decl.file == span.file
         {
-            self.err(SemanticError::UsedBeforeDeclaration {
-                name: name.into(),
-                span,
-                decl_span: *decl,
-            });
+            let err = if block == self.block {
+                SemanticError::UsedBeforeDeclaration {
+                    name: name.into(),
+                    span,
+                    decl_span: decl,
+                }
+            } else {
+                SemanticError::DeclaredInLaterBlock {
+                    name: name.into(),
+                    block: block.name().into(),
+                    here: self.block.name().into(),
+                    span,
+                    decl_span: decl,
+                }
+            };
+            self.err(err);
             return;
         }
         let suggestion = best_match(name, self.scopes.visible_names());

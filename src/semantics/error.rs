@@ -328,6 +328,20 @@ pub enum SemanticError {
         /// Primary label: where the CDF is needed.
         span: Span,
     },
+    /// A name used in a block that runs before the block declaring it.
+    #[error("`{name}` is declared in the `{block}` block, which comes after the `{here}` block")]
+    DeclaredInLaterBlock {
+        /// The name involved, as written in the source.
+        name: String,
+        /// The block that declares it.
+        block: String,
+        /// The block of the use.
+        here: String,
+        /// Primary label: the use.
+        span: Span,
+        /// The declaration (secondary label).
+        decl_span: Span,
+    },
     /// A user-defined function defined twice.
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
@@ -375,6 +389,7 @@ impl SemanticError {
             | VoidInExpression { span, .. }
             | NonDataArgument { span, .. }
             | NoLogCdf { span, .. }
+            | DeclaredInLaterBlock { span, .. }
             | FunctionRedefinition { span, .. } => *span,
         }
     }
@@ -613,6 +628,20 @@ impl ToDiagnostic for SemanticError {
                      argument"
                         .into(),
                 );
+            }
+            DeclaredInLaterBlock {
+                name,
+                span,
+                decl_span,
+                here,
+                ..
+            } => {
+                labels.push(primary(*span, "used here"));
+                labels.push(secondary(*decl_span, "declared here"));
+                notes.push(format!(
+                    "help: blocks run in order; declare `{name}` in the `{here}` block or an \
+                     earlier one"
+                ));
             }
             NoLogCdf { span, .. } => {
                 labels.push(primary(*span, "needs the log CDF"));

@@ -983,3 +983,21 @@ fn graph_builtins_beyond_the_core_list() {
         SemanticError::NoMatchingSignature { .. }
     ));
 }
+
+#[test]
+fn names_from_later_blocks_are_reported_as_such() {
+    match one_error(
+        "parameters { real mu; } model { mu ~ normal(0, 1); y_rep ~ normal(mu, 1); } \
+         generated quantities { real y_rep = normal_rng(mu, 1); }",
+    ) {
+        SemanticError::DeclaredInLaterBlock {
+            name, block, here, ..
+        } => {
+            assert_eq!(
+                (name.as_str(), block.as_str(), here.as_str()),
+                ("y_rep", "generated quantities", "model")
+            );
+        }
+        e => panic!("{e:?}"),
+    }
+}
