@@ -195,7 +195,7 @@ pub enum SemanticError {
         span: Span,
         /// Where the variable was declared (secondary label).
         decl_span: Option<Span>,
-        /// The declaration to write instead, e.g. "array[N] int y".
+        /// The declaration to write instead, e.g. `array[N] int y`.
         suggested_decl: Option<String>,
     },
     /// Data whose declared bounds lie outside the support of its family.
