@@ -1,6 +1,7 @@
 //! The built-in functions and their signatures (argument types → return type).
 //!
-//! This list is the contract with the graph compiler, which implements exactly these functions.
+//! This list is the contract with the graph compiler (`graph::ir::builtin` implements the same
+//! names).
 //! Elementwise functions accept `real`, `vector`, `row_vector`, `matrix` and arrays of these, and
 //! return the same shape; `int` arguments are promoted to `real` (Stan's vectorised unary
 //! functions, Stan Functions Reference §3–§6).
@@ -11,6 +12,7 @@ use super::types::{Base, Type};
 /// error messages.
 #[derive(Clone, Copy, Debug)]
 pub struct Builtin {
+    /// The name as called.
     pub name: &'static str,
     /// Fewest arguments accepted.
     pub min_args: usize,
@@ -22,6 +24,8 @@ pub struct Builtin {
 
 const ELEMENTWISE_DOC: &str =
     "(real) -> real, and elementwise on vector, row_vector, matrix and arrays";
+
+const BINARY_DOC: &str = "(real, real) -> real; a container with a real, or two containers of the same type, elementwise";
 
 const fn b(
     name: &'static str,
@@ -59,6 +63,27 @@ pub static BUILTINS: &[Builtin] = &[
     b("floor", 1, Some(1), ELEMENTWISE_DOC),
     b("ceil", 1, Some(1), ELEMENTWISE_DOC),
     b("round", 1, Some(1), ELEMENTWISE_DOC),
+    b("trunc", 1, Some(1), ELEMENTWISE_DOC),
+    b("inv_sqrt", 1, Some(1), ELEMENTWISE_DOC),
+    b("inv_square", 1, Some(1), ELEMENTWISE_DOC),
+    b("log1m_inv_logit", 1, Some(1), ELEMENTWISE_DOC),
+    b("inv_cloglog", 1, Some(1), ELEMENTWISE_DOC),
+    b("digamma", 1, Some(1), ELEMENTWISE_DOC),
+    b("sinh", 1, Some(1), ELEMENTWISE_DOC),
+    b("cosh", 1, Some(1), ELEMENTWISE_DOC),
+    b("sin", 1, Some(1), ELEMENTWISE_DOC),
+    b("cos", 1, Some(1), ELEMENTWISE_DOC),
+    b("tan", 1, Some(1), ELEMENTWISE_DOC),
+    b("asin", 1, Some(1), ELEMENTWISE_DOC),
+    b("acos", 1, Some(1), ELEMENTWISE_DOC),
+    b("atan", 1, Some(1), ELEMENTWISE_DOC),
+    b("cbrt", 1, Some(1), ELEMENTWISE_DOC),
+    b("log2", 1, Some(1), ELEMENTWISE_DOC),
+    b("log10", 1, Some(1), ELEMENTWISE_DOC),
+    b("exp2", 1, Some(1), ELEMENTWISE_DOC),
+    b("erf", 1, Some(1), ELEMENTWISE_DOC),
+    b("erfc", 1, Some(1), ELEMENTWISE_DOC),
+    b("step", 1, Some(1), ELEMENTWISE_DOC),
     b(
         "abs",
         1,
@@ -71,8 +96,36 @@ pub static BUILTINS: &[Builtin] = &[
         Some(2),
         "(real, real) -> real; a container with a real, or two containers of the same type, elementwise",
     ),
-    b("fmin", 2, Some(2), "(real, real) -> real"),
-    b("fmax", 2, Some(2), "(real, real) -> real"),
+    b("fmin", 2, Some(2), BINARY_DOC),
+    b("fmax", 2, Some(2), BINARY_DOC),
+    b("fdim", 2, Some(2), BINARY_DOC),
+    b("hypot", 2, Some(2), BINARY_DOC),
+    b("atan2", 2, Some(2), BINARY_DOC),
+    b("log_diff_exp", 2, Some(2), BINARY_DOC),
+    b("lbeta", 2, Some(2), BINARY_DOC),
+    b("lchoose", 2, Some(2), BINARY_DOC),
+    b("fma", 3, Some(3), "(real, real, real) -> real: x * y + z"),
+    b(
+        "log_mix",
+        3,
+        Some(3),
+        "(real theta, real lp1, real lp2) -> real: log(theta exp(lp1) + (1 - theta) exp(lp2))",
+    ),
+    b(
+        "int_step",
+        1,
+        Some(1),
+        "(int | real) -> int: 1 if positive, else 0",
+    ),
+    b("is_inf", 1, Some(1), "(real) -> int"),
+    b("is_nan", 1, Some(1), "(real) -> int"),
+    b("pi", 0, Some(0), "() -> real"),
+    b("e", 0, Some(0), "() -> real"),
+    b("sqrt2", 0, Some(0), "() -> real"),
+    b("not_a_number", 0, Some(0), "() -> real"),
+    b("positive_infinity", 0, Some(0), "() -> real"),
+    b("negative_infinity", 0, Some(0), "() -> real"),
+    b("machine_precision", 0, Some(0), "() -> real"),
     b(
         "sum",
         1,
@@ -128,6 +181,51 @@ pub static BUILTINS: &[Builtin] = &[
         "(vector | row_vector | array[] real, vector | row_vector | array[] real) -> real",
     ),
     b("dot_self", 1, Some(1), "(vector | row_vector) -> real"),
+    b(
+        "squared_distance",
+        2,
+        Some(2),
+        "(vector | row_vector, vector | row_vector) -> real",
+    ),
+    b(
+        "rows_dot_product",
+        2,
+        Some(2),
+        "(vector, vector) | (row_vector, row_vector) | (matrix, matrix) -> vector",
+    ),
+    b(
+        "columns_dot_product",
+        2,
+        Some(2),
+        "(vector, vector) | (row_vector, row_vector) | (matrix, matrix) -> row_vector",
+    ),
+    b("crossprod", 1, Some(1), "(matrix) -> matrix: x' * x"),
+    b("tcrossprod", 1, Some(1), "(matrix) -> matrix: x * x'"),
+    b(
+        "quad_form",
+        2,
+        Some(2),
+        "(matrix, matrix) -> matrix; (matrix, vector) -> real: b' * A * b",
+    ),
+    b(
+        "diag_pre_multiply",
+        2,
+        Some(2),
+        "(vector | row_vector, matrix) -> matrix",
+    ),
+    b(
+        "diag_post_multiply",
+        2,
+        Some(2),
+        "(matrix, vector | row_vector) -> matrix",
+    ),
+    b("diagonal", 1, Some(1), "(matrix) -> vector"),
+    b(
+        "transpose",
+        1,
+        Some(1),
+        "(vector) -> row_vector; (row_vector) -> vector; (matrix) -> matrix",
+    ),
     b("rows", 1, Some(1), "(vector | row_vector | matrix) -> int"),
     b("cols", 1, Some(1), "(vector | row_vector | matrix) -> int"),
     b(
@@ -173,6 +271,48 @@ pub static BUILTINS: &[Builtin] = &[
         1,
         Some(1),
         "(vector | row_vector | matrix | array[] real | array[] int) -> vector",
+    ),
+    b(
+        "to_row_vector",
+        1,
+        Some(1),
+        "(vector | row_vector | matrix | array[] real | array[] int) -> row_vector",
+    ),
+    b(
+        "to_array_1d",
+        1,
+        Some(1),
+        "(vector | row_vector | matrix | array of real) -> array[] real; (array of int) -> array[] int",
+    ),
+    b(
+        "to_matrix",
+        1,
+        Some(3),
+        "(matrix | vector | row_vector) -> matrix; (vector | row_vector | array[] real | array[] int, int m, int n) -> matrix",
+    ),
+    b(
+        "linspaced_vector",
+        3,
+        Some(3),
+        "(int n, real lo, real hi) -> vector",
+    ),
+    b(
+        "reverse",
+        1,
+        Some(1),
+        "(vector) -> vector; (row_vector) -> row_vector; (array[] T) -> array[] T",
+    ),
+    b(
+        "sort_asc",
+        1,
+        Some(1),
+        "(vector | row_vector | array[] real | array[] int) -> the same type",
+    ),
+    b(
+        "sort_desc",
+        1,
+        Some(1),
+        "(vector | row_vector | array[] real | array[] int) -> the same type",
     ),
     b("col", 2, Some(2), "(matrix, int) -> vector"),
     b("row", 2, Some(2), "(matrix, int) -> row_vector"),
@@ -244,7 +384,17 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
             | "fabs" | "floor" | "ceil" | "round" | "abs",
             [t],
         ) => Some(elementwise(*t)),
-        ("pow", [a, b]) => {
+        (
+            "inv_sqrt" | "inv_square" | "log1m_inv_logit" | "inv_cloglog" | "digamma" | "sinh"
+            | "cosh" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "cbrt" | "log2" | "log10"
+            | "exp2" | "erf" | "erfc" | "step" | "trunc",
+            [t],
+        ) => Some(elementwise(*t)),
+        (
+            "pow" | "fmin" | "fmax" | "fdim" | "hypot" | "atan2" | "log_diff_exp" | "lbeta"
+            | "lchoose",
+            [a, b],
+        ) => {
             if a.is_scalar() && b.is_scalar() {
                 Some(real)
             } else if b.is_scalar() {
@@ -257,7 +407,66 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
                 None
             }
         }
-        ("fmin" | "fmax", [a, b]) if a.is_scalar() && b.is_scalar() => Some(real),
+        ("fma" | "log_mix", [a, b, c]) if a.is_scalar() && b.is_scalar() && c.is_scalar() => {
+            Some(real)
+        }
+        ("int_step", [t]) if t.is_scalar() => Some(Type::INT),
+        ("is_inf" | "is_nan", [t]) if t.is_scalar() => Some(Type::INT),
+        (
+            "pi" | "e" | "sqrt2" | "not_a_number" | "positive_infinity" | "negative_infinity"
+            | "machine_precision",
+            [],
+        ) => Some(real),
+        ("squared_distance", [a, b])
+            if matches!(*a, Type::VECTOR | Type::ROW_VECTOR)
+                && matches!(*b, Type::VECTOR | Type::ROW_VECTOR) =>
+        {
+            Some(real)
+        }
+        ("rows_dot_product", [a, b]) if a == b && a.is_linear_algebra() => Some(Type::VECTOR),
+        ("columns_dot_product", [a, b]) if a == b && a.is_linear_algebra() => {
+            Some(Type::ROW_VECTOR)
+        }
+        ("crossprod" | "tcrossprod", [m]) if *m == Type::MATRIX => Some(Type::MATRIX),
+        ("quad_form", [a, b]) if *a == Type::MATRIX && *b == Type::MATRIX => Some(Type::MATRIX),
+        ("quad_form", [a, b]) if *a == Type::MATRIX && *b == Type::VECTOR => Some(real),
+        ("diag_pre_multiply", [v, m])
+            if matches!(*v, Type::VECTOR | Type::ROW_VECTOR) && *m == Type::MATRIX =>
+        {
+            Some(Type::MATRIX)
+        }
+        ("diag_post_multiply", [m, v])
+            if matches!(*v, Type::VECTOR | Type::ROW_VECTOR) && *m == Type::MATRIX =>
+        {
+            Some(Type::MATRIX)
+        }
+        ("diagonal", [m]) if *m == Type::MATRIX => Some(Type::VECTOR),
+        ("transpose", [t]) => super::operators::transpose(*t),
+        ("to_row_vector", [t]) if t.is_linear_algebra() || (t.dims == 1 && t.is_scalar_elem()) => {
+            Some(Type::ROW_VECTOR)
+        }
+        ("to_array_1d", [t]) if t.dims > 0 && t.base == Int => Some(Type::array(Int, 1)),
+        ("to_array_1d", [t]) if t.is_linear_algebra() || (t.dims > 0 && t.base == Real) => {
+            Some(Type::array(Real, 1))
+        }
+        ("to_matrix", [t]) if t.is_linear_algebra() => Some(Type::MATRIX),
+        ("to_matrix", [t, m, n])
+            if m.is_int()
+                && n.is_int()
+                && (t.is_linear_algebra() || (t.dims == 1 && t.is_scalar_elem())) =>
+        {
+            Some(Type::MATRIX)
+        }
+        ("linspaced_vector", [n, lo, hi]) if n.is_int() && lo.is_scalar() && hi.is_scalar() => {
+            Some(Type::VECTOR)
+        }
+        ("reverse", [t]) if sliceable(*t) => Some(*t),
+        ("sort_asc" | "sort_desc", [t])
+            if matches!(*t, Type::VECTOR | Type::ROW_VECTOR)
+                || (t.dims == 1 && t.is_scalar_elem()) =>
+        {
+            Some(*t)
+        }
         ("sum" | "prod", [t]) if *t == Type::array(Int, 1) => Some(Type::INT),
         ("sum" | "prod", [t]) if real_container(*t) => Some(real),
         ("mean" | "sd" | "variance", [t]) if real_container(*t) || t.is_ints() && t.dims == 1 => {
@@ -434,7 +643,12 @@ mod tests {
     #[test]
     fn table_is_consistent() {
         for b in BUILTINS {
-            assert_eq!(lookup(b.name).map(|x| x.name), Some(b.name));
+            assert_eq!(
+                BUILTINS.iter().filter(|x| x.name == b.name).count(),
+                1,
+                "{} listed twice",
+                b.name
+            );
             if let Some(max) = b.max_args {
                 assert!(b.min_args <= max, "{}", b.name);
             }

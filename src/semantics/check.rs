@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use crate::distributions::has_log_cdf;
 use crate::distributions::registry::{self, FamilySig, Support};
 use crate::syntax::ast::{
     AssignOp, BinOp, Expr, ExprKind, FunctionDef, Index, LValue, PrintArg, Program, ReturnType,
@@ -61,6 +62,8 @@ impl Block {
 #[derive(Clone, Debug)]
 struct UserFn {
     params: Vec<Type>,
+    /// `data` qualifiers of the parameters: such arguments may not depend on parameters.
+    data_only: Vec<bool>,
     /// `None` for `void`.
     ret: Option<Type>,
     span: Span,
@@ -129,6 +132,9 @@ fn contradicts(support: Support, lower: Option<f64>, upper: Option<f64>) -> bool
         Support::Binary => hi < 0.0 || lo > 1.0,
     }
 }
+
+/// The standard normal: `normal(0, 1)` without parameters (Stan's `std_normal`).
+const STD_NORMAL: &str = "std_normal";
 
 const REALS: &str = "`real`, `vector`, `row_vector` or `array[] real`";
 const INTS: &str = "`int` or `array[] int`";
@@ -246,7 +252,7 @@ pub(super) struct Checker<'p> {
     functions: HashMap<String, UserFn>,
     /// Every block-level declaration of the program (name → span), to tell "used before its
     /// declaration" from "undeclared".
-    all_decls: HashMap<String, Span>,
+    all_decls: HashMap<String, (Span, Block)>,
     block: Block,
     loop_depth: usize,
     func: Option<FnCtx>,
@@ -277,6 +283,25 @@ impl<'p> Checker<'p> {
     }
 
     pub(super) fn run(mut self) -> CheckOutput {
+        self.check_program();
+        CheckOutput {
+            errors: self.errors,
+            warnings: self.warnings,
+        }
+    }
+
+    /// Checks the program, then `expr` in the scope of the end of `generated quantities`
+    /// (every block-level variable visible, `_rng` allowed, `target` not). Returns the
+    /// expression's type (`None` after an error) and the errors found in the expression only.
+    pub(super) fn run_expression(mut self, expr: &Expr) -> (Option<Type>, Vec<SemanticError>) {
+        self.check_program();
+        let before = self.errors.len();
+        self.block = Block::GeneratedQuantities;
+        let t = self.expr(expr);
+        (t, self.errors.split_off(before))
+    }
+
+    fn check_program(&mut self) {
         let p = self.program;
         self.collect_declarations();
         self.register_functions();
@@ -319,10 +344,6 @@ impl<'p> Checker<'p> {
             })
             .collect();
         self.warnings.extend(no_prior);
-        CheckOutput {
-            errors: self.errors,
-            warnings: self.warnings,
-        }
     }
 
     fn err(&mut self, e: SemanticError) {
@@ -333,22 +354,27 @@ impl<'p> Checker<'p> {
 
     fn collect_declarations(&mut self) {
         let p = self.program;
-        let mut add = |d: &VarDecl| {
+        let mut add = |d: &VarDecl, block: Block| {
             self.all_decls
                 .entry(d.name.name.clone())
-                .or_insert(d.name.span);
+                .or_insert((d.name.span, block));
         };
-        p.data.iter().for_each(&mut add);
-        p.parameters.iter().for_each(&mut add);
-        for s in p
-            .transformed_data
-            .iter()
-            .chain(&p.transformed_parameters)
-            .chain(&p.model)
-            .chain(&p.generated_quantities)
-        {
-            if let StmtKind::Decl(d) = &s.kind {
-                add(d);
+        for d in &p.data {
+            add(d, Block::Data);
+        }
+        for d in &p.parameters {
+            add(d, Block::Parameters);
+        }
+        for (stmts, block) in [
+            (&p.transformed_data, Block::TransformedData),
+            (&p.transformed_parameters, Block::TransformedParameters),
+            (&p.model, Block::Model),
+            (&p.generated_quantities, Block::GeneratedQuantities),
+        ] {
+            for s in stmts {
+                if let StmtKind::Decl(d) = &s.kind {
+                    add(d, block);
+                }
             }
         }
     }
@@ -357,6 +383,7 @@ impl<'p> Checker<'p> {
         for f in &self.program.functions {
             let sig = UserFn {
                 params: f.params.iter().map(|p| Type::from_unsized(&p.ty)).collect(),
+                data_only: f.params.iter().map(|p| p.data_only).collect(),
                 ret: match &f.return_type {
                     ReturnType::Void => None,
                     ReturnType::Type(t) => Some(Type::from_unsized(t)),
@@ -414,6 +441,7 @@ impl<'p> Checker<'p> {
                     lower: None,
                     upper: None,
                     sizes: Vec::new(),
+                    structured: false,
                 },
             );
         }
@@ -473,6 +501,9 @@ impl<'p> Checker<'p> {
                 span: d.ty.span,
             });
         }
+        // Bounds of data may use only data, and bounds of parameters only data and earlier
+        // parameters: both hold by scoping, since blocks are checked in order and a name is
+        // visible only after its declaration.
         let c = &d.ty.constraint;
         for e in [&c.lower, &c.upper, &c.offset, &c.multiplier]
             .into_iter()
@@ -503,19 +534,6 @@ impl<'p> Checker<'p> {
                         )),
                     });
                 }
-            }
-            if top && matches!(origin, Origin::Data | Origin::TransformedData) {
-                let block_var = origin.describe().to_string();
-                self.require_data(e, |var, kind, span, decl_span| {
-                    SemanticError::NonDataBound {
-                        name: name.clone(),
-                        block_var: block_var.clone(),
-                        var,
-                        kind,
-                        span,
-                        decl_span,
-                    }
-                });
             }
         }
 
@@ -572,6 +590,7 @@ impl<'p> Checker<'p> {
                 lower: c.lower.clone(),
                 upper: c.upper.clone(),
                 sizes,
+                structured: is_structured(&d.ty.base),
             },
         );
     }
@@ -618,6 +637,15 @@ impl<'p> Checker<'p> {
                 if let Some(t) = truncation {
                     for e in [&t.lower, &t.upper].into_iter().flatten() {
                         self.expect_scalar(e, "a truncation bound");
+                    }
+                    if let Some(sig) = registry::lookup(&dist.name)
+                        && !has_log_cdf(sig.family)
+                    {
+                        self.err(SemanticError::NoLogCdf {
+                            family: sig.name.into(),
+                            what: "truncation `T[…]`".into(),
+                            span: t.span,
+                        });
                     }
                 }
             }
@@ -774,6 +802,7 @@ impl<'p> Checker<'p> {
                     lower: None,
                     upper: None,
                     sizes: Vec::new(),
+                    structured: false,
                 },
             );
         }
@@ -873,7 +902,8 @@ impl<'p> Checker<'p> {
         if !allowed {
             let help = match info.origin {
                 Origin::Data => format!(
-                    "data is read-only; declare a new variable in `transformed data`, e.g. `real {name}_2 = …;`"
+                    "data is read-only; declare a copy in `transformed data`, e.g. `{} = {name};`, and assign to that",
+                    sized_decl(info.ty, &info.sizes, &format!("{name}_2"))
                 ),
                 Origin::Parameter => "parameters are sampled, not assigned; compute derived values in `transformed parameters`".into(),
                 Origin::LoopVar => "loop variables are read-only; copy the value into a local variable".into(),
@@ -882,10 +912,17 @@ impl<'p> Checker<'p> {
                 Origin::TransformedParameter => format!("`{name}` can only be assigned in the `transformed parameters` block"),
                 Origin::GeneratedQuantity | Origin::Local => format!("`{name}` can only be assigned in the `generated quantities` block"),
             };
+            // Without indexes the name's own span is exact (the l-value's may run on over the
+            // whitespace before `=`).
+            let span = if lhs.indices.is_empty() {
+                lhs.name.span
+            } else {
+                lhs.span
+            };
             self.err(SemanticError::ReadOnlyAssignment {
                 name: name.clone(),
                 kind: info.origin.describe().into(),
-                span: lhs.span,
+                span,
                 decl_span: info.decl_span,
                 help,
             });
@@ -951,6 +988,22 @@ impl<'p> Checker<'p> {
         let deps = self.param_deps(lhs);
         self.has_prior.extend(deps);
 
+        if dist.name == STD_NORMAL {
+            if !args.is_empty() {
+                self.err(SemanticError::WrongArity {
+                    function: STD_NORMAL.into(),
+                    span: dist.span,
+                    expected: "no arguments after `~` (it is `normal(0, 1)`)".into(),
+                    found: args.len(),
+                });
+            }
+            if let (Some(t), Some(sig)) = (lhs_ty, registry::lookup("normal")) {
+                self.check_variate(sig, lhs, t);
+            }
+            self.check_nonlinear_lhs(lhs);
+            return;
+        }
+
         let Some(sig) = registry::lookup(&dist.name) else {
             // A user-defined distribution `foo_lpdf` / `foo_lpmf`.
             for suffix in ["_lpdf", "_lpmf"] {
@@ -981,7 +1034,7 @@ impl<'p> Checker<'p> {
         if args.len() != sig.params.len() {
             self.err(SemanticError::WrongArity {
                 function: sig.name.into(),
-                span: dist.span.to(span_of_args(args).unwrap_or(dist.span)),
+                span: dist.span,
                 expected: format!(
                     "{} after `~` ({})",
                     plural(sig.params.len(), "argument"),
@@ -1008,6 +1061,10 @@ impl<'p> Checker<'p> {
         if sig.discrete || is_discrete_support(sig.variate) {
             if !t.is_ints() {
                 let (name, declared, decl_span, suggested_decl) = match &info {
+                    // Parameters cannot be integers; the fix there is another family.
+                    Some((n, i)) if !i.origin.is_data() => {
+                        (n.to_string(), i.ty.to_string(), Some(i.decl_span), None)
+                    }
                     Some((n, i)) => {
                         let decl = if i.sizes.is_empty() {
                             format!("int {n}")
@@ -1044,14 +1101,14 @@ impl<'p> Checker<'p> {
             });
             return;
         }
-        if let Some((name, i)) = info
+        if let Some((name, i)) = &info
             && matches!(i.origin, Origin::Data | Origin::TransformedData)
         {
             let lo = i.lower.as_ref().and_then(pretty::constant_value);
             let hi = i.upper.as_ref().and_then(pretty::constant_value);
             if (lo.is_some() || hi.is_some()) && contradicts(sig.variate, lo, hi) {
                 self.err(SemanticError::SupportContradiction {
-                    name: name.into(),
+                    name: name.to_string(),
                     family: sig.name.into(),
                     bound: bounds_text(i.lower.as_ref(), i.upper.as_ref()),
                     support: support_words(sig.variate).into(),
@@ -1059,7 +1116,29 @@ impl<'p> Checker<'p> {
                     decl_span: i.decl_span,
                 });
             }
+        } else if let Some((name, i)) = &info
+            && i.origin == Origin::Parameter
+            && !i.structured
+        {
+            self.check_parameter_support(sig, name, i, lhs.span);
         }
+    }
+
+    /// Warns when a parameter's declared bounds let it leave the support of its family (stanc3
+    /// pedantic: "a parameter with a positive-support distribution has no lower bound"). Bounds
+    /// that are not constants are given the benefit of the doubt.
+    fn check_parameter_support(&mut self, sig: &FamilySig, name: &str, i: &VarInfo, span: Span) {
+        let Some(needed) = bounds_needed(sig.variate, i) else {
+            return;
+        };
+        self.warnings.push(Warning::ParameterOutsideSupport {
+            name: name.into(),
+            family: sig.name.into(),
+            support: support_words(sig.variate).into(),
+            needed: needed.into(),
+            span,
+            decl_span: i.decl_span,
+        });
     }
 
     /// Types of a family's parameters: `ints` for discrete supports, `reals` otherwise.
@@ -1087,6 +1166,25 @@ impl<'p> Checker<'p> {
                     span: a.span,
                     help: None,
                 });
+                continue;
+            }
+            // A bare parameter as, say, a scale: its bounds should enforce the support.
+            if let ExprKind::Var(name) = &a.kind
+                && let Some(info) = self.scopes.lookup(name)
+                && info.origin == Origin::Parameter
+                && !info.structured
+                && let Some(needed) = bounds_needed(p.support, info)
+            {
+                let w = Warning::ArgumentOutsideSupport {
+                    name: name.clone(),
+                    role: lowercase_first(p.name),
+                    function: fname.into(),
+                    support: support_words(p.support).into(),
+                    needed: needed.into(),
+                    span: a.span,
+                    decl_span: info.decl_span,
+                };
+                self.warnings.push(w);
             }
         }
     }
@@ -1161,7 +1259,15 @@ impl<'p> Checker<'p> {
                 bounds_text(info.lower.as_ref(), info.upper.as_ref())
             )
         };
+        let a_text = pretty::expr(a);
+        let b_text = pretty::expr(b);
+        let suggested_decl = if info.ty == Type::REAL {
+            format!("real<lower={a_text}, upper={b_text}> {name}")
+        } else {
+            format!("{name}` with `<lower={a_text}, upper={b_text}>")
+        };
         self.warnings.push(Warning::UniformBoundsMismatch {
+            suggested_decl,
             name: name.clone(),
             a: pretty::expr(a),
             b: pretty::expr(b),
@@ -1253,15 +1359,28 @@ impl<'p> Checker<'p> {
     // ----- expressions ---------------------------------------------------------------------
 
     fn undeclared(&mut self, name: &str, span: Span) {
-        if let Some(decl) = self.all_decls.get(name)
+        // Function bodies never see block-level variables, so "declared later" would mislead.
+        if let Some(&(decl, block)) = self.all_decls.get(name)
+            && self.func.is_none()
             && decl.start > span.start
             && decl.file == span.file
         {
-            self.err(SemanticError::UsedBeforeDeclaration {
-                name: name.into(),
-                span,
-                decl_span: *decl,
-            });
+            let err = if block == self.block {
+                SemanticError::UsedBeforeDeclaration {
+                    name: name.into(),
+                    span,
+                    decl_span: decl,
+                }
+            } else {
+                SemanticError::DeclaredInLaterBlock {
+                    name: name.into(),
+                    block: block.name().into(),
+                    here: self.block.name().into(),
+                    span,
+                    decl_span: decl,
+                }
+            };
+            self.err(err);
             return;
         }
         let suggestion = best_match(name, self.scopes.visible_names());
@@ -1497,6 +1616,7 @@ impl<'p> Checker<'p> {
             .iter()
             .map(|f| f.name.to_string())
             .collect();
+        names.push(STD_NORMAL.into());
         for f in self.functions.keys() {
             for suffix in ["_lpdf", "_lpmf"] {
                 if let Some(stem) = f.strip_suffix(suffix) {
@@ -1516,17 +1636,43 @@ impl<'p> Checker<'p> {
         let mut user: Vec<String> = self.functions.keys().cloned().collect();
         user.sort();
         names.extend(user);
+        for s in ["_lpdf", "_lupdf", "_lcdf", "_lccdf", "_rng"] {
+            names.push(format!("{STD_NORMAL}{s}"));
+        }
         for f in registry::FAMILIES {
-            let suffixes: &[&str] = if f.discrete {
-                &["_lpmf", "_rng", "_lcdf", "_lccdf"]
+            let density = if f.discrete { "_lpmf" } else { "_lpdf" };
+            let cdfs: &[&str] = if has_log_cdf(f.family) {
+                &["_lcdf", "_lccdf"]
             } else {
-                &["_lpdf", "_rng", "_lcdf", "_lccdf"]
+                &[]
             };
-            for s in suffixes {
+            for s in [density, "_rng"].iter().chain(cdfs) {
                 names.push(format!("{}{s}", f.name));
             }
         }
         names
+    }
+
+    /// The user-defined function `name`; `foo_lupdf`/`foo_lupmf` resolve to the definition of
+    /// `foo_lpdf`/`foo_lpmf` (the unnormalised form of the same density).
+    fn user_function(&self, name: &str) -> Option<UserFn> {
+        if let Some(f) = self.functions.get(name) {
+            return Some(f.clone());
+        }
+        let normalised = if let Some(stem) = name.strip_suffix("_lupdf") {
+            format!("{stem}_lpdf")
+        } else if let Some(stem) = name.strip_suffix("_lupmf") {
+            format!("{stem}_lpmf")
+        } else {
+            return None;
+        };
+        self.functions.get(&normalised).cloned()
+    }
+
+    /// Functions ending in `_lp` may be called where `target` may change: the model block,
+    /// transformed parameters, and other `_lp` functions.
+    fn lp_call_allowed(&self) -> bool {
+        self.target_allowed() || (self.func.is_none() && self.block == Block::TransformedParameters)
     }
 
     fn rng_allowed(&self) -> bool {
@@ -1561,12 +1707,33 @@ impl<'p> Checker<'p> {
             });
         }
 
-        if let Some(f) = self.functions.get(fname).cloned() {
-            if conditional && split_suffix(fname).is_none_or(|(_, s)| s == "_rng") {
+        if let Some(f) = self.user_function(fname) {
+            let density = split_suffix(fname).is_some_and(|(_, s)| s != "_rng");
+            if conditional && !density {
                 self.err(SemanticError::ConditionalNotAllowed {
                     name: fname.into(),
                     span: name.span,
                 });
+            }
+            if density && !conditional && !args.is_empty() {
+                self.err(SemanticError::ConditionalRequired {
+                    name: fname.into(),
+                    span,
+                    fixed: conditional_form(fname, args),
+                });
+            }
+            if fname.ends_with("_lp") {
+                if !self.lp_call_allowed() {
+                    self.err(SemanticError::TargetOutsideModel {
+                        what: format!("{fname}(…)"),
+                        span,
+                    });
+                }
+                // An `_lp` function adds to `target` (typically priors on its arguments).
+                for a in args {
+                    let d = self.param_deps(a);
+                    self.has_prior.extend(d);
+                }
             }
             let exprs: Vec<&Expr> = args.iter().collect();
             if !self.check_user_args(fname, &f, &tys, &exprs, span) {
@@ -1576,6 +1743,13 @@ impl<'p> Checker<'p> {
                 Some(t) => CallType::Value(t),
                 None => CallType::Void,
             };
+        }
+
+        if let Some((STD_NORMAL, suffix)) = split_suffix(fname)
+            && suffix != "_lpmf"
+            && suffix != "_lupmf"
+        {
+            return self.std_normal_call(fname, suffix, args, &tys, span);
         }
 
         if let Some((stem, suffix)) = split_suffix(fname)
@@ -1643,6 +1817,46 @@ impl<'p> Checker<'p> {
         CallType::Error
     }
 
+    /// `std_normal_lpdf(y)`, `_lupdf`, `_lcdf`, `_lccdf` (one argument, the `|` optional) and
+    /// `std_normal_rng()`: the standard normal, `normal(0, 1)`, without parameters.
+    fn std_normal_call(
+        &mut self,
+        fname: &str,
+        suffix: &str,
+        args: &[Expr],
+        tys: &[Option<Type>],
+        span: Span,
+    ) -> CallType {
+        let n_expected = usize::from(suffix != "_rng");
+        if args.len() != n_expected {
+            let expected = if n_expected == 0 {
+                "no arguments".to_string()
+            } else {
+                "1 argument (the variate)".to_string()
+            };
+            self.err(SemanticError::WrongArity {
+                function: fname.into(),
+                span,
+                expected,
+                found: args.len(),
+            });
+            return CallType::Error;
+        }
+        if let (Some(Some(t)), Some(a)) = (tys.first(), args.first())
+            && !t.is_reals()
+        {
+            self.err(SemanticError::TypeMismatch {
+                what: format!("the variate of `{fname}`"),
+                expected: REALS.into(),
+                found: t.to_string(),
+                span: a.span,
+                help: None,
+            });
+            return CallType::Error;
+        }
+        CallType::Value(Type::REAL)
+    }
+
     /// Arity and argument types of a user-defined function; false after an error.
     fn check_user_args(
         &mut self,
@@ -1682,6 +1896,14 @@ impl<'p> Checker<'p> {
                 }
                 Some(_) => {}
                 None => ok = false,
+            }
+            if f.data_only.get(k).copied().unwrap_or(false) && self.depends_on_parameters(e) {
+                self.err(SemanticError::NonDataArgument {
+                    function: fname.into(),
+                    index: k + 1,
+                    span: e.span,
+                });
+                ok = false;
             }
         }
         ok
@@ -1723,6 +1945,13 @@ impl<'p> Checker<'p> {
             }
             _ => {}
         }
+        if matches!(suffix, "_lcdf" | "_lccdf") && !has_log_cdf(sig.family) {
+            self.err(SemanticError::NoLogCdf {
+                family: sig.name.into(),
+                what: format!("`{fname}`"),
+                span,
+            });
+        }
         if is_rng && conditional {
             self.err(SemanticError::ConditionalNotAllowed {
                 name: fname.into(),
@@ -1730,16 +1959,10 @@ impl<'p> Checker<'p> {
             });
         }
         if !is_rng && !conditional && !args.is_empty() {
-            let first = pretty::expr(&args[0]);
-            let rest = args[1..]
-                .iter()
-                .map(pretty::expr)
-                .collect::<Vec<_>>()
-                .join(", ");
             self.err(SemanticError::ConditionalRequired {
                 name: fname.into(),
                 span,
-                fixed: format!("{fname}({first} | {rest})"),
+                fixed: conditional_form(fname, args),
             });
         }
         let n_expected = sig.params.len() + usize::from(!is_rng);
@@ -1793,6 +2016,61 @@ impl<'p> Checker<'p> {
     }
 }
 
+/// The bounds a parameter must be declared with so that it stays inside `support`, when its
+/// declaration does not already ensure that (`None` also for bounds that are not constants).
+fn bounds_needed(support: Support, i: &VarInfo) -> Option<&'static str> {
+    let lower_ok = match &i.lower {
+        None => false,
+        Some(e) => pretty::constant_value(e).is_none_or(|v| v >= 0.0),
+    };
+    let upper_ok = match &i.upper {
+        None => false,
+        Some(e) => pretty::constant_value(e).is_none_or(|v| v <= 1.0),
+    };
+    match support {
+        Support::Positive | Support::NonNegative if !lower_ok => Some("<lower=0>"),
+        Support::UnitInterval if !lower_ok || !upper_ok => Some("<lower=0, upper=1>"),
+        _ => None,
+    }
+}
+
+/// A declaration as source text, e.g. `array[J] vector[K] name`, from a type and its sizes
+/// (array sizes first, as in [`VarInfo::sizes`]).
+fn sized_decl(ty: Type, sizes: &[String], name: &str) -> String {
+    let split = ty.dims.min(sizes.len());
+    let (array, inner) = sizes.split_at(split);
+    let mut out = String::new();
+    if !array.is_empty() {
+        out.push_str(&format!("array[{}] ", array.join(", ")));
+    }
+    out.push_str(ty.base.keyword());
+    if !inner.is_empty() {
+        out.push_str(&format!("[{}]", inner.join(", ")));
+    }
+    format!("{out} {name}")
+}
+
+/// "Scale parameter" → "scale parameter", for use inside a sentence.
+fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `f(a | b, c)`: a density call written with the conditioning bar.
+fn conditional_form(fname: &str, args: &[Expr]) -> String {
+    let first = args.first().map(pretty::expr).unwrap_or_default();
+    let rest = args
+        .iter()
+        .skip(1)
+        .map(pretty::expr)
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("{fname}({first} | {rest})")
+}
+
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
@@ -1804,15 +2082,9 @@ fn plural(n: usize, word: &str) -> String {
 fn param_names(sig: &FamilySig) -> String {
     sig.params
         .iter()
-        .map(|p| p.name)
+        .map(|p| lowercase_first(p.name))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn span_of_args(args: &[Expr]) -> Option<Span> {
-    let first = args.first()?.span;
-    let last = args.last()?.span;
-    Some(first.to(last))
 }
 
 /// `<lower=0, upper=1>` as written.
@@ -1848,7 +2120,11 @@ fn pretty_lvalue(lv: &LValue) -> String {
 /// A `help:` note for the common case of a real value where an int is needed.
 fn promotion_help(expected: Type, found: Type) -> Option<String> {
     if expected.base == Base::Int && found.base == Base::Real && expected.dims == found.dims {
-        Some("a `real` is never converted to `int` implicitly; declare the target `real`".into())
+        Some(
+            "a `real` is never converted to `int` implicitly; round explicitly or use `real` \
+             for the destination"
+                .into(),
+        )
     } else {
         None
     }

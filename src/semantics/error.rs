@@ -10,185 +10,346 @@ use crate::syntax::span::{FileId, Span};
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SemanticError {
+    /// A name that is not declared in any visible scope.
     #[error("undeclared variable `{name}`{}", did_you_mean(suggestion))]
     UndeclaredVariable {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
         /// The nearest visible name by edit distance, if close enough.
         suggestion: Option<String>,
     },
+    /// A name used above its declaration in the same file.
     #[error("variable `{name}` is used before its declaration")]
     UsedBeforeDeclaration {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
         decl_span: Span,
     },
+    /// A name declared twice in visible scopes (shadowing is not allowed).
     #[error("`{name}` is already declared")]
     Redeclaration {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// The earlier declaration or definition (secondary label).
         previous: Span,
     },
+    /// A call of a function that is neither built in, user-defined nor a distribution function.
     #[error("unknown function `{name}`{}", did_you_mean(suggestion))]
     UnknownFunction {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
         /// The nearest built-in, user-defined function or distribution name.
         suggestion: Option<String>,
     },
+    /// A `~` statement with an unknown family.
     #[error("unknown distribution `{name}`{}", did_you_mean(suggestion))]
     UnknownDistribution {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// The nearest known name by normalised edit distance, if close enough.
         suggestion: Option<String>,
     },
+    /// A call or `~` with the wrong number of arguments.
     #[error("`{function}` takes {expected}, but {found} {} given", if *.found == 1 { "was" } else { "were" })]
     WrongArity {
+        /// The function or distribution called.
         function: String,
+        /// Primary label: where the problem is.
         span: Span,
         /// E.g. "2 arguments (mu, sigma)".
         expected: String,
+        /// What was found: a type, a count or a list of types.
         found: usize,
     },
+    /// A built-in function called with argument types it does not accept.
     #[error("no signature of `{function}` accepts arguments of type ({args})")]
     NoMatchingSignature {
+        /// The function or distribution called.
         function: String,
+        /// Primary label: where the problem is.
         span: Span,
         /// The argument types found, comma separated.
         args: String,
         /// The signatures that exist.
         signatures: String,
     },
+    /// An operator applied to types it is not defined for.
     #[error("{message}")]
     OperatorMismatch {
         /// "cannot multiply `vector` by `vector` with `*`".
         message: String,
+        /// Primary label: where the problem is.
         span: Span,
         /// What to write instead (may be empty).
         hint: String,
     },
+    /// A value whose type is not the one required here.
     #[error("{what} must be {expected}, found `{found}`")]
     TypeMismatch {
         /// What was being checked: "the initialiser of `x`", "the condition of `if`", …
         what: String,
         /// The accepted type(s), already quoted.
         expected: String,
+        /// What was found: a type, a count or a list of types.
         found: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Extra `help:` text, if any.
         help: Option<String>,
     },
+    /// An assignment to a variable that may not be assigned here.
     #[error("cannot assign to {kind} `{name}`")]
     ReadOnlyAssignment {
+        /// The name involved, as written in the source.
         name: String,
         /// "data variable", "parameter", "loop variable", …
         kind: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
         decl_span: Span,
+        /// Extra `help:` text, if any.
         help: String,
     },
+    /// An initialiser on a `data` or `parameters` declaration.
     #[error("a declaration in the `{block}` block takes no initialiser")]
-    InitialiserNotAllowed { block: String, span: Span },
+    InitialiserNotAllowed {
+        /// The block, as written in the source.
+        block: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// An `int` parameter or transformed parameter.
     #[error("{what} `{name}` is declared `int`; discrete parameters are not supported")]
     DiscreteParameter {
+        /// The name involved, as written in the source.
         name: String,
         /// "parameter" or "transformed parameter".
         what: String,
+        /// Primary label: where the problem is.
         span: Span,
     },
+    /// `~`, `target +=`, `target()` or an `_lp` call outside the model block.
     #[error("`{what}` is only allowed in the `model` block and in functions ending in `_lp`")]
-    TargetOutsideModel { what: String, span: Span },
+    TargetOutsideModel {
+        /// What is being described, for the message.
+        what: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// A `_rng` call outside transformed data, generated quantities and `_rng` functions.
     #[error("random number generator `{name}` cannot be used in {place}")]
     RngNotAllowed {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the call was found, for the message.
         place: String,
     },
+    /// A bound or constrained type on a local variable.
     #[error("local variable `{name}` cannot have a constraint")]
-    ConstraintOnLocal { name: String, span: Span },
+    ConstraintOnLocal {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// A block-level size that depends on a non-data variable.
     #[error("the size of `{name}` depends on {kind} `{var}`; sizes must be data")]
     NonDataSize {
+        /// The name involved, as written in the source.
         name: String,
+        /// The offending variable.
         var: String,
+        /// The kind of the variable or distribution, for the message.
         kind: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
         decl_span: Span,
     },
-    #[error("the bound of {block_var} `{name}` depends on {kind} `{var}`")]
-    NonDataBound {
-        name: String,
-        /// "data variable", "parameter", …
-        block_var: String,
-        var: String,
-        kind: String,
-        span: Span,
-        decl_span: Span,
-    },
+    /// A discrete family whose variate is not an integer type.
     #[error("`{name}` is declared `{declared}` but `{family}` needs {values}")]
     DiscreteFamilyOnReal {
+        /// The name involved, as written in the source.
         name: String,
+        /// The declared type or bounds, in words.
         declared: String,
+        /// The distribution family.
         family: String,
         /// "integer counts", "0/1 integers", "integers".
         values: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
         decl_span: Option<Span>,
-        /// The declaration to write instead, e.g. "array[N] int y".
+        /// The declaration to write instead, e.g. `array[N] int y`.
         suggested_decl: Option<String>,
     },
+    /// Data whose declared bounds lie outside the support of its family.
     #[error("`{name}` is declared with `{bound}` but `{family}` needs {support}")]
     SupportContradiction {
+        /// The name involved, as written in the source.
         name: String,
+        /// The distribution family.
         family: String,
         /// "<upper=0>".
         bound: String,
         /// "positive values".
         support: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
         decl_span: Span,
     },
+    /// An index that is neither `int` nor `array[] int`.
     #[error("an index must be `int` or `array[] int`, found `{found}`")]
-    NonIntIndex { found: String, span: Span },
-    #[error("too many indexes for a value of type `{ty}`: {found} given, at most {max}")]
-    TooManyIndices {
-        ty: String,
-        found: usize,
-        max: usize,
+    NonIntIndex {
+        /// What was found: a type, a count or a list of types.
+        found: String,
+        /// Primary label: where the problem is.
         span: Span,
     },
+    /// More indexes than the value has dimensions.
+    #[error("too many indexes for a value of type `{ty}`: {found} given, at most {max}")]
+    TooManyIndices {
+        /// The indexed type.
+        ty: String,
+        /// What was found: a type, a count or a list of types.
+        found: usize,
+        /// The largest number of indexes the type takes.
+        max: usize,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// A non-void function whose body may end without `return`.
     #[error("function `{name}` may reach its end without returning a value")]
-    MissingReturn { name: String, span: Span },
+    MissingReturn {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// `return` outside a function, or with/without a value against the return type.
     #[error("{message}")]
-    BadReturn { message: String, span: Span },
+    BadReturn {
+        /// The full message.
+        message: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// A density call written without `|`.
     #[error("`{name}` needs `|` between the variate and the parameters")]
     ConditionalRequired {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
         /// The call written the right way.
         fixed: String,
     },
+    /// `|` in a call that is not a density or distribution function.
     #[error("`{name}` does not take `|`; only `_lpdf`, `_lpmf`, `_lcdf` and `_lccdf` calls do")]
-    ConditionalNotAllowed { name: String, span: Span },
+    ConditionalNotAllowed {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// `break` or `continue` outside a loop.
     #[error("`{what}` outside a loop")]
-    OutsideLoop { what: String, span: Span },
+    OutsideLoop {
+        /// What is being described, for the message.
+        what: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// `_lpdf` on a discrete family or `_lpmf` on a continuous one.
     #[error("`{family}` is a {kind} distribution; call `{suggested}` instead of `{name}`")]
     WrongSuffix {
+        /// The name involved, as written in the source.
         name: String,
+        /// The distribution family.
         family: String,
         /// "discrete" or "continuous".
         kind: String,
+        /// The name to write instead.
         suggested: String,
+        /// Primary label: where the problem is.
         span: Span,
     },
+    /// A non-void call used as a statement.
     #[error(
         "the result of `{name}` is discarded; only `void` functions can be called as statements"
     )]
-    NonVoidStatement { name: String, span: Span },
+    NonVoidStatement {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// A void function called inside an expression.
     #[error("`{name}` returns `void` and cannot be used in an expression")]
-    VoidInExpression { name: String, span: Span },
+    VoidInExpression {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// A parameter-dependent value passed to a `data` function argument.
+    #[error("argument {index} of `{function}` is declared `data` but depends on parameters")]
+    NonDataArgument {
+        /// The function or distribution called.
+        function: String,
+        /// 1-based position of the argument.
+        index: usize,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
+    /// `_lcdf`/`_lccdf` or truncation on a family without a log CDF.
+    #[error("`{family}` has no log CDF, which {what} needs")]
+    NoLogCdf {
+        /// The distribution family.
+        family: String,
+        /// "truncation `T[…]`" or the function called.
+        what: String,
+        /// Primary label: where the CDF is needed.
+        span: Span,
+    },
+    /// A name used in a block that runs before the block declaring it.
+    #[error("`{name}` is declared in the `{block}` block, which comes after the `{here}` block")]
+    DeclaredInLaterBlock {
+        /// The name involved, as written in the source.
+        name: String,
+        /// The block that declares it.
+        block: String,
+        /// The block of the use.
+        here: String,
+        /// Primary label: the use.
+        span: Span,
+        /// The declaration (secondary label).
+        decl_span: Span,
+    },
+    /// A user-defined function defined twice.
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
+        /// The name involved, as written in the source.
         name: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// The earlier declaration or definition (secondary label).
         previous: Span,
     },
 }
@@ -214,7 +375,6 @@ impl SemanticError {
             | RngNotAllowed { span, .. }
             | ConstraintOnLocal { span, .. }
             | NonDataSize { span, .. }
-            | NonDataBound { span, .. }
             | DiscreteFamilyOnReal { span, .. }
             | SupportContradiction { span, .. }
             | NonIntIndex { span, .. }
@@ -227,6 +387,9 @@ impl SemanticError {
             | WrongSuffix { span, .. }
             | NonVoidStatement { span, .. }
             | VoidInExpression { span, .. }
+            | NonDataArgument { span, .. }
+            | NoLogCdf { span, .. }
+            | DeclaredInLaterBlock { span, .. }
             | FunctionRedefinition { span, .. } => *span,
         }
     }
@@ -385,26 +548,6 @@ impl ToDiagnostic for SemanticError {
                         .into(),
                 );
             }
-            NonDataBound {
-                span,
-                decl_span,
-                var,
-                kind,
-                block_var,
-                ..
-            } => {
-                labels.push(primary(*span, format!("`{var}` used in a bound")));
-                labels.push(secondary(
-                    *decl_span,
-                    format!("`{var}` declared as a {kind} here"),
-                ));
-                notes.push(if block_var == "parameter" {
-                    "help: bounds of parameters may use data and earlier parameters only".into()
-                } else {
-                    "help: bounds of data may use only `data` and `transformed data` variables"
-                        .into()
-                });
-            }
             DiscreteFamilyOnReal {
                 span,
                 decl_span,
@@ -477,6 +620,37 @@ impl ToDiagnostic for SemanticError {
             }
             VoidInExpression { span, .. } => {
                 labels.push(primary(*span, "returns no value"));
+            }
+            NonDataArgument { span, .. } => {
+                labels.push(primary(*span, "depends on parameters"));
+                notes.push(
+                    "help: pass data here, or remove the `data` qualifier from the function's \
+                     argument"
+                        .into(),
+                );
+            }
+            DeclaredInLaterBlock {
+                name,
+                span,
+                decl_span,
+                here,
+                ..
+            } => {
+                labels.push(primary(*span, "used here"));
+                labels.push(secondary(*decl_span, "declared here"));
+                notes.push(format!(
+                    "help: blocks run in order; declare `{name}` in the `{here}` block or an \
+                     earlier one"
+                ));
+            }
+            NoLogCdf { span, .. } => {
+                labels.push(primary(*span, "needs the log CDF"));
+                let with_cdf: Vec<&str> = crate::distributions::registry::FAMILIES
+                    .iter()
+                    .filter(|f| crate::distributions::has_log_cdf(f.family))
+                    .map(|f| f.name)
+                    .collect();
+                notes.push(format!("help: log CDFs exist for {}", with_cdf.join(", ")));
             }
             FunctionRedefinition { span, previous, .. } => {
                 labels.push(primary(*span, "defined again here"));

@@ -2,7 +2,33 @@
 //! model). Every expression gets a [`types::Type`]; names, blocks, built-in and user-defined
 //! functions and distributions are checked; errors and warnings carry spans and did-you-mean
 //! suggestions and render through [`crate::syntax::report`].
+//!
+//! What is checked, file by file:
+//! - `types.rs`: `int`, `real`, `vector`, `row_vector`, `matrix` and arrays of them; `int → real`
+//!   promotion (never the reverse); how indexing reduces a type.
+//! - `operators.rs`: the typing rules of `+ - * / % %/% ^ .* ./ .^ \ '`, comparisons and logic.
+//! - `builtins.rs`: the built-in functions and their signatures (the graph implements the same).
+//! - `names.rs`: scopes (no shadowing) and suggestions by normalised Damerau–Levenshtein
+//!   similarity ≥ 0.6.
+//! - `check.rs`: one pass in block order. Declarations (sizes are `int` data at block level,
+//!   constraints only at block level, no initialiser in `data`/`parameters`, no `int`
+//!   parameters); assignments (a block's variables are assigned in that block only); `~` and
+//!   `target +=` only in `model` and `_lp` functions; `_rng` only in `transformed data`,
+//!   `generated quantities` and `_rng` functions; distribution families and functions from
+//!   [`crate::distributions::registry`] (arity naming the parameters, `|` for densities,
+//!   `_lpdf` vs `_lpmf`, integer variates for discrete families, data bounds against the
+//!   support, log CDFs for `_lcdf` and truncation); user-defined functions (registered first,
+//!   so recursion works; every non-void path returns, best effort).
+//! - `warnings.rs`: stanc3-pedantic warnings: no prior, a non-linear left side of `~` (Jacobian),
+//!   a `uniform` prior whose bounds differ from the declaration, bounds that do not enforce a
+//!   family's support, integer division.
+//!
+//! Sizes are not part of types: they are runtime values, checked when data are bound and when
+//! the graph evaluates. The "no prior" warning follows dependence through transformed parameters
+//! and locals (a parameter counts as having a prior when a `~` left side or a `target +=` term
+//! depends on it), which is coarser than stanc3's dataflow analysis but needs no extra pass.
 
+#![warn(missing_docs)]
 pub mod builtins;
 mod check;
 pub mod error;
@@ -22,7 +48,9 @@ use crate::syntax::ast;
 /// warnings, in source order of discovery.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CheckOutput {
+    /// Every error found, in the order the checker met them (empty for a valid program).
     pub errors: Vec<SemanticError>,
+    /// Warnings: those found during the pass, then one "no prior" per parameter.
     pub warnings: Vec<Warning>,
 }
 
@@ -41,6 +69,20 @@ impl CheckOutput {
 /// transformed parameters, model, generated quantities), each name visible from its declaration on.
 pub fn check(program: &ast::Program) -> CheckOutput {
     check::Checker::new(program).run()
+}
+
+/// The type of `expr` evaluated after `program` (the REPL's expression form): every block-level
+/// variable of `program` is in scope, `_rng` calls are allowed and `target` is not, as in
+/// `generated quantities`. Returns the type, or the errors found in `expr` (errors in `program`
+/// itself are not repeated here; get them from [`check`]). Never panics.
+pub fn expression_type(
+    program: &ast::Program,
+    expr: &ast::Expr,
+) -> Result<Type, Vec<SemanticError>> {
+    match check::Checker::new(program).run_expression(expr) {
+        (Some(t), errors) if errors.is_empty() => Ok(t),
+        (_, errors) => Err(errors),
+    }
 }
 
 #[cfg(test)]

@@ -15,10 +15,15 @@ pub const SUGGESTION_THRESHOLD: f64 = 0.6;
 /// Where a variable was declared; decides where it may be assigned and whether it counts as data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
+    /// Declared in `data`: read-only everywhere.
     Data,
+    /// Declared at the top of `transformed data`: assigned there only.
     TransformedData,
+    /// Declared in `parameters`: never assigned.
     Parameter,
+    /// Declared at the top of `transformed parameters`: assigned there only.
     TransformedParameter,
+    /// Declared at the top of `generated quantities`: assigned there only.
     GeneratedQuantity,
     /// A local variable of a block or a function body.
     Local,
@@ -26,6 +31,7 @@ pub enum Origin {
     LoopVar,
     /// An argument of a user-defined function: read-only; `data_only` for `data` arguments.
     FunctionArg {
+        /// The argument was declared with the `data` qualifier.
         data_only: bool,
     },
 }
@@ -57,7 +63,9 @@ impl Origin {
 /// What the checker knows about one declared variable.
 #[derive(Clone, Debug)]
 pub struct VarInfo {
+    /// The declared type (sizes dropped).
     pub ty: Type,
+    /// Where it was declared.
     pub origin: Origin,
     /// The name's span in its declaration.
     pub decl_span: Span,
@@ -68,6 +76,8 @@ pub struct VarInfo {
     /// The declaration's size expressions as source text, outermost first (`array[J] vector[K]`
     /// gives `["J", "K"]`), for `help:` notes that show a corrected declaration.
     pub sizes: Vec<String>,
+    /// Declared with a constrained type (`simplex`, `ordered`, `cov_matrix`, …).
+    pub structured: bool,
 }
 
 /// A stack of lexical scopes. The language forbids shadowing, so a lookup finds at most one
@@ -213,6 +223,7 @@ mod tests {
             lower: None,
             upper: None,
             sizes: vec![],
+            structured: false,
         };
         s.declare("x", info.clone());
         s.push();

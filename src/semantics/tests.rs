@@ -303,7 +303,7 @@ fn target_only_in_model_and_lp_functions() {
     ));
     assert_clean(
         "functions { void prior_lp(real x) { x ~ normal(0, 1); target += 0; } } \
-         parameters { real p; } model { prior_lp(p); p ~ normal(0, 1); }",
+         parameters { real p; } model { prior_lp(p); }",
     );
     assert!(matches!(
         one_error(
@@ -442,7 +442,7 @@ fn distribution_calls() {
         "data { real y; } parameters { real mu; } model { target += normal_lpdf(y | mu); }",
     ) {
         SemanticError::WrongArity { expected, .. } => {
-            assert!(expected.contains("Location parameter") && expected.contains("Scale parameter"))
+            assert!(expected.contains("location parameter") && expected.contains("scale parameter"))
         }
         e => panic!("{e:?}"),
     }
@@ -484,6 +484,26 @@ fn tilde_checks_family_arity_and_argument_types() {
         ),
         SemanticError::TypeMismatch { .. }
     ));
+}
+
+#[test]
+fn poisson_on_a_vector_suggests_an_int_array() {
+    match one_error(
+        "data { int N; vector[N] y; } parameters { real<lower=0> l; } model { l ~ gamma(2, 1); y ~ poisson(l); }",
+    ) {
+        SemanticError::DiscreteFamilyOnReal {
+            values,
+            suggested_decl,
+            ..
+        } => {
+            assert_eq!(values, "integer counts");
+            assert_eq!(suggested_decl.as_deref(), Some("array[N] int y"));
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_clean(
+        "data { int N; array[N] int y; } parameters { real<lower=0> l; } model { l ~ gamma(2, 1); y ~ poisson(l); }",
+    );
 }
 
 #[test]
@@ -631,20 +651,20 @@ fn nonlinear_left_side_needs_jacobian() {
 
 #[test]
 fn uniform_bounds_compare_with_the_declaration() {
-    if crate::distributions::registry::lookup("uniform").is_none() {
-        // The `uniform` row arrives with the distributions branch; until then it is unknown.
-        assert!(matches!(
-            one_error("parameters { real<lower=0> s; } model { s ~ uniform(0, 10); }"),
-            SemanticError::UnknownDistribution { .. }
-        ));
-        return;
-    }
     let w = run("parameters { real<lower=0> s; } model { s ~ uniform(0, 10); }").warnings;
     assert!(
         matches!(w.as_slice(), [Warning::UniformBoundsMismatch { name, .. }] if name == "s"),
         "{w:?}"
     );
     assert_clean("parameters { real<lower=0, upper=10> s; } model { s ~ uniform(0, 10.0); }");
+    assert_clean(
+        "data { real a; } parameters { real<lower=a, upper=a + 1> s; } model { s ~ uniform(a, a + 1); }",
+    );
+    let w = run("parameters { real s; } model { s ~ uniform(-1, 1); }").warnings;
+    assert!(
+        matches!(w.as_slice(), [Warning::UniformBoundsMismatch { declared, .. }] if declared == "without bounds"),
+        "{w:?}"
+    );
 }
 
 // ----- robustness ----------------------------------------------------------------------------
@@ -709,4 +729,275 @@ fn degenerate_asts_do_not_panic() {
     };
     let out = check(&program);
     assert!(!out.errors.is_empty());
+}
+
+#[test]
+fn data_qualified_arguments_reject_parameters() {
+    let src = "functions { real f(data real x) { return x; } } data { real y; } \
+               parameters { real p; } model { p ~ normal(f(y), 1); target += f(p); }";
+    match one_error(src) {
+        SemanticError::NonDataArgument {
+            function, index, ..
+        } => {
+            assert_eq!((function.as_str(), index), ("f", 1))
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn user_densities_need_the_bar_and_lp_calls_need_a_target() {
+    let defs = "functions { real half_lpdf(real y, real s) { return normal_lpdf(y | 0, s); } \
+                void prior_lp(real x) { x ~ normal(0, 1); } } ";
+    assert_clean(&format!(
+        "{defs} parameters {{ real<lower=0> s; }} model {{ target += half_lupdf(s | 1); prior_lp(s); }}"
+    ));
+    assert!(matches!(
+        one_error(&format!(
+            "{defs} parameters {{ real<lower=0> s; }} model {{ target += half_lpdf(s, 1); }}"
+        )),
+        SemanticError::ConditionalRequired { .. }
+    ));
+    let out = run(&format!(
+        "{defs} parameters {{ real<lower=0> s; }} model {{ s ~ half(1); }} generated quantities {{ prior_lp(1); }}"
+    ));
+    assert!(
+        matches!(
+            out.errors.as_slice(),
+            [SemanticError::TargetOutsideModel { .. }]
+        ),
+        "{:#?}",
+        out.errors
+    );
+}
+
+/// Mutates valid and invalid models at random (fixed seed): deletions, duplications and swapped
+/// bytes. Whatever still parses must check without panicking.
+#[test]
+fn mutated_programs_never_panic() {
+    let sources = [
+        include_str!("../../tests/golden/semantic/ok_labour.bayes"),
+        include_str!("../../tests/golden/semantic/ok_garch.bayes"),
+        include_str!("../../tests/golden/semantic/ok_eight_schools.bayes"),
+        include_str!("../../tests/golden/semantic/bad_missing_return.bayes"),
+        include_str!("../../tests/golden/semantic/bad_data_argument.bayes"),
+        include_str!("../../tests/golden/semantic/warn_integer_division.bayes"),
+    ];
+    // xorshift64 (Marsaglia 2003), seeded: reproducible without a dependency.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    let mut parsed = 0;
+    for src in sources {
+        let bytes = src.as_bytes();
+        for _ in 0..150 {
+            let mut m = bytes.to_vec();
+            for _ in 0..1 + next(3) {
+                if m.is_empty() {
+                    break;
+                }
+                let i = next(m.len());
+                let len = 1 + next(6);
+                let j = (i + len).min(m.len());
+                match next(3) {
+                    0 => {
+                        m.drain(i..j);
+                    }
+                    1 => {
+                        let piece: Vec<u8> = m[i..j].to_vec();
+                        let at = next(m.len());
+                        m.splice(at..at, piece);
+                    }
+                    _ => {
+                        let (k, last) = (next(m.len()), m.len() - 1);
+                        m.swap(i.min(last), k);
+                    }
+                }
+            }
+            let Ok(text) = String::from_utf8(m) else {
+                continue;
+            };
+            if let Ok(program) = parse_program(&text, 0) {
+                parsed += 1;
+                let _ = check(&program);
+            }
+        }
+    }
+    assert!(
+        parsed > 50,
+        "too few mutants parsed ({parsed}) to exercise the checker"
+    );
+}
+
+#[test]
+fn expressions_are_typed_in_the_scope_of_a_program() {
+    use crate::syntax::parser::parse_expression;
+    let program = parse_program(
+        "data { int N; vector[N] x; } parameters { real mu; } model { real local = 1; mu ~ normal(0, 1); }",
+        0,
+    )
+    .expect("parses");
+    let typed = |src: &str| expression_type(&program, &parse_expression(src, 1).expect("parses"));
+    assert_eq!(typed("x * mu"), Ok(Type::VECTOR));
+    assert_eq!(typed("x' * x"), Ok(Type::REAL));
+    assert_eq!(typed("normal_rng(mu, 1)"), Ok(Type::REAL));
+    match typed("local + 1") {
+        Err(errs) => assert!(
+            matches!(errs.as_slice(), [SemanticError::UndeclaredVariable { .. }]),
+            "model locals are out of scope: {errs:?}"
+        ),
+        Ok(t) => panic!("typed as {t}"),
+    }
+}
+
+#[test]
+fn parameters_need_bounds_matching_restricted_supports() {
+    let w = run("parameters { real sigma; } model { sigma ~ exponential(1); }").warnings;
+    match w.as_slice() {
+        [Warning::ParameterOutsideSupport { name, needed, .. }] => {
+            assert_eq!((name.as_str(), needed.as_str()), ("sigma", "<lower=0>"))
+        }
+        w => panic!("{w:?}"),
+    }
+    let w = run("parameters { real<lower=0> p; } model { p ~ beta(2, 2); }").warnings;
+    match w.as_slice() {
+        [Warning::ParameterOutsideSupport { needed, .. }] => {
+            assert_eq!(needed, "<lower=0, upper=1>")
+        }
+        w => panic!("{w:?}"),
+    }
+    let w = run("parameters { real<lower=-1> s; } model { s ~ gamma(2, 2); }").warnings;
+    assert!(
+        matches!(w.as_slice(), [Warning::ParameterOutsideSupport { .. }]),
+        "{w:?}"
+    );
+    assert_clean("parameters { real<lower=0> s; } model { s ~ gamma(2, 2); }");
+    assert_clean("parameters { real<lower=0, upper=1> p; } model { p ~ beta(2, 2); }");
+    assert_clean("parameters { vector<lower=0>[3] s; } model { s ~ exponential(1); }");
+    assert_clean("parameters { positive_ordered[3] s; } model { s ~ exponential(1); }");
+    assert_clean("data { real a; } parameters { real<lower=a> s; } model { s ~ exponential(1); }");
+}
+
+#[test]
+fn function_bodies_do_not_see_block_variables() {
+    match one_error("functions { real f(real x) { return x + N; } } data { int N; }") {
+        SemanticError::UndeclaredVariable { name, .. } => assert_eq!(name, "N"),
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn cdfs_and_truncation_need_a_family_with_a_log_cdf() {
+    assert_clean(
+        "data { real y; } parameters { real mu; } model { mu ~ normal(0, 1); \
+         y ~ normal(mu, 1) T[0, ]; target += normal_lccdf(y | mu, 1); }",
+    );
+    match one_error(
+        "data { real y; } parameters { real<lower=0> a; } model { a ~ gamma(2, 2); y ~ gamma(a, 1) T[0, 5]; }",
+    ) {
+        SemanticError::NoLogCdf { family, .. } => assert_eq!(family, "gamma"),
+        e => panic!("{e:?}"),
+    }
+    assert!(matches!(
+        one_error(
+            "data { real y; } parameters { real<lower=0> a; } model { a ~ gamma(2, 2); target += gamma_lcdf(y | a, 1); }"
+        ),
+        SemanticError::NoLogCdf { .. }
+    ));
+}
+
+#[test]
+fn bare_parameters_as_scales_need_bounds() {
+    let w = run("data { real y; } parameters { real s; } model { y ~ normal(0, s); }").warnings;
+    match w.as_slice() {
+        [
+            Warning::ArgumentOutsideSupport {
+                name, role, needed, ..
+            },
+            Warning::NoPrior { .. },
+        ] => {
+            assert_eq!(
+                (name.as_str(), role.as_str(), needed.as_str()),
+                ("s", "scale parameter", "<lower=0>")
+            );
+        }
+        w => panic!("{w:?}"),
+    }
+    let w = run("data { int y; } parameters { real p; } model { target += bernoulli_lpmf(y | p); p ~ normal(0, 1); }").warnings;
+    assert!(
+        matches!(w.as_slice(), [Warning::ArgumentOutsideSupport { needed, .. }] if needed == "<lower=0, upper=1>"),
+        "{w:?}"
+    );
+    assert_clean(
+        "data { real y; } parameters { real<lower=0> s; } model { s ~ exponential(1); y ~ normal(0, s); }",
+    );
+}
+
+#[test]
+fn read_only_data_help_shows_a_sized_copy() {
+    match one_error(
+        "data { int J; int K; array[J] vector[K] y; } transformed data { y[1, 1] = 0; }",
+    ) {
+        SemanticError::ReadOnlyAssignment { help, .. } => {
+            assert!(help.contains("`array[J] vector[K] y_2 = y;`"), "{help}")
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn std_normal_has_no_parameters() {
+    assert_clean(
+        "data { real y; } parameters { vector[3] z; } model { z ~ std_normal(); \
+         target += std_normal_lpdf(y) + std_normal_lcdf(y) + std_normal_lupdf(y); } \
+         generated quantities { real d = std_normal_rng(); }",
+    );
+    assert!(matches!(
+        one_error("parameters { real z; } model { z ~ std_normal(0, 1); }"),
+        SemanticError::WrongArity { found: 2, .. }
+    ));
+    assert!(matches!(
+        one_error(
+            "parameters { real z; } model { z ~ normal(0, 1); target += std_normal_lpdf(z, 1); }"
+        ),
+        SemanticError::WrongArity { found: 2, .. }
+    ));
+}
+
+#[test]
+fn graph_builtins_beyond_the_core_list() {
+    assert_clean(&with_data(
+        "real c = pi() + e() + log_mix(0.5, x, x) + fma(x, x, x) + hypot(x, 1) + lbeta(2, 3); \
+         int s = int_step(x) + is_nan(x); vector[N] r = reverse(v) + sort_asc(v) + sin(v); \
+         matrix[N, N] cp = crossprod(m) + diag_pre_multiply(v, m) + to_matrix(v, N, 1) * to_matrix(rv, 1, N); \
+         real q = quad_form(m, v); vector[N] rd = rows_dot_product(m, m); \
+         array[N * N] real flat = to_array_1d(m); row_vector[N] t = transpose(v); \
+         vector[5] ls = linspaced_vector(5, 0, 1); vector[N] dg = diagonal(m);",
+    ));
+    assert!(matches!(
+        one_error(&with_data("real q = quad_form(v, m);")),
+        SemanticError::NoMatchingSignature { .. }
+    ));
+}
+
+#[test]
+fn names_from_later_blocks_are_reported_as_such() {
+    match one_error(
+        "parameters { real mu; } model { mu ~ normal(0, 1); y_rep ~ normal(mu, 1); } \
+         generated quantities { real y_rep = normal_rng(mu, 1); }",
+    ) {
+        SemanticError::DeclaredInLaterBlock {
+            name, block, here, ..
+        } => {
+            assert_eq!(
+                (name.as_str(), block.as_str(), here.as_str()),
+                ("y_rep", "generated quantities", "model")
+            );
+        }
+        e => panic!("{e:?}"),
+    }
 }

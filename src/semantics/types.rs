@@ -12,11 +12,15 @@ use crate::syntax::ast::{SizedBase, UnsizedBase, UnsizedType};
 /// The base of a [`Type`], without array dimensions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Base {
+    /// `int`.
     Int,
+    /// `real`.
     Real,
-    /// Column vector.
+    /// `vector`: a column vector.
     Vector,
+    /// `row_vector`.
     RowVector,
+    /// `matrix`.
     Matrix,
 }
 
@@ -43,10 +47,15 @@ pub struct Type {
 }
 
 impl Type {
+    /// `int`.
     pub const INT: Type = Type::scalar(Base::Int);
+    /// `real`.
     pub const REAL: Type = Type::scalar(Base::Real);
+    /// `vector`.
     pub const VECTOR: Type = Type::scalar(Base::Vector);
+    /// `row_vector`.
     pub const ROW_VECTOR: Type = Type::scalar(Base::RowVector);
+    /// `matrix`.
     pub const MATRIX: Type = Type::scalar(Base::Matrix);
 
     /// A non-array type with base `base`.

@@ -13,33 +13,87 @@ pub enum Warning {
     /// A parameter that is never on the left of `~` nor inside a `target +=` (stanc3 pedantic:
     /// "parameter has no priors").
     #[error("parameter `{name}` has no prior; it gets an improper flat prior")]
-    NoPrior { name: String, span: Span },
+    NoPrior {
+        /// The name involved, as written in the source.
+        name: String,
+        /// Primary label: where the problem is.
+        span: Span,
+    },
     /// The left side of `~` is a non-linear function of parameters: the density is then over the
     /// transformed value, and the log absolute Jacobian determinant must be added by hand.
     #[error(
         "the left side of `~` is a non-linear transform of a parameter; it needs a Jacobian adjustment"
     )]
-    NonLinearLhs { span: Span },
+    NonLinearLhs {
+        /// Primary label: where the problem is.
+        span: Span,
+    },
     /// A parameter given `uniform(a, b)` whose declared bounds are not `<lower=a, upper=b>`.
     #[error("parameter `{name}` has a `uniform({a}, {b})` prior but is declared {declared}")]
     UniformBoundsMismatch {
+        /// The name involved, as written in the source.
         name: String,
         /// The distribution's bounds as written.
         a: String,
+        /// Upper bound of the `uniform` as written.
         b: String,
         /// "with `<lower=0>`" or "without bounds".
         declared: String,
+        /// The declaration to write, e.g. "real<lower=0, upper=10> sigma".
+        suggested_decl: String,
+        /// Primary label: where the problem is.
         span: Span,
+        /// Where the variable was declared (secondary label).
+        decl_span: Span,
+    },
+    /// A parameter under a family whose support its declared bounds do not enforce, e.g. an
+    /// unbounded `sigma ~ exponential(1)`: the sampler would propose values of zero density.
+    #[error("parameter `{name}` may leave the support of `{family}`, which needs {support}")]
+    ParameterOutsideSupport {
+        /// The parameter.
+        name: String,
+        /// The family on the right of `~`.
+        family: String,
+        /// The support, in words.
+        support: String,
+        /// The bounds to declare, e.g. `<lower=0>`.
+        needed: String,
+        /// Primary label: the left side of `~`.
+        span: Span,
+        /// The parameter's declaration.
+        decl_span: Span,
+    },
+    /// A bare parameter passed as an argument with a restricted support (a scale, a rate, a
+    /// probability) whose declared bounds do not enforce it (stanc3 pedantic).
+    #[error(
+        "parameter `{name}` is the {role} of `{function}`, which needs {support}, but its bounds allow others"
+    )]
+    ArgumentOutsideSupport {
+        /// The parameter.
+        name: String,
+        /// The argument's role, e.g. "Scale parameter".
+        role: String,
+        /// The family or function called.
+        function: String,
+        /// The argument's support, in words.
+        support: String,
+        /// The bounds to declare, e.g. `<lower=0>`.
+        needed: String,
+        /// Primary label: the argument.
+        span: Span,
+        /// The parameter's declaration.
         decl_span: Span,
     },
     /// `int / int`, which rounds towards zero.
     #[error("integer division `{expr}` rounds towards zero")]
     IntegerDivision {
+        /// The division as written.
         expr: String,
         /// `a * 1.0 / b`.
         real_form: String,
         /// `a %/% b`.
         int_form: String,
+        /// Primary label: where the problem is.
         span: Span,
     },
 }
@@ -51,6 +105,8 @@ impl Warning {
             Warning::NoPrior { span, .. }
             | Warning::NonLinearLhs { span }
             | Warning::UniformBoundsMismatch { span, .. }
+            | Warning::ParameterOutsideSupport { span, .. }
+            | Warning::ArgumentOutsideSupport { span, .. }
             | Warning::IntegerDivision { span, .. } => *span,
         }
     }
@@ -78,8 +134,7 @@ impl ToDiagnostic for Warning {
             ),
             Warning::UniformBoundsMismatch {
                 name,
-                a,
-                b,
+                suggested_decl,
                 span,
                 decl_span,
                 ..
@@ -90,9 +145,36 @@ impl ToDiagnostic for Warning {
                         .with_message(format!("`{name}` declared here")),
                 ],
                 vec![format!(
-                    "help: declare `real<lower={a}, upper={b}> {name}` so that the sampler stays \
-                     inside the support"
+                    "help: declare `{suggested_decl}` so that the sampler stays inside the support"
                 )],
+            ),
+            Warning::ParameterOutsideSupport {
+                name,
+                needed,
+                span,
+                decl_span,
+                ..
+            } => (
+                vec![
+                    prim(*span, "distribution with a restricted support"),
+                    Label::secondary(decl_span.file, decl_span.range())
+                        .with_message(format!("`{name}` declared here")),
+                ],
+                vec![format!("help: declare `{name}` with `{needed}`")],
+            ),
+            Warning::ArgumentOutsideSupport {
+                name,
+                needed,
+                span,
+                decl_span,
+                ..
+            } => (
+                vec![
+                    prim(*span, "argument with a restricted support"),
+                    Label::secondary(decl_span.file, decl_span.range())
+                        .with_message(format!("`{name}` declared here")),
+                ],
+                vec![format!("help: declare `{name}` with `{needed}`")],
             ),
             Warning::IntegerDivision {
                 real_form,
