@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
 
 use super::csv::{Cell, CsvSource};
-use super::error::{DataError, DataErrorKind};
+use super::error::{DataError, DataErrorKind, count};
 use super::eval::{eval_bound, eval_size, expr_string, type_string};
 use super::json::{JsonArray, JsonSource, unravel};
 use super::suggest::best_match;
@@ -682,18 +682,18 @@ impl<'a> Binder<'a> {
             .expect("dims differ and have the same length, so some entry differs");
         let msg = if dims.len() == 1 {
             format!(
-                "{}, key `{name}`: `{name}` has {} elements, but it is declared `{ty}` with {}",
+                "{}, key `{name}`: `{name}` has {}, but it is declared `{ty}` with {}",
                 src.name,
-                arr.dims[0],
+                count(arr.dims[0], "element"),
                 self.size_desc(exprs[0], dims[0])
             )
         } else {
             format!(
-                "{}, key `{name}`: dimension {} of `{name}` has {} elements (the value's \
+                "{}, key `{name}`: dimension {} of `{name}` has {} (the value's \
                  dimensions are {}), but `{name}` is declared `{ty}` with {}",
                 src.name,
                 d + 1,
-                arr.dims[d],
+                count(arr.dims[d], "element"),
                 fmt_dims(&arr.dims),
                 self.size_desc(exprs[d], dims[d])
             )

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::error::{DataError, DataErrorKind};
+use super::error::{DataError, DataErrorKind, count};
 
 /// One JSON entry after checking it is a rectangular nested array of numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -179,9 +179,9 @@ fn flatten(
                 return Err(DataError::new(
                     DataErrorKind::Ragged,
                     format!(
-                        "{file}, key `{key}`: {} has {} elements, expected {expected}",
+                        "{file}, key `{key}`: {} has {}, expected {expected}",
                         path_name(key, path),
-                        items.len()
+                        count(items.len(), "element")
                     ),
                 )
                 .with_help(ragged_help));
@@ -196,10 +196,10 @@ fn flatten(
         _ if depth < dims.len() => Err(DataError::new(
             DataErrorKind::Ragged,
             format!(
-                "{file}, key `{key}`: {} is {}, expected an array of {} elements",
+                "{file}, key `{key}`: {} is {}, expected an array of {}",
                 path_name(key, path),
                 describe(v),
-                dims[depth]
+                count(dims[depth], "element")
             ),
         )
         .with_help(ragged_help)),
@@ -297,7 +297,7 @@ mod tests {
         let e = src.entries["z"].clone().unwrap_err();
         assert_eq!(
             e.message,
-            "d.json, key `z`: `z[2]` is a number, expected an array of 1 elements"
+            "d.json, key `z`: `z[2]` is a number, expected an array of 1 element"
         );
         let e = src.entries["w"].clone().unwrap_err();
         assert_eq!(
