@@ -643,8 +643,8 @@ impl<'a> Binder<'a> {
         if arr.dims == dims {
             return Ok(());
         }
-        let declared_total: usize = dims.iter().product();
-        if declared_total == 0 && arr.values.is_empty() && !arr.dims.is_empty() {
+        // `contains(&0)` rather than a product, which could overflow for absurd declared sizes.
+        if dims.contains(&0) && arr.values.is_empty() && !arr.dims.is_empty() {
             // An empty array stands for any empty value (`[]` for `matrix[0, 3]`).
             return Ok(());
         }
@@ -795,10 +795,11 @@ impl<'a> Binder<'a> {
         let name = &decl.name.name;
         let ty = type_string(&decl.ty);
         let n_array = decl.ty.array_dims.len().min(dims.len());
-        let block: usize = dims[n_array..].iter().product();
-        if block == 0 || matches!(decl.ty.base, SizedBase::Int | SizedBase::Real) {
+        if values.is_empty() || matches!(decl.ty.base, SizedBase::Int | SizedBase::Real) {
             return Ok(());
         }
+        // `dims` are the dims of `values` here (non-empty), so the product cannot overflow.
+        let block: usize = dims[n_array..].iter().product();
         let help = format!("correct the data, or declare `{name}` without the constraint");
         for (b, chunk) in values.chunks(block).enumerate() {
             let start = b * block;

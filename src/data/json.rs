@@ -31,7 +31,7 @@ pub struct JsonSource {
 
 impl JsonSource {
     /// How element `flat` (row-major over `dims`) of key `key` is named in messages:
-    /// `data.json, key `y`, element `y[3]``, or `data.json, key `J`` for a scalar.
+    /// ``data.json, key `y`, element `y[3]` `` or, for a scalar, ``data.json, key `J` ``.
     pub fn element_location(&self, key: &str, dims: &[usize], flat: usize) -> String {
         if dims.is_empty() {
             format!("{}, key `{key}`", self.name)
