@@ -51,6 +51,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
 /// Stan syntax (`<-`, `increment_log_prob`, `real x[N]`), reserved words used as names, invalid
 /// constraints and integer literals that do not fit in an `i64`.
 pub fn parse_program(source: &str, file: FileId) -> std::result::Result<Program, SyntaxError> {
+    super::error::check_nesting(source, file)?;
     let mut pairs = BayesParser::parse(Rule::program, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let program = pairs
@@ -62,6 +63,7 @@ pub fn parse_program(source: &str, file: FileId) -> std::result::Result<Program,
 /// Parses a single expression (the REPL's input form), with the same errors as
 /// [`parse_program`].
 pub fn parse_expression(source: &str, file: FileId) -> std::result::Result<Expr, SyntaxError> {
+    super::error::check_nesting(source, file)?;
     let mut pairs = BayesParser::parse(Rule::expression_only, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let top = pairs
@@ -1508,7 +1510,7 @@ model {
         );
         let e = parse_program("model {\n  x ~ normal(0, 1);\n", 0).unwrap_err();
         assert!(
-            matches!(e, SyntaxError::Unclosed { delimiter: '{', open, .. } if open == Span::new(0, 6, 7)),
+            matches!(e, SyntaxError::Unclosed { delimiter: '{', open, at_end: true, .. } if open == Span::new(0, 6, 7)),
             "{e:?}"
         );
         let e = parse_program("model { x = ; }", 0).unwrap_err();
@@ -1543,5 +1545,77 @@ model {
         assert_eq!(edit_distance("paramters", "parameters"), 1);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn nesting_limit() {
+        let ok = format!("{}x{}", "(".repeat(100), ")".repeat(100));
+        assert_eq!(ex(&ok), "x");
+        let deep = format!("{}x{}", "(".repeat(101), ")".repeat(101));
+        let e = parse_expression(&deep, 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::TooDeeplyNested {
+                span: Span::new(0, 100, 101)
+            }
+        );
+    }
+
+    #[test]
+    fn unterminated_comment_and_string() {
+        let e = parse_program("model { /* never closed\n }", 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::UnterminatedComment {
+                span: Span::new(0, 8, 10)
+            }
+        );
+        let e = parse_program("model { print(\"abc); }", 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::UnterminatedString {
+                span: Span::new(0, 14, 15)
+            }
+        );
+    }
+
+    /// User input never panics: every prefix and every one-character deletion of valid programs
+    /// either parses or gives an error whose diagnostic renders against the source.
+    #[test]
+    fn damaged_programs_never_panic() {
+        use crate::syntax::report::{ToDiagnostic, render_plain};
+        use crate::syntax::source::SourceMap;
+        let sources = [
+            LABOUR,
+            "functions { real f(real x, data vector y) { if (x > 0) return x; else { while (1) break; } return -x^2; } }\n\
+             parameters { real<lower=0, upper=1 - a> p; array[2] vector<offset=0, multiplier=2>[3] z; }\n\
+             model { for (i in 1:N) y[i, :] ~ normal(x'[2:], s) T[, 1e3]; target += f(.5) ? a : b; print(\"x\", x); }",
+        ];
+        let mut errors = 0;
+        for src in sources {
+            let cuts: Vec<usize> = (0..=src.len())
+                .filter(|&i| src.is_char_boundary(i))
+                .collect();
+            let mut variants: Vec<String> = cuts.iter().map(|&i| src[..i].to_string()).collect();
+            for w in cuts.windows(2) {
+                variants.push(format!("{}{}", &src[..w[0]], &src[w[1]..]));
+            }
+            for v in variants {
+                let mut map = SourceMap::new();
+                let file = map.add("m.bayes", v.clone());
+                if let Err(e) = parse_program(&v, file) {
+                    errors += 1;
+                    let out = render_plain(&map, &e.to_diagnostic());
+                    assert!(
+                        out.contains("m.bayes:"),
+                        "diagnostic did not render for {v:?}:\n{out}"
+                    );
+                }
+            }
+        }
+        assert!(
+            errors > 500,
+            "most damaged programs should fail, got {errors}"
+        );
     }
 }
