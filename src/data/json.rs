@@ -64,7 +64,8 @@ pub(crate) fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
 /// Parses JSON `text` read from a file shown as `name` in messages.
 ///
 /// The top level must be an object. Numbers may also be written as the strings `"Infinity"`,
-/// `"+Infinity"`, `"-Infinity"`, `"Inf"`, `"-Inf"` and `"NaN"`, as CmdStan accepts.
+/// `"-Infinity"` and `"NaN"` (CmdStan's JSON format), or `"+inf"`, `"-inf"` (as CmdStanPy's
+/// `write_stan_json` writes them), in any letter case and with an optional `+`.
 /// Errors: [`DataErrorKind::MalformedJson`] with serde's line and column, or when the top level
 /// is not an object. Errors inside an entry ([`DataErrorKind::Ragged`],
 /// [`DataErrorKind::InvalidJsonValue`]) are stored in [`JsonSource::entries`].
@@ -208,16 +209,16 @@ fn flatten(
             out.push(n.as_f64().unwrap_or(f64::NAN));
             Ok(())
         }
-        Value::String(s) => match s.as_str() {
-            "Infinity" | "+Infinity" | "Inf" | "+Inf" | "inf" => {
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "infinity" | "+infinity" | "inf" | "+inf" => {
                 out.push(f64::INFINITY);
                 Ok(())
             }
-            "-Infinity" | "-Inf" | "-inf" => {
+            "-infinity" | "-inf" => {
                 out.push(f64::NEG_INFINITY);
                 Ok(())
             }
-            "NaN" | "nan" => {
+            "nan" => {
                 out.push(f64::NAN);
                 Ok(())
             }
@@ -257,7 +258,7 @@ mod tests {
     fn scalars_vectors_matrices_and_special_strings() {
         let src = parse_json(
             "d.json",
-            r#"{"N": 3, "y": [1, 2.5, "-Infinity"], "X": [[1, 2], [3, 4], [5, "NaN"]], "e": []}"#,
+            r#"{"N": 3, "y": [1, "+inf", "-Infinity"], "X": [[1, 2], [3, 4], [5, "NaN"]], "e": []}"#,
         )
         .unwrap();
         assert_eq!(
@@ -269,7 +270,7 @@ mod tests {
         );
         let y = entry(&src, "y");
         assert_eq!(y.dims, vec![3]);
-        assert_eq!(y.values, vec![1.0, 2.5, f64::NEG_INFINITY]);
+        assert_eq!(y.values, vec![1.0, f64::INFINITY, f64::NEG_INFINITY]);
         let x = entry(&src, "X");
         assert_eq!(x.dims, vec![3, 2]);
         assert_eq!(&x.values[..5], &[1.0, 2.0, 3.0, 4.0, 5.0]);
