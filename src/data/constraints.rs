@@ -196,6 +196,94 @@ fn is_positive_definite(a: &[f64], k: usize) -> bool {
 mod tests {
     use super::*;
 
+    struct At;
+    impl Locate for At {
+        fn locate(&self, flat: usize) -> String {
+            format!("at {flat}")
+        }
+        fn whole(&self) -> String {
+            "whole".into()
+        }
+    }
+
+    /// Checks `values` against the single declaration in `data { <decl> }`.
+    fn check(decl: &str, dims: &[usize], values: &[f64]) -> Result<(), String> {
+        let program = crate::syntax::parse_program(&format!("data {{ {decl} }}"), 0)
+            .expect("test declaration parses");
+        check_structure(&program.data[0], dims, values, &At).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn accepted_values() {
+        assert_eq!(check("simplex[3] s;", &[3], &[0.25, 0.25, 0.5]), Ok(()));
+        assert_eq!(check("positive_ordered[2] p;", &[2], &[0.5, 2.0]), Ok(()));
+        assert_eq!(
+            check("corr_matrix[2] R;", &[2, 2], &[1.0, 0.3, 0.3, 1.0]),
+            Ok(())
+        );
+        assert_eq!(
+            check("cholesky_factor_cov[2] L;", &[2, 2], &[2.0, 0.0, -1.0, 0.5]),
+            Ok(())
+        );
+        assert_eq!(
+            check("array[2] ordered[2] o;", &[2, 2], &[1.0, 2.0, -1.0, 0.0]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn violations_name_the_element() {
+        assert_eq!(
+            check("simplex[3] s;", &[3], &[-0.5, 0.5, 1.0]),
+            Err(
+                "at 0: -0.5 is negative, but `s` is declared `simplex[3]` (non-negative elements \
+                 that sum to 1)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check("positive_ordered[2] p;", &[2], &[0.0, 2.0]),
+            Err("at 0: 0 is not positive, but `p` is declared `positive_ordered[2]`".into())
+        );
+        assert_eq!(
+            check("array[2] ordered[2] o;", &[2, 2], &[1.0, 2.0, 0.0, 0.0]),
+            Err(
+                "at 3: 0 is not greater than the element before it (0), but `o` is declared \
+                 `array[2] ordered[2]` (strictly increasing)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check("corr_matrix[2] R;", &[2, 2], &[1.0, 0.3, 0.3, 2.0]),
+            Err(
+                "at 3: the diagonal element 2 is not 1, but `R` is declared `corr_matrix[2]`"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check("cov_matrix[2] S;", &[2, 2], &[1.0, 0.3, 0.2, 1.0]),
+            Err(
+                "at 2: 0.2 differs from its mirror element 0.3, but `S` is declared \
+                 `cov_matrix[2]` (symmetric)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check("cholesky_factor_cov[2] L;", &[2, 2], &[1.0, 0.1, 0.0, 1.0]),
+            Err("at 1: 0.1 is above the diagonal, but `L` is declared \
+                 `cholesky_factor_cov[2]` (lower triangular)"
+                .into())
+        );
+        assert_eq!(
+            check("cholesky_factor_corr[2] L;", &[2, 2], &[1.0, 0.0, 0.5, 0.5]),
+            Err(
+                "whole: row 2 of `L` has squared length 0.5, but `L` is declared \
+                 `cholesky_factor_corr[2]` (rows of unit length)"
+                    .into()
+            )
+        );
+    }
+
     #[test]
     fn positive_definiteness() {
         assert!(is_positive_definite(&[2.0, 1.0, 1.0, 2.0], 2));
