@@ -571,3 +571,30 @@ fn matrix_cell_errors_name_the_column_of_the_element() {
          `matrix<upper=5>[N, 2]`)"
     );
 }
+
+#[test]
+fn absurd_declared_sizes_are_errors_not_overflows() {
+    let e = bind_err(
+        "data { array[4000000000, 4000000000, 4000000000] real y; }",
+        &[json("d.json", r#"{"y": [[[1]]]}"#)],
+    );
+    assert_eq!(e.kind, DataErrorKind::SizeMismatch);
+    let e = bind_err(
+        "data { array[4000000000, 4000000000, 0] cov_matrix[4000000000] S; }",
+        &[json("d.json", r#"{"S": [1]}"#)],
+    );
+    assert_eq!(e.kind, DataErrorKind::ShapeMismatch);
+    // An empty array stands for any empty value.
+    let b = bind(
+        &parse("data { array[4000000000, 0] cov_matrix[4000000000] S; }"),
+        &[json("d.json", r#"{"S": []}"#)],
+    )
+    .unwrap();
+    assert!(b.values["S"].values.is_empty());
+    let e = bind_err(
+        "data { vector[9223372036854775807 * 2] y; }",
+        &[json("d.json", r#"{"y": [1]}"#)],
+    );
+    assert_eq!(e.kind, DataErrorKind::UnsupportedExpression);
+    assert!(e.message.ends_with("overflows"), "{}", e.message);
+}

@@ -9,16 +9,13 @@ use std::collections::{HashMap, HashSet};
 
 use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
 
+use super::constraints::{Locate, check_structure};
 use super::csv::{Cell, CsvSource};
-use super::error::{DataError, DataErrorKind};
+use super::error::{DataError, DataErrorKind, count};
 use super::eval::{eval_bound, eval_size, expr_string, type_string};
-use super::json::{JsonArray, JsonSource, unravel};
+use super::json::{JsonArray, JsonSource};
 use super::suggest::best_match;
 use super::{BoundData, DataSource, DataValue};
-
-/// Tolerance for a simplex's sum and a correlation matrix's unit diagonal and unit rows (the
-/// brief's 1e-8; Stan's `check_simplex` uses the same order of magnitude).
-const CONSTRAINT_TOLERANCE: f64 = 1e-8;
 
 /// Largest magnitude of a Stan `int` (32-bit, as in Stan).
 const INT_MAX: f64 = i32::MAX as f64;
@@ -126,7 +123,7 @@ enum Provenance<'a> {
     },
 }
 
-impl Provenance<'_> {
+impl Locate for Provenance<'_> {
     /// Names element `flat` (row-major over the declared dims).
     fn locate(&self, flat: usize) -> String {
         match self {
@@ -161,7 +158,9 @@ impl Provenance<'_> {
             Provenance::Inferred { text } => text.clone(),
         }
     }
+}
 
+impl Provenance<'_> {
     /// Where a scalar's value came from, for the notes of size messages.
     fn origin(&self) -> String {
         match self {
@@ -643,8 +642,8 @@ impl<'a> Binder<'a> {
         if arr.dims == dims {
             return Ok(());
         }
-        let declared_total: usize = dims.iter().product();
-        if declared_total == 0 && arr.values.is_empty() && !arr.dims.is_empty() {
+        // `contains(&0)` rather than a product, which could overflow for absurd declared sizes.
+        if dims.contains(&0) && arr.values.is_empty() && !arr.dims.is_empty() {
             // An empty array stands for any empty value (`[]` for `matrix[0, 3]`).
             return Ok(());
         }
@@ -682,18 +681,18 @@ impl<'a> Binder<'a> {
             .expect("dims differ and have the same length, so some entry differs");
         let msg = if dims.len() == 1 {
             format!(
-                "{}, key `{name}`: `{name}` has {} elements, but it is declared `{ty}` with {}",
+                "{}, key `{name}`: `{name}` has {}, but it is declared `{ty}` with {}",
                 src.name,
-                arr.dims[0],
+                count(arr.dims[0], "element"),
                 self.size_desc(exprs[0], dims[0])
             )
         } else {
             format!(
-                "{}, key `{name}`: dimension {} of `{name}` has {} elements (the value's \
+                "{}, key `{name}`: dimension {} of `{name}` has {} (the value's \
                  dimensions are {}), but `{name}` is declared `{ty}` with {}",
                 src.name,
                 d + 1,
-                arr.dims[d],
+                count(arr.dims[d], "element"),
                 fmt_dims(&arr.dims),
                 self.size_desc(exprs[d], dims[d])
             )
@@ -780,153 +779,7 @@ impl<'a> Binder<'a> {
                 .with_help(bound_help));
             }
         }
-        self.check_structure(decl, dims, values, prov)
-    }
-
-    /// Simplex, ordered, positive ordered, Cholesky factors, covariance and correlation
-    /// matrices, checked on each innermost block (one per element of the enclosing array).
-    fn check_structure(
-        &self,
-        decl: &VarDecl,
-        dims: &[usize],
-        values: &[f64],
-        prov: &Provenance,
-    ) -> Result<(), DataError> {
-        let name = &decl.name.name;
-        let ty = type_string(&decl.ty);
-        let n_array = decl.ty.array_dims.len().min(dims.len());
-        let block: usize = dims[n_array..].iter().product();
-        if block == 0 || matches!(decl.ty.base, SizedBase::Int | SizedBase::Real) {
-            return Ok(());
-        }
-        let help = format!("correct the data, or declare `{name}` without the constraint");
-        for (b, chunk) in values.chunks(block).enumerate() {
-            let start = b * block;
-            let which = if n_array == 0 {
-                format!("`{name}`")
-            } else {
-                let idx: Vec<String> = unravel(b, &dims[..n_array])
-                    .iter()
-                    .map(|i| (i + 1).to_string())
-                    .collect();
-                format!("`{name}[{}]`", idx.join(", "))
-            };
-            let fail = |msg: String| {
-                Err(DataError::new(DataErrorKind::ConstraintViolation, msg).with_help(help.clone()))
-            };
-            let k = *dims
-                .last()
-                .expect("a structured type has at least one dimension");
-            match &decl.ty.base {
-                SizedBase::Simplex(_) => {
-                    if let Some(i) = chunk.iter().position(|v| !(*v >= 0.0)) {
-                        return fail(format!(
-                            "{}: {} is negative, but `{name}` is declared `{ty}` (non-negative \
-                             elements that sum to 1)",
-                            prov.locate(start + i),
-                            chunk[i]
-                        ));
-                    }
-                    let sum: f64 = chunk.iter().sum();
-                    if !((sum - 1.0).abs() <= CONSTRAINT_TOLERANCE) {
-                        return fail(format!(
-                            "{}: the elements of {which} sum to {sum}, but `{name}` is declared \
-                             `{ty}` (they must sum to 1 within {CONSTRAINT_TOLERANCE:e})",
-                            prov.whole()
-                        ));
-                    }
-                }
-                SizedBase::Ordered(_) | SizedBase::PositiveOrdered(_) => {
-                    let positive = matches!(decl.ty.base, SizedBase::PositiveOrdered(_));
-                    if positive && !(chunk[0] > 0.0) {
-                        return fail(format!(
-                            "{}: {} is not positive, but `{name}` is declared `{ty}`",
-                            prov.locate(start),
-                            chunk[0]
-                        ));
-                    }
-                    for i in 1..chunk.len() {
-                        if !(chunk[i] > chunk[i - 1]) {
-                            return fail(format!(
-                                "{}: {} is not greater than the element before it ({}), but \
-                                 `{name}` is declared `{ty}` (strictly increasing)",
-                                prov.locate(start + i),
-                                chunk[i],
-                                chunk[i - 1]
-                            ));
-                        }
-                    }
-                }
-                SizedBase::CholeskyFactorCov(_) | SizedBase::CholeskyFactorCorr(_) => {
-                    for i in 0..k {
-                        for j in i + 1..k {
-                            if chunk[i * k + j] != 0.0 {
-                                return fail(format!(
-                                    "{}: {} is above the diagonal, but `{name}` is declared \
-                                     `{ty}` (lower triangular)",
-                                    prov.locate(start + i * k + j),
-                                    chunk[i * k + j]
-                                ));
-                            }
-                        }
-                        if !(chunk[i * k + i] > 0.0) {
-                            return fail(format!(
-                                "{}: the diagonal element {} is not positive, but `{name}` is \
-                                 declared `{ty}`",
-                                prov.locate(start + i * k + i),
-                                chunk[i * k + i]
-                            ));
-                        }
-                        if matches!(decl.ty.base, SizedBase::CholeskyFactorCorr(_)) {
-                            let norm2: f64 = chunk[i * k..i * k + k].iter().map(|x| x * x).sum();
-                            if !((norm2 - 1.0).abs() <= CONSTRAINT_TOLERANCE) {
-                                return fail(format!(
-                                    "{}: row {} of {which} has squared length {norm2}, but \
-                                     `{name}` is declared `{ty}` (rows of unit length)",
-                                    prov.whole(),
-                                    i + 1
-                                ));
-                            }
-                        }
-                    }
-                }
-                SizedBase::CovMatrix(_) | SizedBase::CorrMatrix(_) => {
-                    for i in 0..k {
-                        for j in 0..i {
-                            let (a, b) = (chunk[i * k + j], chunk[j * k + i]);
-                            let scale = 1f64.max(a.abs()).max(b.abs());
-                            if !((a - b).abs() <= CONSTRAINT_TOLERANCE * scale) {
-                                return fail(format!(
-                                    "{}: {a} differs from its mirror element {b}, but `{name}` \
-                                     is declared `{ty}` (symmetric)",
-                                    prov.locate(start + i * k + j)
-                                ));
-                            }
-                        }
-                        if matches!(decl.ty.base, SizedBase::CorrMatrix(_))
-                            && !((chunk[i * k + i] - 1.0).abs() <= CONSTRAINT_TOLERANCE)
-                        {
-                            return fail(format!(
-                                "{}: the diagonal element {} is not 1, but `{name}` is declared \
-                                 `{ty}`",
-                                prov.locate(start + i * k + i),
-                                chunk[i * k + i]
-                            ));
-                        }
-                    }
-                    if !is_positive_definite(chunk, k) {
-                        return fail(format!(
-                            "{}: {which} is not positive definite, but `{name}` is declared \
-                             `{ty}`",
-                            prov.whole()
-                        ));
-                    }
-                }
-                SizedBase::Vector(_) | SizedBase::RowVector(_) | SizedBase::Matrix(..) => {}
-                SizedBase::Int | SizedBase::Real => {}
-            }
-        }
-        Ok(())
+        check_structure(decl, dims, values, prov)
     }
 }
 
@@ -958,29 +811,6 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
     }
 }
 
-/// Whether the row-major `k × k` matrix `a` has a Cholesky factor (is symmetric positive
-/// definite, reading its lower triangle).
-fn is_positive_definite(a: &[f64], k: usize) -> bool {
-    let mut l = vec![0.0; k * k];
-    for i in 0..k {
-        for j in 0..=i {
-            let mut s = a[i * k + j];
-            for p in 0..j {
-                s -= l[i * k + p] * l[j * k + p];
-            }
-            if i == j {
-                if !(s > 0.0) {
-                    return false;
-                }
-                l[i * k + i] = s.sqrt();
-            } else {
-                l[i * k + j] = s / l[j * k + j];
-            }
-        }
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -993,11 +823,5 @@ mod tests {
         assert_eq!(indexed_column("X.a", "X"), None);
         assert_eq!(indexed_column("XY.1", "X"), None);
         assert_eq!(indexed_column("X[1", "X"), None);
-    }
-
-    #[test]
-    fn positive_definiteness() {
-        assert!(is_positive_definite(&[2.0, 1.0, 1.0, 2.0], 2));
-        assert!(!is_positive_definite(&[1.0, 2.0, 2.0, 1.0], 2));
     }
 }

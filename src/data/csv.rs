@@ -1,7 +1,7 @@
 //! CSV data files: a header row naming the columns, one value per cell, parsed lazily per cell so
 //! that unused text columns (dates, labels) never cause an error.
 
-use super::error::{DataError, DataErrorKind};
+use super::error::{DataError, DataErrorKind, count};
 
 /// One cell of a CSV column, after trimming whitespace.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,10 +115,10 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
             return Err(DataError::new(
                 DataErrorKind::FieldCount,
                 format!(
-                    "{name} line {line} (row {}): {} fields, but the header has {} columns",
+                    "{name} line {line} (row {}): {}, but the header has {}",
                     lines.len() + 1,
-                    record.len(),
-                    header.len()
+                    count(record.len(), "field"),
+                    count(header.len(), "column")
                 ),
             )
             .with_help(
@@ -205,7 +205,7 @@ mod tests {
         let err = parse_csv("t.csv", "a,b\r\n1,2\r\n\r\n3\r\n").unwrap_err();
         assert_eq!(
             err.message,
-            "t.csv line 4 (row 2): 1 fields, but the header has 2 columns"
+            "t.csv line 4 (row 2): 1 field, but the header has 2 columns"
         );
     }
 
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(err.kind, DataErrorKind::FieldCount);
         assert_eq!(
             err.message,
-            "t.csv line 3 (row 2): 1 fields, but the header has 2 columns"
+            "t.csv line 3 (row 2): 1 field, but the header has 2 columns"
         );
     }
 

@@ -138,6 +138,15 @@ impl ToDiagnostic for DataError {
     }
 }
 
+/// `n` followed by `noun`, with an `s` unless `n` is 1 ("1 element", "4 elements").
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::error::{DataError, DataErrorKind};
+use super::error::{DataError, DataErrorKind, count};
 
 /// One JSON entry after checking it is a rectangular nested array of numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,7 +31,7 @@ pub struct JsonSource {
 
 impl JsonSource {
     /// How element `flat` (row-major over `dims`) of key `key` is named in messages:
-    /// `data.json, key `y`, element `y[3]``, or `data.json, key `J`` for a scalar.
+    /// ``data.json, key `y`, element `y[3]` `` or, for a scalar, ``data.json, key `J` ``.
     pub fn element_location(&self, key: &str, dims: &[usize], flat: usize) -> String {
         if dims.is_empty() {
             format!("{}, key `{key}`", self.name)
@@ -64,7 +64,8 @@ pub(crate) fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
 /// Parses JSON `text` read from a file shown as `name` in messages.
 ///
 /// The top level must be an object. Numbers may also be written as the strings `"Infinity"`,
-/// `"+Infinity"`, `"-Infinity"`, `"Inf"`, `"-Inf"` and `"NaN"`, as CmdStan accepts.
+/// `"-Infinity"` and `"NaN"` (CmdStan's JSON format), or `"+inf"`, `"-inf"` (as CmdStanPy's
+/// `write_stan_json` writes them), in any letter case and with an optional `+`.
 /// Errors: [`DataErrorKind::MalformedJson`] with serde's line and column, or when the top level
 /// is not an object. Errors inside an entry ([`DataErrorKind::Ragged`],
 /// [`DataErrorKind::InvalidJsonValue`]) are stored in [`JsonSource::entries`].
@@ -179,9 +180,9 @@ fn flatten(
                 return Err(DataError::new(
                     DataErrorKind::Ragged,
                     format!(
-                        "{file}, key `{key}`: {} has {} elements, expected {expected}",
+                        "{file}, key `{key}`: {} has {}, expected {expected}",
                         path_name(key, path),
-                        items.len()
+                        count(items.len(), "element")
                     ),
                 )
                 .with_help(ragged_help));
@@ -196,10 +197,10 @@ fn flatten(
         _ if depth < dims.len() => Err(DataError::new(
             DataErrorKind::Ragged,
             format!(
-                "{file}, key `{key}`: {} is {}, expected an array of {} elements",
+                "{file}, key `{key}`: {} is {}, expected an array of {}",
                 path_name(key, path),
                 describe(v),
-                dims[depth]
+                count(dims[depth], "element")
             ),
         )
         .with_help(ragged_help)),
@@ -208,16 +209,16 @@ fn flatten(
             out.push(n.as_f64().unwrap_or(f64::NAN));
             Ok(())
         }
-        Value::String(s) => match s.as_str() {
-            "Infinity" | "+Infinity" | "Inf" | "+Inf" | "inf" => {
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "infinity" | "+infinity" | "inf" | "+inf" => {
                 out.push(f64::INFINITY);
                 Ok(())
             }
-            "-Infinity" | "-Inf" | "-inf" => {
+            "-infinity" | "-inf" => {
                 out.push(f64::NEG_INFINITY);
                 Ok(())
             }
-            "NaN" | "nan" => {
+            "nan" => {
                 out.push(f64::NAN);
                 Ok(())
             }
@@ -257,7 +258,7 @@ mod tests {
     fn scalars_vectors_matrices_and_special_strings() {
         let src = parse_json(
             "d.json",
-            r#"{"N": 3, "y": [1, 2.5, "-Infinity"], "X": [[1, 2], [3, 4], [5, "NaN"]], "e": []}"#,
+            r#"{"N": 3, "y": [1, "+inf", "-Infinity"], "X": [[1, 2], [3, 4], [5, "NaN"]], "e": []}"#,
         )
         .unwrap();
         assert_eq!(
@@ -269,7 +270,7 @@ mod tests {
         );
         let y = entry(&src, "y");
         assert_eq!(y.dims, vec![3]);
-        assert_eq!(y.values, vec![1.0, 2.5, f64::NEG_INFINITY]);
+        assert_eq!(y.values, vec![1.0, f64::INFINITY, f64::NEG_INFINITY]);
         let x = entry(&src, "X");
         assert_eq!(x.dims, vec![3, 2]);
         assert_eq!(&x.values[..5], &[1.0, 2.0, 3.0, 4.0, 5.0]);
@@ -297,7 +298,7 @@ mod tests {
         let e = src.entries["z"].clone().unwrap_err();
         assert_eq!(
             e.message,
-            "d.json, key `z`: `z[2]` is a number, expected an array of 1 elements"
+            "d.json, key `z`: `z[2]` is a number, expected an array of 1 element"
         );
         let e = src.entries["w"].clone().unwrap_err();
         assert_eq!(

@@ -26,6 +26,7 @@ pub struct BoundData {
 }
 
 pub mod bind;
+pub mod constraints;
 pub mod csv;
 pub mod error;
 pub mod eval;
