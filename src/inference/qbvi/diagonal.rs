@@ -1,6 +1,7 @@
 //! Diagonal (mean-field) Gaussian family q = ∏ N(μ_i, 1/p_i) for QBVI (`specs/qbvi.md` §4, §8.1).
 
 use super::family::{Family, HALF_LN_2PI};
+use super::prior::ConjugatePrior;
 
 /// The state (μ, p) of a diagonal Gaussian on ζ; p holds the precisions 1/s_i.
 #[derive(Clone, Debug)]
@@ -71,6 +72,17 @@ impl Family for DiagonalGaussian {
                 sq += e[i] * e[i];
             }
             *lq = const_term - 0.5 * sq;
+        }
+    }
+
+    fn add_conjugate_prior(&self, prior: &ConjugatePrior, g: &mut [f64]) {
+        let d = self.mean.len();
+        let (g_a, g_b) = g.split_at_mut(d);
+        let mut pull = vec![0.0; d];
+        prior.mean_pull(&self.mean, &mut pull);
+        for i in 0..d {
+            g_a[i] += pull[i];
+            g_b[i] += prior.precision[i * d + i] - self.precision[i];
         }
     }
 

@@ -6,6 +6,7 @@ use faer::linalg::triangular_solve::{
 use faer::{Mat, MatMut, Par, Side};
 
 use super::family::{Family, HALF_LN_2PI};
+use super::prior::ConjugatePrior;
 
 /// The state (μ, P) of a full-covariance Gaussian on ζ, with the lower Cholesky factor L of the
 /// precision, P = L·Lᵀ (§3.4).
@@ -142,6 +143,21 @@ impl Family for FullGaussian {
                     us[k] = self.precision[(i, j)] - vi * us[j];
                     k += 1;
                 }
+            }
+        }
+    }
+
+    fn add_conjugate_prior(&self, prior: &ConjugatePrior, g: &mut [f64]) {
+        let d = self.d;
+        let (g_a, g_b) = g.split_at_mut(d);
+        let mut pull = vec![0.0; d];
+        prior.mean_pull(&self.mean, &mut pull);
+        g_a.iter_mut().zip(&pull).for_each(|(a, p)| *a += p);
+        let mut k = 0;
+        for i in 0..d {
+            for j in i..d {
+                g_b[k] += prior.precision[i * d + j] - self.precision[(i, j)];
+                k += 1;
             }
         }
     }

@@ -17,7 +17,10 @@
 //! iterations); only the N_s log-density evaluations run in parallel (rayon), and their results
 //! are collected in draw order, so a fit is bit-identical for any number of threads.
 //!
-//! Not implemented (optional in the spec): the conjugate and reference-split forms (§2.3),
+//! The paper's conjugate form (Gaussian prior on ζ through its natural parameter, §2.3) is
+//! available as [`Form::Conjugate`].
+//!
+//! Not implemented (optional in the spec): the reference-split form (§2.3),
 //! analytic control-variate denominators (§5.4), momentum, norm clipping, β decay (§6), the
 //! multiplicative diagonal update (§8.2), RQMC draws (§3.4), the mean-field inverse-gamma
 //! block (§9).
@@ -26,6 +29,7 @@ mod diagonal;
 mod estimator;
 mod family;
 mod full;
+mod prior;
 
 use rand::RngExt;
 use rand_distr::StandardNormal;
@@ -38,6 +42,7 @@ use diagonal::DiagonalGaussian;
 use estimator::ControlVariates;
 use family::{Family, HALF_LN_2PI};
 use full::FullGaussian;
+use prior::ConjugatePrior;
 
 /// Consecutive batches with a non-finite log density tolerated before giving up (§6).
 const MAX_REDRAWS: usize = 10;
@@ -66,12 +71,24 @@ impl Covariance {
     }
 }
 
-/// Which natural-gradient expression drives the update (`specs/qbvi.md` §2.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which natural-gradient expression drives the update (`specs/qbvi.md` §2.3, §10).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Form {
-    /// f = L(ζ) − log q(ζ) inside the score estimator; any prior and Jacobian (§2.3, §10).
-    /// The paper's conjugate form (prior through η) is not implemented.
+    /// f = L(ζ) − log q(ζ) inside the score estimator, where the density is the full log
+    /// joint L; any prior and Jacobian (§2.3 residual form, §10 rule 2). The default.
     Residual,
+    /// The paper's conjugate form (§2.3, §3.3, §4): the density passed to [`fit_qbvi`] is the
+    /// log-likelihood ℓ(ζ) alone, and the prior is the Gaussian N(prior_mean, prior_precision⁻¹)
+    /// on ζ, entering exactly through its natural parameter. Only for models whose prior on ζ is
+    /// Gaussian with no Jacobian term (§10 rule 3). The ELBO trace still uses the full log joint
+    /// ℓ + log N(ζ; prior) (§7.1). With a diagonal q, the precision update uses the diagonal of
+    /// the prior precision and the mean update the full matrix (§4).
+    Conjugate {
+        /// μ₀, length d.
+        prior_mean: Vec<f64>,
+        /// P₀ = Σ₀⁻¹, d×d row-major, symmetric positive definite.
+        prior_precision: Vec<f64>,
+    },
 }
 
 /// Settings of a QBVI fit. `Default` gives the defaults of `specs/qbvi.md` §11.
@@ -80,7 +97,7 @@ pub struct QbviSettings {
     /// The variational family. Default `Full` (§11: full if d ≤ 50; see
     /// [`Covariance::for_dimension`]).
     pub covariance: Covariance,
-    /// The gradient form. Default `Residual` (§10 rule 2).
+    /// The gradient form. Default `Residual` (§10 rule 2); see [`Form`].
     pub form: Form,
     /// N_s, draws per iteration; at least 2. Default 100 (§5.5, §11, paper's recommendation).
     pub n_samples: usize,
@@ -290,7 +307,8 @@ impl QbviFit {
 
 /// Fits q by QBVI (`specs/qbvi.md` §12; §4 for the diagonal family).
 ///
-/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used.
+/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used. With
+///   [`Form::Conjugate`] it is the log-likelihood ℓ(ζ) alone (the prior is in the settings).
 /// - `init`: the initial mean μ_0, length `density.dim()`; L must be finite there.
 /// - `progress`: called after every iteration; returning [`Control::Stop`] ends the fit with
 ///   the kept parameters and [`StopReason::Interrupted`].
@@ -312,10 +330,21 @@ pub fn fit_qbvi(
         Ok(v) => return Err(QbviError::InitialPoint(format!("log density is {v}"))),
         Err(e) => return Err(QbviError::InitialPoint(e.to_string())),
     }
+    let prior = match &settings.form {
+        Form::Residual => None,
+        Form::Conjugate {
+            prior_mean,
+            prior_precision,
+        } => Some(
+            ConjugatePrior::new(d, prior_mean, prior_precision)
+                .map_err(QbviError::InvalidSettings)?,
+        ),
+    };
+    let prior = prior.as_ref();
     match settings.covariance {
         Covariance::Full => {
             let q = FullGaussian::isotropic(init, settings.init_variance);
-            let (q, run) = run(density, q, settings, progress)?;
+            let (q, run) = run(density, q, prior, settings, progress)?;
             Ok(run.into_fit(
                 Covariance::Full,
                 q.mean().to_vec(),
@@ -326,7 +355,7 @@ pub fn fit_qbvi(
         }
         Covariance::Diagonal => {
             let q = DiagonalGaussian::isotropic(init, settings.init_variance);
-            let (q, run) = run(density, q, settings, progress)?;
+            let (q, run) = run(density, q, prior, settings, progress)?;
             Ok(run.into_fit(
                 Covariance::Diagonal,
                 q.mean().to_vec(),
@@ -422,7 +451,9 @@ struct Batch {
     log_q: Vec<f64>,
     u: Vec<f64>,
     log_density: Vec<Result<f64, DensityError>>,
-    /// f_s = L(ζ_s) − log q(ζ_s).
+    /// The density's value at ζ_s: L(ζ_s) (residual form) or ℓ(ζ_s) (conjugate form).
+    value: Vec<f64>,
+    /// f_s = value_s − log q(ζ_s).
     f: Vec<f64>,
 }
 
@@ -434,6 +465,7 @@ impl Batch {
             log_q: vec![0.0; n],
             u: vec![0.0; n * k],
             log_density: vec![Ok(0.0); n],
+            value: vec![0.0; n],
             f: vec![0.0; n],
         }
     }
@@ -467,6 +499,7 @@ impl Batch {
                             ok = false;
                             last = format!("log density {v} at draw {s}");
                         }
+                        self.value[s] = *v;
                         self.f[s] = f;
                     }
                     Err(e) if e.recoverable => {
@@ -525,6 +558,7 @@ impl ExitRule {
 fn run<F: Family>(
     density: &dyn LogDensity,
     mut q: F,
+    prior: Option<&ConjugatePrior>,
     settings: &QbviSettings,
     progress: &mut dyn FnMut(Progress) -> Control,
 ) -> Result<(F, RunRecord), QbviError> {
@@ -539,7 +573,15 @@ fn run<F: Family>(
     // Pilot batch at t = 0: only its control-variate coefficients are used (§5.5).
     let mut pilot_rng = rng::stream(settings.seed, 0);
     batch.draw(&q, density, &mut pilot_rng, 0)?;
-    cv.estimate(&batch.u, &batch.f);
+    // The black-box integrand: L − log q (residual form) or ℓ (conjugate form), §10.
+    let integrand = |b: &Batch| -> Vec<f64> {
+        if prior.is_some() {
+            b.value.clone()
+        } else {
+            b.f.clone()
+        }
+    };
+    cv.estimate(&batch.u, &integrand(&batch));
 
     let mut rng = rng::stream(settings.seed, 1);
     let mut exit = ExitRule {
@@ -560,10 +602,24 @@ fn run<F: Family>(
     for t in 1..=settings.max_iter {
         batch.draw(&q, density, &mut rng, t)?;
         // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
-        cv.gradient(&batch.u, &batch.f, &mut g);
-        cv.estimate(&batch.u, &batch.f);
-        // Residual form: f is exactly the integrand of the ELBO (§7.1, §12).
-        let lb = batch.f.iter().sum::<f64>() / n as f64;
+        let h: &[f64] = if prior.is_some() {
+            &batch.value
+        } else {
+            &batch.f
+        };
+        cv.gradient(&batch.u, h, &mut g);
+        cv.estimate(&batch.u, h);
+        // LB_t = mean of L − log q (§7.1); in the residual form that is exactly f (§12).
+        let lb = match prior {
+            None => batch.f.iter().sum::<f64>() / n as f64,
+            Some(p) => {
+                let d = q.dim();
+                (0..n)
+                    .map(|s| batch.f[s] + p.log_density(&batch.zeta[s * d..(s + 1) * d]))
+                    .sum::<f64>()
+                    / n as f64
+            }
+        };
         record.elbo_trace.push(lb);
         let (smoothed, improved) = exit.observe(&record.elbo_trace);
         if let Some(s) = smoothed {
@@ -590,6 +646,9 @@ fn run<F: Family>(
         if t == settings.max_iter {
             record.stop = StopReason::MaxIterations;
             break;
+        }
+        if let Some(p) = prior {
+            q.add_conjugate_prior(p, &mut g);
         }
         if !q.step(&g, beta, MAX_HALVINGS) {
             record.skipped_steps += 1;
