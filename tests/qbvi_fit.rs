@@ -355,6 +355,15 @@ fn full_residual_form_is_exact_on_conjugate_linear_regression() {
     let e_prec = rel_err(&fit.precision, &prec);
     assert!(e_mean < 1e-8, "relative error of the mean {e_mean:e}");
     assert!(e_prec < 1e-8, "relative error of the precision {e_prec:e}");
+    // The same with the analytic control-variate denominators of §5.4.
+    let analytic = QbviSettings {
+        analytic_denominators: true,
+        ..settings.clone()
+    };
+    let fit_a = fit_qbvi(&model, &[0.0; 3], &analytic, &mut go).unwrap();
+    assert!(rel_err(&fit_a.mean, &mean) < 1e-8);
+    assert!(rel_err(&fit_a.precision, &prec) < 1e-8);
+    assert_ne!(fit_a.elbo_trace, fit.elbo_trace);
     // Σ is returned consistently with P.
     let cov = inverse(&prec, 3);
     assert!(rel_err(&fit.covariance, &cov) < 1e-8);
