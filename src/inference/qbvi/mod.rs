@@ -559,6 +559,12 @@ impl ExitRule {
     }
 }
 
+/// The black-box integrand of the gradient estimate: ℓ (conjugate form) or L − log q
+/// (residual form), §10.
+fn integrand(batch: &Batch, conjugate: bool) -> &[f64] {
+    if conjugate { &batch.value } else { &batch.f }
+}
+
 /// The loop of §12 for any family; returns the kept (or last) q and the record.
 fn run<F: Family>(
     density: &dyn LogDensity,
@@ -580,20 +586,12 @@ fn run<F: Family>(
     // Pilot batch at t = 0: only its control-variate coefficients are used (§5.5).
     let mut pilot_rng = rng::stream(settings.seed, 0);
     batch.draw(&q, density, &mut pilot_rng, 0)?;
-    // The black-box integrand: L − log q (residual form) or ℓ (conjugate form), §10.
-    let integrand = |b: &Batch| -> Vec<f64> {
-        if prior.is_some() {
-            b.value.clone()
-        } else {
-            b.f.clone()
-        }
-    };
     if analytic {
         q.direction_variances(&mut variances);
     }
     cv.estimate(
         &batch.u,
-        &integrand(&batch),
+        integrand(&batch, prior.is_some()),
         analytic.then_some(&variances[..]),
     );
 
@@ -616,11 +614,7 @@ fn run<F: Family>(
     for t in 1..=settings.max_iter {
         batch.draw(&q, density, &mut rng, t)?;
         // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
-        let h: &[f64] = if prior.is_some() {
-            &batch.value
-        } else {
-            &batch.f
-        };
+        let h = integrand(&batch, prior.is_some());
         cv.gradient(&batch.u, h, &mut g);
         if analytic {
             // Exact denominators at the parameters that drew this batch (§5.4).
