@@ -5,7 +5,7 @@
 #![allow(clippy::needless_range_loop)] // index loops read like the formulas here
 
 use bayesc::inference::qbvi::{
-    Control, Covariance, Progress, QbviError, QbviFit, QbviSettings, StopReason, fit_qbvi,
+    Control, Covariance, Form, Progress, QbviError, QbviFit, QbviSettings, StopReason, fit_qbvi,
 };
 use bayesc::inference::rng::{StreamRng, stream};
 use bayesc::inference::{DensityError, LogDensity};
@@ -99,6 +99,15 @@ impl LinearRegression {
             .map(|i| (0..d).map(|j| x[i * d + j] * beta[j]).sum::<f64>() + sigma * normal(&mut rng))
             .collect();
         LinearRegression { x, y, d, sigma }
+    }
+
+    /// log Z = log ∫ exp L = L(μ) + (d/2)·log 2π − ½·log det P for the exact posterior (μ, P).
+    fn log_z(&self, mean: &[f64], prec: &[f64]) -> f64 {
+        let d = self.d;
+        let l = cholesky(prec, d);
+        let half_log_det: f64 = (0..d).map(|i| l[i * d + i].ln()).sum();
+        self.log_density(mean).unwrap() + 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln()
+            - half_log_det
     }
 
     /// Exact posterior: P = XᵀX/σ² + I, μ = P⁻¹Xᵀy/σ².
@@ -346,10 +355,87 @@ fn full_residual_form_is_exact_on_conjugate_linear_regression() {
     let e_prec = rel_err(&fit.precision, &prec);
     assert!(e_mean < 1e-8, "relative error of the mean {e_mean:e}");
     assert!(e_prec < 1e-8, "relative error of the precision {e_prec:e}");
+    // The same with the analytic control-variate denominators of §5.4.
+    let analytic = QbviSettings {
+        analytic_denominators: true,
+        ..settings.clone()
+    };
+    let fit_a = fit_qbvi(&model, &[0.0; 3], &analytic, &mut go).unwrap();
+    assert!(rel_err(&fit_a.mean, &mean) < 1e-8);
+    assert!(rel_err(&fit_a.precision, &prec) < 1e-8);
+    assert_ne!(fit_a.elbo_trace, fit.elbo_trace);
     // Σ is returned consistently with P.
     let cov = inverse(&prec, 3);
     assert!(rel_err(&fit.covariance, &cov) < 1e-8);
     assert_eq!(fit.skipped_steps, 0);
+    // At the exact posterior f = L − log q is constant = log Z, so LB_t = log Z.
+    let log_z = model.log_z(&mean, &prec);
+    let last = *fit.elbo_trace.last().unwrap();
+    assert!(
+        (last - log_z).abs() < 1e-8 * log_z.abs(),
+        "LB {last} vs log Z {log_z}"
+    );
+}
+
+/// The log-likelihood part of [`LinearRegression`], for the conjugate form.
+struct LikelihoodOnly<'a>(&'a LinearRegression);
+
+impl LogDensity for LikelihoodOnly<'_> {
+    fn dim(&self) -> usize {
+        self.0.d
+    }
+    fn log_density(&self, z: &[f64]) -> Result<f64, DensityError> {
+        // L = ℓ − ‖ζ‖²/2, so ℓ = L + ‖ζ‖²/2.
+        Ok(self.0.log_density(z)? + 0.5 * z.iter().map(|v| v * v).sum::<f64>())
+    }
+    fn log_density_grad(&self, _: &[f64], _: &mut [f64]) -> Result<f64, DensityError> {
+        Err(DensityError::fatal("gradient not used by QBVI"))
+    }
+}
+
+#[test]
+fn conjugate_form_approaches_the_conjugate_posterior() {
+    // specs/qbvi.md §14 check 2, conjugate form: noisy at the optimum (mean within ~2e-3,
+    // precision within a few per cent), with the prior N(0, I) entering through η.
+    let model = LinearRegression::simulate(200, &[0.5, -1.0, 2.0], 0.8, 11);
+    let (mean, prec) = model.posterior();
+    let identity = vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    for covariance in [Covariance::Full, Covariance::Diagonal] {
+        let settings = QbviSettings {
+            covariance,
+            form: Form::Conjugate {
+                prior_mean: vec![0.0; 3],
+                prior_precision: identity.clone(),
+            },
+            step_size: Some(0.02),
+            max_iter: 1500,
+            patience: 1500,
+            seed: 5,
+            ..QbviSettings::default()
+        };
+        let fit = fit_qbvi(&LikelihoodOnly(&model), &[0.0; 3], &settings, &mut go).unwrap();
+        let cov = inverse(&prec, 3);
+        for i in 0..3 {
+            let z = (fit.mean[i] - mean[i]) / cov[i * 3 + i].sqrt();
+            // Full: the exact precision; diagonal: the mean-field optimum p_i = P_ii.
+            let p_fit = match covariance {
+                Covariance::Full => fit.precision[i * 3 + i],
+                Covariance::Diagonal => fit.precision[i],
+            };
+            let r = p_fit / prec[i * 3 + i] - 1.0;
+            eprintln!("conjugate {covariance:?}[{i}]: mean {z:+.3e} sd, precision {r:+.3e}");
+            assert!(z.abs() < 0.1, "{covariance:?} mean[{i}] off by {z} sd");
+            assert!(
+                r.abs() < 0.1,
+                "{covariance:?} precision[{i}] relative error {r}"
+            );
+        }
+        // The ELBO uses the full log joint ℓ + log N(ζ; 0, I) = L − (d/2)·log 2π.
+        let log_z = model.log_z(&mean, &prec) - 1.5 * (2.0 * std::f64::consts::PI).ln();
+        let gap = log_z - fit.best_smoothed_elbo;
+        eprintln!("conjugate {covariance:?}: log Z − best smoothed ELBO = {gap:e}");
+        assert!(gap > -0.05 && gap < 0.5, "gap {gap}");
+    }
 }
 
 #[test]
@@ -734,6 +820,17 @@ fn invalid_settings_are_rejected() {
         &[0.0; 2],
     );
     bad(QbviSettings::default(), &[0.0; 3]);
+    let conjugate = |prior_mean: Vec<f64>, prior_precision: Vec<f64>| QbviSettings {
+        form: Form::Conjugate {
+            prior_mean,
+            prior_precision,
+        },
+        ..QbviSettings::default()
+    };
+    bad(conjugate(vec![0.0; 2], vec![1.0, 2.0, 2.0, 1.0]), &[0.0; 2]); // indefinite
+    bad(conjugate(vec![0.0; 2], vec![1.0, 0.5, 0.0, 1.0]), &[0.0; 2]); // not symmetric
+    bad(conjugate(vec![0.0; 3], vec![1.0, 0.0, 0.0, 1.0]), &[0.0; 2]); // wrong length
+    bad(conjugate(vec![0.0; 2], vec![1.0; 3]), &[0.0; 2]);
     let empty = Broken {
         d: 0,
         rule: |_| Ok(0.0),

@@ -1,6 +1,7 @@
 //! Diagonal (mean-field) Gaussian family q = ∏ N(μ_i, 1/p_i) for QBVI (`specs/qbvi.md` §4, §8.1).
 
 use super::family::{Family, HALF_LN_2PI};
+use super::prior::ConjugatePrior;
 
 /// The state (μ, p) of a diagonal Gaussian on ζ; p holds the precisions 1/s_i.
 #[derive(Clone, Debug)]
@@ -74,6 +75,25 @@ impl Family for DiagonalGaussian {
         }
     }
 
+    fn direction_variances(&self, out: &mut [f64]) {
+        let d = self.mean.len();
+        for i in 0..d {
+            out[i] = self.precision[i];
+            out[d + i] = 2.0 * self.precision[i] * self.precision[i];
+        }
+    }
+
+    fn add_conjugate_prior(&self, prior: &ConjugatePrior, g: &mut [f64]) {
+        let d = self.mean.len();
+        let (g_a, g_b) = g.split_at_mut(d);
+        let mut pull = vec![0.0; d];
+        prior.mean_pull(&self.mean, &mut pull);
+        for i in 0..d {
+            g_a[i] += pull[i];
+            g_b[i] += prior.precision[i * d + i] - self.precision[i];
+        }
+    }
+
     /// p_new = p + βg + β²g²/(2p) (diagonal retraction, §8.1), μ_new = μ + β·g_a/p_new (§4,
     /// residual form); β is halved up to `max_halvings` times on failure (§8.3).
     fn step(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
@@ -102,5 +122,57 @@ impl Family for DiagonalGaussian {
             b *= 0.5;
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::rng::stream;
+    use rand::RngExt;
+    use rand_distr::StandardNormal;
+
+    #[test]
+    fn draws_and_direction_variances_match_monte_carlo() {
+        // §5.4: Var[a_i] = p_i, Var[b_i] = 2p_i²; draws have mean μ and variance 1/p.
+        let q = DiagonalGaussian::from_parts(vec![0.5, -2.0], vec![4.0, 0.25]);
+        let (d, k, n) = (2, q.n_directions(), 200_000);
+        let mut rng = stream(7, 0);
+        let eps: Vec<f64> = (0..n * d).map(|_| rng.sample(StandardNormal)).collect();
+        let (mut zeta, mut log_q, mut u) = (vec![0.0; n * d], vec![0.0; n], vec![0.0; n * k]);
+        q.prepare(&eps, &mut zeta, &mut log_q, &mut u);
+        let mut exact = vec![0.0; k];
+        q.direction_variances(&mut exact);
+        assert_eq!(exact, vec![4.0, 0.25, 32.0, 0.125]);
+        let moments = |x: &dyn Fn(usize) -> f64| {
+            let m = (0..n).map(x).sum::<f64>() / n as f64;
+            (
+                m,
+                (0..n).map(|s| (x(s) - m).powi(2)).sum::<f64>() / n as f64,
+            )
+        };
+        for c in 0..k {
+            let (_, v) = moments(&|s| u[s * k + c]);
+            assert!(
+                (v / exact[c] - 1.0).abs() < 0.04,
+                "direction {c}: {v} vs {}",
+                exact[c]
+            );
+        }
+        for i in 0..d {
+            let (m, v) = moments(&|s| zeta[s * d + i]);
+            let var = 1.0 / q.precision[i];
+            assert!((m - q.mean[i]).abs() < 4.0 * (var / n as f64).sqrt());
+            assert!((v / var - 1.0).abs() < 0.02);
+        }
+        let z = &zeta[..2];
+        let expected: f64 = (0..2)
+            .map(|i| {
+                let p = q.precision[i];
+                -0.5 * (2.0 * std::f64::consts::PI).ln() + 0.5 * p.ln()
+                    - 0.5 * p * (z[i] - q.mean[i]).powi(2)
+            })
+            .sum();
+        assert!((log_q[0] - expected).abs() < 1e-12);
     }
 }

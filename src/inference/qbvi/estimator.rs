@@ -43,8 +43,9 @@ impl ControlVariates {
     /// ĉ_k = [mean(u_k²f) − mean(u_k f)·mean(u_k)]·N/(N−1) / var̂(u_k), var̂ with N − 1.
     /// f is centred at its batch mean first (c shifts with f, so the result is the same in
     /// exact arithmetic and loses less to cancellation). A direction with zero sample variance
-    /// gets c_k = mean(f).
-    pub(crate) fn estimate(&mut self, u: &[f64], f: &[f64]) {
+    /// gets c_k = mean(f). With `analytic_variances` (the exact Var_q[u_k] at the parameters
+    /// that drew the batch, §5.4) the denominator is exact and only the numerator is estimated.
+    pub(crate) fn estimate(&mut self, u: &[f64], f: &[f64], analytic_variances: Option<&[f64]>) {
         let k_dir = self.c.len();
         let n = f.len();
         let nf = n as f64;
@@ -79,7 +80,10 @@ impl ControlVariates {
         }
         let bessel = nf / (nf - 1.0);
         for k in 0..k_dir {
-            let var = self.var_u[k] / (nf - 1.0);
+            let var = match analytic_variances {
+                Some(v) => v[k],
+                None => self.var_u[k] / (nf - 1.0),
+            };
             let num = (self.mean_uuf[k] - self.mean_uf[k] * self.mean_u[k]) * bessel;
             let ck = num / var;
             self.c[k] = if var > 0.0 && ck.is_finite() {
@@ -101,12 +105,12 @@ mod tests {
         let u = [1.0, -1.0, 2.0, -2.0];
         let f = [3.0, 1.0, 4.0, 0.0];
         let mut cv = ControlVariates::new(1);
-        cv.estimate(&u, &f);
+        cv.estimate(&u, &f, None);
         // mean u = 0, mean(u f) = (3 − 1 + 8 − 0)/4 = 2.5, mean(u² f) = (3 + 1 + 16 + 0)/4 = 5,
         // var̂(u) = 10/3; c = (5 − 0)·(4/3)/(10/3) = 2.
         assert!((cv.c[0] - 2.0).abs() < 1e-14, "c = {}", cv.c[0]);
         let f_shift: Vec<f64> = f.iter().map(|x| x + 100.0).collect();
-        cv.estimate(&u, &f_shift);
+        cv.estimate(&u, &f_shift, None);
         assert!((cv.c[0] - 102.0).abs() < 1e-12, "c = {}", cv.c[0]);
         let mut g = [0.0];
         cv.gradient(&u, &f_shift, &mut g);
@@ -119,7 +123,7 @@ mod tests {
         let u = [0.3, -1.2, 0.7, 0.5, -0.4, 1.1];
         let f = [-612.25; 3];
         let mut cv = ControlVariates::new(2);
-        cv.estimate(&u, &f);
+        cv.estimate(&u, &f, None);
         let mut g = [1.0; 2];
         cv.gradient(&u, &f, &mut g);
         assert_eq!(g, [0.0, 0.0]);

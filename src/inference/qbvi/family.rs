@@ -1,5 +1,7 @@
 //! The interface between the QBVI loop and a Gaussian variational family (`specs/qbvi.md` §2.4).
 
+use super::prior::ConjugatePrior;
+
 /// ½·log 2π.
 pub(crate) const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
 
@@ -17,6 +19,12 @@ pub(crate) trait Family: Clone {
     /// Maps standard normal draws `eps` (N×d row-major) to draws `zeta` (N×d) of q, their log
     /// densities `log_q` (length N) and the directions `u` (N×K row-major).
     fn prepare(&self, eps: &[f64], zeta: &mut [f64], log_q: &mut [f64], u: &mut [f64]);
+    /// The exact variances Var_q[u_k] of the K directions under the current q (§5.4), written
+    /// into `out`: P_ii and P_ii·P_jj + P_ij² (full), p_i and 2p_i² (diagonal).
+    fn direction_variances(&self, out: &mut [f64]);
+    /// Conjugate form: turns the black-box estimate `g` = (Ĝ_a, Ĝ_B) of the log-likelihood into
+    /// the full direction (P₀(μ₀ − μ) + Ĝ_a, P₀ − P + Ĝ_B) (§3.3; diagonal: §4).
+    fn add_conjugate_prior(&self, prior: &ConjugatePrior, g: &mut [f64]);
     /// Takes one natural-gradient step of size `beta` along the estimate `g` (length K), with
     /// the retraction of §8.1 and up to `max_halvings` halvings of `beta` (§8.3). Returns
     /// `false`, leaving the state unchanged, if every attempt failed.

@@ -6,6 +6,7 @@ use faer::linalg::triangular_solve::{
 use faer::{Mat, MatMut, Par, Side};
 
 use super::family::{Family, HALF_LN_2PI};
+use super::prior::ConjugatePrior;
 
 /// The state (μ, P) of a full-covariance Gaussian on ζ, with the lower Cholesky factor L of the
 /// precision, P = L·Lᵀ (§3.4).
@@ -146,6 +147,36 @@ impl Family for FullGaussian {
         }
     }
 
+    fn direction_variances(&self, out: &mut [f64]) {
+        let d = self.d;
+        let p = &self.precision;
+        for i in 0..d {
+            out[i] = p[(i, i)];
+        }
+        let mut k = d;
+        for i in 0..d {
+            for j in i..d {
+                out[k] = p[(i, i)] * p[(j, j)] + p[(i, j)] * p[(i, j)];
+                k += 1;
+            }
+        }
+    }
+
+    fn add_conjugate_prior(&self, prior: &ConjugatePrior, g: &mut [f64]) {
+        let d = self.d;
+        let (g_a, g_b) = g.split_at_mut(d);
+        let mut pull = vec![0.0; d];
+        prior.mean_pull(&self.mean, &mut pull);
+        g_a.iter_mut().zip(&pull).for_each(|(a, p)| *a += p);
+        let mut k = 0;
+        for i in 0..d {
+            for j in i..d {
+                g_b[k] += prior.precision[i * d + j] - self.precision[(i, j)];
+                k += 1;
+            }
+        }
+    }
+
     /// P_new = P + βG + (β²/2)·G·P⁻¹·G (second-order retraction, §8.1), then
     /// μ_new = μ + β·P_new⁻¹·G_a (§3.3, residual form); β is halved up to `max_halvings` times
     /// when P_new is not positive definite or anything is non-finite (§8.3).
@@ -189,5 +220,114 @@ impl Family for FullGaussian {
             b *= 0.5;
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::rng::stream;
+    use rand::RngExt;
+    use rand_distr::StandardNormal;
+
+    /// A fixed Gaussian with correlated precision, d = 3.
+    fn example() -> FullGaussian {
+        let mut q = FullGaussian::isotropic(&[0.7, -1.3, 0.4], 1.0);
+        let p = [[2.0, 0.6, -0.3], [0.6, 1.5, 0.4], [-0.3, 0.4, 0.8]];
+        q.precision = Mat::from_fn(3, 3, |i, j| p[i][j]);
+        q.chol = cholesky_lower(&q.precision).unwrap();
+        q.half_log_det = q.compute_half_log_det();
+        q
+    }
+
+    fn sample_directions(q: &FullGaussian, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let d = q.dim();
+        let k = q.n_directions();
+        let mut rng = stream(42, 0);
+        let eps: Vec<f64> = (0..n * d).map(|_| rng.sample(StandardNormal)).collect();
+        let (mut zeta, mut log_q, mut u) = (vec![0.0; n * d], vec![0.0; n], vec![0.0; n * k]);
+        q.prepare(&eps, &mut zeta, &mut log_q, &mut u);
+        (zeta, log_q, u)
+    }
+
+    #[test]
+    fn draws_have_the_fitted_moments_and_log_density() {
+        let q = example();
+        let n = 100_000;
+        let (zeta, log_q, _) = sample_directions(&q, n);
+        let cov = q.covariance_row_major();
+        for i in 0..3 {
+            let m = (0..n).map(|s| zeta[s * 3 + i]).sum::<f64>() / n as f64;
+            let v = (0..n).map(|s| (zeta[s * 3 + i] - m).powi(2)).sum::<f64>() / n as f64;
+            assert!((m - q.mean[i]).abs() < 4.0 * (cov[i * 4] / n as f64).sqrt());
+            assert!(
+                (v / cov[i * 4] - 1.0).abs() < 0.02,
+                "var[{i}] {v} vs {}",
+                cov[i * 4]
+            );
+        }
+        // log q from the quadratic form with P directly.
+        let z = &zeta[..3];
+        let quad: f64 = (0..3)
+            .flat_map(|i| (0..3).map(move |j| (i, j)))
+            .map(|(i, j)| (z[i] - q.mean[i]) * q.precision[(i, j)] * (z[j] - q.mean[j]))
+            .sum();
+        let det = 2.0 * q.half_log_det;
+        let expected = -1.5 * (2.0 * std::f64::consts::PI).ln() + 0.5 * det - 0.5 * quad;
+        assert!((log_q[0] - expected).abs() < 1e-12);
+    }
+
+    #[test]
+    fn direction_variances_match_monte_carlo() {
+        // specs/qbvi.md §5.4 and §14 check 1: Var[a_i] = P_ii, Var[B_ij] = P_ii·P_jj + P_ij²,
+        // and for the m-coordinate scores ∇_{m₁} log q = a + Bμ: [P(Σ + D)P]_ii with
+        // D = μμᵀ + (μᵀPμ)·Σ; ∇_{m₂} log q = −½B: ¼(P_ii·P_jj + P_ij²). 200 000 draws; the
+        // relative standard error of each variance is below 1%.
+        let q = example();
+        let (d, k, n) = (3, q.n_directions(), 200_000);
+        let (_, _, u) = sample_directions(&q, n);
+        let mut exact = vec![0.0; k];
+        q.direction_variances(&mut exact);
+        for c in 0..k {
+            let m = (0..n).map(|s| u[s * k + c]).sum::<f64>() / n as f64;
+            let v = (0..n).map(|s| (u[s * k + c] - m).powi(2)).sum::<f64>() / n as f64;
+            // (The ∇_{m₂} variances are ¼ of these B variances, since ∇_{m₂} log q = −½B.)
+            assert!(
+                (v / exact[c] - 1.0).abs() < 0.04,
+                "direction {c}: {v} vs {}",
+                exact[c]
+            );
+        }
+        // ∇_{m₁} log q = a + Bμ for each draw.
+        let mu = q.mean.clone();
+        let p = |i: usize, j: usize| q.precision[(i, j)];
+        let sigma = q.covariance_row_major();
+        let mpm: f64 = (0..d)
+            .flat_map(|i| (0..d).map(move |j| (i, j)))
+            .map(|(i, j)| mu[i] * p(i, j) * mu[j])
+            .sum();
+        let s_plus_d =
+            |i: usize, j: usize| sigma[i * d + j] + mu[i] * mu[j] + mpm * sigma[i * d + j];
+        for i in 0..d {
+            let exact_m1: f64 = (0..d)
+                .flat_map(|a| (0..d).map(move |b| (a, b)))
+                .map(|(a, b)| p(i, a) * s_plus_d(a, b) * p(b, i))
+                .sum();
+            let score = |s: usize| {
+                let us = &u[s * k..(s + 1) * k];
+                let b_entry = |r: usize, c: usize| {
+                    let (r, c) = if r <= c { (r, c) } else { (c, r) };
+                    // Upper-triangle index of (r, c) in row-major packing.
+                    us[d + r * d - r * (r + 1) / 2 + c]
+                };
+                us[i] + (0..d).map(|j| b_entry(i, j) * mu[j]).sum::<f64>()
+            };
+            let m = (0..n).map(score).sum::<f64>() / n as f64;
+            let v = (0..n).map(|s| (score(s) - m).powi(2)).sum::<f64>() / n as f64;
+            assert!(
+                (v / exact_m1 - 1.0).abs() < 0.04,
+                "m1[{i}]: {v} vs {exact_m1}"
+            );
+        }
     }
 }

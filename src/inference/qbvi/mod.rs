@@ -17,15 +17,41 @@
 //! iterations); only the N_s log-density evaluations run in parallel (rayon), and their results
 //! are collected in draw order, so a fit is bit-identical for any number of threads.
 //!
-//! Not implemented (optional in the spec): the conjugate and reference-split forms (§2.3),
-//! analytic control-variate denominators (§5.4), momentum, norm clipping, β decay (§6), the
-//! multiplicative diagonal update (§8.2), RQMC draws (§3.4), the mean-field inverse-gamma
-//! block (§9).
+//! Options: the paper's conjugate form, with a Gaussian prior on ζ entering through its natural
+//! parameter ([`Form::Conjugate`], §2.3, §3.3, §4), and exact control-variate denominators
+//! ([`QbviSettings::analytic_denominators`], §5.4).
+//!
+//! Not implemented (optional in the spec): the reference-split form (§2.3), momentum, norm
+//! clipping and β decay (§6), the multiplicative diagonal update (§8.2), RQMC draws (§3.4), the
+//! mean-field inverse-gamma block (§9).
+//!
+//! ```
+//! use bayesc::inference::qbvi::{fit_qbvi, Control, QbviSettings};
+//! use bayesc::inference::{DensityError, LogDensity};
+//!
+//! /// L(ζ) = −½‖ζ − (1, 2)‖², a standard normal centred at (1, 2).
+//! struct Target;
+//! impl LogDensity for Target {
+//!     fn dim(&self) -> usize { 2 }
+//!     fn log_density(&self, z: &[f64]) -> Result<f64, DensityError> {
+//!         Ok(-0.5 * ((z[0] - 1.0).powi(2) + (z[1] - 2.0).powi(2)))
+//!     }
+//!     fn log_density_grad(&self, _: &[f64], _: &mut [f64]) -> Result<f64, DensityError> {
+//!         Err(DensityError::fatal("not needed by QBVI"))
+//!     }
+//! }
+//!
+//! let fit = fit_qbvi(&Target, &[0.0, 0.0], &QbviSettings::default(), &mut |_| Control::Continue)
+//!     .unwrap();
+//! assert!((fit.mean[0] - 1.0).abs() < 0.05 && (fit.mean[1] - 2.0).abs() < 0.05);
+//! assert!((fit.covariance[0] - 1.0).abs() < 0.05); // Σ is 2×2 row-major
+//! ```
 
 mod diagonal;
 mod estimator;
 mod family;
 mod full;
+mod prior;
 
 use rand::RngExt;
 use rand_distr::StandardNormal;
@@ -38,6 +64,7 @@ use diagonal::DiagonalGaussian;
 use estimator::ControlVariates;
 use family::{Family, HALF_LN_2PI};
 use full::FullGaussian;
+use prior::ConjugatePrior;
 
 /// Consecutive batches with a non-finite log density tolerated before giving up (§6).
 const MAX_REDRAWS: usize = 10;
@@ -66,12 +93,24 @@ impl Covariance {
     }
 }
 
-/// Which natural-gradient expression drives the update (`specs/qbvi.md` §2.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which natural-gradient expression drives the update (`specs/qbvi.md` §2.3, §10).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Form {
-    /// f = L(ζ) − log q(ζ) inside the score estimator; any prior and Jacobian (§2.3, §10).
-    /// The paper's conjugate form (prior through η) is not implemented.
+    /// f = L(ζ) − log q(ζ) inside the score estimator, where the density is the full log
+    /// joint L; any prior and Jacobian (§2.3 residual form, §10 rule 2). The default.
     Residual,
+    /// The paper's conjugate form (§2.3, §3.3, §4): the density passed to [`fit_qbvi`] is the
+    /// log-likelihood ℓ(ζ) alone, and the prior is the Gaussian N(prior_mean, prior_precision⁻¹)
+    /// on ζ, entering exactly through its natural parameter. Only for models whose prior on ζ is
+    /// Gaussian with no Jacobian term (§10 rule 3). The ELBO trace still uses the full log joint
+    /// ℓ + log N(ζ; prior) (§7.1). With a diagonal q, the precision update uses the diagonal of
+    /// the prior precision and the mean update the full matrix (§4).
+    Conjugate {
+        /// μ₀, length d.
+        prior_mean: Vec<f64>,
+        /// P₀ = Σ₀⁻¹, d×d row-major, symmetric positive definite.
+        prior_precision: Vec<f64>,
+    },
 }
 
 /// Settings of a QBVI fit. `Default` gives the defaults of `specs/qbvi.md` §11.
@@ -80,7 +119,7 @@ pub struct QbviSettings {
     /// The variational family. Default `Full` (§11: full if d ≤ 50; see
     /// [`Covariance::for_dimension`]).
     pub covariance: Covariance,
-    /// The gradient form. Default `Residual` (§10 rule 2).
+    /// The gradient form. Default `Residual` (§10 rule 2); see [`Form`].
     pub form: Form,
     /// N_s, draws per iteration; at least 2. Default 100 (§5.5, §11, paper's recommendation).
     pub n_samples: usize,
@@ -99,6 +138,10 @@ pub struct QbviSettings {
     pub init_variance: f64,
     /// Seed of the random streams (`inference::rng`). Default 0.
     pub seed: u64,
+    /// Use the exact variances of the score directions as control-variate denominators (§5.4)
+    /// instead of their sample variances. Default `false` (§5.4: the authors' code uses the
+    /// sample variance).
+    pub analytic_denominators: bool,
     /// Return the (μ, P) kept by the exit rule (best smoothed ELBO, §7.2) when `true` (default);
     /// the last iterate when `false`. The last iterate is preferable when the target lies in the
     /// family, so that f becomes constant and the iterates converge exactly (§14 check 2).
@@ -117,6 +160,7 @@ impl Default for QbviSettings {
             max_iter: 5000,
             init_variance: 0.01,
             seed: 0,
+            analytic_denominators: false,
             keep_best: true,
         }
     }
@@ -290,7 +334,8 @@ impl QbviFit {
 
 /// Fits q by QBVI (`specs/qbvi.md` §12; §4 for the diagonal family).
 ///
-/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used.
+/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used. With
+///   [`Form::Conjugate`] it is the log-likelihood ℓ(ζ) alone (the prior is in the settings).
 /// - `init`: the initial mean μ_0, length `density.dim()`; L must be finite there.
 /// - `progress`: called after every iteration; returning [`Control::Stop`] ends the fit with
 ///   the kept parameters and [`StopReason::Interrupted`].
@@ -312,10 +357,21 @@ pub fn fit_qbvi(
         Ok(v) => return Err(QbviError::InitialPoint(format!("log density is {v}"))),
         Err(e) => return Err(QbviError::InitialPoint(e.to_string())),
     }
+    let prior = match &settings.form {
+        Form::Residual => None,
+        Form::Conjugate {
+            prior_mean,
+            prior_precision,
+        } => Some(
+            ConjugatePrior::new(d, prior_mean, prior_precision)
+                .map_err(QbviError::InvalidSettings)?,
+        ),
+    };
+    let prior = prior.as_ref();
     match settings.covariance {
         Covariance::Full => {
             let q = FullGaussian::isotropic(init, settings.init_variance);
-            let (q, run) = run(density, q, settings, progress)?;
+            let (q, run) = run(density, q, prior, settings, progress)?;
             Ok(run.into_fit(
                 Covariance::Full,
                 q.mean().to_vec(),
@@ -326,7 +382,7 @@ pub fn fit_qbvi(
         }
         Covariance::Diagonal => {
             let q = DiagonalGaussian::isotropic(init, settings.init_variance);
-            let (q, run) = run(density, q, settings, progress)?;
+            let (q, run) = run(density, q, prior, settings, progress)?;
             Ok(run.into_fit(
                 Covariance::Diagonal,
                 q.mean().to_vec(),
@@ -422,7 +478,9 @@ struct Batch {
     log_q: Vec<f64>,
     u: Vec<f64>,
     log_density: Vec<Result<f64, DensityError>>,
-    /// f_s = L(ζ_s) − log q(ζ_s).
+    /// The density's value at ζ_s: L(ζ_s) (residual form) or ℓ(ζ_s) (conjugate form).
+    value: Vec<f64>,
+    /// f_s = value_s − log q(ζ_s).
     f: Vec<f64>,
 }
 
@@ -434,6 +492,7 @@ impl Batch {
             log_q: vec![0.0; n],
             u: vec![0.0; n * k],
             log_density: vec![Ok(0.0); n],
+            value: vec![0.0; n],
             f: vec![0.0; n],
         }
     }
@@ -467,6 +526,7 @@ impl Batch {
                             ok = false;
                             last = format!("log density {v} at draw {s}");
                         }
+                        self.value[s] = *v;
                         self.f[s] = f;
                     }
                     Err(e) if e.recoverable => {
@@ -521,10 +581,17 @@ impl ExitRule {
     }
 }
 
+/// The black-box integrand of the gradient estimate: ℓ (conjugate form) or L − log q
+/// (residual form), §10.
+fn integrand(batch: &Batch, conjugate: bool) -> &[f64] {
+    if conjugate { &batch.value } else { &batch.f }
+}
+
 /// The loop of §12 for any family; returns the kept (or last) q and the record.
 fn run<F: Family>(
     density: &dyn LogDensity,
     mut q: F,
+    prior: Option<&ConjugatePrior>,
     settings: &QbviSettings,
     progress: &mut dyn FnMut(Progress) -> Control,
 ) -> Result<(F, RunRecord), QbviError> {
@@ -535,11 +602,20 @@ fn run<F: Family>(
     let mut batch = Batch::new(n, d, k);
     let mut cv = ControlVariates::new(k);
     let mut g = vec![0.0; k];
+    let mut variances = vec![0.0; k];
+    let analytic = settings.analytic_denominators;
 
     // Pilot batch at t = 0: only its control-variate coefficients are used (§5.5).
     let mut pilot_rng = rng::stream(settings.seed, 0);
     batch.draw(&q, density, &mut pilot_rng, 0)?;
-    cv.estimate(&batch.u, &batch.f);
+    if analytic {
+        q.direction_variances(&mut variances);
+    }
+    cv.estimate(
+        &batch.u,
+        integrand(&batch, prior.is_some()),
+        analytic.then_some(&variances[..]),
+    );
 
     let mut rng = rng::stream(settings.seed, 1);
     let mut exit = ExitRule {
@@ -560,10 +636,24 @@ fn run<F: Family>(
     for t in 1..=settings.max_iter {
         batch.draw(&q, density, &mut rng, t)?;
         // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
-        cv.gradient(&batch.u, &batch.f, &mut g);
-        cv.estimate(&batch.u, &batch.f);
-        // Residual form: f is exactly the integrand of the ELBO (§7.1, §12).
-        let lb = batch.f.iter().sum::<f64>() / n as f64;
+        let h = integrand(&batch, prior.is_some());
+        cv.gradient(&batch.u, h, &mut g);
+        if analytic {
+            // Exact denominators at the parameters that drew this batch (§5.4).
+            q.direction_variances(&mut variances);
+        }
+        cv.estimate(&batch.u, h, analytic.then_some(&variances[..]));
+        // LB_t = mean of L − log q (§7.1); in the residual form that is exactly f (§12).
+        let lb = match prior {
+            None => batch.f.iter().sum::<f64>() / n as f64,
+            Some(p) => {
+                let d = q.dim();
+                (0..n)
+                    .map(|s| batch.f[s] + p.log_density(&batch.zeta[s * d..(s + 1) * d]))
+                    .sum::<f64>()
+                    / n as f64
+            }
+        };
         record.elbo_trace.push(lb);
         let (smoothed, improved) = exit.observe(&record.elbo_trace);
         if let Some(s) = smoothed {
@@ -590,6 +680,9 @@ fn run<F: Family>(
         if t == settings.max_iter {
             record.stop = StopReason::MaxIterations;
             break;
+        }
+        if let Some(p) = prior {
+            q.add_conjugate_prior(p, &mut g);
         }
         if !q.step(&g, beta, MAX_HALVINGS) {
             record.skipped_steps += 1;
