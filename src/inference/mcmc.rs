@@ -362,6 +362,76 @@ pub struct McmcOutput {
     pub interrupted: bool,
 }
 
+/// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
+pub const MH_MAX_RECOMMENDED_DIM: usize = 20;
+/// A chain's MH acceptance is flagged outside [0.5·α*, 1.6·α*]. `specs/mh.md` §5.
+pub const MH_ACCEPT_FLAG_RANGE: (f64, f64) = (0.5, 1.6);
+
+impl ChainOutput {
+    /// Mean `accept_stat` over the kept post-warmup draws (NaN if none).
+    pub fn mean_accept_stat(&self) -> f64 {
+        let a = &self.stats.accept_stat;
+        a.iter().sum::<f64>() / a.len() as f64
+    }
+}
+
+impl McmcOutput {
+    /// The post-run sampler warnings of `specs/nuts.md` §6 (divergences, maximum tree depth) and
+    /// `specs/mh.md` §5–6 (acceptance outside [0.5·α*, 1.6·α*], dimension above 20), plus a
+    /// note if the run was interrupted. `settings` must be those passed to [`sample`].
+    /// E-BFMI, R-hat and ESS are computed by `diagnostics`, not here.
+    pub fn warnings(&self, settings: &McmcSettings) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.interrupted {
+            out.push("sampling was interrupted: the draws are those made before the stop".into());
+        }
+        let kept: usize = self.chains.iter().map(|c| c.stats.len()).sum();
+        let divergent: usize = self.chains.iter().map(|c| c.divergences).sum();
+        if divergent > 0 {
+            out.push(format!(
+                "{divergent} post-warmup transitions diverged: the results may be biased. \
+                 Increase adapt_delta (e.g. 0.95) or reparameterise the model"
+            ));
+        }
+        let max_depth: usize = self.chains.iter().map(|c| c.max_treedepth_hits).sum();
+        if max_depth > 0 {
+            out.push(format!(
+                "{max_depth} post-warmup transitions hit the maximum tree depth {}: an efficiency \
+                 problem, not a validity one; consider a larger max_depth",
+                settings.max_depth
+            ));
+        }
+        if self.method == Method::Mh {
+            let target = settings
+                .mh
+                .target_accept
+                .unwrap_or_else(|| crate::inference::mh::target_accept(self.dim));
+            let (lo, hi) = (
+                MH_ACCEPT_FLAG_RANGE.0 * target,
+                MH_ACCEPT_FLAG_RANGE.1 * target,
+            );
+            for (c, chain) in self.chains.iter().enumerate() {
+                let a = chain.mean_accept_stat();
+                if kept > 0 && !(lo..=hi).contains(&a) {
+                    out.push(format!(
+                        "chain {}: mean acceptance {a:.3} is outside [{lo:.2}, {hi:.2}]; the \
+                         proposal is poorly tuned (use a longer warmup)",
+                        c + 1
+                    ));
+                }
+            }
+            if self.dim > MH_MAX_RECOMMENDED_DIM {
+                out.push(format!(
+                    "Metropolis-Hastings is recommended only up to about {MH_MAX_RECOMMENDED_DIM} \
+                     parameters and this model has {}: consider NUTS",
+                    self.dim
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// Run `settings.chains` chains in parallel (rayon) on `density`.
 ///
 /// `inits`: one unconstrained vector per chain (single attempt each), or empty for uniform
