@@ -600,7 +600,7 @@ fn run_chain(
     let mut sampler = if is_hmc {
         let kernel = match settings.method {
             Method::StaticHmc { n_leapfrog } => Kernel::Static(StaticHmc::new(d), n_leapfrog),
-            _ => Kernel::Nuts(Nuts::new(d, settings.max_depth)),
+            _ => Kernel::Nuts(Box::new(Nuts::new(d, settings.max_depth))),
         };
         let metric = if settings.dense_metric {
             Metric::unit_dense(d)

@@ -265,7 +265,7 @@ impl AdaptiveMh {
             } else {
                 1
             };
-            if n >= n_min && (n - n_min) % every == 0 {
+            if n >= n_min && (n - n_min).is_multiple_of(every) {
                 if self.options.dense {
                     self.cov.regularized_covariance(&mut self.buffer);
                     // On a failed Cholesky keep the previous C and A (§4).
