@@ -831,3 +831,85 @@ fn separated_modes_give_large_rhat() {
     let rhat = (((n - 1.0) / n * w + b / n) / w).sqrt();
     assert!(rhat > 1.1, "R-hat {rhat}");
 }
+
+/// N(0, 1) on which the model signals a domain error ("reject") for x > 1.5, recoverable or
+/// not.
+struct Rejecting {
+    fatal: bool,
+}
+
+impl LogDensity for Rejecting {
+    fn dim(&self) -> usize {
+        1
+    }
+    fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+        if x[0] > 1.5 {
+            let e = DensityError {
+                message: "reject: x is above 1.5".into(),
+                location: Some("model.bayes:7:5".into()),
+                recoverable: !self.fatal,
+            };
+            return Err(e);
+        }
+        Ok(-0.5 * x[0] * x[0])
+    }
+    fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        g[0] = -x[0];
+        self.log_density(x)
+    }
+}
+
+#[test]
+fn density_errors_during_sampling() {
+    let stop = AtomicBool::new(false);
+    let settings = McmcSettings {
+        seed: 4,
+        ..McmcSettings::default()
+    };
+    // Recoverable: the points are rejected (divergences for HMC), sampling goes on, and the
+    // draws are the truncated normal on (−∞, 1.5].
+    let out = sample(
+        &Rejecting { fatal: false },
+        &settings,
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap();
+    assert!(out.chains.iter().all(|c| c.draws.iter().all(|&x| x <= 1.5)));
+    assert!(out.chains.iter().map(|c| c.divergences).sum::<usize>() > 0);
+    // Truncated normal moments: with λ = φ(b)/Φ(b), mean −λ and variance 1 − bλ − λ².
+    let b: f64 = 1.5;
+    let lambda = (-0.5 * b * b).exp()
+        / (2.0 * std::f64::consts::PI).sqrt()
+        / (0.5 * libm::erfc(-b / std::f64::consts::SQRT_2));
+    let (mean, var) = (-lambda, 1.0 - b * lambda - lambda * lambda);
+    check_scalar(&column(&out, 0), mean, var, 0);
+    let mh = sample(
+        &Rejecting { fatal: false },
+        &McmcSettings {
+            seed: 4,
+            ..McmcSettings::mh_defaults(1)
+        },
+        &[],
+        &no_progress(),
+        &stop,
+    )
+    .unwrap();
+    assert!(mh.chains.iter().all(|c| c.draws.iter().all(|&x| x <= 1.5)));
+    check_scalar(&column(&mh, 0), mean, var, 0);
+    // Unrecoverable: the run stops with the error and its model location.
+    for settings in [settings.clone(), McmcSettings::mh_defaults(1)] {
+        let inits = vec![vec![0.0]; 4];
+        let err = sample(
+            &Rejecting { fatal: true },
+            &settings,
+            &inits,
+            &no_progress(),
+            &stop,
+        )
+        .unwrap_err();
+        assert!(matches!(err, McmcError::Density { .. }), "{err:?}");
+        assert!(err.to_string().contains("model.bayes:7:5"), "{err}");
+    }
+}
