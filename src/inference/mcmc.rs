@@ -74,6 +74,10 @@ pub struct McmcSettings {
     pub jitter: f64,
     /// HMC: initial nominal step size ε̄ > 0 before the heuristic (default 1).
     pub step_size: f64,
+    /// HMC: initial inverse metric (`specs/nuts.md` §3), `None` for the unit metric (default).
+    /// Length d (positive variances) for the diagonal metric, d² (row-major, symmetric
+    /// positive-definite) when `dense_metric` is set. Warmup adapts it further.
+    pub inv_metric: Option<Vec<f64>>,
     /// Also return the warmup draws and statistics (default false).
     pub save_warmup: bool,
     /// Options of Metropolis–Hastings, used when `method` is [`Method::Mh`].
@@ -95,6 +99,7 @@ impl Default for McmcSettings {
             init_radius: DEFAULT_INIT_RADIUS,
             jitter: 0.0,
             step_size: INITIAL_STEP_SIZE,
+            inv_metric: None,
             save_warmup: false,
             mh: MhOptions::default(),
         }
@@ -144,6 +149,25 @@ impl McmcSettings {
                 "step size is {}, but must be positive",
                 self.step_size
             ));
+        }
+        if let Some(m) = &self.inv_metric {
+            let expected = if self.dense_metric { dim * dim } else { dim };
+            if m.len() != expected {
+                return bad(format!(
+                    "the initial inverse metric has {} values, but {expected} are needed",
+                    m.len()
+                ));
+            }
+            let ok = if self.dense_metric {
+                Metric::unit_dense(dim).set_dense(m)
+            } else {
+                m.iter().all(|v| *v > 0.0 && v.is_finite())
+            };
+            if !ok {
+                return bad(
+                    "the initial inverse metric must be positive-definite and finite".into(),
+                );
+            }
         }
         if let Method::StaticHmc {
             n_leapfrog: Some(0),
@@ -602,11 +626,19 @@ fn run_chain(
             Method::StaticHmc { n_leapfrog } => Kernel::Static(StaticHmc::new(d), n_leapfrog),
             _ => Kernel::Nuts(Box::new(Nuts::new(d, settings.max_depth))),
         };
-        let metric = if settings.dense_metric {
+        let mut metric = if settings.dense_metric {
             Metric::unit_dense(d)
         } else {
             Metric::unit_diag(d)
         };
+        match (&settings.inv_metric, settings.dense_metric) {
+            (Some(m), true) => {
+                // Validated as positive-definite in `McmcSettings::validate`.
+                metric.set_dense(m);
+            }
+            (Some(m), false) => metric.set_diag(m),
+            (None, _) => {}
+        }
         let mut h = AdaptiveHmc::new(
             kernel,
             metric,
