@@ -7,6 +7,8 @@
 //! files to the `data` block. `cli` and `repl` are the only modules that print or exit.
 
 pub mod data;
+pub mod diagnostics;
 pub mod distributions;
 pub mod inference;
+pub mod output;
 pub mod syntax;

@@ -4,6 +4,7 @@ pub mod adapt;
 pub mod density;
 pub mod draws;
 pub mod hmc;
+pub mod init;
 pub mod mcmc;
 pub mod mh;
 pub mod rng;
