@@ -74,6 +74,10 @@ pub struct McmcSettings {
     pub jitter: f64,
     /// HMC: initial nominal step size ε̄ > 0 before the heuristic (default 1).
     pub step_size: f64,
+    /// HMC: initial inverse metric (`specs/nuts.md` §3), `None` for the unit metric (default).
+    /// Length d (positive variances) for the diagonal metric, d² (row-major, symmetric
+    /// positive-definite) when `dense_metric` is set. Warmup adapts it further.
+    pub inv_metric: Option<Vec<f64>>,
     /// Also return the warmup draws and statistics (default false).
     pub save_warmup: bool,
     /// Options of Metropolis–Hastings, used when `method` is [`Method::Mh`].
@@ -95,6 +99,7 @@ impl Default for McmcSettings {
             init_radius: DEFAULT_INIT_RADIUS,
             jitter: 0.0,
             step_size: INITIAL_STEP_SIZE,
+            inv_metric: None,
             save_warmup: false,
             mh: MhOptions::default(),
         }
@@ -144,6 +149,25 @@ impl McmcSettings {
                 "step size is {}, but must be positive",
                 self.step_size
             ));
+        }
+        if let Some(m) = &self.inv_metric {
+            let expected = if self.dense_metric { dim * dim } else { dim };
+            if m.len() != expected {
+                return bad(format!(
+                    "the initial inverse metric has {} values, but {expected} are needed",
+                    m.len()
+                ));
+            }
+            let ok = if self.dense_metric {
+                Metric::unit_dense(dim).set_dense(m)
+            } else {
+                m.iter().all(|v| *v > 0.0 && v.is_finite())
+            };
+            if !ok {
+                return bad(
+                    "the initial inverse metric must be positive-definite and finite".into(),
+                );
+            }
         }
         if let Method::StaticHmc {
             n_leapfrog: Some(0),
@@ -362,6 +386,76 @@ pub struct McmcOutput {
     pub interrupted: bool,
 }
 
+/// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
+pub const MH_MAX_RECOMMENDED_DIM: usize = 20;
+/// A chain's MH acceptance is flagged outside [0.5·α*, 1.6·α*]. `specs/mh.md` §5.
+pub const MH_ACCEPT_FLAG_RANGE: (f64, f64) = (0.5, 1.6);
+
+impl ChainOutput {
+    /// Mean `accept_stat` over the kept post-warmup draws (NaN if none).
+    pub fn mean_accept_stat(&self) -> f64 {
+        let a = &self.stats.accept_stat;
+        a.iter().sum::<f64>() / a.len() as f64
+    }
+}
+
+impl McmcOutput {
+    /// The post-run sampler warnings of `specs/nuts.md` §6 (divergences, maximum tree depth) and
+    /// `specs/mh.md` §5–6 (acceptance outside [0.5·α*, 1.6·α*], dimension above 20), plus a
+    /// note if the run was interrupted. `settings` must be those passed to [`sample`].
+    /// E-BFMI, R-hat and ESS are computed by `diagnostics`, not here.
+    pub fn warnings(&self, settings: &McmcSettings) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.interrupted {
+            out.push("sampling was interrupted: the draws are those made before the stop".into());
+        }
+        let kept: usize = self.chains.iter().map(|c| c.stats.len()).sum();
+        let divergent: usize = self.chains.iter().map(|c| c.divergences).sum();
+        if divergent > 0 {
+            out.push(format!(
+                "{divergent} post-warmup transitions diverged: the results may be biased. \
+                 Increase adapt_delta (e.g. 0.95) or reparameterise the model"
+            ));
+        }
+        let max_depth: usize = self.chains.iter().map(|c| c.max_treedepth_hits).sum();
+        if max_depth > 0 {
+            out.push(format!(
+                "{max_depth} post-warmup transitions hit the maximum tree depth {}: an efficiency \
+                 problem, not a validity one; consider a larger max_depth",
+                settings.max_depth
+            ));
+        }
+        if self.method == Method::Mh {
+            let target = settings
+                .mh
+                .target_accept
+                .unwrap_or_else(|| crate::inference::mh::target_accept(self.dim));
+            let (lo, hi) = (
+                MH_ACCEPT_FLAG_RANGE.0 * target,
+                MH_ACCEPT_FLAG_RANGE.1 * target,
+            );
+            for (c, chain) in self.chains.iter().enumerate() {
+                let a = chain.mean_accept_stat();
+                if kept > 0 && !(lo..=hi).contains(&a) {
+                    out.push(format!(
+                        "chain {}: mean acceptance {a:.3} is outside [{lo:.2}, {hi:.2}]; the \
+                         proposal is poorly tuned (use a longer warmup)",
+                        c + 1
+                    ));
+                }
+            }
+            if self.dim > MH_MAX_RECOMMENDED_DIM {
+                out.push(format!(
+                    "Metropolis-Hastings is recommended only up to about {MH_MAX_RECOMMENDED_DIM} \
+                     parameters and this model has {}: consider NUTS",
+                    self.dim
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// Run `settings.chains` chains in parallel (rayon) on `density`.
 ///
 /// `inits`: one unconstrained vector per chain (single attempt each), or empty for uniform
@@ -530,13 +624,21 @@ fn run_chain(
     let mut sampler = if is_hmc {
         let kernel = match settings.method {
             Method::StaticHmc { n_leapfrog } => Kernel::Static(StaticHmc::new(d), n_leapfrog),
-            _ => Kernel::Nuts(Nuts::new(d, settings.max_depth)),
+            _ => Kernel::Nuts(Box::new(Nuts::new(d, settings.max_depth))),
         };
-        let metric = if settings.dense_metric {
+        let mut metric = if settings.dense_metric {
             Metric::unit_dense(d)
         } else {
             Metric::unit_diag(d)
         };
+        match (&settings.inv_metric, settings.dense_metric) {
+            (Some(m), true) => {
+                // Validated as positive-definite in `McmcSettings::validate`.
+                metric.set_dense(m);
+            }
+            (Some(m), false) => metric.set_diag(m),
+            (None, _) => {}
+        }
         let mut h = AdaptiveHmc::new(
             kernel,
             metric,

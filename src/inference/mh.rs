@@ -265,7 +265,7 @@ impl AdaptiveMh {
             } else {
                 1
             };
-            if n >= n_min && (n - n_min) % every == 0 {
+            if n >= n_min && (n - n_min).is_multiple_of(every) {
                 if self.options.dense {
                     self.cov.regularized_covariance(&mut self.buffer);
                     // On a failed Cholesky keep the previous C and A (§4).
@@ -347,6 +347,71 @@ mod tests {
             assert_eq!(s.log_density, mh.log_density);
         }
         assert_eq!(mh.scale(), 2.38, "no adaptation after warmup");
+    }
+
+    /// `specs/mh.md` §8.2: starting from exact N(0, 1) draws, one step of the frozen kernel
+    /// leaves N(0, 1) invariant (Kolmogorov–Smirnov, critical value 1.628/√n for p = 0.01).
+    #[test]
+    fn one_step_preserves_the_target() {
+        struct Std;
+        impl LogDensity for Std {
+            fn dim(&self) -> usize {
+                1
+            }
+            fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+                Ok(-0.5 * x[0] * x[0])
+            }
+            fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+                g[0] = -x[0];
+                Ok(-0.5 * x[0] * x[0])
+            }
+        }
+        let mut rng = stream(2, 1);
+        let mut mh = AdaptiveMh::new(vec![0.0], 0.0, MhOptions::default(), 0);
+        let n = 100_000;
+        let mut after: Vec<f64> = (0..n)
+            .map(|_| {
+                let q0: f64 = rng.sample(StandardNormal);
+                mh.q[0] = q0;
+                mh.log_density = -0.5 * q0 * q0;
+                mh.iterate(&Std, &mut rng, None).unwrap();
+                mh.q[0]
+            })
+            .collect();
+        after.sort_by(f64::total_cmp);
+        let phi = |x: f64| 0.5 * libm::erfc(-x / std::f64::consts::SQRT_2);
+        let d = after
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let f = phi(x);
+                (f - i as f64 / n as f64)
+                    .abs()
+                    .max(((i + 1) as f64 / n as f64 - f).abs())
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            d * (n as f64).sqrt() < 1.628,
+            "KS statistic {}",
+            d * (n as f64).sqrt()
+        );
+    }
+
+    /// The kernel does not change after warmup: scale and shape are frozen.
+    #[test]
+    fn kernel_frozen_after_warmup() {
+        let mut mh = AdaptiveMh::new(vec![0.1], -0.005, MhOptions::default(), 200);
+        let mut rng = stream(4, 1);
+        for c in 0..200 {
+            mh.iterate(&Normal1, &mut rng, Some(c)).unwrap();
+        }
+        mh.finish_warmup();
+        let (scale, shape) = (mh.scale(), mh.shape().to_vec());
+        assert_ne!(scale, 2.38, "the scale adapted during warmup");
+        for _ in 0..500 {
+            mh.iterate(&Normal1, &mut rng, None).unwrap();
+        }
+        assert_eq!((mh.scale(), mh.shape().to_vec()), (scale, shape));
     }
 
     #[test]

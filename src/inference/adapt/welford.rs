@@ -93,6 +93,7 @@ impl WelfordCov {
     }
 
     /// Add one draw `x` (length `dim`). Cost O(d²), no allocation.
+    #[allow(clippy::needless_range_loop)] // three arrays indexed in step
     pub fn add(&mut self, x: &[f64]) {
         self.n += 1;
         let n = self.n as f64;

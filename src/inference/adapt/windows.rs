@@ -109,7 +109,8 @@ mod tests {
     /// The table of `specs/nuts.md` §5.3.
     #[test]
     fn spec_schedule_table() {
-        let cases: [(usize, (usize, usize, usize), &[usize]); 7] = [
+        type Case = (usize, (usize, usize, usize), &'static [usize]);
+        let cases: [Case; 7] = [
             (1000, (75, 50, 25), &[99, 149, 249, 449, 949]),
             (2000, (75, 50, 25), &[99, 149, 249, 449, 849, 1949]),
             (500, (75, 50, 25), &[99, 149, 249, 449]),

@@ -65,7 +65,7 @@ impl From<DensityError> for TransitionError {
 #[derive(Clone, Debug)]
 pub enum Kernel {
     /// Multinomial NUTS (`specs/nuts.md` §2).
-    Nuts(Nuts),
+    Nuts(Box<Nuts>),
     /// Static HMC with a fixed number of steps, or `None` for L = max(1, ⌊2π/ε̄⌋)
     /// recomputed from ε̄ (`specs/nuts.md` §7).
     Static(StaticHmc, Option<usize>),
@@ -130,6 +130,7 @@ impl AdaptiveHmc {
     /// The step-size initialisation heuristic of `specs/nuts.md` §4, from the current position.
     /// Only ε̄ changes. Errors: "posterior is improper" (ε̄ > 10⁷), "no acceptable small step
     /// size" (ε̄ = 0), or an unrecoverable density error.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     pub fn init_step_size(
         &mut self,
         density: &dyn LogDensity,
@@ -140,6 +141,7 @@ impl AdaptiveHmc {
             return Ok(());
         }
         let log_target = HEURISTIC_ACCEPT.ln();
+        // The negated comparisons are deliberate: a NaN energy change ends the search (§4).
         let mut delta_h = self.one_step_energy_change(density, rng)?;
         let direction_up = delta_h > log_target;
         loop {
