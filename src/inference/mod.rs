@@ -7,3 +7,6 @@ pub mod rng;
 
 pub use density::{DensityError, LogDensity};
 pub use draws::Draws;
+pub mod hessian;
+pub mod laplace;
+pub mod optimize;
