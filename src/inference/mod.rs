@@ -10,3 +10,4 @@ pub use draws::Draws;
 pub mod hessian;
 pub mod laplace;
 pub mod optimize;
+pub mod qnvb;
