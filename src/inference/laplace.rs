@@ -134,10 +134,9 @@ impl LaplaceFit {
         let mut w = vec![0.0; d];
         let mut logdet = 0.0;
         for i in 0..d {
-            let mut r = zeta[i] - self.mode[i];
-            for j in 0..i {
-                r -= self.chol[i * d + j] * w[j];
-            }
+            let row = &self.chol[i * d..i * d + i];
+            let r =
+                zeta[i] - self.mode[i] - row.iter().zip(&w[..i]).map(|(c, v)| c * v).sum::<f64>();
             w[i] = r / self.chol[i * d + i];
             logdet += self.chol[i * d + i].ln();
         }

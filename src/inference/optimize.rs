@@ -347,7 +347,7 @@ pub fn optimize(
     loop {
         it += 1;
         let mut df0 = dot(&g, &p);
-        if !(df0 < 0.0) {
+        if df0.is_nan() || df0 >= 0.0 {
             pairs.clear();
             p = g.iter().map(|v| -v).collect();
             df0 = dot(&g, &p);
