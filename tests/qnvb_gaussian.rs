@@ -273,3 +273,32 @@ fn khat_exact_and_mean_field() {
     // too few draws is an error
     assert!(psis_khat(&c, |z| fit.log_q(z), &draws[..10]).is_err());
 }
+
+/// Neal's funnel: v ~ N(0, 3²), x | v ~ N(0, e^v); L(v, x) = −v²/18 − x²/(2e^v) − v/2.
+struct Funnel;
+
+impl LogDensity for Funnel {
+    fn dim(&self) -> usize {
+        2
+    }
+    fn log_density(&self, t: &[f64]) -> Result<f64, DensityError> {
+        let mut g = [0.0; 2];
+        self.log_density_grad(t, &mut g)
+    }
+    fn log_density_grad(&self, t: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        let (v, x) = (t[0], t[1]);
+        let e = (-v).exp();
+        g[0] = -v / 9.0 + 0.5 * x * x * e - 0.5;
+        g[1] = -x * e;
+        Ok(-v * v / 18.0 - 0.5 * x * x * e - 0.5 * v)
+    }
+}
+
+#[test]
+fn khat_flags_mean_field_fit_to_funnel() {
+    let fit = run(&Funnel, &[0.0, 0.0], &QnvbSettings::default());
+    // the mean-field fit is too narrow in v (sd ≪ 3): heavy importance-ratio tail
+    assert!(fit.variance[0] < 9.0, "{:?}", fit.variance);
+    let k = fit.khat(&Funnel, 4000, &mut stream(9, 1)).unwrap();
+    assert!(k > 0.7, "{k}");
+}

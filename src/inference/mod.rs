@@ -2,12 +2,12 @@
 
 pub mod density;
 pub mod draws;
+pub mod hessian;
 pub mod init;
+pub mod laplace;
+pub mod optimize;
+pub mod qnvb;
 pub mod rng;
 
 pub use density::{DensityError, LogDensity};
 pub use draws::Draws;
-pub mod hessian;
-pub mod laplace;
-pub mod optimize;
-pub mod qnvb;

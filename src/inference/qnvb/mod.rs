@@ -160,6 +160,20 @@ impl QnvbFit {
             .collect()
     }
 
+    /// PSIS k̂ of this fit against `density` from `n` fresh draws (§7.6; [`psis_khat`]):
+    /// n ≥ 25, a few thousand recommended.
+    ///
+    /// Errors: as [`psis_khat`].
+    pub fn khat(
+        &self,
+        density: &dyn LogDensity,
+        n: usize,
+        rng: &mut StreamRng,
+    ) -> Result<f64, KhatError> {
+        let draws = self.sample(n, rng);
+        psis_khat(density, |z| self.log_q(z), &draws)
+    }
+
     /// log q(ζ) = Σ_i log N(ζ_i; μ_i, σ_i²), normalised; `zeta` of length d.
     pub fn log_q(&self, zeta: &[f64]) -> f64 {
         let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
