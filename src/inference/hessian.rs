@@ -20,9 +20,10 @@ pub enum HessianError {
     Density(DensityError),
 }
 
-/// Finite-difference step for coordinate value `x`: ε^{1/3}·max(1, |x|), the step that balances
-/// truncation and rounding error of a central difference (Nocedal & Wright §8.1, eq. 8.10;
-/// Stan Math `finite_diff_stepsize`).
+/// Finite-difference step for coordinate value `x`: ε^{1/3}·max(1, |x|) ≈ 6.1e-6·max(1, |x|), the
+/// step that balances truncation and rounding error of a central difference (Nocedal & Wright
+/// 2006, §8.1, central-difference formula and the u^{1/3} step discussed after it; Stan Math
+/// `finite_diff_stepsize`).
 pub fn finite_diff_step(x: f64) -> f64 {
     f64::EPSILON.cbrt() * x.abs().max(1.0)
 }
@@ -32,8 +33,8 @@ pub fn finite_diff_step(x: f64) -> f64 {
 /// Column j is the central difference of the gradient along e_j,
 /// (∇L(ζ + h_j e_j) − ∇L(ζ − h_j e_j)) / (2h_j) with h_j = [`finite_diff_step`]`(ζ_j)`, and the
 /// result is symmetrised, H ← (H + Hᵀ)/2 (as Stan Math's `internal::finite_diff_hessian_auto`).
-/// Cost: 2d gradient evaluations. Error O(h²·‖∂³L‖) ≈ 4e-11·‖∂³L‖ for |ζ| ≤ 1; exact up to rounding
-/// for quadratic L.
+/// Cost: 2d gradient evaluations. Error per entry about h²/6·|∂⁴L| + ε·|∇L|/h, i.e.
+/// ≈ 6e-12·|∂⁴L| + 4e-11·|∇L| for |ζ_j| ≤ 1; for quadratic L only the rounding term remains.
 ///
 /// Errors: [`HessianError::DimensionMismatch`]; [`HessianError::Density`] when a gradient
 /// evaluation fails or is not finite.
