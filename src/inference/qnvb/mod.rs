@@ -120,7 +120,7 @@ pub struct QnvbFit {
     pub mean: Vec<f64>,
     /// σ², length d.
     pub variance: Vec<f64>,
-    /// ELBO_t of every step (§7.5): quadrature estimate of E_q[L] plus the Gaussian entropy.
+    /// ELBO_t of every step (§7.5): quadrature estimate of E_q(L) plus the Gaussian entropy.
     pub elbo_trace: Vec<f64>,
     /// Number of steps taken (= `elbo_trace.len()`).
     pub iterations: usize,
