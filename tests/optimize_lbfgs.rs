@@ -6,6 +6,7 @@ mod qnvb_common;
 use bayesc::inference::optimize::{OptimizeError, OptimizeSettings, optimize};
 use bayesc::inference::{DensityError, LogDensity};
 use qnvb_common::{Gaussian, Logistic, newton_mode};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// L(ζ) = −Σ_i [100(ζ_{i+1} − ζ_i²)² + (1 − ζ_i)²], maximum 0 at (1, …, 1).
 struct Rosenbrock(usize);
@@ -139,4 +140,43 @@ fn input_errors() {
         optimize(&g, &[f64::NAN, 0.0], &OptimizeSettings::default()),
         Err(OptimizeError::BadInit(_))
     ));
+}
+
+/// L(x) = 3·log x − x (a gamma(4, 1) kernel), with a recoverable error for x ≤ 0; mode x = 3.
+/// Counts the errors it returned.
+struct GammaKernel(AtomicUsize);
+
+impl LogDensity for GammaKernel {
+    fn dim(&self) -> usize {
+        1
+    }
+    fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+        let mut g = [0.0];
+        self.log_density_grad(x, &mut g)
+    }
+    fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        if x[0] <= 0.0 {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            return Err(DensityError::recoverable("x must be positive"));
+        }
+        g[0] = 3.0 / x[0] - 1.0;
+        Ok(3.0 * x[0].ln() - x[0])
+    }
+}
+
+#[test]
+fn backs_off_from_invalid_region_and_reports_iteration_limit() {
+    let model = GammaKernel(AtomicUsize::new(0));
+    let r = optimize(&model, &[20.0], &tight()).unwrap();
+    // the quasi-Newton step from the flat right tail overshoots into x ≤ 0 at least once
+    assert!(model.0.load(Ordering::Relaxed) >= 1);
+    assert!(r.converged, "{}", r.message);
+    assert!((r.point[0] - 3.0).abs() < 1e-9, "{:?}", r.point);
+    let capped = OptimizeSettings {
+        max_iter: 3,
+        ..tight()
+    };
+    let r = optimize(&Rosenbrock(2), &[-1.2, 1.0], &capped).unwrap();
+    assert_eq!((r.iterations, r.converged), (3, false));
+    assert!(r.message.contains("maximum number of iterations"));
 }
