@@ -3,11 +3,15 @@
 pub mod adapt;
 pub mod density;
 pub mod draws;
+pub mod hessian;
 pub mod hmc;
 pub mod init;
+pub mod laplace;
 pub mod mcmc;
 pub mod mh;
+pub mod optimize;
 pub mod qbvi;
+pub mod qnvb;
 pub mod rng;
 
 pub use density::{DensityError, LogDensity};

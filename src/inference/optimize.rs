@@ -1,0 +1,418 @@
+//! Mode finding: L-BFGS with a strong-Wolfe line search, maximising the log density on the
+//! unconstrained scale (Nocedal & Wright 2006, Algorithms 7.4/7.5 and 3.5/3.6; Stan's
+//! `optimize` convergence tests and defaults).
+//!
+//! Whether the result is a maximum-likelihood estimate or a posterior mode (MAP), and whether the
+//! Jacobian adjustment log|det ∂T/∂ζ| is included, is decided entirely by the [`LogDensity`] the
+//! caller passes: this module maximises whatever L(ζ) it is given. (Stan's `optimize` leaves the
+//! Jacobian out by default, so its "MAP" is the mode on the constrained scale; a caller wanting
+//! that passes a density without the Jacobian term.)
+
+use super::density::{DensityError, LogDensity};
+
+/// Convergence settings of [`optimize`]. Defaults are Stan's for `optimize` with L-BFGS (CmdStan
+/// `method=optimize algorithm=lbfgs`: `iter=2000`, `tol_obj=1e-12`, `tol_rel_obj=1e4`,
+/// `tol_grad=1e-8`, `tol_rel_grad=1e7`, `tol_param=1e-8`, `history_size=5`; the tests are those
+/// of Stan's `stan/optimization/bfgs.hpp`, `BFGSMinimizer::step`).
+///
+/// The objective in the tests is f = −L(ζ); ε is `f64::EPSILON` ≈ 2.2e-16.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizeSettings {
+    /// Maximum number of L-BFGS iterations (default 2000).
+    pub max_iter: usize,
+    /// Stop when |f_k − f_{k−1}| < `tol_obj` (default 1e-12).
+    pub tol_obj: f64,
+    /// Stop when |f_k − f_{k−1}| / max(|f_k|, |f_{k−1}|, 1) < `tol_rel_obj`·ε (default 1e4).
+    pub tol_rel_obj: f64,
+    /// Stop when ‖∇f(ζ_k)‖₂ < `tol_grad` (default 1e-8).
+    pub tol_grad: f64,
+    /// Stop when gᵀ·H_k·g / max(|f_k|, 1) < `tol_rel_grad`·ε, with H_k the L-BFGS inverse-Hessian
+    /// approximation (default 1e7).
+    pub tol_rel_grad: f64,
+    /// Stop when ‖ζ_k − ζ_{k−1}‖₂ < `tol_param` (default 1e-8).
+    pub tol_param: f64,
+    /// Number m of stored correction pairs (s, y) of L-BFGS (default 5; Nocedal & Wright §7.2
+    /// suggest 3–20).
+    pub history: usize,
+}
+
+impl Default for OptimizeSettings {
+    fn default() -> Self {
+        OptimizeSettings {
+            max_iter: 2000,
+            tol_obj: 1e-12,
+            tol_rel_obj: 1e4,
+            tol_grad: 1e-8,
+            tol_rel_grad: 1e7,
+            tol_param: 1e-8,
+            history: 5,
+        }
+    }
+}
+
+/// Outcome of [`optimize`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizeResult {
+    /// The final point ζ̂ on the unconstrained scale (length d).
+    pub point: Vec<f64>,
+    /// L(ζ̂).
+    pub log_density: f64,
+    /// Number of L-BFGS iterations taken (0 when the initial point already satisfies `tol_grad`).
+    pub iterations: usize,
+    /// Whether one of the convergence tests fired (false: iteration limit or line-search failure).
+    pub converged: bool,
+    /// Which criterion stopped the run, in words (e.g. "relative change in objective below
+    /// tolerance").
+    pub message: String,
+}
+
+/// Why [`optimize`] could not run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptimizeError {
+    /// `init` does not have length `density.dim()`.
+    #[error(
+        "initial point has length {got}, but the model has {expected} unconstrained parameters"
+    )]
+    DimensionMismatch {
+        /// Model dimension d.
+        expected: usize,
+        /// Length of the given initial point.
+        got: usize,
+    },
+    /// The log density or its gradient is not finite, or could not be evaluated, at `init`.
+    #[error("cannot start optimization: {0}")]
+    BadInit(String),
+    /// The density returned an unrecoverable error during the run.
+    #[error("optimization stopped by an error in the model: {0}")]
+    Density(DensityError),
+}
+
+/// Strong-Wolfe constants c₁, c₂ (Nocedal & Wright eq. 3.7; c₂ = 0.9 for quasi-Newton, p. 34).
+const C1: f64 = 1e-4;
+const C2: f64 = 0.9;
+/// Relative tolerance ε_f on f of the approximate Wolfe conditions (Hager & Zhang 2005 use 1e-6;
+/// smaller here so that it only acts at the rounding level of f).
+const APPROX_WOLFE_EPS: f64 = 1e-10;
+/// Maximum number of trial points of one line search (Stan's `maxLSIts` is 20 per restart).
+const MAX_LS_EVALS: usize = 40;
+
+/// The objective f(ζ) = −L(ζ) with its gradient; recoverable errors and non-finite values give
+/// f = +∞ so that the line search backs off.
+struct Objective<'a> {
+    density: &'a dyn LogDensity,
+}
+
+impl Objective<'_> {
+    fn eval(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+        match self.density.log_density_grad(x, g) {
+            Ok(lp) if lp.is_finite() && g.iter().all(|v| v.is_finite()) => {
+                g.iter_mut().for_each(|v| *v = -*v);
+                Ok(-lp)
+            }
+            Ok(_) => Ok(f64::INFINITY),
+            Err(e) if e.recoverable => Ok(f64::INFINITY),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// A point on the search line: step α, φ(α) = f(x + α·p), φ'(α) = ∇f·p, and the gradient.
+#[derive(Clone)]
+struct Trial {
+    alpha: f64,
+    f: f64,
+    df: f64,
+    x: Vec<f64>,
+    g: Vec<f64>,
+}
+
+/// Minimiser of the cubic interpolating φ and φ' at a and b (Nocedal & Wright eq. 3.59),
+/// safeguarded to the middle 80% of the interval; bisection when the cubic has no minimiser or
+/// a value is not finite.
+fn cubic_step(a: &Trial, b: &Trial) -> f64 {
+    let (lo, hi) = if a.alpha < b.alpha {
+        (a.alpha, b.alpha)
+    } else {
+        (b.alpha, a.alpha)
+    };
+    let mid = 0.5 * (lo + hi);
+    if !(a.f.is_finite() && b.f.is_finite() && a.df.is_finite() && b.df.is_finite()) {
+        // only the near end is usable: shrink toward it quickly
+        return if a.f.is_finite() {
+            a.alpha + 0.2 * (b.alpha - a.alpha)
+        } else {
+            mid
+        };
+    }
+    let d1 = a.df + b.df - 3.0 * (a.f - b.f) / (a.alpha - b.alpha);
+    let disc = d1 * d1 - a.df * b.df;
+    if disc < 0.0 {
+        return mid;
+    }
+    let d2 = (b.alpha - a.alpha).signum() * disc.sqrt();
+    let denom = b.df - a.df + 2.0 * d2;
+    if denom == 0.0 {
+        return mid;
+    }
+    let t = b.alpha - (b.alpha - a.alpha) * (b.df + d2 - d1) / denom;
+    let margin = 0.1 * (hi - lo);
+    if !t.is_finite() || t < lo + margin || t > hi - margin {
+        mid
+    } else {
+        t
+    }
+}
+
+/// Line search for a step satisfying the strong Wolfe conditions (Nocedal & Wright eq. 3.7) or,
+/// when f is flat to rounding, the approximate Wolfe conditions (Hager & Zhang 2005, §4):
+/// Algorithm 3.5 (bracketing) with Algorithm 3.6 (`zoom`), cubic interpolation (eq. 3.59).
+/// Returns `None` when no acceptable step was found within [`MAX_LS_EVALS`] evaluations.
+fn line_search(
+    obj: &Objective,
+    x0: &[f64],
+    f0: f64,
+    df0: f64,
+    p: &[f64],
+    alpha_init: f64,
+) -> Result<Option<Trial>, DensityError> {
+    let d = x0.len();
+    let mut evals = 0usize;
+    let eval = |alpha: f64| -> Result<Trial, DensityError> {
+        let x: Vec<f64> = x0.iter().zip(p).map(|(xi, pi)| xi + alpha * pi).collect();
+        let mut g = vec![0.0; d];
+        let f = obj.eval(&x, &mut g)?;
+        let df = if f.is_finite() { dot(&g, p) } else { f64::NAN };
+        Ok(Trial { alpha, f, df, x, g })
+    };
+    let zero = Trial {
+        alpha: 0.0,
+        f: f0,
+        df: df0,
+        x: x0.to_vec(),
+        g: vec![],
+    };
+    // Near the optimum the decrease C1·α·φ'(0) falls below the rounding of f, and the Armijo
+    // test fails on noise; then the approximate Wolfe conditions of Hager & Zhang (2005, §4)
+    // decide on the slope instead: φ(α) ≤ φ(0) + ε_f and (2C1 − 1)·φ'(0) ≥ φ'(α) ≥ C2·φ'(0).
+    let eps_f = APPROX_WOLFE_EPS * f0.abs().max(1.0);
+    let approx_wolfe =
+        |t: &Trial| t.f <= f0 + eps_f && t.df <= (2.0 * C1 - 1.0) * df0 && t.df >= C2 * df0;
+    let sufficient = |t: &Trial| t.f <= f0 + C1 * t.alpha * df0 || approx_wolfe(t);
+    let curvature = |t: &Trial| t.df.abs() <= -C2 * df0;
+
+    // Algorithm 3.5: expand until the interval [prev, cur] brackets an acceptable step.
+    let mut prev = zero;
+    let mut alpha = alpha_init;
+    let (mut lo, mut hi);
+    let mut first = true;
+    loop {
+        let cur = eval(alpha)?;
+        evals += 1;
+        if !sufficient(&cur) || (!first && cur.f >= prev.f && !approx_wolfe(&cur)) {
+            lo = prev;
+            hi = cur;
+            break;
+        }
+        if curvature(&cur) {
+            return Ok(Some(cur));
+        }
+        if cur.df >= 0.0 {
+            lo = cur;
+            hi = prev;
+            break;
+        }
+        if evals >= MAX_LS_EVALS {
+            return Ok(None);
+        }
+        first = false;
+        alpha = 2.0 * cur.alpha;
+        prev = cur;
+    }
+    // Algorithm 3.6 (zoom): lo satisfies sufficient decrease and has the lowest f so far.
+    while evals < MAX_LS_EVALS {
+        let a = cubic_step(&lo, &hi);
+        if (a - lo.alpha).abs() <= f64::EPSILON * lo.alpha.abs().max(1e-300) || a == hi.alpha {
+            break;
+        }
+        let t = eval(a)?;
+        evals += 1;
+        if approx_wolfe(&t) && curvature(&t) {
+            return Ok(Some(t));
+        }
+        if !sufficient(&t) || t.f >= lo.f {
+            hi = t;
+        } else {
+            if curvature(&t) {
+                return Ok(Some(t));
+            }
+            if t.df * (hi.alpha - lo.alpha) >= 0.0 {
+                hi = lo;
+            }
+            lo = t;
+        }
+    }
+    // No strong-Wolfe point, but a step with sufficient decrease is still progress.
+    if lo.alpha > 0.0 {
+        Ok(Some(lo))
+    } else {
+        Ok(None)
+    }
+}
+
+/// L-BFGS two-loop recursion (Nocedal & Wright Algorithm 7.4): r = H_k·g with
+/// H_k⁰ = γ_k·I, γ_k = sᵀy / yᵀy (eq. 7.20). `pairs` holds (s, y, 1/yᵀs), oldest first.
+fn two_loop(g: &[f64], pairs: &[(Vec<f64>, Vec<f64>, f64)]) -> Vec<f64> {
+    let mut q = g.to_vec();
+    let mut alphas = vec![0.0; pairs.len()];
+    for (i, (s, y, rho)) in pairs.iter().enumerate().rev() {
+        let a = rho * dot(s, &q);
+        alphas[i] = a;
+        q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
+    }
+    if let Some((s, y, _)) = pairs.last() {
+        let gamma = dot(s, y) / dot(y, y);
+        q.iter_mut().for_each(|v| *v *= gamma);
+    }
+    for (i, (s, y, rho)) in pairs.iter().enumerate() {
+        let b = rho * dot(y, &q);
+        q.iter_mut()
+            .zip(s)
+            .for_each(|(qi, si)| *qi += (alphas[i] - b) * si);
+    }
+    q
+}
+
+/// Maximises L(ζ) = `density.log_density` from `init` by L-BFGS (Nocedal & Wright Algorithm 7.5)
+/// with a strong-Wolfe line search (Algorithms 3.5–3.6), on the unconstrained scale.
+///
+/// - `init`: starting point, length d = `density.dim()`.
+/// - The first step is tried at α = min(1, 1/‖∇L‖) along the gradient, later ones at α = 1
+///   (Nocedal & Wright p. 178). Pairs with sᵀy ≤ 1e-10·‖s‖‖y‖ are not stored (curvature condition,
+///   eq. 6.7). When a line search fails, the history is cleared and a steepest-ascent step is
+///   tried; if that fails too the run ends with `converged = false`.
+/// - Recoverable density errors and non-finite values at trial points are treated as L = −∞
+///   (the line search backs off).
+/// - Stopping rules and defaults: [`OptimizeSettings`] (Stan's, checked in Stan's order).
+///
+/// Errors: [`OptimizeError::DimensionMismatch`]; [`OptimizeError::BadInit`] when L or ∇L at
+/// `init` is not finite; [`OptimizeError::Density`] for an unrecoverable model error.
+pub fn optimize(
+    density: &dyn LogDensity,
+    init: &[f64],
+    settings: &OptimizeSettings,
+) -> Result<OptimizeResult, OptimizeError> {
+    let d = density.dim();
+    if init.len() != d {
+        return Err(OptimizeError::DimensionMismatch {
+            expected: d,
+            got: init.len(),
+        });
+    }
+    let obj = Objective { density };
+    let mut x = init.to_vec();
+    let mut g = vec![0.0; d];
+    let mut f = match obj.eval(&x, &mut g) {
+        Ok(f) if f.is_finite() => f,
+        Ok(_) => {
+            return Err(OptimizeError::BadInit(
+                "the log density or its gradient is not finite at the initial point".into(),
+            ));
+        }
+        Err(e) => return Err(OptimizeError::BadInit(e.to_string())),
+    };
+    let done = |x: Vec<f64>, f: f64, it: usize, converged: bool, msg: &str| OptimizeResult {
+        point: x,
+        log_density: -f,
+        iterations: it,
+        converged,
+        message: msg.to_string(),
+    };
+    if norm(&g) < settings.tol_grad {
+        return Ok(done(x, f, 0, true, "gradient norm below tolerance"));
+    }
+    let m = settings.history.max(1);
+    let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = Vec::with_capacity(m);
+    let mut p: Vec<f64> = g.iter().map(|v| -v).collect();
+    let mut fresh = true; // p is the steepest-descent direction with no history
+    let mut it = 0;
+    loop {
+        it += 1;
+        let mut df0 = dot(&g, &p);
+        if df0.is_nan() || df0 >= 0.0 {
+            pairs.clear();
+            p = g.iter().map(|v| -v).collect();
+            df0 = dot(&g, &p);
+            fresh = true;
+        }
+        let alpha0 = if fresh {
+            (1.0 / norm(&p)).min(1.0)
+        } else {
+            1.0
+        };
+        let mut step = line_search(&obj, &x, f, df0, &p, alpha0).map_err(OptimizeError::Density)?;
+        if step.is_none() && !fresh {
+            pairs.clear();
+            p = g.iter().map(|v| -v).collect();
+            let df0 = dot(&g, &p);
+            step = line_search(&obj, &x, f, df0, &p, (1.0 / norm(&p)).min(1.0))
+                .map_err(OptimizeError::Density)?;
+        }
+        let Some(t) = step else {
+            return Ok(done(
+                x,
+                f,
+                it,
+                false,
+                "line search failed to find a sufficient increase; no more progress can be made",
+            ));
+        };
+        let s: Vec<f64> = t.x.iter().zip(&x).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = t.g.iter().zip(&g).map(|(a, b)| a - b).collect();
+        let f_prev = f;
+        x = t.x;
+        g = t.g;
+        f = t.f;
+        let sy = dot(&s, &y);
+        if sy > 1e-10 * norm(&s) * norm(&y) {
+            if pairs.len() == m {
+                pairs.remove(0);
+            }
+            pairs.push((s.clone(), y, 1.0 / sy));
+        }
+        let hg = two_loop(&g, &pairs);
+        p = hg.iter().map(|v| -v).collect();
+        fresh = pairs.is_empty();
+
+        let eps = f64::EPSILON;
+        let (conv, msg) = if (f_prev - f).abs() < settings.tol_obj {
+            (true, "absolute change in objective below tolerance")
+        } else if norm(&g) < settings.tol_grad {
+            (true, "gradient norm below tolerance")
+        } else if norm(&s) < settings.tol_param {
+            (true, "absolute parameter change below tolerance")
+        } else if it >= settings.max_iter {
+            (
+                false,
+                "maximum number of iterations reached; may not be at an optimum",
+            )
+        } else if (f_prev - f).abs() / f_prev.abs().max(f.abs()).max(1.0)
+            < settings.tol_rel_obj * eps
+        {
+            (true, "relative change in objective below tolerance")
+        } else if dot(&g, &hg) / f.abs().max(1.0) < settings.tol_rel_grad * eps {
+            (true, "relative gradient magnitude below tolerance")
+        } else {
+            continue;
+        };
+        return Ok(done(x, f, it, conv, msg));
+    }
+}
