@@ -109,6 +109,15 @@ impl Tape {
         self.ins.len() as u32
     }
 
+    /// Reserves room for `n` more entries.
+    #[inline]
+    pub fn reserve_entries(&mut self, n: usize) {
+        if self.recording {
+            self.ins.reserve(n);
+            self.parts.reserve(n);
+        }
+    }
+
     /// Adds an entry (input slot, partial) to the node being built.
     #[inline]
     pub fn entry(&mut self, input: u32, d: f64) {
@@ -195,14 +204,34 @@ impl Tape {
             match *node {
                 Node::Lin { out, n, k, base } => {
                     let (out, n, k, base) = (out as usize, n as usize, k as usize, base as usize);
-                    for i in 0..n {
-                        let a = adj[out + i];
-                        if a == 0.0 {
-                            continue;
+                    let ins = &self.ins[base..base + n * k];
+                    let parts = &self.parts[base..base + n * k];
+                    match k {
+                        1 => {
+                            for i in 0..n {
+                                let a = adj[out + i];
+                                adj[ins[i] as usize] += parts[i] * a;
+                            }
                         }
-                        let e = base + i * k;
-                        for (&inp, &d) in self.ins[e..e + k].iter().zip(&self.parts[e..e + k]) {
-                            adj[inp as usize] += d * a;
+                        _ if n == 1 => {
+                            let a = adj[out];
+                            if a != 0.0 {
+                                for (&inp, &d) in ins.iter().zip(parts) {
+                                    adj[inp as usize] += d * a;
+                                }
+                            }
+                        }
+                        _ => {
+                            for i in 0..n {
+                                let a = adj[out + i];
+                                if a == 0.0 {
+                                    continue;
+                                }
+                                let e = i * k;
+                                for (&inp, &d) in ins[e..e + k].iter().zip(&parts[e..e + k]) {
+                                    adj[inp as usize] += d * a;
+                                }
+                            }
                         }
                     }
                 }
