@@ -260,3 +260,11 @@ impl<'a, F: Fn(f64) -> f64> Hoisted<'a, F> {
         }
     }
 }
+
+/// The result for a variate where the density (or mass) is zero: value −∞ and zero partials,
+/// as Stan's `LOG_ZERO` return.
+pub fn zero_density(args: &[Arg], is_var: &[bool]) -> Term {
+    let mut term = Term::zeros(args, is_var);
+    term.value = f64::NEG_INFINITY;
+    term
+}

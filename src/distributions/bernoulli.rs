@@ -3,6 +3,8 @@
 use super::args::requirement::{BINARY, PROBABILITY};
 use super::args::{Arg, DistError, Hoisted, Term, binary, check_each, probability};
 use super::registry::Family;
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks θ ∈ [0, 1] (args[1..]; Stan's `bernoulli_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -35,4 +37,10 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from bernoulli(θ), returned as 0.0 or 1.0; `params` = (θ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    let u: f64 = rand_distr::StandardUniform.sample(rng);
+    if u < params[0] { 1.0 } else { 0.0 }
 }

@@ -4,6 +4,8 @@
 use super::args::requirement::{BINARY, NOT_NAN};
 use super::args::{Arg, DistError, Term, binary, check_each};
 use super::registry::Family;
+use super::special::{inv_logit, logit_terms};
+use rand::Rng;
 
 /// Checks α not NaN (args[1..]; Stan's `bernoulli_logit_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -26,22 +28,26 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, alpha) = (args[0], args[1]);
+    let hoisted = match alpha {
+        Arg::Scalar(a) => Some(logit_terms(a)),
+        Arg::Vector(_) => None,
+    };
     let mut value = 0.0;
     for i in 0..n {
-        let a = alpha.at(i);
-        let e = (-a.abs()).exp();
-        let l = e.ln_1p();
-        // σ(α) and σ(−α) = 1 − σ(α), each without cancellation.
-        let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
-        let (sigmoid, sigmoid_neg) = if a >= 0.0 { (big, small) } else { (small, big) };
+        let (log_s, log_s_neg, s, s_neg) = hoisted.unwrap_or_else(|| logit_terms(alpha.at(i)));
         if y.at(i) == 1.0 {
-            value -= (-a).max(0.0) + l;
-            term.add_partial(1, i, sigmoid_neg);
+            value += log_s;
+            term.add_partial(1, i, s_neg);
         } else {
-            value -= a.max(0.0) + l;
-            term.add_partial(1, i, -sigmoid);
+            value += log_s_neg;
+            term.add_partial(1, i, -s);
         }
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from bernoulli_logit(α), returned as 0.0 or 1.0; `params` = (α), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    super::bernoulli::rng(&[inv_logit(params[0])], rng)
 }

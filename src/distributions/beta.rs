@@ -5,6 +5,8 @@ use super::args::requirement::{POSITIVE_FINITE, PROBABILITY};
 use super::args::{Arg, DistError, Term, check_each, positive_finite, probability};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks a, b > 0 finite (args[1..]; Stan's `beta_lpdf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -88,4 +90,11 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from beta(a, b); `params` = (a, b), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    rand_distr::Beta::new(params[0], params[1])
+        .expect("parameters were checked by check_params")
+        .sample(rng)
 }

@@ -4,6 +4,8 @@ use super::args::requirement::{COUNT, PROBABILITY};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, count, function_name, probability};
 use super::registry::{Family, FamilySig};
 use super::special::lgamma;
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks N a count and θ ∈ [0, 1] (args[1..]; Stan's `binomial_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -75,4 +77,12 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from binomial(N, θ), returned as an f64 holding an exact integer; `params` =
+/// (N, θ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    rand_distr::Binomial::new(params[0] as u64, params[1])
+        .expect("parameters were checked by check_params")
+        .sample(rng) as f64
 }

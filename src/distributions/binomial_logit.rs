@@ -5,6 +5,8 @@ use super::args::requirement::{COUNT, FINITE};
 use super::args::{Arg, DistError, Term, check_each, count};
 use super::binomial::{check_successes, log_choose};
 use super::registry::Family;
+use super::special::{inv_logit, logit_terms};
+use rand::Rng;
 
 /// Checks N a count and α finite (args[1..]; Stan's `binomial_logit_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -27,22 +29,32 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, trials, alpha) = (args[0], args[1], args[2]);
+    let hoisted = match alpha {
+        Arg::Scalar(a) => Some(logit_terms(a)),
+        Arg::Vector(_) => None,
+    };
     let mut value = 0.0;
     for i in 0..n {
-        let (k, m, a) = (y.at(i), trials.at(i), alpha.at(i));
+        let (k, m) = (y.at(i), trials.at(i));
         if !propto {
             value += log_choose(m, k);
         }
-        let e = (-a.abs()).exp();
-        let l = e.ln_1p();
-        value -= k * ((-a).max(0.0) + l) + (m - k) * (a.max(0.0) + l);
-        let sigmoid = if a >= 0.0 {
-            1.0 / (1.0 + e)
-        } else {
-            e / (1.0 + e)
-        };
-        term.add_partial(2, i, k - m * sigmoid);
+        let (log_s, log_s_neg, s, _) = hoisted.unwrap_or_else(|| logit_terms(alpha.at(i)));
+        // Zero counts contribute nothing (also when the log probability is −∞ at α = ±∞).
+        if k > 0.0 {
+            value += k * log_s;
+        }
+        if m > k {
+            value += (m - k) * log_s_neg;
+        }
+        term.add_partial(2, i, k - m * s);
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from binomial_logit(N, α), as an f64 holding an exact integer; `params` = (N, α),
+/// checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    super::binomial::rng(&[params[0], inv_logit(params[1])], rng)
 }

@@ -1,8 +1,11 @@
 //! Double exponential (Laplace) distribution: log p(y | μ, σ) = −log 2 − log σ − |y − μ|/σ.
 
-use super::args::requirement::{FINITE, POSITIVE_FINITE};
+use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
+use super::cdf::location_scale;
 use super::registry::Family;
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks μ finite and σ > 0 finite (args[1..]; Stan's `double_exponential_lpdf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -25,10 +28,11 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     let (y, mu, sigma) = (args[0], args[1], args[2]);
     let include_log_sigma = !propto || is_var[2];
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
-        let inv_s = 1.0 / sigma.at(i);
+        let inv_s = inv_sigma.at(i);
         let d = y.at(i) - mu.at(i);
         let abs_z = d.abs() * inv_s;
         value -= abs_z;
@@ -51,4 +55,32 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// Standard Laplace log CDF and its derivative: F(z) = ½eᶻ for z < 0, 1 − ½e^{−z} otherwise.
+fn std_lcdf(z: f64) -> (f64, f64) {
+    if z < 0.0 {
+        (z - std::f64::consts::LN_2, 1.0)
+    } else {
+        let t = 0.5 * (-z).exp();
+        ((-t).ln_1p(), t / (1.0 - t))
+    }
+}
+
+/// Double-exponential log CDF (or log CCDF) summed over `n` elements; args = (y, μ, σ).
+/// Errors: as [`lpdf`].
+pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result<Term, DistError> {
+    check_each(Family::DoubleExponential.sig(), args, 0, NOT_NAN, |x| {
+        !x.is_nan()
+    })?;
+    check_params(args)?;
+    Ok(location_scale(args, is_var, complement, n, std_lcdf))
+}
+
+/// One draw from double_exponential(μ, σ) by inversion: with u uniform on (−½, ½),
+/// y = μ − σ·sign(u)·log(1 − 2|u|). `params` = (μ, σ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    let p: f64 = rand_distr::Open01.sample(rng);
+    let u = p - 0.5;
+    params[0] - params[1] * u.signum() * (-2.0 * u.abs()).ln_1p()
 }

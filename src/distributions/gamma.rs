@@ -5,6 +5,8 @@ use super::args::requirement::{NONNEGATIVE, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks α, β > 0 finite (args[1..]; Stan's `gamma_lpdf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -67,4 +69,12 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from gamma(α, β) with rate β (rand_distr takes the scale 1/β); `params` = (α, β),
+/// checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    rand_distr::Gamma::new(params[0], 1.0 / params[1])
+        .expect("parameters were checked by check_params")
+        .sample(rng)
 }

@@ -2,9 +2,13 @@
 //! − (α + 1) log y − β/y.
 
 use super::args::requirement::{NONNEGATIVE, POSITIVE_FINITE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite};
+use super::args::{
+    Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite, zero_density,
+};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks α, β > 0 finite (args[1..]; Stan's `inv_gamma_lpdf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -26,10 +30,6 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, alpha, beta) = (args[0], args[1], args[2]);
-    if (0..y.len()).any(|i| y.at(i) == 0.0) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
     let include_lgamma = !propto || is_var[1];
     let include_alpha_log_beta = !propto || is_var[1] || is_var[2];
     let include_log_y = !propto || is_var[0] || is_var[1];
@@ -41,6 +41,9 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     let mut value = 0.0;
     for i in 0..n {
         let (yi, a, b) = (y.at(i), alpha.at(i), beta.at(i));
+        if yi == 0.0 {
+            return Ok(zero_density(args, is_var));
+        }
         let inv_y = 1.0 / yi;
         let ly = log_y.at(i);
         let lb = log_beta.at(i);
@@ -64,4 +67,12 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from inv_gamma(α, β) as 1/X with X ~ gamma(α, rate β); `params` = (α, β), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    let x = rand_distr::Gamma::new(params[0], 1.0 / params[1])
+        .expect("parameters were checked by check_params")
+        .sample(rng);
+    1.0 / x
 }

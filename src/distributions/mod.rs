@@ -5,6 +5,19 @@
 //! graph. The graph calls [`log_density`] once per `~` statement or `_lpdf` call, with every
 //! argument already evaluated, and gets back the summed value and the partials it needs.
 //! One file per family; [`registry`] holds the signature table read by semantics.
+//!
+//! Families (Stan's parameterisations; variate first):
+//! - continuous: `normal(μ, σ)`, `student_t(ν, μ, σ)`, `cauchy(μ, σ)`,
+//!   `double_exponential(μ, σ)`, `logistic(μ, σ)`, `lognormal(μ, σ)`, `exponential(β = rate)`,
+//!   `gamma(α = shape, β = rate)`, `inv_gamma(α = shape, β = scale)`, `beta(a, b)`,
+//!   `uniform(α, β)`, `weibull(α = shape, σ = scale)`;
+//! - discrete: `bernoulli(θ)`, `bernoulli_logit(α)`, `binomial(N, θ)`, `binomial_logit(N, α)`,
+//!   `poisson(λ)`, `poisson_log(α)`, `neg_binomial_2(μ, φ)`.
+//!
+//! Entry points: [`log_density`] (value + partials, `propto` as Stan's `~`), [`log_cdf`]
+//! (`_lcdf`/`_lccdf` for the families listed in [`cdf`]), [`rng`] (`_rng`). Argument errors are
+//! [`DistError`]s worded as Stan Math's checks ("normal_lpdf: Scale parameter[3] is -0.2, but
+//! must be positive finite").
 
 pub mod args;
 pub mod bernoulli;
@@ -13,6 +26,7 @@ pub mod beta;
 pub mod binomial;
 pub mod binomial_logit;
 pub mod cauchy;
+pub mod cdf;
 pub mod double_exponential;
 pub mod exponential;
 pub mod gamma;
@@ -33,7 +47,8 @@ pub mod weibull;
 mod tests;
 
 pub use args::{Arg, DistError, Term};
-pub use registry::{Family, FamilySig, Support, lookup};
+pub use cdf::{has_log_cdf, log_cdf};
+pub use registry::{Family, FamilySig, FunctionKind, Support, lookup, lookup_function};
 
 /// The log density (or log mass) of `family`, summed over the broadcast elements.
 ///
@@ -79,6 +94,83 @@ pub fn log_density(
         Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
         Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
     }
+}
+
+/// One random draw from `family` given scalar parameters (in [`FamilySig::params`] order), for
+/// the `_rng` functions of generated quantities. Integer-valued families return an f64 holding an
+/// exact integer.
+///
+/// Errors: parameters outside their support, reported under `<name>_rng` with the density's
+/// wording (e.g. "normal_rng: Scale parameter is 0, but must be positive finite"); a Poisson
+/// rate ≥ 2³⁰; the wrong number of parameters.
+pub fn rng<R: rand::Rng + ?Sized>(
+    family: Family,
+    params: &[f64],
+    rng: &mut R,
+) -> Result<f64, DistError> {
+    let sig = family.sig();
+    let function = format!("{}_rng", sig.name);
+    if params.len() != sig.params.len() {
+        return Err(DistError {
+            function,
+            message: format!(
+                "expects {} parameters, got {}",
+                sig.params.len(),
+                params.len()
+            ),
+        });
+    }
+    let args: Vec<Arg> = std::iter::once(0.0)
+        .chain(params.iter().copied())
+        .map(Arg::Scalar)
+        .collect();
+    let checked = match family {
+        Family::Normal => normal::check_params(&args),
+        Family::StudentT => student_t::check_params(&args),
+        Family::Cauchy => cauchy::check_params(&args),
+        Family::Exponential => exponential::check_params(&args),
+        Family::Gamma => gamma::check_params(&args),
+        Family::Bernoulli => bernoulli::check_params(&args),
+        Family::BernoulliLogit => bernoulli_logit::check_params(&args),
+        Family::DoubleExponential => double_exponential::check_params(&args),
+        Family::Logistic => logistic::check_params(&args),
+        Family::Lognormal => lognormal::check_params(&args),
+        Family::InvGamma => inv_gamma::check_params(&args),
+        Family::Beta => beta::check_params(&args),
+        Family::Uniform => uniform::check_params(&args),
+        Family::Weibull => weibull::check_params(&args),
+        Family::Binomial => binomial::check_params(&args),
+        Family::BinomialLogit => binomial_logit::check_params(&args),
+        Family::Poisson => poisson::check_params(&args),
+        Family::PoissonLog => poisson_log::check_params(&args),
+        Family::NegBinomial2 => neg_binomial_2::check_params(&args),
+    };
+    checked.map_err(|e| DistError {
+        function,
+        message: e.message,
+    })?;
+    let p = params;
+    Ok(match family {
+        Family::Normal => normal::rng(p, rng),
+        Family::StudentT => student_t::rng(p, rng),
+        Family::Cauchy => cauchy::rng(p, rng),
+        Family::Exponential => exponential::rng(p, rng),
+        Family::Gamma => gamma::rng(p, rng),
+        Family::Bernoulli => bernoulli::rng(p, rng),
+        Family::BernoulliLogit => bernoulli_logit::rng(p, rng),
+        Family::DoubleExponential => double_exponential::rng(p, rng),
+        Family::Logistic => logistic::rng(p, rng),
+        Family::Lognormal => lognormal::rng(p, rng),
+        Family::InvGamma => inv_gamma::rng(p, rng),
+        Family::Beta => beta::rng(p, rng),
+        Family::Uniform => uniform::rng(p, rng),
+        Family::Weibull => weibull::rng(p, rng),
+        Family::Binomial => binomial::rng(p, rng),
+        Family::BinomialLogit => binomial_logit::rng(p, rng),
+        Family::Poisson => poisson::rng(p, rng)?,
+        Family::PoissonLog => poisson_log::rng(p, rng)?,
+        Family::NegBinomial2 => neg_binomial_2::rng(p, rng)?,
+    })
 }
 
 /// Integer arguments have no derivative: reject `is_var` on them.

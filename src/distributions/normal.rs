@@ -3,8 +3,11 @@
 use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
 use super::registry::Family;
+use rand::Rng;
+use rand_distr::Distribution;
 
-use super::special::HALF_LOG_TWO_PI;
+use super::cdf::location_scale;
+use super::special::{HALF_LOG_TWO_PI, std_normal_lcdf, std_normal_lcdf_deriv};
 
 /// Checks μ finite and σ > 0 finite (args[1..]; Stan's `normal_lpdf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -25,13 +28,13 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     if propto && !is_var.iter().any(|&v| v) {
         return Ok(term);
     }
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let include_const = !propto;
     let include_log_sigma = !propto || is_var[2];
     let mut value = 0.0;
     for i in 0..n {
-        let s = sigma.at(i);
-        let inv_s = 1.0 / s;
+        let inv_s = inv_sigma.at(i);
         let z = (y.at(i) - mu.at(i)) * inv_s;
         value -= 0.5 * z * z;
         if include_log_sigma {
@@ -46,4 +49,24 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// Normal log CDF (or log CCDF) summed over `n` elements; args = (y, μ, σ).
+///
+/// log Φ(z) via [`std_normal_lcdf`] (libm erfc, asymptotic series in the far tail), so
+/// `normal_lcdf(-40 | 0, 1)` is −804.608… rather than −∞; the complement is log Φ(−z).
+/// Errors: as [`lpdf`].
+pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result<Term, DistError> {
+    check_each(Family::Normal.sig(), args, 0, NOT_NAN, |x| !x.is_nan())?;
+    check_params(args)?;
+    Ok(location_scale(args, is_var, complement, n, |z| {
+        (std_normal_lcdf(z), std_normal_lcdf_deriv(z))
+    }))
+}
+
+/// One draw from normal(μ, σ); `params` = (μ, σ), already checked by [`check_params`].
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    rand_distr::Normal::new(params[0], params[1])
+        .expect("parameters were checked by check_params")
+        .sample(rng)
 }

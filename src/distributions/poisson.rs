@@ -1,9 +1,11 @@
 //! Poisson distribution: log p(n | λ) = n log λ − λ − log n!.
 
 use super::args::requirement::{COUNT, NONNEGATIVE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, count, nonnegative};
+use super::args::{Arg, DistError, Hoisted, Term, check_each, count, nonnegative, zero_density};
 use super::registry::Family;
 use super::special::lgamma;
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks λ ≥ 0 (args[1..]; Stan's `poisson_lpmf` checks; λ = ∞ gives −∞, not an error).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -23,17 +25,13 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, lambda) = (args[0], args[1]);
-    if (0..n).any(|i| {
-        let l = lambda.at(i);
-        l.is_infinite() || (l == 0.0 && y.at(i) > 0.0)
-    }) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
     let log_lambda = Hoisted::new(lambda, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
         let (k, l) = (y.at(i), lambda.at(i));
+        if l.is_infinite() || (l == 0.0 && k > 0.0) {
+            return Ok(zero_density(args, is_var));
+        }
         value -= l;
         if k > 0.0 {
             value += k * log_lambda.at(i);
@@ -47,4 +45,32 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// Largest rate for which a Poisson draw is attempted, 2³⁰ (Stan's `POISSON_MAX_RATE`): larger
+/// rates would produce counts that no longer fit Stan's 32-bit `int`.
+pub const MAX_RATE: f64 = 1_073_741_824.0;
+
+/// One Poisson draw with rate `lambda` (0 ≤ λ < 2³⁰), as an f64 holding an exact integer.
+///
+/// Errors: a message "… must be less than 1073741824" for larger or infinite rates; the caller
+/// names the function and argument.
+pub fn draw<R: Rng + ?Sized>(lambda: f64, rng: &mut R) -> Result<f64, String> {
+    if lambda.is_nan() || lambda >= MAX_RATE {
+        return Err(format!("is {lambda}, but must be less than {MAX_RATE}"));
+    }
+    if lambda == 0.0 {
+        return Ok(0.0);
+    }
+    Ok(rand_distr::Poisson::new(lambda)
+        .expect("0 < λ < 2^30 is within rand_distr's limits")
+        .sample(rng))
+}
+
+/// One draw from poisson(λ); `params` = (λ), checked. Errors: λ ≥ 2³⁰.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> Result<f64, DistError> {
+    draw(params[0], rng).map_err(|m| DistError {
+        function: "poisson_rng".to_string(),
+        message: format!("Rate parameter {m}"),
+    })
 }

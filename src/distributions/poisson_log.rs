@@ -1,9 +1,10 @@
 //! Poisson distribution on the log scale: log p(n | α) = n α − e^α − log n!.
 
 use super::args::requirement::{COUNT, NOT_NAN};
-use super::args::{Arg, DistError, Term, check_each, count};
+use super::args::{Arg, DistError, Term, check_each, count, zero_density};
 use super::registry::Family;
 use super::special::lgamma;
+use rand::Rng;
 
 /// Checks α not NaN (args[1..]; Stan's `poisson_log_lpmf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -23,16 +24,12 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         return Ok(term);
     }
     let (y, alpha) = (args[0], args[1]);
-    if (0..n).any(|i| {
-        let a = alpha.at(i);
-        a == f64::INFINITY || (a == f64::NEG_INFINITY && y.at(i) > 0.0)
-    }) {
-        term.value = f64::NEG_INFINITY;
-        return Ok(term);
-    }
     let mut value = 0.0;
     for i in 0..n {
         let (k, a) = (y.at(i), alpha.at(i));
+        if a == f64::INFINITY || (a == f64::NEG_INFINITY && k > 0.0) {
+            return Ok(zero_density(args, is_var));
+        }
         let rate = a.exp();
         value -= rate;
         if k > 0.0 {
@@ -45,4 +42,12 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from poisson_log(α) = poisson(e^α); `params` = (α), checked. Errors: e^α ≥ 2³⁰.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> Result<f64, DistError> {
+    super::poisson::draw(params[0].exp(), rng).map_err(|m| DistError {
+        function: "poisson_log_rng".to_string(),
+        message: format!("Exponential of the log rate parameter {m}"),
+    })
 }

@@ -253,7 +253,92 @@ impl Family {
     }
 }
 
+/// Which function of a family a call names: `foo_lpdf`/`foo_lpmf` (the density), `foo_lcdf`,
+/// `foo_lccdf` or `foo_rng`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FunctionKind {
+    /// `_lpdf` for a continuous family, `_lpmf` for a discrete one (normalised: `propto = false`).
+    LogDensity,
+    /// `_lupdf` / `_lupmf`: the density without constant terms (`propto = true`, as `~`).
+    UnnormalisedLogDensity,
+    /// `_lcdf`: log P(Y ≤ y).
+    LogCdf,
+    /// `_lccdf`: log P(Y > y).
+    LogCcdf,
+    /// `_rng`: one draw, for generated quantities.
+    Rng,
+}
+
+/// Resolves a function name such as `normal_lpdf`, `normal_lupdf`, `poisson_lpmf`, `exponential_lccdf` or
+/// `gamma_rng` to its family and kind. `None` for unknown names, for `_lpdf` on a discrete
+/// family or `_lpmf` on a continuous one (Stan rejects both), and for `_lcdf`/`_lccdf` on a
+/// family without a log CDF (see [`super::cdf::has_log_cdf`]).
+pub fn lookup_function(name: &str) -> Option<(&'static FamilySig, FunctionKind)> {
+    let (base, suffix) = name.rsplit_once('_')?;
+    let sig = lookup(base)?;
+    let kind = match suffix {
+        "lpdf" if !sig.discrete => FunctionKind::LogDensity,
+        "lpmf" if sig.discrete => FunctionKind::LogDensity,
+        "lupdf" if !sig.discrete => FunctionKind::UnnormalisedLogDensity,
+        "lupmf" if sig.discrete => FunctionKind::UnnormalisedLogDensity,
+        "lcdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::LogCdf,
+        "lccdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::LogCcdf,
+        "rng" => FunctionKind::Rng,
+        _ => return None,
+    };
+    Some((sig, kind))
+}
+
 /// The family called `name` (as written after `~`, without `_lpdf`/`_lpmf`).
 pub fn lookup(name: &str) -> Option<&'static FamilySig> {
     FAMILIES.iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_has_exactly_one_row_and_resolves_by_name() {
+        for row in FAMILIES {
+            assert_eq!(
+                FAMILIES.iter().filter(|r| r.family == row.family).count(),
+                1
+            );
+            assert_eq!(lookup(row.name).map(|r| r.family), Some(row.family));
+            assert_eq!(row.discrete, row.variate.is_integer(), "{}", row.name);
+        }
+        assert_eq!(FAMILIES.len(), 19);
+    }
+
+    #[test]
+    fn function_names_resolve_with_their_kind() {
+        let kind = |n: &str| lookup_function(n).map(|(s, k)| (s.family, k));
+        assert_eq!(
+            kind("normal_lpdf"),
+            Some((Family::Normal, FunctionKind::LogDensity))
+        );
+        assert_eq!(
+            kind("neg_binomial_2_lpmf"),
+            Some((Family::NegBinomial2, FunctionKind::LogDensity))
+        );
+        assert_eq!(
+            kind("bernoulli_logit_rng"),
+            Some((Family::BernoulliLogit, FunctionKind::Rng))
+        );
+        assert_eq!(
+            kind("exponential_lccdf"),
+            Some((Family::Exponential, FunctionKind::LogCcdf))
+        );
+        assert_eq!(
+            kind("poisson_lupmf"),
+            Some((Family::Poisson, FunctionKind::UnnormalisedLogDensity))
+        );
+        assert_eq!(kind("poisson_lpdf"), None);
+        assert_eq!(kind("beta_lupmf"), None);
+        assert_eq!(kind("normal_lpmf"), None);
+        assert_eq!(kind("gamma_lcdf"), None);
+        assert_eq!(kind("normal"), None);
+        assert_eq!(kind("nromal_lpdf"), None);
+    }
 }

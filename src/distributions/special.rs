@@ -45,6 +45,29 @@ pub fn log1m_exp(x: f64) -> f64 {
     }
 }
 
+/// For a logit α: (log σ(α), log σ(−α), σ(α), σ(−α)), σ the logistic sigmoid, from one exp and
+/// one log1p without overflow or cancellation: with e = exp(−|α|),
+/// log σ(α) = −(max(−α, 0) + log1p(e)) and log σ(−α) = −(max(α, 0) + log1p(e)).
+#[inline]
+pub fn logit_terms(a: f64) -> (f64, f64, f64, f64) {
+    let e = (-a.abs()).exp();
+    let l = e.ln_1p();
+    let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
+    let (s, s_neg) = if a >= 0.0 { (big, small) } else { (small, big) };
+    (-((-a).max(0.0) + l), -(a.max(0.0) + l), s, s_neg)
+}
+
+/// log(eᵃ − eᵇ) for a ≥ b, as a + log1m_exp(b − a): the log probability of an interval from
+/// two log CDFs, as needed by truncation T[L, U]. Returns −∞ for a = b.
+#[inline]
+pub fn log_diff_exp(a: f64, b: f64) -> f64 {
+    if b == f64::NEG_INFINITY {
+        a
+    } else {
+        a + log1m_exp(b - a)
+    }
+}
+
 /// ½ log(2π).
 pub const HALF_LOG_TWO_PI: f64 = 0.918_938_533_204_672_8;
 
@@ -91,6 +114,30 @@ mod tests {
             assert!((log1m_exp(x) - naive).abs() < 1e-12 * naive.abs());
         }
         assert!((log1m_exp(-1e-20) - (1e-20f64).ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn log_diff_exp_matches_direct_form() {
+        let (a, b) = (-0.3f64, -2.0f64);
+        assert!((log_diff_exp(a, b) - (a.exp() - b.exp()).ln()).abs() < 1e-15);
+        assert_eq!(log_diff_exp(-1.0, f64::NEG_INFINITY), -1.0);
+        assert_eq!(log_diff_exp(-1.0, -1.0), f64::NEG_INFINITY);
+        // Far tail: log(e⁻¹⁰⁰⁰ − e⁻¹⁰⁰¹) = −1000 + log(1 − e⁻¹).
+        assert!(
+            (log_diff_exp(-1000.0, -1001.0) - (-1000.0 + (1.0 - (-1.0f64).exp()).ln())).abs()
+                < 1e-12
+        );
+    }
+
+    #[test]
+    fn logit_terms_are_consistent() {
+        for &a in &[-800.0, -40.0, -1.0, 0.0, 0.5, 40.0, 800.0] {
+            let (lp, ln, s, sn) = logit_terms(a);
+            assert!((s + sn - 1.0).abs() < 1e-15);
+            assert_eq!(s, inv_logit(a));
+            assert_eq!(lp, -log1p_exp(-a));
+            assert_eq!(ln, -log1p_exp(a));
+        }
     }
 
     #[test]

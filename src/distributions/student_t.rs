@@ -5,6 +5,8 @@ use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
+use rand::Rng;
+use rand_distr::Distribution;
 
 const HALF_LOG_PI: f64 = 0.572_364_942_924_700_1;
 
@@ -43,12 +45,13 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             0.0
         }
     });
+    let inv_sigma = Hoisted::new(sigma, f64::recip);
     let log_sigma = Hoisted::new(sigma, f64::ln);
     let mut value = 0.0;
     for i in 0..n {
         let v = nu.at(i);
-        let s = sigma.at(i);
-        let z = (y.at(i) - mu.at(i)) / s;
+        let inv_s = inv_sigma.at(i);
+        let z = (y.at(i) - mu.at(i)) * inv_s;
         let z2 = z * z;
         let log1p_term = (z2 / v).ln_1p();
         value -= 0.5 * (v + 1.0) * log1p_term;
@@ -59,10 +62,10 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             value -= log_sigma.at(i);
         }
         if need_w {
-            let w = (v + 1.0) * z / (s * (v + z2));
+            let w = (v + 1.0) * z * inv_s / (v + z2);
             term.add_partial(0, i, -w);
             term.add_partial(2, i, w);
-            term.add_partial(3, i, w * z - 1.0 / s);
+            term.add_partial(3, i, w * z - inv_s);
         }
         if is_var[1] {
             let d = digamma_part.at(i) - 0.5 * log1p_term + 0.5 * (v + 1.0) * z2 / (v * (v + z2));
@@ -74,4 +77,12 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// One draw from student_t(ν, μ, σ) as μ + σ·T with T ~ t_ν; `params` = (ν, μ, σ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    let t = rand_distr::StudentT::new(params[0])
+        .expect("parameters were checked by check_params")
+        .sample(rng);
+    params[1] + params[2] * t
 }

@@ -4,6 +4,9 @@
 use super::args::requirement::{NONNEGATIVE, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite};
 use super::registry::Family;
+use super::special::log1m_exp;
+use rand::Rng;
+use rand_distr::Distribution;
 
 /// Checks α, σ > 0 finite (args[1..]; Stan's `weibull_lpdf` checks).
 pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
@@ -58,4 +61,47 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     }
     term.value = value;
     Ok(term)
+}
+
+/// Weibull log CDF (or log CCDF) summed over `n` elements; args = (y, α, σ).
+///
+/// With u = (y/σ)^α: log CCDF = −u and log CDF = log(1 − e^{−u}) (d/du = 1/expm1(u));
+/// ∂u/∂y = αu/y, ∂u/∂α = u log(y/σ), ∂u/∂σ = −αu/σ. At y = 0 the log CDF is −∞ and the log
+/// CCDF 0, with zero partials. Errors: as [`lpdf`].
+pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result<Term, DistError> {
+    check_each(Family::Weibull.sig(), args, 0, NONNEGATIVE, nonnegative)?;
+    check_params(args)?;
+    let (y, alpha, sigma) = (args[0], args[1], args[2]);
+    let mut term = Term::zeros(args, is_var);
+    let mut value = 0.0;
+    for i in 0..n {
+        let (yi, a, s) = (y.at(i), alpha.at(i), sigma.at(i));
+        if yi == 0.0 {
+            if !complement {
+                value = f64::NEG_INFINITY;
+            }
+            continue;
+        }
+        let log_ratio = (yi / s).ln();
+        let u = (a * log_ratio).exp();
+        let dv_du = if complement {
+            value -= u;
+            -1.0
+        } else {
+            value += log1m_exp(-u);
+            1.0 / u.exp_m1()
+        };
+        term.add_partial(0, i, dv_du * a * u / yi);
+        term.add_partial(1, i, dv_du * u * log_ratio);
+        term.add_partial(2, i, -dv_du * a * u / s);
+    }
+    term.value = value;
+    Ok(term)
+}
+
+/// One draw from weibull(α, σ) (rand_distr takes scale then shape); `params` = (α, σ), checked.
+pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
+    rand_distr::Weibull::new(params[1], params[0])
+        .expect("parameters were checked by check_params")
+        .sample(rng)
 }
