@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::distributions;
+use crate::distributions::{self, FunctionKind};
 use crate::syntax::Span;
 use crate::syntax::ast::{
     self, Expr, ExprKind, Index, LValue, PrintArg, SizedBase, SizedType, Stmt, StmtKind, UnOp,
@@ -151,39 +151,32 @@ impl Compiler {
     fn call(&self, name: &ast::Ident, args: &[Expr]) -> Result<Ex, GraphError> {
         let n = name.name.as_str();
         let span = name.span;
-        for (suffix, propto) in [
-            ("_lpdf", false),
-            ("_lpmf", false),
-            ("_lupdf", true),
-            ("_lupmf", true),
-        ] {
-            if let Some(fam) = n.strip_suffix(suffix)
-                && let Some(sig) = distributions::lookup(fam)
-            {
-                return Ok(Ex::Lpdf {
-                    family: sig.family,
-                    propto,
-                    args: self.exprs(args)?,
-                });
-            }
-        }
-        if let Some(fam) = n.strip_suffix("_rng")
-            && let Some(sig) = distributions::lookup(fam)
-        {
-            return Ok(Ex::Rng {
-                family: sig.family,
-                args: self.exprs(args)?,
+        if let Some((sig, kind)) = distributions::lookup_function(n) {
+            let args = self.exprs(args)?;
+            let family = sig.family;
+            return Ok(match kind {
+                FunctionKind::LogDensity => Ex::Lpdf {
+                    family,
+                    propto: false,
+                    args,
+                },
+                FunctionKind::UnnormalisedLogDensity => Ex::Lpdf {
+                    family,
+                    propto: true,
+                    args,
+                },
+                FunctionKind::LogCdf => Ex::Cdf {
+                    family,
+                    complement: false,
+                    args,
+                },
+                FunctionKind::LogCcdf => Ex::Cdf {
+                    family,
+                    complement: true,
+                    args,
+                },
+                FunctionKind::Rng => Ex::Rng { family, args },
             });
-        }
-        for suffix in ["_lcdf", "_lccdf", "_cdf"] {
-            if let Some(fam) = n.strip_suffix(suffix)
-                && distributions::lookup(fam).is_some()
-            {
-                return Err(GraphError::Unsupported {
-                    what: format!("`{n}` (cumulative distribution functions)"),
-                    span,
-                });
-            }
         }
         if let Some(b) = builtin(n) {
             return Ok(Ex::Call(b, self.exprs(args)?));
@@ -258,22 +251,35 @@ impl Compiler {
                 args,
                 truncation,
             } => {
-                if let Some(t) = truncation {
-                    return Err(GraphError::Unsupported {
-                        what: "truncation `T[…]`".into(),
-                        span: t.span,
-                    });
-                }
                 let sig = distributions::lookup(&dist.name).ok_or_else(|| {
                     GraphError::UnknownFunction {
                         name: dist.name.clone(),
                         span: dist.span,
                     }
                 })?;
+                let trunc = match truncation {
+                    Some(t) => {
+                        if !distributions::has_log_cdf(sig.family) {
+                            return Err(GraphError::Unsupported {
+                                what: format!(
+                                    "truncation of `{}` (no log CDF is available for this family)",
+                                    sig.name
+                                ),
+                                span: t.span,
+                            });
+                        }
+                        Some((
+                            t.lower.as_ref().map(|e| self.expr(e)).transpose()?,
+                            t.upper.as_ref().map(|e| self.expr(e)).transpose()?,
+                        ))
+                    }
+                    None => None,
+                };
                 StKind::Tilde {
                     lhs: self.expr(lhs)?,
                     family: sig.family,
                     args: self.exprs(args)?,
+                    trunc,
                 }
             }
             StmtKind::TargetPlus(e) => StKind::TargetPlus(self.expr(e)?),

@@ -25,6 +25,15 @@ pub struct Located {
     pub span: Span,
 }
 
+/// Which function of a family to evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The log density; `true` drops constant terms (as `~`).
+    Density(bool),
+    /// The log CDF; `true` for the complementary CDF.
+    Cdf(bool),
+}
+
 /// Control flow after a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -122,7 +131,12 @@ impl<'a> Ctx<'a> {
             StKind::Assign { slot, idx, op, rhs } => {
                 self.assign(*slot, idx, *op, rhs).map_err(loc)?;
             }
-            StKind::Tilde { lhs, family, args } => {
+            StKind::Tilde {
+                lhs,
+                family,
+                args,
+                trunc,
+            } => {
                 let mut vals = Vec::with_capacity(args.len() + 1);
                 vals.push(self.eval(lhs).map_err(loc)?);
                 for a in args {
@@ -130,6 +144,10 @@ impl<'a> Ctx<'a> {
                 }
                 let s = self.lpdf(*family, &vals, true).map_err(loc)?;
                 self.add_target(&Value::from_s(s));
+                if let Some((lo, hi)) = trunc {
+                    self.truncate(*family, &mut vals, lo.as_ref(), hi.as_ref())
+                        .map_err(loc)?;
+                }
             }
             StKind::TargetPlus(e) => {
                 let v = self.eval(e).map_err(loc)?;
@@ -482,6 +500,17 @@ impl<'a> Ctx<'a> {
                 }
                 Value::from_s(self.lpdf(*family, &vals, *propto)?)
             }
+            Ex::Cdf {
+                family,
+                complement,
+                args,
+            } => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                Value::from_s(self.density(*family, &vals, Kind::Cdf(*complement))?)
+            }
             Ex::Rng { family, args } => {
                 let mut vals = Vec::with_capacity(args.len());
                 for a in args {
@@ -682,8 +711,17 @@ impl<'a> Ctx<'a> {
 
     /// A distribution's log density as one tape node holding its partials.
     pub fn lpdf(&mut self, family: Family, vals: &[Value], propto: bool) -> R<S> {
+        self.density(family, vals, Kind::Density(propto))
+    }
+
+    /// A log density, log CDF or log CCDF as one tape node holding its partials.
+    pub fn density(&mut self, family: Family, vals: &[Value], kind: Kind) -> R<S> {
         let sig = family.sig();
-        let fname = distributions::args::function_name(sig);
+        let fname = match kind {
+            Kind::Density(_) => distributions::args::function_name(sig),
+            Kind::Cdf(false) => format!("{}_lcdf", sig.name),
+            Kind::Cdf(true) => format!("{}_lccdf", sig.name),
+        };
         if vals.len() != sig.params.len() + 1 {
             return Err(Fault::fatal(format!(
                 "{fname} expects {} arguments, got {}",
@@ -729,8 +767,11 @@ impl<'a> Ctx<'a> {
                 s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
             });
         }
-        let term = distributions::log_density(family, &args, &is_var, propto)
-            .map_err(|e| Fault::domain(e.to_string()))?;
+        let term = match kind {
+            Kind::Density(propto) => distributions::log_density(family, &args, &is_var, propto),
+            Kind::Cdf(complement) => distributions::log_cdf(family, &args, &is_var, complement),
+        }
+        .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
             return Err(Fault::domain(format!("{fname}: log density is NaN")));
         }
@@ -762,11 +803,126 @@ impl<'a> Ctx<'a> {
         Ok(S::V(out))
     }
 
-    fn rng_draw(&mut self, family: Family, _vals: &[Value]) -> R<Value> {
-        Err(Fault::fatal(format!(
-            "{}_rng is not available yet",
-            family.sig().name
-        )))
+    /// Subtracts the truncation normaliser of `y ~ family(θ) T[lo, hi]` (Stan reference manual,
+    /// "Truncated distributions"): log(F(hi) − F(lo)), log(1 − F(lo)) or log F(hi). A variate
+    /// outside [lo, hi] makes the log density −∞. Parameters must be scalars; a vector variate
+    /// subtracts the normaliser once per element.
+    fn truncate(
+        &mut self,
+        family: Family,
+        vals: &mut [Value],
+        lo: Option<&Ex>,
+        hi: Option<&Ex>,
+    ) -> R<()> {
+        if vals[1..].iter().any(|v| v.as_s().is_none()) {
+            return Err(Fault::fatal(
+                "truncation with vector parameters is not supported yet; use scalar parameters",
+            ));
+        }
+        let lo = lo.map(|e| self.eval(e)).transpose()?;
+        let hi = hi.map(|e| self.eval(e)).transpose()?;
+        let n = vals[0].num_elements();
+        let ys = vals[0].values(self.tape);
+        let bound = |v: &Option<Value>| -> R<Option<S>> {
+            match v {
+                None => Ok(None),
+                Some(v) => v.as_s().map(Some).ok_or_else(|| {
+                    Fault::fatal(format!(
+                        "truncation bounds must be scalars, found {}",
+                        v.describe()
+                    ))
+                }),
+            }
+        };
+        let (lo, hi) = (bound(&lo)?, bound(&hi)?);
+        for &y in &ys {
+            if lo.is_some_and(|l| y < self.tape.value(l))
+                || hi.is_some_and(|h| y > self.tape.value(h))
+            {
+                self.target_c = f64::NEG_INFINITY;
+                return Ok(());
+            }
+        }
+        let mut at = |c: &mut Self, b: S, complement: bool| -> R<Value> {
+            vals[0] = Value::from_s(b);
+            Ok(Value::from_s(c.density(
+                family,
+                vals,
+                Kind::Cdf(complement),
+            )?))
+        };
+        let norm = match (lo, hi) {
+            (Some(l), Some(h)) => {
+                let fh = at(self, h, false)?;
+                let fl = at(self, l, false)?;
+                map_binary(self.tape, B::LogDiffExp, &fh, &fl, "truncation")?
+            }
+            (Some(l), None) => at(self, l, true)?,
+            (None, Some(h)) => at(self, h, false)?,
+            (None, None) => return Ok(()),
+        };
+        let scaled = map_binary(
+            self.tape,
+            B::Mul,
+            &norm,
+            &Value::Real(-(n as f64)),
+            "truncation",
+        )?;
+        self.add_target(&scaled);
+        Ok(())
+    }
+
+    /// `foo_rng(θ)`: one draw for scalar parameters, or an array of draws when a parameter is a
+    /// container (broadcast as the densities are). Discrete families return integers.
+    fn rng_draw(&mut self, family: Family, vals: &[Value]) -> R<Value> {
+        let sig = family.sig();
+        let n = vals
+            .iter()
+            .filter(|v| v.as_s().is_none())
+            .map(|v| v.num_elements())
+            .max();
+        for v in vals {
+            if v.as_s().is_none() && Some(v.num_elements()) != n {
+                return Err(Fault::fatal(format!(
+                    "{}_rng: size mismatch between vector arguments",
+                    sig.name
+                )));
+            }
+        }
+        let Some(rng) = self.rng.as_deref_mut() else {
+            return Err(Fault::fatal(format!(
+                "{}_rng is only allowed in generated quantities",
+                sig.name
+            )));
+        };
+        let count = n.unwrap_or(1);
+        let mut out = Vec::with_capacity(count);
+        let mut params = vec![0.0; vals.len()];
+        for i in 0..count {
+            for (k, v) in vals.iter().enumerate() {
+                params[k] = match v.as_s() {
+                    Some(s) => self.tape.value(s),
+                    None => self.tape.value(v.elem(i)),
+                };
+            }
+            out.push(
+                distributions::rng(family, &params, rng)
+                    .map_err(|e| Fault::domain(e.to_string()))?,
+            );
+        }
+        Ok(match n {
+            None if sig.discrete => Value::Int(out[0] as i64),
+            None => Value::Real(out[0]),
+            Some(_) => Value::from_tensor(Tensor {
+                arr: vec![count],
+                base: Base::Scalar,
+                data: if sig.discrete {
+                    Data::Int(Arc::new(out))
+                } else {
+                    Data::Real(Arc::new(out))
+                },
+            }),
+        })
     }
 
     /// Calls a built-in function.

@@ -186,6 +186,12 @@ pub enum Ex {
         propto: bool,
         args: Vec<Ex>,
     },
+    /// `foo_lcdf(y | …)` (`complement = false`) or `foo_lccdf(y | …)`.
+    Cdf {
+        family: Family,
+        complement: bool,
+        args: Vec<Ex>,
+    },
     /// `foo_rng(…)`.
     Rng {
         family: Family,
@@ -263,6 +269,8 @@ pub enum StKind {
         lhs: Ex,
         family: Family,
         args: Vec<Ex>,
+        /// `T[lower, upper]`, either bound optional.
+        trunc: Option<(Option<Ex>, Option<Ex>)>,
     },
     TargetPlus(Ex),
     For {
