@@ -7,7 +7,9 @@
 //! files to the `data` block. `cli` and `repl` are the only modules that print or exit.
 
 pub mod data;
+pub mod diagnostics;
 pub mod distributions;
 pub mod graph;
 pub mod inference;
+pub mod output;
 pub mod syntax;

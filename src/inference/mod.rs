@@ -2,6 +2,7 @@
 
 pub mod density;
 pub mod draws;
+pub mod init;
 pub mod rng;
 
 pub use density::{DensityError, LogDensity};

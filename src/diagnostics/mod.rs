@@ -1,0 +1,290 @@
+//! Convergence diagnostics: split R-hat, effective sample size, MCSE, PSIS k̂, HMC checks.
+//!
+//! Pure functions on draws of one scalar quantity laid out as chains × draws
+//! (specs/diagnostics.md §1). Two input forms are accepted everywhere:
+//!
+//! - `&[&[f64]]`: one slice per chain, all of equal length N (the functions without suffix);
+//! - `ndarray::ArrayView2<f64>` of shape (M chains, N draws) (the `*_view` functions).
+//!
+//! Inputs are checked by [`check_chains`]: at least one chain, at least [`MIN_DRAWS`] draws per
+//! chain, all chains of equal length; otherwise a [`DiagnosticsError`] is returned. Degenerate
+//! values (any non-finite value, or all values equal) are not an error: R-hat and ESS are then
+//! NaN, as the spec prescribes (§1, "Degenerate input").
+//!
+//! The shared transforms of §1 live here: splitting chains, pooled type-7 quantiles
+//! ([`quantile()`]), rank normalisation and folding.
+
+pub mod convergence;
+pub mod ess;
+pub mod hmc_stats;
+pub mod mcse;
+pub mod psis;
+pub mod quantile;
+pub mod rhat;
+
+use ndarray::{Array2, ArrayView2, Axis};
+
+pub use convergence::{Convergence, convergence, convergence_view};
+pub use ess::{ess_bulk, ess_mean, ess_quantile, ess_tail};
+pub use hmc_stats::{HmcStats, divergences, e_bfmi, treedepth_saturation};
+pub use mcse::{mcse_mean, mcse_quantile, mcse_sd};
+pub use psis::{KHat, Psis, psis};
+pub use quantile::{median, quantile};
+pub use rhat::{rhat, rhat_bulk_tail};
+
+/// Fewest draws per chain accepted by the MCMC diagnostics (split chains then have ≥ 2 draws).
+pub const MIN_DRAWS: usize = 4;
+
+/// Why a diagnostic could not be computed from its input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiagnosticsError {
+    /// No chains were given.
+    #[error("no chains were given")]
+    NoChains,
+    /// A chain has fewer than [`MIN_DRAWS`] draws.
+    #[error("too few draws: {draws} per chain, but at least {min} are needed")]
+    TooFewDraws {
+        /// Draws per chain that were given.
+        draws: usize,
+        /// Minimum required.
+        min: usize,
+    },
+    /// Chains of different lengths.
+    #[error("chains have unequal lengths: chain 1 has {first} draws but chain {chain} has {len}")]
+    UnequalChains {
+        /// Length of the first chain.
+        first: usize,
+        /// 1-based index of the first chain whose length differs.
+        chain: usize,
+        /// Its length.
+        len: usize,
+    },
+    /// Fewer values than a non-MCMC diagnostic needs (PSIS tail fit, E-BFMI).
+    #[error("too few values: {got} given, but at least {min} are needed")]
+    TooFewValues {
+        /// Values given.
+        got: usize,
+        /// Minimum required.
+        min: usize,
+    },
+}
+
+/// Checks the chains × draws layout and copies it into an (M, N) array.
+///
+/// Errors: [`DiagnosticsError::NoChains`], [`DiagnosticsError::UnequalChains`],
+/// [`DiagnosticsError::TooFewDraws`] (N < [`MIN_DRAWS`]).
+pub fn check_chains(chains: &[&[f64]]) -> Result<Array2<f64>, DiagnosticsError> {
+    let first = chains.first().ok_or(DiagnosticsError::NoChains)?.len();
+    if let Some((c, ch)) = chains.iter().enumerate().find(|(_, ch)| ch.len() != first) {
+        return Err(DiagnosticsError::UnequalChains {
+            first,
+            chain: c + 1,
+            len: ch.len(),
+        });
+    }
+    let mut a = Array2::zeros((chains.len(), first));
+    for (mut row, ch) in a.axis_iter_mut(Axis(0)).zip(chains) {
+        row.iter_mut().zip(ch.iter()).for_each(|(r, v)| *r = *v);
+    }
+    check_view(a.view())?;
+    Ok(a)
+}
+
+/// Checks an (M chains, N draws) view: M ≥ 1 and N ≥ [`MIN_DRAWS`].
+pub fn check_view(x: ArrayView2<f64>) -> Result<(), DiagnosticsError> {
+    if x.nrows() == 0 {
+        return Err(DiagnosticsError::NoChains);
+    }
+    if x.ncols() < MIN_DRAWS {
+        return Err(DiagnosticsError::TooFewDraws {
+            draws: x.ncols(),
+            min: MIN_DRAWS,
+        });
+    }
+    Ok(())
+}
+
+/// True when any value is non-finite or all values are equal (max − min < ε), the degenerate
+/// case of specs/diagnostics.md §1 for which R-hat and ESS are NaN.
+pub fn is_degenerate(x: ArrayView2<f64>) -> bool {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for &v in x.iter() {
+        if !v.is_finite() {
+            return true;
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    // all values are finite here; an empty input counts as degenerate
+    x.is_empty() || (hi - lo).abs() < f64::EPSILON
+}
+
+/// Splits each chain into its first ⌊N/2⌋ and last ⌊N/2⌋ draws (the middle draw is dropped when
+/// N is odd): (M, N) → (2M, ⌊N/2⌋). Row 2m is the first half of chain m, row 2m+1 its second half.
+/// Source: specs/diagnostics.md §1 "Split"; posterior `R/split_chains.R`.
+pub fn split_chains(x: ArrayView2<f64>) -> Array2<f64> {
+    let (m, n) = x.dim();
+    let h = n / 2;
+    let mut out = Array2::zeros((2 * m, h));
+    for c in 0..m {
+        for i in 0..h {
+            out[[2 * c, i]] = x[[c, i]];
+            out[[2 * c + 1, i]] = x[[c, n - h + i]];
+        }
+    }
+    out
+}
+
+/// Rank normalisation z(·) of specs/diagnostics.md §1: pooled ranks r (ties get their average
+/// rank) mapped to Φ⁻¹((r − 3/8)/(S + 1/4)); same (chains, draws) layout as the input.
+///
+/// Values must be free of NaN (callers check [`is_degenerate`] first; NaNs sort last).
+pub fn rank_normalize(x: ArrayView2<f64>) -> Array2<f64> {
+    let vals: Vec<f64> = x.iter().copied().collect();
+    let s = vals.len();
+    let ranks = average_ranks(&vals);
+    let data: Vec<f64> = ranks
+        .iter()
+        .map(|&r| std_normal_quantile((r - 0.375) / (s as f64 + 0.25)))
+        .collect();
+    Array2::from_shape_vec(x.dim(), data).expect("same number of elements as the input view")
+}
+
+/// Folding of specs/diagnostics.md §1: |x − median(x)| with the pooled (type-7) median.
+pub fn fold(x: ArrayView2<f64>) -> Array2<f64> {
+    let pooled: Vec<f64> = x.iter().copied().collect();
+    let med = median(&pooled);
+    x.mapv(|v| (v - med).abs())
+}
+
+/// 1-based ranks of `v` in ascending order, with ties given their average rank.
+pub(crate) fn average_ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut ranks = vec![0.0; v.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i + 1;
+        while j < idx.len() && v[idx[j]] == v[idx[i]] {
+            j += 1;
+        }
+        // positions i..j (0-based) share ranks i+1..=j, average (i + 1 + j) / 2
+        let r = (i + 1 + j) as f64 / 2.0;
+        for &k in &idx[i..j] {
+            ranks[k] = r;
+        }
+        i = j;
+    }
+    ranks
+}
+
+/// Standard normal quantile Φ⁻¹(p) = −√2·erfc⁻¹(2p) (statrs' Boost-derived `erfc_inv`).
+pub(crate) fn std_normal_quantile(p: f64) -> f64 {
+    -std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * p)
+}
+
+/// Borrows each chain of a `Vec<Vec<f64>>` (e.g. from `Draws::column`) as a slice, for the
+/// `&[&[f64]]` functions.
+pub fn as_slices(chains: &[Vec<f64>]) -> Vec<&[f64]> {
+    chains.iter().map(|c| c.as_slice()).collect()
+}
+
+/// Seeded test inputs shared by the diagnostics tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, StandardNormal};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// `m` chains of `n` iid N(0, 1) draws.
+    pub fn iid_normal_chains(m: usize, n: usize, seed: u64) -> Vec<Vec<f64>> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        (0..m)
+            .map(|_| (0..n).map(|_| StandardNormal.sample(&mut rng)).collect())
+            .collect()
+    }
+
+    /// `m` stationary AR(1) chains x_t = φ·x_{t−1} + √(1 − φ²)·ε_t with N(0, 1) marginals.
+    pub fn ar1_chains(m: usize, n: usize, phi: f64, seed: u64) -> Vec<Vec<f64>> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let scale = (1.0 - phi * phi).sqrt();
+        (0..m)
+            .map(|_| {
+                let mut x: f64 = StandardNormal.sample(&mut rng);
+                (0..n)
+                    .map(|_| {
+                        let e: f64 = StandardNormal.sample(&mut rng);
+                        x = phi * x + scale * e;
+                        x
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn split_drops_middle_draw() {
+        let x = array![[1.0, 2.0, 3.0, 4.0, 5.0]];
+        let s = split_chains(x.view());
+        assert_eq!(s, array![[1.0, 2.0], [4.0, 5.0]]);
+    }
+
+    #[test]
+    fn ranks_average_ties() {
+        assert_eq!(
+            average_ranks(&[3.0, 1.0, 3.0, 2.0]),
+            vec![3.5, 1.0, 3.5, 2.0]
+        );
+    }
+
+    #[test]
+    fn rank_normalize_is_symmetric() {
+        let x = array![[1.0, 2.0], [3.0, 4.0]];
+        let z = rank_normalize(x.view());
+        // r = 1: Φ⁻¹(0.625/4.25) = −1.0491313979639711 (Python statistics.NormalDist)
+        assert!(
+            (z[[0, 0]] + 1.049_131_397_963_971).abs() < 1e-12,
+            "{}",
+            z[[0, 0]]
+        );
+        assert!((z[[0, 0]] + z[[1, 1]]).abs() < 1e-12);
+        assert!((z[[0, 1]] + z[[1, 0]]).abs() < 1e-12);
+    }
+
+    #[test]
+    fn normal_quantile_known_values() {
+        assert!((std_normal_quantile(0.975) - 1.959_963_984_540_054).abs() < 1e-13);
+        assert_eq!(std_normal_quantile(0.5), 0.0);
+    }
+
+    #[test]
+    fn input_errors() {
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let b = [1.0, 2.0, 3.0];
+        assert_eq!(
+            check_chains(&[&a, &b]).unwrap_err(),
+            DiagnosticsError::UnequalChains {
+                first: 4,
+                chain: 2,
+                len: 3
+            }
+        );
+        assert_eq!(
+            check_chains(&[&b]).unwrap_err(),
+            DiagnosticsError::TooFewDraws { draws: 3, min: 4 }
+        );
+        assert_eq!(check_chains(&[]).unwrap_err(), DiagnosticsError::NoChains);
+        assert!(is_degenerate(check_chains(&[&[1.0; 4]]).unwrap().view()));
+        assert!(is_degenerate(
+            check_chains(&[&[1.0, f64::NAN, 2.0, 3.0]]).unwrap().view()
+        ));
+    }
+}

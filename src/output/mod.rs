@@ -1,0 +1,118 @@
+//! Output of fits: summary tables, Stan CSV files and plain draws CSV files, written atomically.
+//!
+//! Every file writer here goes through [`write_atomic`]: the content is written to a temporary
+//! file `<name>.tmp-<pid>` in the target's directory and renamed over the target only after it
+//! was written and synced in full, so a file is written whole or not at all.
+
+pub mod draws_csv;
+pub mod stan_csv;
+pub mod summary;
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub use draws_csv::write_draws_csv;
+pub use stan_csv::{StanCsv, StanCsvError, StanCsvLayout, read_stan_csv, write_stan_csv};
+pub use summary::{SummaryRow, format_table, summarize};
+
+/// Writes a file atomically: `write` fills a buffered temporary file `<path>.tmp-<pid>` in the
+/// same directory, which is flushed, synced and renamed to `path`. On any error the temporary
+/// file is removed and `path` is left as it was (absent, or with its old content).
+///
+/// Errors: whatever creating, writing, syncing or renaming returns (e.g. `NotFound` when the
+/// directory does not exist), or the error returned by `write`.
+pub fn write_atomic<F>(path: &Path, write: F) -> io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
+    let tmp = temp_path(path)?;
+    let result = (|| {
+        let file = File::create(&tmp)?;
+        let mut w = BufWriter::new(file);
+        write(&mut w)?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        // the temporary file may or may not exist; nothing else to clean up
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `<dir>/<file name>.tmp-<pid>` next to `path`.
+fn temp_path(path: &Path) -> io::Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("output path {} has no file name", path.display()),
+        )
+    })?;
+    let mut tmp_name = name.to_os_string();
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    Ok(path.with_file_name(tmp_name))
+}
+
+/// Formats an f64 so that parsing the text gives back the same value: the shortest round-trip
+/// decimal (`{}`) for 1e-5 ≤ |x| < 1e15 and zero, otherwise the shortest round-trip scientific
+/// form (`{:e}`, e.g. `1.5e-7`); non-finite values as `NaN`, `inf`, `-inf` (the spellings the
+/// Stan CSV format allows).
+pub fn format_f64_roundtrip(x: f64) -> String {
+    let a = x.abs();
+    if x.is_nan() {
+        "NaN".to_string()
+    } else if x.is_infinite() || a == 0.0 || (1e-5..1e15).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_formatting() {
+        for &x in &[
+            0.0,
+            -0.0,
+            0.1,
+            1.0 / 3.0,
+            -2.5e-7,
+            1e300,
+            123456.789,
+            f64::MIN_POSITIVE,
+        ] {
+            let s = format_f64_roundtrip(x);
+            assert_eq!(s.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{s}");
+        }
+        assert_eq!(format_f64_roundtrip(1.5e-7), "1.5e-7");
+        assert_eq!(format_f64_roundtrip(f64::NAN), "NaN");
+        assert_eq!(format_f64_roundtrip(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn atomic_write_replaces_or_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.txt");
+        write_atomic(&p, |w| w.write_all(b"hello")).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "hello");
+        // a failing writer leaves the old content and no temporary file
+        let err = write_atomic(&p, |w| {
+            w.write_all(b"partial")?;
+            Err(io::Error::other("boom"))
+        });
+        assert!(err.is_err());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "hello");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        // a missing directory is an error and creates nothing
+        let missing = dir.path().join("no_such_dir").join("x.csv");
+        let e = write_atomic(&missing, |w| w.write_all(b"x")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(!missing.exists());
+        assert!(!dir.path().join("no_such_dir").exists());
+    }
+}

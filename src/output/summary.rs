@@ -1,0 +1,259 @@
+//! Posterior summary table: mean, sd, quantiles and, for MCMC, MCSE, bulk/tail ESS and R-hat
+//! (specs/diagnostics.md §4 "Summary table"; layout like CmdStan's stansummary and ArviZ).
+
+use ndarray::Array2;
+
+use crate::diagnostics::MIN_DRAWS;
+use crate::diagnostics::convergence::convergence_sorted;
+use crate::diagnostics::quantile::quantile_sorted;
+use crate::inference::Draws;
+
+/// One row of the summary: pooled statistics of one scalar quantity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    /// User-facing name, e.g. `beta[1]`.
+    pub name: String,
+    /// Pooled mean over all chains and draws.
+    pub mean: f64,
+    /// Pooled sample standard deviation (denominator S − 1).
+    pub sd: f64,
+    /// 5% quantile (type 7, specs/diagnostics.md §1).
+    pub q5: f64,
+    /// Median (type 7).
+    pub q50: f64,
+    /// 95% quantile (type 7).
+    pub q95: f64,
+    /// MCSE of the mean (§4); `None` for variational fits or too few draws.
+    pub mcse_mean: Option<f64>,
+    /// Bulk ESS (§3.2); `None` as for `mcse_mean`.
+    pub ess_bulk: Option<f64>,
+    /// Tail ESS (§3.2); `None` as for `mcse_mean`.
+    pub ess_tail: Option<f64>,
+    /// Rank-normalised split R-hat, max of bulk and tail (§2); `None` as for `mcse_mean`.
+    pub rhat: Option<f64>,
+}
+
+/// Summarises every quantity of `draws`. With `mcmc = true` and at least
+/// [`MIN_DRAWS`] draws per chain, the MCMC columns (MCSE, ESS, R-hat) are filled; split R-hat
+/// and ESS are defined for a single chain too (specs/diagnostics.md §1 "Split"), so one chain
+/// suffices. For variational fits (`mcmc = false`) the draws are iid and those columns are `None`.
+/// Empty draws give NaN statistics.
+pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
+    let m = draws.chains.len();
+    let n = draws.n_draws();
+    (0..draws.names.len())
+        .map(|j| {
+            let pooled: Vec<f64> = draws.column(j).into_iter().flatten().collect();
+            let s = pooled.len() as f64;
+            let mean = pooled.iter().sum::<f64>() / s;
+            let sd = (pooled.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0)).sqrt();
+            let mut sorted = pooled.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            let q = |p: f64| {
+                if sorted.iter().any(|v| v.is_nan()) {
+                    f64::NAN
+                } else {
+                    quantile_sorted(&sorted, p)
+                }
+            };
+            let mut row = SummaryRow {
+                name: draws.names[j].clone(),
+                mean,
+                sd,
+                q5: q(0.05),
+                q50: q(0.5),
+                q95: q(0.95),
+                mcse_mean: None,
+                ess_bulk: None,
+                ess_tail: None,
+                rhat: None,
+            };
+            if mcmc && n >= MIN_DRAWS && m > 0 {
+                let x = Array2::from_shape_vec((m, n), pooled)
+                    .expect("Draws chains all hold n_draws × names values");
+                let c = convergence_sorted(x.view(), &sorted);
+                row.mcse_mean = Some(c.mcse_mean);
+                row.ess_bulk = Some(c.ess_bulk);
+                row.ess_tail = Some(c.ess_tail);
+                row.rhat = Some(c.rhat);
+            }
+            row
+        })
+        .collect()
+}
+
+/// Formats `x` with `sig` significant digits: fixed notation for 1e-4 ≤ |x| < 1e6, scientific
+/// otherwise; `NaN`, `inf`, `-inf` for non-finite values.
+pub fn format_sig(x: f64, sig: usize) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    // the decimal exponent after rounding to `sig` digits (0.99996 → 1.000e0, not e−1)
+    let sci = format!("{:.*e}", sig.saturating_sub(1), x);
+    let e: i32 = sci
+        .rsplit('e')
+        .next()
+        .and_then(|t| t.parse().ok())
+        .expect("`{:e}` output of a finite f64 ends in e<integer>");
+    if !(-4..6).contains(&e) {
+        sci
+    } else {
+        let decimals = (sig as i32 - 1 - e).max(0) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map(f).unwrap_or_else(|| "NA".to_string())
+}
+
+/// Aligned plain-text table of `rows`: the name column left-aligned, numbers right-aligned,
+/// two spaces between columns. Columns `name mean sd 5% 50% 95%` (4 significant digits), and
+/// for MCMC also `MCSE` (3 significant digits), `ESS_bulk`, `ESS_tail` (whole numbers) and
+/// `R_hat` (3 decimals). Missing values print as `NA`. Ends with a newline.
+pub fn format_table(rows: &[SummaryRow], mcmc: bool) -> String {
+    let mut header = vec!["name", "mean", "sd", "5%", "50%", "95%"];
+    if mcmc {
+        header.extend(["MCSE", "ESS_bulk", "ESS_tail", "R_hat"]);
+    }
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        let mut c = vec![
+            r.name.clone(),
+            format_sig(r.mean, 4),
+            format_sig(r.sd, 4),
+            format_sig(r.q5, 4),
+            format_sig(r.q50, 4),
+            format_sig(r.q95, 4),
+        ];
+        if mcmc {
+            c.push(opt(r.mcse_mean, |v| format_sig(v, 3)));
+            c.push(opt(r.ess_bulk, |v| format!("{v:.0}")));
+            c.push(opt(r.ess_tail, |v| format!("{v:.0}")));
+            c.push(opt(r.rhat, |v| format!("{v:.3}")));
+        }
+        cells.push(c);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|j| {
+            cells
+                .iter()
+                .map(|r| r[j].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &cells {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(j, (cell, w))| {
+                if j == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::tests_support::iid_normal_chains;
+
+    #[test]
+    fn known_sample_variational() {
+        // one "chain" 1..8: mean 4.5, sd √6, type-7 quantiles 1.35, 4.5, 7.65
+        let d = Draws {
+            names: vec!["beta[1]".into()],
+            chains: vec![(1..=8).map(f64::from).collect()],
+        };
+        let r = &summarize(&d, false)[0];
+        assert_eq!(r.name, "beta[1]");
+        assert!((r.mean - 4.5).abs() < 1e-15);
+        assert!((r.sd - 6f64.sqrt()).abs() < 1e-15);
+        assert!((r.q5 - 1.35).abs() < 1e-12);
+        assert!((r.q50 - 4.5).abs() < 1e-15);
+        assert!((r.q95 - 7.65).abs() < 1e-12);
+        assert_eq!(r.rhat, None);
+        assert_eq!(
+            format_table(&summarize(&d, false), false),
+            "name      mean     sd     5%    50%    95%\n\
+             beta[1]  4.500  2.449  1.350  4.500  7.650\n"
+        );
+    }
+
+    #[test]
+    fn mcmc_columns_match_diagnostics() {
+        let c = iid_normal_chains(4, 500, 9);
+        let n = 500;
+        // two quantities interleaved row-major: x and 10 + 2x
+        let chains: Vec<Vec<f64>> = c
+            .iter()
+            .map(|ch| ch.iter().flat_map(|v| [*v, 10.0 + 2.0 * v]).collect())
+            .collect();
+        let d = Draws {
+            names: vec!["a".into(), "b".into()],
+            chains,
+        };
+        let rows = summarize(&d, true);
+        let slices = crate::diagnostics::as_slices(&c);
+        let r = &rows[0];
+        assert_eq!(r.rhat, Some(crate::diagnostics::rhat(&slices).unwrap()));
+        assert_eq!(
+            r.ess_bulk,
+            Some(crate::diagnostics::ess_bulk(&slices).unwrap())
+        );
+        assert_eq!(
+            r.ess_tail,
+            Some(crate::diagnostics::ess_tail(&slices).unwrap())
+        );
+        assert_eq!(
+            r.mcse_mean,
+            Some(crate::diagnostics::mcse_mean(&slices).unwrap())
+        );
+        // rank-based diagnostics are invariant under increasing affine maps (up to rounding,
+        // which can reorder near-ties of the folded values)
+        let b = &rows[1];
+        assert!((b.rhat.unwrap() - r.rhat.unwrap()).abs() < 1e-4);
+        assert!((b.ess_bulk.unwrap() - r.ess_bulk.unwrap()).abs() < 1e-6 * r.ess_bulk.unwrap());
+        assert!((b.mean - (10.0 + 2.0 * r.mean)).abs() < 1e-12);
+        assert!((b.sd - 2.0 * r.sd).abs() < 1e-12);
+        assert!((b.mcse_mean.unwrap() - 2.0 * r.mcse_mean.unwrap()).abs() < 1e-12);
+        assert!(r.rhat.unwrap() < 1.01 && r.ess_bulk.unwrap() > 0.8 * (4 * n) as f64);
+        let table = format_table(&rows, true);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("name"));
+        assert!(
+            lines[0].ends_with("MCSE  ESS_bulk  ESS_tail  R_hat"),
+            "{}",
+            lines[0]
+        );
+        // all lines have equal width (right-aligned numbers)
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{table}");
+    }
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(format_sig(12.3456, 4), "12.35");
+        assert_eq!(format_sig(-0.001234, 4), "-0.001234");
+        assert_eq!(format_sig(123456.0, 4), "123456");
+        assert_eq!(format_sig(1.5e7, 4), "1.500e7");
+        assert_eq!(format_sig(2.0e-5, 3), "2.00e-5");
+        assert_eq!(format_sig(f64::NAN, 4), "NaN");
+        assert_eq!(format_sig(0.0, 4), "0");
+        assert_eq!(format_sig(0.99996, 4), "1.000");
+        assert_eq!(format_sig(-9.99996e-5, 3), "-0.000100");
+    }
+}
