@@ -85,17 +85,15 @@ pub fn map_binary(tape: &mut Tape, b: B, x: &Value, y: &Value, name: &str) -> R<
         tape.reserve_entries(n * k);
         let ax = Acc::of(x);
         let ay = Acc::of(y);
-        for i in 0..n {
-            let sa = ax.at(i);
-            let sc = ay.at(i);
-            let (f, da, dc) = b.eval(tape.value(sa), tape.value(sc));
-            tape.val[out as usize + i] = f;
-            if let S::V(j) = sa {
-                tape.entry(j, da);
-            }
-            if let S::V(j) = sc {
-                tape.entry(j, dc);
-            }
+        // One monomorphised loop per common operator; the rest go through `B::eval`.
+        match b {
+            B::Add => map2_loop(tape, out, n, &ax, &ay, |p, q| (p + q, 1.0, 1.0)),
+            B::Sub => map2_loop(tape, out, n, &ax, &ay, |p, q| (p - q, 1.0, -1.0)),
+            B::Mul => map2_loop(tape, out, n, &ax, &ay, |p, q| (p * q, q, p)),
+            B::Div => map2_loop(tape, out, n, &ax, &ay, |p, q| {
+                (p / q, 1.0 / q, -p / (q * q))
+            }),
+            _ => map2_loop(tape, out, n, &ax, &ay, |p, q| b.eval(p, q)),
         }
         tape.finish(out, n, k, base_e);
         Data::Var((out..out + n as u32).collect())
@@ -366,6 +364,30 @@ impl<'a> Acc<'a> {
             Acc::Scalar(s) => *s,
             Acc::Const(x) => S::C(x[i]),
             Acc::Var(x) => S::V(x[i]),
+        }
+    }
+}
+
+/// The elementwise loop of [`map_binary`] for one operator `f` (value, ∂/∂x, ∂/∂y).
+#[inline(always)]
+fn map2_loop(
+    tape: &mut Tape,
+    out: u32,
+    n: usize,
+    ax: &Acc,
+    ay: &Acc,
+    f: impl Fn(f64, f64) -> (f64, f64, f64),
+) {
+    for i in 0..n {
+        let sa = ax.at(i);
+        let sc = ay.at(i);
+        let (v, da, dc) = f(tape.value(sa), tape.value(sc));
+        tape.val[out as usize + i] = v;
+        if let S::V(j) = sa {
+            tape.entry(j, da);
+        }
+        if let S::V(j) = sc {
+            tape.entry(j, dc);
         }
     }
 }

@@ -213,6 +213,14 @@ impl Tape {
                                 adj[ins[i] as usize] += parts[i] * a;
                             }
                         }
+                        2 => {
+                            for i in 0..n {
+                                let a = adj[out + i];
+                                let e = 2 * i;
+                                adj[ins[e] as usize] += parts[e] * a;
+                                adj[ins[e + 1] as usize] += parts[e + 1] * a;
+                            }
+                        }
                         _ if n == 1 => {
                             let a = adj[out];
                             if a != 0.0 {
