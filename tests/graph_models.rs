@@ -431,3 +431,77 @@ generated quantities {
     assert!((mean - 0.25).abs() < 0.07, "{mean}");
     assert!((sd - 1.0).abs() < 0.05, "{sd}");
 }
+
+#[test]
+fn user_defined_functions_recursion_densities_and_lp() {
+    let src = "
+functions {
+  real twice(real x) { return 2 * x; }
+  real fact(int n) { if (n <= 1) return 1; return n * fact(n - 1); }
+  real mylik_lpdf(vector y, real mu, real s) { return normal_lpdf(y | mu, s); }
+  vector scale(vector v, real k) {
+    vector[rows(v)] out;
+    for (i in 1:rows(v)) out[i] = k * v[i];
+    return out;
+  }
+  void addit_lp(real x) { target += x; }
+}
+data { int N; vector[N] y; }
+parameters { real mu; vector[2] v; }
+model {
+  y ~ mylik(mu, 1.5);
+  target += twice(mu) + fact(4) + sum(scale(v, mu));
+  addit_lp(-square(mu));
+}";
+    let y = [0.4, 1.3, 2.2];
+    let mut bd = BoundData::default();
+    bd.values.insert("N".into(), scalar_int(3));
+    bd.values.insert("y".into(), vector(y.to_vec(), false));
+    let m = compile(src, &bd);
+    let z = [0.3, -0.7, 1.1];
+    let mu = z[0];
+    let lik: f64 = y
+        .iter()
+        .map(|v| -0.918_938_533_204_672_8 - 1.5f64.ln() - 0.5 * ((v - mu) / 1.5).powi(2))
+        .sum();
+    let want = lik + 2.0 * mu + 24.0 + mu * (z[1] + z[2]) - mu * mu;
+    let mut g = vec![0.0; 3];
+    let got = m.log_density_grad(&z, &mut g).unwrap();
+    assert!(rel_close(got, want, 1e-12), "{got} vs {want}");
+    let fd = fd_grad(&m, &z);
+    for k in 0..3 {
+        assert!(
+            rel_close(g[k], fd[k], 1e-6),
+            "grad {k}: {} vs {}",
+            g[k],
+            fd[k]
+        );
+    }
+}
+
+#[test]
+fn model_is_send_sync_and_thread_independent() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Model>();
+    let (bd, _r) = garch_data();
+    let m = compile(GARCH, &bd);
+    let z = [0.05, -2.0, -2.0, 1.5];
+    let mut g0 = vec![0.0; 4];
+    let v0 = m.log_density_grad(&z, &mut g0).unwrap();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut g = vec![0.0; 4];
+                    let v = m.log_density_grad(&z, &mut g).unwrap();
+                    (v, g)
+                })
+            })
+            .collect();
+        for h in hs {
+            let (v, g) = h.join().unwrap();
+            assert_eq!(v, v0);
+            assert_eq!(g, g0);
+        }
+    });
+}

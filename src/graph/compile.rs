@@ -9,7 +9,7 @@ use crate::syntax::ast::{
 };
 
 use super::error::GraphError;
-use super::ir::{BaseEx, DeclTy, Ex, IxEx, PArg, St, StKind, builtin};
+use super::ir::{BaseEx, DeclTy, Ex, FuncIr, IxEx, PArg, St, StKind, builtin};
 
 /// Where a name lives.
 #[derive(Clone, Copy, Debug)]
@@ -24,8 +24,10 @@ pub struct Compiler {
     scopes: Vec<HashMap<String, VarRef>>,
     /// Number of local slots allocated so far.
     pub n_slots: u32,
-    /// Names of user-defined functions (calls to them are reported as unsupported).
-    pub user_functions: Vec<String>,
+    /// User-defined functions by name → index in the function table.
+    pub funcs: HashMap<String, u32>,
+    /// True while lowering a function body (`return` allowed, no globals visible).
+    pub in_function: bool,
 }
 
 impl Compiler {
@@ -34,7 +36,8 @@ impl Compiler {
         Compiler {
             scopes: vec![HashMap::new()],
             n_slots: 0,
-            user_functions: Vec::new(),
+            funcs: HashMap::new(),
+            in_function: false,
         }
     }
 
@@ -181,11 +184,8 @@ impl Compiler {
         if let Some(b) = builtin(n) {
             return Ok(Ex::Call(b, self.exprs(args)?));
         }
-        if self.user_functions.iter().any(|f| f == n) {
-            return Err(GraphError::Unsupported {
-                what: format!("calling the user-defined function `{n}`"),
-                span,
-            });
+        if let Some(&i) = self.funcs.get(n) {
+            return Ok(Ex::UserCall(i, self.exprs(args)?));
         }
         Err(GraphError::UnknownFunction {
             name: n.to_string(),
@@ -251,12 +251,29 @@ impl Compiler {
                 args,
                 truncation,
             } => {
-                let sig = distributions::lookup(&dist.name).ok_or_else(|| {
-                    GraphError::UnknownFunction {
+                let Some(sig) = distributions::lookup(&dist.name) else {
+                    // A user-defined density: `y ~ foo(θ)` is `target += foo_lpdf(y | θ)`.
+                    for suffix in ["_lpdf", "_lpmf"] {
+                        if let Some(&i) = self.funcs.get(&format!("{}{suffix}", dist.name)) {
+                            if truncation.is_some() {
+                                return Err(GraphError::Unsupported {
+                                    what: "truncation of a user-defined distribution".into(),
+                                    span,
+                                });
+                            }
+                            let mut all = vec![self.expr(lhs)?];
+                            all.extend(self.exprs(args)?);
+                            return Ok(St {
+                                kind: StKind::TargetPlus(Ex::UserCall(i, all)),
+                                span,
+                            });
+                        }
+                    }
+                    return Err(GraphError::UnknownFunction {
                         name: dist.name.clone(),
                         span: dist.span,
-                    }
-                })?;
+                    });
+                };
                 let trunc = match truncation {
                     Some(t) => {
                         if !distributions::has_log_cdf(sig.family) {
@@ -337,11 +354,14 @@ impl Compiler {
             }
             StmtKind::Break => StKind::Break,
             StmtKind::Continue => StKind::Continue,
-            StmtKind::Return(_) => {
-                return Err(GraphError::Unsupported {
-                    what: "`return` outside a function".into(),
-                    span,
-                });
+            StmtKind::Return(e) => {
+                if !self.in_function {
+                    return Err(GraphError::Unsupported {
+                        what: "`return` outside a function".into(),
+                        span,
+                    });
+                }
+                StKind::Return(e.as_ref().map(|e| self.expr(e)).transpose()?)
             }
             StmtKind::Print(_) => StKind::Nop,
             StmtKind::Reject(args) => StKind::Reject(
@@ -354,12 +374,7 @@ impl Compiler {
                     })
                     .collect::<Result<_, GraphError>>()?,
             ),
-            StmtKind::Expr(e) => {
-                return Err(GraphError::Unsupported {
-                    what: "a function call used as a statement".into(),
-                    span: e.span,
-                });
-            }
+            StmtKind::Expr(e) => StKind::ExprStmt(self.expr(e)?),
         };
         Ok(St { kind, span })
     }
@@ -398,4 +413,48 @@ impl Compiler {
         }
         Ok((slot, idx))
     }
+}
+
+/// Lowers the `functions` block: every name is registered first (so bodies may call each other
+/// and themselves), then each body is lowered in its own slot frame, seeing only its arguments.
+pub fn lower_functions(
+    defs: &[ast::FunctionDef],
+) -> Result<(HashMap<String, u32>, Vec<FuncIr>), GraphError> {
+    let mut table: HashMap<String, u32> = HashMap::new();
+    let mut funcs: Vec<FuncIr> = Vec::new();
+    for d in defs {
+        if !table.contains_key(&d.name.name) {
+            table.insert(d.name.name.clone(), funcs.len() as u32);
+            funcs.push(FuncIr {
+                name: d.name.name.clone(),
+                n_slots: 0,
+                params: Vec::new(),
+                returns_int: matches!(&d.return_type, ast::ReturnType::Type(t) if t.base == ast::UnsizedBase::Int && t.array_dims == 0),
+                void: matches!(d.return_type, ast::ReturnType::Void),
+                body: None,
+            });
+        }
+    }
+    for d in defs {
+        let Some(body) = &d.body else { continue };
+        let mut c = Compiler::new();
+        c.funcs = table.clone();
+        c.in_function = true;
+        let params: Vec<(u32, bool)> = d
+            .params
+            .iter()
+            .map(|p| {
+                (
+                    c.declare_local(&p.name.name),
+                    p.ty.base == ast::UnsizedBase::Int,
+                )
+            })
+            .collect();
+        let st = c.stmt(body)?;
+        let f = &mut funcs[table[&d.name.name] as usize];
+        f.params = params;
+        f.n_slots = c.n_slots;
+        f.body = Some(st);
+    }
+    Ok((table, funcs))
 }

@@ -8,7 +8,7 @@ use crate::inference::rng::StreamRng;
 use crate::syntax::Span;
 use crate::syntax::ast::{AssignOp, BinOp};
 
-use super::ir::{BaseEx, Builtin, DeclTy, Ex, IxEx, PArg, St, StKind};
+use super::ir::{BaseEx, Builtin, DeclTy, Ex, FuncIr, IxEx, PArg, St, StKind};
 use super::ops::{
     concat, dense, map_binary, map_unary, matmul, permute, reduce, to_real, transpose,
 };
@@ -40,6 +40,7 @@ pub enum Flow {
     Normal,
     Break,
     Continue,
+    Return,
 }
 
 /// The state of one evaluation.
@@ -55,6 +56,10 @@ pub struct Ctx<'a> {
     pub target_v: Vec<u32>,
     /// Random numbers for `_rng` functions (generated quantities only).
     pub rng: Option<&'a mut StreamRng>,
+    /// User-defined functions.
+    pub funcs: &'a [FuncIr],
+    /// The value of the last `return` executed.
+    ret: Option<Value>,
 }
 
 fn as_int(v: &Value, what: &str) -> R<i64> {
@@ -82,6 +87,8 @@ impl<'a> Ctx<'a> {
             target_c: 0.0,
             target_v: Vec::new(),
             rng: None,
+            funcs: &[],
+            ret: None,
         }
     }
 
@@ -159,8 +166,10 @@ impl<'a> Ctx<'a> {
                 let mut i = lo;
                 while i <= hi {
                     self.env[*slot as usize] = Value::Int(i);
-                    if self.exec(body)? == Flow::Break {
-                        break;
+                    match self.exec(body)? {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        _ => {}
                     }
                     i += 1;
                 }
@@ -194,8 +203,10 @@ impl<'a> Ctx<'a> {
                         (_, it) => it,
                     };
                     self.env[*slot as usize] = item;
-                    if self.exec(body)? == Flow::Break {
-                        break;
+                    match self.exec(body)? {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        _ => {}
                     }
                 }
             }
@@ -204,8 +215,10 @@ impl<'a> Ctx<'a> {
                 if !truthy(self.tape, &c).map_err(loc)? {
                     break;
                 }
-                if self.exec(body)? == Flow::Break {
-                    break;
+                match self.exec(body)? {
+                    Flow::Break => break,
+                    Flow::Return => return Ok(Flow::Return),
+                    _ => {}
                 }
             },
             StKind::If {
@@ -235,6 +248,16 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 return Err(loc(Fault::domain(msg)));
+            }
+            StKind::Return(e) => {
+                self.ret = Some(match e {
+                    Some(e) => self.eval(e).map_err(loc)?,
+                    None => Value::Int(0),
+                });
+                return Ok(Flow::Return);
+            }
+            StKind::ExprStmt(e) => {
+                self.eval(e).map_err(loc)?;
             }
             StKind::Nop => {}
         }
@@ -500,6 +523,15 @@ impl<'a> Ctx<'a> {
                 }
                 Value::from_s(self.lpdf(*family, &vals, *propto)?)
             }
+            Ex::UserCall(fi, args) => {
+                let funcs = self.funcs;
+                let f = &funcs[*fi as usize];
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                self.call_user(f, vals)?
+            }
             Ex::Cdf {
                 family,
                 complement,
@@ -612,6 +644,47 @@ impl<'a> Ctx<'a> {
             }
             Ex::Transpose(a) => transpose(&self.eval(a)?)?,
         })
+    }
+
+    /// Calls a user-defined function in a fresh frame.
+    fn call_user(&mut self, f: &FuncIr, vals: Vec<Value>) -> R<Value> {
+        let Some(body) = &f.body else {
+            return Err(Fault::fatal(format!(
+                "function `{}` is declared but never defined",
+                f.name
+            )));
+        };
+        if vals.len() != f.params.len() {
+            return Err(Fault::fatal(format!(
+                "function `{}` expects {} argument(s), got {}",
+                f.name,
+                f.params.len(),
+                vals.len()
+            )));
+        }
+        let frame = vec![Value::Int(0); f.n_slots as usize];
+        let saved = std::mem::replace(&mut self.env, frame);
+        for (v, &(slot, int)) in vals.into_iter().zip(&f.params) {
+            self.env[slot as usize] = if int { v } else { to_real(v) };
+        }
+        let saved_ret = self.ret.take();
+        let r = self.exec(body);
+        self.env = saved;
+        let ret = std::mem::replace(&mut self.ret, saved_ret);
+        match r {
+            Err(l) => Err(Fault {
+                message: format!("in function `{}`: {}", f.name, l.fault.message),
+                recoverable: l.fault.recoverable,
+            }),
+            Ok(_) => match ret {
+                Some(v) => Ok(if f.returns_int { v } else { to_real(v) }),
+                None if f.void => Ok(Value::Int(0)),
+                None => Err(Fault::fatal(format!(
+                    "function `{}` ended without returning a value",
+                    f.name
+                ))),
+            },
+        }
     }
 
     /// Binary operator on values.

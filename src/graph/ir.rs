@@ -192,6 +192,8 @@ pub enum Ex {
         complement: bool,
         args: Vec<Ex>,
     },
+    /// A call to a user-defined function (index into the model's function table).
+    UserCall(u32, Vec<Ex>),
     /// `foo_rng(…)`.
     Rng {
         family: Family,
@@ -297,7 +299,27 @@ pub enum StKind {
     Break,
     Continue,
     Reject(Vec<PArg>),
+    /// `return e;` / `return;` inside a user-defined function.
+    Return(Option<Ex>),
+    /// A (void) function call used as a statement.
+    ExprStmt(Ex),
     Nop,
+}
+
+/// A lowered user-defined function: its own slot frame, parameter slots and body.
+#[derive(Clone, Debug)]
+pub struct FuncIr {
+    pub name: String,
+    /// Number of slots of one call's frame.
+    pub n_slots: u32,
+    /// Slot of each parameter, and whether it is declared with an integer base type.
+    pub params: Vec<(u32, bool)>,
+    /// `true` when the declared return type is `int` (else results are converted to real).
+    pub returns_int: bool,
+    /// `true` for `void` functions.
+    pub void: bool,
+    /// `None` for a function only declared, never defined.
+    pub body: Option<St>,
 }
 
 /// An argument of `reject`.
