@@ -154,6 +154,40 @@ impl Compiler {
     fn call(&self, name: &ast::Ident, args: &[Expr]) -> Result<Ex, GraphError> {
         let n = name.name.as_str();
         let span = name.span;
+        if let Some(kind) = n.strip_prefix("std_normal_") {
+            let mut a = self.exprs(args)?;
+            let family = distributions::Family::Normal;
+            let std = [Ex::Int(0), Ex::Int(1)];
+            let ex = match kind {
+                "lpdf" | "lupdf" if a.len() == 1 => {
+                    a.extend(std);
+                    Ex::Lpdf {
+                        family,
+                        propto: kind == "lupdf",
+                        args: a,
+                    }
+                }
+                "lcdf" | "lccdf" if a.len() == 1 => {
+                    a.extend(std);
+                    Ex::Cdf {
+                        family,
+                        complement: kind == "lccdf",
+                        args: a,
+                    }
+                }
+                "rng" if a.is_empty() => Ex::Rng {
+                    family,
+                    args: std.to_vec(),
+                },
+                _ => {
+                    return Err(GraphError::UnknownFunction {
+                        name: n.to_string(),
+                        span,
+                    });
+                }
+            };
+            return Ok(ex);
+        }
         if let Some((sig, kind)) = distributions::lookup_function(n) {
             let args = self.exprs(args)?;
             let family = sig.family;
@@ -251,6 +285,29 @@ impl Compiler {
                 args,
                 truncation,
             } => {
+                if dist.name == "std_normal" {
+                    if !args.is_empty() {
+                        return Err(GraphError::Eval {
+                            message: "std_normal takes no parameters".into(),
+                            span,
+                        });
+                    }
+                    if truncation.is_some() {
+                        return Err(GraphError::Unsupported {
+                            what: "truncation of std_normal (write normal(0, 1) instead)".into(),
+                            span,
+                        });
+                    }
+                    return Ok(St {
+                        kind: StKind::Tilde {
+                            lhs: self.expr(lhs)?,
+                            family: distributions::Family::Normal,
+                            args: vec![Ex::Int(0), Ex::Int(1)],
+                            trunc: None,
+                        },
+                        span,
+                    });
+                }
                 let Some(sig) = distributions::lookup(&dist.name) else {
                     // A user-defined density: `y ~ foo(θ)` is `target += foo_lpdf(y | θ)`.
                     for suffix in ["_lpdf", "_lpmf"] {

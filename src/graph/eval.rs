@@ -1507,6 +1507,117 @@ impl<'a> Ctx<'a> {
                 arity(1)?;
                 transpose(&v[0])?
             }
+            Fma => {
+                arity(3)?;
+                let p = map_binary(tape, B::Mul, &v[0], &v[1], "fma")?;
+                map_binary(tape, B::Add, &p, &v[2], "fma")?
+            }
+            IntStep | IsInf | IsNan => {
+                arity(1)?;
+                let x = match v[0].as_s() {
+                    Some(s) => tape.value(s),
+                    None => return Err(Fault::fatal("int_step/is_inf/is_nan need a scalar")),
+                };
+                Value::Int(match b {
+                    IntStep => x > 0.0,
+                    IsInf => x.is_infinite(),
+                    _ => x.is_nan(),
+                } as i64)
+            }
+            Reverse | SortAsc | SortDesc => {
+                arity(1)?;
+                let Value::T(t) = &v[0] else {
+                    return Err(Fault::fatal("reverse/sort need a vector or array"));
+                };
+                let (outer, block) = match (t.arr.as_slice(), t.base) {
+                    ([], bb) => (bb.size(), 1),
+                    ([n, ..], _) => (*n, t.data.len() / (*n).max(1)),
+                };
+                let order: Vec<usize> = if b == Reverse {
+                    (0..outer).rev().collect()
+                } else {
+                    if block != 1 {
+                        return Err(Fault::fatal(
+                            "sort needs a vector or a one-dimensional array",
+                        ));
+                    }
+                    let xs = v[0].values(tape);
+                    let mut o: Vec<usize> = (0..outer).collect();
+                    o.sort_by(|&i, &j| xs[i].total_cmp(&xs[j]));
+                    if b == SortDesc {
+                        o.reverse();
+                    }
+                    o
+                };
+                let offs: Vec<usize> = order
+                    .iter()
+                    .flat_map(|&i| (i * block)..(i * block + block))
+                    .collect();
+                gather(t, t.arr.clone(), t.base, &offs)
+            }
+            RowsDotProduct | ColumnsDotProduct => {
+                arity(2)?;
+                let p = map_binary(tape, B::Mul, &v[0], &v[1], "rows_dot_product")?;
+                let (r, c) = p.shape().1.matrix_dims();
+                if b == RowsDotProduct {
+                    let ones = Value::T(Tensor {
+                        arr: vec![],
+                        base: Base::Vector(c),
+                        data: Data::Real(Arc::new(vec![1.0; c])),
+                    });
+                    matmul(tape, &p, &ones)?
+                } else {
+                    let ones = Value::T(Tensor {
+                        arr: vec![],
+                        base: Base::RowVector(r),
+                        data: Data::Real(Arc::new(vec![1.0; r])),
+                    });
+                    matmul(tape, &ones, &p)?
+                }
+            }
+            Crossprod | Tcrossprod => {
+                arity(1)?;
+                let t = transpose(&v[0])?;
+                if b == Crossprod {
+                    matmul(tape, &t, &v[0])?
+                } else {
+                    matmul(tape, &v[0], &t)?
+                }
+            }
+            QuadForm => {
+                arity(2)?;
+                let av = matmul(tape, &v[0], &v[1])?;
+                let bt = transpose(&v[1])?;
+                matmul(tape, &bt, &av)?
+            }
+            LinspacedVector => {
+                arity(3)?;
+                let n = int_arg(0)?.max(0) as usize;
+                let lo = tape.value(scalar_arg(&v[1])?.as_s().expect("scalar"));
+                let hi = tape.value(scalar_arg(&v[2])?.as_s().expect("scalar"));
+                let xs: Vec<f64> = (0..n)
+                    .map(|i| {
+                        if n == 1 {
+                            hi
+                        } else {
+                            lo + (hi - lo) * i as f64 / (n - 1) as f64
+                        }
+                    })
+                    .collect();
+                Value::T(Tensor {
+                    arr: vec![],
+                    base: Base::Vector(n),
+                    data: Data::Real(Arc::new(xs)),
+                })
+            }
+            LogMix => {
+                arity(3)?;
+                let lt = map_unary(tape, U::Log, &v[0]);
+                let l1t = map_unary(tape, U::Log1m, &v[0]);
+                let a = map_binary(tape, B::Add, &lt, &v[1], "log_mix")?;
+                let c = map_binary(tape, B::Add, &l1t, &v[2], "log_mix")?;
+                map_binary(tape, B::LogSumExp, &a, &c, "log_mix")?
+            }
         })
     }
 }
