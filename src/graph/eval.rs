@@ -1256,11 +1256,11 @@ impl<'a> Ctx<'a> {
                 2 => {
                     let k = int_arg(1)?.max(0) as usize;
                     match v[0].shape() {
-                        (a, Base::Vector(m)) if a.is_empty() => {
+                        ([], Base::Vector(m)) => {
                             let offs: Vec<usize> = (0..k).flat_map(|_| 0..m).collect();
                             permute(&v[0], &offs, vec![], Base::Matrix(m, k))
                         }
-                        (a, Base::RowVector(n)) if a.is_empty() => {
+                        ([], Base::RowVector(n)) => {
                             let offs: Vec<usize> =
                                 (0..n).flat_map(|j| std::iter::repeat_n(j, k)).collect();
                             permute(&v[0], &offs, vec![], Base::Matrix(k, n))
@@ -1306,14 +1306,14 @@ impl<'a> Ctx<'a> {
             }
             ToMatrix => match v.len() {
                 1 => match v[0].shape() {
-                    (a, Base::Matrix(..)) if a.is_empty() => v[0].clone(),
-                    (a, Base::Vector(n)) if a.is_empty() => permute(
+                    ([], Base::Matrix(..)) => v[0].clone(),
+                    ([], Base::Vector(n)) => permute(
                         &v[0],
                         &(0..n).collect::<Vec<_>>(),
                         vec![],
                         Base::Matrix(n, 1),
                     ),
-                    (a, Base::RowVector(n)) if a.is_empty() => permute(
+                    ([], Base::RowVector(n)) => permute(
                         &v[0],
                         &(0..n).collect::<Vec<_>>(),
                         vec![],
@@ -1362,7 +1362,7 @@ impl<'a> Ctx<'a> {
             DiagMatrix => {
                 arity(1)?;
                 let n = match v[0].shape() {
-                    (a, Base::Vector(n) | Base::RowVector(n)) if a.is_empty() => n,
+                    ([], Base::Vector(n) | Base::RowVector(n)) => n,
                     _ => return Err(Fault::fatal("diag_matrix needs a vector")),
                 };
                 let zero = if v[0].is_var() {
@@ -1379,7 +1379,7 @@ impl<'a> Ctx<'a> {
             Diagonal => {
                 arity(1)?;
                 match v[0].shape() {
-                    (a, Base::Matrix(r, c)) if a.is_empty() => {
+                    ([], Base::Matrix(r, c)) => {
                         let k = r.min(c);
                         let offs: Vec<usize> = (0..k).map(|i| i + i * r).collect();
                         permute(&v[0], &offs, vec![], Base::Vector(k))
@@ -1460,7 +1460,7 @@ impl<'a> Ctx<'a> {
             Softmax | LogSoftmax => {
                 arity(1)?;
                 let n = match v[0].shape() {
-                    (a, Base::Vector(n)) if a.is_empty() => n,
+                    ([], Base::Vector(n)) => n,
                     _ => return Err(Fault::fatal("softmax needs a vector")),
                 };
                 let xs = v[0].values(tape);
@@ -1486,7 +1486,7 @@ impl<'a> Ctx<'a> {
                     (&v[1], &v[0])
                 };
                 let (r, c) = match m.shape() {
-                    (a, Base::Matrix(r, c)) if a.is_empty() => (r, c),
+                    ([], Base::Matrix(r, c)) => (r, c),
                     _ => return Err(Fault::fatal("diag_pre/post_multiply needs a matrix")),
                 };
                 let need = if b == DiagPreMultiply { r } else { c };

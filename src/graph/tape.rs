@@ -274,3 +274,31 @@ impl Tape {
         grad.copy_from_slice(&self.adj[..grad.len()]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_nodes_and_data_product_gradients() {
+        // f(x, y) = sum(A · [x, y]ᵀ) + x·y with A = [[1, 2], [3, 4]] (column-major [1, 3, 2, 4]).
+        let mut t = Tape::default();
+        t.reset(true);
+        let x = t.leaf(0.5);
+        let y = t.leaf(-2.0);
+        let a = Arc::new(vec![1.0, 3.0, 2.0, 4.0]);
+        let out = t.matmul_data(&a, 2, 2, 1, &[x, y]);
+        assert_eq!(t.val[out as usize], 1.0 * 0.5 + 2.0 * -2.0);
+        assert_eq!(t.val[out as usize + 1], 3.0 * 0.5 + 4.0 * -2.0);
+        let xy = t.node(0.5 * -2.0, &[(S::V(x), -2.0), (S::V(y), 0.5)]);
+        let S::V(xy) = xy else {
+            panic!("a node with variable inputs is a variable")
+        };
+        let mut g = [0.0; 2];
+        t.gradient(&[out, out + 1, xy], &mut g);
+        // ∂/∂x = 1 + 3 + y, ∂/∂y = 2 + 4 + x.
+        assert_eq!(g, [4.0 - 2.0, 6.0 + 0.5]);
+        // Constant inputs give constants and no node.
+        assert_eq!(t.node(3.0, &[(S::C(1.0), 2.0)]), S::C(3.0));
+    }
+}
