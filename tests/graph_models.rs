@@ -340,3 +340,168 @@ fn missing_data_and_unknown_names_are_graph_errors() {
     let e = Model::new(&prog, &BoundData::default()).err().unwrap();
     assert!(e.to_string().contains("frob"), "{e}");
 }
+
+fn phi(x: f64) -> f64 {
+    0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+#[test]
+fn truncation_subtracts_the_normaliser() {
+    let src = "
+data { int N; vector[N] y; }
+parameters { real mu; real<lower=0> s; }
+model {
+  y ~ normal(mu, 1) T[0, ];
+  y ~ normal(mu, 1) T[, 4];
+  y ~ normal(mu, 1) T[-1, 5];
+  target += normal_lcdf(1.5 | mu, 2) + normal_lccdf(0.5 | mu, s);
+}";
+    let y = [0.4, 1.3, 2.2];
+    let mut bd = BoundData::default();
+    bd.values.insert("N".into(), scalar_int(3));
+    bd.values.insert("y".into(), vector(y.to_vec(), false));
+    let m = compile(src, &bd);
+    let z: [f64; 2] = [0.6, -0.3];
+    let (mu, s) = (z[0], z[1].exp());
+    let sq: f64 = y.iter().map(|v| -0.5 * (v - mu) * (v - mu)).sum();
+    let want = 3.0 * sq
+        - 3.0 * phi(mu).ln()
+        - 3.0 * phi(4.0 - mu).ln()
+        - 3.0 * (phi(5.0 - mu) - phi(-1.0 - mu)).ln()
+        + phi((1.5 - mu) / 2.0).ln()
+        + (1.0 - phi((0.5 - mu) / s)).ln()
+        + z[1];
+    let mut g = vec![0.0; 2];
+    let got = m.log_density_grad(&z, &mut g).unwrap();
+    assert!(rel_close(got, want, 1e-10), "{got} vs {want}");
+    let fd = fd_grad(&m, &z);
+    for k in 0..2 {
+        assert!(
+            rel_close(g[k], fd[k], 1e-6),
+            "grad {k}: {} vs {}",
+            g[k],
+            fd[k]
+        );
+    }
+    // A variate outside the truncation interval has zero density.
+    let src = "parameters { real mu; } model { 5 ~ normal(mu, 1) T[, 4]; }";
+    let m = compile(src, &BoundData::default());
+    assert_eq!(m.log_density(&[0.0]).unwrap(), f64::NEG_INFINITY);
+}
+
+#[test]
+fn generated_quantities_draw_with_rng() {
+    let src = "
+parameters { real mu; }
+model { mu ~ normal(0, 1); }
+generated quantities {
+  real z = normal_rng(mu, 1);
+  int k = poisson_rng(3.0);
+  array[2] real zs = normal_rng([0, 100]', 0.5);
+  real twice = 2 * mu;
+}";
+    let m = compile(src, &BoundData::default());
+    assert_eq!(
+        m.generated_quantity_names(),
+        vec!["z", "k", "zs[1]", "zs[2]", "twice"]
+    );
+    let mut rng = stream(11, 1);
+    let a = m.write_array(&[0.25], true, true, &mut rng).unwrap();
+    let mut rng = stream(11, 1);
+    let b = m.write_array(&[0.25], true, true, &mut rng).unwrap();
+    assert_eq!(a, b, "same stream, same draws");
+    assert_eq!(a.len(), 6);
+    assert_eq!(a[0], 0.25);
+    assert!(a[1].is_finite());
+    assert!(a[2] >= 0.0 && a[2].fract() == 0.0);
+    assert!((a[4] - 100.0).abs() < 5.0);
+    assert_eq!(a[5], 0.5);
+    // Without generated quantities only the parameters are written.
+    assert_eq!(
+        m.write_array(&[0.25], true, false, &mut rng).unwrap(),
+        vec![0.25]
+    );
+    // Sample mean and sd of normal_rng(mu, 1) over many draws.
+    let mut rng = stream(5, 2);
+    let draws: Vec<f64> = (0..4000)
+        .map(|_| m.write_array(&[0.25], false, true, &mut rng).unwrap()[1])
+        .collect();
+    let mean = draws.iter().sum::<f64>() / 4000.0;
+    let sd = (draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / 3999.0).sqrt();
+    assert!((mean - 0.25).abs() < 0.07, "{mean}");
+    assert!((sd - 1.0).abs() < 0.05, "{sd}");
+}
+
+#[test]
+fn user_defined_functions_recursion_densities_and_lp() {
+    let src = "
+functions {
+  real twice(real x) { return 2 * x; }
+  real fact(int n) { if (n <= 1) return 1; return n * fact(n - 1); }
+  real mylik_lpdf(vector y, real mu, real s) { return normal_lpdf(y | mu, s); }
+  vector scale(vector v, real k) {
+    vector[rows(v)] out;
+    for (i in 1:rows(v)) out[i] = k * v[i];
+    return out;
+  }
+  void addit_lp(real x) { target += x; }
+}
+data { int N; vector[N] y; }
+parameters { real mu; vector[2] v; }
+model {
+  y ~ mylik(mu, 1.5);
+  target += twice(mu) + fact(4) + sum(scale(v, mu));
+  addit_lp(-square(mu));
+}";
+    let y = [0.4, 1.3, 2.2];
+    let mut bd = BoundData::default();
+    bd.values.insert("N".into(), scalar_int(3));
+    bd.values.insert("y".into(), vector(y.to_vec(), false));
+    let m = compile(src, &bd);
+    let z = [0.3, -0.7, 1.1];
+    let mu = z[0];
+    let lik: f64 = y
+        .iter()
+        .map(|v| -0.918_938_533_204_672_8 - 1.5f64.ln() - 0.5 * ((v - mu) / 1.5).powi(2))
+        .sum();
+    let want = lik + 2.0 * mu + 24.0 + mu * (z[1] + z[2]) - mu * mu;
+    let mut g = vec![0.0; 3];
+    let got = m.log_density_grad(&z, &mut g).unwrap();
+    assert!(rel_close(got, want, 1e-12), "{got} vs {want}");
+    let fd = fd_grad(&m, &z);
+    for k in 0..3 {
+        assert!(
+            rel_close(g[k], fd[k], 1e-6),
+            "grad {k}: {} vs {}",
+            g[k],
+            fd[k]
+        );
+    }
+}
+
+#[test]
+fn model_is_send_sync_and_thread_independent() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Model>();
+    let (bd, _r) = garch_data();
+    let m = compile(GARCH, &bd);
+    let z = [0.05, -2.0, -2.0, 1.5];
+    let mut g0 = vec![0.0; 4];
+    let v0 = m.log_density_grad(&z, &mut g0).unwrap();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut g = vec![0.0; 4];
+                    let v = m.log_density_grad(&z, &mut g).unwrap();
+                    (v, g)
+                })
+            })
+            .collect();
+        for h in hs {
+            let (v, g) = h.join().unwrap();
+            assert_eq!(v, v0);
+            assert_eq!(g, g0);
+        }
+    });
+}

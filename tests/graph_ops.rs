@@ -170,6 +170,18 @@ fn table() -> Vec<(&'static str, Closed, f64)> {
         ("normal_lupdf(v | a, 1)", Some(|p| p.v.iter().map(|x| -0.5 * (x - p.a).powi(2)).sum()), 1e-7),
         ("bernoulli_logit_lpmf({1, 0, 1} | v)", Some(|p| p.v[0] - log1p_exp(p.v[0]) - log1p_exp(p.v[1]) + p.v[2] - log1p_exp(p.v[2])), 1e-7),
         ("normal_lpdf(d | M * [a, b]', 2)", None, 1e-7),
+        ("fma(a, b, v[1])", Some(|p| p.a * p.b + p.v[0]), 1e-7),
+        ("int_step(a) * b + is_inf(a) + is_nan(a)", Some(|p| p.b), 1e-7),
+        ("dot_product(reverse(v), d)", Some(|p| p.v[2] * p.d[0] + p.v[1] * p.d[1] + p.v[0] * p.d[2]), 1e-7),
+        ("dot_product(sort_asc(v), d) + dot_product(sort_desc(v), d)", Some(|p| p.v[0] * p.d[0] + p.v[2] * p.d[1] + p.v[1] * p.d[2] + p.v[1] * p.d[0] + p.v[2] * p.d[1] + p.v[0] * p.d[2]), 1e-7),
+        ("sum(rows_dot_product(M, M)) + sum(columns_dot_product(M, M))", Some(|p| 2.0 * p.m.iter().flatten().map(|x| x * x).sum::<f64>()), 1e-7),
+        ("sum(crossprod(M))", Some(|p| { let mut s = 0.0; for j in 0..2 { for l in 0..2 { for i in 0..3 { s += p.m[i][j] * p.m[i][l]; } } } s }), 1e-7),
+        ("sum(tcrossprod(M))", Some(|p| { let mut s = 0.0; for i in 0..3 { for k in 0..3 { for j in 0..2 { s += p.m[i][j] * p.m[k][j]; } } } s }), 1e-7),
+        ("quad_form(diag_matrix(d), v)", Some(|p| (0..3).map(|i| p.d[i] * p.v[i] * p.v[i]).sum()), 1e-7),
+        ("dot_product(linspaced_vector(3, 0, 1), v)", Some(|p| 0.5 * p.v[1] + p.v[2]), 1e-7),
+        ("log_mix(inv_logit(b), a, v[1])", Some(|p| { let t = 1.0 / (1.0 + (-p.b).exp()); (t * p.a.exp() + (1.0 - t) * p.v[0].exp()).ln() }), 1e-7),
+        ("std_normal_lpdf(v)", Some(|p| p.v.iter().map(|x| -HALF_LOG_TWO_PI - 0.5 * x * x).sum()), 1e-7),
+        ("normal_lcdf(a | b, 2) + normal_lccdf(v[2] | a, exp(b))", None, 1e-7),
         ("sum(to_row_vector(v) .* w) + sum(to_matrix(v, 3, 1))", Some(|p| (0..3).map(|i| p.v[i] * p.w[i] + p.v[i]).sum()), 1e-7),
     ]
 }

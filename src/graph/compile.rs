@@ -2,14 +2,14 @@
 
 use std::collections::HashMap;
 
-use crate::distributions;
+use crate::distributions::{self, FunctionKind};
 use crate::syntax::Span;
 use crate::syntax::ast::{
     self, Expr, ExprKind, Index, LValue, PrintArg, SizedBase, SizedType, Stmt, StmtKind, UnOp,
 };
 
 use super::error::GraphError;
-use super::ir::{BaseEx, DeclTy, Ex, IxEx, PArg, St, StKind, builtin};
+use super::ir::{BaseEx, DeclTy, Ex, FuncIr, IxEx, PArg, St, StKind, builtin};
 
 /// Where a name lives.
 #[derive(Clone, Copy, Debug)]
@@ -24,8 +24,10 @@ pub struct Compiler {
     scopes: Vec<HashMap<String, VarRef>>,
     /// Number of local slots allocated so far.
     pub n_slots: u32,
-    /// Names of user-defined functions (calls to them are reported as unsupported).
-    pub user_functions: Vec<String>,
+    /// User-defined functions by name → index in the function table.
+    pub funcs: HashMap<String, u32>,
+    /// True while lowering a function body (`return` allowed, no globals visible).
+    pub in_function: bool,
 }
 
 impl Compiler {
@@ -34,7 +36,8 @@ impl Compiler {
         Compiler {
             scopes: vec![HashMap::new()],
             n_slots: 0,
-            user_functions: Vec::new(),
+            funcs: HashMap::new(),
+            in_function: false,
         }
     }
 
@@ -151,48 +154,72 @@ impl Compiler {
     fn call(&self, name: &ast::Ident, args: &[Expr]) -> Result<Ex, GraphError> {
         let n = name.name.as_str();
         let span = name.span;
-        for (suffix, propto) in [
-            ("_lpdf", false),
-            ("_lpmf", false),
-            ("_lupdf", true),
-            ("_lupmf", true),
-        ] {
-            if let Some(fam) = n.strip_suffix(suffix)
-                && let Some(sig) = distributions::lookup(fam)
-            {
-                return Ok(Ex::Lpdf {
-                    family: sig.family,
-                    propto,
-                    args: self.exprs(args)?,
-                });
-            }
+        if let Some(kind) = n.strip_prefix("std_normal_") {
+            let mut a = self.exprs(args)?;
+            let family = distributions::Family::Normal;
+            let std = [Ex::Int(0), Ex::Int(1)];
+            let ex = match kind {
+                "lpdf" | "lupdf" if a.len() == 1 => {
+                    a.extend(std);
+                    Ex::Lpdf {
+                        family,
+                        propto: kind == "lupdf",
+                        args: a,
+                    }
+                }
+                "lcdf" | "lccdf" if a.len() == 1 => {
+                    a.extend(std);
+                    Ex::Cdf {
+                        family,
+                        complement: kind == "lccdf",
+                        args: a,
+                    }
+                }
+                "rng" if a.is_empty() => Ex::Rng {
+                    family,
+                    args: std.to_vec(),
+                },
+                _ => {
+                    return Err(GraphError::UnknownFunction {
+                        name: n.to_string(),
+                        span,
+                    });
+                }
+            };
+            return Ok(ex);
         }
-        if let Some(fam) = n.strip_suffix("_rng")
-            && let Some(sig) = distributions::lookup(fam)
-        {
-            return Ok(Ex::Rng {
-                family: sig.family,
-                args: self.exprs(args)?,
+        if let Some((sig, kind)) = distributions::lookup_function(n) {
+            let args = self.exprs(args)?;
+            let family = sig.family;
+            return Ok(match kind {
+                FunctionKind::LogDensity => Ex::Lpdf {
+                    family,
+                    propto: false,
+                    args,
+                },
+                FunctionKind::UnnormalisedLogDensity => Ex::Lpdf {
+                    family,
+                    propto: true,
+                    args,
+                },
+                FunctionKind::LogCdf => Ex::Cdf {
+                    family,
+                    complement: false,
+                    args,
+                },
+                FunctionKind::LogCcdf => Ex::Cdf {
+                    family,
+                    complement: true,
+                    args,
+                },
+                FunctionKind::Rng => Ex::Rng { family, args },
             });
-        }
-        for suffix in ["_lcdf", "_lccdf", "_cdf"] {
-            if let Some(fam) = n.strip_suffix(suffix)
-                && distributions::lookup(fam).is_some()
-            {
-                return Err(GraphError::Unsupported {
-                    what: format!("`{n}` (cumulative distribution functions)"),
-                    span,
-                });
-            }
         }
         if let Some(b) = builtin(n) {
             return Ok(Ex::Call(b, self.exprs(args)?));
         }
-        if self.user_functions.iter().any(|f| f == n) {
-            return Err(GraphError::Unsupported {
-                what: format!("calling the user-defined function `{n}`"),
-                span,
-            });
+        if let Some(&i) = self.funcs.get(n) {
+            return Ok(Ex::UserCall(i, self.exprs(args)?));
         }
         Err(GraphError::UnknownFunction {
             name: n.to_string(),
@@ -258,22 +285,75 @@ impl Compiler {
                 args,
                 truncation,
             } => {
-                if let Some(t) = truncation {
-                    return Err(GraphError::Unsupported {
-                        what: "truncation `T[…]`".into(),
-                        span: t.span,
+                if dist.name == "std_normal" {
+                    if !args.is_empty() {
+                        return Err(GraphError::Eval {
+                            message: "std_normal takes no parameters".into(),
+                            span,
+                        });
+                    }
+                    if truncation.is_some() {
+                        return Err(GraphError::Unsupported {
+                            what: "truncation of std_normal (write normal(0, 1) instead)".into(),
+                            span,
+                        });
+                    }
+                    return Ok(St {
+                        kind: StKind::Tilde {
+                            lhs: self.expr(lhs)?,
+                            family: distributions::Family::Normal,
+                            args: vec![Ex::Int(0), Ex::Int(1)],
+                            trunc: None,
+                        },
+                        span,
                     });
                 }
-                let sig = distributions::lookup(&dist.name).ok_or_else(|| {
-                    GraphError::UnknownFunction {
+                let Some(sig) = distributions::lookup(&dist.name) else {
+                    // A user-defined density: `y ~ foo(θ)` is `target += foo_lpdf(y | θ)`.
+                    for suffix in ["_lpdf", "_lpmf"] {
+                        if let Some(&i) = self.funcs.get(&format!("{}{suffix}", dist.name)) {
+                            if truncation.is_some() {
+                                return Err(GraphError::Unsupported {
+                                    what: "truncation of a user-defined distribution".into(),
+                                    span,
+                                });
+                            }
+                            let mut all = vec![self.expr(lhs)?];
+                            all.extend(self.exprs(args)?);
+                            return Ok(St {
+                                kind: StKind::TargetPlus(Ex::UserCall(i, all)),
+                                span,
+                            });
+                        }
+                    }
+                    return Err(GraphError::UnknownFunction {
                         name: dist.name.clone(),
                         span: dist.span,
+                    });
+                };
+                let trunc = match truncation {
+                    Some(t) => {
+                        if !distributions::has_log_cdf(sig.family) {
+                            return Err(GraphError::Unsupported {
+                                what: format!(
+                                    "truncation of `{}` (no log CDF is available for this family)",
+                                    sig.name
+                                ),
+                                span: t.span,
+                            });
+                        }
+                        Some((
+                            t.lower.as_ref().map(|e| self.expr(e)).transpose()?,
+                            t.upper.as_ref().map(|e| self.expr(e)).transpose()?,
+                        ))
                     }
-                })?;
+                    None => None,
+                };
                 StKind::Tilde {
                     lhs: self.expr(lhs)?,
                     family: sig.family,
                     args: self.exprs(args)?,
+                    trunc,
                 }
             }
             StmtKind::TargetPlus(e) => StKind::TargetPlus(self.expr(e)?),
@@ -331,11 +411,14 @@ impl Compiler {
             }
             StmtKind::Break => StKind::Break,
             StmtKind::Continue => StKind::Continue,
-            StmtKind::Return(_) => {
-                return Err(GraphError::Unsupported {
-                    what: "`return` outside a function".into(),
-                    span,
-                });
+            StmtKind::Return(e) => {
+                if !self.in_function {
+                    return Err(GraphError::Unsupported {
+                        what: "`return` outside a function".into(),
+                        span,
+                    });
+                }
+                StKind::Return(e.as_ref().map(|e| self.expr(e)).transpose()?)
             }
             StmtKind::Print(_) => StKind::Nop,
             StmtKind::Reject(args) => StKind::Reject(
@@ -348,12 +431,7 @@ impl Compiler {
                     })
                     .collect::<Result<_, GraphError>>()?,
             ),
-            StmtKind::Expr(e) => {
-                return Err(GraphError::Unsupported {
-                    what: "a function call used as a statement".into(),
-                    span: e.span,
-                });
-            }
+            StmtKind::Expr(e) => StKind::ExprStmt(self.expr(e)?),
         };
         Ok(St { kind, span })
     }
@@ -392,4 +470,48 @@ impl Compiler {
         }
         Ok((slot, idx))
     }
+}
+
+/// Lowers the `functions` block: every name is registered first (so bodies may call each other
+/// and themselves), then each body is lowered in its own slot frame, seeing only its arguments.
+pub fn lower_functions(
+    defs: &[ast::FunctionDef],
+) -> Result<(HashMap<String, u32>, Vec<FuncIr>), GraphError> {
+    let mut table: HashMap<String, u32> = HashMap::new();
+    let mut funcs: Vec<FuncIr> = Vec::new();
+    for d in defs {
+        if !table.contains_key(&d.name.name) {
+            table.insert(d.name.name.clone(), funcs.len() as u32);
+            funcs.push(FuncIr {
+                name: d.name.name.clone(),
+                n_slots: 0,
+                params: Vec::new(),
+                returns_int: matches!(&d.return_type, ast::ReturnType::Type(t) if t.base == ast::UnsizedBase::Int && t.array_dims == 0),
+                void: matches!(d.return_type, ast::ReturnType::Void),
+                body: None,
+            });
+        }
+    }
+    for d in defs {
+        let Some(body) = &d.body else { continue };
+        let mut c = Compiler::new();
+        c.funcs = table.clone();
+        c.in_function = true;
+        let params: Vec<(u32, bool)> = d
+            .params
+            .iter()
+            .map(|p| {
+                (
+                    c.declare_local(&p.name.name),
+                    p.ty.base == ast::UnsizedBase::Int,
+                )
+            })
+            .collect();
+        let st = c.stmt(body)?;
+        let f = &mut funcs[table[&d.name.name] as usize];
+        f.params = params;
+        f.n_slots = c.n_slots;
+        f.body = Some(st);
+    }
+    Ok((table, funcs))
 }

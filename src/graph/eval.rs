@@ -8,7 +8,7 @@ use crate::inference::rng::StreamRng;
 use crate::syntax::Span;
 use crate::syntax::ast::{AssignOp, BinOp};
 
-use super::ir::{BaseEx, Builtin, DeclTy, Ex, IxEx, PArg, St, StKind};
+use super::ir::{BaseEx, Builtin, DeclTy, Ex, FuncIr, IxEx, PArg, St, StKind};
 use super::ops::{
     concat, dense, map_binary, map_unary, matmul, permute, reduce, to_real, transpose,
 };
@@ -25,12 +25,22 @@ pub struct Located {
     pub span: Span,
 }
 
+/// Which function of a family to evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The log density; `true` drops constant terms (as `~`).
+    Density(bool),
+    /// The log CDF; `true` for the complementary CDF.
+    Cdf(bool),
+}
+
 /// Control flow after a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
     Normal,
     Break,
     Continue,
+    Return,
 }
 
 /// The state of one evaluation.
@@ -46,6 +56,10 @@ pub struct Ctx<'a> {
     pub target_v: Vec<u32>,
     /// Random numbers for `_rng` functions (generated quantities only).
     pub rng: Option<&'a mut StreamRng>,
+    /// User-defined functions.
+    pub funcs: &'a [FuncIr],
+    /// The value of the last `return` executed.
+    ret: Option<Value>,
 }
 
 fn as_int(v: &Value, what: &str) -> R<i64> {
@@ -73,6 +87,8 @@ impl<'a> Ctx<'a> {
             target_c: 0.0,
             target_v: Vec::new(),
             rng: None,
+            funcs: &[],
+            ret: None,
         }
     }
 
@@ -122,7 +138,12 @@ impl<'a> Ctx<'a> {
             StKind::Assign { slot, idx, op, rhs } => {
                 self.assign(*slot, idx, *op, rhs).map_err(loc)?;
             }
-            StKind::Tilde { lhs, family, args } => {
+            StKind::Tilde {
+                lhs,
+                family,
+                args,
+                trunc,
+            } => {
                 let mut vals = Vec::with_capacity(args.len() + 1);
                 vals.push(self.eval(lhs).map_err(loc)?);
                 for a in args {
@@ -130,6 +151,10 @@ impl<'a> Ctx<'a> {
                 }
                 let s = self.lpdf(*family, &vals, true).map_err(loc)?;
                 self.add_target(&Value::from_s(s));
+                if let Some((lo, hi)) = trunc {
+                    self.truncate(*family, &mut vals, lo.as_ref(), hi.as_ref())
+                        .map_err(loc)?;
+                }
             }
             StKind::TargetPlus(e) => {
                 let v = self.eval(e).map_err(loc)?;
@@ -141,8 +166,10 @@ impl<'a> Ctx<'a> {
                 let mut i = lo;
                 while i <= hi {
                     self.env[*slot as usize] = Value::Int(i);
-                    if self.exec(body)? == Flow::Break {
-                        break;
+                    match self.exec(body)? {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        _ => {}
                     }
                     i += 1;
                 }
@@ -176,8 +203,10 @@ impl<'a> Ctx<'a> {
                         (_, it) => it,
                     };
                     self.env[*slot as usize] = item;
-                    if self.exec(body)? == Flow::Break {
-                        break;
+                    match self.exec(body)? {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        _ => {}
                     }
                 }
             }
@@ -186,8 +215,10 @@ impl<'a> Ctx<'a> {
                 if !truthy(self.tape, &c).map_err(loc)? {
                     break;
                 }
-                if self.exec(body)? == Flow::Break {
-                    break;
+                match self.exec(body)? {
+                    Flow::Break => break,
+                    Flow::Return => return Ok(Flow::Return),
+                    _ => {}
                 }
             },
             StKind::If {
@@ -217,6 +248,16 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 return Err(loc(Fault::domain(msg)));
+            }
+            StKind::Return(e) => {
+                self.ret = Some(match e {
+                    Some(e) => self.eval(e).map_err(loc)?,
+                    None => Value::Int(0),
+                });
+                return Ok(Flow::Return);
+            }
+            StKind::ExprStmt(e) => {
+                self.eval(e).map_err(loc)?;
             }
             StKind::Nop => {}
         }
@@ -482,6 +523,26 @@ impl<'a> Ctx<'a> {
                 }
                 Value::from_s(self.lpdf(*family, &vals, *propto)?)
             }
+            Ex::UserCall(fi, args) => {
+                let funcs = self.funcs;
+                let f = &funcs[*fi as usize];
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                self.call_user(f, vals)?
+            }
+            Ex::Cdf {
+                family,
+                complement,
+                args,
+            } => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                Value::from_s(self.density(*family, &vals, Kind::Cdf(*complement))?)
+            }
             Ex::Rng { family, args } => {
                 let mut vals = Vec::with_capacity(args.len());
                 for a in args {
@@ -585,6 +646,47 @@ impl<'a> Ctx<'a> {
         })
     }
 
+    /// Calls a user-defined function in a fresh frame.
+    fn call_user(&mut self, f: &FuncIr, vals: Vec<Value>) -> R<Value> {
+        let Some(body) = &f.body else {
+            return Err(Fault::fatal(format!(
+                "function `{}` is declared but never defined",
+                f.name
+            )));
+        };
+        if vals.len() != f.params.len() {
+            return Err(Fault::fatal(format!(
+                "function `{}` expects {} argument(s), got {}",
+                f.name,
+                f.params.len(),
+                vals.len()
+            )));
+        }
+        let frame = vec![Value::Int(0); f.n_slots as usize];
+        let saved = std::mem::replace(&mut self.env, frame);
+        for (v, &(slot, int)) in vals.into_iter().zip(&f.params) {
+            self.env[slot as usize] = if int { v } else { to_real(v) };
+        }
+        let saved_ret = self.ret.take();
+        let r = self.exec(body);
+        self.env = saved;
+        let ret = std::mem::replace(&mut self.ret, saved_ret);
+        match r {
+            Err(l) => Err(Fault {
+                message: format!("in function `{}`: {}", f.name, l.fault.message),
+                recoverable: l.fault.recoverable,
+            }),
+            Ok(_) => match ret {
+                Some(v) => Ok(if f.returns_int { v } else { to_real(v) }),
+                None if f.void => Ok(Value::Int(0)),
+                None => Err(Fault::fatal(format!(
+                    "function `{}` ended without returning a value",
+                    f.name
+                ))),
+            },
+        }
+    }
+
     /// Binary operator on values.
     pub fn binop(&mut self, op: BinOp, a: &Value, b: &Value) -> R<Value> {
         use BinOp::*;
@@ -682,8 +784,17 @@ impl<'a> Ctx<'a> {
 
     /// A distribution's log density as one tape node holding its partials.
     pub fn lpdf(&mut self, family: Family, vals: &[Value], propto: bool) -> R<S> {
+        self.density(family, vals, Kind::Density(propto))
+    }
+
+    /// A log density, log CDF or log CCDF as one tape node holding its partials.
+    pub fn density(&mut self, family: Family, vals: &[Value], kind: Kind) -> R<S> {
         let sig = family.sig();
-        let fname = distributions::args::function_name(sig);
+        let fname = match kind {
+            Kind::Density(_) => distributions::args::function_name(sig),
+            Kind::Cdf(false) => format!("{}_lcdf", sig.name),
+            Kind::Cdf(true) => format!("{}_lccdf", sig.name),
+        };
         if vals.len() != sig.params.len() + 1 {
             return Err(Fault::fatal(format!(
                 "{fname} expects {} arguments, got {}",
@@ -729,8 +840,11 @@ impl<'a> Ctx<'a> {
                 s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
             });
         }
-        let term = distributions::log_density(family, &args, &is_var, propto)
-            .map_err(|e| Fault::domain(e.to_string()))?;
+        let term = match kind {
+            Kind::Density(propto) => distributions::log_density(family, &args, &is_var, propto),
+            Kind::Cdf(complement) => distributions::log_cdf(family, &args, &is_var, complement),
+        }
+        .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
             return Err(Fault::domain(format!("{fname}: log density is NaN")));
         }
@@ -762,11 +876,126 @@ impl<'a> Ctx<'a> {
         Ok(S::V(out))
     }
 
-    fn rng_draw(&mut self, family: Family, _vals: &[Value]) -> R<Value> {
-        Err(Fault::fatal(format!(
-            "{}_rng is not available yet",
-            family.sig().name
-        )))
+    /// Subtracts the truncation normaliser of `y ~ family(θ) T[lo, hi]` (Stan reference manual,
+    /// "Truncated distributions"): log(F(hi) − F(lo)), log(1 − F(lo)) or log F(hi). A variate
+    /// outside [lo, hi] makes the log density −∞. Parameters must be scalars; a vector variate
+    /// subtracts the normaliser once per element.
+    fn truncate(
+        &mut self,
+        family: Family,
+        vals: &mut [Value],
+        lo: Option<&Ex>,
+        hi: Option<&Ex>,
+    ) -> R<()> {
+        if vals[1..].iter().any(|v| v.as_s().is_none()) {
+            return Err(Fault::fatal(
+                "truncation with vector parameters is not supported yet; use scalar parameters",
+            ));
+        }
+        let lo = lo.map(|e| self.eval(e)).transpose()?;
+        let hi = hi.map(|e| self.eval(e)).transpose()?;
+        let n = vals[0].num_elements();
+        let ys = vals[0].values(self.tape);
+        let bound = |v: &Option<Value>| -> R<Option<S>> {
+            match v {
+                None => Ok(None),
+                Some(v) => v.as_s().map(Some).ok_or_else(|| {
+                    Fault::fatal(format!(
+                        "truncation bounds must be scalars, found {}",
+                        v.describe()
+                    ))
+                }),
+            }
+        };
+        let (lo, hi) = (bound(&lo)?, bound(&hi)?);
+        for &y in &ys {
+            if lo.is_some_and(|l| y < self.tape.value(l))
+                || hi.is_some_and(|h| y > self.tape.value(h))
+            {
+                self.target_c = f64::NEG_INFINITY;
+                return Ok(());
+            }
+        }
+        let mut at = |c: &mut Self, b: S, complement: bool| -> R<Value> {
+            vals[0] = Value::from_s(b);
+            Ok(Value::from_s(c.density(
+                family,
+                vals,
+                Kind::Cdf(complement),
+            )?))
+        };
+        let norm = match (lo, hi) {
+            (Some(l), Some(h)) => {
+                let fh = at(self, h, false)?;
+                let fl = at(self, l, false)?;
+                map_binary(self.tape, B::LogDiffExp, &fh, &fl, "truncation")?
+            }
+            (Some(l), None) => at(self, l, true)?,
+            (None, Some(h)) => at(self, h, false)?,
+            (None, None) => return Ok(()),
+        };
+        let scaled = map_binary(
+            self.tape,
+            B::Mul,
+            &norm,
+            &Value::Real(-(n as f64)),
+            "truncation",
+        )?;
+        self.add_target(&scaled);
+        Ok(())
+    }
+
+    /// `foo_rng(θ)`: one draw for scalar parameters, or an array of draws when a parameter is a
+    /// container (broadcast as the densities are). Discrete families return integers.
+    fn rng_draw(&mut self, family: Family, vals: &[Value]) -> R<Value> {
+        let sig = family.sig();
+        let n = vals
+            .iter()
+            .filter(|v| v.as_s().is_none())
+            .map(|v| v.num_elements())
+            .max();
+        for v in vals {
+            if v.as_s().is_none() && Some(v.num_elements()) != n {
+                return Err(Fault::fatal(format!(
+                    "{}_rng: size mismatch between vector arguments",
+                    sig.name
+                )));
+            }
+        }
+        let Some(rng) = self.rng.as_deref_mut() else {
+            return Err(Fault::fatal(format!(
+                "{}_rng is only allowed in generated quantities",
+                sig.name
+            )));
+        };
+        let count = n.unwrap_or(1);
+        let mut out = Vec::with_capacity(count);
+        let mut params = vec![0.0; vals.len()];
+        for i in 0..count {
+            for (k, v) in vals.iter().enumerate() {
+                params[k] = match v.as_s() {
+                    Some(s) => self.tape.value(s),
+                    None => self.tape.value(v.elem(i)),
+                };
+            }
+            out.push(
+                distributions::rng(family, &params, rng)
+                    .map_err(|e| Fault::domain(e.to_string()))?,
+            );
+        }
+        Ok(match n {
+            None if sig.discrete => Value::Int(out[0] as i64),
+            None => Value::Real(out[0]),
+            Some(_) => Value::from_tensor(Tensor {
+                arr: vec![count],
+                base: Base::Scalar,
+                data: if sig.discrete {
+                    Data::Int(Arc::new(out))
+                } else {
+                    Data::Real(Arc::new(out))
+                },
+            }),
+        })
     }
 
     /// Calls a built-in function.
@@ -1027,11 +1256,11 @@ impl<'a> Ctx<'a> {
                 2 => {
                     let k = int_arg(1)?.max(0) as usize;
                     match v[0].shape() {
-                        (a, Base::Vector(m)) if a.is_empty() => {
+                        ([], Base::Vector(m)) => {
                             let offs: Vec<usize> = (0..k).flat_map(|_| 0..m).collect();
                             permute(&v[0], &offs, vec![], Base::Matrix(m, k))
                         }
-                        (a, Base::RowVector(n)) if a.is_empty() => {
+                        ([], Base::RowVector(n)) => {
                             let offs: Vec<usize> =
                                 (0..n).flat_map(|j| std::iter::repeat_n(j, k)).collect();
                             permute(&v[0], &offs, vec![], Base::Matrix(k, n))
@@ -1077,14 +1306,14 @@ impl<'a> Ctx<'a> {
             }
             ToMatrix => match v.len() {
                 1 => match v[0].shape() {
-                    (a, Base::Matrix(..)) if a.is_empty() => v[0].clone(),
-                    (a, Base::Vector(n)) if a.is_empty() => permute(
+                    ([], Base::Matrix(..)) => v[0].clone(),
+                    ([], Base::Vector(n)) => permute(
                         &v[0],
                         &(0..n).collect::<Vec<_>>(),
                         vec![],
                         Base::Matrix(n, 1),
                     ),
-                    (a, Base::RowVector(n)) if a.is_empty() => permute(
+                    ([], Base::RowVector(n)) => permute(
                         &v[0],
                         &(0..n).collect::<Vec<_>>(),
                         vec![],
@@ -1133,7 +1362,7 @@ impl<'a> Ctx<'a> {
             DiagMatrix => {
                 arity(1)?;
                 let n = match v[0].shape() {
-                    (a, Base::Vector(n) | Base::RowVector(n)) if a.is_empty() => n,
+                    ([], Base::Vector(n) | Base::RowVector(n)) => n,
                     _ => return Err(Fault::fatal("diag_matrix needs a vector")),
                 };
                 let zero = if v[0].is_var() {
@@ -1150,7 +1379,7 @@ impl<'a> Ctx<'a> {
             Diagonal => {
                 arity(1)?;
                 match v[0].shape() {
-                    (a, Base::Matrix(r, c)) if a.is_empty() => {
+                    ([], Base::Matrix(r, c)) => {
                         let k = r.min(c);
                         let offs: Vec<usize> = (0..k).map(|i| i + i * r).collect();
                         permute(&v[0], &offs, vec![], Base::Vector(k))
@@ -1231,7 +1460,7 @@ impl<'a> Ctx<'a> {
             Softmax | LogSoftmax => {
                 arity(1)?;
                 let n = match v[0].shape() {
-                    (a, Base::Vector(n)) if a.is_empty() => n,
+                    ([], Base::Vector(n)) => n,
                     _ => return Err(Fault::fatal("softmax needs a vector")),
                 };
                 let xs = v[0].values(tape);
@@ -1257,7 +1486,7 @@ impl<'a> Ctx<'a> {
                     (&v[1], &v[0])
                 };
                 let (r, c) = match m.shape() {
-                    (a, Base::Matrix(r, c)) if a.is_empty() => (r, c),
+                    ([], Base::Matrix(r, c)) => (r, c),
                     _ => return Err(Fault::fatal("diag_pre/post_multiply needs a matrix")),
                 };
                 let need = if b == DiagPreMultiply { r } else { c };
@@ -1277,6 +1506,117 @@ impl<'a> Ctx<'a> {
             Transpose => {
                 arity(1)?;
                 transpose(&v[0])?
+            }
+            Fma => {
+                arity(3)?;
+                let p = map_binary(tape, B::Mul, &v[0], &v[1], "fma")?;
+                map_binary(tape, B::Add, &p, &v[2], "fma")?
+            }
+            IntStep | IsInf | IsNan => {
+                arity(1)?;
+                let x = match v[0].as_s() {
+                    Some(s) => tape.value(s),
+                    None => return Err(Fault::fatal("int_step/is_inf/is_nan need a scalar")),
+                };
+                Value::Int(match b {
+                    IntStep => x > 0.0,
+                    IsInf => x.is_infinite(),
+                    _ => x.is_nan(),
+                } as i64)
+            }
+            Reverse | SortAsc | SortDesc => {
+                arity(1)?;
+                let Value::T(t) = &v[0] else {
+                    return Err(Fault::fatal("reverse/sort need a vector or array"));
+                };
+                let (outer, block) = match (t.arr.as_slice(), t.base) {
+                    ([], bb) => (bb.size(), 1),
+                    ([n, ..], _) => (*n, t.data.len() / (*n).max(1)),
+                };
+                let order: Vec<usize> = if b == Reverse {
+                    (0..outer).rev().collect()
+                } else {
+                    if block != 1 {
+                        return Err(Fault::fatal(
+                            "sort needs a vector or a one-dimensional array",
+                        ));
+                    }
+                    let xs = v[0].values(tape);
+                    let mut o: Vec<usize> = (0..outer).collect();
+                    o.sort_by(|&i, &j| xs[i].total_cmp(&xs[j]));
+                    if b == SortDesc {
+                        o.reverse();
+                    }
+                    o
+                };
+                let offs: Vec<usize> = order
+                    .iter()
+                    .flat_map(|&i| (i * block)..(i * block + block))
+                    .collect();
+                gather(t, t.arr.clone(), t.base, &offs)
+            }
+            RowsDotProduct | ColumnsDotProduct => {
+                arity(2)?;
+                let p = map_binary(tape, B::Mul, &v[0], &v[1], "rows_dot_product")?;
+                let (r, c) = p.shape().1.matrix_dims();
+                if b == RowsDotProduct {
+                    let ones = Value::T(Tensor {
+                        arr: vec![],
+                        base: Base::Vector(c),
+                        data: Data::Real(Arc::new(vec![1.0; c])),
+                    });
+                    matmul(tape, &p, &ones)?
+                } else {
+                    let ones = Value::T(Tensor {
+                        arr: vec![],
+                        base: Base::RowVector(r),
+                        data: Data::Real(Arc::new(vec![1.0; r])),
+                    });
+                    matmul(tape, &ones, &p)?
+                }
+            }
+            Crossprod | Tcrossprod => {
+                arity(1)?;
+                let t = transpose(&v[0])?;
+                if b == Crossprod {
+                    matmul(tape, &t, &v[0])?
+                } else {
+                    matmul(tape, &v[0], &t)?
+                }
+            }
+            QuadForm => {
+                arity(2)?;
+                let av = matmul(tape, &v[0], &v[1])?;
+                let bt = transpose(&v[1])?;
+                matmul(tape, &bt, &av)?
+            }
+            LinspacedVector => {
+                arity(3)?;
+                let n = int_arg(0)?.max(0) as usize;
+                let lo = tape.value(scalar_arg(&v[1])?.as_s().expect("scalar"));
+                let hi = tape.value(scalar_arg(&v[2])?.as_s().expect("scalar"));
+                let xs: Vec<f64> = (0..n)
+                    .map(|i| {
+                        if n == 1 {
+                            hi
+                        } else {
+                            lo + (hi - lo) * i as f64 / (n - 1) as f64
+                        }
+                    })
+                    .collect();
+                Value::T(Tensor {
+                    arr: vec![],
+                    base: Base::Vector(n),
+                    data: Data::Real(Arc::new(xs)),
+                })
+            }
+            LogMix => {
+                arity(3)?;
+                let lt = map_unary(tape, U::Log, &v[0]);
+                let l1t = map_unary(tape, U::Log1m, &v[0]);
+                let a = map_binary(tape, B::Add, &lt, &v[1], "log_mix")?;
+                let c = map_binary(tape, B::Add, &l1t, &v[2], "log_mix")?;
+                map_binary(tape, B::LogSumExp, &a, &c, "log_mix")?
             }
         })
     }

@@ -57,6 +57,20 @@ pub enum Builtin {
     DiagPreMultiply,
     DiagPostMultiply,
     Transpose,
+    Fma,
+    IntStep,
+    IsInf,
+    IsNan,
+    Reverse,
+    SortAsc,
+    SortDesc,
+    RowsDotProduct,
+    ColumnsDotProduct,
+    Crossprod,
+    Tcrossprod,
+    QuadForm,
+    LinspacedVector,
+    LogMix,
     /// A constant such as `pi()`.
     Const(f64),
     /// `target()`.
@@ -163,6 +177,20 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "negative_infinity" => Const(f64::NEG_INFINITY),
         "machine_precision" => Const(f64::EPSILON),
         "target" => Target,
+        "fma" => Fma,
+        "int_step" => IntStep,
+        "is_inf" => IsInf,
+        "is_nan" => IsNan,
+        "reverse" => Reverse,
+        "sort_asc" => SortAsc,
+        "sort_desc" => SortDesc,
+        "rows_dot_product" => RowsDotProduct,
+        "columns_dot_product" => ColumnsDotProduct,
+        "crossprod" => Crossprod,
+        "tcrossprod" => Tcrossprod,
+        "quad_form" => QuadForm,
+        "linspaced_vector" => LinspacedVector,
+        "log_mix" => LogMix,
         _ => return None,
     })
 }
@@ -186,6 +214,14 @@ pub enum Ex {
         propto: bool,
         args: Vec<Ex>,
     },
+    /// `foo_lcdf(y | …)` (`complement = false`) or `foo_lccdf(y | …)`.
+    Cdf {
+        family: Family,
+        complement: bool,
+        args: Vec<Ex>,
+    },
+    /// A call to a user-defined function (index into the model's function table).
+    UserCall(u32, Vec<Ex>),
     /// `foo_rng(…)`.
     Rng {
         family: Family,
@@ -263,6 +299,8 @@ pub enum StKind {
         lhs: Ex,
         family: Family,
         args: Vec<Ex>,
+        /// `T[lower, upper]`, either bound optional.
+        trunc: Option<(Option<Ex>, Option<Ex>)>,
     },
     TargetPlus(Ex),
     For {
@@ -289,7 +327,27 @@ pub enum StKind {
     Break,
     Continue,
     Reject(Vec<PArg>),
+    /// `return e;` / `return;` inside a user-defined function.
+    Return(Option<Ex>),
+    /// A (void) function call used as a statement.
+    ExprStmt(Ex),
     Nop,
+}
+
+/// A lowered user-defined function: its own slot frame, parameter slots and body.
+#[derive(Clone, Debug)]
+pub struct FuncIr {
+    pub name: String,
+    /// Number of slots of one call's frame.
+    pub n_slots: u32,
+    /// Slot of each parameter, and whether it is declared with an integer base type.
+    pub params: Vec<(u32, bool)>,
+    /// `true` when the declared return type is `int` (else results are converted to real).
+    pub returns_int: bool,
+    /// `true` for `void` functions.
+    pub void: bool,
+    /// `None` for a function only declared, never defined.
+    pub body: Option<St>,
 }
 
 /// An argument of `reject`.

@@ -76,6 +76,8 @@ pub struct Model {
     model_body: Vec<St>,
     gq_body: Vec<St>,
     dim: usize,
+    /// User-defined functions.
+    funcs: Vec<ir::FuncIr>,
     /// Per file id: display name and byte offsets of line starts (for error locations).
     files: Vec<Option<(String, Vec<usize>)>>,
 }
@@ -126,11 +128,8 @@ impl Model {
     /// `transformed data`).
     pub fn new(program: &ast::Program, data: &BoundData) -> Result<Model, GraphError> {
         let mut c = Compiler::new();
-        c.user_functions = program
-            .functions
-            .iter()
-            .map(|f| f.name.name.clone())
-            .collect();
+        let (table, funcs) = compile::lower_functions(&program.functions)?;
+        c.funcs = table;
         let mut globals: Vec<Value> = Vec::new();
         let mut tape = Tape::default();
         tape.reset(false);
@@ -140,6 +139,7 @@ impl Model {
             let ty = c.decl_ty(&d.ty, false)?;
             let (arr, base) = {
                 let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
+                ctx.funcs = &funcs;
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
                     message: f.message,
                     span: d.ty.span,
@@ -204,6 +204,7 @@ impl Model {
         }
         if !td_sts.is_empty() {
             let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
+            ctx.funcs = &funcs;
             ctx.exec_all(&td_sts).map_err(eval_err)?;
             let mut env = std::mem::take(&mut ctx.env);
             for (name, slot, lower, upper, span) in &td_vars {
@@ -232,6 +233,7 @@ impl Model {
             let ty = c.decl_ty(&d.ty, false)?;
             let (arr, base) = {
                 let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
+                ctx.funcs = &funcs;
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
                     message: f.message,
                     span: d.ty.span,
@@ -333,6 +335,7 @@ impl Model {
             model_body,
             gq_body,
             dim,
+            funcs,
             files: Vec::new(),
         })
     }
@@ -569,6 +572,7 @@ impl Model {
                 tape.leaf(z);
             }
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            ctx.funcs = &self.funcs;
             let mut lj = Vec::new();
             let r = (|| -> Result<(), Located> {
                 self.bind_params(&mut ctx, &mut lj)?;
@@ -619,6 +623,7 @@ impl Model {
                 tape.leaf(z);
             }
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            ctx.funcs = &self.funcs;
             ctx.rng = Some(rng);
             let r = (|| -> Result<(), Located> {
                 let mut lj = Vec::new();
@@ -675,6 +680,7 @@ impl Model {
         with_tape(|tape| {
             tape.reset(false);
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            ctx.funcs = &self.funcs;
             let mut zeta = vec![0.0; self.dim];
             let mut pos = 0;
             for p in &self.params {

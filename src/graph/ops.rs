@@ -82,17 +82,18 @@ pub fn map_binary(tape: &mut Tape, b: B, x: &Value, y: &Value, name: &str) -> R<
         let k = xv as usize + yv as usize;
         let out = tape.alloc(n);
         let base_e = tape.entries_base();
-        for i in 0..n {
-            let sa = x.elem(if xs { 0 } else { i });
-            let sc = y.elem(if ys { 0 } else { i });
-            let (f, da, dc) = b.eval(tape.value(sa), tape.value(sc));
-            tape.val[out as usize + i] = f;
-            if let S::V(j) = sa {
-                tape.entry(j, da);
-            }
-            if let S::V(j) = sc {
-                tape.entry(j, dc);
-            }
+        tape.reserve_entries(n * k);
+        let ax = Acc::of(x);
+        let ay = Acc::of(y);
+        // One monomorphised loop per common operator; the rest go through `B::eval`.
+        match b {
+            B::Add => map2_loop(tape, out, n, &ax, &ay, |p, q| (p + q, 1.0, 1.0)),
+            B::Sub => map2_loop(tape, out, n, &ax, &ay, |p, q| (p - q, 1.0, -1.0)),
+            B::Mul => map2_loop(tape, out, n, &ax, &ay, |p, q| (p * q, q, p)),
+            B::Div => map2_loop(tape, out, n, &ax, &ay, |p, q| {
+                (p / q, 1.0 / q, -p / (q * q))
+            }),
+            _ => map2_loop(tape, out, n, &ax, &ay, |p, q| b.eval(p, q)),
         }
         tape.finish(out, n, k, base_e);
         Data::Var((out..out + n as u32).collect())
@@ -337,4 +338,56 @@ pub fn to_real(v: Value) -> Value {
 /// A tensor of scalars (helper for builtins building results element by element).
 pub fn from_elems(tape: &mut Tape, arr: Vec<usize>, base: Base, e: &[S]) -> Value {
     tensor_from_s(tape, arr, base, e)
+}
+
+/// Element access resolved once per operation (a broadcast scalar or a slice).
+enum Acc<'a> {
+    Scalar(S),
+    Const(&'a [f64]),
+    Var(&'a [u32]),
+}
+
+impl<'a> Acc<'a> {
+    fn of(v: &'a Value) -> Acc<'a> {
+        match v {
+            Value::T(t) => match &t.data {
+                Data::Int(x) | Data::Real(x) => Acc::Const(x),
+                Data::Var(x) => Acc::Var(x),
+            },
+            s => Acc::Scalar(s.as_s().expect("non-tensor values are scalars")),
+        }
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> S {
+        match self {
+            Acc::Scalar(s) => *s,
+            Acc::Const(x) => S::C(x[i]),
+            Acc::Var(x) => S::V(x[i]),
+        }
+    }
+}
+
+/// The elementwise loop of [`map_binary`] for one operator `f` (value, ∂/∂x, ∂/∂y).
+#[inline(always)]
+fn map2_loop(
+    tape: &mut Tape,
+    out: u32,
+    n: usize,
+    ax: &Acc,
+    ay: &Acc,
+    f: impl Fn(f64, f64) -> (f64, f64, f64),
+) {
+    for i in 0..n {
+        let sa = ax.at(i);
+        let sc = ay.at(i);
+        let (v, da, dc) = f(tape.value(sa), tape.value(sc));
+        tape.val[out as usize + i] = v;
+        if let S::V(j) = sa {
+            tape.entry(j, da);
+        }
+        if let S::V(j) = sc {
+            tape.entry(j, dc);
+        }
+    }
 }

@@ -98,6 +98,7 @@ pub enum U {
 
 impl U {
     /// The function's value and derivative at `x`.
+    #[inline]
     pub fn eval(self, x: f64) -> (f64, f64) {
         match self {
             U::Neg => (-x, -1.0),
@@ -232,6 +233,7 @@ pub enum B {
 
 impl B {
     /// (f(x, y), ∂f/∂x, ∂f/∂y).
+    #[inline]
     pub fn eval(self, x: f64, y: f64) -> (f64, f64, f64) {
         use statrs::function::gamma::{digamma, ln_gamma};
         match self {

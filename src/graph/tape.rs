@@ -109,6 +109,15 @@ impl Tape {
         self.ins.len() as u32
     }
 
+    /// Reserves room for `n` more entries.
+    #[inline]
+    pub fn reserve_entries(&mut self, n: usize) {
+        if self.recording {
+            self.ins.reserve(n);
+            self.parts.reserve(n);
+        }
+    }
+
     /// Adds an entry (input slot, partial) to the node being built.
     #[inline]
     pub fn entry(&mut self, input: u32, d: f64) {
@@ -195,14 +204,42 @@ impl Tape {
             match *node {
                 Node::Lin { out, n, k, base } => {
                     let (out, n, k, base) = (out as usize, n as usize, k as usize, base as usize);
-                    for i in 0..n {
-                        let a = adj[out + i];
-                        if a == 0.0 {
-                            continue;
+                    let ins = &self.ins[base..base + n * k];
+                    let parts = &self.parts[base..base + n * k];
+                    match k {
+                        1 => {
+                            for i in 0..n {
+                                let a = adj[out + i];
+                                adj[ins[i] as usize] += parts[i] * a;
+                            }
                         }
-                        let e = base + i * k;
-                        for (&inp, &d) in self.ins[e..e + k].iter().zip(&self.parts[e..e + k]) {
-                            adj[inp as usize] += d * a;
+                        2 => {
+                            for i in 0..n {
+                                let a = adj[out + i];
+                                let e = 2 * i;
+                                adj[ins[e] as usize] += parts[e] * a;
+                                adj[ins[e + 1] as usize] += parts[e + 1] * a;
+                            }
+                        }
+                        _ if n == 1 => {
+                            let a = adj[out];
+                            if a != 0.0 {
+                                for (&inp, &d) in ins.iter().zip(parts) {
+                                    adj[inp as usize] += d * a;
+                                }
+                            }
+                        }
+                        _ => {
+                            for i in 0..n {
+                                let a = adj[out + i];
+                                if a == 0.0 {
+                                    continue;
+                                }
+                                let e = i * k;
+                                for (&inp, &d) in ins[e..e + k].iter().zip(&parts[e..e + k]) {
+                                    adj[inp as usize] += d * a;
+                                }
+                            }
                         }
                     }
                 }
@@ -235,5 +272,33 @@ impl Tape {
             }
         }
         grad.copy_from_slice(&self.adj[..grad.len()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_nodes_and_data_product_gradients() {
+        // f(x, y) = sum(A · [x, y]ᵀ) + x·y with A = [[1, 2], [3, 4]] (column-major [1, 3, 2, 4]).
+        let mut t = Tape::default();
+        t.reset(true);
+        let x = t.leaf(0.5);
+        let y = t.leaf(-2.0);
+        let a = Arc::new(vec![1.0, 3.0, 2.0, 4.0]);
+        let out = t.matmul_data(&a, 2, 2, 1, &[x, y]);
+        assert_eq!(t.val[out as usize], 1.0 * 0.5 + 2.0 * -2.0);
+        assert_eq!(t.val[out as usize + 1], 3.0 * 0.5 + 4.0 * -2.0);
+        let xy = t.node(0.5 * -2.0, &[(S::V(x), -2.0), (S::V(y), 0.5)]);
+        let S::V(xy) = xy else {
+            panic!("a node with variable inputs is a variable")
+        };
+        let mut g = [0.0; 2];
+        t.gradient(&[out, out + 1, xy], &mut g);
+        // ∂/∂x = 1 + 3 + y, ∂/∂y = 2 + 4 + x.
+        assert_eq!(g, [4.0 - 2.0, 6.0 + 0.5]);
+        // Constant inputs give constants and no node.
+        assert_eq!(t.node(3.0, &[(S::C(1.0), 2.0)]), S::C(3.0));
     }
 }

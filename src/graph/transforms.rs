@@ -216,7 +216,7 @@ pub fn ordered_free(x: &[f64], positive: bool) -> R<Vec<f64>> {
 pub fn simplex_free(x: &[f64]) -> R<Vec<f64>> {
     let k_total = x.len();
     let sum: f64 = x.iter().sum();
-    if x.iter().any(|&v| !(v >= 0.0)) || (sum - 1.0).abs() > 1e-8 {
+    if x.iter().any(|&v| v.is_nan() || v < 0.0) || (sum - 1.0).abs() > 1e-8 {
         return Err(Fault::fatal(format!(
             "simplex_free: values must be non-negative and sum to 1 (sum is {sum})"
         )));

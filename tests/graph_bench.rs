@@ -1,0 +1,107 @@
+//! Timing of the labour log density + gradient against a hand-written loop (run with
+//! `cargo test --release --test graph_bench -- --ignored --nocapture`).
+
+use std::time::Instant;
+
+use bayesc::data::{BoundData, DataValue};
+use bayesc::graph::Model;
+use bayesc::inference::LogDensity;
+use bayesc::syntax::parser::parse_program;
+
+const LABOUR: &str = "
+data { int<lower=0> N; array[N] int<lower=0, upper=1> lfp; vector[N] k5; vector[N] k618; vector[N] age; vector[N] wc; vector[N] hc; vector[N] lwg; vector[N] inc; }
+transformed data { matrix[N, 7] X = append_col(k5, k618, age, wc, hc, lwg, inc); }
+parameters { real alpha; vector[7] beta; }
+model { alpha ~ normal(0, 10); beta ~ normal(0, 10); lfp ~ bernoulli_logit(alpha + X * beta); }
+";
+
+fn hand(theta: &[f64], y: &[f64], x: &[f64], n: usize, g: &mut [f64]) -> f64 {
+    let mut lp = -theta.iter().map(|t| t * t).sum::<f64>() / 200.0;
+    for (gk, t) in g.iter_mut().zip(theta) {
+        *gk = -t / 100.0;
+    }
+    let mut eta = vec![theta[0]; n];
+    for k in 0..7 {
+        let b = theta[k + 1];
+        for i in 0..n {
+            eta[i] += x[k * n + i] * b;
+        }
+    }
+    let mut r = vec![0.0; n];
+    for i in 0..n {
+        let e = eta[i];
+        let l1pe = if e > 0.0 {
+            e + (-e).exp().ln_1p()
+        } else {
+            e.exp().ln_1p()
+        };
+        lp += y[i] * e - l1pe;
+        r[i] = y[i] - 1.0 / (1.0 + (-e).exp());
+        g[0] += r[i];
+    }
+    for k in 0..7 {
+        g[k + 1] += (0..n).map(|i| x[k * n + i] * r[i]).sum::<f64>();
+    }
+    lp
+}
+
+#[test]
+#[ignore]
+fn labour_timing() {
+    let mut rdr = csv::Reader::from_path("/work/shared/data/labour.csv").unwrap();
+    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 8];
+    for rec in rdr.records() {
+        for (k, v) in rec.unwrap().iter().enumerate() {
+            cols[k].push(v.parse().unwrap());
+        }
+    }
+    let n = cols[0].len();
+    let names = ["lfp", "k5", "k618", "age", "wc", "hc", "lwg", "inc"];
+    let mut bd = BoundData::default();
+    bd.values.insert(
+        "N".into(),
+        DataValue {
+            dims: vec![],
+            values: vec![n as f64],
+            is_int: true,
+        },
+    );
+    for (k, nm) in names.iter().enumerate() {
+        bd.values.insert(
+            nm.to_string(),
+            DataValue {
+                dims: vec![n],
+                values: cols[k].clone(),
+                is_int: k == 0,
+            },
+        );
+    }
+    let m = Model::new(&parse_program(LABOUR, 0).unwrap(), &bd).unwrap();
+    let x: Vec<f64> = cols[1..].iter().flatten().copied().collect();
+    let theta = [0.5, -1.2, 0.1, -0.05, 0.8, 0.1, 0.6, -0.03];
+    let mut g = vec![0.0; 8];
+    let reps = 20000;
+    let mut s = 0.0;
+    let t0 = Instant::now();
+    for _ in 0..reps {
+        s += m.log_density_grad(&theta, &mut g).unwrap();
+    }
+    let graph = t0.elapsed().as_secs_f64() / reps as f64;
+    let t0 = Instant::now();
+    for _ in 0..reps {
+        s += hand(&theta, &cols[0], &x, n, &mut g);
+    }
+    let by_hand = t0.elapsed().as_secs_f64() / reps as f64;
+    let t0 = Instant::now();
+    for _ in 0..reps {
+        s += m.log_density(&theta).unwrap();
+    }
+    let value_only = t0.elapsed().as_secs_f64() / reps as f64;
+    println!(
+        "labour: graph {:.1} µs, value-only {:.1} µs, hand-written {:.1} µs, ratio {:.2} ({s})",
+        graph * 1e6,
+        value_only * 1e6,
+        by_hand * 1e6,
+        graph / by_hand
+    );
+}
