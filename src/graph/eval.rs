@@ -790,14 +790,16 @@ impl<'a> Ctx<'a> {
     /// A log density, log CDF or log CCDF as one tape node holding its partials.
     pub fn density(&mut self, family: Family, vals: &[Value], kind: Kind) -> R<S> {
         let sig = family.sig();
-        let fname = match kind {
+        // Built only for error messages (no allocation on the success path).
+        let fname = || match kind {
             Kind::Density(_) => distributions::args::function_name(sig),
             Kind::Cdf(false) => format!("{}_lcdf", sig.name),
             Kind::Cdf(true) => format!("{}_lccdf", sig.name),
         };
         if vals.len() != sig.params.len() + 1 {
             return Err(Fault::fatal(format!(
-                "{fname} expects {} arguments, got {}",
+                "{} expects {} arguments, got {}",
+                fname(),
                 sig.params.len() + 1,
                 vals.len()
             )));
@@ -813,12 +815,14 @@ impl<'a> Ctx<'a> {
                         && m != n
                     {
                         return Err(Fault::fatal(format!(
-                            "{fname}: size mismatch between vector arguments ({m} and {n} elements)"
+                            "{}: size mismatch between vector arguments ({m} and {n} elements)",
+                            fname()
                         )));
                     }
                     len = Some(n);
+                    // Slots of a fresh vector node are contiguous: read them in place.
                     owned.push(match &t.data {
-                        Data::Var(ix) => {
+                        Data::Var(ix) if !is_contiguous(ix) => {
                             Some(ix.iter().map(|&i| self.tape.val[i as usize]).collect())
                         }
                         _ => None,
@@ -835,7 +839,10 @@ impl<'a> Ctx<'a> {
                 Value::T(t) => match (&t.data, o) {
                     (_, Some(xs)) => Arg::Vector(xs),
                     (Data::Real(xs) | Data::Int(xs), None) => Arg::Vector(xs),
-                    (Data::Var(_), None) => unreachable!("var data was gathered above"),
+                    (Data::Var(ix), None) => {
+                        let start = ix.first().map_or(0, |&i| i as usize);
+                        Arg::Vector(&self.tape.val[start..start + ix.len()])
+                    }
                 },
                 s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
             });
@@ -846,7 +853,7 @@ impl<'a> Ctx<'a> {
         }
         .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
-            return Err(Fault::domain(format!("{fname}: log density is NaN")));
+            return Err(Fault::domain(format!("{}: log density is NaN", fname())));
         }
         if !is_var.iter().any(|&b| b) {
             return Ok(S::C(term.value));
@@ -1620,6 +1627,11 @@ impl<'a> Ctx<'a> {
             }
         })
     }
+}
+
+/// True when `ix` is `k, k + 1, …` (the outputs of one vector node).
+fn is_contiguous(ix: &[u32]) -> bool {
+    ix.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
 }
 
 fn scalar_arg(v: &Value) -> R<Value> {
