@@ -505,3 +505,13 @@ fn model_is_send_sync_and_thread_independent() {
         }
     });
 }
+
+#[test]
+fn reject_is_recoverable_with_its_message() {
+    let src = "parameters { real mu; }\nmodel {\n  if (mu > 1) reject(\"mu too big: \", mu);\n  mu ~ normal(0, 1);\n}\n";
+    let m = compile(src, &BoundData::default());
+    assert!((m.log_density(&[0.5]).unwrap() + 0.125).abs() < 1e-15);
+    let e = m.log_density(&[2.0]).unwrap_err();
+    assert!(e.recoverable);
+    assert_eq!(e.message, "mu too big: 2");
+}

@@ -362,6 +362,55 @@ impl<'a> Ctx<'a> {
 
     fn assign(&mut self, slot: u32, idx: &[IxEx], op: AssignOp, rhs: &Ex) -> R<()> {
         let mut v = self.eval(rhs)?;
+        // Fast path: `x[i] = scalar` / `x[i, j] = scalar` with integer indices, no allocation.
+        if op == AssignOp::Assign && !idx.is_empty() && idx.len() <= 4 && v.as_s().is_some() {
+            let mut buf = [0i64; 4];
+            let mut all_int = true;
+            for (k, i) in idx.iter().enumerate() {
+                match i {
+                    IxEx::Single(ie) => match self.eval(ie)? {
+                        Value::Int(x) => buf[k] = x,
+                        _ => {
+                            all_int = false;
+                            break;
+                        }
+                    },
+                    _ => {
+                        all_int = false;
+                        break;
+                    }
+                }
+            }
+            if all_int {
+                let tape = &mut *self.tape;
+                if let Value::T(t) = &mut self.env[slot as usize]
+                    && let Some(o) = single_offset(&t.arr, t.base, &buf[..idx.len()])
+                {
+                    let o = o?;
+                    let s = v.as_s().expect("checked scalar");
+                    match (&mut t.data, s) {
+                        (Data::Var(ix), s) => ix[o] = to_slot(tape, s),
+                        (Data::Real(xs), S::C(x)) => Arc::make_mut(xs)[o] = x,
+                        (Data::Int(xs), S::C(x)) if matches!(v, Value::Int(_)) => {
+                            Arc::make_mut(xs)[o] = x
+                        }
+                        (Data::Int(_), _) => {
+                            return Err(Fault::fatal(format!(
+                                "cannot assign a {} to an integer variable",
+                                v.describe()
+                            )));
+                        }
+                        (data @ Data::Real(_), S::V(q)) => {
+                            let mut ix: Vec<u32> =
+                                (0..data.len()).map(|i| to_slot(tape, data.at(i))).collect();
+                            ix[o] = q;
+                            *data = Data::Var(ix);
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+        }
         let ixs = self.eval_ixs(idx)?;
         if op != AssignOp::Assign {
             let cur = self.index_value(&self.env[slot as usize].clone(), &ixs)?;
@@ -485,8 +534,65 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Evaluates an expression.
+    /// Evaluates an expression. The common scalar cases (literals, variables, arithmetic,
+    /// single-element indexing) are handled here with a small stack frame; the rest go to
+    /// [`Ctx::eval_slow`].
     pub fn eval(&mut self, e: &Ex) -> R<Value> {
+        match e {
+            Ex::Int(i) => Ok(Value::Int(*i)),
+            Ex::Real(x) => Ok(Value::Real(*x)),
+            Ex::Local(i) => Ok(self.env[*i as usize].clone()),
+            Ex::Bin(op, a, b) => {
+                let a = self.eval(a)?;
+                let b = self.eval(b)?;
+                self.binop(*op, &a, &b)
+            }
+            Ex::Index(base, idx) if idx.len() <= 4 && self.var_ref(base).is_some() => {
+                match self.index_fast(base, idx)? {
+                    Some(v) => Ok(v),
+                    None => self.eval_slow(e),
+                }
+            }
+            Ex::Call(Builtin::Unary(u), args) if args.len() == 1 => {
+                let v = self.eval(&args[0])?;
+                Ok(map_unary(self.tape, *u, &v))
+            }
+            _ => self.eval_slow(e),
+        }
+    }
+
+    /// `x[i, j]` with every index a single integer on a variable: the element, without copying
+    /// `x`; `None` when the indices are not of that form.
+    fn index_fast(&mut self, base: &Ex, idx: &[IxEx]) -> R<Option<Value>> {
+        let mut buf = [0i64; 4];
+        for (k, i) in idx.iter().enumerate() {
+            match i {
+                IxEx::Single(ie) => match self.eval(ie)? {
+                    Value::Int(v) => buf[k] = v,
+                    _ => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+        let Some(Value::T(t)) = self.var_ref(base) else {
+            return Ok(None);
+        };
+        Ok(match single_offset(&t.arr, t.base, &buf[..idx.len()]) {
+            Some(o) => {
+                let o = o?;
+                Some(match &t.data {
+                    Data::Int(x) => Value::Int(x[o] as i64),
+                    Data::Real(x) => Value::Real(x[o]),
+                    Data::Var(x) => Value::Var(x[o]),
+                })
+            }
+            None => None,
+        })
+    }
+
+    /// Evaluates the less common expression forms.
+    #[inline(never)]
+    fn eval_slow(&mut self, e: &Ex) -> R<Value> {
         Ok(match e {
             Ex::Int(i) => Value::Int(*i),
             Ex::Real(x) => Value::Real(*x),
@@ -551,40 +657,6 @@ impl<'a> Ctx<'a> {
                 self.rng_draw(*family, &vals)?
             }
             Ex::Index(base, idx) => {
-                // Fast path: every index a single integer, base a variable (no copy).
-                if self.var_ref(base).is_some() && idx.len() <= 4 {
-                    let mut buf = [0i64; 4];
-                    let mut all_int = true;
-                    for (k, i) in idx.iter().enumerate() {
-                        match i {
-                            IxEx::Single(ie) => match self.eval(ie)? {
-                                Value::Int(v) => buf[k] = v,
-                                _ => {
-                                    all_int = false;
-                                    break;
-                                }
-                            },
-                            _ => {
-                                all_int = false;
-                                break;
-                            }
-                        }
-                    }
-                    if all_int {
-                        let v = self.var_ref(base).expect("checked above");
-                        let Value::T(t) = v else {
-                            return Err(Fault::fatal("cannot index a scalar"));
-                        };
-                        if let Some(o) = single_offset(&t.arr, t.base, &buf[..idx.len()]) {
-                            let o = o?;
-                            return Ok(match &t.data {
-                                Data::Int(x) => Value::Int(x[o] as i64),
-                                Data::Real(x) => Value::Real(x[o]),
-                                Data::Var(x) => Value::Var(x[o]),
-                            });
-                        }
-                    }
-                }
                 let ixs = self.eval_ixs(idx)?;
                 match self.var_ref(base) {
                     Some(v) => self.index_value(v, &ixs)?,
@@ -688,7 +760,43 @@ impl<'a> Ctx<'a> {
     }
 
     /// Binary operator on values.
+    #[inline]
     pub fn binop(&mut self, op: BinOp, a: &Value, b: &Value) -> R<Value> {
+        // Integer index arithmetic and real scalar arithmetic: the inner loops of scalar models.
+        if let (Value::Int(x), Value::Int(y)) = (a, b) {
+            match op {
+                BinOp::Add => {
+                    if let Some(r) = x.checked_add(*y) {
+                        return Ok(Value::Int(r));
+                    }
+                }
+                BinOp::Sub => {
+                    if let Some(r) = x.checked_sub(*y) {
+                        return Ok(Value::Int(r));
+                    }
+                }
+                _ => {}
+            }
+            return self.binop_slow(op, a, b);
+        }
+        if let (Some(x), Some(y)) = (a.as_s(), b.as_s())
+            && !matches!((a, b), (Value::Int(_), Value::Int(_)))
+        {
+            let f = match op {
+                BinOp::Add => B::Add,
+                BinOp::Sub => B::Sub,
+                BinOp::Mul | BinOp::EltMul => B::Mul,
+                BinOp::Div | BinOp::EltDiv => B::Div,
+                _ => return self.binop_slow(op, a, b),
+            };
+            let (v, dx, dy) = f.eval(self.tape.value(x), self.tape.value(y));
+            return Ok(Value::from_s(self.tape.node(v, &[(x, dx), (y, dy)])));
+        }
+        self.binop_slow(op, a, b)
+    }
+
+    #[inline(never)]
+    fn binop_slow(&mut self, op: BinOp, a: &Value, b: &Value) -> R<Value> {
         use BinOp::*;
         if let (Value::Int(x), Value::Int(y)) = (a, b) {
             let (x, y) = (*x, *y);
