@@ -515,3 +515,19 @@ fn reject_is_recoverable_with_its_message() {
     assert!(e.recoverable);
     assert_eq!(e.message, "mu too big: 2");
 }
+
+#[test]
+fn graph_errors_render_at_their_span() {
+    use bayesc::syntax::report::{ToDiagnostic, render_plain};
+    let src = "parameters {\n  cholesky_factor_corr[3] L;\n}\nmodel { }\n";
+    let prog = parse_program(src, 0).unwrap();
+    let e = Model::new(&prog, &BoundData::default()).err().unwrap();
+    let d = e.to_diagnostic();
+    let range = d.labels[0].range.clone();
+    assert_eq!(&src[range], "cholesky_factor_corr[3]");
+    let mut sm = bayesc::syntax::source::SourceMap::new();
+    sm.add("model.bayes", src);
+    let text = render_plain(&sm, &d);
+    assert!(text.contains("is not supported yet"), "{text}");
+    assert!(text.contains("model.bayes:2:3"), "{text}");
+}
