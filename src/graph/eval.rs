@@ -343,11 +343,20 @@ impl<'a> Ctx<'a> {
                 }
                 IxEx::Single(e) => match self.eval(e)? {
                     Value::Int(i) => Ix::One(i),
-                    Value::T(Tensor {
-                        arr,
-                        base: Base::Scalar,
-                        data: Data::Int(v),
-                    }) if arr.len() == 1 => Ix::Many(v.iter().map(|&x| x as i64).collect()),
+                    Value::T(t)
+                        if t.arr.len() == 1
+                            && t.base == Base::Scalar
+                            && matches!(t.data, Data::Int(_)) =>
+                    {
+                        Ix::Many(
+                            (0..t.data.len())
+                                .map(|i| match t.data.at(i) {
+                                    S::C(x) => x as i64,
+                                    S::V(_) => unreachable!("integer data"),
+                                })
+                                .collect(),
+                        )
+                    }
                     v => {
                         return Err(Fault::fatal(format!(
                             "index must be an integer or an integer array, found {}",
@@ -975,10 +984,10 @@ impl<'a> Ctx<'a> {
                     self.tape.entry(*i, p[0]);
                     k += 1;
                 }
-                Value::T(Tensor {
-                    data: Data::Var(ix),
-                    ..
-                }) => {
+                Value::T(t) if matches!(t.data, Data::Var(_)) => {
+                    let Data::Var(ix) = &t.data else {
+                        unreachable!("matched above")
+                    };
                     for (&i, &d) in ix.iter().zip(p) {
                         self.tape.entry(i, d);
                     }
@@ -1675,14 +1684,14 @@ impl<'a> Ctx<'a> {
                 let p = map_binary(tape, B::Mul, &v[0], &v[1], "rows_dot_product")?;
                 let (r, c) = p.shape().1.matrix_dims();
                 if b == RowsDotProduct {
-                    let ones = Value::T(Tensor {
+                    let ones = Value::from_tensor(Tensor {
                         arr: vec![],
                         base: Base::Vector(c),
                         data: Data::Real(Arc::new(vec![1.0; c])),
                     });
                     matmul(tape, &p, &ones)?
                 } else {
-                    let ones = Value::T(Tensor {
+                    let ones = Value::from_tensor(Tensor {
                         arr: vec![],
                         base: Base::RowVector(r),
                         data: Data::Real(Arc::new(vec![1.0; r])),
@@ -1719,7 +1728,7 @@ impl<'a> Ctx<'a> {
                         }
                     })
                     .collect();
-                Value::T(Tensor {
+                Value::from_tensor(Tensor {
                     arr: vec![],
                     base: Base::Vector(n),
                     data: Data::Real(Arc::new(xs)),
