@@ -531,3 +531,12 @@ fn graph_errors_render_at_their_span() {
     assert!(text.contains("is not supported yet"), "{text}");
     assert!(text.contains("model.bayes:2:3"), "{text}");
 }
+
+#[test]
+fn unbounded_recursion_is_an_error_not_a_crash() {
+    let src = "functions { real f(real x) { return f(x + 1); } }\nparameters { real m; }\nmodel { target += f(m); }\n";
+    let m = compile(src, &BoundData::default());
+    let e = m.log_density(&[0.0]).unwrap_err();
+    assert!(!e.recoverable);
+    assert!(e.message.contains("nested more than"), "{}", e.message);
+}

@@ -60,7 +60,13 @@ pub struct Ctx<'a> {
     pub funcs: &'a [FuncIr],
     /// The value of the last `return` executed.
     ret: Option<Value>,
+    /// Current depth of user-defined function calls.
+    depth: usize,
 }
+
+/// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
+/// instead of overflowing the stack).
+const MAX_CALL_DEPTH: usize = 64;
 
 fn as_int(v: &Value, what: &str) -> R<i64> {
     v.as_int()
@@ -89,6 +95,7 @@ impl<'a> Ctx<'a> {
             rng: None,
             funcs: &[],
             ret: None,
+            depth: 0,
         }
     }
 
@@ -743,13 +750,21 @@ impl<'a> Ctx<'a> {
                 vals.len()
             )));
         }
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(Fault::fatal(format!(
+                "function `{}`: calls nested more than {MAX_CALL_DEPTH} deep (unbounded recursion?)",
+                f.name
+            )));
+        }
         let frame = vec![Value::Int(0); f.n_slots as usize];
         let saved = std::mem::replace(&mut self.env, frame);
         for (v, &(slot, int)) in vals.into_iter().zip(&f.params) {
             self.env[slot as usize] = if int { v } else { to_real(v) };
         }
         let saved_ret = self.ret.take();
+        self.depth += 1;
         let r = self.exec(body);
+        self.depth -= 1;
         self.env = saved;
         let ret = std::mem::replace(&mut self.ret, saved_ret);
         match r {

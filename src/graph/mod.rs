@@ -209,7 +209,7 @@ impl Model {
             let mut env = std::mem::take(&mut ctx.env);
             for (name, slot, lower, upper, span) in &td_vars {
                 let v = &env[*slot as usize];
-                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref())
+                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref(), false)
                     .map_err(|fault| eval_err(Located { fault, span: *span }))?;
             }
             drop(ctx);
@@ -543,15 +543,23 @@ impl Model {
     }
 
     /// Checks declared bounds of block outputs (and that they are defined: not NaN).
-    fn check_outputs(&self, ctx: &mut Ctx, outs: &[OutVar]) -> Result<(), Located> {
+    /// With `defined`, NaN values are errors too (Stan requires transformed parameters to be
+    /// defined at the end of their block; generated quantities may be NaN).
+    fn check_outputs(&self, ctx: &mut Ctx, outs: &[OutVar], defined: bool) -> Result<(), Located> {
         for o in outs {
             let v = ctx.env[o.slot as usize].clone();
-            check_bounds(ctx, &o.name, &v, o.lower.as_ref(), o.upper.as_ref()).map_err(
-                |fault| Located {
-                    fault,
-                    span: o.span,
-                },
-            )?;
+            check_bounds(
+                ctx,
+                &o.name,
+                &v,
+                o.lower.as_ref(),
+                o.upper.as_ref(),
+                defined,
+            )
+            .map_err(|fault| Located {
+                fault,
+                span: o.span,
+            })?;
         }
         Ok(())
     }
@@ -580,7 +588,7 @@ impl Model {
                     ctx.add_target(&Value::from_s(*s));
                 }
                 ctx.exec_all(&self.tp_body)?;
-                self.check_outputs(&mut ctx, &self.tparams)?;
+                self.check_outputs(&mut ctx, &self.tparams, true)?;
                 ctx.exec_all(&self.model_body)?;
                 Ok(())
             })();
@@ -630,11 +638,11 @@ impl Model {
                 self.bind_params(&mut ctx, &mut lj)?;
                 if include_tp || include_gq {
                     ctx.exec_all(&self.tp_body)?;
-                    self.check_outputs(&mut ctx, &self.tparams)?;
+                    self.check_outputs(&mut ctx, &self.tparams, true)?;
                 }
                 if include_gq {
                     ctx.exec_all(&self.gq_body)?;
-                    self.check_outputs(&mut ctx, &self.gqs)?;
+                    self.check_outputs(&mut ctx, &self.gqs, false)?;
                 }
                 Ok(())
             })();
@@ -783,13 +791,15 @@ impl Model {
     }
 }
 
-/// Checks `lower ≤ v ≤ upper` elementwise and that no element is NaN (recoverable errors).
+/// Checks `lower ≤ v ≤ upper` elementwise and, with `defined`, that no element is NaN
+/// (recoverable errors).
 fn check_bounds(
     ctx: &mut Ctx,
     name: &str,
     v: &Value,
     lower: Option<&Ex>,
     upper: Option<&Ex>,
+    defined: bool,
 ) -> Result<(), Fault> {
     let n = v.num_elements();
     let lb = lower.map(|e| ctx.eval(e)).transpose()?;
@@ -817,10 +827,13 @@ fn check_bounds(
     for i in 0..n {
         let x = ctx.tape.value(v.elem(i));
         if x.is_nan() {
-            return Err(Fault::domain(format!(
-                "{} is nan, but must be defined",
-                names[i]
-            )));
+            if defined {
+                return Err(Fault::domain(format!(
+                    "{} is nan, but must be defined",
+                    names[i]
+                )));
+            }
+            continue;
         }
         if let Some(b) = &lb {
             let l = bound_at(b, i);
