@@ -8,6 +8,53 @@ use super::parser::Rule;
 use super::report::ToDiagnostic;
 use super::span::{FileId, Span};
 
+/// The deepest nesting of `(`, `[` and `{` the parser accepts. pest and the Pratt parser
+/// recurse once per level, so a limit keeps hostile input from overflowing the stack; real models
+/// rarely nest more than ten levels.
+pub const MAX_NESTING: usize = 100;
+
+/// The most operators that may nest by recursion (`^`, `?`, prefix `!`, `-`, `+`) in one
+/// statement; chains such as `- - - x` or `a^b^c^…` recurse once per operator.
+pub const MAX_OPERATORS: usize = 1000;
+
+/// `Err` with the first bracket that opens level `MAX_NESTING + 1`, or the operator that
+/// exceeds [`MAX_OPERATORS`] in one statement, if any.
+pub(crate) fn check_nesting(source: &str, file: FileId) -> Result<(), SyntaxError> {
+    let scan = scan_trivia(source);
+    let mut depth = 0usize;
+    let mut operators = 0usize;
+    for (i, c) in source.bytes().enumerate() {
+        if scan.trivia[i] {
+            continue;
+        }
+        match c {
+            b';' => operators = 0,
+            b'^' | b'?' | b'!' | b'-' | b'+' => {
+                operators += 1;
+                if operators > MAX_OPERATORS {
+                    return Err(SyntaxError::TooManyOperators {
+                        span: Span::new(file, i, i + 1),
+                    });
+                }
+            }
+            _ => {}
+        }
+        match c {
+            b'{' | b'[' | b'(' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(SyntaxError::TooDeeplyNested {
+                        span: Span::new(file, i, i + 1),
+                    });
+                }
+            }
+            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Block names in their fixed order, as the user writes them.
 pub const BLOCK_NAMES: [&str; 7] = [
     "functions",
@@ -29,11 +76,14 @@ pub enum SyntaxError {
         expected: Vec<&'static str>,
         /// The offending token, quoted (`` `x` ``), or `end of file`.
         found: String,
+        /// A `help:` line for a recognised mistake (a statement in `data`, `target = …`).
+        help: Option<String>,
     },
     /// A statement or declaration is not closed by `;` before the next line's text.
-    /// `span` is the end of the previous token; `next` is the text that follows.
+    /// `span` is the end of the previous token; `next` is the text that follows when it is on
+    /// a later line (labelled separately so the reader sees both lines).
     #[error("missing `;` at the end of this statement")]
-    MissingSemicolon { span: Span, next: Span },
+    MissingSemicolon { span: Span, next: Option<Span> },
     /// A block header that is not one of the seven block names.
     #[error("unknown block `{name}`")]
     UnknownBlock {
@@ -63,7 +113,30 @@ pub enum SyntaxError {
         span: Span,
         open: Span,
         delimiter: char,
+        /// The file ended before the bracket was closed (`span` is then the end of the last
+        /// token).
+        at_end: bool,
     },
+    /// A top-level comparison inside `<...>`: its `>` ended the constraint early.
+    /// `constraint` covers the text from `<` to the offending `>`.
+    #[error("a comparison inside `<…>` must be written in parentheses")]
+    ComparisonInBound { span: Span, constraint: Span },
+    /// A `}`, `)` or `]` with no opening bracket before it.
+    #[error("unmatched `{delimiter}`")]
+    UnmatchedClose { span: Span, delimiter: char },
+    /// A `/*` comment that is never closed by `*/`.
+    #[error("unterminated comment")]
+    UnterminatedComment { span: Span },
+    /// A `"` string literal not closed on the same line.
+    #[error("unterminated string")]
+    UnterminatedString { span: Span },
+    /// Brackets nested deeper than [`MAX_NESTING`]; `span` is the first bracket past the limit.
+    #[error("brackets are nested too deeply")]
+    TooDeeplyNested { span: Span },
+    /// More than [`MAX_OPERATORS`] operators in one statement; `span` is the first one past
+    /// the limit.
+    #[error("this statement has too many operators")]
+    TooManyOperators { span: Span },
     /// `x <- e;`, Stan's removed assignment operator.
     #[error("`<-` is no longer an assignment operator")]
     OldAssignment { span: Span },
@@ -73,6 +146,9 @@ pub enum SyntaxError {
     /// `real x[N]`, Stan's removed array declaration; `rewrite` is the modern form.
     #[error("array sizes after the variable name are old Stan syntax")]
     OldArraySyntax { span: Span, rewrite: String },
+    /// `real[]` in a function signature, Stan's removed unsized array type.
+    #[error("`{}` is old Stan syntax for an array type", old_text(rewrite))]
+    OldArrayType { span: Span, rewrite: String },
     /// A reserved word where a variable name belongs.
     #[error("`{word}` is a reserved word and cannot be used as a name")]
     ReservedWord { span: Span, word: String },
@@ -98,9 +174,16 @@ impl SyntaxError {
             | SyntaxError::BlockOutOfOrder { span, .. }
             | SyntaxError::DuplicateBlock { span, .. }
             | SyntaxError::Unclosed { span, .. }
+            | SyntaxError::ComparisonInBound { span, .. }
+            | SyntaxError::UnmatchedClose { span, .. }
+            | SyntaxError::UnterminatedComment { span }
+            | SyntaxError::UnterminatedString { span }
+            | SyntaxError::TooDeeplyNested { span }
+            | SyntaxError::TooManyOperators { span }
             | SyntaxError::OldAssignment { span }
             | SyntaxError::OldTargetSyntax { span, .. }
             | SyntaxError::OldArraySyntax { span, .. }
+            | SyntaxError::OldArrayType { span, .. }
             | SyntaxError::ReservedWord { span, .. }
             | SyntaxError::IntegerTooLarge { span, .. }
             | SyntaxError::InvalidConstraint { span, .. } => *span,
@@ -124,6 +207,25 @@ impl SyntaxError {
         let word = word_at(source, pos);
         let expects = |r: Rule| positives.contains(&r);
 
+        // An unterminated `/*` comment: pest stops at its start.
+        if scan.open_comment && source[pos..].starts_with("/*") {
+            return SyntaxError::UnterminatedComment {
+                span: Span::new(file, pos, pos + 2),
+            };
+        }
+        // A string literal without its closing quote on the same line.
+        if source[pos..].starts_with('"')
+            && !source[pos + 1..]
+                .split('\n')
+                .next()
+                .unwrap_or("")
+                .contains('"')
+        {
+            return SyntaxError::UnterminatedString {
+                span: Span::new(file, pos, pos + 1),
+            };
+        }
+
         // A block keyword where a statement or `}` was expected: the block above is unclosed.
         let at_eof = pos >= source.len();
         let block_word_here = matches!(
@@ -133,14 +235,18 @@ impl SyntaxError {
         if (at_eof || (block_word_here && expects(Rule::rbrace)))
             && let Some((open, delimiter)) = innermost_unclosed(source, pos, &scan)
         {
+            // At the end of the file, point just after the last token rather than at an empty
+            // last line.
+            let end = previous_token_end(pos, &scan).unwrap_or(pos);
             return SyntaxError::Unclosed {
                 span: if at_eof {
-                    Span::new(file, source.len(), source.len())
+                    Span::new(file, end, end)
                 } else {
                     found_span
                 },
                 open: Span::new(file, open, open + 1),
                 delimiter,
+                at_end: at_eof,
             };
         }
 
@@ -155,6 +261,15 @@ impl SyntaxError {
                     | Rule::tparams_block
                     | Rule::model_block
                     | Rule::gq_block
+                    | Rule::functions_head
+                    | Rule::tdata_head
+                    | Rule::tparams_head
+                    | Rule::model_head
+                    | Rule::gq_head
+                    | Rule::kw_functions
+                    | Rule::kw_transformed
+                    | Rule::kw_model
+                    | Rule::kw_generated
                     // pest reports the outer rule when it failed where it started: the start.
                     | Rule::program
             )
@@ -189,43 +304,135 @@ impl SyntaxError {
         }
 
         // A reserved word where a name was expected.
-        if (expects(Rule::ident) || expects(Rule::decl_name)) && is_reserved(word) {
+        // (Not at the start of a statement: there `else` or `in` is a misplaced keyword.)
+        let statement_start = expects(Rule::kw_for) || expects(Rule::kw_while);
+        if (expects(Rule::ident) || expects(Rule::decl_name))
+            && !statement_start
+            && is_reserved(word)
+        {
             return SyntaxError::ReservedWord {
                 span: found_span,
                 word: word.to_string(),
             };
         }
 
-        // `;` expected, and the offending text starts on a later line than the previous token.
+        // `;` expected, and the offending text starts on a later line than the previous token
+        // or closes the block.
         if expects(Rule::semi)
             && let Some(prev_end) = previous_token_end(pos, &scan)
-            && source[prev_end..pos].contains('\n')
+            && (source[prev_end..pos].contains('\n') || source[pos..].starts_with('}'))
         {
+            let later_line = source[prev_end..pos].contains('\n');
             return SyntaxError::MissingSemicolon {
                 span: Span::new(file, prev_end, prev_end),
-                next: found_span,
+                next: later_line.then_some(found_span),
             };
         }
 
-        let mut expected: Vec<&'static str> = Vec::new();
-        for r in &positives {
-            let phrase = describe(*r);
-            if !expected.contains(&phrase) {
-                expected.push(phrase);
+        let prev_char = previous_token_end(pos, &scan).map(|e| source.as_bytes()[e - 1]);
+        let found_text = &source[found_span.start..found_span.end];
+
+        // `;`, `{`, `}` or `=` where a closing `)` or `]` was expected: the bracket is unclosed.
+        if matches!(found_text, ";" | "}" | "{" | "=" | "")
+            && let Some((open, delimiter)) = innermost_unclosed(source, pos, &scan)
+            && ((delimiter == '(' && expects(Rule::rparen))
+                || (delimiter == '[' && expects(Rule::rbracket)))
+        {
+            return SyntaxError::Unclosed {
+                span: found_span,
+                open: Span::new(file, open, open + 1),
+                delimiter,
+                at_end: false,
+            };
+        }
+
+        // `real<lower=a > b> x;`: the bound's `>` closed the constraint early.
+        if found_text == ">"
+            && !expects(Rule::cexpr)
+            && prev_char != Some(b'=')
+            && let Some(open) = open_constraint_before(source, pos, &scan)
+        {
+            return SyntaxError::ComparisonInBound {
+                span: found_span,
+                constraint: Span::new(file, open, pos),
+            };
+        }
+
+        // `real[] x` in a function signature: the pre-2.33 unsized array type.
+        if found_text == "["
+            && expects(Rule::ident)
+            && let Some(prev_end) = previous_token_end(pos, &scan)
+            && let Some(start) = word_start_before(source, prev_end)
+            && matches!(
+                &source[start..prev_end],
+                "int" | "real" | "vector" | "row_vector" | "matrix"
+            )
+        {
+            let close = source[pos..].find(']').map(|i| pos + i + 1);
+            if let Some(close) = close
+                && source[pos + 1..close - 1]
+                    .chars()
+                    .all(|c| c == ',' || c == ' ')
+            {
+                let commas: String = source[pos + 1..close - 1]
+                    .chars()
+                    .filter(|&c| c == ',')
+                    .collect();
+                return SyntaxError::OldArrayType {
+                    span: Span::new(file, start, close),
+                    rewrite: format!("array[{commas}] {}", &source[start..prev_end]),
+                };
             }
         }
-        if expected.is_empty() {
-            expected.push("valid syntax");
+
+        // A closing bracket with nothing open.
+        if matches!(found_text, "}" | ")" | "]") && innermost_unclosed(source, pos, &scan).is_none()
+        {
+            return SyntaxError::UnmatchedClose {
+                span: found_span,
+                delimiter: found_text
+                    .chars()
+                    .next()
+                    .expect("found text is one bracket"),
+            };
+        }
+
+        let mut expected = summarise(&positives, expects_block);
+        if prev_char == Some(b'~') && expected == ["a name"] {
+            expected = vec!["a distribution name such as `normal`"];
         }
         let found = if pos >= source.len() {
             "end of file".to_string()
         } else {
-            format!("`{}`", &source[found_span.start..found_span.end])
+            format!("`{found_text}`")
+        };
+        let help = if expected.first() == Some(&"a declaration such as `real x;`")
+            && !word.is_empty()
+            && !is_reserved(word)
+        {
+            // A statement inside `data` or `parameters`, which hold declarations only.
+            enclosing_block(source, pos, &scan).map(|block| {
+                let homes = if block == "parameters" {
+                    "put `~` statements in `model` and derived values in `transformed parameters`"
+                } else {
+                    "compute derived values in `transformed data`"
+                };
+                format!("the `{block}` block holds only declarations; {homes}")
+            })
+        } else if prev_char.is_some()
+            && word_start_before(source, previous_token_end(pos, &scan).unwrap_or(0))
+                .is_some_and(|st| source[st..].starts_with("target"))
+            && expects(Rule::plus_assign)
+        {
+            Some("add to the log density with `target += …;`".to_string())
+        } else {
+            None
         };
         SyntaxError::Unexpected {
             span: found_span,
             expected,
             found,
+            help,
         }
     }
 }
@@ -238,16 +445,26 @@ impl ToDiagnostic for SyntaxError {
             |span: Span, text: &str| Label::secondary(span.file, span.range()).with_message(text);
         let d = Diagnostic::error().with_message(self.to_string());
         match self {
-            SyntaxError::Unexpected { span, expected, .. } => d.with_labels(vec![primary(
-                *span,
-                &format!("expected {} here", join_or(expected)),
-            )]),
+            SyntaxError::Unexpected {
+                span,
+                expected,
+                help,
+                ..
+            } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("expected {} here", join_or(expected)),
+                )])
+                .with_notes(help.iter().map(|h| format!("help: {h}")).collect()),
             SyntaxError::MissingSemicolon { span, next } => d
-                .with_labels(vec![
-                    primary(*span, "expected `;` here"),
-                    secondary(*next, "the next statement starts here"),
-                ])
-                .with_notes(vec!["help: add `;` at the end of the line".to_string()]),
+                .with_labels(
+                    std::iter::once(primary(*span, "expected `;` here"))
+                        .chain(next.map(|n| secondary(n, "`;` must come before this")))
+                        .collect(),
+                )
+                .with_notes(vec![
+                    "help: end every statement and declaration with `;`".to_string(),
+                ]),
             SyntaxError::UnknownBlock {
                 span, suggestion, ..
             } => {
@@ -291,6 +508,7 @@ impl ToDiagnostic for SyntaxError {
                 span,
                 open,
                 delimiter,
+                at_end,
             } => {
                 let close = match delimiter {
                     '{' => '}',
@@ -298,13 +516,60 @@ impl ToDiagnostic for SyntaxError {
                     _ => ')',
                 };
                 d.with_labels(vec![
-                    primary(*span, &format!("expected `{close}` before this")),
+                    primary(
+                        *span,
+                        &if *at_end {
+                            format!("the file ends here, expected `{close}`")
+                        } else {
+                            format!("expected `{close}` before this")
+                        },
+                    ),
                     secondary(*open, "opened here"),
                 ])
                 .with_notes(vec![format!(
                     "help: add `{close}` to close the `{delimiter}` that is opened here"
                 )])
             }
+            SyntaxError::ComparisonInBound { span, constraint } => d
+                .with_labels(vec![
+                    primary(*span, "this `>` is read as the end of the constraint"),
+                    secondary(
+                        Span::new(constraint.file, constraint.start, constraint.start + 1),
+                        "the constraint starts here",
+                    ),
+                ])
+                .with_notes(vec![
+                    "help: put the bound in parentheses, for example `<lower=(a > b ? a : b)>`"
+                        .to_string(),
+                ]),
+            SyntaxError::UnmatchedClose { span, delimiter } => d
+                .with_labels(vec![primary(*span, "nothing is open here")])
+                .with_notes(vec![format!(
+                    "help: remove this `{delimiter}`, or add the opening bracket it closes"
+                )]),
+            SyntaxError::UnterminatedComment { span } => d
+                .with_labels(vec![primary(*span, "this comment is never closed")])
+                .with_notes(vec!["help: end the comment with `*/`".to_string()]),
+            SyntaxError::UnterminatedString { span } => d
+                .with_labels(vec![primary(*span, "this string is not closed on its line")])
+                .with_notes(vec!["help: end the string with `\"` on the same line".to_string()]),
+            SyntaxError::TooDeeplyNested { span } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("more than {MAX_NESTING} brackets are open here"),
+                )])
+                .with_notes(vec![
+                    "help: split the expression into local variables".to_string(),
+                ]),
+            SyntaxError::TooManyOperators { span } => d
+                .with_labels(vec![primary(
+                    *span,
+                    &format!("more than {MAX_OPERATORS} operators before this one"),
+                )])
+                .with_notes(vec![
+                    "help: split the statement, using local variables for partial results"
+                        .to_string(),
+                ]),
             SyntaxError::OldAssignment { span } => d
                 .with_labels(vec![primary(*span, "old Stan assignment")])
                 .with_notes(vec!["help: write `=` instead of `<-`".to_string()]),
@@ -319,6 +584,9 @@ impl ToDiagnostic for SyntaxError {
             }
             SyntaxError::OldArraySyntax { span, rewrite } => d
                 .with_labels(vec![primary(*span, "sizes written after the name")])
+                .with_notes(vec![format!("help: write `{rewrite}`")]),
+            SyntaxError::OldArrayType { span, rewrite } => d
+                .with_labels(vec![primary(*span, "old array type")])
                 .with_notes(vec![format!("help: write `{rewrite}`")]),
             SyntaxError::ReservedWord { span, word } => d
                 .with_labels(vec![primary(*span, "reserved word")])
@@ -344,6 +612,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::EOI => "end of file",
         Rule::program => "a program",
         Rule::expression_only => "an expression",
+        Rule::statements_only => "statements",
         Rule::include => "`include \"file\";`",
         Rule::functions_block
         | Rule::data_block
@@ -360,7 +629,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::model_head => "`model`",
         Rule::gq_head => "`generated quantities`",
         Rule::function_def => "a function definition such as `real f(real x) { … }`",
-        Rule::return_type => "a return type such as `real` or `void`",
+        Rule::return_type => "a return type (`real`, `vector`, `void`, …)",
         Rule::unsized_type => "a type such as `real` or `array[] int`",
         Rule::array_commas => "`,` or `]`",
         Rule::unsized_base => "a type such as `real` or `vector`",
@@ -504,6 +773,138 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::ident_char => "a letter, digit or `_`",
         Rule::reserved => "a reserved word",
     }
+}
+
+/// The phrases for what pest expected, deduplicated. Statement starts collapse into "a
+/// statement", declaration starts into "a declaration", block keywords into "a block".
+fn summarise(positives: &[Rule], expects_block: bool) -> Vec<&'static str> {
+    let is_type = |r: &Rule| {
+        matches!(
+            r,
+            Rule::sized_type
+                | Rule::sized_base
+                | Rule::array_sizes
+                | Rule::var_decl
+                | Rule::kw_array
+                | Rule::kw_int
+                | Rule::kw_real
+                | Rule::kw_vector
+                | Rule::int_type
+                | Rule::real_type
+                | Rule::vector_type
+        )
+    };
+    let statement_start = positives.contains(&Rule::kw_for) || positives.contains(&Rule::kw_while);
+    let decl_start = !statement_start && positives.iter().any(is_type);
+    let mut out: Vec<&'static str> = Vec::new();
+    let mut push = |p: &'static str| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    for r in positives {
+        let phrase = match r {
+            Rule::rbrace => "`}`",
+            Rule::EOI => "end of file",
+            _ if statement_start => "a statement",
+            _ if decl_start => "a declaration such as `real x;`",
+            _ if expects_block => "a block such as `model {`",
+            _ => describe(*r),
+        };
+        push(phrase);
+    }
+    // The ways an expression can start collapse into "an expression".
+    const OPERAND_STARTS: [&str; 11] = [
+        "an integer",
+        "a real number",
+        "a name",
+        "`(`",
+        "`[`",
+        "`{`",
+        "`target`",
+        "`target()`",
+        "a function call",
+        "a row vector `[…]`",
+        "an array `{…}`",
+    ];
+    let operand_starts = out.iter().filter(|p| OPERAND_STARTS.contains(p)).count();
+    if out.contains(&"an expression") || operand_starts >= 3 {
+        let first = out
+            .iter()
+            .position(|p| *p == "an expression" || OPERAND_STARTS.contains(p))
+            .expect("an operand start is present");
+        out.retain(|p| *p != "an expression" && !OPERAND_STARTS.contains(p));
+        out.insert(first.min(out.len()), "an expression");
+    }
+    // After a complete operand, `(` and `[` continue a call or an index; they are rarely what
+    // was meant, so list them only when nothing else fits.
+    const OPERATOR: &str = "an operator such as `+`";
+    if out.contains(&OPERATOR) {
+        out.retain(|p| *p != "`(`" && *p != "`[`" && *p != "an index `[…]`");
+        // Punctuation first, the generic operator last: "expected `,`, `)` or an operator".
+        out.retain(|p| *p != OPERATOR);
+        out.push(OPERATOR);
+    }
+    if out.is_empty() {
+        out.push("valid syntax");
+    }
+    out
+}
+
+/// If a `<` opened a constraint (`<lower=`, `<upper=`, `<offset=`, `<multiplier=`) in the same
+/// statement before `pos`, its offset.
+fn open_constraint_before(source: &str, pos: usize, scan: &Trivia) -> Option<usize> {
+    let b = source.as_bytes();
+    let mut i = pos;
+    while i > 0 {
+        i -= 1;
+        if scan.trivia[i] {
+            continue;
+        }
+        match b[i] {
+            b';' | b'{' | b'}' => return None,
+            b'<' => {
+                let rest = source[i + 1..].trim_start();
+                let kw = ["lower", "upper", "offset", "multiplier"];
+                if kw.iter().any(|k| rest.starts_with(k)) {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `real[,]` from its modern form `array[,] real` (for the message of `OldArrayType`).
+fn old_text(rewrite: &str) -> String {
+    let rest = rewrite.strip_prefix("array").unwrap_or(rewrite);
+    match rest.split_once(' ') {
+        Some((dims, base)) => format!("{base}{dims}"),
+        None => rewrite.to_string(),
+    }
+}
+
+/// The name of the block whose `{` encloses `pos` (`data`, `parameters`, …), if `pos` is
+/// directly inside a block's braces.
+fn enclosing_block(source: &str, pos: usize, scan: &Trivia) -> Option<&'static str> {
+    let (open, _) = innermost_unclosed(source, pos, scan)?;
+    let head_end = previous_token_end(open, scan)?;
+    BLOCK_NAMES.into_iter().find(|name| {
+        let words: Vec<&str> = name.split(' ').collect();
+        let mut end = head_end;
+        for w in words.iter().rev() {
+            let Some(start) = word_start_before(source, end) else {
+                return false;
+            };
+            if &source[start..end] != *w {
+                return false;
+            }
+            end = previous_token_end(start, scan).unwrap_or(0);
+        }
+        // The header must start the top level: nothing but a `}` or nothing before it.
+        end == 0 || source.as_bytes()[end - 1] == b'}' || source.as_bytes()[end - 1] == b';'
+    })
 }
 
 /// "a", "a or b", "a, b or c".
@@ -656,7 +1057,6 @@ fn block_header_words(source: &str, pos: usize) -> Option<(String, usize)> {
     let b = source.as_bytes();
     let mut words = Vec::new();
     let mut i = pos;
-    let mut end = pos;
     for _ in 0..2 {
         let w = word_at(source, i);
         if w.is_empty() {
@@ -664,15 +1064,14 @@ fn block_header_words(source: &str, pos: usize) -> Option<(String, usize)> {
         }
         words.push(w);
         i += w.len();
-        end = i;
-        while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        let end = i;
+        while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
         }
         if i < b.len() && b[i] == b'{' {
             return Some((words.join(" "), end));
         }
     }
-    let _ = end;
     None
 }
 

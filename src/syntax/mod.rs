@@ -9,5 +9,5 @@ pub mod source;
 pub mod span;
 
 pub use error::SyntaxError;
-pub use parser::{input_is_complete, parse_expression, parse_program};
+pub use parser::{input_is_complete, parse_expression, parse_program, parse_statements};
 pub use span::{FileId, Span};

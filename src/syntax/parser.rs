@@ -51,6 +51,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
 /// Stan syntax (`<-`, `increment_log_prob`, `real x[N]`), reserved words used as names, invalid
 /// constraints and integer literals that do not fit in an `i64`.
 pub fn parse_program(source: &str, file: FileId) -> std::result::Result<Program, SyntaxError> {
+    super::error::check_nesting(source, file)?;
     let mut pairs = BayesParser::parse(Rule::program, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let program = pairs
@@ -62,6 +63,7 @@ pub fn parse_program(source: &str, file: FileId) -> std::result::Result<Program,
 /// Parses a single expression (the REPL's input form), with the same errors as
 /// [`parse_program`].
 pub fn parse_expression(source: &str, file: FileId) -> std::result::Result<Expr, SyntaxError> {
+    super::error::check_nesting(source, file)?;
     let mut pairs = BayesParser::parse(Rule::expression_only, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let top = pairs
@@ -72,6 +74,22 @@ pub fn parse_expression(source: &str, file: FileId) -> std::result::Result<Expr,
         .next()
         .expect("`expression_only` contains one `expr`");
     Builder { file }.expr(expr)
+}
+
+/// Parses a sequence of statements and declarations, as typed at the REPL
+/// (`real x = 2; y ~ normal(x, 1);`), with the same errors as [`parse_program`].
+pub fn parse_statements(source: &str, file: FileId) -> std::result::Result<Vec<Stmt>, SyntaxError> {
+    super::error::check_nesting(source, file)?;
+    let mut pairs = BayesParser::parse(Rule::statements_only, source)
+        .map_err(|e| SyntaxError::from_pest(e, source, file))?;
+    let top = pairs
+        .next()
+        .expect("a successful parse of `statements_only` yields exactly one pair");
+    let builder = Builder { file };
+    top.into_inner()
+        .filter(|p| p.as_rule() != Rule::EOI)
+        .map(|p| builder.statement(p))
+        .collect()
 }
 
 /// True when every `{`, `[` and `(` opened outside comments and string literals has been closed
@@ -1508,7 +1526,7 @@ model {
         );
         let e = parse_program("model {\n  x ~ normal(0, 1);\n", 0).unwrap_err();
         assert!(
-            matches!(e, SyntaxError::Unclosed { delimiter: '{', open, .. } if open == Span::new(0, 6, 7)),
+            matches!(e, SyntaxError::Unclosed { delimiter: '{', open, at_end: true, .. } if open == Span::new(0, 6, 7)),
             "{e:?}"
         );
         let e = parse_program("model { x = ; }", 0).unwrap_err();
@@ -1516,6 +1534,7 @@ model {
             span,
             expected,
             found,
+            ..
         } = e
         else {
             panic!("unexpected-token error expected")
@@ -1523,6 +1542,18 @@ model {
         assert_eq!(span, Span::new(0, 12, 13));
         assert_eq!(found, "`;`");
         assert!(expected.contains(&"an expression"), "{expected:?}");
+    }
+
+    #[test]
+    fn repl_statements() {
+        let stmts = parse_statements("real x = 2;\ny ~ normal(x, 1); print(x);", 4).unwrap();
+        assert_eq!(stmts.len(), 3);
+        assert!(matches!(&stmts[0].kind, StmtKind::Decl(d) if d.name.name == "x"));
+        assert!(matches!(&stmts[1].kind, StmtKind::Tilde { .. }));
+        assert_eq!(stmts[1].span, Span::new(4, 12, 29));
+        assert!(parse_statements("", 0).unwrap().is_empty());
+        let e = parse_statements("x = 1\ny = 2;", 0).unwrap_err();
+        assert!(matches!(e, SyntaxError::MissingSemicolon { .. }), "{e:?}");
     }
 
     #[test]
@@ -1543,5 +1574,108 @@ model {
         assert_eq!(edit_distance("paramters", "parameters"), 1);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn nesting_limit() {
+        let ok = format!("{}x{}", "(".repeat(100), ")".repeat(100));
+        assert_eq!(ex(&ok), "x");
+        let deep = format!("{}x{}", "(".repeat(101), ")".repeat(101));
+        let e = parse_expression(&deep, 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::TooDeeplyNested {
+                span: Span::new(0, 100, 101)
+            }
+        );
+    }
+
+    #[test]
+    fn operator_chain_limit() {
+        for chain in [
+            format!("{}x", "-".repeat(1000)),
+            format!("x{}", "^x".repeat(1000)),
+        ] {
+            assert!(parse_expression(&chain, 0).is_ok());
+        }
+        let e = parse_expression(&format!("{}x", "-".repeat(5000)), 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::TooManyOperators {
+                span: Span::new(0, 1000, 1001)
+            }
+        );
+        let e = parse_expression(&format!("x{}", "^x".repeat(5000)), 0).unwrap_err();
+        assert!(matches!(e, SyntaxError::TooManyOperators { .. }));
+        // The count restarts at each statement.
+        let many = "x = -1;\n".repeat(2000);
+        assert_eq!(
+            parse(&format!("model {{ real x; {many} }}")).model.len(),
+            2001
+        );
+    }
+
+    #[test]
+    fn byte_order_mark_and_crlf() {
+        let p = parse("\u{FEFF}data {\r\n  int N;\r\n}\r\n");
+        assert_eq!(p.data.len(), 1);
+    }
+
+    #[test]
+    fn unterminated_comment_and_string() {
+        let e = parse_program("model { /* never closed\n }", 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::UnterminatedComment {
+                span: Span::new(0, 8, 10)
+            }
+        );
+        let e = parse_program("model { print(\"abc); }", 0).unwrap_err();
+        assert_eq!(
+            e,
+            SyntaxError::UnterminatedString {
+                span: Span::new(0, 14, 15)
+            }
+        );
+    }
+
+    /// User input never panics: every prefix and every one-character deletion of valid programs
+    /// either parses or gives an error whose diagnostic renders against the source.
+    #[test]
+    fn damaged_programs_never_panic() {
+        use crate::syntax::report::{ToDiagnostic, render_plain};
+        use crate::syntax::source::SourceMap;
+        let sources = [
+            LABOUR,
+            "functions { real f(real x, data vector y) { if (x > 0) return x; else { while (1) break; } return -x^2; } }\n\
+             parameters { real<lower=0, upper=1 - a> p; array[2] vector<offset=0, multiplier=2>[3] z; }\n\
+             model { for (i in 1:N) y[i, :] ~ normal(x'[2:], s) T[, 1e3]; target += f(.5) ? a : b; print(\"x\", x); }",
+        ];
+        let mut errors = 0;
+        for src in sources {
+            let cuts: Vec<usize> = (0..=src.len())
+                .filter(|&i| src.is_char_boundary(i))
+                .collect();
+            let mut variants: Vec<String> = cuts.iter().map(|&i| src[..i].to_string()).collect();
+            for w in cuts.windows(2) {
+                variants.push(format!("{}{}", &src[..w[0]], &src[w[1]..]));
+            }
+            for v in variants {
+                let mut map = SourceMap::new();
+                let file = map.add("m.bayes", v.clone());
+                if let Err(e) = parse_program(&v, file) {
+                    errors += 1;
+                    let out = render_plain(&map, &e.to_diagnostic());
+                    assert!(
+                        out.contains("m.bayes:"),
+                        "diagnostic did not render for {v:?}:\n{out}"
+                    );
+                }
+            }
+        }
+        assert!(
+            errors > 500,
+            "most damaged programs should fail, got {errors}"
+        );
     }
 }
