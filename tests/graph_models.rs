@@ -540,3 +540,54 @@ fn unbounded_recursion_is_an_error_not_a_crash() {
     assert!(!e.recoverable);
     assert!(e.message.contains("nested more than"), "{}", e.message);
 }
+
+#[test]
+fn names_and_write_array_follow_stan_column_major_order() {
+    let src = "
+data { array[2] vector[3] d; matrix[2, 2] D; }
+parameters { matrix[2, 3] S; array[2] vector[2] a; }
+model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * a[1, 2]; }
+";
+    let mut bd = BoundData::default();
+    bd.values.insert(
+        "d".into(),
+        DataValue {
+            dims: vec![2, 3],
+            values: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            is_int: false,
+        },
+    );
+    // Row-major data: D = [[1, 7], [3, 4]].
+    bd.values.insert(
+        "D".into(),
+        DataValue {
+            dims: vec![2, 2],
+            values: vec![1.0, 7.0, 3.0, 4.0],
+            is_int: false,
+        },
+    );
+    let m = compile(src, &bd);
+    assert_eq!(
+        m.parameter_names(),
+        vec![
+            "S[1,1]", "S[2,1]", "S[1,2]", "S[2,2]", "S[1,3]", "S[2,3]", "a[1,1]", "a[2,1]",
+            "a[1,2]", "a[2,2]"
+        ]
+    );
+    let z: Vec<f64> = (0..10).map(|i| i as f64 * 0.1).collect();
+    let mut rng = stream(1, 0);
+    let x = m.write_array(&z, false, false, &mut rng).unwrap();
+    // Matrices are stored column-major (as Stan's order); the array of vectors is stored
+    // a[1] then a[2], so Stan's order interleaves them.
+    let want = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 0.7, 0.9];
+    for (a, b) in x.iter().zip(want) {
+        assert!((a - b).abs() < 1e-15, "{x:?}");
+    }
+    assert_eq!(m.unconstrain(&x).unwrap(), z);
+    // d[2, 3] = 6 multiplies a[2][1] (ζ[8]); D[1, 2] = 7 multiplies a[1][2] (ζ[7]).
+    let mut g = vec![0.0; 10];
+    m.log_density_grad(&z, &mut g).unwrap();
+    assert_eq!(g[8], 6.0);
+    assert_eq!(g[7], 7.0);
+    assert!((g[3] + 0.3).abs() < 1e-15);
+}
