@@ -591,3 +591,25 @@ model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * 
     assert_eq!(g[7], 7.0);
     assert!((g[3] + 0.3).abs() < 1e-15);
 }
+
+#[test]
+fn degenerate_simplex_and_integer_overflow() {
+    let m = compile(
+        "parameters { simplex[1] s; real m; } model { m ~ normal(s[1], 1); }",
+        &BoundData::default(),
+    );
+    assert_eq!(m.unconstrained_dim(), 1);
+    assert_eq!(m.log_density(&[1.0]).unwrap(), 0.0);
+    let m = compile(
+        "transformed data { int k = -9223372036854775807 - 1; } parameters { real m; } model { m ~ normal(0, 1); }",
+        &BoundData::default(),
+    );
+    assert_eq!(m.unconstrained_dim(), 1);
+    let prog = parse_program(
+        "transformed data { int k = (-9223372036854775807 - 1) %/% -1; } parameters { real m; } model { }",
+        0,
+    )
+    .unwrap();
+    let e = Model::new(&prog, &BoundData::default()).err().unwrap();
+    assert!(e.to_string().contains("overflow"), "{e}");
+}

@@ -620,7 +620,10 @@ impl<'a> Ctx<'a> {
                 self.binop(*op, &a, &b)?
             }
             Ex::Neg(a) => match self.eval(a)? {
-                Value::Int(i) => Value::Int(-i),
+                Value::Int(i) => Value::Int(
+                    i.checked_neg()
+                        .ok_or_else(|| Fault::fatal("integer overflow in unary `-`"))?,
+                ),
                 v => map_unary(self.tape, U::Neg, &v),
             },
             Ex::Not(a) => {
@@ -833,16 +836,16 @@ impl<'a> Ctx<'a> {
                     if y == 0 {
                         return Err(Fault::fatal("integer division by zero"));
                     }
-                    Value::Int(x / y)
+                    Value::Int(x.checked_div(y).ok_or_else(over)?)
                 }
                 Mod => {
                     if y == 0 {
                         return Err(Fault::fatal("integer modulus by zero"));
                     }
-                    Value::Int(x % y)
+                    Value::Int(x.checked_rem(y).ok_or_else(over)?)
                 }
                 Pow | EltPow => Value::Real((x as f64).powf(y as f64)),
-                EltMul => Value::Int(x * y),
+                EltMul => Value::Int(x.checked_mul(y).ok_or_else(over)?),
                 EltDiv => Value::Real(x as f64 / y as f64),
                 Lt => Value::Int((x < y) as i64),
                 Le => Value::Int((x <= y) as i64),
@@ -1164,7 +1167,10 @@ impl<'a> Ctx<'a> {
             Abs => {
                 arity(1)?;
                 match &v[0] {
-                    Value::Int(i) => Value::Int(i.abs()),
+                    Value::Int(i) => Value::Int(
+                        i.checked_abs()
+                            .ok_or_else(|| Fault::fatal("integer overflow in abs"))?,
+                    ),
                     x => map_unary(tape, U::Abs, x),
                 }
             }

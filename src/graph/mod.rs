@@ -162,6 +162,13 @@ impl Model {
                     span: d.span,
                 });
             }
+            if dv.values.len() != want.iter().product::<usize>() {
+                return Err(GraphError::BadData {
+                    name: name.clone(),
+                    message: format!("{} values given for sizes {want:?}", dv.values.len()),
+                    span: d.span,
+                });
+            }
             if ty.int && !dv.values.iter().all(|x| x.fract() == 0.0) {
                 return Err(GraphError::BadData {
                     name: name.clone(),
@@ -525,15 +532,14 @@ impl Model {
                 }
                 Transform::Simplex => {
                     let k = p.base.size();
-                    u.chunks(k - 1)
-                        .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac))
-                        .chain(if k == 1 && n > 0 {
-                            // simplex[1] has no free coordinate: every element is 1.
-                            vec![S::C(1.0); n / k]
-                        } else {
-                            vec![]
-                        })
-                        .collect()
+                    if k == 1 {
+                        // simplex[1] has no free coordinate: every element is 1.
+                        vec![S::C(1.0); n]
+                    } else {
+                        u.chunks(k - 1)
+                            .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac))
+                            .collect()
+                    }
                 }
             };
             let v = value::tensor_from_s(ctx.tape, p.arr.clone(), p.base, &xs);
