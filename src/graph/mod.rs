@@ -249,7 +249,12 @@ impl Model {
             let k = &d.ty.constraint;
             let special = matches!(
                 d.ty.base,
-                SizedBase::Simplex(_) | SizedBase::Ordered(_) | SizedBase::PositiveOrdered(_)
+                SizedBase::Simplex(_)
+                    | SizedBase::Ordered(_)
+                    | SizedBase::PositiveOrdered(_)
+                    | SizedBase::CholeskyFactorCorr(_)
+                    | SizedBase::CholeskyFactorCov(_)
+                    | SizedBase::CovMatrix(_)
             );
             if special && !k.is_empty() {
                 return Err(GraphError::Unsupported {
@@ -265,6 +270,9 @@ impl Model {
                 (SizedBase::Simplex(_), ..) => Transform::Simplex,
                 (SizedBase::Ordered(_), ..) => Transform::Ordered,
                 (SizedBase::PositiveOrdered(_), ..) => Transform::PositiveOrdered,
+                (SizedBase::CholeskyFactorCorr(_), ..) => Transform::CholeskyCorr,
+                (SizedBase::CholeskyFactorCov(_), ..) => Transform::CholeskyCov,
+                (SizedBase::CovMatrix(_), ..) => Transform::CovMatrix,
                 (_, None, None, None, None) => Transform::Identity,
                 (_, Some(l), None, None, None) => Transform::Lower(l),
                 (_, None, Some(u), None, None) => Transform::Upper(u),
@@ -288,6 +296,15 @@ impl Model {
                         });
                     }
                     n - n / k
+                }
+                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                    let (k, _) = base.matrix_dims();
+                    let per = if matches!(transform, Transform::CholeskyCorr) {
+                        transforms::cholesky_corr_free_dim(k)
+                    } else {
+                        transforms::cholesky_cov_free_dim(k)
+                    };
+                    if k == 0 { 0 } else { n / (k * k) * per }
                 }
                 _ => n,
             };
@@ -529,6 +546,24 @@ impl Model {
                     u.chunks(k.max(1))
                         .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac))
                         .collect()
+                }
+                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                    let (k, _) = p.base.matrix_dims();
+                    let per = p.free / (n / (k * k).max(1)).max(1);
+                    let mut xs = Vec::with_capacity(n);
+                    for c in 0..n / (k * k).max(1) {
+                        let y = &u[c * per..(c + 1) * per];
+                        xs.extend(match p.transform {
+                            Transform::CholeskyCorr => {
+                                transforms::cholesky_corr_constrain(ctx.tape, y, k, log_jac)
+                            }
+                            Transform::CholeskyCov => {
+                                transforms::cholesky_cov_constrain(ctx.tape, y, k, log_jac)
+                            }
+                            _ => transforms::cov_matrix_constrain(ctx.tape, y, k, log_jac),
+                        });
+                    }
+                    xs
                 }
                 Transform::Simplex => {
                     let k = p.base.size();
@@ -773,6 +808,21 @@ impl Model {
                         let mut u = Vec::with_capacity(n);
                         for c in x.chunks(p.base.size().max(1)) {
                             u.extend(transforms::ordered_free(c, pos).map_err(loc)?);
+                        }
+                        u
+                    }
+                    Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                        let (k, _) = p.base.matrix_dims();
+                        let mut u = Vec::with_capacity(p.free);
+                        for c in x.chunks((k * k).max(1)) {
+                            u.extend(
+                                match p.transform {
+                                    Transform::CholeskyCorr => transforms::cholesky_corr_free(c, k),
+                                    Transform::CholeskyCov => transforms::cholesky_cov_free(c, k),
+                                    _ => transforms::cov_matrix_free(c, k),
+                                }
+                                .map_err(loc)?,
+                            );
                         }
                         u
                     }
