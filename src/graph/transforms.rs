@@ -325,7 +325,7 @@ pub fn cholesky_corr_free(x: &[f64], k: usize) -> R<Vec<f64>> {
     for i in 0..k {
         let norm: f64 = (0..k).map(|j| at(i, j) * at(i, j)).sum();
         let upper = (i + 1..k).any(|j| at(i, j) != 0.0);
-        if upper || !(at(i, i) > 0.0) || (norm - 1.0).abs() > 1e-8 {
+        if upper || at(i, i).is_nan() || at(i, i) <= 0.0 || (norm - 1.0).abs() > 1e-8 {
             return Err(Fault::fatal(format!(
                 "cholesky_factor_corr_free: row {} is not a lower-triangular unit-length row with a positive diagonal",
                 i + 1
@@ -376,7 +376,7 @@ pub fn cholesky_cov_constrain(tape: &mut Tape, y: &[S], k: usize, log_jac: &mut 
 pub fn cholesky_cov_free(x: &[f64], k: usize) -> R<Vec<f64>> {
     let mut y = Vec::with_capacity(cholesky_cov_free_dim(k));
     for m in 0..k {
-        if (m + 1..k).any(|n| x[m + n * k] != 0.0) || !(x[m + m * k] > 0.0) {
+        if (m + 1..k).any(|n| x[m + n * k] != 0.0) || x[m + m * k].is_nan() || x[m + m * k] <= 0.0 {
             return Err(Fault::fatal(format!(
                 "cholesky_factor_cov_free: row {} is not lower triangular with a positive diagonal",
                 m + 1
@@ -436,7 +436,7 @@ pub fn cov_matrix_free(x: &[f64], k: usize) -> R<Vec<f64>> {
                 s -= l[i + q * k] * l[j + q * k];
             }
             if i == j {
-                if !(s > 0.0) {
+                if s.is_nan() || s <= 0.0 {
                     return Err(Fault::fatal(
                         "cov_matrix_free: matrix is not positive definite",
                     ));
