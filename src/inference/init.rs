@@ -17,12 +17,17 @@ pub const MAX_INIT_ATTEMPTS: usize = 100;
 /// says no valid initial point was found and repeats the last error (which names the model
 /// statement), so the user can see which statement rejects every point. An unrecoverable error
 /// from the density (e.g. an index out of range) is returned at once.
-pub fn random_init(density: &dyn LogDensity, rng: &mut StreamRng) -> Result<Vec<f64>, DensityError> {
+pub fn random_init(
+    density: &dyn LogDensity,
+    rng: &mut StreamRng,
+) -> Result<Vec<f64>, DensityError> {
     let d = density.dim();
     let mut grad = vec![0.0; d];
     let mut last: Option<String> = None;
     for _ in 0..MAX_INIT_ATTEMPTS {
-        let zeta: Vec<f64> = (0..d).map(|_| rng.random_range(-INIT_RADIUS..INIT_RADIUS)).collect();
+        let zeta: Vec<f64> = (0..d)
+            .map(|_| rng.random_range(-INIT_RADIUS..INIT_RADIUS))
+            .collect();
         match density.log_density_grad(&zeta, &mut grad) {
             Ok(lp) if lp.is_finite() && grad.iter().all(|g| g.is_finite()) => return Ok(zeta),
             Ok(lp) => last = Some(format!("log density {lp} or its gradient is not finite")),

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 /// Initial-value attempts per chain before giving up. `specs/nuts.md` §3, Stan's
 /// `initialize.hpp`.
-pub const MAX_INIT_ATTEMPTS: usize = 100;
+pub const MAX_INIT_ATTEMPTS: usize = crate::inference::init::MAX_INIT_ATTEMPTS;
 /// Default number of chains. `specs/nuts.md` §5.1.
 pub const DEFAULT_CHAINS: usize = 4;
 /// Default warmup iterations per chain (HMC). `specs/nuts.md` §5.1.
@@ -27,7 +27,7 @@ pub const DEFAULT_WARMUP: usize = 1000;
 /// Default post-warmup iterations per chain (HMC). `specs/nuts.md` §5.1.
 pub const DEFAULT_SAMPLES: usize = 1000;
 /// Default radius R of the uniform(−R, R) initial values. `specs/nuts.md` §3, Stan default.
-pub const DEFAULT_INIT_RADIUS: f64 = 2.0;
+pub const DEFAULT_INIT_RADIUS: f64 = crate::inference::init::INIT_RADIUS;
 
 /// The MCMC algorithm.
 #[derive(Clone, Debug, PartialEq)]
