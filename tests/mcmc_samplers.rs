@@ -967,3 +967,49 @@ fn user_inverse_metric_without_warmup() {
     let err = sample(&target, &bad, &[], &no_progress(), &AtomicBool::new(false)).unwrap_err();
     assert!(matches!(err, McmcError::InvalidSettings(_)));
 }
+
+/// Jitter draws ε uniformly in ε̄·[1 − j, 1 + j] (`specs/nuts.md` §2.2); static HMC with the
+/// default integration time takes max(1, ⌊2π/ε̄⌋) steps of the adapted ε̄ (§7).
+#[test]
+fn jitter_and_static_integration_time() {
+    let stop = AtomicBool::new(false);
+    let settings = McmcSettings {
+        seed: 6,
+        warmup: 300,
+        samples: 300,
+        jitter: 0.5,
+        ..McmcSettings::default()
+    };
+    let out = sample(&IidNormal(3), &settings, &[], &no_progress(), &stop).unwrap();
+    for c in &out.chains {
+        let eps = c.step_size;
+        assert!(
+            c.stats
+                .stepsize
+                .iter()
+                .all(|&e| e >= 0.5 * eps && e <= 1.5 * eps)
+        );
+        let (lo, hi) = c
+            .stats
+            .stepsize
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), &e| (a.min(e), b.max(e)));
+        assert!(
+            lo < 0.6 * eps && hi > 1.4 * eps,
+            "jitter range {lo}..{hi} for {eps}"
+        );
+    }
+    let settings = McmcSettings {
+        method: Method::StaticHmc { n_leapfrog: None },
+        seed: 6,
+        warmup: 300,
+        samples: 100,
+        ..McmcSettings::default()
+    };
+    let out = sample(&IidNormal(3), &settings, &[], &no_progress(), &stop).unwrap();
+    for c in &out.chains {
+        let steps = (2.0 * std::f64::consts::PI / c.step_size).floor().max(1.0) as u32;
+        assert!(c.stats.stepsize.iter().all(|&e| e == c.step_size));
+        assert!(c.stats.n_leapfrog.iter().all(|&n| n == steps), "{steps}");
+    }
+}

@@ -4,6 +4,31 @@
 //! Chain c draws all its randomness from `rng::stream(seed, c + 1)`, so results are identical
 //! for any number of threads (STYLE.md habit 10). Initialisation follows `specs/nuts.md` §3 and
 //! `specs/mh.md` §6.
+//!
+//! ```
+//! use bayesc::inference::mcmc::{McmcSettings, sample};
+//! use bayesc::inference::{DensityError, LogDensity};
+//! use std::sync::atomic::AtomicBool;
+//!
+//! /// A standard normal in two dimensions.
+//! struct Normal2;
+//! impl LogDensity for Normal2 {
+//!     fn dim(&self) -> usize { 2 }
+//!     fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+//!         Ok(-0.5 * (x[0] * x[0] + x[1] * x[1]))
+//!     }
+//!     fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+//!         g[0] = -x[0];
+//!         g[1] = -x[1];
+//!         self.log_density(x)
+//!     }
+//! }
+//!
+//! let settings = McmcSettings { chains: 2, warmup: 200, samples: 100, seed: 1, ..Default::default() };
+//! let out = sample(&Normal2, &settings, &[], &|_progress| {}, &AtomicBool::new(false)).unwrap();
+//! assert_eq!(out.chains[0].draws.len(), 100 * 2); // kept draws × d, unconstrained
+//! assert_eq!(out.chains[1].stats.treedepth.len(), 100);
+//! ```
 
 use crate::inference::density::{DensityError, LogDensity};
 use crate::inference::hmc::{
