@@ -353,6 +353,15 @@ fn nuts_dense_metric_correlated_10d() {
     check_moments(&out, &target.mean, &var);
     for c in &out.chains {
         assert!(c.dense && c.inv_metric.len() == 100);
+        // Timing: positive wall-clock time; CPU time (where reported) cannot exceed it by much.
+        assert!(c.warmup_seconds > 0.0 && c.sampling_seconds > 0.0);
+        if let Some(cpu) = c.warmup_cpu_seconds {
+            assert!(
+                cpu >= 0.0 && cpu <= c.warmup_seconds + 0.05,
+                "cpu {cpu} wall {}",
+                c.warmup_seconds
+            );
+        }
         // One 500-draw window per chain: ±50% per chain on the variances (the average over
         // chains is checked to ±20% below), ±0.08 on the correlations (about 4 standard errors).
         for i in 0..10 {

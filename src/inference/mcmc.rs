@@ -390,11 +390,17 @@ pub struct ChainOutput {
     pub warmup_divergences: usize,
     /// Post-warmup transitions that hit the maximum tree depth (NUTS).
     pub max_treedepth_hits: usize,
-    /// Wall-clock seconds spent in warmup, measured on the chain's own thread (the chain runs
-    /// on one thread, so this is its CPU time unless the machine is oversubscribed).
+    /// Wall-clock seconds spent in warmup.
     pub warmup_seconds: f64,
-    /// Wall-clock seconds spent sampling after warmup (same caveat).
+    /// Wall-clock seconds spent sampling after warmup.
     pub sampling_seconds: f64,
+    /// CPU seconds of the chain's thread during warmup, where the OS reports per-thread CPU time
+    /// (Linux `/proc/thread-self/schedstat`, updated at scheduler ticks, so accurate to a few
+    /// milliseconds); `None` elsewhere. Includes any other rayon work
+    /// the thread picked up while the density itself ran in parallel.
+    pub warmup_cpu_seconds: Option<f64>,
+    /// CPU seconds of the chain's thread while sampling (same caveats).
+    pub sampling_cpu_seconds: Option<f64>,
 }
 
 /// The result of [`sample`].
@@ -583,6 +589,14 @@ fn initialize(
     })
 }
 
+/// CPU time of the calling thread in seconds, from the first field of Linux's
+/// `/proc/thread-self/schedstat` (nanoseconds on CPU); `None` where unavailable.
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns * 1e-9)
+}
+
 /// One chain's sampler.
 enum ChainSampler {
     Hmc(Box<AdaptiveHmc>),
@@ -700,9 +714,12 @@ fn run_chain(
         max_treedepth_hits: 0,
         warmup_seconds: 0.0,
         sampling_seconds: 0.0,
+        warmup_cpu_seconds: None,
+        sampling_cpu_seconds: None,
     };
     let mut interrupted = false;
     let t0 = Instant::now();
+    let cpu0 = thread_cpu_seconds();
     let mut done = 0;
     for c in 0..settings.warmup {
         if stop.load(Ordering::Relaxed) {
@@ -733,6 +750,8 @@ fn run_chain(
         }
     }
     out.warmup_seconds = t0.elapsed().as_secs_f64();
+    let cpu1 = thread_cpu_seconds();
+    out.warmup_cpu_seconds = cpu0.zip(cpu1).map(|(a, b)| b - a);
     let t1 = Instant::now();
     if !interrupted {
         for i in 0..settings.samples {
@@ -765,6 +784,7 @@ fn run_chain(
         }
     }
     out.sampling_seconds = t1.elapsed().as_secs_f64();
+    out.sampling_cpu_seconds = cpu1.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
     progress(ChainProgress {
         chain,
         iteration: done,
