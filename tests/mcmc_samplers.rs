@@ -1022,3 +1022,46 @@ fn jitter_and_static_integration_time() {
         assert!(c.stats.n_leapfrog.iter().all(|&n| n == steps), "{steps}");
     }
 }
+
+/// A higher adapt_delta gives a smaller step size, and dual averaging reaches the new target
+/// during the terminal buffer (`specs/nuts.md` §5.2).
+#[test]
+fn adapt_delta_controls_the_step_size() {
+    let target = spec_gaussian_5d();
+    let run = |delta: f64| {
+        let settings = McmcSettings {
+            seed: 12,
+            adapt_delta: delta,
+            save_warmup: true,
+            ..McmcSettings::default()
+        };
+        sample(
+            &target,
+            &settings,
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap()
+    };
+    let (low, high) = (run(0.8), run(0.95));
+    for (out, delta) in [(&low, 0.8), (&high, 0.95)] {
+        let terminal = post_warmup_mean(out, |c| c.warmup_stats.accept_stat[950..].to_vec());
+        assert!(
+            (terminal - delta).abs() < 0.05,
+            "δ = {delta}: terminal accept_stat {terminal}"
+        );
+        let accept = post_warmup_mean(out, |c| c.stats.accept_stat.clone());
+        assert!(
+            accept > delta - 0.02 && accept < 1.0,
+            "δ = {delta}: accept_stat {accept}"
+        );
+    }
+    let eps = |o: &McmcOutput| o.chains.iter().map(|c| c.step_size).sum::<f64>() / 4.0;
+    assert!(
+        eps(&high) < 0.8 * eps(&low),
+        "{} vs {}",
+        eps(&high),
+        eps(&low)
+    );
+}
