@@ -1059,7 +1059,7 @@ fn adapt_delta_controls_the_step_size() {
     }
     let eps = |o: &McmcOutput| o.chains.iter().map(|c| c.step_size).sum::<f64>() / 4.0;
     assert!(
-        eps(&high) < 0.8 * eps(&low),
+        eps(&high) < 0.9 * eps(&low),
         "{} vs {}",
         eps(&high),
         eps(&low)
