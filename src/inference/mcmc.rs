@@ -520,7 +520,7 @@ pub fn sample(
         dim,
         method: settings.method.clone(),
         chains,
-        interrupted: interrupted || stop.load(Ordering::Relaxed),
+        interrupted,
     })
 }
 
