@@ -1065,3 +1065,35 @@ fn adapt_delta_controls_the_step_size() {
         eps(&low)
     );
 }
+
+/// A model without parameters (d = 0) samples empty rows without panicking.
+#[test]
+fn zero_dimensional_model() {
+    for method in [
+        Method::Nuts,
+        Method::StaticHmc { n_leapfrog: None },
+        Method::Mh,
+    ] {
+        let settings = McmcSettings {
+            method,
+            chains: 2,
+            warmup: 30,
+            samples: 10,
+            ..McmcSettings::default()
+        };
+        let out = sample(
+            &IidNormal(0),
+            &settings,
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(out.dim, 0);
+        for c in &out.chains {
+            assert!(c.draws.is_empty());
+            assert_eq!(c.stats.len(), 10);
+            assert!(c.stats.lp.iter().all(|&lp| lp == 0.0));
+        }
+    }
+}
