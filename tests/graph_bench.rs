@@ -105,3 +105,54 @@ fn labour_timing() {
         graph / by_hand
     );
 }
+
+#[test]
+#[ignore]
+fn garch_timing() {
+    let src = "
+data { int<lower=0> T; vector[T] r; }
+parameters { real mu; real<lower=0> omega; real<lower=0, upper=1> alpha1; real<lower=0, upper=(1 - alpha1)> beta1; }
+model {
+  vector[T] h;
+  h[1] = variance(r);
+  for (t in 2:T) h[t] = omega + alpha1 * square(r[t - 1] - mu) + beta1 * h[t - 1];
+  r ~ normal(mu, sqrt(h));
+}";
+    let mut rdr = csv::Reader::from_path("/work/shared/data/sp500.csv").unwrap();
+    let r: Vec<f64> = rdr
+        .records()
+        .skip(1)
+        .take(1000)
+        .map(|rec| rec.unwrap()[1].parse().unwrap())
+        .collect();
+    let mut bd = BoundData::default();
+    bd.values.insert(
+        "T".into(),
+        DataValue {
+            dims: vec![],
+            values: vec![r.len() as f64],
+            is_int: true,
+        },
+    );
+    bd.values.insert(
+        "r".into(),
+        DataValue {
+            dims: vec![r.len()],
+            values: r,
+            is_int: false,
+        },
+    );
+    let m = Model::new(&parse_program(src, 0).unwrap(), &bd).unwrap();
+    let z = [0.05, -2.0, -2.0, 1.5];
+    let mut g = vec![0.0; 4];
+    let reps = 2000;
+    let t0 = Instant::now();
+    let mut s = 0.0;
+    for _ in 0..reps {
+        s += m.log_density_grad(&z, &mut g).unwrap();
+    }
+    println!(
+        "garch (T = 1000): log density + gradient {:.1} µs ({s})",
+        t0.elapsed().as_secs_f64() / reps as f64 * 1e6
+    );
+}

@@ -505,3 +505,160 @@ fn model_is_send_sync_and_thread_independent() {
         }
     });
 }
+
+#[test]
+fn reject_is_recoverable_with_its_message() {
+    let src = "parameters { real mu; }\nmodel {\n  if (mu > 1) reject(\"mu too big: \", mu);\n  mu ~ normal(0, 1);\n}\n";
+    let m = compile(src, &BoundData::default());
+    assert!((m.log_density(&[0.5]).unwrap() + 0.125).abs() < 1e-15);
+    let e = m.log_density(&[2.0]).unwrap_err();
+    assert!(e.recoverable);
+    assert_eq!(e.message, "mu too big: 2");
+}
+
+#[test]
+fn graph_errors_render_at_their_span() {
+    use bayesc::syntax::report::{ToDiagnostic, render_plain};
+    let src = "parameters {\n  corr_matrix[3] L;\n}\nmodel { }\n";
+    let prog = parse_program(src, 0).unwrap();
+    let e = Model::new(&prog, &BoundData::default()).err().unwrap();
+    let d = e.to_diagnostic();
+    let range = d.labels[0].range.clone();
+    assert_eq!(&src[range], "corr_matrix[3]");
+    let mut sm = bayesc::syntax::source::SourceMap::new();
+    sm.add("model.bayes", src);
+    let text = render_plain(&sm, &d);
+    assert!(text.contains("is not supported yet"), "{text}");
+    assert!(text.contains("model.bayes:2:3"), "{text}");
+}
+
+#[test]
+fn unbounded_recursion_is_an_error_not_a_crash() {
+    let src = "functions { real f(real x) { return f(x + 1); } }\nparameters { real m; }\nmodel { target += f(m); }\n";
+    let m = compile(src, &BoundData::default());
+    let e = m.log_density(&[0.0]).unwrap_err();
+    assert!(!e.recoverable);
+    assert!(e.message.contains("nested more than"), "{}", e.message);
+}
+
+#[test]
+fn names_and_write_array_follow_stan_column_major_order() {
+    let src = "
+data { array[2] vector[3] d; matrix[2, 2] D; }
+parameters { matrix[2, 3] S; array[2] vector[2] a; }
+model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * a[1, 2]; }
+";
+    let mut bd = BoundData::default();
+    bd.values.insert(
+        "d".into(),
+        DataValue {
+            dims: vec![2, 3],
+            values: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            is_int: false,
+        },
+    );
+    // Row-major data: D = [[1, 7], [3, 4]].
+    bd.values.insert(
+        "D".into(),
+        DataValue {
+            dims: vec![2, 2],
+            values: vec![1.0, 7.0, 3.0, 4.0],
+            is_int: false,
+        },
+    );
+    let m = compile(src, &bd);
+    assert_eq!(
+        m.parameter_names(),
+        vec![
+            "S[1,1]", "S[2,1]", "S[1,2]", "S[2,2]", "S[1,3]", "S[2,3]", "a[1,1]", "a[2,1]",
+            "a[1,2]", "a[2,2]"
+        ]
+    );
+    let z: Vec<f64> = (0..10).map(|i| i as f64 * 0.1).collect();
+    let mut rng = stream(1, 0);
+    let x = m.write_array(&z, false, false, &mut rng).unwrap();
+    // Matrices are stored column-major (as Stan's order); the array of vectors is stored
+    // a[1] then a[2], so Stan's order interleaves them.
+    let want = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 0.7, 0.9];
+    for (a, b) in x.iter().zip(want) {
+        assert!((a - b).abs() < 1e-15, "{x:?}");
+    }
+    assert_eq!(m.unconstrain(&x).unwrap(), z);
+    // d[2, 3] = 6 multiplies a[2][1] (ζ[8]); D[1, 2] = 7 multiplies a[1][2] (ζ[7]).
+    let mut g = vec![0.0; 10];
+    m.log_density_grad(&z, &mut g).unwrap();
+    assert_eq!(g[8], 6.0);
+    assert_eq!(g[7], 7.0);
+    assert!((g[3] + 0.3).abs() < 1e-15);
+}
+
+#[test]
+fn degenerate_simplex_and_integer_overflow() {
+    let m = compile(
+        "parameters { simplex[1] s; real m; } model { m ~ normal(s[1], 1); }",
+        &BoundData::default(),
+    );
+    assert_eq!(m.unconstrained_dim(), 1);
+    assert_eq!(m.log_density(&[1.0]).unwrap(), 0.0);
+    let m = compile(
+        "transformed data { int k = -9223372036854775807 - 1; } parameters { real m; } model { m ~ normal(0, 1); }",
+        &BoundData::default(),
+    );
+    assert_eq!(m.unconstrained_dim(), 1);
+    let prog = parse_program(
+        "transformed data { int k = (-9223372036854775807 - 1) %/% -1; } parameters { real m; } model { }",
+        0,
+    )
+    .unwrap();
+    let e = Model::new(&prog, &BoundData::default()).err().unwrap();
+    assert!(e.to_string().contains("overflow"), "{e}");
+}
+
+#[test]
+fn matrix_constrained_parameters() {
+    let src = "
+parameters {
+  cholesky_factor_corr[3] L;
+  cov_matrix[2] S;
+  cholesky_factor_cov[2] C;
+  array[2] cholesky_factor_corr[2] Ls;
+}
+model {
+  matrix[3, 3] R = multiply_lower_tri_self_transpose(L);
+  target += 0.3 * sum(R) + 0.1 * sum(S) - dot_self(to_vector(C)) + sum(Ls[2]) + L[3, 2];
+}";
+    let m = compile(src, &BoundData::default());
+    assert_eq!(m.unconstrained_dim(), 3 + 3 + 3 + 2);
+    assert_eq!(m.parameter_names().len(), 9 + 4 + 4 + 8);
+    let z: Vec<f64> = (0..11)
+        .map(|i| 0.4 * ((i as f64) * 0.9 + 0.2).cos())
+        .collect();
+    let mut g = vec![0.0; 11];
+    let v = m.log_density_grad(&z, &mut g).unwrap();
+    assert_eq!(v, m.log_density(&z).unwrap());
+    let fd = fd_grad(&m, &z);
+    for k in 0..11 {
+        assert!(
+            rel_close(g[k], fd[k], 1e-6),
+            "grad {k}: {} vs {}",
+            g[k],
+            fd[k]
+        );
+    }
+    let mut rng = stream(2, 0);
+    let x = m.write_array(&z, false, false, &mut rng).unwrap();
+    // L is lower triangular with unit rows; S is symmetric.
+    assert_eq!(x[3], 0.0); // L[1,2]
+    let row3: f64 = [x[2], x[5], x[8]].iter().map(|v| v * v).sum();
+    assert!((row3 - 1.0).abs() < 1e-14);
+    assert_eq!(x[10], x[11]); // S[2,1] == S[1,2]
+    let back = m.unconstrain(&x).unwrap();
+    for k in 0..11 {
+        assert!(
+            (back[k] - z[k]).abs() < 1e-9,
+            "{k}: {} vs {}",
+            back[k],
+            z[k]
+        );
+    }
+}

@@ -2,6 +2,9 @@
 //! `specs/mh.md` §8). Run in release: `cargo test --release --test mcmc_samplers`.
 #![allow(clippy::needless_range_loop)] // matrix code reads best with explicit indices
 
+use bayesc::diagnostics::as_slices;
+use bayesc::diagnostics::convergence::convergence;
+use bayesc::diagnostics::hmc_stats::e_bfmi;
 use bayesc::inference::mcmc::{McmcError, McmcOutput, McmcSettings, Method, sample};
 use bayesc::inference::{DensityError, LogDensity};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -282,8 +285,19 @@ fn nuts_gaussian_5d_spec_target() {
     // §8.5 prototype 0.85–0.93 for δ = 0.8.
     let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
     assert!((0.84..0.94).contains(&accept), "mean accept_stat {accept}");
+    // §8.5 with the project's diagnostics: rank-normalised R-hat < 1.01, bulk ESS about half
+    // the 4000 draws, E-BFMI ≈ 1.
     for j in 0..5 {
-        assert!(ess(&column(&out, j)) > 1000.0);
+        let cols = column(&out, j);
+        let conv = convergence(&as_slices(&cols)).unwrap();
+        assert!(conv.rhat < 1.01, "R-hat {}", conv.rhat);
+        // The prototype quotes "> 2000"; over 30 seeds our minimum over the 5 coordinates
+        // ranged 1850–2340 (typical 2200), so the bound keeps a margin.
+        assert!(conv.ess_bulk > 1600.0, "bulk ESS {}", conv.ess_bulk);
+    }
+    for c in &out.chains {
+        let bfmi = e_bfmi(&c.stats.energy).unwrap();
+        assert!((0.7..1.5).contains(&bfmi), "E-BFMI {bfmi}");
     }
 }
 
@@ -339,6 +353,15 @@ fn nuts_dense_metric_correlated_10d() {
     check_moments(&out, &target.mean, &var);
     for c in &out.chains {
         assert!(c.dense && c.inv_metric.len() == 100);
+        // Timing: positive wall-clock time; CPU time (where reported) cannot exceed it by much.
+        assert!(c.warmup_seconds > 0.0 && c.sampling_seconds > 0.0);
+        if let Some(cpu) = c.warmup_cpu_seconds {
+            assert!(
+                cpu >= 0.0 && cpu <= c.warmup_seconds + 0.05,
+                "cpu {cpu} wall {}",
+                c.warmup_seconds
+            );
+        }
         // One 500-draw window per chain: ±50% per chain on the variances (the average over
         // chains is checked to ±20% below), ±0.08 on the correlations (about 4 standard errors).
         for i in 0..10 {
@@ -494,8 +517,12 @@ fn mh_correlated_gaussian_5d() {
             }
         }
     }
+    // §8.3: max rank-normalised R-hat < 1.05 (prototype: bulk ESS ≈ 400 of 8000 at W = 2000).
     for j in 0..5 {
-        assert!(ess(&column(&out, j)) > 800.0);
+        let cols = column(&out, j);
+        let conv = convergence(&as_slices(&cols)).unwrap();
+        assert!(conv.rhat < 1.05, "R-hat {}", conv.rhat);
+        assert!(conv.ess_bulk > 800.0, "bulk ESS {}", conv.ess_bulk);
     }
 }
 
@@ -948,4 +975,125 @@ fn user_inverse_metric_without_warmup() {
     };
     let err = sample(&target, &bad, &[], &no_progress(), &AtomicBool::new(false)).unwrap_err();
     assert!(matches!(err, McmcError::InvalidSettings(_)));
+}
+
+/// Jitter draws ε uniformly in ε̄·[1 − j, 1 + j] (`specs/nuts.md` §2.2); static HMC with the
+/// default integration time takes max(1, ⌊2π/ε̄⌋) steps of the adapted ε̄ (§7).
+#[test]
+fn jitter_and_static_integration_time() {
+    let stop = AtomicBool::new(false);
+    let settings = McmcSettings {
+        seed: 6,
+        warmup: 300,
+        samples: 300,
+        jitter: 0.5,
+        ..McmcSettings::default()
+    };
+    let out = sample(&IidNormal(3), &settings, &[], &no_progress(), &stop).unwrap();
+    for c in &out.chains {
+        let eps = c.step_size;
+        assert!(
+            c.stats
+                .stepsize
+                .iter()
+                .all(|&e| e >= 0.5 * eps && e <= 1.5 * eps)
+        );
+        let (lo, hi) = c
+            .stats
+            .stepsize
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), &e| (a.min(e), b.max(e)));
+        assert!(
+            lo < 0.6 * eps && hi > 1.4 * eps,
+            "jitter range {lo}..{hi} for {eps}"
+        );
+    }
+    let settings = McmcSettings {
+        method: Method::StaticHmc { n_leapfrog: None },
+        seed: 6,
+        warmup: 300,
+        samples: 100,
+        ..McmcSettings::default()
+    };
+    let out = sample(&IidNormal(3), &settings, &[], &no_progress(), &stop).unwrap();
+    for c in &out.chains {
+        let steps = (2.0 * std::f64::consts::PI / c.step_size).floor().max(1.0) as u32;
+        assert!(c.stats.stepsize.iter().all(|&e| e == c.step_size));
+        assert!(c.stats.n_leapfrog.iter().all(|&n| n == steps), "{steps}");
+    }
+}
+
+/// A higher adapt_delta gives a smaller step size, and dual averaging reaches the new target
+/// during the terminal buffer (`specs/nuts.md` §5.2).
+#[test]
+fn adapt_delta_controls_the_step_size() {
+    let target = spec_gaussian_5d();
+    let run = |delta: f64| {
+        let settings = McmcSettings {
+            seed: 12,
+            adapt_delta: delta,
+            save_warmup: true,
+            ..McmcSettings::default()
+        };
+        sample(
+            &target,
+            &settings,
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap()
+    };
+    let (low, high) = (run(0.8), run(0.95));
+    for (out, delta) in [(&low, 0.8), (&high, 0.95)] {
+        let terminal = post_warmup_mean(out, |c| c.warmup_stats.accept_stat[950..].to_vec());
+        assert!(
+            (terminal - delta).abs() < 0.05,
+            "δ = {delta}: terminal accept_stat {terminal}"
+        );
+        let accept = post_warmup_mean(out, |c| c.stats.accept_stat.clone());
+        assert!(
+            accept > delta - 0.02 && accept < 1.0,
+            "δ = {delta}: accept_stat {accept}"
+        );
+    }
+    let eps = |o: &McmcOutput| o.chains.iter().map(|c| c.step_size).sum::<f64>() / 4.0;
+    assert!(
+        eps(&high) < 0.9 * eps(&low),
+        "{} vs {}",
+        eps(&high),
+        eps(&low)
+    );
+}
+
+/// A model without parameters (d = 0) samples empty rows without panicking.
+#[test]
+fn zero_dimensional_model() {
+    for method in [
+        Method::Nuts,
+        Method::StaticHmc { n_leapfrog: None },
+        Method::Mh,
+    ] {
+        let settings = McmcSettings {
+            method,
+            chains: 2,
+            warmup: 30,
+            samples: 10,
+            ..McmcSettings::default()
+        };
+        let out = sample(
+            &IidNormal(0),
+            &settings,
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(out.dim, 0);
+        for c in &out.chains {
+            assert!(c.draws.is_empty());
+            assert_eq!(c.stats.len(), 10);
+            assert!(c.stats.lp.iter().all(|&lp| lp == 0.0));
+        }
+    }
 }

@@ -237,12 +237,12 @@ impl Compiler {
             | SizedBase::PositiveOrdered(n) => BaseEx::Vector(self.expr(n)?),
             SizedBase::RowVector(n) => BaseEx::RowVector(self.expr(n)?),
             SizedBase::Matrix(r, c) => BaseEx::Matrix(self.expr(r)?, self.expr(c)?),
-            SizedBase::CholeskyFactorCorr(_)
-            | SizedBase::CholeskyFactorCov(_)
-            | SizedBase::CovMatrix(_)
-            | SizedBase::CorrMatrix(_) => {
+            SizedBase::CholeskyFactorCorr(k)
+            | SizedBase::CholeskyFactorCov(k)
+            | SizedBase::CovMatrix(k) => BaseEx::Matrix(self.expr(k)?, self.expr(k)?),
+            SizedBase::CorrMatrix(_) => {
                 return Err(GraphError::Unsupported {
-                    what: "this constrained matrix type (cholesky_factor_corr, cholesky_factor_cov, cov_matrix, corr_matrix)".into(),
+                    what: "corr_matrix (use cholesky_factor_corr and multiply_lower_tri_self_transpose)".into(),
                     span: ty.span,
                 });
             }

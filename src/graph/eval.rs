@@ -60,7 +60,13 @@ pub struct Ctx<'a> {
     pub funcs: &'a [FuncIr],
     /// The value of the last `return` executed.
     ret: Option<Value>,
+    /// Current depth of user-defined function calls.
+    depth: usize,
 }
+
+/// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
+/// instead of overflowing the stack).
+const MAX_CALL_DEPTH: usize = 64;
 
 fn as_int(v: &Value, what: &str) -> R<i64> {
     v.as_int()
@@ -89,6 +95,7 @@ impl<'a> Ctx<'a> {
             rng: None,
             funcs: &[],
             ret: None,
+            depth: 0,
         }
     }
 
@@ -343,11 +350,20 @@ impl<'a> Ctx<'a> {
                 }
                 IxEx::Single(e) => match self.eval(e)? {
                     Value::Int(i) => Ix::One(i),
-                    Value::T(Tensor {
-                        arr,
-                        base: Base::Scalar,
-                        data: Data::Int(v),
-                    }) if arr.len() == 1 => Ix::Many(v.iter().map(|&x| x as i64).collect()),
+                    Value::T(t)
+                        if t.arr.len() == 1
+                            && t.base == Base::Scalar
+                            && matches!(t.data, Data::Int(_)) =>
+                    {
+                        Ix::Many(
+                            (0..t.data.len())
+                                .map(|i| match t.data.at(i) {
+                                    S::C(x) => x as i64,
+                                    S::V(_) => unreachable!("integer data"),
+                                })
+                                .collect(),
+                        )
+                    }
                     v => {
                         return Err(Fault::fatal(format!(
                             "index must be an integer or an integer array, found {}",
@@ -362,6 +378,55 @@ impl<'a> Ctx<'a> {
 
     fn assign(&mut self, slot: u32, idx: &[IxEx], op: AssignOp, rhs: &Ex) -> R<()> {
         let mut v = self.eval(rhs)?;
+        // Fast path: `x[i] = scalar` / `x[i, j] = scalar` with integer indices, no allocation.
+        if op == AssignOp::Assign && !idx.is_empty() && idx.len() <= 4 && v.as_s().is_some() {
+            let mut buf = [0i64; 4];
+            let mut all_int = true;
+            for (k, i) in idx.iter().enumerate() {
+                match i {
+                    IxEx::Single(ie) => match self.eval(ie)? {
+                        Value::Int(x) => buf[k] = x,
+                        _ => {
+                            all_int = false;
+                            break;
+                        }
+                    },
+                    _ => {
+                        all_int = false;
+                        break;
+                    }
+                }
+            }
+            if all_int {
+                let tape = &mut *self.tape;
+                if let Value::T(t) = &mut self.env[slot as usize]
+                    && let Some(o) = single_offset(&t.arr, t.base, &buf[..idx.len()])
+                {
+                    let o = o?;
+                    let s = v.as_s().expect("checked scalar");
+                    match (&mut t.data, s) {
+                        (Data::Var(ix), s) => ix[o] = to_slot(tape, s),
+                        (Data::Real(xs), S::C(x)) => Arc::make_mut(xs)[o] = x,
+                        (Data::Int(xs), S::C(x)) if matches!(v, Value::Int(_)) => {
+                            Arc::make_mut(xs)[o] = x
+                        }
+                        (Data::Int(_), _) => {
+                            return Err(Fault::fatal(format!(
+                                "cannot assign a {} to an integer variable",
+                                v.describe()
+                            )));
+                        }
+                        (data @ Data::Real(_), S::V(q)) => {
+                            let mut ix: Vec<u32> =
+                                (0..data.len()).map(|i| to_slot(tape, data.at(i))).collect();
+                            ix[o] = q;
+                            *data = Data::Var(ix);
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+        }
         let ixs = self.eval_ixs(idx)?;
         if op != AssignOp::Assign {
             let cur = self.index_value(&self.env[slot as usize].clone(), &ixs)?;
@@ -485,8 +550,65 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Evaluates an expression.
+    /// Evaluates an expression. The common scalar cases (literals, variables, arithmetic,
+    /// single-element indexing) are handled here with a small stack frame; the rest go to
+    /// [`Ctx::eval_slow`].
     pub fn eval(&mut self, e: &Ex) -> R<Value> {
+        match e {
+            Ex::Int(i) => Ok(Value::Int(*i)),
+            Ex::Real(x) => Ok(Value::Real(*x)),
+            Ex::Local(i) => Ok(self.env[*i as usize].clone()),
+            Ex::Bin(op, a, b) => {
+                let a = self.eval(a)?;
+                let b = self.eval(b)?;
+                self.binop(*op, &a, &b)
+            }
+            Ex::Index(base, idx) if idx.len() <= 4 && self.var_ref(base).is_some() => {
+                match self.index_fast(base, idx)? {
+                    Some(v) => Ok(v),
+                    None => self.eval_slow(e),
+                }
+            }
+            Ex::Call(Builtin::Unary(u), args) if args.len() == 1 => {
+                let v = self.eval(&args[0])?;
+                Ok(map_unary(self.tape, *u, &v))
+            }
+            _ => self.eval_slow(e),
+        }
+    }
+
+    /// `x[i, j]` with every index a single integer on a variable: the element, without copying
+    /// `x`; `None` when the indices are not of that form.
+    fn index_fast(&mut self, base: &Ex, idx: &[IxEx]) -> R<Option<Value>> {
+        let mut buf = [0i64; 4];
+        for (k, i) in idx.iter().enumerate() {
+            match i {
+                IxEx::Single(ie) => match self.eval(ie)? {
+                    Value::Int(v) => buf[k] = v,
+                    _ => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+        let Some(Value::T(t)) = self.var_ref(base) else {
+            return Ok(None);
+        };
+        Ok(match single_offset(&t.arr, t.base, &buf[..idx.len()]) {
+            Some(o) => {
+                let o = o?;
+                Some(match &t.data {
+                    Data::Int(x) => Value::Int(x[o] as i64),
+                    Data::Real(x) => Value::Real(x[o]),
+                    Data::Var(x) => Value::Var(x[o]),
+                })
+            }
+            None => None,
+        })
+    }
+
+    /// Evaluates the less common expression forms.
+    #[inline(never)]
+    fn eval_slow(&mut self, e: &Ex) -> R<Value> {
         Ok(match e {
             Ex::Int(i) => Value::Int(*i),
             Ex::Real(x) => Value::Real(*x),
@@ -498,7 +620,10 @@ impl<'a> Ctx<'a> {
                 self.binop(*op, &a, &b)?
             }
             Ex::Neg(a) => match self.eval(a)? {
-                Value::Int(i) => Value::Int(-i),
+                Value::Int(i) => Value::Int(
+                    i.checked_neg()
+                        .ok_or_else(|| Fault::fatal("integer overflow in unary `-`"))?,
+                ),
                 v => map_unary(self.tape, U::Neg, &v),
             },
             Ex::Not(a) => {
@@ -551,40 +676,6 @@ impl<'a> Ctx<'a> {
                 self.rng_draw(*family, &vals)?
             }
             Ex::Index(base, idx) => {
-                // Fast path: every index a single integer, base a variable (no copy).
-                if self.var_ref(base).is_some() && idx.len() <= 4 {
-                    let mut buf = [0i64; 4];
-                    let mut all_int = true;
-                    for (k, i) in idx.iter().enumerate() {
-                        match i {
-                            IxEx::Single(ie) => match self.eval(ie)? {
-                                Value::Int(v) => buf[k] = v,
-                                _ => {
-                                    all_int = false;
-                                    break;
-                                }
-                            },
-                            _ => {
-                                all_int = false;
-                                break;
-                            }
-                        }
-                    }
-                    if all_int {
-                        let v = self.var_ref(base).expect("checked above");
-                        let Value::T(t) = v else {
-                            return Err(Fault::fatal("cannot index a scalar"));
-                        };
-                        if let Some(o) = single_offset(&t.arr, t.base, &buf[..idx.len()]) {
-                            let o = o?;
-                            return Ok(match &t.data {
-                                Data::Int(x) => Value::Int(x[o] as i64),
-                                Data::Real(x) => Value::Real(x[o]),
-                                Data::Var(x) => Value::Var(x[o]),
-                            });
-                        }
-                    }
-                }
                 let ixs = self.eval_ixs(idx)?;
                 match self.var_ref(base) {
                     Some(v) => self.index_value(v, &ixs)?,
@@ -662,13 +753,21 @@ impl<'a> Ctx<'a> {
                 vals.len()
             )));
         }
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(Fault::fatal(format!(
+                "function `{}`: calls nested more than {MAX_CALL_DEPTH} deep (unbounded recursion?)",
+                f.name
+            )));
+        }
         let frame = vec![Value::Int(0); f.n_slots as usize];
         let saved = std::mem::replace(&mut self.env, frame);
         for (v, &(slot, int)) in vals.into_iter().zip(&f.params) {
             self.env[slot as usize] = if int { v } else { to_real(v) };
         }
         let saved_ret = self.ret.take();
+        self.depth += 1;
         let r = self.exec(body);
+        self.depth -= 1;
         self.env = saved;
         let ret = std::mem::replace(&mut self.ret, saved_ret);
         match r {
@@ -688,7 +787,43 @@ impl<'a> Ctx<'a> {
     }
 
     /// Binary operator on values.
+    #[inline]
     pub fn binop(&mut self, op: BinOp, a: &Value, b: &Value) -> R<Value> {
+        // Integer index arithmetic and real scalar arithmetic: the inner loops of scalar models.
+        if let (Value::Int(x), Value::Int(y)) = (a, b) {
+            match op {
+                BinOp::Add => {
+                    if let Some(r) = x.checked_add(*y) {
+                        return Ok(Value::Int(r));
+                    }
+                }
+                BinOp::Sub => {
+                    if let Some(r) = x.checked_sub(*y) {
+                        return Ok(Value::Int(r));
+                    }
+                }
+                _ => {}
+            }
+            return self.binop_slow(op, a, b);
+        }
+        if let (Some(x), Some(y)) = (a.as_s(), b.as_s())
+            && !matches!((a, b), (Value::Int(_), Value::Int(_)))
+        {
+            let f = match op {
+                BinOp::Add => B::Add,
+                BinOp::Sub => B::Sub,
+                BinOp::Mul | BinOp::EltMul => B::Mul,
+                BinOp::Div | BinOp::EltDiv => B::Div,
+                _ => return self.binop_slow(op, a, b),
+            };
+            let (v, dx, dy) = f.eval(self.tape.value(x), self.tape.value(y));
+            return Ok(Value::from_s(self.tape.node(v, &[(x, dx), (y, dy)])));
+        }
+        self.binop_slow(op, a, b)
+    }
+
+    #[inline(never)]
+    fn binop_slow(&mut self, op: BinOp, a: &Value, b: &Value) -> R<Value> {
         use BinOp::*;
         if let (Value::Int(x), Value::Int(y)) = (a, b) {
             let (x, y) = (*x, *y);
@@ -701,16 +836,16 @@ impl<'a> Ctx<'a> {
                     if y == 0 {
                         return Err(Fault::fatal("integer division by zero"));
                     }
-                    Value::Int(x / y)
+                    Value::Int(x.checked_div(y).ok_or_else(over)?)
                 }
                 Mod => {
                     if y == 0 {
                         return Err(Fault::fatal("integer modulus by zero"));
                     }
-                    Value::Int(x % y)
+                    Value::Int(x.checked_rem(y).ok_or_else(over)?)
                 }
                 Pow | EltPow => Value::Real((x as f64).powf(y as f64)),
-                EltMul => Value::Int(x * y),
+                EltMul => Value::Int(x.checked_mul(y).ok_or_else(over)?),
                 EltDiv => Value::Real(x as f64 / y as f64),
                 Lt => Value::Int((x < y) as i64),
                 Le => Value::Int((x <= y) as i64),
@@ -790,14 +925,16 @@ impl<'a> Ctx<'a> {
     /// A log density, log CDF or log CCDF as one tape node holding its partials.
     pub fn density(&mut self, family: Family, vals: &[Value], kind: Kind) -> R<S> {
         let sig = family.sig();
-        let fname = match kind {
+        // Built only for error messages (no allocation on the success path).
+        let fname = || match kind {
             Kind::Density(_) => distributions::args::function_name(sig),
             Kind::Cdf(false) => format!("{}_lcdf", sig.name),
             Kind::Cdf(true) => format!("{}_lccdf", sig.name),
         };
         if vals.len() != sig.params.len() + 1 {
             return Err(Fault::fatal(format!(
-                "{fname} expects {} arguments, got {}",
+                "{} expects {} arguments, got {}",
+                fname(),
                 sig.params.len() + 1,
                 vals.len()
             )));
@@ -813,12 +950,14 @@ impl<'a> Ctx<'a> {
                         && m != n
                     {
                         return Err(Fault::fatal(format!(
-                            "{fname}: size mismatch between vector arguments ({m} and {n} elements)"
+                            "{}: size mismatch between vector arguments ({m} and {n} elements)",
+                            fname()
                         )));
                     }
                     len = Some(n);
+                    // Slots of a fresh vector node are contiguous: read them in place.
                     owned.push(match &t.data {
-                        Data::Var(ix) => {
+                        Data::Var(ix) if !is_contiguous(ix) => {
                             Some(ix.iter().map(|&i| self.tape.val[i as usize]).collect())
                         }
                         _ => None,
@@ -835,7 +974,10 @@ impl<'a> Ctx<'a> {
                 Value::T(t) => match (&t.data, o) {
                     (_, Some(xs)) => Arg::Vector(xs),
                     (Data::Real(xs) | Data::Int(xs), None) => Arg::Vector(xs),
-                    (Data::Var(_), None) => unreachable!("var data was gathered above"),
+                    (Data::Var(ix), None) => {
+                        let start = ix.first().map_or(0, |&i| i as usize);
+                        Arg::Vector(&self.tape.val[start..start + ix.len()])
+                    }
                 },
                 s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
             });
@@ -846,7 +988,7 @@ impl<'a> Ctx<'a> {
         }
         .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
-            return Err(Fault::domain(format!("{fname}: log density is NaN")));
+            return Err(Fault::domain(format!("{}: log density is NaN", fname())));
         }
         if !is_var.iter().any(|&b| b) {
             return Ok(S::C(term.value));
@@ -860,10 +1002,10 @@ impl<'a> Ctx<'a> {
                     self.tape.entry(*i, p[0]);
                     k += 1;
                 }
-                Value::T(Tensor {
-                    data: Data::Var(ix),
-                    ..
-                }) => {
+                Value::T(t) if matches!(t.data, Data::Var(_)) => {
+                    let Data::Var(ix) = &t.data else {
+                        unreachable!("matched above")
+                    };
                     for (&i, &d) in ix.iter().zip(p) {
                         self.tape.entry(i, d);
                     }
@@ -1025,7 +1167,10 @@ impl<'a> Ctx<'a> {
             Abs => {
                 arity(1)?;
                 match &v[0] {
-                    Value::Int(i) => Value::Int(i.abs()),
+                    Value::Int(i) => Value::Int(
+                        i.checked_abs()
+                            .ok_or_else(|| Fault::fatal("integer overflow in abs"))?,
+                    ),
                     x => map_unary(tape, U::Abs, x),
                 }
             }
@@ -1560,14 +1705,14 @@ impl<'a> Ctx<'a> {
                 let p = map_binary(tape, B::Mul, &v[0], &v[1], "rows_dot_product")?;
                 let (r, c) = p.shape().1.matrix_dims();
                 if b == RowsDotProduct {
-                    let ones = Value::T(Tensor {
+                    let ones = Value::from_tensor(Tensor {
                         arr: vec![],
                         base: Base::Vector(c),
                         data: Data::Real(Arc::new(vec![1.0; c])),
                     });
                     matmul(tape, &p, &ones)?
                 } else {
-                    let ones = Value::T(Tensor {
+                    let ones = Value::from_tensor(Tensor {
                         arr: vec![],
                         base: Base::RowVector(r),
                         data: Data::Real(Arc::new(vec![1.0; r])),
@@ -1604,7 +1749,7 @@ impl<'a> Ctx<'a> {
                         }
                     })
                     .collect();
-                Value::T(Tensor {
+                Value::from_tensor(Tensor {
                     arr: vec![],
                     base: Base::Vector(n),
                     data: Data::Real(Arc::new(xs)),
@@ -1620,6 +1765,11 @@ impl<'a> Ctx<'a> {
             }
         })
     }
+}
+
+/// True when `ix` is `k, k + 1, …` (the outputs of one vector node).
+fn is_contiguous(ix: &[u32]) -> bool {
+    ix.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
 }
 
 fn scalar_arg(v: &Value) -> R<Value> {

@@ -187,7 +187,7 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "rows_dot_product" => RowsDotProduct,
         "columns_dot_product" => ColumnsDotProduct,
         "crossprod" => Crossprod,
-        "tcrossprod" => Tcrossprod,
+        "tcrossprod" | "multiply_lower_tri_self_transpose" => Tcrossprod,
         "quad_form" => QuadForm,
         "linspaced_vector" => LinspacedVector,
         "log_mix" => LogMix,
@@ -270,6 +270,9 @@ pub enum Transform {
     Simplex,
     Ordered,
     PositiveOrdered,
+    CholeskyCorr,
+    CholeskyCov,
+    CovMatrix,
 }
 
 /// A lowered statement with the span of the source statement.

@@ -162,6 +162,13 @@ impl Model {
                     span: d.span,
                 });
             }
+            if dv.values.len() != want.iter().product::<usize>() {
+                return Err(GraphError::BadData {
+                    name: name.clone(),
+                    message: format!("{} values given for sizes {want:?}", dv.values.len()),
+                    span: d.span,
+                });
+            }
             if ty.int && !dv.values.iter().all(|x| x.fract() == 0.0) {
                 return Err(GraphError::BadData {
                     name: name.clone(),
@@ -209,7 +216,7 @@ impl Model {
             let mut env = std::mem::take(&mut ctx.env);
             for (name, slot, lower, upper, span) in &td_vars {
                 let v = &env[*slot as usize];
-                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref())
+                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref(), false)
                     .map_err(|fault| eval_err(Located { fault, span: *span }))?;
             }
             drop(ctx);
@@ -242,7 +249,12 @@ impl Model {
             let k = &d.ty.constraint;
             let special = matches!(
                 d.ty.base,
-                SizedBase::Simplex(_) | SizedBase::Ordered(_) | SizedBase::PositiveOrdered(_)
+                SizedBase::Simplex(_)
+                    | SizedBase::Ordered(_)
+                    | SizedBase::PositiveOrdered(_)
+                    | SizedBase::CholeskyFactorCorr(_)
+                    | SizedBase::CholeskyFactorCov(_)
+                    | SizedBase::CovMatrix(_)
             );
             if special && !k.is_empty() {
                 return Err(GraphError::Unsupported {
@@ -258,6 +270,9 @@ impl Model {
                 (SizedBase::Simplex(_), ..) => Transform::Simplex,
                 (SizedBase::Ordered(_), ..) => Transform::Ordered,
                 (SizedBase::PositiveOrdered(_), ..) => Transform::PositiveOrdered,
+                (SizedBase::CholeskyFactorCorr(_), ..) => Transform::CholeskyCorr,
+                (SizedBase::CholeskyFactorCov(_), ..) => Transform::CholeskyCov,
+                (SizedBase::CovMatrix(_), ..) => Transform::CovMatrix,
                 (_, None, None, None, None) => Transform::Identity,
                 (_, Some(l), None, None, None) => Transform::Lower(l),
                 (_, None, Some(u), None, None) => Transform::Upper(u),
@@ -281,6 +296,15 @@ impl Model {
                         });
                     }
                     n - n / k
+                }
+                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                    let (k, _) = base.matrix_dims();
+                    let per = if matches!(transform, Transform::CholeskyCorr) {
+                        transforms::cholesky_corr_free_dim(k)
+                    } else {
+                        transforms::cholesky_cov_free_dim(k)
+                    };
+                    if k == 0 { 0 } else { n / (k * k) * per }
                 }
                 _ => n,
             };
@@ -523,17 +547,34 @@ impl Model {
                         .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac))
                         .collect()
                 }
+                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                    let (k, _) = p.base.matrix_dims();
+                    let per = p.free / (n / (k * k).max(1)).max(1);
+                    let mut xs = Vec::with_capacity(n);
+                    for c in 0..n / (k * k).max(1) {
+                        let y = &u[c * per..(c + 1) * per];
+                        xs.extend(match p.transform {
+                            Transform::CholeskyCorr => {
+                                transforms::cholesky_corr_constrain(ctx.tape, y, k, log_jac)
+                            }
+                            Transform::CholeskyCov => {
+                                transforms::cholesky_cov_constrain(ctx.tape, y, k, log_jac)
+                            }
+                            _ => transforms::cov_matrix_constrain(ctx.tape, y, k, log_jac),
+                        });
+                    }
+                    xs
+                }
                 Transform::Simplex => {
                     let k = p.base.size();
-                    u.chunks(k - 1)
-                        .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac))
-                        .chain(if k == 1 && n > 0 {
-                            // simplex[1] has no free coordinate: every element is 1.
-                            vec![S::C(1.0); n / k]
-                        } else {
-                            vec![]
-                        })
-                        .collect()
+                    if k == 1 {
+                        // simplex[1] has no free coordinate: every element is 1.
+                        vec![S::C(1.0); n]
+                    } else {
+                        u.chunks(k - 1)
+                            .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac))
+                            .collect()
+                    }
                 }
             };
             let v = value::tensor_from_s(ctx.tape, p.arr.clone(), p.base, &xs);
@@ -543,15 +584,23 @@ impl Model {
     }
 
     /// Checks declared bounds of block outputs (and that they are defined: not NaN).
-    fn check_outputs(&self, ctx: &mut Ctx, outs: &[OutVar]) -> Result<(), Located> {
+    /// With `defined`, NaN values are errors too (Stan requires transformed parameters to be
+    /// defined at the end of their block; generated quantities may be NaN).
+    fn check_outputs(&self, ctx: &mut Ctx, outs: &[OutVar], defined: bool) -> Result<(), Located> {
         for o in outs {
             let v = ctx.env[o.slot as usize].clone();
-            check_bounds(ctx, &o.name, &v, o.lower.as_ref(), o.upper.as_ref()).map_err(
-                |fault| Located {
-                    fault,
-                    span: o.span,
-                },
-            )?;
+            check_bounds(
+                ctx,
+                &o.name,
+                &v,
+                o.lower.as_ref(),
+                o.upper.as_ref(),
+                defined,
+            )
+            .map_err(|fault| Located {
+                fault,
+                span: o.span,
+            })?;
         }
         Ok(())
     }
@@ -580,7 +629,7 @@ impl Model {
                     ctx.add_target(&Value::from_s(*s));
                 }
                 ctx.exec_all(&self.tp_body)?;
-                self.check_outputs(&mut ctx, &self.tparams)?;
+                self.check_outputs(&mut ctx, &self.tparams, true)?;
                 ctx.exec_all(&self.model_body)?;
                 Ok(())
             })();
@@ -630,11 +679,11 @@ impl Model {
                 self.bind_params(&mut ctx, &mut lj)?;
                 if include_tp || include_gq {
                     ctx.exec_all(&self.tp_body)?;
-                    self.check_outputs(&mut ctx, &self.tparams)?;
+                    self.check_outputs(&mut ctx, &self.tparams, true)?;
                 }
                 if include_gq {
                     ctx.exec_all(&self.gq_body)?;
-                    self.check_outputs(&mut ctx, &self.gqs)?;
+                    self.check_outputs(&mut ctx, &self.gqs, false)?;
                 }
                 Ok(())
             })();
@@ -762,6 +811,21 @@ impl Model {
                         }
                         u
                     }
+                    Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                        let (k, _) = p.base.matrix_dims();
+                        let mut u = Vec::with_capacity(p.free);
+                        for c in x.chunks((k * k).max(1)) {
+                            u.extend(
+                                match p.transform {
+                                    Transform::CholeskyCorr => transforms::cholesky_corr_free(c, k),
+                                    Transform::CholeskyCov => transforms::cholesky_cov_free(c, k),
+                                    _ => transforms::cov_matrix_free(c, k),
+                                }
+                                .map_err(loc)?,
+                            );
+                        }
+                        u
+                    }
                     Transform::Simplex => {
                         let mut u = Vec::with_capacity(p.free);
                         for c in x.chunks(p.base.size().max(1)) {
@@ -783,13 +847,15 @@ impl Model {
     }
 }
 
-/// Checks `lower ≤ v ≤ upper` elementwise and that no element is NaN (recoverable errors).
+/// Checks `lower ≤ v ≤ upper` elementwise and, with `defined`, that no element is NaN
+/// (recoverable errors).
 fn check_bounds(
     ctx: &mut Ctx,
     name: &str,
     v: &Value,
     lower: Option<&Ex>,
     upper: Option<&Ex>,
+    defined: bool,
 ) -> Result<(), Fault> {
     let n = v.num_elements();
     let lb = lower.map(|e| ctx.eval(e)).transpose()?;
@@ -817,10 +883,13 @@ fn check_bounds(
     for i in 0..n {
         let x = ctx.tape.value(v.elem(i));
         if x.is_nan() {
-            return Err(Fault::domain(format!(
-                "{} is nan, but must be defined",
-                names[i]
-            )));
+            if defined {
+                return Err(Fault::domain(format!(
+                    "{} is nan, but must be defined",
+                    names[i]
+                )));
+            }
+            continue;
         }
         if let Some(b) = &lb {
             let l = bound_at(b, i);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::scalar::{B, U};
-use super::tape::{S, Tape};
+use super::tape::{Acc, S, Tape};
 use super::value::{Base, Data, Fault, R, Tensor, Value, tensor_from_s, to_slot};
 
 /// Applies `u` elementwise (integers are promoted to reals).
@@ -36,7 +36,7 @@ pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
                     Data::Var((out..out + n as u32).collect())
                 }
             };
-            Value::T(Tensor {
+            Value::from_tensor(Tensor {
                 arr: t.arr.clone(),
                 base: t.base,
                 data,
@@ -78,24 +78,16 @@ pub fn map_binary(tape: &mut Tape, b: B, x: &Value, y: &Value, name: &str) -> R<
         }
         Data::Real(Arc::new(out))
     } else {
-        let (xv, yv) = (x.is_var(), y.is_var());
-        let k = xv as usize + yv as usize;
-        let out = tape.alloc(n);
-        let base_e = tape.entries_base();
-        tape.reserve_entries(n * k);
-        let ax = Acc::of(x);
-        let ay = Acc::of(y);
+        let ax = acc_of(x);
+        let ay = acc_of(y);
         // One monomorphised loop per common operator; the rest go through `B::eval`.
-        match b {
-            B::Add => map2_loop(tape, out, n, &ax, &ay, |p, q| (p + q, 1.0, 1.0)),
-            B::Sub => map2_loop(tape, out, n, &ax, &ay, |p, q| (p - q, 1.0, -1.0)),
-            B::Mul => map2_loop(tape, out, n, &ax, &ay, |p, q| (p * q, q, p)),
-            B::Div => map2_loop(tape, out, n, &ax, &ay, |p, q| {
-                (p / q, 1.0 / q, -p / (q * q))
-            }),
-            _ => map2_loop(tape, out, n, &ax, &ay, |p, q| b.eval(p, q)),
-        }
-        tape.finish(out, n, k, base_e);
+        let out = match b {
+            B::Add => tape.map2(n, ax, ay, |p, q| (p + q, 1.0, 1.0)),
+            B::Sub => tape.map2(n, ax, ay, |p, q| (p - q, 1.0, -1.0)),
+            B::Mul => tape.map2(n, ax, ay, |p, q| (p * q, q, p)),
+            B::Div => tape.map2(n, ax, ay, |p, q| (p / q, 1.0 / q, -p / (q * q))),
+            _ => tape.map2(n, ax, ay, |p, q| b.eval(p, q)),
+        };
         Data::Var((out..out + n as u32).collect())
     };
     Ok(Value::from_tensor(Tensor { arr, base, data }))
@@ -210,7 +202,7 @@ pub fn transpose(v: &Value) -> R<Value> {
                 }
                 Base::Scalar => (Base::Scalar, t.data.clone()),
             };
-            Ok(Value::T(Tensor {
+            Ok(Value::from_tensor(Tensor {
                 arr: vec![],
                 base,
                 data,
@@ -322,15 +314,12 @@ pub fn permute(v: &Value, offs: &[usize], arr: Vec<usize>, base: Base) -> Value 
 pub fn to_real(v: Value) -> Value {
     match v {
         Value::Int(i) => Value::Real(i as f64),
-        Value::T(Tensor {
-            arr,
-            base,
-            data: Data::Int(x),
-        }) => Value::T(Tensor {
-            arr,
-            base,
-            data: Data::Real(x),
-        }),
+        Value::T(mut t) => {
+            if let Data::Int(x) = &t.data {
+                t.data = Data::Real(x.clone());
+            }
+            Value::T(t)
+        }
         v => v,
     }
 }
@@ -340,54 +329,13 @@ pub fn from_elems(tape: &mut Tape, arr: Vec<usize>, base: Base, e: &[S]) -> Valu
     tensor_from_s(tape, arr, base, e)
 }
 
-/// Element access resolved once per operation (a broadcast scalar or a slice).
-enum Acc<'a> {
-    Scalar(S),
-    Const(&'a [f64]),
-    Var(&'a [u32]),
-}
-
-impl<'a> Acc<'a> {
-    fn of(v: &'a Value) -> Acc<'a> {
-        match v {
-            Value::T(t) => match &t.data {
-                Data::Int(x) | Data::Real(x) => Acc::Const(x),
-                Data::Var(x) => Acc::Var(x),
-            },
-            s => Acc::Scalar(s.as_s().expect("non-tensor values are scalars")),
-        }
-    }
-
-    #[inline(always)]
-    fn at(&self, i: usize) -> S {
-        match self {
-            Acc::Scalar(s) => *s,
-            Acc::Const(x) => S::C(x[i]),
-            Acc::Var(x) => S::V(x[i]),
-        }
-    }
-}
-
-/// The elementwise loop of [`map_binary`] for one operator `f` (value, ∂/∂x, ∂/∂y).
-#[inline(always)]
-fn map2_loop(
-    tape: &mut Tape,
-    out: u32,
-    n: usize,
-    ax: &Acc,
-    ay: &Acc,
-    f: impl Fn(f64, f64) -> (f64, f64, f64),
-) {
-    for i in 0..n {
-        let sa = ax.at(i);
-        let sc = ay.at(i);
-        let (v, da, dc) = f(tape.value(sa), tape.value(sc));
-        tape.val[out as usize + i] = v;
-        if let S::V(j) = sa {
-            tape.entry(j, da);
-        }
-        if let S::V(j) = sc {
-            tape.entry(j, dc);
-        }
+/// The operand accessor of `v` for [`Tape::map2`].
+fn acc_of(v: &Value) -> Acc<'_> {
+    match v {
+        Value::T(t) => match &t.data {
+            Data::Int(x) | Data::Real(x) => Acc::Const(x),
+            Data::Var(x) => Acc::Var(x),
+        },
+        s => Acc::Scalar(s.as_s().expect("non-tensor values are scalars")),
     }
 }

@@ -263,8 +263,7 @@ impl Tape {
                         let o = out + l * rows;
                         for j in 0..inner {
                             let col = &a[j * rows..(j + 1) * rows];
-                            let s: f64 =
-                                col.iter().zip(&adj[o..o + rows]).map(|(p, q)| p * q).sum();
+                            let s = dot(col, &adj[o..o + rows]);
                             adj[self.ins[x + j + l * inner] as usize] += s;
                         }
                     }
@@ -272,6 +271,113 @@ impl Tape {
             }
         }
         grad.copy_from_slice(&self.adj[..grad.len()]);
+    }
+}
+
+/// Dot product with four independent accumulators (not latency-bound on one sum).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let ca = a.chunks_exact(4);
+    let cb = b.chunks_exact(4);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (p, q) in ca.zip(cb) {
+        acc[0] += p[0] * q[0];
+        acc[1] += p[1] * q[1];
+        acc[2] += p[2] * q[2];
+        acc[3] += p[3] * q[3];
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (p, q) in ra.iter().zip(rb) {
+        s += p * q;
+    }
+    s
+}
+
+/// Element access of one operand of an elementwise node, resolved once per operation.
+#[derive(Clone, Copy)]
+pub enum Acc<'a> {
+    /// A scalar broadcast to every element.
+    Scalar(S),
+    /// Constant elements.
+    Const(&'a [f64]),
+    /// Slots.
+    Var(&'a [u32]),
+}
+
+impl Acc<'_> {
+    /// Element `i`.
+    #[inline(always)]
+    pub fn at(&self, i: usize) -> S {
+        match self {
+            Acc::Scalar(s) => *s,
+            Acc::Const(x) => S::C(x[i]),
+            Acc::Var(x) => S::V(x[i]),
+        }
+    }
+
+    /// True when the elements are slots.
+    pub fn is_var(&self) -> bool {
+        matches!(self, Acc::Scalar(S::V(_)) | Acc::Var(_))
+    }
+}
+
+impl Tape {
+    /// Elementwise binary node over `n` elements: `f(x_i, y_i)` returns (value, ∂/∂x, ∂/∂y).
+    /// Returns the first of `n` contiguous output slots.
+    #[inline(always)]
+    pub fn map2(
+        &mut self,
+        n: usize,
+        x: Acc,
+        y: Acc,
+        f: impl Fn(f64, f64) -> (f64, f64, f64),
+    ) -> u32 {
+        let out = self.alloc(n);
+        let k = x.is_var() as usize + y.is_var() as usize;
+        let rec = self.recording && k > 0;
+        let base = self.ins.len();
+        if rec {
+            self.ins.resize(base + n * k, 0);
+            self.parts.resize(base + n * k, 0.0);
+        }
+        let val = &mut self.val;
+        let ins = &mut self.ins[base..];
+        let parts = &mut self.parts[base..];
+        for i in 0..n {
+            let (sa, sc) = (x.at(i), y.at(i));
+            let va = match sa {
+                S::C(c) => c,
+                S::V(j) => val[j as usize],
+            };
+            let vc = match sc {
+                S::C(c) => c,
+                S::V(j) => val[j as usize],
+            };
+            let (v, da, dc) = f(va, vc);
+            val[out as usize + i] = v;
+            if rec {
+                let mut e = i * k;
+                if let S::V(j) = sa {
+                    ins[e] = j;
+                    parts[e] = da;
+                    e += 1;
+                }
+                if let S::V(j) = sc {
+                    ins[e] = j;
+                    parts[e] = dc;
+                }
+            }
+        }
+        if rec && n > 0 {
+            self.nodes.push(Node::Lin {
+                out,
+                n: n as u32,
+                k: k as u32,
+                base: base as u32,
+            });
+        }
+        out
     }
 }
 

@@ -231,6 +231,225 @@ pub fn simplex_free(x: &[f64]) -> R<Vec<f64>> {
     Ok(y)
 }
 
+/// Scalar building blocks for the matrix transforms (each one tape node).
+mod sc {
+    use super::super::tape::{S, Tape};
+
+    pub fn mul(t: &mut Tape, a: S, b: S) -> S {
+        let (x, y) = (t.value(a), t.value(b));
+        t.node(x * y, &[(a, y), (b, x)])
+    }
+    pub fn add(t: &mut Tape, a: S, b: S) -> S {
+        let v = t.value(a) + t.value(b);
+        t.node(v, &[(a, 1.0), (b, 1.0)])
+    }
+    pub fn one_minus(t: &mut Tape, a: S) -> S {
+        let v = 1.0 - t.value(a);
+        t.node(v, &[(a, -1.0)])
+    }
+    pub fn square(t: &mut Tape, a: S) -> S {
+        let x = t.value(a);
+        t.node(x * x, &[(a, 2.0 * x)])
+    }
+    pub fn sqrt(t: &mut Tape, a: S) -> S {
+        let r = t.value(a).sqrt();
+        t.node(r, &[(a, 0.5 / r)])
+    }
+    pub fn ln(t: &mut Tape, a: S) -> S {
+        let x = t.value(a);
+        t.node(x.ln(), &[(a, 1.0 / x)])
+    }
+    pub fn exp(t: &mut Tape, a: S) -> S {
+        let e = t.value(a).exp();
+        t.node(e, &[(a, e)])
+    }
+    pub fn tanh(t: &mut Tape, a: S) -> S {
+        let h = t.value(a).tanh();
+        t.node(h, &[(a, 1.0 - h * h)])
+    }
+}
+
+/// Number of free coordinates of `cholesky_factor_corr[K]`: K(K − 1)/2.
+pub fn cholesky_corr_free_dim(k: usize) -> usize {
+    k * k.saturating_sub(1) / 2
+}
+
+/// Cholesky factor of a correlation matrix (Stan reference manual, "Cholesky factors of
+/// correlation matrices"): canonical partial correlations z = tanh(y), filled row by row;
+/// L₁₁ = 1, L_{i1} = z, L_{ij} = z·√(1 − Σ_{l<j} L_{il}²), L_{ii} = √(1 − Σ_{l<i} L_{il}²).
+/// log|J| = Σ log(1 − z²) + Σ_{j ≥ 2} ½ log(1 − Σ_{l<j} L_{il}²). Returns K×K column-major.
+pub fn cholesky_corr_constrain(tape: &mut Tape, y: &[S], k: usize, log_jac: &mut Vec<S>) -> Vec<S> {
+    let mut x = vec![S::C(0.0); k * k];
+    if k == 0 {
+        return x;
+    }
+    let z: Vec<S> = y
+        .iter()
+        .map(|&yi| {
+            let zi = sc::tanh(tape, yi);
+            let z2 = sc::square(tape, zi);
+            let om = sc::one_minus(tape, z2);
+            let l = sc::ln(tape, om);
+            log_jac.push(l);
+            zi
+        })
+        .collect();
+    x[0] = S::C(1.0);
+    let mut pos = 0;
+    for i in 1..k {
+        x[i] = z[pos];
+        pos += 1;
+        let mut sum_sqs = sc::square(tape, x[i]);
+        for j in 1..i {
+            let om = sc::one_minus(tape, sum_sqs);
+            let l = sc::ln(tape, om);
+            let half = sc::mul(tape, S::C(0.5), l);
+            log_jac.push(half);
+            let r = sc::sqrt(tape, om);
+            let v = sc::mul(tape, z[pos], r);
+            pos += 1;
+            x[i + j * k] = v;
+            let v2 = sc::square(tape, v);
+            sum_sqs = sc::add(tape, sum_sqs, v2);
+        }
+        let om = sc::one_minus(tape, sum_sqs);
+        x[i + i * k] = sc::sqrt(tape, om);
+    }
+    x
+}
+
+/// Inverse of [`cholesky_corr_constrain`] (`x` K×K column-major).
+/// Errors: not lower triangular with unit-length rows and a positive diagonal.
+pub fn cholesky_corr_free(x: &[f64], k: usize) -> R<Vec<f64>> {
+    let at = |i: usize, j: usize| x[i + j * k];
+    for i in 0..k {
+        let norm: f64 = (0..k).map(|j| at(i, j) * at(i, j)).sum();
+        let upper = (i + 1..k).any(|j| at(i, j) != 0.0);
+        if upper || at(i, i).is_nan() || at(i, i) <= 0.0 || (norm - 1.0).abs() > 1e-8 {
+            return Err(Fault::fatal(format!(
+                "cholesky_factor_corr_free: row {} is not a lower-triangular unit-length row with a positive diagonal",
+                i + 1
+            )));
+        }
+    }
+    let mut y = Vec::with_capacity(cholesky_corr_free_dim(k));
+    for i in 1..k {
+        let mut sum_sqs = 0.0f64;
+        for j in 0..i {
+            let v = at(i, j);
+            let z = if j == 0 {
+                v
+            } else {
+                v / (1.0 - sum_sqs).sqrt()
+            };
+            y.push(z.atanh());
+            sum_sqs += v * v;
+        }
+    }
+    Ok(y)
+}
+
+/// Number of free coordinates of `cholesky_factor_cov[K]` and `cov_matrix[K]`: K(K + 1)/2.
+pub fn cholesky_cov_free_dim(k: usize) -> usize {
+    k * (k + 1) / 2
+}
+
+/// Lower-triangular K×K with positive diagonal (Stan: "Cholesky factors of covariance
+/// matrices"), filled row by row: off-diagonal entries are free, diagonal entries e^y;
+/// log|J| = Σ y_diag. Returns column-major storage.
+pub fn cholesky_cov_constrain(tape: &mut Tape, y: &[S], k: usize, log_jac: &mut Vec<S>) -> Vec<S> {
+    let mut x = vec![S::C(0.0); k * k];
+    let mut pos = 0;
+    for m in 0..k {
+        for n in 0..m {
+            x[m + n * k] = y[pos];
+            pos += 1;
+        }
+        log_jac.push(y[pos]);
+        x[m + m * k] = sc::exp(tape, y[pos]);
+        pos += 1;
+    }
+    x
+}
+
+/// Inverse of [`cholesky_cov_constrain`]. Errors: non-zero upper triangle or diagonal ≤ 0.
+pub fn cholesky_cov_free(x: &[f64], k: usize) -> R<Vec<f64>> {
+    let mut y = Vec::with_capacity(cholesky_cov_free_dim(k));
+    for m in 0..k {
+        if (m + 1..k).any(|n| x[m + n * k] != 0.0) || x[m + m * k].is_nan() || x[m + m * k] <= 0.0 {
+            return Err(Fault::fatal(format!(
+                "cholesky_factor_cov_free: row {} is not lower triangular with a positive diagonal",
+                m + 1
+            )));
+        }
+        for n in 0..m {
+            y.push(x[m + n * k]);
+        }
+        y.push(x[m + m * k].ln());
+    }
+    Ok(y)
+}
+
+/// Covariance matrix (Stan: "Covariance matrices"): Σ = L Lᵀ with L from
+/// [`cholesky_cov_constrain`]; log|J| = K log 2 + Σ_k (K − k + 1) log L_kk (k 1-based), the
+/// Jacobian of the map to the lower triangle of Σ. Returns column-major storage.
+pub fn cov_matrix_constrain(tape: &mut Tape, y: &[S], k: usize, log_jac: &mut Vec<S>) -> Vec<S> {
+    let mut inner = Vec::new();
+    let l = cholesky_cov_constrain(tape, y, k, &mut inner);
+    // inner holds y_kk for k = 0..K (log L_kk).
+    for (kk, &ykk) in inner.iter().enumerate() {
+        let w = (k - kk + 1) as f64;
+        log_jac.push(sc::mul(tape, S::C(w), ykk));
+    }
+    log_jac.push(S::C(k as f64 * std::f64::consts::LN_2));
+    let mut x = vec![S::C(0.0); k * k];
+    for i in 0..k {
+        for j in 0..=i {
+            let mut value = 0.0;
+            let mut entries: Vec<(S, f64)> = Vec::with_capacity(2 * (j + 1));
+            for q in 0..=j {
+                let (a, b) = (l[i + q * k], l[j + q * k]);
+                let (va, vb) = (tape.value(a), tape.value(b));
+                value += va * vb;
+                entries.push((a, vb));
+                entries.push((b, va));
+            }
+            let s = tape.node(value, &entries);
+            x[i + j * k] = s;
+            x[j + i * k] = s;
+        }
+    }
+    x
+}
+
+/// Inverse of [`cov_matrix_constrain`]: Cholesky decomposition, then [`cholesky_cov_free`].
+/// Errors: not symmetric positive definite.
+pub fn cov_matrix_free(x: &[f64], k: usize) -> R<Vec<f64>> {
+    let mut l = vec![0.0; k * k];
+    for j in 0..k {
+        for i in j..k {
+            if (x[i + j * k] - x[j + i * k]).abs() > 1e-8 * x[i + j * k].abs().max(1.0) {
+                return Err(Fault::fatal("cov_matrix_free: matrix is not symmetric"));
+            }
+            let mut s = x[i + j * k];
+            for q in 0..j {
+                s -= l[i + q * k] * l[j + q * k];
+            }
+            if i == j {
+                if s.is_nan() || s <= 0.0 {
+                    return Err(Fault::fatal(
+                        "cov_matrix_free: matrix is not positive definite",
+                    ));
+                }
+                l[j + j * k] = s.sqrt();
+            } else {
+                l[i + j * k] = s / l[j + j * k];
+            }
+        }
+    }
+    cholesky_cov_free(&l, k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,5 +573,57 @@ mod tests {
         for v in x0 {
             assert!((v - 0.25).abs() < 1e-14);
         }
+    }
+
+    #[test]
+    fn matrix_transforms_round_trip_and_jacobian() {
+        let k = 3;
+        // Cholesky factor of a correlation matrix: the free coordinates map to the strictly
+        // lower triangle.
+        let y = [0.3, -0.8, 0.5];
+        let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| cholesky_corr_constrain(t, us, k, lj);
+        let (x, j) = run(&y, &f);
+        for i in 0..k {
+            let norm: f64 = (0..k).map(|c| x[i + c * k].powi(2)).sum();
+            assert!((norm - 1.0).abs() < 1e-14);
+        }
+        let back = cholesky_corr_free(&x, k).unwrap();
+        for (a, b) in back.iter().zip(&y) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        let lower = |x: &[f64]| vec![x[1], x[2], x[2 + k]];
+        let fd = fd_log_det(&y, &|v: &[f64]| lower(&run(v, &f).0));
+        assert!((fd - j).abs() < 1e-6, "{j} vs {fd}");
+
+        // Covariance matrix: the free coordinates map to the lower triangle (with diagonal).
+        let y = [0.2, -0.4, 0.1, 0.7, 0.3, -0.5];
+        let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| cov_matrix_constrain(t, us, k, lj);
+        let (x, j) = run(&y, &f);
+        let back = cov_matrix_free(&x, k).unwrap();
+        for (a, b) in back.iter().zip(&y) {
+            assert!((a - b).abs() < 1e-10);
+        }
+        let tri = |x: &[f64]| {
+            let mut v = Vec::new();
+            for i in 0..k {
+                for c in 0..=i {
+                    v.push(x[i + c * k]);
+                }
+            }
+            v
+        };
+        let fd = fd_log_det(&y, &|v: &[f64]| tri(&run(v, &f).0));
+        assert!((fd - j).abs() < 1e-5, "{j} vs {fd}");
+
+        // Cholesky factor of a covariance matrix.
+        let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| cholesky_cov_constrain(t, us, k, lj);
+        let (x, j) = run(&y, &f);
+        let back = cholesky_cov_free(&x, k).unwrap();
+        assert_eq!(back.len(), 6);
+        for (a, b) in back.iter().zip(&y) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        let fd = fd_log_det(&y, &|v: &[f64]| tri(&run(v, &f).0));
+        assert!((fd - j).abs() < 1e-6, "{j} vs {fd}");
     }
 }

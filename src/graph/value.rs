@@ -130,7 +130,8 @@ pub enum Value {
     Int(i64),
     Real(f64),
     Var(u32),
-    T(Tensor),
+    /// Boxed so that scalar values (the inner loops) stay small.
+    T(Box<Tensor>),
 }
 
 /// An index after evaluation (1-based, unchecked).
@@ -180,7 +181,7 @@ impl Value {
                 Data::Var(v) => Value::Var(v[0]),
             }
         } else {
-            Value::T(t)
+            Value::T(Box::new(t))
         }
     }
 
@@ -213,25 +214,13 @@ impl Value {
     /// True for integer scalars and integer arrays.
     pub fn is_int(&self) -> bool {
         matches!(self, Value::Int(_))
-            || matches!(
-                self,
-                Value::T(Tensor {
-                    data: Data::Int(_),
-                    ..
-                })
-            )
+            || matches!(self, Value::T(t) if matches!(t.data, Data::Int(_)))
     }
 
     /// True when the value depends on parameters.
     pub fn is_var(&self) -> bool {
         matches!(self, Value::Var(_))
-            || matches!(
-                self,
-                Value::T(Tensor {
-                    data: Data::Var(_),
-                    ..
-                })
-            )
+            || matches!(self, Value::T(t) if matches!(t.data, Data::Var(_)))
     }
 
     /// Number of scalar elements.

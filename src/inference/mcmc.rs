@@ -4,6 +4,31 @@
 //! Chain c draws all its randomness from `rng::stream(seed, c + 1)`, so results are identical
 //! for any number of threads (STYLE.md habit 10). Initialisation follows `specs/nuts.md` §3 and
 //! `specs/mh.md` §6.
+//!
+//! ```
+//! use bayesc::inference::mcmc::{McmcSettings, sample};
+//! use bayesc::inference::{DensityError, LogDensity};
+//! use std::sync::atomic::AtomicBool;
+//!
+//! /// A standard normal in two dimensions.
+//! struct Normal2;
+//! impl LogDensity for Normal2 {
+//!     fn dim(&self) -> usize { 2 }
+//!     fn log_density(&self, x: &[f64]) -> Result<f64, DensityError> {
+//!         Ok(-0.5 * (x[0] * x[0] + x[1] * x[1]))
+//!     }
+//!     fn log_density_grad(&self, x: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+//!         g[0] = -x[0];
+//!         g[1] = -x[1];
+//!         self.log_density(x)
+//!     }
+//! }
+//!
+//! let settings = McmcSettings { chains: 2, warmup: 200, samples: 100, seed: 1, ..Default::default() };
+//! let out = sample(&Normal2, &settings, &[], &|_progress| {}, &AtomicBool::new(false)).unwrap();
+//! assert_eq!(out.chains[0].draws.len(), 100 * 2); // kept draws × d, unconstrained
+//! assert_eq!(out.chains[1].stats.treedepth.len(), 100);
+//! ```
 
 use crate::inference::density::{DensityError, LogDensity};
 use crate::inference::hmc::{
@@ -19,7 +44,7 @@ use std::time::Instant;
 
 /// Initial-value attempts per chain before giving up. `specs/nuts.md` §3, Stan's
 /// `initialize.hpp`.
-pub const MAX_INIT_ATTEMPTS: usize = 100;
+pub const MAX_INIT_ATTEMPTS: usize = crate::inference::init::MAX_INIT_ATTEMPTS;
 /// Default number of chains. `specs/nuts.md` §5.1.
 pub const DEFAULT_CHAINS: usize = 4;
 /// Default warmup iterations per chain (HMC). `specs/nuts.md` §5.1.
@@ -27,7 +52,7 @@ pub const DEFAULT_WARMUP: usize = 1000;
 /// Default post-warmup iterations per chain (HMC). `specs/nuts.md` §5.1.
 pub const DEFAULT_SAMPLES: usize = 1000;
 /// Default radius R of the uniform(−R, R) initial values. `specs/nuts.md` §3, Stan default.
-pub const DEFAULT_INIT_RADIUS: f64 = 2.0;
+pub const DEFAULT_INIT_RADIUS: f64 = crate::inference::init::INIT_RADIUS;
 
 /// The MCMC algorithm.
 #[derive(Clone, Debug, PartialEq)]
@@ -365,11 +390,17 @@ pub struct ChainOutput {
     pub warmup_divergences: usize,
     /// Post-warmup transitions that hit the maximum tree depth (NUTS).
     pub max_treedepth_hits: usize,
-    /// Wall-clock seconds spent in warmup, measured on the chain's own thread (the chain runs
-    /// on one thread, so this is its CPU time unless the machine is oversubscribed).
+    /// Wall-clock seconds spent in warmup.
     pub warmup_seconds: f64,
-    /// Wall-clock seconds spent sampling after warmup (same caveat).
+    /// Wall-clock seconds spent sampling after warmup.
     pub sampling_seconds: f64,
+    /// CPU seconds of the chain's thread during warmup, where the OS reports per-thread CPU time
+    /// (Linux `/proc/thread-self/schedstat`, updated at scheduler ticks, so accurate to a few
+    /// milliseconds); `None` elsewhere. Includes any other rayon work
+    /// the thread picked up while the density itself ran in parallel.
+    pub warmup_cpu_seconds: Option<f64>,
+    /// CPU seconds of the chain's thread while sampling (same caveats).
+    pub sampling_cpu_seconds: Option<f64>,
 }
 
 /// The result of [`sample`].
@@ -489,7 +520,7 @@ pub fn sample(
         dim,
         method: settings.method.clone(),
         chains,
-        interrupted: interrupted || stop.load(Ordering::Relaxed),
+        interrupted,
     })
 }
 
@@ -556,6 +587,14 @@ fn initialize(
         attempts,
         message,
     })
+}
+
+/// CPU time of the calling thread in seconds, from the first field of Linux's
+/// `/proc/thread-self/schedstat` (nanoseconds on CPU); `None` where unavailable.
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns * 1e-9)
 }
 
 /// One chain's sampler.
@@ -675,9 +714,12 @@ fn run_chain(
         max_treedepth_hits: 0,
         warmup_seconds: 0.0,
         sampling_seconds: 0.0,
+        warmup_cpu_seconds: None,
+        sampling_cpu_seconds: None,
     };
     let mut interrupted = false;
     let t0 = Instant::now();
+    let cpu0 = thread_cpu_seconds();
     let mut done = 0;
     for c in 0..settings.warmup {
         if stop.load(Ordering::Relaxed) {
@@ -708,6 +750,8 @@ fn run_chain(
         }
     }
     out.warmup_seconds = t0.elapsed().as_secs_f64();
+    let cpu1 = thread_cpu_seconds();
+    out.warmup_cpu_seconds = cpu0.zip(cpu1).map(|(a, b)| b - a);
     let t1 = Instant::now();
     if !interrupted {
         for i in 0..settings.samples {
@@ -740,6 +784,7 @@ fn run_chain(
         }
     }
     out.sampling_seconds = t1.elapsed().as_secs_f64();
+    out.sampling_cpu_seconds = cpu1.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
     progress(ChainProgress {
         chain,
         iteration: done,
