@@ -6,11 +6,14 @@
 //! → `diagnostics` (R-hat, ESS, PSIS) → `output` (summaries, draws files). `data` binds CSV/JSON
 //! files to the `data` block. `cli` and `repl` are the only modules that print or exit.
 
+pub mod cli;
 pub mod data;
 pub mod diagnostics;
 pub mod distributions;
+pub mod fit;
 pub mod graph;
 pub mod inference;
 pub mod output;
+pub mod pipeline;
 pub mod semantics;
 pub mod syntax;

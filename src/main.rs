@@ -1,1 +1,5 @@
-fn main() {}
+//! The `bayesc` binary: everything happens in [`bayesc::cli::run`].
+
+fn main() {
+    std::process::exit(bayesc::cli::run());
+}

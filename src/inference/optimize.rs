@@ -416,3 +416,89 @@ pub fn optimize(
         return Ok(done(x, f, it, conv, msg));
     }
 }
+
+/// The result of [`newton_refine`].
+#[derive(Clone, Debug)]
+pub struct NewtonRefined {
+    /// The refined mode ζ̂ (length d).
+    pub point: Vec<f64>,
+    /// L(ζ̂).
+    pub log_density: f64,
+    /// −∇²L(ζ̂) by finite differences (d×d row-major), positive definite.
+    pub neg_hessian: Vec<f64>,
+    /// Newton steps taken.
+    pub steps: usize,
+}
+
+/// Polishes an approximate mode by Newton's method with the finite-difference Hessian
+/// ([`super::hessian::hessian`]): ζ ← ζ + t·(−H)⁻¹∇L, halving t until L does not decrease
+/// (Nocedal & Wright §3.1 backtracking), for at most `max_steps` steps or until the Newton
+/// decrement ∇Lᵀ(−H)⁻¹∇L falls below 1e-12·max(1, |L|).
+///
+/// L-BFGS with Stan's default tolerances can stop (or run out of iterations) far along a flat,
+/// correlated ridge of a badly scaled posterior; a few Newton steps land on the mode to machine
+/// precision when the log density is close to quadratic there. Cost per step: 2d + 1 gradient
+/// evaluations and one d×d Cholesky factorisation.
+///
+/// Returns `None` when −H is not positive definite at some iterate (no Newton direction), or
+/// when L or its gradient cannot be evaluated.
+pub fn newton_refine(
+    density: &dyn LogDensity,
+    point: &[f64],
+    max_steps: usize,
+) -> Option<NewtonRefined> {
+    use faer::linalg::solvers::Solve;
+    let d = density.dim();
+    let mut x = point.to_vec();
+    let mut g = vec![0.0; d];
+    let mut f = density.log_density_grad(&x, &mut g).ok()?;
+    let mut steps = 0;
+    loop {
+        let h = super::hessian::hessian(density, &x).ok()?;
+        let neg_h = faer::Mat::from_fn(d, d, |i, j| -0.5 * (h[i * d + j] + h[j * d + i]));
+        let llt = neg_h.llt(faer::Side::Lower).ok()?;
+        let rhs = faer::Mat::from_fn(d, 1, |i, _| g[i]);
+        let dir = llt.solve(&rhs);
+        let decrement: f64 = (0..d).map(|i| g[i] * dir[(i, 0)]).sum();
+        if !decrement.is_finite() {
+            return None;
+        }
+        if decrement < 1e-12 * f.abs().max(1.0) || steps >= max_steps {
+            let neg_hessian = (0..d * d).map(|k| neg_h[(k / d, k % d)]).collect();
+            return Some(NewtonRefined {
+                point: x,
+                log_density: f,
+                neg_hessian,
+                steps,
+            });
+        }
+        let mut t = 1.0;
+        let mut accepted = false;
+        for _ in 0..30 {
+            let trial: Vec<f64> = (0..d).map(|i| x[i] + t * dir[(i, 0)]).collect();
+            let mut g_trial = vec![0.0; d];
+            if let Ok(f_trial) = density.log_density_grad(&trial, &mut g_trial)
+                && f_trial.is_finite()
+                && f_trial >= f
+            {
+                x = trial;
+                g = g_trial;
+                f = f_trial;
+                accepted = true;
+                break;
+            }
+            t *= 0.5;
+        }
+        steps += 1;
+        if !accepted {
+            // No ascent along the Newton direction: x is a mode to working precision.
+            let neg_hessian = (0..d * d).map(|k| neg_h[(k / d, k % d)]).collect();
+            return Some(NewtonRefined {
+                point: x,
+                log_density: f,
+                neg_hessian,
+                steps,
+            });
+        }
+    }
+}

@@ -19,6 +19,16 @@ impl DiagonalGaussian {
         Self::from_parts(mean.to_vec(), vec![1.0 / variance; d])
     }
 
+    /// N(mean, diag(1/P_ii)) from a d×d row-major precision; `None` unless every P_ii is
+    /// positive and finite.
+    pub(crate) fn from_precision(mean: &[f64], precision: &[f64]) -> Option<Self> {
+        let d = mean.len();
+        let diag: Vec<f64> = (0..d).map(|i| precision[i * d + i]).collect();
+        diag.iter()
+            .all(|p| *p > 0.0 && p.is_finite())
+            .then(|| Self::from_parts(mean.to_vec(), diag))
+    }
+
     fn from_parts(mean: Vec<f64>, precision: Vec<f64>) -> Self {
         let sqrt_precision: Vec<f64> = precision.iter().map(|p| p.sqrt()).collect();
         let half_log_det = sqrt_precision.iter().map(|s| s.ln()).sum();

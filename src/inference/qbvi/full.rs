@@ -64,6 +64,27 @@ impl FullGaussian {
         q
     }
 
+    /// N(mean, P⁻¹) from a d×d row-major precision P (symmetrised); `None` if P is not
+    /// positive definite.
+    pub(crate) fn from_precision(mean: &[f64], precision: &[f64]) -> Option<Self> {
+        let d = mean.len();
+        let p = Mat::from_fn(d, d, |i, j| {
+            0.5 * (precision[i * d + j] + precision[j * d + i])
+        });
+        let chol = cholesky_lower(&p)?;
+        let mut q = FullGaussian {
+            d,
+            mean: mean.to_vec(),
+            precision: p,
+            chol,
+            half_log_det: 0.0,
+            g_b: Mat::zeros(d, d),
+            w: Mat::zeros(d, d),
+        };
+        q.half_log_det = q.compute_half_log_det();
+        Some(q)
+    }
+
     fn compute_half_log_det(&self) -> f64 {
         (0..self.d).map(|i| self.chol[(i, i)].ln()).sum()
     }

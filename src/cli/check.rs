@@ -1,0 +1,53 @@
+//! `bayesc check`: parse, check and (with `--data`) bind data and compile, without fitting.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::inference::LogDensity;
+use crate::pipeline;
+use crate::syntax::source::SourceMap;
+
+/// Arguments of `bayesc check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The model file (.bayes).
+    pub model: PathBuf,
+    /// Data files (CSV with a header row, or JSON in Stan's format); repeat for several files.
+    #[arg(long = "data", value_name = "FILE")]
+    pub data: Vec<PathBuf>,
+}
+
+/// Runs the checks; prints warnings and errors; returns the exit code.
+pub fn run(args: CheckArgs) -> i32 {
+    let mut sources = SourceMap::new();
+    let checked = match pipeline::check_file(&mut sources, &args.model) {
+        Ok(c) => c,
+        Err(f) => return super::report_failure(&sources, f),
+    };
+    super::report_warnings(&sources, &checked.warnings);
+    if args.data.is_empty() {
+        println!(
+            "{}: no errors ({} warnings)",
+            args.model.display(),
+            checked.warnings.len()
+        );
+        return 0;
+    }
+    let data = match pipeline::load_data(&args.data) {
+        Ok(d) => d,
+        Err(f) => return super::report_failure(&sources, f),
+    };
+    match pipeline::compile(&checked, &data) {
+        Ok(model) => {
+            println!(
+                "{}: no errors ({} warnings); data bound; {} unconstrained parameters",
+                args.model.display(),
+                checked.warnings.len(),
+                model.dim()
+            );
+            0
+        }
+        Err(f) => super::report_failure(&sources, f),
+    }
+}

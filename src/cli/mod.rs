@@ -1,0 +1,75 @@
+//! The command-line interface (clap). The only place, with the REPL, that prints or sets exit
+//! codes: 0 success, 1 an error in the model, the data or the fit, 2 a usage error.
+
+mod check;
+mod fit;
+mod progress;
+mod summary;
+
+use clap::{Parser, Subcommand};
+
+use crate::pipeline::Failure;
+use crate::syntax::report;
+use crate::syntax::source::SourceMap;
+
+/// Exit code for errors in the model, the data or the fit.
+pub const EXIT_ERROR: i32 = 1;
+/// Exit code for command-line usage errors.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bayesc",
+    version,
+    about = "Fit Bayesian models written in the .bayes language",
+    long_about = "bayesc compiles a .bayes model (Stan-like blocks: data, transformed data, parameters, \
+                  transformed parameters, model, generated quantities) into a log density on the \
+                  unconstrained scale with gradients, and fits it by variational inference (QBVI) or \
+                  MCMC.\n\nExample:\n  bayesc fit examples/labour/model.bayes --data examples/labour/labour.csv"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Fit a model to data and print a posterior summary.
+    Fit(fit::FitArgs),
+    /// Check a model (and optionally bind data) without fitting.
+    Check(check::CheckArgs),
+    /// Recompute the posterior summary from saved draws files.
+    Summary(summary::SummaryArgs),
+}
+
+/// Runs the command line in `std::env::args` and returns the process exit code.
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Fit(args) => fit::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Summary(args) => summary::run(args),
+    }
+}
+
+/// Prints a pipeline failure to standard error and returns [`EXIT_ERROR`].
+fn report_failure(sources: &SourceMap, failure: Failure) -> i32 {
+    for diag in failure.into_reports() {
+        report::emit_stderr(sources, &diag);
+    }
+    EXIT_ERROR
+}
+
+/// Prints warnings (non-fatal diagnostics) to standard error.
+fn report_warnings(sources: &SourceMap, warnings: &[crate::pipeline::Report]) {
+    for diag in warnings {
+        report::emit_stderr(sources, diag);
+    }
+}

@@ -1,0 +1,203 @@
+//! The command line end to end: exit codes (0 success, 1 model/data/fit error, 2 usage error),
+//! clear messages for bad input, never a panic, and a real fit of the labour example.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn bayesc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("run bayesc")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn assert_no_panic(o: &Output) {
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "bayesc panicked:\n{err}");
+}
+
+fn scratch(name: &str, text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write");
+    let p = path.display().to_string();
+    (dir, p)
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &[][..],
+        &["fit"][..],
+        &["fit", "m.bayes", "--bogus"][..],
+        &["frobnicate"][..],
+    ] {
+        let o = bayesc(args);
+        assert_eq!(o.status.code(), Some(2), "args {args:?}: {}", stderr(&o));
+        assert_no_panic(&o);
+    }
+    let o = bayesc(&[
+        "fit",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--step-size",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--step-size"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_is_complete() {
+    let o = bayesc(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    for word in ["fit", "check", "summary"] {
+        assert!(stdout(&o).contains(word), "--help lacks {word}");
+    }
+    let o = bayesc(&["fit", "--help"]);
+    for word in [
+        "--data",
+        "--method",
+        "--seed",
+        "--draws",
+        "--output",
+        "--diagonal",
+    ] {
+        assert!(stdout(&o).contains(word), "fit --help lacks {word}");
+    }
+}
+
+#[test]
+fn missing_model_file_is_a_clear_error() {
+    let o = bayesc(&[
+        "fit",
+        "no/such/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no/such/model.bayes"), "{}", stderr(&o));
+    assert_no_panic(&o);
+}
+
+#[test]
+fn missing_data_flag_is_a_usage_error() {
+    let o = bayesc(&["fit", "examples/labour/model.bayes"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--data"), "{}", stderr(&o));
+}
+
+#[test]
+fn syntax_error_points_at_the_model() {
+    let (_d, model) = scratch(
+        "bad.bayes",
+        "parameters { real mu }\nmodel { mu ~ normal(0, 1); }\n",
+    );
+    let o = bayesc(&["check", &model]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("error") && err.contains("bad.bayes:1:"),
+        "{err}"
+    );
+    assert_no_panic(&o);
+}
+
+#[test]
+fn unknown_distribution_suggests_the_nearest() {
+    let (_d, model) = scratch(
+        "m.bayes",
+        "parameters { real mu; }\nmodel { mu ~ nromal(0, 1); }\n",
+    );
+    let o = bayesc(&["check", &model]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("normal"), "{}", stderr(&o));
+}
+
+#[test]
+fn data_errors_name_file_row_and_column() {
+    let (dir, csv) = scratch(
+        "d.csv",
+        "lfp,k5,k618,age,wc,hc,lwg,inc\n1,1,0,32,0,0,1.2,10.9\n1,NA,2,30,0,0,0.3,19.5\n",
+    );
+    let o = bayesc(&["fit", "examples/labour/model.bayes", "--data", &csv]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("d.csv") && err.contains("k5") && err.contains('3'),
+        "{err}"
+    );
+    assert_no_panic(&o);
+    drop(dir);
+
+    let (_d2, csv) = scratch("e.csv", "lfp,k5\n1,0\n");
+    let o = bayesc(&["fit", "examples/labour/model.bayes", "--data", &csv]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("k618"),
+        "missing column should be named: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn garbage_inputs_never_panic() {
+    let garbage = "\u{0}\u{1}{{{{ ]]]] ;;; data { real x[ } model { ~ ~ }";
+    let (_d, model) = scratch("g.bayes", garbage);
+    let o = bayesc(&["check", &model]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_no_panic(&o);
+    let (_d2, data) = scratch("g.json", "{\"N\": [1, 2, ");
+    let o = bayesc(&["fit", "examples/labour/model.bayes", "--data", &data]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_no_panic(&o);
+    let (_d3, data) = scratch("g.txt", "hello");
+    let o = bayesc(&["fit", "examples/labour/model.bayes", "--data", &data]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_no_panic(&o);
+}
+
+#[test]
+fn labour_fit_end_to_end_writes_draws() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("draws.csv");
+    let o = bayesc(&[
+        "fit",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--seed",
+        "3",
+        "--draws",
+        "500",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("converged"), "{text}");
+    for name in [
+        "alpha", "beta[1]", "beta[7]", "mean", "sd", "5%", "50%", "95%",
+    ] {
+        assert!(text.contains(name), "summary lacks {name}:\n{text}");
+    }
+    let csv = std::fs::read_to_string(&out).expect("draws file");
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.contains("alpha") && header.contains("beta[7]"),
+        "{header}"
+    );
+    assert_eq!(lines.count(), 500);
+}
