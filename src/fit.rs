@@ -2,9 +2,11 @@
 //! scale: the step after [`crate::pipeline::compile`], shared by the CLI and the REPL.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::graph::Model;
+use crate::inference::mcmc::{self, ChainProgress, McmcOutput, McmcSettings};
 use crate::inference::optimize::{self, OptimizeSettings};
 use crate::inference::qbvi::{self, Control, QbviFit, QbviSettings};
 use crate::inference::rng::stream;
@@ -15,14 +17,50 @@ use crate::inference::{DensityError, Draws};
 pub enum Method {
     /// Quasi black-box variational inference (Gaussian on the unconstrained scale).
     Qbvi,
+    /// The no-U-turn sampler with Stan-style warmup.
+    Nuts,
+    /// Static Hamiltonian Monte Carlo (fixed number of leapfrog steps).
+    Hmc,
+    /// Adaptive random-walk Metropolis-Hastings.
+    Mh,
+}
+
+impl Method {
+    /// True for the MCMC samplers (several chains, R-hat and ESS apply).
+    pub fn is_mcmc(self) -> bool {
+        matches!(self, Method::Nuts | Method::Hmc | Method::Mh)
+    }
 }
 
 impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Method::Qbvi => "qbvi",
+            Method::Nuts => "nuts",
+            Method::Hmc => "hmc",
+            Method::Mh => "mh",
         })
     }
+}
+
+/// Where the mean of a variational approximation starts.
+///
+/// The specification's default (`specs/qbvi.md` §11) is a random point, uniform(−2, 2) on the
+/// unconstrained scale, with Σ₀ = 0.01·I. From such a point far from the posterior the
+/// smoothed-ELBO exit rule (§7.2) can fire while the ELBO is still climbing (seen on the labour
+/// model: a stop at iteration 82 with ELBO ≈ −31,000), and on a badly scaled, correlated
+/// posterior the iterates drift along flat ridges for hundreds of iterations. bayesc therefore
+/// starts at the mode of the log density on the unconstrained scale (L-BFGS from the random
+/// point, polished by Newton steps) with the negative Hessian there as the initial precision —
+/// the Laplace approximation — when it is positive definite ([X], a design decision). The cost
+/// is a few hundred gradient evaluations, about one QBVI iteration's worth of work per 20.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ViInit {
+    /// The Laplace approximation at the mode (falling back to the random point and Σ₀ = 0.01·I
+    /// when the optimiser fails or the Hessian is not negative definite).
+    Mode,
+    /// The random point uniform(−2, 2) and Σ₀ = 0.01·I, as the specification says.
+    Random,
 }
 
 /// Everything a fit needs besides the model.
@@ -36,25 +74,11 @@ pub struct FitOptions {
     pub vi_draws: usize,
     /// QBVI settings (its `seed` field is overwritten by `seed`).
     pub qbvi: QbviSettings,
-    /// Where a variational fit starts (default: the posterior mode).
+    /// Where a variational fit starts (default: the Laplace approximation at the mode).
     pub vi_init: ViInit,
-}
-
-/// Where the mean of a variational approximation starts.
-///
-/// The specification's default (`specs/qbvi.md` §11) is a random point, uniform(−2, 2) on the
-/// unconstrained scale. From such a point far from the posterior, the smoothed-ELBO exit rule
-/// (§7.2) can fire while the ELBO is still climbing slowly (seen on the labour model: a stop at
-/// iteration 82 with ELBO ≈ −31,000). bayesc therefore starts at the mode of the log density
-/// on the unconstrained scale, found by L-BFGS from the random point (a design decision, [X]);
-/// this costs a few dozen gradient evaluations, a small fraction of one QBVI iteration's
-/// 100 log-density evaluations per ten iterations.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum ViInit {
-    /// L-BFGS to the mode from a random point; the random point itself if the optimiser fails.
-    Mode,
-    /// The random point uniform(−2, 2) on the unconstrained scale, as the specification says.
-    Random,
+    /// MCMC settings for NUTS, static HMC and Metropolis-Hastings (`seed` and `method` are
+    /// overwritten from the fields above).
+    pub mcmc: McmcSettings,
 }
 
 impl FitOptions {
@@ -66,6 +90,7 @@ impl FitOptions {
             vi_draws: 1000,
             qbvi: QbviSettings::default(),
             vi_init: ViInit::Mode,
+            mcmc: McmcSettings::default(),
         }
     }
 }
@@ -75,6 +100,8 @@ impl FitOptions {
 pub enum FitDetails {
     /// The fitted Gaussian, the ELBO trace and the stopping reason.
     Qbvi(QbviFit),
+    /// Per-chain unconstrained draws, sampler statistics, adaptation and timing.
+    Mcmc(Box<McmcOutput>),
 }
 
 /// A finished fit: constrained draws (parameters, transformed parameters, generated quantities)
@@ -83,14 +110,28 @@ pub enum FitDetails {
 pub struct FitResult {
     pub method: Method,
     pub seed: u64,
+    /// One chain for variational fits, one per MCMC chain otherwise.
     pub draws: Draws,
     pub details: FitDetails,
     /// Wall time of the algorithm, seconds (excluding compilation and output).
     pub seconds: f64,
 }
 
-/// Progress reported during a fit (for progress bars); return [`Control::Stop`] to interrupt.
-pub type ProgressFn<'a> = dyn FnMut(&str) -> Control + 'a;
+/// Progress of a running fit, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub enum ProgressEvent {
+    /// One QBVI iteration finished.
+    Qbvi(qbvi::Progress),
+    /// An MCMC chain advanced.
+    Chain(ChainProgress),
+}
+
+/// How a caller watches and interrupts a fit: `on_progress` is called from worker threads;
+/// setting `stop` ends the fit early and cleanly (the result is then marked interrupted).
+pub struct Monitor<'a> {
+    pub on_progress: &'a (dyn Fn(ProgressEvent) + Sync),
+    pub stop: &'a AtomicBool,
+}
 
 /// A fit that could not run or finish.
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +154,7 @@ pub enum FitError {
 pub fn fit(
     model: &Model,
     options: &FitOptions,
-    progress: &mut dyn FnMut(qbvi::Progress) -> Control,
+    monitor: &Monitor<'_>,
 ) -> Result<FitResult, FitError> {
     let seed = options.seed;
     let start = Instant::now();
@@ -127,7 +168,15 @@ pub fn fit(
             if settings.init_precision.is_none() {
                 settings.init_precision = init_precision;
             }
-            let fit = qbvi::fit_qbvi(model, &init, &settings, progress).map_err(|e| {
+            let mut progress = |p: qbvi::Progress| {
+                (monitor.on_progress)(ProgressEvent::Qbvi(p));
+                if monitor.stop.load(Ordering::Relaxed) {
+                    Control::Stop
+                } else {
+                    Control::Continue
+                }
+            };
+            let fit = qbvi::fit_qbvi(model, &init, &settings, &mut progress).map_err(|e| {
                 FitError::Algorithm {
                     method: Method::Qbvi,
                     message: e.to_string(),
@@ -144,8 +193,56 @@ pub fn fit(
                 seconds,
             })
         }
+        Method::Nuts | Method::Hmc | Method::Mh => {
+            let mut settings = McmcSettings {
+                seed,
+                ..options.mcmc.clone()
+            };
+            settings.method = match options.method {
+                Method::Nuts => mcmc::Method::Nuts,
+                Method::Hmc => match settings.method {
+                    mcmc::Method::StaticHmc { n_leapfrog } => {
+                        mcmc::Method::StaticHmc { n_leapfrog }
+                    }
+                    _ => mcmc::Method::StaticHmc { n_leapfrog: None },
+                },
+                _ => mcmc::Method::Mh,
+            };
+            let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
+            let out =
+                mcmc::sample(model, &settings, &[], &progress, monitor.stop).map_err(|e| {
+                    FitError::Algorithm {
+                        method: options.method,
+                        message: e.to_string(),
+                    }
+                })?;
+            let seconds = start.elapsed().as_secs_f64();
+            let d = out.dim;
+            let chains: Vec<Vec<Vec<f64>>> = out
+                .chains
+                .iter()
+                .map(|c| {
+                    if d == 0 {
+                        vec![Vec::new(); c.stats.len()]
+                    } else {
+                        c.draws.chunks(d).map(<[f64]>::to_vec).collect()
+                    }
+                })
+                .collect();
+            let draws = constrained_draws(model, &chains, seed).map_err(FitError::Constrain)?;
+            Ok(FitResult {
+                method: options.method,
+                seed,
+                draws,
+                details: FitDetails::Mcmc(Box::new(out)),
+                seconds,
+            })
+        }
     }
 }
+
+/// Maximum Newton steps that polish the L-BFGS mode before a variational fit.
+const NEWTON_STEPS: usize = 20;
 
 /// The start of a variational fit (see [`ViInit`]): the initial mean and, at a mode where the
 /// negative Hessian is positive definite, that matrix as the initial precision (d×d row-major).
@@ -177,9 +274,6 @@ fn vi_start(
     }
 }
 
-/// Maximum Newton steps that polish the L-BFGS mode before a variational fit.
-const NEWTON_STEPS: usize = 20;
-
 /// Column names of the draws: parameters, then transformed parameters, then generated quantities.
 pub fn draw_names(model: &Model) -> Vec<String> {
     let mut names = model.parameter_names();
@@ -195,15 +289,19 @@ pub fn constrained_draws(
     chains: &[Vec<Vec<f64>>],
     seed: u64,
 ) -> Result<Draws, DensityError> {
+    use rayon::prelude::*;
     let names = draw_names(model);
-    let mut out = Vec::with_capacity(chains.len());
-    for (c, zetas) in chains.iter().enumerate() {
-        let mut rng = stream(seed, 1000 + c as u64);
-        let mut flat = Vec::with_capacity(zetas.len() * names.len());
-        for z in zetas {
-            flat.extend(model.write_array(z, true, true, &mut rng)?);
-        }
-        out.push(flat);
-    }
+    let out = chains
+        .par_iter()
+        .enumerate()
+        .map(|(c, zetas)| {
+            let mut rng = stream(seed, 1000 + c as u64);
+            let mut flat = Vec::with_capacity(zetas.len() * names.len());
+            for z in zetas {
+                flat.extend(model.write_array(z, true, true, &mut rng)?);
+            }
+            Ok(flat)
+        })
+        .collect::<Result<Vec<_>, DensityError>>()?;
     Ok(Draws { names, chains: out })
 }

@@ -7,7 +7,7 @@ mod common;
 
 use bayesc::fit::{self, FitDetails, FitOptions, Method};
 use bayesc::inference::LogDensity;
-use bayesc::inference::qbvi::{Control, Covariance, StopReason};
+use bayesc::inference::qbvi::{Covariance, StopReason};
 
 fn fit_draws(covariance: Covariance, seed: u64) -> (Vec<String>, Vec<f64>, StopReason) {
     let model = common::compile(
@@ -18,7 +18,12 @@ fn fit_draws(covariance: Covariance, seed: u64) -> (Vec<String>, Vec<f64>, StopR
     let mut options = FitOptions::new(Method::Qbvi, seed);
     options.qbvi.covariance = covariance;
     options.vi_draws = 4000;
-    let result = fit::fit(&model, &options, &mut |_| Control::Continue).expect("QBVI runs");
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let monitor = fit::Monitor {
+        on_progress: &|_| {},
+        stop: &never,
+    };
+    let result = fit::fit(&model, &options, &monitor).expect("QBVI runs");
     let FitDetails::Qbvi(q) = &result.details;
     (
         result.draws.names.clone(),

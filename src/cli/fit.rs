@@ -1,15 +1,18 @@
 //! `bayesc fit`: compile a model against data, run an inference method, print the summary and
 //! write the requested outputs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use clap::{Args, ValueEnum};
 use rand::RngExt;
 
-use crate::fit::{self, FitDetails, FitOptions, FitResult};
+use crate::diagnostics::hmc_stats;
+use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
 use crate::inference::LogDensity;
-use crate::inference::qbvi::{Control, Covariance, StopReason};
-use crate::output::{draws_csv, summary};
+use crate::inference::mcmc::{self, McmcOutput};
+use crate::inference::qbvi::{Covariance, StopReason};
+use crate::output::{draws_csv, stan_csv, summary};
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
 
@@ -18,15 +21,24 @@ use super::progress::DelayedBar;
 /// Inference methods offered by `bayesc fit --method`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MethodArg {
-    /// Quasi black-box variational inference with natural gradients (Gaussian posterior on the
-    /// unconstrained scale; Magris et al. 2022).
+    /// Quasi black-box variational inference with natural gradients: a Gaussian posterior on the
+    /// unconstrained scale (Magris et al. 2022). Fast; an approximation.
     Qbvi,
+    /// The no-U-turn sampler (multinomial NUTS with Stan's warmup adaptation).
+    Nuts,
+    /// Static Hamiltonian Monte Carlo with a fixed number of leapfrog steps.
+    Hmc,
+    /// Adaptive random-walk Metropolis-Hastings (gradient-free; for small models).
+    Mh,
 }
 
 impl From<MethodArg> for fit::Method {
     fn from(m: MethodArg) -> Self {
         match m {
             MethodArg::Qbvi => fit::Method::Qbvi,
+            MethodArg::Nuts => fit::Method::Nuts,
+            MethodArg::Hmc => fit::Method::Hmc,
+            MethodArg::Mh => fit::Method::Mh,
         }
     }
 }
@@ -46,31 +58,76 @@ pub struct FitArgs {
     /// Without it a seed is drawn and printed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Number of posterior draws to report and write (variational methods).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub draws: u64,
-    /// Write the posterior draws (constrained scale) to this CSV file.
+    /// Write the posterior draws (constrained scale). Variational methods: one CSV file with a
+    /// header row. MCMC: one file per chain in Stan's CSV layout, named FILE_1.csv, FILE_2.csv, …
+    /// (readable by ArviZ, cmdstanpy and `bayesc summary`).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// QBVI: use a diagonal (mean-field) Gaussian instead of a full covariance.
-    #[arg(long)]
-    pub diagonal: bool,
-    /// QBVI: Monte Carlo draws per iteration (N_s).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
-    pub mc_samples: u64,
-    /// QBVI: maximum number of iterations.
-    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_iter: u64,
-    /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
-    #[arg(long)]
-    pub step_size: Option<f64>,
     /// Do not print the progress bar or the settings line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// Variational methods: number of posterior draws to report and write.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
+    pub draws: u64,
+    /// QBVI: use a diagonal (mean-field) Gaussian instead of a full covariance.
+    #[arg(long, help_heading = "Variational inference")]
+    pub diagonal: bool,
+    /// QBVI: Monte Carlo draws per iteration (N_s).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference")]
+    pub mc_samples: u64,
+    /// QBVI: maximum number of iterations.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
+    pub max_iter: u64,
+    /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
+    #[arg(long, help_heading = "Variational inference")]
+    pub step_size: Option<f64>,
+    /// QBVI: start from a random point (uniform(−2, 2) on the unconstrained scale, Σ₀ = 0.01·I)
+    /// instead of the Laplace approximation at the mode.
+    #[arg(long, help_heading = "Variational inference")]
+    pub random_init: bool,
+
+    /// MCMC: number of chains, run in parallel.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub chains: u64,
+    /// MCMC: warmup (adaptation) iterations per chain; for mh the default is max(2000, 500·d).
+    #[arg(long, help_heading = "MCMC")]
+    pub warmup: Option<u64>,
+    /// MCMC: post-warmup iterations per chain; for mh the default is max(2000, 200·d).
+    #[arg(long, help_heading = "MCMC")]
+    pub samples: Option<u64>,
+    /// MCMC: keep every n-th post-warmup draw.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub thin: u64,
+    /// NUTS/HMC: target acceptance statistic of the step-size adaptation, in (0, 1).
+    #[arg(long, default_value_t = 0.8, help_heading = "MCMC")]
+    pub adapt_delta: f64,
+    /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]
+    pub max_depth: u64,
+    /// NUTS/HMC: adapt a dense metric (full covariance) instead of a diagonal one.
+    #[arg(long, help_heading = "MCMC")]
+    pub dense: bool,
+    /// HMC: leapfrog steps per iteration (default: integration time 2π over the adapted step size).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub n_leapfrog: Option<u64>,
 }
 
 /// Runs the fit; returns the exit code.
 pub fn run(args: FitArgs) -> i32 {
+    if let Some(b) = args.step_size
+        && !(b > 0.0 && b < 1.0)
+    {
+        eprintln!("error: --step-size must be in (0, 1), got {b}");
+        return super::EXIT_USAGE;
+    }
+    if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
+        eprintln!(
+            "error: --adapt-delta must be in (0, 1), got {}",
+            args.adapt_delta
+        );
+        return super::EXIT_USAGE;
+    }
     let mut sources = SourceMap::new();
     let checked = match pipeline::check_file(&mut sources, &args.model) {
         Ok(c) => c,
@@ -101,47 +158,59 @@ pub fn run(args: FitArgs) -> i32 {
     let seed = args
         .seed
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
-    let mut options = FitOptions::new(args.method.into(), seed);
-    options.vi_draws = args.draws as usize;
-    options.qbvi.covariance = if args.diagonal {
-        Covariance::Diagonal
-    } else {
-        Covariance::Full
-    };
-    options.qbvi.n_samples = args.mc_samples as usize;
-    options.qbvi.step_size = args.step_size;
-    options.qbvi.max_iter = args.max_iter as usize;
-    if let Some(b) = args.step_size
-        && !(b > 0.0 && b < 1.0)
-    {
-        eprintln!("error: --step-size must be in (0, 1), got {b}");
-        return super::EXIT_USAGE;
-    }
+    let options = options_from_args(&args, model.dim(), seed);
     if !args.quiet {
-        let d = model.dim();
-        println!(
-            "method = qbvi ({} covariance, residual form); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {seed}",
-            if args.diagonal { "diagonal" } else { "full" },
-            options.qbvi.n_samples,
-            options.qbvi.effective_step_size(d),
-            options.qbvi.max_iter
-        );
+        println!("{}", settings_line(&options, model.dim()));
     }
-    let mut bar = DelayedBar::new(
-        options.qbvi.max_iter as u64,
-        "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
-    );
-    let quiet = args.quiet;
-    let result = fit::fit(&model, &options, &mut |p| {
-        if !quiet {
-            bar.update(p.iteration as u64, || match p.smoothed_elbo {
+
+    // Ctrl-C stops the fit at its next iteration; the draws made so far are reported, marked
+    // as interrupted. (Installing the handler fails only if one is already installed.)
+    STOP.store(false, Ordering::SeqCst);
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+    let result = {
+        let mcmc_total = (options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains;
+        let (len, template) = if options.method.is_mcmc() {
+            (
+                mcmc_total as u64,
+                "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]",
+            )
+        } else {
+            (
+                options.qbvi.max_iter as u64,
+                "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
+            )
+        };
+        let bar = DelayedBar::new(len, template, !args.quiet);
+        let chain_pos: Vec<AtomicUsize> = (0..options.mcmc.chains)
+            .map(|_| AtomicUsize::new(0))
+            .collect();
+        let on_progress = |e: ProgressEvent| match e {
+            ProgressEvent::Qbvi(p) => bar.update(p.iteration as u64, || match p.smoothed_elbo {
                 Some(s) => format!("smoothed ELBO {s:.3}"),
                 None => format!("ELBO {:.3}", p.elbo),
-            });
-        }
-        Control::Continue
-    });
-    bar.finish();
+            }),
+            ProgressEvent::Chain(p) => {
+                if let Some(slot) = chain_pos.get(p.chain) {
+                    slot.store(p.iteration, Ordering::Relaxed);
+                }
+                let pos: usize = chain_pos.iter().map(|a| a.load(Ordering::Relaxed)).sum();
+                bar.update(pos as u64, || {
+                    if p.warmup {
+                        "warmup".into()
+                    } else {
+                        "sampling".into()
+                    }
+                });
+            }
+        };
+        let monitor = Monitor {
+            on_progress: &on_progress,
+            stop: &STOP,
+        };
+        let r = fit::fit(&model, &options, &monitor);
+        bar.finish();
+        r
+    };
     let result = match result {
         Ok(r) => r,
         Err(e) => {
@@ -149,19 +218,110 @@ pub fn run(args: FitArgs) -> i32 {
             return super::EXIT_ERROR;
         }
     };
-    print_result(&result);
+    print_result(&result, &options);
     if let Some(path) = &args.output {
-        if let Err(e) = draws_csv::write_draws_csv(path, &result.draws) {
-            eprintln!("error: cannot write draws to `{}`: {e}", path.display());
-            return super::EXIT_ERROR;
+        match write_outputs(path, &result, &options, &args.model) {
+            Ok(files) => println!("\ndraws written to {}", files.join(", ")),
+            Err(e) => {
+                eprintln!("error: cannot write draws to `{}`: {e}", path.display());
+                return super::EXIT_ERROR;
+            }
         }
-        println!("\ndraws written to {}", path.display());
     }
     0
 }
 
+/// Set by the Ctrl-C handler; polled by the running fit.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The library options that the command-line arguments describe.
+fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
+    let method: fit::Method = args.method.into();
+    let mut o = FitOptions::new(method, seed);
+    o.vi_draws = args.draws as usize;
+    o.qbvi.covariance = if args.diagonal {
+        Covariance::Diagonal
+    } else {
+        Covariance::Full
+    };
+    o.qbvi.n_samples = args.mc_samples as usize;
+    o.qbvi.step_size = args.step_size;
+    o.qbvi.max_iter = args.max_iter as usize;
+    if args.random_init {
+        o.vi_init = fit::ViInit::Random;
+    }
+    if method == fit::Method::Mh {
+        o.mcmc = mcmc::McmcSettings::mh_defaults(dim);
+    }
+    o.mcmc.chains = args.chains as usize;
+    if let Some(w) = args.warmup {
+        o.mcmc.warmup = w as usize;
+    }
+    if let Some(s) = args.samples {
+        o.mcmc.samples = s as usize;
+    }
+    o.mcmc.thin = args.thin as usize;
+    o.mcmc.adapt_delta = args.adapt_delta;
+    o.mcmc.max_depth = args.max_depth as usize;
+    o.mcmc.dense_metric = args.dense;
+    if method == fit::Method::Hmc {
+        o.mcmc.method = mcmc::Method::StaticHmc {
+            n_leapfrog: args.n_leapfrog.map(|n| n as usize),
+        };
+    }
+    o
+}
+
+/// One line naming the method and its settings.
+fn settings_line(o: &FitOptions, d: usize) -> String {
+    match o.method {
+        fit::Method::Qbvi => format!(
+            "method = qbvi ({} covariance, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
+            if o.qbvi.covariance == Covariance::Diagonal {
+                "diagonal"
+            } else {
+                "full"
+            },
+            if o.vi_init == fit::ViInit::Mode {
+                "Laplace at the mode"
+            } else {
+                "random"
+            },
+            o.qbvi.n_samples,
+            o.qbvi.effective_step_size(d),
+            o.qbvi.max_iter,
+            o.seed
+        ),
+        m => format!(
+            "method = {m}; d = {d} unconstrained parameters; {} chains × ({} warmup + {} draws){}; {}metric = {}; seed = {}",
+            o.mcmc.chains,
+            o.mcmc.warmup,
+            o.mcmc.samples,
+            if o.mcmc.thin > 1 {
+                format!(", thin = {}", o.mcmc.thin)
+            } else {
+                String::new()
+            },
+            if m == fit::Method::Mh {
+                String::new()
+            } else {
+                format!(
+                    "adapt_delta = {}; max_depth = {}; ",
+                    o.mcmc.adapt_delta, o.mcmc.max_depth
+                )
+            },
+            if o.mcmc.dense_metric {
+                "dense"
+            } else {
+                "diagonal"
+            },
+            o.seed
+        ),
+    }
+}
+
 /// Prints convergence information and the summary table of a fit.
-fn print_result(result: &FitResult) {
+fn print_result(result: &FitResult, options: &FitOptions) {
     match &result.details {
         FitDetails::Qbvi(fit) => {
             match fit.stop {
@@ -175,9 +335,10 @@ fn print_result(result: &FitResult) {
                      Best smoothed ELBO = {:.3}",
                     fit.iterations, result.seconds, fit.best_smoothed_elbo
                 ),
-                StopReason::Interrupted => {
-                    println!("interrupted after {} iterations", fit.iterations)
-                }
+                StopReason::Interrupted => println!(
+                    "interrupted after {} iterations: the summary describes the approximation at that point",
+                    fit.iterations
+                ),
             }
             if fit.skipped_steps > 0 {
                 println!(
@@ -191,6 +352,193 @@ fn print_result(result: &FitResult) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
+        }
+        FitDetails::Mcmc(out) => {
+            let kept = result.draws.n_draws();
+            println!(
+                "{} chains finished in {:.2} s (wall); {} draws per chain kept{}",
+                out.chains.len(),
+                result.seconds,
+                kept,
+                if out.interrupted {
+                    " — INTERRUPTED, the chains are incomplete"
+                } else {
+                    ""
+                }
+            );
+            let rows = summary::summarize(&result.draws, true);
+            println!();
+            print!("{}", summary::format_table(&rows, true));
+            let mut warnings = out.warnings(&options.mcmc);
+            warnings.extend(hmc_warnings(out, options));
+            warnings.extend(convergence_warnings(&rows, result.draws.chains.len()));
+            if !warnings.is_empty() {
+                println!("\nwarnings:");
+                for w in warnings {
+                    println!("  - {w}");
+                }
+            }
+        }
+    }
+}
+
+/// E-BFMI per chain (`specs/diagnostics.md` §5).
+fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
+    if options.method == fit::Method::Mh {
+        return Vec::new();
+    }
+    let mut w = Vec::new();
+    for (c, chain) in out.chains.iter().enumerate() {
+        if let Ok(b) = hmc_stats::e_bfmi(&chain.stats.energy)
+            && b < hmc_stats::E_BFMI_THRESHOLD
+        {
+            w.push(format!(
+                "chain {}: E-BFMI = {b:.3} is below {}: the sampler explores the energy distribution poorly; \
+                 reparameterise the model (e.g. non-centred hierarchical parameters)",
+                c + 1,
+                hmc_stats::E_BFMI_THRESHOLD
+            ));
+        }
+    }
+    w
+}
+
+/// R-hat above 1.01 and bulk/tail ESS below 100 per chain (Vehtari et al. 2021's advice).
+fn convergence_warnings(rows: &[summary::SummaryRow], chains: usize) -> Vec<String> {
+    let mut w = Vec::new();
+    let high: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.rhat.is_some_and(|x| x > 1.01))
+        .map(|r| r.name.as_str())
+        .collect();
+    if !high.is_empty() {
+        w.push(format!(
+            "R-hat > 1.01 for {}: the chains have not mixed; run longer (--warmup, --samples) or reparameterise",
+            list(&high)
+        ));
+    }
+    let min_ess = 100.0 * chains as f64;
+    let low: Vec<&str> = rows
+        .iter()
+        .filter(|r| {
+            r.ess_bulk.is_some_and(|x| x < min_ess) || r.ess_tail.is_some_and(|x| x < min_ess)
+        })
+        .map(|r| r.name.as_str())
+        .collect();
+    if !low.is_empty() {
+        w.push(format!(
+            "effective sample size below {min_ess:.0} (100 per chain) for {}: estimates of means and quantiles are unreliable; draw more samples",
+            list(&low)
+        ));
+    }
+    w
+}
+
+fn list(names: &[&str]) -> String {
+    if names.len() > 6 {
+        format!("{} and {} more", names[..6].join(", "), names.len() - 6)
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Writes the draws; returns the file names written.
+fn write_outputs(
+    path: &Path,
+    result: &FitResult,
+    options: &FitOptions,
+    model: &Path,
+) -> std::io::Result<Vec<String>> {
+    match &result.details {
+        FitDetails::Qbvi(_) => {
+            draws_csv::write_draws_csv(path, &result.draws)?;
+            Ok(vec![path.display().to_string()])
+        }
+        FitDetails::Mcmc(out) => {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "draws".into());
+            let ext = path
+                .extension()
+                .map(|e| e.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "csv".into());
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let mut files = Vec::new();
+            // Write every chain to its final name only after all succeeded would need a
+            // transaction; each file is written atomically, and a failure stops at once.
+            for (c, chain) in out.chains.iter().enumerate() {
+                let file = dir.join(format!("{stem}_{}.{ext}", c + 1));
+                let cols = chain.stats.columns();
+                let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
+                let n = chain.stats.len();
+                let mut values = Vec::with_capacity(n * cols.len());
+                for i in 0..n {
+                    values.extend(cols.iter().map(|(_, v)| v[i]));
+                }
+                let (algorithm, engine) = match options.method {
+                    fit::Method::Nuts => ("hmc", "nuts"),
+                    fit::Method::Hmc => ("hmc", "static"),
+                    _ => ("metropolis", "random_walk"),
+                };
+                let settings = vec![
+                    ("num_samples", options.mcmc.samples.to_string()),
+                    ("num_warmup", options.mcmc.warmup.to_string()),
+                    ("thin", options.mcmc.thin.to_string()),
+                    ("adapt_delta", options.mcmc.adapt_delta.to_string()),
+                    ("max_depth", options.mcmc.max_depth.to_string()),
+                    (
+                        "metric",
+                        if chain.dense {
+                            "dense_e".into()
+                        } else {
+                            "diag_e".into()
+                        },
+                    ),
+                    ("algorithm", algorithm.to_string()),
+                    ("engine", engine.to_string()),
+                ];
+                let config = stan_csv::cmdstan_config_lines(
+                    &model.display().to_string(),
+                    "sample",
+                    &settings,
+                    result.seed,
+                    c + 1,
+                );
+                let adaptation = if chain.dense {
+                    let d = out.dim;
+                    let mut lines = vec![
+                        "Adaptation terminated".to_string(),
+                        format!("Step size = {}", chain.step_size),
+                        "Elements of inverse mass matrix:".to_string(),
+                    ];
+                    for r in 0..d {
+                        lines.push(
+                            chain.inv_metric[r * d..(r + 1) * d]
+                                .iter()
+                                .map(|v| v.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        );
+                    }
+                    lines
+                } else {
+                    stan_csv::nuts_adaptation_lines(chain.step_size, &chain.inv_metric)
+                };
+                let footer = stan_csv::timing_lines(chain.warmup_seconds, chain.sampling_seconds);
+                let layout = stan_csv::StanCsvLayout {
+                    config_lines: &config,
+                    sampler_cols: &names,
+                    sampler_values: &values,
+                    draws: &result.draws,
+                    chain: c,
+                    adaptation_lines: &adaptation,
+                    footer_lines: &footer,
+                };
+                stan_csv::write_stan_csv(&file, &layout)?;
+                files.push(file.display().to_string());
+            }
+            Ok(files)
         }
     }
 }

@@ -1,44 +1,53 @@
-//! `bayesc summary`: recompute the posterior summary from saved draws files.
+//! `bayesc summary`: recompute the posterior summary from saved draws files (Stan's CSV layout,
+//! one file per chain, as `bayesc fit --method nuts --output` or CmdStan write them).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::inference::Draws;
 use crate::output::{stan_csv, summary};
 
 /// Arguments of `bayesc summary`.
 #[derive(Args, Debug)]
 pub struct SummaryArgs {
-    /// Draws files in Stan's CSV layout, one per chain.
+    /// Draws files in Stan's CSV layout, one per chain of the same fit.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 }
 
 /// Reads the files, checks they describe the same quantities, prints the summary table.
 pub fn run(args: SummaryArgs) -> i32 {
-    let mut draws = Draws::default();
+    let mut files = Vec::new();
     for path in &args.files {
-        let chain = match stan_csv::read_stan_csv(path) {
-            Ok(c) => c,
+        match stan_csv::read_stan_csv(path) {
+            Ok(f) => files.push(f),
             Err(e) => {
-                eprintln!("error: cannot read draws file `{}`: {e}", path.display());
+                eprintln!("error: {e}");
                 return super::EXIT_ERROR;
             }
-        };
-        if draws.names.is_empty() {
-            draws.names = chain.names;
-        } else if draws.names != chain.names {
-            eprintln!(
-                "error: `{}` has different columns from `{}`; give the chains of one fit",
-                path.display(),
-                args.files[0].display()
-            );
+        }
+    }
+    let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let draws = match stan_csv::draws_from_files(&files, &paths) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}; give the chains of one fit");
             return super::EXIT_ERROR;
         }
-        draws.chains.push(chain.values);
+    };
+    if draws.n_draws() < 4 {
+        eprintln!(
+            "error: the files hold {} draws per chain; a summary needs at least 4",
+            draws.n_draws()
+        );
+        return super::EXIT_ERROR;
     }
-    let rows = summary::summarize(&draws, draws.chains.len() > 1);
-    print!("{}", summary::format_table(&rows, draws.chains.len() > 1));
+    println!(
+        "{} chains × {} draws\n",
+        draws.chains.len(),
+        draws.n_draws()
+    );
+    let rows = summary::summarize(&draws, true);
+    print!("{}", summary::format_table(&rows, true));
     0
 }

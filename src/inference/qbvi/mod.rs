@@ -154,7 +154,9 @@ pub struct QbviSettings {
     /// the paper; an unbiased variance reduction). The mean direction a is odd in ε, so the
     /// pair cancels the even part of f — for a posterior near the Gaussian family, nearly all of
     /// f's variation — and the mean update becomes almost noise-free near the optimum; the
-    /// covariance directions B are even in ε, so they lose the odd part of f. Default `true`.
+    /// covariance directions B are even in ε, so they lose the odd part of f (but average N_s/2
+    /// independent pairs). Used with the residual form only: in the conjugate form f = ℓ keeps
+    /// its curvature and the B estimates would get noisier. Default `true`.
     pub antithetic: bool,
 }
 
@@ -643,7 +645,7 @@ fn run<F: Family>(
     let k = q.n_directions();
     let beta = settings.effective_step_size(d);
     let mut batch = Batch::new(n, d, k);
-    batch.antithetic = settings.antithetic && n % 2 == 0;
+    batch.antithetic = settings.antithetic && n % 2 == 0 && prior.is_none();
     let mut cv = ControlVariates::new(k);
     let mut g = vec![0.0; k];
     let mut variances = vec![0.0; k];
