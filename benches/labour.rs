@@ -179,13 +179,20 @@ fn main() {
                 seed,
                 ..QbviSettings::default()
             };
+            let mut options = FitOptions::new(Method::Qbvi, seed);
+            options.qbvi = settings;
+            let never = AtomicBool::new(false);
+            let monitor = Monitor {
+                on_progress: &|_| {},
+                stop: &never,
+            };
             let t = Instant::now();
-            let init =
-                bayesc::inference::init::random_init(&model, &mut stream(seed, 0)).expect("init");
-            let fit =
-                qbvi::fit_qbvi(&model, &init, &settings, &mut |_| Control::Continue).expect("fit");
+            let result = fit::fit(&model, &options, &monitor).expect("fit");
             times.push(t.elapsed().as_secs_f64());
-            iters = fit.iterations;
+            let FitDetails::Qbvi(q) = &result.details else {
+                unreachable!("a QBVI fit returns QBVI details")
+            };
+            iters = q.iterations;
         }
         times.sort_by(f64::total_cmp);
         println!(
