@@ -263,12 +263,7 @@ impl Compiler {
                 let ty = self.decl_ty(&d.ty, false)?;
                 let init = d.init.as_ref().map(|e| self.expr(e)).transpose()?;
                 let slot = self.declare_local(&d.name.name);
-                StKind::Decl {
-                    slot,
-                    ty,
-                    init,
-                    check: None,
-                }
+                StKind::Decl { slot, ty, init }
             }
             StmtKind::Assign { lhs, op, rhs } => {
                 let (slot, idx) = self.lvalue(lhs)?;

@@ -289,8 +289,6 @@ pub enum StKind {
         slot: u32,
         ty: DeclTy,
         init: Option<Ex>,
-        /// Bounds to check after the block (transformed parameters and generated quantities).
-        check: Option<(Option<Ex>, Option<Ex>)>,
     },
     Assign {
         slot: u32,

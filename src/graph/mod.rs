@@ -8,15 +8,15 @@
 //! sweeps it backwards. `log_density` runs the same interpreter with recording off, so both
 //! paths return the same value. `generated quantities` run in [`Model::write_array`].
 
-pub mod compile;
+pub(crate) mod compile;
 pub mod error;
-pub mod eval;
-pub mod ir;
-pub mod ops;
-pub mod scalar;
-pub mod tape;
-pub mod transforms;
-pub mod value;
+pub(crate) mod eval;
+pub(crate) mod ir;
+pub(crate) mod ops;
+pub(crate) mod scalar;
+pub(crate) mod tape;
+pub(crate) mod transforms;
+pub(crate) mod value;
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -78,11 +78,6 @@ impl Data {
         }
     }
 
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Element `i` as a scalar.
     #[inline]
     pub fn at(&self, i: usize) -> S {
@@ -290,11 +285,6 @@ pub fn to_slot(tape: &mut Tape, s: S) -> u32 {
         S::V(i) => i,
         S::C(x) => tape.leaf(x),
     }
-}
-
-/// Collects elements of `v` as scalars.
-pub fn elems(v: &Value) -> Vec<S> {
-    (0..v.num_elements()).map(|i| v.elem(i)).collect()
 }
 
 fn check_index(i: i64, n: usize, what: &str) -> R<usize> {
