@@ -239,13 +239,8 @@ impl Compiler {
             SizedBase::Matrix(r, c) => BaseEx::Matrix(self.expr(r)?, self.expr(c)?),
             SizedBase::CholeskyFactorCorr(k)
             | SizedBase::CholeskyFactorCov(k)
-            | SizedBase::CovMatrix(k) => BaseEx::Matrix(self.expr(k)?, self.expr(k)?),
-            SizedBase::CorrMatrix(_) => {
-                return Err(GraphError::Unsupported {
-                    what: "corr_matrix (use cholesky_factor_corr and multiply_lower_tri_self_transpose)".into(),
-                    span: ty.span,
-                });
-            }
+            | SizedBase::CovMatrix(k)
+            | SizedBase::CorrMatrix(k) => BaseEx::Matrix(self.expr(k)?, self.expr(k)?),
         };
         Ok(DeclTy {
             int: int || matches!(ty.base, SizedBase::Int),

@@ -273,6 +273,7 @@ pub enum Transform {
     CholeskyCorr,
     CholeskyCov,
     CovMatrix,
+    CorrMatrix,
 }
 
 /// A lowered statement with the span of the source statement.

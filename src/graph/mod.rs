@@ -255,6 +255,7 @@ impl Model {
                     | SizedBase::CholeskyFactorCorr(_)
                     | SizedBase::CholeskyFactorCov(_)
                     | SizedBase::CovMatrix(_)
+                    | SizedBase::CorrMatrix(_)
             );
             if special && !k.is_empty() {
                 return Err(GraphError::Unsupported {
@@ -273,6 +274,7 @@ impl Model {
                 (SizedBase::CholeskyFactorCorr(_), ..) => Transform::CholeskyCorr,
                 (SizedBase::CholeskyFactorCov(_), ..) => Transform::CholeskyCov,
                 (SizedBase::CovMatrix(_), ..) => Transform::CovMatrix,
+                (SizedBase::CorrMatrix(_), ..) => Transform::CorrMatrix,
                 (_, None, None, None, None) => Transform::Identity,
                 (_, Some(l), None, None, None) => Transform::Lower(l),
                 (_, None, Some(u), None, None) => Transform::Upper(u),
@@ -297,13 +299,17 @@ impl Model {
                     }
                     n - n / k
                 }
-                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                Transform::CholeskyCorr
+                | Transform::CholeskyCov
+                | Transform::CovMatrix
+                | Transform::CorrMatrix => {
                     let (k, _) = base.matrix_dims();
-                    let per = if matches!(transform, Transform::CholeskyCorr) {
-                        transforms::cholesky_corr_free_dim(k)
-                    } else {
-                        transforms::cholesky_cov_free_dim(k)
-                    };
+                    let per =
+                        if matches!(transform, Transform::CholeskyCorr | Transform::CorrMatrix) {
+                            transforms::cholesky_corr_free_dim(k)
+                        } else {
+                            transforms::cholesky_cov_free_dim(k)
+                        };
                     if k == 0 { 0 } else { n / (k * k) * per }
                 }
                 _ => n,
@@ -547,7 +553,10 @@ impl Model {
                         .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac))
                         .collect()
                 }
-                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                Transform::CholeskyCorr
+                | Transform::CholeskyCov
+                | Transform::CovMatrix
+                | Transform::CorrMatrix => {
                     let (k, _) = p.base.matrix_dims();
                     let per = p.free / (n / (k * k).max(1)).max(1);
                     let mut xs = Vec::with_capacity(n);
@@ -559,6 +568,9 @@ impl Model {
                             }
                             Transform::CholeskyCov => {
                                 transforms::cholesky_cov_constrain(ctx.tape, y, k, log_jac)
+                            }
+                            Transform::CorrMatrix => {
+                                transforms::corr_matrix_constrain(ctx.tape, y, k, log_jac)
                             }
                             _ => transforms::cov_matrix_constrain(ctx.tape, y, k, log_jac),
                         });
@@ -811,7 +823,10 @@ impl Model {
                         }
                         u
                     }
-                    Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                    Transform::CholeskyCorr
+                    | Transform::CholeskyCov
+                    | Transform::CovMatrix
+                    | Transform::CorrMatrix => {
                         let (k, _) = p.base.matrix_dims();
                         let mut u = Vec::with_capacity(p.free);
                         for c in x.chunks((k * k).max(1)) {
@@ -819,6 +834,7 @@ impl Model {
                                 match p.transform {
                                     Transform::CholeskyCorr => transforms::cholesky_corr_free(c, k),
                                     Transform::CholeskyCov => transforms::cholesky_cov_free(c, k),
+                                    Transform::CorrMatrix => transforms::corr_matrix_free(c, k),
                                     _ => transforms::cov_matrix_free(c, k),
                                 }
                                 .map_err(loc)?,
