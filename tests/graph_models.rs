@@ -664,3 +664,23 @@ model {
         );
     }
 }
+
+#[test]
+fn transformed_data_bounds_are_checked() {
+    let ok = compile(
+        "transformed data { int K = 3; real<lower=0, upper=K> x = 2; } parameters { real m; } model { m ~ normal(x, 1); }",
+        &BoundData::default(),
+    );
+    assert!((ok.log_density(&[2.0]).unwrap()).abs() < 1e-15);
+    let prog = parse_program(
+        "transformed data { int K = 3; real<upper=K> x = 4; } parameters { real m; } model { }",
+        0,
+    )
+    .unwrap();
+    let e = Model::new(&prog, &BoundData::default()).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("x is 4, but must be less than or equal to 3"),
+        "{e}"
+    );
+}

@@ -213,12 +213,12 @@ impl Model {
             let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
             ctx.funcs = &funcs;
             ctx.exec_all(&td_sts).map_err(eval_err)?;
-            let mut env = std::mem::take(&mut ctx.env);
             for (name, slot, lower, upper, span) in &td_vars {
-                let v = &env[*slot as usize];
-                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref(), false)
+                let v = ctx.env[*slot as usize].clone();
+                check_bounds(&mut ctx, name, &v, lower.as_ref(), upper.as_ref(), false)
                     .map_err(|fault| eval_err(Located { fault, span: *span }))?;
             }
+            let mut env = std::mem::take(&mut ctx.env);
             drop(ctx);
             for (name, slot, ..) in td_vars {
                 let v = std::mem::replace(&mut env[slot as usize], Value::Int(0));
