@@ -170,15 +170,13 @@ impl<'a> Ctx<'a> {
             StKind::For { slot, lo, hi, body } => {
                 let lo = as_int(&self.eval(lo).map_err(loc)?, "loop bound").map_err(loc)?;
                 let hi = as_int(&self.eval(hi).map_err(loc)?, "loop bound").map_err(loc)?;
-                let mut i = lo;
-                while i <= hi {
+                for i in lo..=hi {
                     self.env[*slot as usize] = Value::Int(i);
                     match self.exec(body)? {
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
                         _ => {}
                     }
-                    i += 1;
                 }
             }
             StKind::ForEach { slot, coll, body } => {
