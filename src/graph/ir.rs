@@ -71,6 +71,10 @@ pub enum Builtin {
     QuadForm,
     LinspacedVector,
     LogMix,
+    CholeskyDecompose,
+    MdivideLeftTriLow,
+    Trace,
+    AddDiag,
     /// A constant such as `pi()`.
     Const(f64),
     /// `target()`.
@@ -191,6 +195,10 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "quad_form" => QuadForm,
         "linspaced_vector" => LinspacedVector,
         "log_mix" => LogMix,
+        "cholesky_decompose" => CholeskyDecompose,
+        "mdivide_left_tri_low" => MdivideLeftTriLow,
+        "trace" => Trace,
+        "add_diag" => AddDiag,
         _ => return None,
     })
 }
