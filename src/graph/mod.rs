@@ -450,7 +450,7 @@ impl Model {
     }
 
     /// Constrained parameter names, flattened in Stan's order (all indices column-major, first
-    /// index fastest, 1-based): "alpha", "beta[1]", …, "Sigma[1,1]", "Sigma[2,1]", ….
+    /// index fastest, 1-based): `alpha`, `beta[1]`, …, `Sigma[1,1]`, `Sigma[2,1]`, ….
     pub fn parameter_names(&self) -> Vec<String> {
         self.params
             .iter()
