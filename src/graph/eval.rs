@@ -980,9 +980,21 @@ impl<'a> Ctx<'a> {
                 s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
             });
         }
+        // Value-only path: partials are not needed, and a normalised density (or CDF) does not
+        // depend on the flags, so no partials are computed; `~` keeps the flags because the
+        // dropped constant terms depend on them.
+        let no_vars = [false; 8];
+        let flags: &[bool] = if !self.tape.recording
+            && !matches!(kind, Kind::Density(true))
+            && is_var.len() <= no_vars.len()
+        {
+            &no_vars[..is_var.len()]
+        } else {
+            &is_var
+        };
         let term = match kind {
-            Kind::Density(propto) => distributions::log_density(family, &args, &is_var, propto),
-            Kind::Cdf(complement) => distributions::log_cdf(family, &args, &is_var, complement),
+            Kind::Density(propto) => distributions::log_density(family, &args, flags, propto),
+            Kind::Cdf(complement) => distributions::log_cdf(family, &args, flags, complement),
         }
         .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
@@ -990,6 +1002,9 @@ impl<'a> Ctx<'a> {
         }
         if !is_var.iter().any(|&b| b) {
             return Ok(S::C(term.value));
+        }
+        if !self.tape.recording {
+            return Ok(S::V(self.tape.leaf(term.value)));
         }
         let base = self.tape.entries_base();
         let out = self.tape.leaf(term.value);
