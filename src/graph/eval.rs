@@ -769,10 +769,10 @@ impl<'a> Ctx<'a> {
         self.env = saved;
         let ret = std::mem::replace(&mut self.ret, saved_ret);
         match r {
-            Err(l) => Err(Fault {
-                message: format!("in function `{}`: {}", f.name, l.fault.message),
-                recoverable: l.fault.recoverable,
-            }),
+            Err(l) => Err(Fault::new(
+                format!("in function `{}`: {}", f.name, l.fault.message),
+                l.fault.recoverable,
+            )),
             Ok(_) => match ret {
                 Some(v) => Ok(if f.returns_int { v } else { to_real(v) }),
                 None if f.void => Ok(Value::Int(0)),

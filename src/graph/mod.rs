@@ -96,7 +96,7 @@ fn with_tape<T>(f: impl FnOnce(&mut Tape) -> T) -> T {
 
 fn eval_err(l: Located) -> GraphError {
     GraphError::Eval {
-        message: l.fault.message,
+        message: l.fault.message.clone(),
         span: l.span,
     }
 }
@@ -141,7 +141,7 @@ impl Model {
                 let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
                 ctx.funcs = &funcs;
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
-                    message: f.message,
+                    message: f.message.clone(),
                     span: d.ty.span,
                 })?
             };
@@ -242,7 +242,7 @@ impl Model {
                 let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
                 ctx.funcs = &funcs;
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
-                    message: f.message,
+                    message: f.message.clone(),
                     span: d.ty.span,
                 })?
             };
@@ -388,7 +388,7 @@ impl Model {
                 let (arr, base) = {
                     let mut ctx = Ctx::new(globals, c.n_slots as usize, tape);
                     ctx.eval_type(ty).map_err(|f| GraphError::Eval {
-                        message: f.message,
+                        message: f.message.clone(),
                         span: d.ty.span,
                     })?
                 };
@@ -438,7 +438,7 @@ impl Model {
 
     fn density_error(&self, l: Located) -> DensityError {
         DensityError {
-            message: l.fault.message,
+            message: l.fault.message.clone(),
             location: Some(self.location(l.span)),
             recoverable: l.fault.recoverable,
         }
