@@ -450,6 +450,7 @@ data { int N; vector[N] y; }
 parameters { real mu; vector[2] v; }
 model {
   y ~ mylik(mu, 1.5);
+  target += mylik_lupdf(y | mu, 1.5) - mylik_lpdf(y | mu, 1.5);
   target += twice(mu) + fact(4) + sum(scale(v, mu));
   addit_lp(-square(mu));
 }";

@@ -221,6 +221,14 @@ impl Compiler {
         if let Some(&i) = self.funcs.get(n) {
             return Ok(Ex::UserCall(i, self.exprs(args)?));
         }
+        // `foo_lupdf(…)` calls a user-defined `foo_lpdf` (the user's function decides what to drop).
+        for (u, full) in [("_lupdf", "_lpdf"), ("_lupmf", "_lpmf")] {
+            if let Some(stem) = n.strip_suffix(u)
+                && let Some(&i) = self.funcs.get(&format!("{stem}{full}"))
+            {
+                return Ok(Ex::UserCall(i, self.exprs(args)?));
+            }
+        }
         Err(GraphError::UnknownFunction {
             name: n.to_string(),
             span,
