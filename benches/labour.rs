@@ -118,7 +118,7 @@ fn main() {
     let mut sources = SourceMap::new();
     let checked = pipeline::check_file(&mut sources, &model_path).expect("model checks");
     let data = pipeline::load_data(&[data_path.clone()]).expect("data loads");
-    let model = pipeline::compile(&checked, &data).expect("model compiles");
+    let model = pipeline::compile(&checked, &sources, &data).expect("model compiles");
     let hand = load_hand_written(&data_path);
 
     let theta: Vec<f64> = vec![3.2, -1.49, -0.065, -0.064, 0.8, 0.11, 0.6, -0.034];
