@@ -288,6 +288,7 @@ impl Compiler {
                         return Err(GraphError::Eval {
                             message: "std_normal takes no parameters".into(),
                             span,
+                            origin: None,
                         });
                     }
                     if truncation.is_some() {
@@ -452,6 +453,7 @@ impl Compiler {
                         lv.name.name
                     ),
                     span: lv.span,
+                    origin: None,
                 });
             }
         };

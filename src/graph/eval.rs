@@ -753,8 +753,7 @@ impl<'a> Ctx<'a> {
         }
         if self.depth >= MAX_CALL_DEPTH {
             return Err(Fault::fatal(format!(
-                "function `{}`: calls nested more than {MAX_CALL_DEPTH} deep (unbounded recursion?)",
-                f.name
+                "calls of user-defined functions nested more than {MAX_CALL_DEPTH} deep (recursion without a base case?)"
             )));
         }
         let frame = vec![Value::Int(0); f.n_slots as usize];
@@ -769,10 +768,18 @@ impl<'a> Ctx<'a> {
         self.env = saved;
         let ret = std::mem::replace(&mut self.ret, saved_ret);
         match r {
-            Err(l) => Err(Fault::new(
-                format!("in function `{}`: {}", f.name, l.fault.message),
-                l.fault.recoverable,
-            )),
+            Err(l) => {
+                // Name the function once per distinct frame (recursion would otherwise repeat
+                // the prefix up to MAX_CALL_DEPTH times) and keep the innermost location.
+                let prefix = format!("in function `{}`: ", f.name);
+                let message = if l.fault.message.starts_with(&prefix) {
+                    l.fault.message.clone()
+                } else {
+                    format!("{prefix}{}", l.fault.message)
+                };
+                Err(Fault::new(message, l.fault.recoverable)
+                    .with_origin(l.fault.origin.unwrap_or(l.span)))
+            }
             Ok(_) => match ret {
                 Some(v) => Ok(if f.returns_int { v } else { to_real(v) }),
                 None if f.void => Ok(Value::Int(0)),
