@@ -299,6 +299,18 @@ pub fn locate_in_model(
         return diag;
     };
     let Some(inc) = included.iter().find(|f| f.file == primary.0) else {
+        // An error in the model about a call of a library function (wrong arity or argument
+        // type): also show the library's definition.
+        if let Some(f) = library_function_named_in(&diag.message, program, included) {
+            let name = included
+                .iter()
+                .find(|i| i.file == f.span.file)
+                .map_or("", |i| i.name.as_str());
+            diag.labels.push(
+                Label::secondary(f.name.span.file, f.name.span.range())
+                    .with_message(format!("`{}` is defined here, in `{name}`", f.name.name)),
+            );
+        }
         return diag;
     };
     let mut extra = Vec::new();
@@ -331,6 +343,22 @@ pub fn locate_in_model(
     extra.push(included_here(at, &inc.name));
     diag.labels.extend(extra);
     diag
+}
+
+/// The first name quoted in backticks in `message` that is a function defined in an included
+/// file.
+fn library_function_named_in<'p>(
+    message: &str,
+    program: &'p Program,
+    included: &[IncludedFile],
+) -> Option<&'p FunctionDef> {
+    message.split('`').skip(1).step_by(2).find_map(|quoted| {
+        program.functions.iter().find(|f| {
+            f.body.is_some()
+                && f.name.name == quoted
+                && included.iter().any(|i| i.file == f.span.file)
+        })
+    })
 }
 
 /// The span of the first call of `name` written in `file` (model blocks and the model's own
