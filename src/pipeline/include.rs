@@ -546,6 +546,87 @@ mod tests {
         }
     }
 
+    fn check_in(dir: &Path, text: &str) -> Result<crate::pipeline::Checked, Vec<String>> {
+        let mut sources = SourceMap::new();
+        crate::pipeline::check_source_in(&mut sources, "model.bayes", text, Some(dir)).map_err(
+            |f| {
+                f.into_reports()
+                    .iter()
+                    .map(|d| crate::syntax::report::render_plain(&sources, d))
+                    .collect()
+            },
+        )
+    }
+
+    #[test]
+    fn a_file_beside_the_model_shadows_the_stdlib_module() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        std::fs::write(
+            dir.path().join("timeseries.bayes"),
+            "functions { real local_marker() { return 1; } }",
+        )
+        .expect("writable");
+        let c = check_in(
+            dir.path(),
+            "include \"timeseries.bayes\";\nfunctions { real g() { return local_marker(); } }\n",
+        )
+        .expect("checks");
+        let names: Vec<&str> = c
+            .program
+            .functions
+            .iter()
+            .map(|f| f.name.name.as_str())
+            .collect();
+        // Library functions first, then the model's own.
+        assert_eq!(names, ["local_marker", "g"]);
+        assert_eq!(c.includes.len(), 1);
+        assert!(c.includes[0].name.ends_with("timeseries.bayes"));
+        assert!(!c.includes[0].name.starts_with("stdlib/"));
+    }
+
+    #[test]
+    fn stdlib_modules_are_registered_under_their_stdlib_name_once() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        // glm.bayes twice (directly and through a local library): read once, no redefinition.
+        std::fs::write(
+            dir.path().join("mine.bayes"),
+            "include \"glm.bayes\";\nfunctions { real one() { return 1; } }",
+        )
+        .expect("writable");
+        let c = check_in(
+            dir.path(),
+            "include \"glm.bayes\";\ninclude \"mine.bayes\";\ninclude \"glm.bayes\";\n",
+        )
+        .expect("checks");
+        let names: Vec<&str> = c.includes.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert_eq!(names[0], "stdlib/glm.bayes");
+        let n_linpred = c
+            .program
+            .functions
+            .iter()
+            .filter(|f| f.name.name == "linear_predictor")
+            .count();
+        assert_eq!(n_linpred, 1);
+    }
+
+    #[test]
+    fn a_missing_include_names_where_it_looked() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let errors = check_in(dir.path(), "include \"nowhere.bayes\";\n").expect_err("fails");
+        assert_eq!(errors.len(), 1);
+        let e = &errors[0];
+        assert!(
+            e.contains("cannot find included file `nowhere.bayes`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("nowhere.bayes`, then the installed stdlib"),
+            "{e}"
+        );
+        assert!(e.contains("model.bayes:1:1"), "{e}");
+    }
+
     #[test]
     fn stdlib_lookup_by_file_name() {
         assert!(stdlib_module("timeseries.bayes").is_some());
