@@ -219,7 +219,12 @@ impl Compiler {
             return Ok(Ex::Call(b, self.exprs(args)?));
         }
         if let Some(&i) = self.funcs.get(n) {
-            return Ok(Ex::UserCall(i, self.exprs(args)?));
+            let args = self.exprs(args)?;
+            return Ok(if n.ends_with("_lpdf") || n.ends_with("_lpmf") {
+                Ex::NormalisedUserCall(i, args)
+            } else {
+                Ex::UserCall(i, args)
+            });
         }
         // `foo_lupdf(…)` calls a user-defined `foo_lpdf` (the user's function decides what to drop).
         for (u, full) in [("_lupdf", "_lpdf"), ("_lupmf", "_lpmf")] {
