@@ -78,13 +78,11 @@ impl ToDiagnostic for GraphError {
         if let GraphError::Eval {
             origin: Some(o), ..
         } = self
+            && *o != span
         {
-            if *o != span {
-                d.labels.push(
-                    Label::secondary(o.file, o.range())
-                        .with_message("inside this function statement"),
-                );
-            }
+            d.labels.push(
+                Label::secondary(o.file, o.range()).with_message("inside this function statement"),
+            );
         }
         if let Some(n) = note {
             d = d.with_notes(vec![format!("help: {n}")]);

@@ -133,7 +133,7 @@ impl Resolver<'_> {
         let mut found: Option<(Origin, String, String, Base)> = None;
         if let Base::Dir(d) = base {
             let candidate = d.join(path);
-            looked.push(format!("`{}`", display_dir_path(&candidate)));
+            looked.push(format!("`{}`", candidate.display()));
             if candidate.is_file() {
                 let text = std::fs::read_to_string(&candidate).map_err(|e| {
                     vec![
@@ -213,11 +213,6 @@ impl Resolver<'_> {
         self.functions.extend(program.functions);
         Ok(())
     }
-}
-
-/// `dir/path` for messages, without a leading `./` when `dir` is the current directory.
-fn display_dir_path(p: &Path) -> String {
-    p.display().to_string()
 }
 
 fn included_here(at: Span, name: &str) -> Label<FileId> {
@@ -371,10 +366,10 @@ fn first_call_in_file(program: &Program, name: &str, file: FileId) -> Option<Spa
         found: &mut found,
     };
     for f in &program.functions {
-        if f.span.file == file {
-            if let Some(b) = &f.body {
-                v.stmt(b);
-            }
+        if f.span.file == file
+            && let Some(b) = &f.body
+        {
+            v.stmt(b);
         }
     }
     for d in program.data.iter().chain(&program.parameters) {
