@@ -296,7 +296,12 @@ pub fn locate_in_model(
     let Some(inc) = included.iter().find(|f| f.file == primary.0) else {
         // An error in the model about a call of a library function (wrong arity or argument
         // type): also show the library's definition.
-        if let Some(f) = library_function_named_in(&diag.message, program, included) {
+        if let Some(f) = library_function_named_in(&diag.message, program, included)
+            && !diag
+                .labels
+                .iter()
+                .any(|l| l.file_id == f.name.span.file && l.range == f.name.span.range())
+        {
             let name = included
                 .iter()
                 .find(|i| i.file == f.span.file)
