@@ -386,7 +386,7 @@ impl<'a> Ctx<'a> {
             let mut all_int = true;
             for (k, i) in idx.iter().enumerate() {
                 match i {
-                    IxEx::Single(ie) => match self.eval(ie)? {
+                    IxEx::Single(ie) => match self.index_int(ie)? {
                         Value::Int(x) => buf[k] = x,
                         _ => {
                             all_int = false;
@@ -560,9 +560,16 @@ impl<'a> Ctx<'a> {
             Ex::Int(i) => Ok(Value::Int(*i)),
             Ex::Real(x) => Ok(Value::Real(*x)),
             Ex::Local(i) => Ok(self.env[*i as usize].clone()),
+            Ex::Global(i) => Ok(self.globals[*i as usize].clone()),
             Ex::Bin(op, a, b) => {
-                let a = self.eval(a)?;
-                let b = self.eval(b)?;
+                let a = match self.leaf(a) {
+                    Some(v) => v,
+                    None => self.eval(a)?,
+                };
+                let b = match self.leaf(b) {
+                    Some(v) => v,
+                    None => self.eval(b)?,
+                };
                 self.binop(*op, &a, &b)
             }
             Ex::Index(base, idx) if idx.len() <= 4 && self.var_ref(base).is_some() => {
@@ -572,10 +579,57 @@ impl<'a> Ctx<'a> {
                 }
             }
             Ex::Call(Builtin::Unary(u), args) if args.len() == 1 => {
-                let v = self.eval(&args[0])?;
+                let v = match self.leaf(&args[0]) {
+                    Some(v) => v,
+                    None => self.eval(&args[0])?,
+                };
                 Ok(map_unary(self.tape, *u, &v))
             }
             _ => self.eval_slow(e),
+        }
+    }
+
+    /// The value of a leaf expression (a literal or a variable), which has no side effects and
+    /// cannot fail; `None` for any other expression. Lets [`Ctx::eval`] take the operands of
+    /// arithmetic without a recursive call each.
+    #[inline(always)]
+    fn leaf(&self, e: &Ex) -> Option<Value> {
+        match e {
+            Ex::Int(i) => Some(Value::Int(*i)),
+            Ex::Real(x) => Some(Value::Real(*x)),
+            Ex::Local(i) => Some(self.env[*i as usize].clone()),
+            Ex::Global(i) => Some(self.globals[*i as usize].clone()),
+            _ => None,
+        }
+    }
+
+    /// An integer index expression evaluated without recursion when it is an integer literal,
+    /// an integer variable, or `a ± b` of those (the `x[t - 1]` of scalar loops); otherwise
+    /// (or on overflow, which [`Ctx::eval`] reports) through [`Ctx::eval`].
+    #[inline(always)]
+    fn index_int(&mut self, e: &Ex) -> R<Value> {
+        let int_leaf = |c: &Self, e: &Ex| -> Option<i64> {
+            match e {
+                Ex::Int(i) => Some(*i),
+                Ex::Local(i) => match c.env[*i as usize] {
+                    Value::Int(v) => Some(v),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let quick = match e {
+            Ex::Bin(BinOp::Sub, a, b) => int_leaf(self, a)
+                .zip(int_leaf(self, b))
+                .and_then(|(x, y)| x.checked_sub(y)),
+            Ex::Bin(BinOp::Add, a, b) => int_leaf(self, a)
+                .zip(int_leaf(self, b))
+                .and_then(|(x, y)| x.checked_add(y)),
+            _ => int_leaf(self, e),
+        };
+        match quick {
+            Some(i) => Ok(Value::Int(i)),
+            None => self.eval(e),
         }
     }
 
@@ -585,7 +639,7 @@ impl<'a> Ctx<'a> {
         let mut buf = [0i64; 4];
         for (k, i) in idx.iter().enumerate() {
             match i {
-                IxEx::Single(ie) => match self.eval(ie)? {
+                IxEx::Single(ie) => match self.index_int(ie)? {
                     Value::Int(v) => buf[k] = v,
                     _ => return Ok(None),
                 },

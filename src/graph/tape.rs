@@ -64,7 +64,7 @@ impl Tape {
     }
 
     /// A new input slot (an unconstrained parameter or a constant promoted into a var container).
-    #[inline]
+    #[inline(always)]
     pub fn leaf(&mut self, v: f64) -> u32 {
         let i = self.val.len() as u32;
         self.val.push(v);
@@ -82,7 +82,10 @@ impl Tape {
 
     /// A scalar node: `value` with partials `(input, ∂value/∂input)`. Constant inputs are
     /// ignored; with no variable input the result is a constant.
-    #[inline]
+    ///
+    /// Always inlined: callers pass short arrays of known length, so the loops unroll and the
+    /// scalar arithmetic of the interpreter's inner loops does not pay a call per operation.
+    #[inline(always)]
     pub fn node(&mut self, value: f64, inputs: &[(S, f64)]) -> S {
         if !inputs.iter().any(|(s, _)| matches!(s, S::V(_))) {
             return S::C(value);

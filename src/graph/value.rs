@@ -314,14 +314,22 @@ pub fn to_slot(tape: &mut Tape, s: S) -> u32 {
     }
 }
 
+#[inline(always)]
 fn check_index(i: i64, n: usize, what: &str) -> R<usize> {
     if i < 1 || i as usize > n {
-        Err(Fault::fatal(format!(
-            "index {i} out of range; expecting index to be between 1 and {n} ({what})"
-        )))
+        Err(index_fault(i, n, what))
     } else {
         Ok(i as usize - 1)
     }
+}
+
+/// The message of an index out of range (kept out of line: never on the hot path).
+#[cold]
+#[inline(never)]
+fn index_fault(i: i64, n: usize, what: &str) -> Fault {
+    Fault::fatal(format!(
+        "index {i} out of range; expecting index to be between 1 and {n} ({what})"
+    ))
 }
 
 /// Offsets selected by `ixs` in a value with array dims `arr` and element shape `base`, in the
@@ -437,7 +445,18 @@ pub fn select(arr: &[usize], base: Base, ixs: &[Ix]) -> R<(Vec<usize>, Base, Vec
 
 /// Flat offset of a full single index (every dimension given as one 1-based integer), without
 /// allocating; `None` when `idx` does not index every dimension.
+#[inline]
 pub fn single_offset(arr: &[usize], base: Base, idx: &[i64]) -> Option<R<usize>> {
+    // The common case first: one index into a plain vector or a one-dimensional real array.
+    if let [i] = idx {
+        match (arr, base) {
+            ([], Base::Vector(n) | Base::RowVector(n)) => {
+                return Some(check_index(*i, n, "vector"));
+            }
+            ([n], Base::Scalar) => return Some(check_index(*i, *n, "array")),
+            _ => {}
+        }
+    }
     let bd = match base {
         Base::Scalar => 0,
         Base::Vector(_) | Base::RowVector(_) => 1,
