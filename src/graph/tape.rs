@@ -198,6 +198,15 @@ impl Tape {
             match *node {
                 Node::Lin { out, n, k, base } => {
                     let (out, n, k, base) = (out as usize, n as usize, k as usize, base as usize);
+                    // One output (the scalar arithmetic of loops): no inner loop.
+                    if n == 1 && (k == 1 || k == 2) {
+                        let a = adj[out];
+                        adj[self.ins[base] as usize] += self.parts[base] * a;
+                        if k == 2 {
+                            adj[self.ins[base + 1] as usize] += self.parts[base + 1] * a;
+                        }
+                        continue;
+                    }
                     let ins = &self.ins[base..base + n * k];
                     let parts = &self.parts[base..base + n * k];
                     match k {
