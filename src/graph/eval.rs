@@ -1015,49 +1015,63 @@ impl<'a> Ctx<'a> {
                 vals.len()
             )));
         }
-        // Gather argument values; vector lengths must agree.
+        // Gather argument values; vector lengths must agree. Copies are made only of variable
+        // vectors whose slots are not contiguous (`copies`, by argument position).
         let mut len: Option<usize> = None;
-        let mut owned: Vec<Option<Vec<f64>>> = Vec::with_capacity(vals.len());
-        for v in vals {
-            match v {
-                Value::T(t) => {
-                    let n = t.data.len();
-                    if let Some(m) = len
-                        && m != n
-                    {
-                        return Err(Fault::fatal(format!(
-                            "{}: size mismatch between vector arguments ({m} and {n} elements)",
-                            fname()
-                        )));
-                    }
-                    len = Some(n);
-                    // Slots of a fresh vector node are contiguous: read them in place.
-                    owned.push(match &t.data {
-                        Data::Var(ix) if !is_contiguous(ix) => {
-                            Some(ix.iter().map(|&i| self.tape.val[i as usize]).collect())
-                        }
-                        _ => None,
-                    });
+        let mut copies: Vec<(usize, Vec<f64>)> = Vec::new();
+        for (a, v) in vals.iter().enumerate() {
+            if let Value::T(t) = v {
+                let n = t.data.len();
+                if let Some(m) = len
+                    && m != n
+                {
+                    return Err(Fault::fatal(format!(
+                        "{}: size mismatch between vector arguments ({m} and {n} elements)",
+                        fname()
+                    )));
                 }
-                _ => owned.push(None),
+                len = Some(n);
+                // Slots of a fresh vector node are contiguous: read them in place.
+                if let Data::Var(ix) = &t.data
+                    && !is_contiguous(ix)
+                {
+                    copies.push((a, ix.iter().map(|&i| self.tape.val[i as usize]).collect()));
+                }
             }
         }
-        let mut args: Vec<Arg> = Vec::with_capacity(vals.len());
-        let mut is_var: Vec<bool> = Vec::with_capacity(vals.len());
-        for (v, o) in vals.iter().zip(&owned) {
-            is_var.push(v.is_var());
-            args.push(match v {
-                Value::T(t) => match (&t.data, o) {
-                    (_, Some(xs)) => Arg::Vector(xs),
+        // Arguments and their variable flags, on the stack for the usual few arguments (a
+        // scalar `y ~ normal(mu, sigma)` inside a loop then allocates nothing here).
+        const ON_STACK: usize = 8;
+        let mut args_stack = [Arg::Scalar(0.0); ON_STACK];
+        let mut var_stack = [false; ON_STACK];
+        let mut args_heap: Vec<Arg> = Vec::new();
+        let mut var_heap: Vec<bool> = Vec::new();
+        let tape = &*self.tape;
+        for (a, v) in vals.iter().enumerate() {
+            let arg = match v {
+                Value::T(t) => match (&t.data, copies.iter().find(|(b, _)| *b == a)) {
+                    (_, Some((_, xs))) => Arg::Vector(xs),
                     (Data::Real(xs) | Data::Int(xs), None) => Arg::Vector(xs),
                     (Data::Var(ix), None) => {
                         let start = ix.first().map_or(0, |&i| i as usize);
-                        Arg::Vector(&self.tape.val[start..start + ix.len()])
+                        Arg::Vector(&tape.val[start..start + ix.len()])
                     }
                 },
-                s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
-            });
+                s => Arg::Scalar(tape.value(s.as_s().expect("non-tensor is scalar"))),
+            };
+            if vals.len() <= ON_STACK {
+                args_stack[a] = arg;
+                var_stack[a] = v.is_var();
+            } else {
+                args_heap.push(arg);
+                var_heap.push(v.is_var());
+            }
         }
+        let (args, is_var): (&[Arg], &[bool]) = if vals.len() <= ON_STACK {
+            (&args_stack[..vals.len()], &var_stack[..vals.len()])
+        } else {
+            (&args_heap, &var_heap)
+        };
         // Value-only path: partials are not needed, and a normalised density (or CDF) does not
         // depend on the flags, so no partials are computed; `~` keeps the flags because the
         // dropped constant terms depend on them.
@@ -1068,11 +1082,11 @@ impl<'a> Ctx<'a> {
         {
             &no_vars[..is_var.len()]
         } else {
-            &is_var
+            is_var
         };
         let term = match kind {
-            Kind::Density(propto) => distributions::log_density(family, &args, flags, propto),
-            Kind::Cdf(complement) => distributions::log_cdf(family, &args, flags, complement),
+            Kind::Density(propto) => distributions::log_density(family, args, flags, propto),
+            Kind::Cdf(complement) => distributions::log_cdf(family, args, flags, complement),
         }
         .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
