@@ -15,5 +15,6 @@ pub mod graph;
 pub mod inference;
 pub mod output;
 pub mod pipeline;
+pub mod repl;
 pub mod semantics;
 pub mod syntax;

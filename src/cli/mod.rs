@@ -2,8 +2,8 @@
 //! codes: 0 success, 1 an error in the model, the data or the fit, 2 a usage error.
 
 mod check;
-mod fit;
-mod progress;
+pub(crate) mod fit;
+pub(crate) mod progress;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -40,6 +40,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
+    /// Interactive session: load or type a model, fit it, inspect and compare posteriors
+    /// (reads commands from standard input when it is not a terminal).
+    Repl,
 }
 
 /// Runs the command line in `std::env::args` and returns the process exit code.
@@ -56,6 +59,7 @@ pub fn run() -> i32 {
         Command::Fit(args) => fit::run(args),
         Command::Check(args) => check::run(args),
         Command::Summary(args) => summary::run(args),
+        Command::Repl => crate::repl::run(),
     }
 }
 
