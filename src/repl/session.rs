@@ -747,12 +747,7 @@ impl Session {
                 // validate with the same parser as :fit
                 if let Err(e) = self.parse_fit_args(&[]) {
                     self.defaults = old;
-                    let mut msg = format!("error: cannot set `{key}`:\n{e}");
-                    let keys = FIT_OPTION_NAMES.iter().copied();
-                    if let Some(s) = best_match(&key, keys) {
-                        let _ = write!(msg, "\n  help: did you mean `{s}`?");
-                    }
-                    return Output::error(msg);
+                    return Output::error(format!("cannot set `{key}`:\n{e}"));
                 }
                 Output::ok(format!("{key} = {}", value.as_deref().unwrap_or("on")))
             }
@@ -906,7 +901,7 @@ impl Session {
             return Output::error(format!("error: {a} and {b} have no quantity in common"));
         }
         let mut s = format!(
-            "{a}: {}\n{b}: {}\ndiff/sd = (mean({b}) − mean({a})) / √((sd({a})² + sd({b})²)/2)\n\n",
+            "{}\n{}\ndiff/sd = (mean({b}) − mean({a})) / √((sd({a})² + sd({b})²)/2)\n\n",
             fit_header(fa),
             fit_header(fb)
         );
@@ -1072,26 +1067,6 @@ impl Session {
         Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
     }
 }
-
-/// Names of the `bayesc fit` options, for suggestions in `:set`.
-const FIT_OPTION_NAMES: &[&str] = &[
-    "method",
-    "seed",
-    "draws",
-    "diagonal",
-    "mc-samples",
-    "max-iter",
-    "step-size",
-    "random-init",
-    "chains",
-    "warmup",
-    "samples",
-    "thin",
-    "adapt-delta",
-    "max-depth",
-    "dense",
-    "n-leapfrog",
-];
 
 fn help_text() -> String {
     let w = COMMANDS
