@@ -118,7 +118,7 @@ fn main() {
     let mut sources = SourceMap::new();
     let checked = pipeline::check_file(&mut sources, &model_path).expect("model checks");
     let data = pipeline::load_data(&[data_path.clone()]).expect("data loads");
-    let model = pipeline::compile(&checked, &data).expect("model compiles");
+    let model = pipeline::compile(&checked, &sources, &data).expect("model compiles");
     let hand = load_hand_written(&data_path);
 
     let theta: Vec<f64> = vec![3.2, -1.49, -0.065, -0.064, 0.8, 0.11, 0.6, -0.034];
@@ -179,13 +179,20 @@ fn main() {
                 seed,
                 ..QbviSettings::default()
             };
+            let mut options = FitOptions::new(Method::Qbvi, seed);
+            options.qbvi = settings;
+            let never = AtomicBool::new(false);
+            let monitor = Monitor {
+                on_progress: &|_| {},
+                stop: &never,
+            };
             let t = Instant::now();
-            let init =
-                bayesc::inference::init::random_init(&model, &mut stream(seed, 0)).expect("init");
-            let fit =
-                qbvi::fit_qbvi(&model, &init, &settings, &mut |_| Control::Continue).expect("fit");
+            let result = fit::fit(&model, &options, &monitor).expect("fit");
             times.push(t.elapsed().as_secs_f64());
-            iters = fit.iterations;
+            let FitDetails::Qbvi(q) = &result.details else {
+                unreachable!("a QBVI fit returns QBVI details")
+            };
+            iters = q.iterations;
         }
         times.sort_by(f64::total_cmp);
         println!(

@@ -92,8 +92,16 @@ pub fn load_data(paths: &[PathBuf]) -> Result<Vec<DataSource>, Failure> {
 ///
 /// Errors: data that does not fit the declarations (file, row, column named), or an error while
 /// evaluating `transformed data` (with its span).
-pub fn compile(checked: &Checked, sources: &[DataSource]) -> Result<Model, Failure> {
+///
+/// `files` gives runtime errors their location in the model ("model.bayes:14:3").
+pub fn compile(
+    checked: &Checked,
+    files: &SourceMap,
+    sources: &[DataSource],
+) -> Result<Model, Failure> {
     let bound = data::bind(&checked.program, sources)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
-    Model::new(&checked.program, &bound).map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
+    Model::new(&checked.program, &bound)
+        .map(|m| m.with_sources(files))
+        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
 }

@@ -38,7 +38,7 @@ pub fn run(args: CheckArgs) -> i32 {
         Ok(d) => d,
         Err(f) => return super::report_failure(&sources, f),
     };
-    match pipeline::compile(&checked, &data) {
+    match pipeline::compile(&checked, &sources, &data) {
         Ok(model) => {
             println!(
                 "{}: no errors ({} warnings); data bound; {} unconstrained parameters",

@@ -142,7 +142,7 @@ pub fn run(args: FitArgs) -> i32 {
         Ok(d) => d,
         Err(f) => return super::report_failure(&sources, f),
     };
-    let model = match pipeline::compile(&checked, &data) {
+    let model = match pipeline::compile(&checked, &sources, &data) {
         Ok(m) => m,
         Err(f) => return super::report_failure(&sources, f),
     };

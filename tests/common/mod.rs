@@ -26,7 +26,7 @@ pub fn compile(model: &str, data: &[&str]) -> Model {
     let result = pipeline::check_file(&mut sources, &root().join(model)).and_then(|checked| {
         let paths: Vec<PathBuf> = data.iter().map(|d| root().join(d)).collect();
         let data = pipeline::load_data(&paths)?;
-        pipeline::compile(&checked, &data)
+        pipeline::compile(&checked, &sources, &data)
     });
     match result {
         Ok(m) => m,
