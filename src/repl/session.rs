@@ -482,7 +482,7 @@ impl Session {
         let Some(m) = &self.model else {
             return false;
         };
-        match pipeline::compile(&m.checked, &self.data) {
+        match pipeline::compile(&m.checked, &self.sources, &self.data) {
             Ok(model) => {
                 self.compiled = Some(model);
                 true
