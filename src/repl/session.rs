@@ -447,13 +447,19 @@ impl Session {
 
     /// Installs a checked model; compiles it when data is loaded.
     fn set_model(&mut self, m: CurrentModel) -> Output {
-        let mut text: String = m
-            .checked
-            .warnings
-            .iter()
-            .map(|d| render_plain(&self.sources, d))
-            .collect();
         let p = &m.checked.program;
+        // Typed text arrives block by block: warnings about a program without its `model`
+        // block yet (e.g. "parameter has no prior") would be noise, so they wait for it.
+        let partial = m.path.is_none() && p.block_spans.model.is_none();
+        let mut text: String = if partial {
+            String::new()
+        } else {
+            m.checked
+                .warnings
+                .iter()
+                .map(|d| render_plain(&self.sources, d))
+                .collect()
+        };
         let names = |v: &[crate::syntax::ast::VarDecl]| {
             v.iter()
                 .map(|d| d.name.name.as_str())
@@ -462,11 +468,12 @@ impl Session {
         };
         let _ = writeln!(
             text,
-            "model {} ({} lines): data {{{}}}, parameters {{{}}}",
+            "model {} ({} lines): data {{{}}}, parameters {{{}}}{}",
             m.name,
             m.text.lines().count(),
             names(&p.data),
-            names(&p.parameters)
+            names(&p.parameters),
+            if partial { " (no model block yet)" } else { "" }
         );
         self.model = Some(m);
         self.compiled = None;
