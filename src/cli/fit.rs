@@ -115,8 +115,17 @@ pub struct FitArgs {
 
 /// Runs the fit; returns the exit code.
 pub fn run(args: FitArgs) -> i32 {
-    if let Err(msg) = check_args(&args) {
-        eprintln!("error: {msg}");
+    if let Some(b) = args.step_size
+        && !(b > 0.0 && b < 1.0)
+    {
+        eprintln!("error: --step-size must be in (0, 1), got {b}");
+        return super::EXIT_USAGE;
+    }
+    if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
+        eprintln!(
+            "error: --adapt-delta must be in (0, 1), got {}",
+            args.adapt_delta
+        );
         return super::EXIT_USAGE;
     }
     let mut sources = SourceMap::new();
@@ -222,7 +231,8 @@ pub fn run(args: FitArgs) -> i32 {
     0
 }
 
-/// Range checks of the options that clap cannot express (shared with the REPL's `:fit`).
+/// Range checks of the options that clap cannot express, for the REPL's `:fit` (the same
+/// checks as at the top of [`run`]).
 pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
     if let Some(b) = args.step_size
         && !(b > 0.0 && b < 1.0)

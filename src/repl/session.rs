@@ -660,7 +660,7 @@ impl Session {
         if result.draws.n_draws() == 0 {
             let _ = writeln!(
                 out.text,
-                "interrupted before any draw was kept (during warmup): nothing stored"
+                "the fit returned no draws (an MCMC run interrupted during warmup): nothing stored"
             );
             return out;
         }
@@ -944,66 +944,69 @@ impl Session {
         };
         let mut s = fit_header(f);
         s.push('\n');
-        match &f.result.details {
-            FitDetails::Qbvi(q) => {
+        if let FitDetails::Qbvi(q) = &f.result.details {
+            let _ = writeln!(
+                s,
+                "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
+                stop_reason(q.stop),
+                q.iterations,
+                q.returned_iteration,
+                q.best_smoothed_elbo,
+                q.elbo_trace.last().copied().unwrap_or(f64::NAN),
+                q.skipped_steps
+            );
+        } else if let FitDetails::Mcmc(out) = &f.result.details {
+            for (c, ch) in out.chains.iter().enumerate() {
+                let bfmi = diagnostics::e_bfmi(&ch.stats.energy)
+                    .map(|b| format!("{b:.3}"))
+                    .unwrap_or_else(|_| "NA".into());
                 let _ = writeln!(
                     s,
-                    "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
-                    stop_reason(q.stop),
-                    q.iterations,
-                    q.returned_iteration,
-                    q.best_smoothed_elbo,
-                    q.elbo_trace.last().copied().unwrap_or(f64::NAN),
-                    q.skipped_steps
+                    "chain {}: {} draws, step size {:.4}, mean accept_stat {:.3}, divergences {}, max tree depth hits {}, E-BFMI {}",
+                    c + 1,
+                    ch.stats.len(),
+                    ch.step_size,
+                    ch.mean_accept_stat(),
+                    ch.divergences,
+                    ch.max_treedepth_hits,
+                    bfmi
                 );
             }
-            FitDetails::Mcmc(out) => {
-                for (c, ch) in out.chains.iter().enumerate() {
-                    let bfmi = diagnostics::e_bfmi(&ch.stats.energy)
-                        .map(|b| format!("{b:.3}"))
-                        .unwrap_or_else(|_| "NA".into());
-                    let _ = writeln!(
-                        s,
-                        "chain {}: {} draws, step size {:.4}, mean accept_stat {:.3}, divergences {}, max tree depth hits {}, E-BFMI {}",
-                        c + 1,
-                        ch.stats.len(),
-                        ch.step_size,
-                        ch.mean_accept_stat(),
-                        ch.divergences,
-                        ch.max_treedepth_hits,
-                        bfmi
-                    );
-                }
-                let rows = summary::summarize(&f.result.draws, true);
-                let worst = |g: fn(&summary::SummaryRow) -> Option<f64>, max: bool| {
-                    rows.iter()
-                        .filter_map(|r| g(r).map(|v| (v, r.name.as_str())))
-                        .fold(None, |acc: Option<(f64, &str)>, (v, n)| match acc {
-                            Some((a, _)) if (max && a >= v) || (!max && a <= v) => acc,
-                            _ => Some((v, n)),
-                        })
-                };
-                if let Some((v, n)) = worst(|r| r.rhat, true) {
-                    let _ = writeln!(s, "max R-hat: {v:.3} ({n})");
-                }
-                if let Some((v, n)) = worst(|r| r.ess_bulk, false) {
-                    let _ = writeln!(s, "min bulk ESS: {v:.0} ({n})");
-                }
-                if let Some((v, n)) = worst(|r| r.ess_tail, false) {
-                    let _ = writeln!(s, "min tail ESS: {v:.0} ({n})");
-                }
-                let mut warnings = out.warnings(&f.options.mcmc);
-                warnings.extend(hmc_warnings(out, &f.options));
-                warnings.extend(convergence_warnings(&rows, f.result.draws.chains.len()));
-                if warnings.is_empty() {
-                    s.push_str("no warnings\n");
-                } else {
-                    s.push_str("warnings:\n");
-                    for w in warnings {
-                        let _ = writeln!(s, "  - {w}");
-                    }
+            let rows = summary::summarize(&f.result.draws, true);
+            let worst = |g: fn(&summary::SummaryRow) -> Option<f64>, max: bool| {
+                rows.iter()
+                    .filter_map(|r| g(r).map(|v| (v, r.name.as_str())))
+                    .fold(None, |acc: Option<(f64, &str)>, (v, n)| match acc {
+                        Some((a, _)) if (max && a >= v) || (!max && a <= v) => acc,
+                        _ => Some((v, n)),
+                    })
+            };
+            if let Some((v, n)) = worst(|r| r.rhat, true) {
+                let _ = writeln!(s, "max R-hat: {v:.3} ({n})");
+            }
+            if let Some((v, n)) = worst(|r| r.ess_bulk, false) {
+                let _ = writeln!(s, "min bulk ESS: {v:.0} ({n})");
+            }
+            if let Some((v, n)) = worst(|r| r.ess_tail, false) {
+                let _ = writeln!(s, "min tail ESS: {v:.0} ({n})");
+            }
+            let mut warnings = out.warnings(&f.options.mcmc);
+            warnings.extend(hmc_warnings(out, &f.options));
+            warnings.extend(convergence_warnings(&rows, f.result.draws.chains.len()));
+            if warnings.is_empty() {
+                s.push_str("no warnings\n");
+            } else {
+                s.push_str("warnings:\n");
+                for w in warnings {
+                    let _ = writeln!(s, "  - {w}");
                 }
             }
+        } else {
+            let _ = writeln!(
+                s,
+                "no diagnostics beyond the summary for {} fits",
+                f.result.method
+            );
         }
         Output::ok(s)
     }
@@ -1015,7 +1018,7 @@ impl Session {
         };
         let FitDetails::Qbvi(q) = &f.result.details else {
             return Output::error(format!(
-                "error: {} is an MCMC fit ({}); :elbo applies to variational fits",
+                "error: {} is a {} fit; :elbo applies to QBVI fits, which keep an ELBO trace",
                 f.name, f.result.method
             ));
         };
@@ -1193,23 +1196,24 @@ fn run_fit(
 /// stop its chains at different iterations; the summaries need equal lengths). Returns whether
 /// the fit was interrupted.
 fn make_consistent(r: &mut FitResult) -> bool {
-    match &mut r.details {
-        FitDetails::Qbvi(q) => q.stop == StopReason::Interrupted,
-        FitDetails::Mcmc(out) => {
-            if !out.interrupted {
-                return false;
-            }
-            let k = r.draws.names.len();
-            let n = out.chains.iter().map(|c| c.stats.len()).min().unwrap_or(0);
-            for c in &mut out.chains {
-                truncate_stats(&mut c.stats, n);
-                c.draws.truncate(n * out.dim);
-            }
-            for c in &mut r.draws.chains {
-                c.truncate(n * k);
-            }
-            true
+    if let FitDetails::Qbvi(q) = &r.details {
+        q.stop == StopReason::Interrupted
+    } else if let FitDetails::Mcmc(out) = &mut r.details {
+        if !out.interrupted {
+            return false;
         }
+        let k = r.draws.names.len();
+        let n = out.chains.iter().map(|c| c.stats.len()).min().unwrap_or(0);
+        for c in &mut out.chains {
+            truncate_stats(&mut c.stats, n);
+            c.draws.truncate(n * out.dim);
+        }
+        for c in &mut r.draws.chains {
+            c.truncate(n * k);
+        }
+        true
+    } else {
+        false
     }
 }
 
@@ -1226,48 +1230,51 @@ fn truncate_stats(s: &mut SamplerStats, n: usize) {
 /// The printed result of a fit: how it ended, the summary table and warnings.
 fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool) -> String {
     let mut s = String::new();
-    match &r.details {
-        FitDetails::Qbvi(q) => {
-            let _ = writeln!(
-                s,
-                "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
-                stop_reason(q.stop),
-                q.iterations,
-                r.seconds,
-                q.best_smoothed_elbo
-            );
-            s.push('\n');
-            s.push_str(&summary::format_table(
-                &summary::summarize(&r.draws, false),
-                false,
-            ));
-        }
-        FitDetails::Mcmc(out) => {
-            let _ = writeln!(
-                s,
-                "{} chains finished in {:.2} s; {} draws per chain kept{}",
-                out.chains.len(),
-                r.seconds,
-                r.draws.n_draws(),
-                if interrupted {
-                    " — INTERRUPTED, the chains are incomplete"
-                } else {
-                    ""
-                }
-            );
-            s.push('\n');
-            let rows = summary::summarize(&r.draws, true);
-            s.push_str(&summary::format_table(&rows, true));
-            let mut warnings = out.warnings(&options.mcmc);
-            warnings.extend(hmc_warnings(out, options));
-            warnings.extend(convergence_warnings(&rows, r.draws.chains.len()));
-            if !warnings.is_empty() {
-                s.push_str("warnings:\n");
-                for w in warnings {
-                    let _ = writeln!(s, "  - {w}");
-                }
+    if let FitDetails::Qbvi(q) = &r.details {
+        let _ = writeln!(
+            s,
+            "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
+            stop_reason(q.stop),
+            q.iterations,
+            r.seconds,
+            q.best_smoothed_elbo
+        );
+        s.push('\n');
+        s.push_str(&summary::format_table(
+            &summary::summarize(&r.draws, false),
+            false,
+        ));
+    } else if let FitDetails::Mcmc(out) = &r.details {
+        let _ = writeln!(
+            s,
+            "{} chains finished in {:.2} s; {} draws per chain kept{}",
+            out.chains.len(),
+            r.seconds,
+            r.draws.n_draws(),
+            if interrupted {
+                " — INTERRUPTED, the chains are incomplete"
+            } else {
+                ""
+            }
+        );
+        s.push('\n');
+        let rows = summary::summarize(&r.draws, true);
+        s.push_str(&summary::format_table(&rows, true));
+        let mut warnings = out.warnings(&options.mcmc);
+        warnings.extend(hmc_warnings(out, options));
+        warnings.extend(convergence_warnings(&rows, r.draws.chains.len()));
+        if !warnings.is_empty() {
+            s.push_str("warnings:\n");
+            for w in warnings {
+                let _ = writeln!(s, "  - {w}");
             }
         }
+    } else {
+        let _ = writeln!(s, "{} finished in {:.2} s\n", r.method, r.seconds);
+        s.push_str(&summary::format_table(
+            &summary::summarize(&r.draws, false),
+            false,
+        ));
     }
     s
 }
