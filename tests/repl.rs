@@ -425,8 +425,8 @@ fn terminal_completion_and_ctrl_c() {
     assert!(!acc.contains("unknown name"), "{acc}");
     // Ctrl-C during a long Metropolis-Hastings run stops it; the draws so far are kept
     let mark = acc.len();
-    send(":fit mh --seed 1 --chains 2 --warmup 200 --samples 5000000\r");
-    std::thread::sleep(Duration::from_millis(2500));
+    send(":fit mh --seed 1 --chains 2 --warmup 200 --samples 5000000 --thin 50\r");
+    std::thread::sleep(Duration::from_millis(1500));
     send("\x03");
     assert!(
         wait(&mut r, &mut acc, "stored as fit1 (interrupted)"),
