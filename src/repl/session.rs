@@ -808,7 +808,7 @@ impl Session {
         for f in &self.fits {
             let _ = writeln!(
                 s,
-                "{:<10} {:<5} seed {:<6} {} chain(s) × {} draws  {:.2} s  {}{}",
+                "{:<10} {:<8} seed {:<6} {} chain(s) × {} draws  {:.2} s  {}{}",
                 f.name,
                 f.result.method.to_string(),
                 f.result.seed,
