@@ -151,7 +151,8 @@ pub fn block_rank(input: &str) -> Option<usize> {
         .take(2)
         .collect();
     let first = *words.first()?;
-    let after_first = &t[first.len()..];
+    // `first` begins `t` unless `t` starts with `{`; then it is no block keyword anyway
+    let after_first = t.strip_prefix(first)?;
     let ends_ok = |rest: &str| {
         let r = rest.trim_start();
         r.is_empty() || r.starts_with('{')
@@ -1472,5 +1473,38 @@ mod tests {
         );
         assert!(s.execute(":help").text.contains(":compare FIT_A FIT_B"));
         assert!(s.execute(":quit").quit);
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut s = Session::new();
+        for junk in [
+            "{ää",
+            "}}}",
+            ":",
+            "::",
+            ": fit",
+            "data",
+            "data {",
+            "model }",
+            "\u{0}",
+            "ä[1]",
+            "beta[1.5]",
+            "x[",
+            "1/0",
+            ":set",
+            ":set a b c",
+            ":save",
+            ":param",
+            ":fit as",
+            ":fit as 1x",
+            ":data /nonexistent.csv",
+            "generated quantities",
+            "transformed",
+        ] {
+            let o = s.execute(junk);
+            assert!(!o.quit, "{junk}");
+        }
+        assert!(block_rank("{ää").is_none());
     }
 }
