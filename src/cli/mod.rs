@@ -2,7 +2,9 @@
 //! codes: 0 success, 1 an error in the model, the data or the fit, 2 a usage error.
 
 mod check;
+mod evaluate;
 mod fit;
+mod predict;
 mod progress;
 mod summary;
 
@@ -40,6 +42,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
+    /// Evaluate generated quantities on new data for every draw of a saved fit.
+    Predict(predict::PredictArgs),
+    /// Fit on a training split and report predictive metrics on training and test sets.
+    Evaluate(evaluate::EvaluateArgs),
 }
 
 /// Runs the command line in `std::env::args` and returns the process exit code.
@@ -56,6 +62,8 @@ pub fn run() -> i32 {
         Command::Fit(args) => fit::run(args),
         Command::Check(args) => check::run(args),
         Command::Summary(args) => summary::run(args),
+        Command::Predict(args) => predict::run(args),
+        Command::Evaluate(args) => evaluate::run(args),
     }
 }
 
