@@ -319,9 +319,14 @@ pub fn outcome_from_data(
     bound.values.get(name).map(|v| v.values.clone())
 }
 
-/// The posterior-mean point of a Bayesian fit on the unconstrained scale: the mean of each
-/// constrained parameter over all draws, mapped by [`Model::unconstrain`]. Also returns every
-/// draw's ζ (for the log posterior-predictive density).
+/// The point estimate of a Bayesian fit on the unconstrained scale, and every draw's ζ (for the
+/// log posterior-predictive density).
+///
+/// For QBVI the point is the mean μ of the fitted Gaussian on the unconstrained scale (the
+/// paper's "posterior parameters"; exact, free of Monte Carlo error). For an unconstrained
+/// parameter θ(μ) is its posterior mean; for a constrained one it is the posterior median of the
+/// approximation (a monotone transform of a Gaussian coordinate). For other methods the point is
+/// the mean of each constrained parameter over all draws, mapped by [`Model::unconstrain`].
 ///
 /// Errors: a mean outside the support (impossible for convex supports; a density error otherwise).
 pub fn posterior_mean_point(
@@ -340,7 +345,10 @@ pub fn posterior_mean_point(
     let mean: Vec<f64> = (0..p)
         .map(|j| rows.iter().map(|r| r[j]).sum::<f64>() / s)
         .collect();
-    let zeta = model.unconstrain(&mean)?;
+    let zeta = match &result.details {
+        fit::FitDetails::Qbvi(q) => q.mean.clone(),
+        _ => model.unconstrain(&mean)?,
+    };
     let zetas = rows
         .iter()
         .map(|r| model.unconstrain(r))
