@@ -410,6 +410,11 @@ pub fn evaluate(
     ml: Option<&Compiled<'_>>,
     options: &FitOptions,
 ) -> Result<Evaluation, EvaluateError> {
+    // Check the per-row convention before spending time on fits.
+    Layout::new(bayes.train.model, bayes.train.outcome)?;
+    if let Some(m) = ml {
+        Layout::new(m.train.model, m.train.outcome)?;
+    }
     let stop = std::sync::atomic::AtomicBool::new(false);
     let monitor = Monitor {
         on_progress: &|_| {},

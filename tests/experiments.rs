@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use bayesc::data::DataSource;
 use bayesc::evaluate::{self, Compiled, Evaluation, Scored, SplitMode};
 use bayesc::fit::{FitOptions, Method};
@@ -27,10 +25,7 @@ fn run(
     let mut sources = SourceMap::new();
     let checked = pipeline::check_file(&mut sources, &root.join(model)).unwrap();
     let ml_checked = pipeline::check_file(&mut sources, &root.join(ml_model)).unwrap();
-    let DataSource::Csv(csv) = pipeline::load_data(&[PathBuf::from(root.join(data))])
-        .unwrap()
-        .remove(0)
-    else {
+    let DataSource::Csv(csv) = pipeline::load_data(&[root.join(data)]).unwrap().remove(0) else {
         panic!("{data} is a CSV file");
     };
     let (train, test) = evaluate::split_rows(&csv, 0.75, mode).unwrap();

@@ -182,3 +182,46 @@ fn cli_save_fit_then_predict_on_new_rows() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not a bayesc fit"), "{err}");
 }
+
+#[test]
+fn evaluate_refuses_models_without_the_per_row_convention_and_bad_splits() {
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--outcome",
+        "lfp",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`log_lik[n]`") && err.contains("`y_hat[n]`"),
+        "{err}"
+    );
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/experiment.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--outcome",
+        "lfp",
+        "--split",
+        "1.5",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("must be in (0, 1)"));
+    // An outcome that is neither data nor a generated quantity.
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/experiment.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--outcome",
+        "nope",
+        "--split-seed",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`nope` is neither"));
+}
