@@ -11,7 +11,9 @@
 //! predicted mean of y_n (for a binary outcome the probability that y_n = 1), and the outcome
 //! y_n, named by the caller: a data variable, or a generated quantity (for an outcome built in
 //! `transformed data`, e.g. a log realised variance, copy it into a generated quantity). All three
-//! must have the same length. Rows whose `y_hat` is NaN are skipped. The outcome is binary when
+//! must have the same length. The outcome is named on the command line (`--outcome y`) or in the
+//! model by a comment `// @outcome y` ([`outcome_annotation`]). Rows whose `y_hat` is NaN are
+//! skipped. The outcome is binary when
 //! every value is 0 or 1 and every `y_hat` lies in [0, 1].
 
 use crate::data::DataSource;
@@ -117,6 +119,20 @@ pub fn split_rows(
             .collect(),
     };
     Ok((part(true, "train"), part(false, "test")))
+}
+
+/// The outcome named by a `// @outcome NAME` comment in a model's text (the first one), if any.
+pub fn outcome_annotation(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let comment = &line[line.find("//")? + 2..];
+        let rest = comment.trim_start().strip_prefix("@outcome")?;
+        let name: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        (!name.is_empty()).then_some(name)
+    })
 }
 
 /// Metrics for a binary outcome at one parameter value, threshold 0.5 on `y_hat`.
@@ -515,6 +531,14 @@ pub fn format_table(e: &Evaluation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outcome_annotation_is_read_from_a_comment() {
+        let text = "data {\n  int N; // @outcome   y_obs (the log RV)\n}\n// @outcome other\n";
+        assert_eq!(outcome_annotation(text).as_deref(), Some("y_obs"));
+        assert_eq!(outcome_annotation("// outcome y\n"), None);
+        assert_eq!(outcome_annotation("// @outcome\n"), None);
+    }
 
     #[test]
     fn split_keeps_every_row_once() {

@@ -185,6 +185,15 @@ fn cli_save_fit_then_predict_on_new_rows() {
 
 #[test]
 fn evaluate_refuses_models_without_the_per_row_convention_and_bad_splits() {
+    // No `--outcome` and no `// @outcome` comment: a usage error.
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("// @outcome NAME"));
     let o = bayesc(&[
         "evaluate",
         "examples/labour/model.bayes",

@@ -33,9 +33,10 @@ pub struct EvaluateArgs {
     #[arg(long)]
     pub split_seed: Option<u64>,
     /// The observed outcome: a data variable, or a generated quantity of the same length as
-    /// `log_lik` (for an outcome computed in transformed data).
+    /// `log_lik` (for an outcome computed in transformed data). Default: the name in a
+    /// `// @outcome NAME` comment of the model.
     #[arg(long)]
-    pub outcome: String,
+    pub outcome: Option<String>,
     /// A model without priors whose log density is the log-likelihood (same `log_lik`/`y_hat`
     /// convention); its maximum-likelihood estimate is scored beside the Bayesian fit.
     #[arg(long, value_name = "FILE")]
@@ -67,6 +68,19 @@ pub fn run(args: EvaluateArgs) -> i32 {
         Err(f) => return super::report_failure(&sources, f),
     };
     super::report_warnings(&sources, &checked.warnings);
+    let outcome = match args
+        .outcome
+        .clone()
+        .or_else(|| evaluate::outcome_annotation(sources.text(checked.file)))
+    {
+        Some(o) => o,
+        None => {
+            eprintln!(
+                "error: which variable is the outcome? Pass `--outcome NAME` or add a comment `// @outcome NAME` to the model"
+            );
+            return super::EXIT_USAGE;
+        }
+    };
     let ml_checked = match &args.ml_model {
         None => None,
         Some(p) => match pipeline::check_file(&mut sources, p) {
@@ -112,7 +126,7 @@ pub fn run(args: EvaluateArgs) -> i32 {
         Ok(m) => m,
         Err(f) => return super::report_failure(&sources, f),
     };
-    let outcome = args.outcome.as_str();
+    let outcome = outcome.as_str();
     let scored = |c: &Checked, m, d: &[DataSource]| Scored {
         model: m,
         outcome_data: evaluate::outcome_from_data(&c.program, d, outcome),
