@@ -66,6 +66,9 @@ pub struct FitArgs {
     /// Do not print the progress bar or the settings line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Save the fitted posterior (parameter draws, model hash) as JSON for `bayesc predict`.
+    #[arg(long, value_name = "FIT.json")]
+    pub save_fit: Option<PathBuf>,
 
     /// Variational methods: number of posterior draws to report and write.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
@@ -227,6 +230,20 @@ pub fn run(args: FitArgs) -> i32 {
                 return super::EXIT_ERROR;
             }
         }
+    }
+    if let Some(path) = &args.save_fit {
+        let text = sources.text(checked.file);
+        let saved = crate::predict::SavedFit::from_fit(
+            &model,
+            &args.model.display().to_string(),
+            text,
+            &result,
+        );
+        if let Err(e) = saved.save(path) {
+            eprintln!("error: {e}");
+            return super::EXIT_ERROR;
+        }
+        println!("fit saved to {}", path.display());
     }
     0
 }

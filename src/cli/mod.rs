@@ -2,7 +2,9 @@
 //! codes: 0 success, 1 an error in the model, the data or the fit, 2 a usage error.
 
 mod check;
+mod evaluate;
 pub(crate) mod fit;
+mod predict;
 pub(crate) mod progress;
 mod summary;
 
@@ -43,6 +45,10 @@ enum Command {
     /// Interactive session: load or type a model, fit it, inspect and compare posteriors
     /// (reads commands from standard input when it is not a terminal).
     Repl,
+    /// Evaluate generated quantities on new data for every draw of a saved fit.
+    Predict(predict::PredictArgs),
+    /// Fit on a training split and report predictive metrics on training and test sets.
+    Evaluate(evaluate::EvaluateArgs),
 }
 
 /// Runs the command line in `std::env::args` and returns the process exit code.
@@ -60,6 +66,8 @@ pub fn run() -> i32 {
         Command::Check(args) => check::run(args),
         Command::Summary(args) => summary::run(args),
         Command::Repl => crate::repl::run(),
+        Command::Predict(args) => predict::run(args),
+        Command::Evaluate(args) => evaluate::run(args),
     }
 }
 
