@@ -66,6 +66,9 @@ pub struct FitArgs {
     /// Do not print the progress bar or the settings line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Save the fitted posterior (parameter draws, model hash) as JSON for `bayesc predict`.
+    #[arg(long, value_name = "FIT.json")]
+    pub save_fit: Option<PathBuf>,
 
     /// Variational methods: number of posterior draws to report and write.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
@@ -228,14 +231,45 @@ pub fn run(args: FitArgs) -> i32 {
             }
         }
     }
+    if let Some(path) = &args.save_fit {
+        let text = sources.text(checked.file);
+        let saved = crate::predict::SavedFit::from_fit(
+            &model,
+            &args.model.display().to_string(),
+            text,
+            &result,
+        );
+        if let Err(e) = saved.save(path) {
+            eprintln!("error: {e}");
+            return super::EXIT_ERROR;
+        }
+        println!("fit saved to {}", path.display());
+    }
     0
+}
+
+/// Range checks of the options that clap cannot express, for the REPL's `:fit` (the same
+/// checks as at the top of [`run`]).
+pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
+    if let Some(b) = args.step_size
+        && !(b > 0.0 && b < 1.0)
+    {
+        return Err(format!("--step-size must be in (0, 1), got {b}"));
+    }
+    if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
+        return Err(format!(
+            "--adapt-delta must be in (0, 1), got {}",
+            args.adapt_delta
+        ));
+    }
+    Ok(())
 }
 
 /// Set by the Ctrl-C handler; polled by the running fit.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// The library options that the command-line arguments describe.
-fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
+pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     let method: fit::Method = args.method.into();
     let mut o = FitOptions::new(method, seed);
     o.vi_draws = args.draws as usize;
@@ -383,7 +417,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
 }
 
 /// E-BFMI per chain (`specs/diagnostics.md` §5).
-fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
+pub(crate) fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
     if options.method == fit::Method::Mh {
         return Vec::new();
     }
@@ -404,7 +438,7 @@ fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
 }
 
 /// R-hat above 1.01 and bulk/tail ESS below 100 per chain (Vehtari et al. 2021's advice).
-fn convergence_warnings(rows: &[summary::SummaryRow], chains: usize) -> Vec<String> {
+pub(crate) fn convergence_warnings(rows: &[summary::SummaryRow], chains: usize) -> Vec<String> {
     let mut w = Vec::new();
     let high: Vec<&str> = rows
         .iter()
@@ -443,7 +477,7 @@ fn list(names: &[&str]) -> String {
 }
 
 /// Writes the draws; returns the file names written.
-fn write_outputs(
+pub(crate) fn write_outputs(
     path: &Path,
     result: &FitResult,
     options: &FitOptions,

@@ -2,8 +2,10 @@
 //! codes: 0 success, 1 an error in the model, the data or the fit, 2 a usage error.
 
 mod check;
-mod fit;
-mod progress;
+mod evaluate;
+pub(crate) mod fit;
+mod predict;
+pub(crate) mod progress;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -40,6 +42,13 @@ enum Command {
     Check(check::CheckArgs),
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
+    /// Interactive session: load or type a model, fit it, inspect and compare posteriors
+    /// (reads commands from standard input when it is not a terminal).
+    Repl,
+    /// Evaluate generated quantities on new data for every draw of a saved fit.
+    Predict(predict::PredictArgs),
+    /// Fit on a training split and report predictive metrics on training and test sets.
+    Evaluate(evaluate::EvaluateArgs),
 }
 
 /// Runs the command line in `std::env::args` and returns the process exit code.
@@ -56,6 +65,9 @@ pub fn run() -> i32 {
         Command::Fit(args) => fit::run(args),
         Command::Check(args) => check::run(args),
         Command::Summary(args) => summary::run(args),
+        Command::Repl => crate::repl::run(),
+        Command::Predict(args) => predict::run(args),
+        Command::Evaluate(args) => evaluate::run(args),
     }
 }
 

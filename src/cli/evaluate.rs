@@ -1,0 +1,161 @@
+//! `bayesc evaluate`: fit a model on the training rows of a CSV file and report the QBVI paper's
+//! metrics on the training and test rows, beside a maximum-likelihood fit (module
+//! `crate::evaluate` documents the per-row `log_lik`/`y_hat` convention).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::data::DataSource;
+use crate::evaluate::{self, Compiled, Scored, SplitMode};
+use crate::fit::FitOptions;
+use crate::pipeline::{self, Checked};
+use crate::syntax::source::SourceMap;
+
+use super::fit::MethodArg;
+
+/// Arguments of `bayesc evaluate`.
+#[derive(Args, Debug)]
+pub struct EvaluateArgs {
+    /// The Bayesian model (.bayes), with generated quantities `log_lik[n]` and `y_hat[n]`.
+    pub model: PathBuf,
+    /// The data (CSV); its rows are split into training and test sets.
+    #[arg(long = "data", value_name = "FILE")]
+    pub data: PathBuf,
+    /// A separate test CSV instead of a split (`--data` is then the training set).
+    #[arg(long, value_name = "FILE", conflicts_with = "split")]
+    pub test_data: Option<PathBuf>,
+    /// Fraction of the rows used for training.
+    #[arg(long, default_value_t = 0.75)]
+    pub split: f64,
+    /// Seed of the random split; without it the first rows train and the last rows test (for
+    /// time series).
+    #[arg(long)]
+    pub split_seed: Option<u64>,
+    /// The observed outcome: a data variable, or a generated quantity of the same length as
+    /// `log_lik` (for an outcome computed in transformed data). Default: the name in a
+    /// `// @outcome NAME` comment of the model.
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// A model without priors whose log density is the log-likelihood (same `log_lik`/`y_hat`
+    /// convention); its maximum-likelihood estimate is scored beside the Bayesian fit.
+    #[arg(long, value_name = "FILE")]
+    pub ml_model: Option<PathBuf>,
+    /// Bayesian inference method.
+    #[arg(long, value_enum, default_value_t = MethodArg::Qbvi)]
+    pub method: MethodArg,
+    /// Seed of the fit.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Loads a CSV data file (a split needs rows).
+fn load_csv(path: &PathBuf) -> Result<crate::data::csv::CsvSource, pipeline::Failure> {
+    match pipeline::load_data(std::slice::from_ref(path))?.remove(0) {
+        DataSource::Csv(c) => Ok(c),
+        DataSource::Json(_) => Err(pipeline::Failure::Io(format!(
+            "`{}`: evaluation splits rows, so the data must be a CSV file",
+            path.display()
+        ))),
+    }
+}
+
+/// Runs the evaluation; returns the exit code.
+pub fn run(args: EvaluateArgs) -> i32 {
+    let mut sources = SourceMap::new();
+    let checked = match pipeline::check_file(&mut sources, &args.model) {
+        Ok(c) => c,
+        Err(f) => return super::report_failure(&sources, f),
+    };
+    super::report_warnings(&sources, &checked.warnings);
+    let outcome = match args
+        .outcome
+        .clone()
+        .or_else(|| evaluate::outcome_annotation(sources.text(checked.file)))
+    {
+        Some(o) => o,
+        None => {
+            eprintln!(
+                "error: which variable is the outcome? Pass `--outcome NAME` or add a comment `// @outcome NAME` to the model"
+            );
+            return super::EXIT_USAGE;
+        }
+    };
+    let ml_checked = match &args.ml_model {
+        None => None,
+        Some(p) => match pipeline::check_file(&mut sources, p) {
+            Ok(c) => Some(c),
+            Err(f) => return super::report_failure(&sources, f),
+        },
+    };
+    let csv = match load_csv(&args.data) {
+        Ok(c) => c,
+        Err(f) => return super::report_failure(&sources, f),
+    };
+    let (train, test) = match &args.test_data {
+        Some(t) => match load_csv(t) {
+            Ok(t) => (csv, t),
+            Err(f) => return super::report_failure(&sources, f),
+        },
+        None => {
+            let mode = match args.split_seed {
+                Some(seed) => SplitMode::Random { seed },
+                None => SplitMode::Ordered,
+            };
+            match evaluate::split_rows(&csv, args.split, mode) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return super::EXIT_USAGE;
+                }
+            }
+        }
+    };
+    let train = [DataSource::Csv(train)];
+    let test = [DataSource::Csv(test)];
+    let compile = |c: &Checked, d: &[DataSource]| pipeline::compile(c, &sources, d);
+    let models = (|| {
+        let b = (compile(&checked, &train)?, compile(&checked, &test)?);
+        let m = match &ml_checked {
+            Some(c) => Some((compile(c, &train)?, compile(c, &test)?)),
+            None => None,
+        };
+        Ok::<_, pipeline::Failure>((b, m))
+    })();
+    let ((b_train, b_test), ml) = match models {
+        Ok(m) => m,
+        Err(f) => return super::report_failure(&sources, f),
+    };
+    let outcome = outcome.as_str();
+    let scored = |c: &Checked, m, d: &[DataSource]| Scored {
+        model: m,
+        outcome_data: evaluate::outcome_from_data(&c.program, d, outcome),
+        outcome,
+    };
+    let bayes = Compiled {
+        train: scored(&checked, &b_train, &train),
+        test: scored(&checked, &b_test, &test),
+    };
+    let ml_compiled = match (&ml, &ml_checked) {
+        (Some((tr, te)), Some(c)) => Some(Compiled {
+            train: scored(c, tr, &train),
+            test: scored(c, te, &test),
+        }),
+        _ => None,
+    };
+    let options = FitOptions::new(args.method.into(), args.seed);
+    match evaluate::evaluate(&bayes, ml_compiled.as_ref(), &options) {
+        Ok(e) => {
+            println!(
+                "{} fitted on the training set; {} training and {} test observations scored (seed {})\n",
+                e.method, e.train.n, e.test.n, args.seed
+            );
+            print!("{}", evaluate::format_table(&e));
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            super::EXIT_ERROR
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! Saved fits (`--save-fit FIT.json`) and prediction: generated quantities of a model recompiled
+//! on new data, evaluated for every saved posterior draw and summarised per quantity.
+
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostics::quantile::quantile_sorted;
+use crate::fit::FitResult;
+use crate::graph::Model;
+use crate::inference::DensityError;
+use crate::inference::rng::stream;
+
+/// The `format` tag written into every saved fit; files with another tag are refused.
+pub const SAVED_FIT_FORMAT: &str = "bayesc-fit-1";
+
+/// A fitted posterior saved to JSON so that prediction needs no refit.
+///
+/// `draws[s]` holds the constrained values of every parameter of draw `s` (all chains, one after
+/// the other), in the order of `parameter_names` (Stan's flattened order, as
+/// [`Model::parameter_names`]). Constrained values are stored because they are readable and
+/// independent of the transforms; [`Model::unconstrain`] maps them back to ζ exactly (up to
+/// rounding) when predicting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedFit {
+    /// Always [`SAVED_FIT_FORMAT`].
+    pub format: String,
+    /// The model file as given to `bayesc fit` (for messages only).
+    pub model_path: String,
+    /// [`model_hash`] of the model text the fit was made with.
+    pub model_hash: String,
+    /// The inference method (`qbvi`, `nuts`, …).
+    pub method: String,
+    /// The seed of the fit.
+    pub seed: u64,
+    /// Constrained parameter names, one per column of `draws`.
+    pub parameter_names: Vec<String>,
+    /// Posterior draws of the parameters on the constrained scale, one row per draw.
+    pub draws: Vec<Vec<f64>>,
+}
+
+/// Why a saved fit could not be written, read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum PredictError {
+    /// The fit file could not be read or written.
+    #[error("cannot {action} fit file `{path}`: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        source: io::Error,
+    },
+    /// The fit file is not valid JSON of the saved-fit layout.
+    #[error("fit file `{path}` is not a bayesc fit (corrupt or not JSON): {message}")]
+    Corrupt { path: String, message: String },
+    /// The fit was made with a different model text.
+    #[error(
+        "fit file `{path}` was made with a different model (`{fitted}`, hash {fit_hash}); \
+         `{model}` has hash {model_hash}: refit the model, or predict with the model the fit was made with"
+    )]
+    ModelMismatch {
+        path: String,
+        fitted: String,
+        fit_hash: String,
+        model: String,
+        model_hash: String,
+    },
+    /// The saved parameter names do not match the model's (e.g. a parameter size that depends on
+    /// the data differs in the new data).
+    #[error(
+        "the parameters of the fit ({saved} values) do not match those of the model on the new data ({model} values): {detail}"
+    )]
+    ParameterMismatch {
+        saved: usize,
+        model: usize,
+        detail: String,
+    },
+    /// The model declares no generated quantities, so there is nothing to predict.
+    #[error("the model has no generated quantities to predict")]
+    NothingToPredict,
+    /// A draw could not be mapped to the unconstrained scale or its generated quantities failed.
+    #[error("draw {draw}: {source}")]
+    Density { draw: usize, source: DensityError },
+}
+
+/// A content hash of a model's text: 64-bit FNV-1a (Fowler–Noll–Vo) of its UTF-8 bytes, with
+/// line endings normalised to `\n`, written as `fnv1a64:` and 16 hex digits.
+///
+/// Detects a fit used with an edited model; not a cryptographic hash.
+pub fn model_hash(text: &str) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    for b in text.replace("\r\n", "\n").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(PRIME);
+    }
+    format!("fnv1a64:{h:016x}")
+}
+
+impl SavedFit {
+    /// The parameter draws of `result` (the first `model.parameter_names().len()` columns of its
+    /// draws, all chains) with the model's path and text hash.
+    pub fn from_fit(model: &Model, model_path: &str, model_text: &str, result: &FitResult) -> Self {
+        let names = model.parameter_names();
+        let k = result.draws.names.len();
+        let p = names.len();
+        let mut draws = Vec::new();
+        for chain in &result.draws.chains {
+            if k == 0 {
+                continue;
+            }
+            for row in chain.chunks(k) {
+                draws.push(row[..p].to_vec());
+            }
+        }
+        SavedFit {
+            format: SAVED_FIT_FORMAT.to_string(),
+            model_path: model_path.to_string(),
+            model_hash: model_hash(model_text),
+            method: result.method.to_string(),
+            seed: result.seed,
+            parameter_names: names,
+            draws,
+        }
+    }
+
+    /// Writes the fit as JSON, atomically (`output::write_atomic`).
+    ///
+    /// Errors: [`PredictError::Io`].
+    pub fn save(&self, path: &Path) -> Result<(), PredictError> {
+        crate::output::write_atomic(path, |w| {
+            serde_json::to_writer(&mut *w, self).map_err(io::Error::other)?;
+            w.write_all(b"\n")
+        })
+        .map_err(|source| PredictError::Io {
+            action: "write",
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Reads a fit written by [`SavedFit::save`].
+    ///
+    /// Errors: [`PredictError::Io`]; [`PredictError::Corrupt`] for text that is not JSON of this
+    /// layout, has another `format` tag, or rows whose length differs from the names.
+    pub fn load(path: &Path) -> Result<Self, PredictError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| PredictError::Io {
+            action: "read",
+            path: shown.clone(),
+            source,
+        })?;
+        Self::from_json(&shown, &text)
+    }
+
+    /// Parses a saved fit from JSON text shown as `name` in messages; see [`SavedFit::load`].
+    pub fn from_json(name: &str, text: &str) -> Result<Self, PredictError> {
+        let corrupt = |message: String| PredictError::Corrupt {
+            path: name.to_string(),
+            message,
+        };
+        let fit: SavedFit = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+        if fit.format != SAVED_FIT_FORMAT {
+            return Err(corrupt(format!(
+                "format is `{}`, expected `{SAVED_FIT_FORMAT}`",
+                fit.format
+            )));
+        }
+        if let Some((i, row)) = fit
+            .draws
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.len() != fit.parameter_names.len())
+        {
+            return Err(corrupt(format!(
+                "draw {} has {} values but {} parameter names are listed",
+                i + 1,
+                row.len(),
+                fit.parameter_names.len()
+            )));
+        }
+        Ok(fit)
+    }
+
+    /// Checks that `model_text` is the text this fit was made with.
+    ///
+    /// Errors: [`PredictError::ModelMismatch`] naming both files and hashes.
+    pub fn check_model(
+        &self,
+        fit_path: &str,
+        model_path: &str,
+        model_text: &str,
+    ) -> Result<(), PredictError> {
+        let h = model_hash(model_text);
+        if h == self.model_hash {
+            Ok(())
+        } else {
+            Err(PredictError::ModelMismatch {
+                path: fit_path.to_string(),
+                fitted: self.model_path.clone(),
+                fit_hash: self.model_hash.clone(),
+                model: model_path.to_string(),
+                model_hash: h,
+            })
+        }
+    }
+
+    /// The draws mapped to the unconstrained scale of `model` (compiled on any data).
+    ///
+    /// Errors: [`PredictError::ParameterMismatch`] when the model's parameter names differ from
+    /// the saved ones; [`PredictError::Density`] when a value lies outside its support.
+    pub fn unconstrained_draws(&self, model: &Model) -> Result<Vec<Vec<f64>>, PredictError> {
+        let names = model.parameter_names();
+        if names != self.parameter_names {
+            let detail = match names
+                .iter()
+                .zip(&self.parameter_names)
+                .position(|(a, b)| a != b)
+            {
+                Some(i) => format!(
+                    "value {} is `{}` in the fit but `{}` in the model",
+                    i + 1,
+                    self.parameter_names[i],
+                    names[i]
+                ),
+                None => "a parameter size differs (does it depend on a data size?)".to_string(),
+            };
+            return Err(PredictError::ParameterMismatch {
+                saved: self.parameter_names.len(),
+                model: names.len(),
+                detail,
+            });
+        }
+        self.draws
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                model
+                    .unconstrain(row)
+                    .map_err(|source| PredictError::Density {
+                        draw: i + 1,
+                        source,
+                    })
+            })
+            .collect()
+    }
+}
+
+/// The posterior predictive summary of one scalar generated quantity (one element of a vector
+/// such as `y_rep[3]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PredictionRow {
+    /// The element's name, `y_rep[3]` (1-based, Stan's order).
+    pub name: String,
+    /// Mean over draws.
+    pub mean: f64,
+    /// Standard deviation over draws (denominator S − 1; 0 for a single draw).
+    pub sd: f64,
+    /// 5%, 50% and 95% quantiles over draws (type-7 interpolation, `diagnostics::quantile`).
+    pub q5: f64,
+    pub q50: f64,
+    pub q95: f64,
+}
+
+/// Evaluates the generated quantities of `model` (compiled on the new data) at every
+/// unconstrained draw in `zetas`, returning the `draws × generated_quantity_names()` values in
+/// row-major order. `_rng` calls of draw `s` use random stream `3000 + s` of `seed`, so the result
+/// does not depend on the number of threads.
+///
+/// Errors: [`PredictError::Density`] naming the first failing draw (1-based).
+pub fn generated_quantity_draws(
+    model: &Model,
+    zetas: &[Vec<f64>],
+    seed: u64,
+) -> Result<Vec<Vec<f64>>, PredictError> {
+    use rayon::prelude::*;
+    let n_before = model.parameter_names().len() + model.transformed_parameter_names().len();
+    zetas
+        .par_iter()
+        .enumerate()
+        .map(|(s, z)| {
+            let mut rng = stream(seed, 3000 + s as u64);
+            let all = model
+                .write_array(z, true, true, &mut rng)
+                .map_err(|source| PredictError::Density {
+                    draw: s + 1,
+                    source,
+                })?;
+            Ok(all[n_before..].to_vec())
+        })
+        .collect()
+}
+
+/// Summarises `values` (draws × names, one `Vec` per draw) per column: mean, sd and the 5%, 50%
+/// and 95% quantiles.
+pub fn summarize_columns(names: &[String], values: &[Vec<f64>]) -> Vec<PredictionRow> {
+    let s = values.len();
+    names
+        .iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let mut col: Vec<f64> = values.iter().map(|r| r[j]).collect();
+            let mean = col.iter().sum::<f64>() / s.max(1) as f64;
+            let sd = if s > 1 {
+                (col.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (s - 1) as f64).sqrt()
+            } else {
+                0.0
+            };
+            col.sort_by(f64::total_cmp);
+            let q = |p: f64| {
+                if col.is_empty() {
+                    f64::NAN
+                } else {
+                    quantile_sorted(&col, p)
+                }
+            };
+            PredictionRow {
+                name: name.clone(),
+                mean,
+                sd,
+                q5: q(0.05),
+                q50: q(0.5),
+                q95: q(0.95),
+            }
+        })
+        .collect()
+}
+
+/// Posterior prediction: the generated quantities of `model` (compiled on the new data) for
+/// every draw of `fit`, summarised per scalar quantity.
+///
+/// Errors: [`PredictError::NothingToPredict`] when the model has no generated quantities, and
+/// those of [`SavedFit::unconstrained_draws`] and [`generated_quantity_draws`].
+pub fn predict(
+    model: &Model,
+    fit: &SavedFit,
+    seed: u64,
+) -> Result<Vec<PredictionRow>, PredictError> {
+    let names = model.generated_quantity_names();
+    if names.is_empty() {
+        return Err(PredictError::NothingToPredict);
+    }
+    let zetas = fit.unconstrained_draws(model)?;
+    let values = generated_quantity_draws(model, &zetas, seed)?;
+    Ok(summarize_columns(&names, &values))
+}
+
+/// Writes prediction rows as CSV: `name,mean,sd,q5,q50,q95`, values with round-trip precision.
+pub fn write_predictions_csv(w: &mut dyn io::Write, rows: &[PredictionRow]) -> io::Result<()> {
+    use crate::output::format_f64_roundtrip as f;
+    writeln!(w, "name,mean,sd,q5,q50,q95")?;
+    for r in rows {
+        writeln!(
+            w,
+            "{},{},{},{},{},{}",
+            r.name,
+            f(r.mean),
+            f(r.sd),
+            f(r.q5),
+            f(r.q50),
+            f(r.q95)
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_published_vectors() {
+        // FNV-1a 64 test vectors (Fowler, Noll, Vo: "" and "a").
+        assert_eq!(model_hash(""), "fnv1a64:cbf29ce484222325");
+        assert_eq!(model_hash("a"), "fnv1a64:af63dc4c8601ec8c");
+        assert_eq!(model_hash("x\r\ny"), model_hash("x\ny"));
+    }
+
+    #[test]
+    fn summary_of_known_column() {
+        let names = vec!["a".to_string()];
+        let values: Vec<Vec<f64>> = (1..=5).map(|i| vec![i as f64]).collect();
+        let r = &summarize_columns(&names, &values)[0];
+        assert_eq!(r.mean, 3.0);
+        assert!((r.sd - 2.5f64.sqrt()).abs() < 1e-15);
+        assert_eq!(r.q50, 3.0);
+        assert!((r.q5 - 1.2).abs() < 1e-12);
+        assert!((r.q95 - 4.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn corrupt_json_is_refused() {
+        assert!(matches!(
+            SavedFit::from_json("f.json", "{not json"),
+            Err(PredictError::Corrupt { .. })
+        ));
+        let bad = r#"{"format":"bayesc-fit-1","model_path":"m","model_hash":"h","method":"qbvi","seed":1,"parameter_names":["a","b"],"draws":[[1.0]]}"#;
+        let e = SavedFit::from_json("f.json", bad).unwrap_err().to_string();
+        assert!(e.contains("draw 1 has 1 values"), "{e}");
+    }
+}

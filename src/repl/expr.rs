@@ -1,0 +1,512 @@
+//! Posterior expressions typed at the REPL prompt: evaluated once per draw over a fit's
+//! constrained draws (`alpha + beta[2]`, `beta[1] < 0`, `exp(sigma)`), then reduced
+//! (`mean`, `sd`, `quantile`, `median`, or a default summary).
+
+use codespan_reporting::diagnostic::{Diagnostic, Label};
+
+use crate::inference::Draws;
+use crate::semantics::names::best_match;
+use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp};
+use crate::syntax::span::{FileId, Span};
+
+/// How the per-draw values of an expression are reduced to what is printed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reduction {
+    /// A bare expression: posterior mean with its Monte Carlo standard error, 5% and 95%
+    /// quantiles.
+    Summary,
+    /// `mean(e)`: the posterior mean (with MCSE); of a comparison, a posterior probability.
+    Mean,
+    /// `sd(e)`: the posterior standard deviation.
+    Sd,
+    /// `quantile(e, p)`: the type-7 quantile at p ∈ [0, 1].
+    Quantile(f64),
+    /// `median(e)`: the 50% quantile.
+    Median,
+}
+
+/// An expression that cannot be evaluated against the draws, with the span of the culprit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExprError {
+    pub message: String,
+    pub span: Span,
+    /// A `help:` line (e.g. a did-you-mean suggestion).
+    pub help: Option<String>,
+}
+
+impl ExprError {
+    fn new(message: impl Into<String>, span: Span) -> Self {
+        ExprError {
+            message: message.into(),
+            span,
+            help: None,
+        }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The error as a codespan diagnostic labelling the span.
+    pub fn to_diagnostic(&self) -> Diagnostic<FileId> {
+        Diagnostic::error()
+            .with_message(&self.message)
+            .with_labels(vec![Label::primary(
+                self.span.file,
+                self.span.start..self.span.end,
+            )])
+            .with_notes(self.help.iter().map(|h| format!("help: {h}")).collect())
+    }
+}
+
+/// Names of the reducing functions, allowed only at the outermost level.
+pub const REDUCERS: &[&str] = &["mean", "sd", "quantile", "median"];
+
+/// Elementwise functions of one argument the evaluator knows.
+pub const UNARY_FUNCTIONS: &[&str] = &[
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "log2",
+    "log10",
+    "sqrt",
+    "square",
+    "abs",
+    "fabs",
+    "inv",
+    "inv_logit",
+    "logit",
+    "Phi",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sinh",
+    "cosh",
+    "lgamma",
+    "tgamma",
+    "floor",
+    "ceil",
+    "round",
+    "step",
+];
+
+/// Elementwise functions of two arguments the evaluator knows.
+pub const BINARY_FUNCTIONS: &[&str] = &["pow", "fmin", "fmax", "hypot", "fdim"];
+
+fn unary(name: &str, x: f64) -> f64 {
+    match name {
+        "exp" => x.exp(),
+        "log" => x.ln(),
+        "log1p" => x.ln_1p(),
+        "expm1" => x.exp_m1(),
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "sqrt" => x.sqrt(),
+        "square" => x * x,
+        "abs" | "fabs" => x.abs(),
+        "inv" => 1.0 / x,
+        "inv_logit" => 1.0 / (1.0 + (-x).exp()),
+        "logit" => (x / (1.0 - x)).ln(),
+        "Phi" => 0.5 * libm::erfc(-x / std::f64::consts::SQRT_2),
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "tan" => x.tan(),
+        "tanh" => x.tanh(),
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
+        "lgamma" => libm::lgamma(x),
+        "tgamma" => libm::tgamma(x),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(),
+        "step" => {
+            if x < 0.0 {
+                0.0
+            } else {
+                1.0
+            }
+        }
+        _ => f64::NAN,
+    }
+}
+
+fn binary_fn(name: &str, a: f64, b: f64) -> f64 {
+    match name {
+        "pow" => a.powf(b),
+        "fmin" => a.min(b),
+        "fmax" => a.max(b),
+        "hypot" => a.hypot(b),
+        "fdim" => (a - b).max(0.0),
+        _ => f64::NAN,
+    }
+}
+
+fn truth(b: bool) -> f64 {
+    if b { 1.0 } else { 0.0 }
+}
+
+fn binary_op(op: BinOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul | BinOp::EltMul => a * b,
+        BinOp::Div | BinOp::EltDiv => a / b,
+        BinOp::IntDiv => (a / b).trunc(),
+        BinOp::Mod => a % b,
+        BinOp::Pow | BinOp::EltPow => a.powf(b),
+        BinOp::LeftDiv => b / a,
+        BinOp::Lt => truth(a < b),
+        BinOp::Le => truth(a <= b),
+        BinOp::Gt => truth(a > b),
+        BinOp::Ge => truth(a >= b),
+        BinOp::Eq => truth(a == b),
+        BinOp::Ne => truth(a != b),
+        BinOp::And => truth(a != 0.0 && b != 0.0),
+        BinOp::Or => truth(a != 0.0 || b != 0.0),
+    }
+}
+
+/// Evaluates `expr` against `draws`: splits off an outer reducer, then computes the value of the
+/// inner expression at every draw. Returns the reduction and the values, one `Vec` per chain
+/// (same shape as the draws).
+///
+/// Errors: unknown names (with a did-you-mean suggestion among the draws' names), a whole
+/// vector where a scalar is needed, unknown functions, reducers below the outermost level,
+/// non-constant indices, a quantile level outside [0, 1].
+pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
+    let eval = Evaluator { draws };
+    let (reduction, inner) = match &expr.kind {
+        ExprKind::Call { name, args, .. } if REDUCERS.contains(&name.name.as_str()) => {
+            let want = if name.name == "quantile" { 2 } else { 1 };
+            if args.len() != want {
+                return Err(ExprError::new(
+                    format!(
+                        "`{}` takes {want} argument{}, got {}",
+                        name.name,
+                        if want == 1 { "" } else { "s" },
+                        args.len()
+                    ),
+                    expr.span,
+                ));
+            }
+            let r = match name.name.as_str() {
+                "mean" => Reduction::Mean,
+                "sd" => Reduction::Sd,
+                "median" => Reduction::Median,
+                _ => {
+                    let p = constant(&args[1]).ok_or_else(|| {
+                        ExprError::new("the quantile level must be a number", args[1].span)
+                    })?;
+                    if !(0.0..=1.0).contains(&p) {
+                        return Err(ExprError::new(
+                            format!("the quantile level must be in [0, 1], got {p}"),
+                            args[1].span,
+                        ));
+                    }
+                    Reduction::Quantile(p)
+                }
+            };
+            (r, &args[0])
+        }
+        _ => (Reduction::Summary, expr),
+    };
+    let flat = eval.eval(inner)?;
+    let n = draws.n_draws();
+    let chains = if n == 0 {
+        vec![Vec::new(); draws.chains.len()]
+    } else {
+        flat.chunks(n).map(<[f64]>::to_vec).collect()
+    };
+    Ok((reduction, chains))
+}
+
+/// A numeric constant (`0.9`, `-1`, `1e-3`), if `e` is one.
+fn constant(e: &Expr) -> Option<f64> {
+    match &e.kind {
+        ExprKind::IntLit(i) => Some(*i as f64),
+        ExprKind::RealLit(x) => Some(*x),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            operand,
+        } => constant(operand).map(|v| -v),
+        ExprKind::Unary {
+            op: UnOp::Plus,
+            operand,
+        } => constant(operand),
+        _ => None,
+    }
+}
+
+struct Evaluator<'a> {
+    draws: &'a Draws,
+}
+
+impl Evaluator<'_> {
+    /// Total number of draws over all chains.
+    fn len(&self) -> usize {
+        self.draws.n_draws() * self.draws.chains.len()
+    }
+
+    /// The pooled draws of column `j`, chain after chain.
+    fn column(&self, j: usize) -> Vec<f64> {
+        self.draws.column(j).into_iter().flatten().collect()
+    }
+
+    /// Base names (before any `[`), in draw order, without repeats.
+    fn base_names(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for n in &self.draws.names {
+            let b = n.split('[').next().unwrap_or(n);
+            if !out.contains(&b) {
+                out.push(b);
+            }
+        }
+        out
+    }
+
+    fn lookup(&self, name: &str, span: Span) -> Result<Vec<f64>, ExprError> {
+        if let Some(j) = self.draws.position(name) {
+            return Ok(self.column(j));
+        }
+        let base = name.split('[').next().unwrap_or(name);
+        let elements: Vec<&String> = self
+            .draws
+            .names
+            .iter()
+            .filter(|n| n.starts_with(&format!("{base}[")))
+            .collect();
+        if !name.contains('[') && !elements.is_empty() {
+            return Err(ExprError::new(
+                format!(
+                    "`{name}` has {} elements; the expression needs one, e.g. `{}`",
+                    elements.len(),
+                    elements[0]
+                ),
+                span,
+            )
+            .help(format!("`:param {name}` summarises every element")));
+        }
+        if !elements.is_empty() {
+            let last = elements[elements.len() - 1];
+            return Err(ExprError::new(
+                format!(
+                    "`{name}` is out of range: the elements run from `{}` to `{last}`",
+                    elements[0]
+                ),
+                span,
+            ));
+        }
+        let bases = self.base_names();
+        let mut err = ExprError::new(
+            format!("unknown name `{base}` in the posterior draws"),
+            span,
+        );
+        if let Some(s) = best_match(base, bases.iter().copied()) {
+            err = err.help(format!("did you mean `{s}`?"));
+        } else if !bases.is_empty() {
+            err = err.help(format!("the draws hold {}", bases.join(", ")));
+        }
+        Err(err)
+    }
+
+    /// The draw name of an indexed variable (`beta[2]`, `Sigma[1,2]`, `x[1][2]` → `x[1,2]`).
+    fn indexed_name(&self, e: &Expr) -> Result<String, ExprError> {
+        match &e.kind {
+            ExprKind::Var(v) => Ok(v.clone()),
+            ExprKind::Index { base, indices } => {
+                let inner = self.indexed_name(base)?;
+                let mut idx = Vec::with_capacity(indices.len());
+                for i in indices {
+                    match i {
+                        Index::Single(ix) => match constant(ix) {
+                            Some(v) if v.fract() == 0.0 => idx.push(format!("{}", v as i64)),
+                            _ => {
+                                return Err(ExprError::new(
+                                    "indices in posterior expressions must be integer constants",
+                                    ix.span,
+                                ));
+                            }
+                        },
+                        _ => {
+                            return Err(ExprError::new(
+                                "slices are not supported in posterior expressions; index one element",
+                                e.span,
+                            ));
+                        }
+                    }
+                }
+                let joined = idx.join(",");
+                Ok(match inner.strip_suffix(']') {
+                    Some(head) => format!("{head},{joined}]"),
+                    None => format!("{inner}[{joined}]"),
+                })
+            }
+            _ => Err(ExprError::new(
+                "only named quantities can be indexed here",
+                e.span,
+            )),
+        }
+    }
+
+    fn eval(&self, e: &Expr) -> Result<Vec<f64>, ExprError> {
+        let n = self.len();
+        match &e.kind {
+            ExprKind::IntLit(i) => Ok(vec![*i as f64; n]),
+            ExprKind::RealLit(x) => Ok(vec![*x; n]),
+            ExprKind::Var(v) => self.lookup(v, e.span),
+            ExprKind::Index { .. } => {
+                let name = self.indexed_name(e)?;
+                self.lookup(&name, e.span)
+            }
+            ExprKind::Unary { op, operand } => {
+                let mut x = self.eval(operand)?;
+                for v in &mut x {
+                    *v = match op {
+                        UnOp::Neg => -*v,
+                        UnOp::Plus => *v,
+                        UnOp::Not => truth(*v == 0.0),
+                    };
+                }
+                Ok(x)
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.eval(lhs)?;
+                let b = self.eval(rhs)?;
+                Ok(a.iter()
+                    .zip(&b)
+                    .map(|(x, y)| binary_op(*op, *x, *y))
+                    .collect())
+            }
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.eval(cond)?;
+                let t = self.eval(then)?;
+                let o = self.eval(otherwise)?;
+                Ok((0..n)
+                    .map(|i| if c[i] != 0.0 { t[i] } else { o[i] })
+                    .collect())
+            }
+            ExprKind::Call { name, args, .. } => {
+                let f = name.name.as_str();
+                if REDUCERS.contains(&f) {
+                    return Err(ExprError::new(
+                        format!(
+                            "`{f}` reduces over the draws; use it only around the whole expression"
+                        ),
+                        e.span,
+                    )
+                    .help(format!("write e.g. `{f}(alpha + beta[1])`")));
+                }
+                let arity = if UNARY_FUNCTIONS.contains(&f) {
+                    1
+                } else if BINARY_FUNCTIONS.contains(&f) {
+                    2
+                } else {
+                    let all = REDUCERS
+                        .iter()
+                        .chain(UNARY_FUNCTIONS)
+                        .chain(BINARY_FUNCTIONS)
+                        .copied();
+                    let mut err = ExprError::new(
+                        format!("unknown function `{f}` in a posterior expression"),
+                        name.span,
+                    );
+                    if let Some(s) = best_match(f, all) {
+                        err = err.help(format!("did you mean `{s}`?"));
+                    }
+                    return Err(err);
+                };
+                if args.len() != arity {
+                    return Err(ExprError::new(
+                        format!("`{f}` takes {arity} argument(s), got {}", args.len()),
+                        e.span,
+                    ));
+                }
+                let a = self.eval(&args[0])?;
+                if arity == 1 {
+                    Ok(a.into_iter().map(|x| unary(f, x)).collect())
+                } else {
+                    let b = self.eval(&args[1])?;
+                    Ok(a.iter()
+                        .zip(&b)
+                        .map(|(x, y)| binary_fn(f, *x, *y))
+                        .collect())
+                }
+            }
+            ExprKind::RowVectorLit(_) | ExprKind::ArrayLit(_) | ExprKind::Transpose(_) => {
+                Err(ExprError::new(
+                    "posterior expressions are scalar: vectors, arrays and transposes are not supported",
+                    e.span,
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::parser::parse_expression;
+
+    fn draws() -> Draws {
+        // two chains of two draws; columns alpha, beta[1], beta[2]
+        Draws {
+            names: vec!["alpha".into(), "beta[1]".into(), "beta[2]".into()],
+            chains: vec![
+                vec![1.0, -1.0, 2.0, 3.0, 0.5, 4.0],
+                vec![5.0, -2.0, 6.0, 7.0, 1.0, 8.0],
+            ],
+        }
+    }
+
+    fn run(src: &str) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
+        let e = parse_expression(src, 0).expect("test expressions parse");
+        evaluate(&e, &draws())
+    }
+
+    #[test]
+    fn arithmetic_comparisons_and_functions() {
+        let (r, v) = run("alpha + 2 * beta[2]").unwrap();
+        assert_eq!(r, Reduction::Summary);
+        assert_eq!(v, vec![vec![5.0, 11.0], vec![17.0, 23.0]]);
+        let (r, v) = run("mean(beta[1] < 0)").unwrap();
+        assert_eq!(r, Reduction::Mean);
+        assert_eq!(v, vec![vec![1.0, 0.0], vec![1.0, 0.0]]);
+        let (r, v) = run("quantile(exp(alpha) > 10 ? 1 : -1, 0.9)").unwrap();
+        assert_eq!(r, Reduction::Quantile(0.9));
+        assert_eq!(v, vec![vec![-1.0, 1.0], vec![1.0, 1.0]]);
+        let (_, v) = run("pow(alpha, 2) - -1").unwrap();
+        assert_eq!(v[1], vec![26.0, 50.0]);
+    }
+
+    #[test]
+    fn errors_name_the_culprit() {
+        let e = run("mean(alpah)").unwrap_err();
+        assert!(e.message.contains("unknown name `alpah`"), "{e:?}");
+        assert_eq!(e.help.as_deref(), Some("did you mean `alpha`?"));
+        assert_eq!((e.span.start, e.span.end), (5, 10));
+        assert!(
+            run("beta + 1")
+                .unwrap_err()
+                .message
+                .contains("has 2 elements")
+        );
+        assert!(run("beta[3]").unwrap_err().message.contains("out of range"));
+        let e = run("1 + mean(alpha)").unwrap_err();
+        assert!(e.message.contains("reduces over the draws"), "{e:?}");
+        let e = run("exq(alpha)").unwrap_err();
+        assert_eq!(e.help.as_deref(), Some("did you mean `exp`?"));
+        assert!(
+            run("quantile(alpha, 2)")
+                .unwrap_err()
+                .message
+                .contains("[0, 1]")
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! Saved fits and `bayesc predict`: a round trip on the labour model (predicted probabilities
+//! against the posterior computed directly from the fitted draws), and the refusals (a fit from
+//! another model, corrupt JSON, missing data).
+
+mod common;
+
+use std::process::{Command, Output};
+
+use bayesc::fit::{self, FitOptions, Method, Monitor};
+use bayesc::predict::{self, SavedFit};
+
+fn bayesc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("the bayesc binary runs")
+}
+
+/// Reads the labour CSV's covariate columns k5 … inc (7 per row).
+fn labour_covariates() -> Vec<[f64; 7]> {
+    let text = std::fs::read_to_string(common::root().join("examples/labour/labour.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<f64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            [f[1], f[2], f[3], f[4], f[5], f[6], f[7]]
+        })
+        .collect()
+}
+
+#[test]
+fn labour_round_trip_matches_the_posterior_computed_directly() {
+    let model = common::compile(
+        "examples/labour/experiment.bayes",
+        &["examples/labour/labour.csv"],
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let monitor = Monitor {
+        on_progress: &|_| {},
+        stop: &stop,
+    };
+    let mut options = FitOptions::new(Method::Qbvi, 11);
+    options.vi_draws = 400;
+    let result = fit::fit(&model, &options, &monitor).unwrap();
+    let text =
+        std::fs::read_to_string(common::root().join("examples/labour/experiment.bayes")).unwrap();
+    let saved = SavedFit::from_fit(&model, "experiment.bayes", &text, &result);
+    assert_eq!(saved.draws.len(), 400);
+    assert_eq!(saved.parameter_names[0], "alpha");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fit.json");
+    saved.save(&path).unwrap();
+    let loaded = SavedFit::load(&path).unwrap();
+    // serde_json parses floats to within an ulp or so (no `float_roundtrip` feature).
+    assert_eq!(loaded.parameter_names, saved.parameter_names);
+    assert_eq!(loaded.model_hash, saved.model_hash);
+    let worst = loaded
+        .draws
+        .iter()
+        .flatten()
+        .zip(saved.draws.iter().flatten())
+        .map(|(a, b)| ((a - b) / b.abs().max(1e-300)).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-15, "relative round-trip error {worst}");
+    loaded
+        .check_model("fit.json", "experiment.bayes", &text)
+        .unwrap();
+
+    let rows = predict::predict(&model, &loaded, 5).unwrap();
+    let x = labour_covariates();
+    // Direct: mean over draws of inv_logit(alpha + x·beta), from the fitted parameter draws.
+    for n in [0usize, 1, 200, 752] {
+        let mut probs: Vec<f64> = saved
+            .draws
+            .iter()
+            .map(|d| {
+                let eta = d[0] + (0..7).map(|j| d[1 + j] * x[n][j]).sum::<f64>();
+                1.0 / (1.0 + (-eta).exp())
+            })
+            .collect();
+        let mean = probs.iter().sum::<f64>() / probs.len() as f64;
+        let row = rows
+            .iter()
+            .find(|r| r.name == format!("y_hat[{}]", n + 1))
+            .unwrap();
+        assert!(
+            (row.mean - mean).abs() < 1e-9,
+            "{}: {} vs {mean}",
+            row.name,
+            row.mean
+        );
+        probs.sort_by(f64::total_cmp);
+        let q95 = bayesc::diagnostics::quantile::quantile_sorted(&probs, 0.95);
+        assert!((row.q95 - q95).abs() < 1e-9);
+        assert!(row.q5 < row.q50 && row.q50 < row.q95 && row.sd > 0.0);
+    }
+    assert_eq!(rows.len(), 2 * 753);
+}
+
+#[test]
+fn cli_save_fit_then_predict_on_new_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let fit_path = dir.path().join("fit.json");
+    let pred_path = dir.path().join("pred.csv");
+    let new_data = dir.path().join("new.csv");
+    // The first three rows of labour.csv as "new" data: N = 3 comes from the CSV.
+    let text = std::fs::read_to_string(common::root().join("examples/labour/labour.csv")).unwrap();
+    std::fs::write(
+        &new_data,
+        text.lines().take(4).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    let o = bayesc(&[
+        "fit",
+        "examples/labour/experiment.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--seed",
+        "3",
+        "--draws",
+        "200",
+        "-q",
+        "--save-fit",
+        fit_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bayesc(&[
+        "predict",
+        "examples/labour/experiment.bayes",
+        "--fit",
+        fit_path.to_str().unwrap(),
+        "--data",
+        new_data.to_str().unwrap(),
+        "--output",
+        pred_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(&pred_path).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "name,mean,sd,q5,q50,q95");
+    assert_eq!(lines.len(), 1 + 6, "{csv}");
+    assert!(lines[4].starts_with("y_hat[1],"));
+    let p: f64 = lines[4].split(',').nth(1).unwrap().parse().unwrap();
+    assert!(p > 0.0 && p < 1.0);
+
+    // A fit made with another model is refused with a clear message.
+    let o = bayesc(&[
+        "predict",
+        "examples/labour/experiment_mle.bayes",
+        "--fit",
+        fit_path.to_str().unwrap(),
+        "--data",
+        new_data.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("was made with a different model"), "{err}");
+
+    // Missing data: a usage error naming the flag.
+    let o = bayesc(&[
+        "predict",
+        "examples/labour/experiment.bayes",
+        "--fit",
+        fit_path.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--data"));
+
+    // Corrupt JSON.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"format\": \"bayesc-fit-1\", \"draws\": [[1,").unwrap();
+    let o = bayesc(&[
+        "predict",
+        "examples/labour/experiment.bayes",
+        "--fit",
+        bad.to_str().unwrap(),
+        "--data",
+        new_data.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a bayesc fit"), "{err}");
+}
+
+#[test]
+fn evaluate_refuses_models_without_the_per_row_convention_and_bad_splits() {
+    // No `--outcome` and no `// @outcome` comment: a usage error.
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("// @outcome NAME"));
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--outcome",
+        "lfp",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`log_lik[n]`") && err.contains("`y_hat[n]`"),
+        "{err}"
+    );
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/experiment.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--outcome",
+        "lfp",
+        "--split",
+        "1.5",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("must be in (0, 1)"));
+    // An outcome that is neither data nor a generated quantity.
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/experiment.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+        "--outcome",
+        "nope",
+        "--split-seed",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`nope` is neither"));
+}
