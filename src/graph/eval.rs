@@ -429,18 +429,40 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        let bop = match op {
+            AssignOp::AddAssign => BinOp::Add,
+            AssignOp::SubAssign => BinOp::Sub,
+            AssignOp::MulAssign => BinOp::Mul,
+            AssignOp::DivAssign => BinOp::Div,
+            AssignOp::EltMulAssign => BinOp::EltMul,
+            AssignOp::EltDivAssign => BinOp::EltDiv,
+            AssignOp::Assign => BinOp::Add, // unused: no compound operation
+        };
+        // Fast path: `x += scalar` (an accumulator in a loop) on a scalar variable; the same
+        // steps as the general path below, without evaluating an empty index list or copying.
+        if op != AssignOp::Assign
+            && idx.is_empty()
+            && !matches!(self.env[slot as usize], Value::T(_))
+            && !matches!(v, Value::T(_))
+        {
+            let cur = self.env[slot as usize].clone();
+            let r = self.binop(bop, &cur, &v)?;
+            let r = if !cur.is_int() {
+                to_real(r)
+            } else if !r.is_int() {
+                return Err(Fault::fatal(format!(
+                    "cannot assign a {} to an integer variable",
+                    r.describe()
+                )));
+            } else {
+                r
+            };
+            self.env[slot as usize] = r;
+            return Ok(());
+        }
         let ixs = self.eval_ixs(idx)?;
         if op != AssignOp::Assign {
             let cur = self.index_value(&self.env[slot as usize].clone(), &ixs)?;
-            let bop = match op {
-                AssignOp::AddAssign => BinOp::Add,
-                AssignOp::SubAssign => BinOp::Sub,
-                AssignOp::MulAssign => BinOp::Mul,
-                AssignOp::DivAssign => BinOp::Div,
-                AssignOp::EltMulAssign => BinOp::EltMul,
-                AssignOp::EltDivAssign => BinOp::EltDiv,
-                AssignOp::Assign => unreachable!("checked above"),
-            };
             v = self.binop(bop, &cur, &v)?;
         }
         let target_int = self.env[slot as usize].is_int();
