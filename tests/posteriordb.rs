@@ -221,13 +221,13 @@ const MH_LONG_WARMUP: usize = 30_000;
 // NUTS on the posteriordb cases.
 
 #[test]
-#[ignore = "slow: about 30 s (scalar loop over 200 × 5 lags); run with --ignored"]
+#[ignore = "slow: 54 CPU-s, 94 s wall on a busy 2-core machine (scalar loop over 200 × 5 lags); run with --ignored"]
 fn nuts_ark() {
     check_nuts(posteriordb("arK-arK"), 0);
 }
 
 #[test]
-#[ignore = "slow: about 60 s (N = 5000, 26 highly correlated parameters); run with --ignored"]
+#[ignore = "slow: over 120 s (N = 5000, 26 highly correlated parameters); run with --ignored"]
 fn nuts_diamonds() {
     check_nuts(posteriordb("diamonds-diamonds"), 0);
 }
@@ -275,7 +275,7 @@ fn nuts_mesquite() {
 }
 
 #[test]
-#[ignore = "slow: about 12 s; run with --ignored"]
+#[ignore = "slow: 22 CPU-s, 126 s wall on a busy 2-core machine; run with --ignored"]
 fn nuts_nes2000() {
     check_nuts(posteriordb("nes2000-nes"), 0);
 }
@@ -302,7 +302,7 @@ fn nuts_eight_schools() {
 }
 
 #[test]
-#[ignore = "slow: about 20 s (recursion over 1000 returns); run with --ignored"]
+#[ignore = "slow: 36 CPU-s, 189 s wall on a busy 2-core machine (recursion over 1000 returns); run with --ignored"]
 fn nuts_garch() {
     check_nuts(example("garch", "returns.csv", "garch.csv"), 0);
 }
@@ -311,7 +311,7 @@ fn nuts_garch() {
 // Metropolis-Hastings on the cases with dimension ≤ 10.
 
 #[test]
-#[ignore = "slow: about 40 s (scalar loop over 200 × 5 lags); run with --ignored"]
+#[ignore = "slow: 143 s wall on a busy 2-core machine (scalar loop over 200 × 5 lags); run with --ignored"]
 fn mh_ark() {
     check_mh(posteriordb("arK-arK"), 0);
 }
@@ -394,7 +394,7 @@ fn mh_eight_schools() {
 }
 
 #[test]
-#[ignore = "slow: about 40 s (recursion over 1000 returns); run with --ignored"]
+#[ignore = "slow: 143 s wall on a busy 2-core machine (recursion over 1000 returns); run with --ignored"]
 fn mh_garch() {
     check_mh(example("garch", "returns.csv", "garch.csv"), 0);
 }
