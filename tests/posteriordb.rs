@@ -9,6 +9,9 @@
 //! `cargo test --release --test posteriordb -- --ignored`. Each case prints one table row
 //! (`--nocapture` shows them).
 
+// `!(x < tol)` on purpose: a NaN statistic must fail the check.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 mod common;
 
 use std::path::PathBuf;
