@@ -405,7 +405,10 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             print!("{}", summary::format_table(&rows, true));
             let mut warnings = out.warnings(&options.mcmc);
             warnings.extend(hmc_warnings(out, options));
-            warnings.extend(convergence_warnings(&rows, result.draws.chains.len()));
+            warnings.extend(summary::convergence_warnings(
+                &rows,
+                result.draws.chains.len(),
+            ));
             if !warnings.is_empty() {
                 println!("\nwarnings:");
                 for w in warnings {
@@ -435,45 +438,6 @@ pub(crate) fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String
         }
     }
     w
-}
-
-/// R-hat above 1.01 and bulk/tail ESS below 100 per chain (Vehtari et al. 2021's advice).
-pub(crate) fn convergence_warnings(rows: &[summary::SummaryRow], chains: usize) -> Vec<String> {
-    let mut w = Vec::new();
-    let high: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.rhat.is_some_and(|x| x > 1.01))
-        .map(|r| r.name.as_str())
-        .collect();
-    if !high.is_empty() {
-        w.push(format!(
-            "R-hat > 1.01 for {}: the chains have not mixed; run longer (--warmup, --samples) or reparameterise",
-            list(&high)
-        ));
-    }
-    let min_ess = 100.0 * chains as f64;
-    let low: Vec<&str> = rows
-        .iter()
-        .filter(|r| {
-            r.ess_bulk.is_some_and(|x| x < min_ess) || r.ess_tail.is_some_and(|x| x < min_ess)
-        })
-        .map(|r| r.name.as_str())
-        .collect();
-    if !low.is_empty() {
-        w.push(format!(
-            "effective sample size below {min_ess:.0} (100 per chain) for {}: estimates of means and quantiles are unreliable; draw more samples",
-            list(&low)
-        ));
-    }
-    w
-}
-
-fn list(names: &[&str]) -> String {
-    if names.len() > 6 {
-        format!("{} and {} more", names[..6].join(", "), names.len() - 6)
-    } else {
-        names.join(", ")
-    }
 }
 
 /// Writes the draws; returns the file names written.
