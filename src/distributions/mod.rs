@@ -33,6 +33,7 @@ pub mod gamma;
 pub mod inv_gamma;
 pub mod logistic;
 pub mod lognormal;
+pub mod multivariate;
 pub mod neg_binomial_2;
 pub mod normal;
 pub mod poisson;
