@@ -259,3 +259,17 @@ fn misuse_is_reported_with_clear_messages() {
         "{e}"
     );
 }
+
+#[test]
+fn the_ordinal_example_compiles_and_has_correct_gradients() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/ordinal");
+    let mut sources = SourceMap::new();
+    let model = pipeline::check_file(&mut sources, &root.join("model.bayes"))
+        .and_then(|checked| {
+            let data = pipeline::load_data(&[root.join("ratings.csv")])?;
+            pipeline::compile(&checked, &sources, &data)
+        })
+        .unwrap_or_else(|_| panic!("examples/ordinal compiles"));
+    assert_eq!(model.dim(), 5);
+    check_gradient(&model, 9);
+}
