@@ -1,5 +1,5 @@
-//! Dirichlet distribution on the simplex: log p(θ | α) = log Γ(Σα) − Σ log Γ(αₖ)
-//! + Σ (αₖ − 1) log θₖ (Stan Functions Reference, "Dirichlet distribution").
+//! Dirichlet distribution on the simplex:
+//! log p(θ | α) = log Γ(Σα) − Σ log Γ(αₖ) + Σ (αₖ − 1) log θₖ (Stan Functions Reference, "Dirichlet distribution"), with partials
 //! ∂/∂θₖ = (αₖ − 1)/θₖ, ∂/∂αₖ = ψ(Σα) − ψ(αₖ) + log θₖ.
 
 use super::{MvArg, MvDraw, MvSig, broadcast_count, check_simplex, err, vector_len};

@@ -16,6 +16,9 @@
 //! - `ordered_logistic(k | η, c)` — k an int or ints in 1..K, η a real or a vector, c the
 //!   K − 1 ordered cut-points (a vector or an array of vectors).
 
+// Argument checks are written `!(x >= lo)` on purpose: NaN fails them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod categorical;
 pub mod dirichlet;
 pub mod linalg;

@@ -83,8 +83,8 @@ fn quadratic(
         for (a, sign) in [(0usize, -1.0), (1usize, 1.0)] {
             if is_var[a] {
                 let off = if args[a].array.is_some() { obs * k } else { 0 };
-                for j in 0..k {
-                    term.partials[a][off + j] += sign * w[j];
+                for (p, wj) in term.partials[a][off..off + k].iter_mut().zip(&w) {
+                    *p += sign * wj;
                 }
             }
         }

@@ -257,8 +257,8 @@ fn rng_draw(
 #[test]
 fn lkj_corr_cholesky_in_two_dimensions_is_the_scaled_beta_density_of_the_correlation() {
     // K = 2: L = [[1, 0], [r, √(1 − r²)]] and the density of r is (1 − r²)^{η−1} / (2^{2η−1} B(η, η)).
-    for &(r, eta) in &[(0.3, 1.0), (-0.7, 2.5), (0.1, 0.5)] {
-        let l = [1.0, r, 0.0, (1.0 - r * r as f64).sqrt()];
+    for &(r, eta) in &[(0.3f64, 1.0), (-0.7, 2.5), (0.1, 0.5)] {
+        let l = [1.0, r, 0.0, (1.0f64 - r * r).sqrt()];
         let v = lp(
             MvFamily::LkjCorrCholesky,
             &[MvArg::matrix(&l, 2, 2), MvArg::scalar(&[eta])],
