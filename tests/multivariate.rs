@@ -210,6 +210,7 @@ fn rng_functions_run_in_generated_quantities() {
            int c = categorical_rng(p);
            int d = categorical_logit_rng([0, 1, -1]');
            int k = ordered_logistic_rng(0.5, [-1, 0, 1]');
+           array[2] vector[2] vs = multi_normal_rng({[1, 2]', [300, 400]'}, [[1, 0], [0, 1]]);
          }",
         "",
     );
@@ -221,6 +222,9 @@ fn rng_functions_run_in_generated_quantities() {
     assert!((p_sum - 1.0).abs() < 1e-12);
     assert!((1.0..=3.0).contains(&at("c")) && (1.0..=3.0).contains(&at("d")));
     assert!((1.0..=4.0).contains(&at("k")));
+    // One draw per location: the second is near (300, 400).
+    assert!((at("vs[2,1]") - 300.0).abs() < 6.0 && (at("vs[2,2]") - 400.0).abs() < 6.0);
+    assert!((at("vs[1,1]") - 1.0).abs() < 6.0);
     // L is a correlation Cholesky factor: unit-length rows, zero upper triangle.
     let row3 = at("L[3,1]").powi(2) + at("L[3,2]").powi(2) + at("L[3,3]").powi(2);
     assert!((row3 - 1.0).abs() < 1e-12 && at("L[1,2]") == 0.0);

@@ -35,12 +35,19 @@ use super::registry::FunctionKind;
 /// The multivariate and categorical families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MvFamily {
+    /// `multi_normal(y | μ, Σ)`.
     MultiNormal,
+    /// `multi_normal_cholesky(y | μ, L)`, Σ = L Lᵀ.
     MultiNormalCholesky,
+    /// `lkj_corr_cholesky(L | η)`.
     LkjCorrCholesky,
+    /// `dirichlet(θ | α)`.
     Dirichlet,
+    /// `categorical(y | θ)`, θ a simplex.
     Categorical,
+    /// `categorical_logit(y | β)`, β log odds (softmax(β) = θ).
     CategoricalLogit,
+    /// `ordered_logistic(k | η, c)`.
     OrderedLogistic,
 }
 
@@ -66,7 +73,9 @@ pub enum Shape {
 /// One argument of a family: its name in Stan Math's error messages, and its accepted shapes.
 #[derive(Clone, Copy, Debug)]
 pub struct MvParam {
+    /// Name in error messages (Stan Math's), e.g. "Location parameter".
     pub name: &'static str,
+    /// The accepted types.
     pub shape: Shape,
 }
 
@@ -75,10 +84,13 @@ pub struct MvParam {
 pub struct MvSig {
     /// Name as written after `~`.
     pub name: &'static str,
+    /// The family this row describes.
     pub family: MvFamily,
     /// `true` for the integer-variate families (`_lpmf`).
     pub discrete: bool,
+    /// The variate (first argument of `_lpdf`/`_lpmf`, left side of `~`).
     pub variate: MvParam,
+    /// The parameters of the density, in call order.
     pub params: &'static [MvParam],
     /// The parameters of `<name>_rng` (differs from `params` only for `lkj_corr_cholesky_rng(K, η)`).
     pub rng_params: &'static [MvParam],
@@ -222,10 +234,13 @@ pub fn lookup_function(name: &str) -> Option<(&'static MvSig, FunctionKind)> {
 /// length n is n × 1 (a row vector 1 × n); an `array[m] vector[n]` has `array: Some(m)`.
 #[derive(Clone, Copy, Debug)]
 pub struct MvArg<'a> {
+    /// Every real of the argument, array elements one after another, each column-major.
     pub data: &'a [f64],
     /// The length of the (one-dimensional) array, `None` when the argument is not an array.
     pub array: Option<usize>,
+    /// Rows of one element.
     pub rows: usize,
+    /// Columns of one element.
     pub cols: usize,
 }
 
@@ -306,7 +321,12 @@ pub enum MvDraw {
     /// An array of vectors (`multi_normal_rng` with an array of locations).
     Vectors(Vec<Vec<f64>>),
     /// A column-major square matrix (`lkj_corr_cholesky_rng`).
-    Matrix { k: usize, data: Vec<f64> },
+    Matrix {
+        /// Rows (= columns).
+        k: usize,
+        /// K² values, column-major.
+        data: Vec<f64>,
+    },
 }
 
 /// The log density (or mass) of `family` at `args[0]` given `args[1..]`, summed over the array
