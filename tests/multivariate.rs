@@ -100,6 +100,7 @@ fn multi_normal_with_a_covariance_parameter_has_correct_gradients() {
            y ~ multi_normal(mu, Sigma);
            mu ~ multi_normal(rep_vector(0, 3), diag_matrix(rep_vector(4, 3)));
            target += lkj_corr_cholesky_lpdf(diag_matrix(rep_vector(1, 3)) | eta);
+           target += multi_normal_cholesky_lpdf(y | mu, cholesky_decompose(Sigma));
          }",
         MVN_DATA,
     );
