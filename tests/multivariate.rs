@@ -278,3 +278,78 @@ fn the_ordinal_example_compiles_and_has_correct_gradients() {
     assert_eq!(model.dim(), 5);
     check_gradient(&model, 9);
 }
+
+/// Posterior draws of `src` with `data` by NUTS (4 chains × 1000 warmup + 1000 draws).
+fn nuts_draws(src: &str, data: &str, seed: u64) -> bayesc::inference::Draws {
+    use bayesc::fit::{FitOptions, Method, Monitor, fit};
+    let model = compile(src, data);
+    let mut options = FitOptions::new(Method::Nuts, seed);
+    options.mcmc.chains = 4;
+    options.mcmc.warmup = 1000;
+    options.mcmc.samples = 1000;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let monitor = Monitor {
+        on_progress: &|_| {},
+        stop: &stop,
+    };
+    fit(&model, &options, &monitor).expect("NUTS runs").draws
+}
+
+/// Pooled mean and variance of column `name`.
+fn moments(d: &bayesc::inference::Draws, name: &str) -> (f64, f64) {
+    let j = d.position(name).expect("column exists");
+    let xs: Vec<f64> = d.column(j).into_iter().flatten().collect();
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    (
+        m,
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0),
+    )
+}
+
+#[test]
+fn dirichlet_categorical_posterior_is_the_conjugate_dirichlet() {
+    // θ ~ Dirichlet(1, 2, 3), counts (5, 1, 4) → θ | y ~ Dirichlet(6, 3, 7): mean αₖ/16,
+    // variance αₖ(16 − αₖ)/(16² · 17). With ~3000 effective draws the Monte Carlo standard
+    // error of each mean is ≤ 0.12/√3000 ≈ 0.0022; tolerances are about 4 of them.
+    let d = nuts_draws(
+        "data { int N; array[N] int y; }
+         parameters { simplex[3] theta; }
+         model { theta ~ dirichlet([1, 2, 3]'); y ~ categorical(theta); }",
+        r#"{"N": 10, "y": [1, 1, 3, 1, 2, 3, 1, 3, 1, 3]}"#,
+        21,
+    );
+    for (k, a) in [(1, 6.0), (2, 3.0), (3, 7.0)] {
+        let (m, v) = moments(&d, &format!("theta[{k}]"));
+        assert!((m - a / 16.0).abs() < 0.01, "theta[{k}] mean {m}");
+        let var = a * (16.0 - a) / (256.0 * 17.0);
+        assert!(
+            (v - var).abs() < 0.15 * var,
+            "theta[{k}] variance {v} vs {var}"
+        );
+    }
+}
+
+#[test]
+fn multi_normal_parameter_is_sampled_with_its_mean_and_covariance() {
+    let d = nuts_draws(
+        "parameters { vector[2] x; }
+         model { x ~ multi_normal([1, -1]', [[2, 0.8], [0.8, 1]]); }
+         generated quantities { real prod = (x[1] - 1) * (x[2] + 1); }",
+        "",
+        22,
+    );
+    let (m1, v1) = moments(&d, "x[1]");
+    let (m2, v2) = moments(&d, "x[2]");
+    let (c, _) = moments(&d, "prod");
+    // MCSE of the means ≈ sd/√ESS ≈ 1.4/√2500 ≈ 0.03.
+    assert!(
+        (m1 - 1.0).abs() < 0.12 && (m2 + 1.0).abs() < 0.09,
+        "{m1}, {m2}"
+    );
+    assert!(
+        (v1 - 2.0).abs() < 0.2 && (v2 - 1.0).abs() < 0.1,
+        "{v1}, {v2}"
+    );
+    assert!((c - 0.8).abs() < 0.12, "covariance {c}");
+}
