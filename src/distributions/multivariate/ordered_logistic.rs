@@ -105,6 +105,17 @@ pub fn lpmf(
             }
         }
     }
+    if y_n.is_none() && eta_n.is_some() {
+        return Err(err(
+            sig,
+            format!(
+                "{} is a single int but {} has {} elements; use an array of ints",
+                sig.variate.name,
+                sig.params[0].name,
+                eta.data.len()
+            ),
+        ));
+    }
     let n = common.map_or(1, |(m, _)| m);
     for (i, &x) in eta.data.iter().enumerate() {
         if !x.is_finite() {
