@@ -550,6 +550,27 @@ fn ordered_logistic_masses_sum_to_one_and_partials_match() {
         m,
         "ordered_logistic_lpmf: Random variable is 5, but must be in the interval [1, 4]"
     );
+    let m = message(
+        MvFamily::OrderedLogistic,
+        &[
+            MvArg::scalar(&[2.0]),
+            MvArg::vector(&[0.0, 1.0]),
+            MvArg::vector(&c),
+        ],
+    );
+    assert!(
+        m.contains("Random variable is a single int but Location parameter has 2 elements"),
+        "{m}"
+    );
+    let m = message(
+        MvFamily::OrderedLogistic,
+        &[
+            MvArg::vectors(&[2.0, 1.0, 1.0], 3),
+            MvArg::vector(&[0.0, 1.0]),
+            MvArg::vector(&c),
+        ],
+    );
+    assert!(m.contains("must match in size"), "{m}");
     let mut r = stream(9, 0);
     let mut counts = [0usize; 4];
     for _ in 0..20_000 {
