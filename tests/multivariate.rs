@@ -353,3 +353,17 @@ fn multi_normal_parameter_is_sampled_with_its_mean_and_covariance() {
     );
     assert!((c - 0.8).abs() < 0.12, "covariance {c}");
 }
+
+#[test]
+fn the_mixture_example_compiles_and_has_correct_gradients() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/mixture");
+    let mut sources = SourceMap::new();
+    let model = pipeline::check_file(&mut sources, &root.join("model.bayes"))
+        .and_then(|checked| {
+            let data = pipeline::load_data(&[root.join("mixture.csv")])?;
+            pipeline::compile(&checked, &sources, &data)
+        })
+        .unwrap_or_else(|_| panic!("examples/mixture compiles"));
+    assert_eq!(model.dim(), 5);
+    check_gradient(&model, 10);
+}
