@@ -14,6 +14,10 @@ use crate::syntax::report::ToDiagnostic;
 use crate::syntax::source::SourceMap;
 use crate::syntax::span::FileId;
 
+pub mod include;
+
+pub use include::IncludedFile;
+
 /// A rendered-ready message about the user's model or data (error, warning or note).
 pub type Report = Diagnostic<FileId>;
 
@@ -45,26 +49,57 @@ pub struct Checked {
     pub file: FileId,
     /// Warnings from the semantic checks (pedantic-mode style), to show the user.
     pub warnings: Vec<Report>,
+    /// The library files brought in by `include` lines (their functions are already merged
+    /// into `program.functions`), in the order they were read.
+    pub includes: Vec<IncludedFile>,
 }
 
 /// Parses and checks `text`, registering it in `sources` under `name` (a path or `<repl>`).
 ///
-/// Errors: the syntax error, or every semantic error, as diagnostics.
+/// `include "file.bayes";` lines are resolved first (see [`include`] for the order: the folder
+/// of `name` — the current directory when `name` has none, as for `<repl>` — then the embedded
+/// stdlib); the included functions are merged into the program before the semantic checks.
+///
+/// Errors: the syntax error, an include problem (missing file, cycle, a library with other blocks
+/// than `functions`), or every semantic error, as diagnostics. An error or warning inside library
+/// code also points at the model's call of that library function and at the `include` line.
 pub fn check_source(sources: &mut SourceMap, name: &str, text: &str) -> Result<Checked, Failure> {
+    let dir = Path::new(name).parent();
+    check_source_in(sources, name, text, dir)
+}
+
+/// [`check_source`] with an explicit folder for resolving `include` lines (`None`: the current
+/// directory), for callers whose `name` is not a path.
+pub fn check_source_in(
+    sources: &mut SourceMap,
+    name: &str,
+    text: &str,
+    dir: Option<&Path>,
+) -> Result<Checked, Failure> {
     let file = sources.add(name, text);
-    let program = parser::parse_program(text, file)
+    let mut program = parser::parse_program(text, file)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+    let includes = include::resolve(sources, &mut program, dir).map_err(Failure::Reported)?;
+    let relocate = |d: Report| include::locate_in_model(d, &program, file, &includes);
     let out = semantics::check(&program);
     if !out.errors.is_empty() {
         return Err(Failure::Reported(
-            out.errors.iter().map(|e| e.to_diagnostic()).collect(),
+            out.errors
+                .iter()
+                .map(|e| relocate(e.to_diagnostic()))
+                .collect(),
         ));
     }
-    let warnings = out.warnings.iter().map(|w| w.to_diagnostic()).collect();
+    let warnings = out
+        .warnings
+        .iter()
+        .map(|w| relocate(w.to_diagnostic()))
+        .collect();
     Ok(Checked {
         program,
         file,
         warnings,
+        includes,
     })
 }
 

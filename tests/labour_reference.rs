@@ -34,6 +34,7 @@ fn fit_draws(covariance: Covariance, seed: u64) -> (Vec<String>, Vec<f64>, StopR
     )
 }
 
+/// Fits with `seed` and asserts the tolerances; prints the worst deviations (`--nocapture`).
 fn check(covariance: Covariance, seed: u64, check_sd: bool) {
     let reference =
         common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
@@ -44,6 +45,7 @@ fn check(covariance: Covariance, seed: u64, check_sd: bool) {
         "seed {seed}: the exit rule should fire before the cap"
     );
     let moments = common::column_moments(&flat, names.len());
+    let (mut worst_z, mut worst_ratio) = (0.0f64, 0.0f64);
     for r in &reference {
         let j = names
             .iter()
@@ -51,6 +53,8 @@ fn check(covariance: Covariance, seed: u64, check_sd: bool) {
             .unwrap_or_else(|| panic!("no column {}", r.name));
         let (m, s) = moments[j];
         let z = (m - r.mean).abs() / r.sd;
+        worst_z = worst_z.max(z);
+        worst_ratio = worst_ratio.max((s / r.sd - 1.0).abs());
         assert!(
             z < 0.15,
             "{covariance:?} seed {seed}: {} mean {m:.5} vs reference {:.5} ({z:.3} sd)",
@@ -67,6 +71,9 @@ fn check(covariance: Covariance, seed: u64, check_sd: bool) {
             );
         }
     }
+    eprintln!(
+        "{covariance:?} seed {seed}: max |mean - ref|/sd = {worst_z:.3}, max |sd/ref - 1| = {worst_ratio:.3}"
+    );
 }
 
 #[test]

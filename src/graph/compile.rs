@@ -232,7 +232,12 @@ impl Compiler {
             return Ok(Ex::Call(b, self.exprs(args)?));
         }
         if let Some(&i) = self.funcs.get(n) {
-            return Ok(Ex::UserCall(i, self.exprs(args)?));
+            let args = self.exprs(args)?;
+            return Ok(if n.ends_with("_lpdf") || n.ends_with("_lpmf") {
+                Ex::NormalisedUserCall(i, args)
+            } else {
+                Ex::UserCall(i, args)
+            });
         }
         // `foo_lupdf(…)` calls a user-defined `foo_lpdf` (the user's function decides what to drop).
         for (u, full) in [("_lupdf", "_lpdf"), ("_lupmf", "_lpmf")] {
@@ -301,6 +306,7 @@ impl Compiler {
                         return Err(GraphError::Eval {
                             message: "std_normal takes no parameters".into(),
                             span,
+                            origin: None,
                         });
                     }
                     if truncation.is_some() {
@@ -483,6 +489,7 @@ impl Compiler {
                         lv.name.name
                     ),
                     span: lv.span,
+                    origin: None,
                 });
             }
         };

@@ -29,9 +29,14 @@ pub enum GraphError {
         message: String,
         span: Span,
     },
-    /// A failure while evaluating `transformed data` or a declared size.
+    /// A failure while evaluating `transformed data` or a declared size. `origin` is the
+    /// statement inside a user-defined function where it arose, if it arose in one.
     #[error("{message}")]
-    Eval { message: String, span: Span },
+    Eval {
+        message: String,
+        span: Span,
+        origin: Option<Span>,
+    },
 }
 
 impl GraphError {
@@ -70,6 +75,15 @@ impl ToDiagnostic for GraphError {
             .with_labels(vec![
                 Label::primary(span.file, span.range()).with_message(label),
             ]);
+        if let GraphError::Eval {
+            origin: Some(o), ..
+        } = self
+            && *o != span
+        {
+            d.labels.push(
+                Label::secondary(o.file, o.range()).with_message("inside this function statement"),
+            );
+        }
         if let Some(n) = note {
             d = d.with_notes(vec![format!("help: {n}")]);
         }

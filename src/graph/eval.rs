@@ -64,6 +64,8 @@ pub struct Ctx<'a> {
     ret: Option<Value>,
     /// Current depth of user-defined function calls.
     depth: usize,
+    /// Inside a user density called as `foo_lpdf(…)`: `_lupdf` and `~` keep their constants.
+    normalised: bool,
 }
 
 /// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
@@ -98,6 +100,7 @@ impl<'a> Ctx<'a> {
             funcs: &[],
             ret: None,
             depth: 0,
+            normalised: false,
         }
     }
 
@@ -158,7 +161,8 @@ impl<'a> Ctx<'a> {
                 for a in args {
                     vals.push(self.eval(a).map_err(loc)?);
                 }
-                let s = self.lpdf(*family, &vals, true).map_err(loc)?;
+                let propto = !self.normalised;
+                let s = self.lpdf(*family, &vals, propto).map_err(loc)?;
                 self.add_target(&Value::from_s(s));
                 if let Some((lo, hi)) = trunc {
                     self.truncate(*family, &mut vals, lo.as_ref(), hi.as_ref())
@@ -646,7 +650,8 @@ impl<'a> Ctx<'a> {
                 for a in args {
                     vals.push(self.eval(a)?);
                 }
-                Value::from_s(self.lpdf(*family, &vals, *propto)?)
+                let propto = *propto && !self.normalised;
+                Value::from_s(self.lpdf(*family, &vals, propto)?)
             }
             Ex::UserCall(fi, args) => {
                 let funcs = self.funcs;
@@ -656,6 +661,18 @@ impl<'a> Ctx<'a> {
                     vals.push(self.eval(a)?);
                 }
                 self.call_user(f, vals)?
+            }
+            Ex::NormalisedUserCall(fi, args) => {
+                let funcs = self.funcs;
+                let f = &funcs[*fi as usize];
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                let outer = std::mem::replace(&mut self.normalised, true);
+                let r = self.call_user(f, vals);
+                self.normalised = outer;
+                r?
             }
             Ex::Cdf {
                 family,
@@ -773,8 +790,7 @@ impl<'a> Ctx<'a> {
         }
         if self.depth >= MAX_CALL_DEPTH {
             return Err(Fault::fatal(format!(
-                "function `{}`: calls nested more than {MAX_CALL_DEPTH} deep (unbounded recursion?)",
-                f.name
+                "calls of user-defined functions nested more than {MAX_CALL_DEPTH} deep (recursion without a base case?)"
             )));
         }
         let frame = vec![Value::Int(0); f.n_slots as usize];
@@ -789,10 +805,18 @@ impl<'a> Ctx<'a> {
         self.env = saved;
         let ret = std::mem::replace(&mut self.ret, saved_ret);
         match r {
-            Err(l) => Err(Fault::new(
-                format!("in function `{}`: {}", f.name, l.fault.message),
-                l.fault.recoverable,
-            )),
+            Err(l) => {
+                // Name the function once per distinct frame (recursion would otherwise repeat
+                // the prefix up to MAX_CALL_DEPTH times) and keep the innermost location.
+                let prefix = format!("in function `{}`: ", f.name);
+                let message = if l.fault.message.starts_with(&prefix) {
+                    l.fault.message.clone()
+                } else {
+                    format!("{prefix}{}", l.fault.message)
+                };
+                Err(Fault::new(message, l.fault.recoverable)
+                    .with_origin(l.fault.origin.unwrap_or(l.span)))
+            }
             Ok(_) => match ret {
                 Some(v) => Ok(if f.returns_int { v } else { to_real(v) }),
                 None if f.void => Ok(Value::Int(0)),

@@ -229,8 +229,14 @@ pub enum Ex {
         complement: bool,
         args: Vec<Ex>,
     },
-    /// A call to a user-defined function (index into the model's function table).
+    /// A call to a user-defined function (index into the model's function table). A user
+    /// density reached through `~` or `foo_lupdf(…)` is called this way: `_lupdf` calls inside
+    /// it drop constants.
     UserCall(u32, Vec<Ex>),
+    /// A user-defined `foo_lpdf(…)`/`foo_lpmf(…)` called by its full name: every `_lupdf`/`~`
+    /// inside it (and in what it calls) keeps its constants, as Stan's `propto` template
+    /// argument is false for such calls (Stan Reference Manual, "Log probability functions").
+    NormalisedUserCall(u32, Vec<Ex>),
     /// `foo_rng(…)`.
     Rng {
         family: Family,

@@ -98,6 +98,7 @@ fn eval_err(l: Located) -> GraphError {
     GraphError::Eval {
         message: l.fault.message.clone(),
         span: l.span,
+        origin: l.fault.origin,
     }
 }
 
@@ -143,6 +144,7 @@ impl Model {
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
                     message: f.message.clone(),
                     span: d.ty.span,
+                    origin: f.origin,
                 })?
             };
             let name = &d.name.name;
@@ -244,6 +246,7 @@ impl Model {
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
                     message: f.message.clone(),
                     span: d.ty.span,
+                    origin: f.origin,
                 })?
             };
             let k = &d.ty.constraint;
@@ -295,6 +298,7 @@ impl Model {
                         return Err(GraphError::Eval {
                             message: "a simplex needs at least one element".into(),
                             span: d.ty.span,
+                            origin: None,
                         });
                     }
                     n - n / k
@@ -390,6 +394,7 @@ impl Model {
                     ctx.eval_type(ty).map_err(|f| GraphError::Eval {
                         message: f.message.clone(),
                         span: d.ty.span,
+                        origin: f.origin,
                     })?
                 };
                 let k = &d.ty.constraint;
@@ -437,9 +442,17 @@ impl Model {
     }
 
     fn density_error(&self, l: Located) -> DensityError {
+        // A fault inside a user-defined function names the model statement that called it and
+        // the statement in the function (which may be in an included library).
+        let location = match l.fault.origin {
+            Some(o) if o != l.span => {
+                format!("{}, inside at {}", self.location(l.span), self.location(o))
+            }
+            _ => self.location(l.span),
+        };
         DensityError {
             message: l.fault.message.clone(),
-            location: Some(self.location(l.span)),
+            location: Some(location),
             recoverable: l.fault.recoverable,
         }
     }

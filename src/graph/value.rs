@@ -153,6 +153,10 @@ pub struct FaultInfo {
     pub message: String,
     /// Whether the algorithm may continue by rejecting the point.
     pub recoverable: bool,
+    /// The innermost statement where the fault arose when that is inside a user-defined
+    /// function (possibly in an included library); the interpreter attaches the call site's
+    /// span separately, so an error can name both places.
+    pub origin: Option<crate::syntax::Span>,
 }
 
 impl std::ops::Deref for Fault {
@@ -168,7 +172,13 @@ impl Fault {
         Fault(Box::new(FaultInfo {
             message: message.into(),
             recoverable,
+            origin: None,
         }))
+    }
+    /// The same fault, located inside a user-defined function at `origin`.
+    pub fn with_origin(mut self, origin: crate::syntax::Span) -> Self {
+        self.0.origin = Some(origin);
+        self
     }
     /// A domain error (the sampler may reject the point).
     pub fn domain(message: impl Into<String>) -> Self {

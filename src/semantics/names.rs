@@ -10,7 +10,7 @@ use crate::syntax::span::Span;
 use super::types::Type;
 
 /// Minimum normalised similarity for a suggestion (Nickel uses the same threshold).
-pub const SUGGESTION_THRESHOLD: f64 = 0.6;
+pub use crate::syntax::suggest::SUGGESTION_THRESHOLD;
 
 /// Where a variable was declared; decides where it may be assigned and whether it counts as data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,60 +129,14 @@ impl Scopes {
     }
 }
 
-/// Optimal-string-alignment Damerau–Levenshtein distance (insertions, deletions,
-/// substitutions and transpositions of adjacent characters each cost 1).
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let (n, m) = (a.len(), b.len());
-    let mut d = vec![vec![0usize; m + 1]; n + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=n {
-        for j in 1..=m {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = v;
-        }
-    }
-    d[n][m]
-}
+pub use crate::syntax::suggest::{edit_distance, similarity};
 
-/// Similarity in [0, 1]: 1 − distance / length of the longer string (1 for two empty strings).
-pub fn similarity(a: &str, b: &str) -> f64 {
-    let longer = a.chars().count().max(b.chars().count());
-    if longer == 0 {
-        return 1.0;
-    }
-    1.0 - edit_distance(a, b) as f64 / longer as f64
-}
-
-/// The candidate most similar to `name`, if its similarity reaches [`SUGGESTION_THRESHOLD`].
-/// Ties go to the first candidate in the given order; `name` itself is never suggested.
+/// The candidate most similar to `name` (see [`crate::syntax::suggest::best_match`]), owned.
 pub fn best_match<'a, I>(name: &str, candidates: I) -> Option<String>
 where
     I: IntoIterator<Item = &'a str>,
 {
-    let mut best: Option<(&str, f64)> = None;
-    for c in candidates {
-        if c == name {
-            continue;
-        }
-        let s = similarity(name, c);
-        if s >= SUGGESTION_THRESHOLD && best.is_none_or(|(_, b)| s > b) {
-            best = Some((c, s));
-        }
-    }
-    best.map(|(c, _)| c.to_string())
+    crate::syntax::suggest::best_match(name, candidates).map(str::to_string)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod parser;
 pub mod report;
 pub mod source;
 pub mod span;
+pub mod suggest;
 
 pub use error::SyntaxError;
 pub use parser::{input_is_complete, parse_expression, parse_program, parse_statements};
