@@ -450,6 +450,7 @@ data { int N; vector[N] y; }
 parameters { real mu; vector[2] v; }
 model {
   y ~ mylik(mu, 1.5);
+  target += mylik_lupdf(y | mu, 1.5) - mylik_lpdf(y | mu, 1.5);
   target += twice(mu) + fact(4) + sum(scale(v, mu));
   addit_lp(-square(mu));
 }";
@@ -519,12 +520,12 @@ fn reject_is_recoverable_with_its_message() {
 #[test]
 fn graph_errors_render_at_their_span() {
     use bayesc::syntax::report::{ToDiagnostic, render_plain};
-    let src = "parameters {\n  corr_matrix[3] L;\n}\nmodel { }\n";
+    let src = "parameters {\n  int n;\n}\nmodel { }\n";
     let prog = parse_program(src, 0).unwrap();
     let e = Model::new(&prog, &BoundData::default()).err().unwrap();
     let d = e.to_diagnostic();
     let range = d.labels[0].range.clone();
-    assert_eq!(&src[range], "corr_matrix[3]");
+    assert_eq!(src[range].trim(), "int");
     let mut sm = bayesc::syntax::source::SourceMap::new();
     sm.add("model.bayes", src);
     let text = render_plain(&sm, &d);
@@ -622,22 +623,24 @@ parameters {
   cov_matrix[2] S;
   cholesky_factor_cov[2] C;
   array[2] cholesky_factor_corr[2] Ls;
+  corr_matrix[3] Om;
 }
 model {
   matrix[3, 3] R = multiply_lower_tri_self_transpose(L);
   target += 0.3 * sum(R) + 0.1 * sum(S) - dot_self(to_vector(C)) + sum(Ls[2]) + L[3, 2];
+  target += -dot_self(to_vector(Om)) + Om[3, 1];
 }";
     let m = compile(src, &BoundData::default());
-    assert_eq!(m.unconstrained_dim(), 3 + 3 + 3 + 2);
-    assert_eq!(m.parameter_names().len(), 9 + 4 + 4 + 8);
-    let z: Vec<f64> = (0..11)
+    assert_eq!(m.unconstrained_dim(), 3 + 3 + 3 + 2 + 3);
+    assert_eq!(m.parameter_names().len(), 9 + 4 + 4 + 8 + 9);
+    let z: Vec<f64> = (0..14)
         .map(|i| 0.4 * ((i as f64) * 0.9 + 0.2).cos())
         .collect();
-    let mut g = vec![0.0; 11];
+    let mut g = vec![0.0; 14];
     let v = m.log_density_grad(&z, &mut g).unwrap();
     assert_eq!(v, m.log_density(&z).unwrap());
     let fd = fd_grad(&m, &z);
-    for k in 0..11 {
+    for k in 0..14 {
         assert!(
             rel_close(g[k], fd[k], 1e-6),
             "grad {k}: {} vs {}",
@@ -653,7 +656,7 @@ model {
     assert!((row3 - 1.0).abs() < 1e-14);
     assert_eq!(x[10], x[11]); // S[2,1] == S[1,2]
     let back = m.unconstrain(&x).unwrap();
-    for k in 0..11 {
+    for k in 0..14 {
         assert!(
             (back[k] - z[k]).abs() < 1e-9,
             "{k}: {} vs {}",
@@ -661,4 +664,24 @@ model {
             z[k]
         );
     }
+}
+
+#[test]
+fn transformed_data_bounds_are_checked() {
+    let ok = compile(
+        "transformed data { int K = 3; real<lower=0, upper=K> x = 2; } parameters { real m; } model { m ~ normal(x, 1); }",
+        &BoundData::default(),
+    );
+    assert!((ok.log_density(&[2.0]).unwrap()).abs() < 1e-15);
+    let prog = parse_program(
+        "transformed data { int K = 3; real<upper=K> x = 4; } parameters { real m; } model { }",
+        0,
+    )
+    .unwrap();
+    let e = Model::new(&prog, &BoundData::default()).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("x is 4, but must be less than or equal to 3"),
+        "{e}"
+    );
 }

@@ -89,6 +89,25 @@ fn log1p_exp(x: f64) -> f64 {
     }
 }
 
+/// Mᵀ M (2 × 2).
+fn mtm(p: &P) -> [[f64; 2]; 2] {
+    let mut a = [[0.0; 2]; 2];
+    for (j, row) in a.iter_mut().enumerate() {
+        for (l, x) in row.iter_mut().enumerate() {
+            *x = (0..3).map(|i| p.m[i][j] * p.m[i][l]).sum();
+        }
+    }
+    a
+}
+
+/// Cholesky factor (L11, L21, L22) of Mᵀ M + I.
+fn chol2(p: &P) -> (f64, f64, f64) {
+    let a = mtm(p);
+    let l11 = (a[0][0] + 1.0).sqrt();
+    let l21 = a[1][0] / l11;
+    (l11, l21, (a[1][1] + 1.0 - l21 * l21).sqrt())
+}
+
 const HALF_LOG_TWO_PI: f64 = 0.918_938_533_204_672_8;
 
 /// (expression, closed-form value, gradient tolerance relative to max(|g|, 1)).
@@ -182,6 +201,9 @@ fn table() -> Vec<(&'static str, Closed, f64)> {
         ("log_mix(inv_logit(b), a, v[1])", Some(|p| { let t = 1.0 / (1.0 + (-p.b).exp()); (t * p.a.exp() + (1.0 - t) * p.v[0].exp()).ln() }), 1e-7),
         ("std_normal_lpdf(v)", Some(|p| p.v.iter().map(|x| -HALF_LOG_TWO_PI - 0.5 * x * x).sum()), 1e-7),
         ("normal_lcdf(a | b, 2) + normal_lccdf(v[2] | a, exp(b))", None, 1e-7),
+        ("sum(cholesky_decompose(add_diag(crossprod(M), 1)))", Some(|p| { let (l11, l21, l22) = chol2(p); l11 + l21 + l22 }), 1e-7),
+        ("sum(mdivide_left_tri_low(cholesky_decompose(add_diag(crossprod(M), 1)), [a, b]'))", Some(|p| { let (l11, l21, l22) = chol2(p); let x1 = p.a / l11; x1 + (p.b - l21 * x1) / l22 }), 1e-7),
+        ("trace(tcrossprod(M)) + sum(add_diag(crossprod(M), v[1:2]))", Some(|p| { let a = mtm(p); p.m.iter().flatten().map(|x| x * x).sum::<f64>() + a[0][0] + a[0][1] + a[1][0] + a[1][1] + p.v[0] + p.v[1] }), 1e-7),
         ("sum(to_row_vector(v) .* w) + sum(to_matrix(v, 3, 1))", Some(|p| (0..3).map(|i| p.v[i] * p.w[i] + p.v[i]).sum()), 1e-7),
     ]
 }

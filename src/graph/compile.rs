@@ -221,6 +221,14 @@ impl Compiler {
         if let Some(&i) = self.funcs.get(n) {
             return Ok(Ex::UserCall(i, self.exprs(args)?));
         }
+        // `foo_lupdf(…)` calls a user-defined `foo_lpdf` (the user's function decides what to drop).
+        for (u, full) in [("_lupdf", "_lpdf"), ("_lupmf", "_lpmf")] {
+            if let Some(stem) = n.strip_suffix(u)
+                && let Some(&i) = self.funcs.get(&format!("{stem}{full}"))
+            {
+                return Ok(Ex::UserCall(i, self.exprs(args)?));
+            }
+        }
         Err(GraphError::UnknownFunction {
             name: n.to_string(),
             span,
@@ -239,13 +247,8 @@ impl Compiler {
             SizedBase::Matrix(r, c) => BaseEx::Matrix(self.expr(r)?, self.expr(c)?),
             SizedBase::CholeskyFactorCorr(k)
             | SizedBase::CholeskyFactorCov(k)
-            | SizedBase::CovMatrix(k) => BaseEx::Matrix(self.expr(k)?, self.expr(k)?),
-            SizedBase::CorrMatrix(_) => {
-                return Err(GraphError::Unsupported {
-                    what: "corr_matrix (use cholesky_factor_corr and multiply_lower_tri_self_transpose)".into(),
-                    span: ty.span,
-                });
-            }
+            | SizedBase::CovMatrix(k)
+            | SizedBase::CorrMatrix(k) => BaseEx::Matrix(self.expr(k)?, self.expr(k)?),
         };
         Ok(DeclTy {
             int: int || matches!(ty.base, SizedBase::Int),
@@ -263,12 +266,7 @@ impl Compiler {
                 let ty = self.decl_ty(&d.ty, false)?;
                 let init = d.init.as_ref().map(|e| self.expr(e)).transpose()?;
                 let slot = self.declare_local(&d.name.name);
-                StKind::Decl {
-                    slot,
-                    ty,
-                    init,
-                    check: None,
-                }
+                StKind::Decl { slot, ty, init }
             }
             StmtKind::Assign { lhs, op, rhs } => {
                 let (slot, idx) = self.lvalue(lhs)?;

@@ -170,15 +170,13 @@ impl<'a> Ctx<'a> {
             StKind::For { slot, lo, hi, body } => {
                 let lo = as_int(&self.eval(lo).map_err(loc)?, "loop bound").map_err(loc)?;
                 let hi = as_int(&self.eval(hi).map_err(loc)?, "loop bound").map_err(loc)?;
-                let mut i = lo;
-                while i <= hi {
+                for i in lo..=hi {
                     self.env[*slot as usize] = Value::Int(i);
                     match self.exec(body)? {
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
                         _ => {}
                     }
-                    i += 1;
                 }
             }
             StKind::ForEach { slot, coll, body } => {
@@ -771,10 +769,10 @@ impl<'a> Ctx<'a> {
         self.env = saved;
         let ret = std::mem::replace(&mut self.ret, saved_ret);
         match r {
-            Err(l) => Err(Fault {
-                message: format!("in function `{}`: {}", f.name, l.fault.message),
-                recoverable: l.fault.recoverable,
-            }),
+            Err(l) => Err(Fault::new(
+                format!("in function `{}`: {}", f.name, l.fault.message),
+                l.fault.recoverable,
+            )),
             Ok(_) => match ret {
                 Some(v) => Ok(if f.returns_int { v } else { to_real(v) }),
                 None if f.void => Ok(Value::Int(0)),
@@ -982,9 +980,21 @@ impl<'a> Ctx<'a> {
                 s => Arg::Scalar(self.tape.value(s.as_s().expect("non-tensor is scalar"))),
             });
         }
+        // Value-only path: partials are not needed, and a normalised density (or CDF) does not
+        // depend on the flags, so no partials are computed; `~` keeps the flags because the
+        // dropped constant terms depend on them.
+        let no_vars = [false; 8];
+        let flags: &[bool] = if !self.tape.recording
+            && !matches!(kind, Kind::Density(true))
+            && is_var.len() <= no_vars.len()
+        {
+            &no_vars[..is_var.len()]
+        } else {
+            &is_var
+        };
         let term = match kind {
-            Kind::Density(propto) => distributions::log_density(family, &args, &is_var, propto),
-            Kind::Cdf(complement) => distributions::log_cdf(family, &args, &is_var, complement),
+            Kind::Density(propto) => distributions::log_density(family, &args, flags, propto),
+            Kind::Cdf(complement) => distributions::log_cdf(family, &args, flags, complement),
         }
         .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
@@ -992,6 +1002,9 @@ impl<'a> Ctx<'a> {
         }
         if !is_var.iter().any(|&b| b) {
             return Ok(S::C(term.value));
+        }
+        if !self.tape.recording {
+            return Ok(S::V(self.tape.leaf(term.value)));
         }
         let base = self.tape.entries_base();
         let out = self.tape.leaf(term.value);
@@ -1754,6 +1767,127 @@ impl<'a> Ctx<'a> {
                     base: Base::Vector(n),
                     data: Data::Real(Arc::new(xs)),
                 })
+            }
+            CholeskyDecompose => {
+                arity(1)?;
+                let k = match v[0].shape() {
+                    ([], Base::Matrix(r, c)) if r == c => r,
+                    _ => return Err(Fault::fatal("cholesky_decompose needs a square matrix")),
+                };
+                let a = |i: usize, j: usize| v[0].elem(i + j * k);
+                let mut l = vec![S::C(0.0); k * k];
+                for j in 0..k {
+                    for i in j..k {
+                        // s = A[i, j] − Σ_{q<j} L[i, q] L[j, q]
+                        let mut value = tape.value(a(i, j));
+                        let mut entries = vec![(a(i, j), 1.0)];
+                        for q in 0..j {
+                            let (x, y) = (l[i + q * k], l[j + q * k]);
+                            let (vx, vy) = (tape.value(x), tape.value(y));
+                            value -= vx * vy;
+                            entries.push((x, -vy));
+                            entries.push((y, -vx));
+                        }
+                        let s = tape.node(value, &entries);
+                        if i == j {
+                            if value.is_nan() || value <= 0.0 {
+                                return Err(Fault::domain(
+                                    "cholesky_decompose: Matrix m is not positive definite",
+                                ));
+                            }
+                            let r = value.sqrt();
+                            l[j + j * k] = tape.node(r, &[(s, 0.5 / r)]);
+                        } else {
+                            let d = l[j + j * k];
+                            let vd = tape.value(d);
+                            l[i + j * k] =
+                                tape.node(value / vd, &[(s, 1.0 / vd), (d, -value / (vd * vd))]);
+                        }
+                    }
+                }
+                super::value::tensor_from_s(tape, vec![], Base::Matrix(k, k), &l)
+            }
+            MdivideLeftTriLow => {
+                arity(2)?;
+                let k = match v[0].shape() {
+                    ([], Base::Matrix(r, c)) if r == c => r,
+                    _ => return Err(Fault::fatal("mdivide_left_tri_low needs a square matrix")),
+                };
+                let (barr, bbase) = {
+                    let (a, b) = v[1].shape();
+                    (a.to_vec(), b)
+                };
+                let (br, bc) = bbase.matrix_dims();
+                if !barr.is_empty() || br != k || matches!(bbase, Base::Scalar | Base::RowVector(_))
+                {
+                    return Err(Fault::fatal(format!(
+                        "size mismatch in mdivide_left_tri_low: {} and {}",
+                        v[0].describe(),
+                        v[1].describe()
+                    )));
+                }
+                let l = |i: usize, j: usize| v[0].elem(i + j * k);
+                let mut x = vec![S::C(0.0); k * bc];
+                for c in 0..bc {
+                    for i in 0..k {
+                        // x_i = (b_i − Σ_{q<i} L[i, q] x_q) / L[i, i]
+                        let bi = v[1].elem(i + c * k);
+                        let mut num = tape.value(bi);
+                        let mut entries = vec![(bi, 1.0)];
+                        for q in 0..i {
+                            let (lq, xq) = (l(i, q), x[q + c * k]);
+                            let (vl, vx) = (tape.value(lq), tape.value(xq));
+                            num -= vl * vx;
+                            entries.push((lq, -vx));
+                            entries.push((xq, -vl));
+                        }
+                        let d = l(i, i);
+                        let vd = tape.value(d);
+                        for e in entries.iter_mut() {
+                            e.1 /= vd;
+                        }
+                        entries.push((d, -num / (vd * vd)));
+                        x[i + c * k] = tape.node(num / vd, &entries);
+                    }
+                }
+                super::value::tensor_from_s(tape, vec![], bbase, &x)
+            }
+            Trace => {
+                arity(1)?;
+                let k = match v[0].shape() {
+                    ([], Base::Matrix(r, c)) => r.min(c),
+                    _ => return Err(Fault::fatal("trace needs a matrix")),
+                };
+                let r = v[0].shape().1.matrix_dims().0;
+                let diag: Vec<usize> = (0..k).map(|i| i + i * r).collect();
+                let d = permute(&v[0], &diag, vec![], Base::Vector(k));
+                let xs = d.values(tape);
+                reduce(tape, &d, xs.iter().sum(), |_| 1.0)
+            }
+            AddDiag => {
+                arity(2)?;
+                let k = match v[0].shape() {
+                    ([], Base::Matrix(r, c)) if r == c => r,
+                    _ => return Err(Fault::fatal("add_diag needs a square matrix")),
+                };
+                if v[1].as_s().is_none() && v[1].num_elements() != k {
+                    return Err(Fault::fatal(format!(
+                        "size mismatch in add_diag: {} and {}",
+                        v[0].describe(),
+                        v[1].describe()
+                    )));
+                }
+                let mut e: Vec<S> = (0..k * k).map(|o| v[0].elem(o)).collect();
+                for i in 0..k {
+                    let di = match v[1].as_s() {
+                        Some(s) => s,
+                        None => v[1].elem(i),
+                    };
+                    let a = e[i + i * k];
+                    let val = tape.value(a) + tape.value(di);
+                    e[i + i * k] = tape.node(val, &[(a, 1.0), (di, 1.0)]);
+                }
+                super::value::tensor_from_s(tape, vec![], Base::Matrix(k, k), &e)
             }
             LogMix => {
                 arity(3)?;

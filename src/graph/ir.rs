@@ -71,6 +71,10 @@ pub enum Builtin {
     QuadForm,
     LinspacedVector,
     LogMix,
+    CholeskyDecompose,
+    MdivideLeftTriLow,
+    Trace,
+    AddDiag,
     /// A constant such as `pi()`.
     Const(f64),
     /// `target()`.
@@ -191,6 +195,10 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "quad_form" => QuadForm,
         "linspaced_vector" => LinspacedVector,
         "log_mix" => LogMix,
+        "cholesky_decompose" => CholeskyDecompose,
+        "mdivide_left_tri_low" => MdivideLeftTriLow,
+        "trace" => Trace,
+        "add_diag" => AddDiag,
         _ => return None,
     })
 }
@@ -273,6 +281,7 @@ pub enum Transform {
     CholeskyCorr,
     CholeskyCov,
     CovMatrix,
+    CorrMatrix,
 }
 
 /// A lowered statement with the span of the source statement.
@@ -289,8 +298,6 @@ pub enum StKind {
         slot: u32,
         ty: DeclTy,
         init: Option<Ex>,
-        /// Bounds to check after the block (transformed parameters and generated quantities).
-        check: Option<(Option<Ex>, Option<Ex>)>,
     },
     Assign {
         slot: u32,

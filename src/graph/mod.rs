@@ -8,15 +8,15 @@
 //! sweeps it backwards. `log_density` runs the same interpreter with recording off, so both
 //! paths return the same value. `generated quantities` run in [`Model::write_array`].
 
-pub mod compile;
+pub(crate) mod compile;
 pub mod error;
-pub mod eval;
-pub mod ir;
-pub mod ops;
-pub mod scalar;
-pub mod tape;
-pub mod transforms;
-pub mod value;
+pub(crate) mod eval;
+pub(crate) mod ir;
+pub(crate) mod ops;
+pub(crate) mod scalar;
+pub(crate) mod tape;
+pub(crate) mod transforms;
+pub(crate) mod value;
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -96,7 +96,7 @@ fn with_tape<T>(f: impl FnOnce(&mut Tape) -> T) -> T {
 
 fn eval_err(l: Located) -> GraphError {
     GraphError::Eval {
-        message: l.fault.message,
+        message: l.fault.message.clone(),
         span: l.span,
     }
 }
@@ -141,7 +141,7 @@ impl Model {
                 let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
                 ctx.funcs = &funcs;
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
-                    message: f.message,
+                    message: f.message.clone(),
                     span: d.ty.span,
                 })?
             };
@@ -213,12 +213,12 @@ impl Model {
             let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
             ctx.funcs = &funcs;
             ctx.exec_all(&td_sts).map_err(eval_err)?;
-            let mut env = std::mem::take(&mut ctx.env);
             for (name, slot, lower, upper, span) in &td_vars {
-                let v = &env[*slot as usize];
-                check_bounds(&mut ctx, name, v, lower.as_ref(), upper.as_ref(), false)
+                let v = ctx.env[*slot as usize].clone();
+                check_bounds(&mut ctx, name, &v, lower.as_ref(), upper.as_ref(), false)
                     .map_err(|fault| eval_err(Located { fault, span: *span }))?;
             }
+            let mut env = std::mem::take(&mut ctx.env);
             drop(ctx);
             for (name, slot, ..) in td_vars {
                 let v = std::mem::replace(&mut env[slot as usize], Value::Int(0));
@@ -242,7 +242,7 @@ impl Model {
                 let mut ctx = Ctx::new(&globals, c.n_slots as usize, &mut tape);
                 ctx.funcs = &funcs;
                 ctx.eval_type(&ty).map_err(|f| GraphError::Eval {
-                    message: f.message,
+                    message: f.message.clone(),
                     span: d.ty.span,
                 })?
             };
@@ -255,6 +255,7 @@ impl Model {
                     | SizedBase::CholeskyFactorCorr(_)
                     | SizedBase::CholeskyFactorCov(_)
                     | SizedBase::CovMatrix(_)
+                    | SizedBase::CorrMatrix(_)
             );
             if special && !k.is_empty() {
                 return Err(GraphError::Unsupported {
@@ -273,6 +274,7 @@ impl Model {
                 (SizedBase::CholeskyFactorCorr(_), ..) => Transform::CholeskyCorr,
                 (SizedBase::CholeskyFactorCov(_), ..) => Transform::CholeskyCov,
                 (SizedBase::CovMatrix(_), ..) => Transform::CovMatrix,
+                (SizedBase::CorrMatrix(_), ..) => Transform::CorrMatrix,
                 (_, None, None, None, None) => Transform::Identity,
                 (_, Some(l), None, None, None) => Transform::Lower(l),
                 (_, None, Some(u), None, None) => Transform::Upper(u),
@@ -297,13 +299,17 @@ impl Model {
                     }
                     n - n / k
                 }
-                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                Transform::CholeskyCorr
+                | Transform::CholeskyCov
+                | Transform::CovMatrix
+                | Transform::CorrMatrix => {
                     let (k, _) = base.matrix_dims();
-                    let per = if matches!(transform, Transform::CholeskyCorr) {
-                        transforms::cholesky_corr_free_dim(k)
-                    } else {
-                        transforms::cholesky_cov_free_dim(k)
-                    };
+                    let per =
+                        if matches!(transform, Transform::CholeskyCorr | Transform::CorrMatrix) {
+                            transforms::cholesky_corr_free_dim(k)
+                        } else {
+                            transforms::cholesky_cov_free_dim(k)
+                        };
                     if k == 0 { 0 } else { n / (k * k) * per }
                 }
                 _ => n,
@@ -382,7 +388,7 @@ impl Model {
                 let (arr, base) = {
                     let mut ctx = Ctx::new(globals, c.n_slots as usize, tape);
                     ctx.eval_type(ty).map_err(|f| GraphError::Eval {
-                        message: f.message,
+                        message: f.message.clone(),
                         span: d.ty.span,
                     })?
                 };
@@ -432,7 +438,7 @@ impl Model {
 
     fn density_error(&self, l: Located) -> DensityError {
         DensityError {
-            message: l.fault.message,
+            message: l.fault.message.clone(),
             location: Some(self.location(l.span)),
             recoverable: l.fault.recoverable,
         }
@@ -444,7 +450,7 @@ impl Model {
     }
 
     /// Constrained parameter names, flattened in Stan's order (all indices column-major, first
-    /// index fastest, 1-based): "alpha", "beta[1]", …, "Sigma[1,1]", "Sigma[2,1]", ….
+    /// index fastest, 1-based): `alpha`, `beta[1]`, …, `Sigma[1,1]`, `Sigma[2,1]`, ….
     pub fn parameter_names(&self) -> Vec<String> {
         self.params
             .iter()
@@ -547,7 +553,10 @@ impl Model {
                         .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac))
                         .collect()
                 }
-                Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                Transform::CholeskyCorr
+                | Transform::CholeskyCov
+                | Transform::CovMatrix
+                | Transform::CorrMatrix => {
                     let (k, _) = p.base.matrix_dims();
                     let per = p.free / (n / (k * k).max(1)).max(1);
                     let mut xs = Vec::with_capacity(n);
@@ -559,6 +568,9 @@ impl Model {
                             }
                             Transform::CholeskyCov => {
                                 transforms::cholesky_cov_constrain(ctx.tape, y, k, log_jac)
+                            }
+                            Transform::CorrMatrix => {
+                                transforms::corr_matrix_constrain(ctx.tape, y, k, log_jac)
                             }
                             _ => transforms::cov_matrix_constrain(ctx.tape, y, k, log_jac),
                         });
@@ -811,7 +823,10 @@ impl Model {
                         }
                         u
                     }
-                    Transform::CholeskyCorr | Transform::CholeskyCov | Transform::CovMatrix => {
+                    Transform::CholeskyCorr
+                    | Transform::CholeskyCov
+                    | Transform::CovMatrix
+                    | Transform::CorrMatrix => {
                         let (k, _) = p.base.matrix_dims();
                         let mut u = Vec::with_capacity(p.free);
                         for c in x.chunks((k * k).max(1)) {
@@ -819,6 +834,7 @@ impl Model {
                                 match p.transform {
                                     Transform::CholeskyCorr => transforms::cholesky_corr_free(c, k),
                                     Transform::CholeskyCov => transforms::cholesky_cov_free(c, k),
+                                    Transform::CorrMatrix => transforms::corr_matrix_free(c, k),
                                     _ => transforms::cov_matrix_free(c, k),
                                 }
                                 .map_err(loc)?,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::scalar::{B, U};
 use super::tape::{Acc, S, Tape};
-use super::value::{Base, Data, Fault, R, Tensor, Value, tensor_from_s, to_slot};
+use super::value::{Base, Data, Fault, R, Tensor, Value, to_slot};
 
 /// Applies `u` elementwise (integers are promoted to reals).
 pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
@@ -322,11 +322,6 @@ pub fn to_real(v: Value) -> Value {
         }
         v => v,
     }
-}
-
-/// A tensor of scalars (helper for builtins building results element by element).
-pub fn from_elems(tape: &mut Tape, arr: Vec<usize>, base: Base, e: &[S]) -> Value {
-    tensor_from_s(tape, arr, base, e)
 }
 
 /// The operand accessor of `v` for [`Tape::map2`].

@@ -109,15 +109,6 @@ impl Tape {
         self.ins.len() as u32
     }
 
-    /// Reserves room for `n` more entries.
-    #[inline]
-    pub fn reserve_entries(&mut self, n: usize) {
-        if self.recording {
-            self.ins.reserve(n);
-            self.parts.reserve(n);
-        }
-    }
-
     /// Adds an entry (input slot, partial) to the node being built.
     #[inline]
     pub fn entry(&mut self, input: u32, d: f64) {

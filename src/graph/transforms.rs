@@ -450,6 +450,87 @@ pub fn cov_matrix_free(x: &[f64], k: usize) -> R<Vec<f64>> {
     cholesky_cov_free(&l, k)
 }
 
+/// Correlation matrix (Stan reference manual, "Correlation matrices"): canonical partial
+/// correlations z = tanh(y), consumed column by column into the Cholesky factor L (as Stan's
+/// `read_corr_L`), Ω = L Lᵀ. log|J| = Σ log(1 − z²) + ½ Σ_{k=1}^{K−2} Σ_{i>k} (K − k − 1)
+/// log(1 − z_{ik}²), the Jacobian of the map to the strictly lower triangle of Ω.
+pub fn corr_matrix_constrain(tape: &mut Tape, y: &[S], k: usize, log_jac: &mut Vec<S>) -> Vec<S> {
+    let mut l = vec![S::C(0.0); k * k];
+    let mut omega = vec![S::C(0.0); k * k];
+    if k == 0 {
+        return omega;
+    }
+    // acc[r] = 1 − Σ_{c < col} L[r, c]² for the current column.
+    let mut acc = vec![S::C(1.0); k];
+    let mut pos = 0;
+    for col in 0..k {
+        l[col + col * k] = sc::sqrt(tape, acc[col]);
+        for r in col + 1..k {
+            let z = sc::tanh(tape, y[pos]);
+            pos += 1;
+            let z2 = sc::square(tape, z);
+            let om = sc::one_minus(tape, z2);
+            let lom = sc::ln(tape, om);
+            log_jac.push(lom);
+            let w = 0.5 * (k as f64 - col as f64 - 2.0);
+            if w != 0.0 {
+                log_jac.push(sc::mul(tape, S::C(w), lom));
+            }
+            let ra = sc::sqrt(tape, acc[r]);
+            l[r + col * k] = sc::mul(tape, z, ra);
+            acc[r] = sc::mul(tape, acc[r], om);
+        }
+    }
+    for i in 0..k {
+        omega[i + i * k] = S::C(1.0);
+        for j in 0..i {
+            let mut value = 0.0;
+            let mut entries: Vec<(S, f64)> = Vec::with_capacity(2 * (j + 1));
+            for q in 0..=j {
+                let (a, b) = (l[i + q * k], l[j + q * k]);
+                let (va, vb) = (tape.value(a), tape.value(b));
+                value += va * vb;
+                entries.push((a, vb));
+                entries.push((b, va));
+            }
+            let s = tape.node(value, &entries);
+            omega[i + j * k] = s;
+            omega[j + i * k] = s;
+        }
+    }
+    omega
+}
+
+/// Inverse of [`corr_matrix_constrain`]. Errors: not a symmetric positive definite matrix with
+/// unit diagonal.
+pub fn corr_matrix_free(x: &[f64], k: usize) -> R<Vec<f64>> {
+    if (0..k).any(|i| (x[i + i * k] - 1.0).abs() > 1e-8) {
+        return Err(Fault::fatal("corr_matrix_free: diagonal must be 1"));
+    }
+    let chol = cov_matrix_free(x, k)?;
+    // Rebuild L from the free Cholesky coordinates (row by row, log diagonal).
+    let mut l = vec![0.0; k * k];
+    let mut pos = 0;
+    for m in 0..k {
+        for n in 0..m {
+            l[m + n * k] = chol[pos];
+            pos += 1;
+        }
+        l[m + m * k] = chol[pos].exp();
+        pos += 1;
+    }
+    let mut acc = vec![1.0f64; k];
+    let mut y = Vec::with_capacity(cholesky_corr_free_dim(k));
+    for col in 0..k {
+        for r in col + 1..k {
+            let z = l[r + col * k] / acc[r].sqrt();
+            y.push(z.atanh());
+            acc[r] *= 1.0 - z * z;
+        }
+    }
+    Ok(y)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,5 +706,31 @@ mod tests {
         }
         let fd = fd_log_det(&y, &|v: &[f64]| tri(&run(v, &f).0));
         assert!((fd - j).abs() < 1e-6, "{j} vs {fd}");
+    }
+
+    #[test]
+    fn corr_matrix_round_trip_and_jacobian() {
+        let k = 4;
+        let y = [0.3, -0.8, 0.5, 0.2, -0.1, 0.6];
+        let f = |t: &mut Tape, us: &[S], lj: &mut Vec<S>| corr_matrix_constrain(t, us, k, lj);
+        let (x, j) = run(&y, &f);
+        for i in 0..k {
+            assert_eq!(x[i + i * k], 1.0);
+        }
+        let back = corr_matrix_free(&x, k).unwrap();
+        for (a, b) in back.iter().zip(&y) {
+            assert!((a - b).abs() < 1e-10, "{back:?}");
+        }
+        let strict = |x: &[f64]| {
+            let mut v = Vec::new();
+            for c in 0..k {
+                for r in c + 1..k {
+                    v.push(x[r + c * k]);
+                }
+            }
+            v
+        };
+        let fd = fd_log_det(&y, &|v: &[f64]| strict(&run(v, &f).0));
+        assert!((fd - j).abs() < 1e-5, "{j} vs {fd}");
     }
 }

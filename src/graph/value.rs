@@ -78,11 +78,6 @@ impl Data {
         }
     }
 
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Element `i` as a scalar.
     #[inline]
     pub fn at(&self, i: usize) -> S {
@@ -145,26 +140,43 @@ pub enum Ix {
 }
 
 /// A failure during evaluation; the interpreter attaches the statement's span.
+///
+/// Boxed so that `Result<Value, Fault>` is two words and comes back in registers: the
+/// interpreter returns one per expression node.
 #[derive(Clone, Debug)]
-pub struct Fault {
+pub struct Fault(Box<FaultInfo>);
+
+/// What a [`Fault`] says.
+#[derive(Clone, Debug)]
+pub struct FaultInfo {
+    /// The message, e.g. "normal_lpdf: Scale parameter is -0.2, but must be positive".
     pub message: String,
+    /// Whether the algorithm may continue by rejecting the point.
     pub recoverable: bool,
 }
 
+impl std::ops::Deref for Fault {
+    type Target = FaultInfo;
+    fn deref(&self) -> &FaultInfo {
+        &self.0
+    }
+}
+
 impl Fault {
+    /// A fault with the given message and recoverability.
+    pub fn new(message: impl Into<String>, recoverable: bool) -> Self {
+        Fault(Box::new(FaultInfo {
+            message: message.into(),
+            recoverable,
+        }))
+    }
     /// A domain error (the sampler may reject the point).
     pub fn domain(message: impl Into<String>) -> Self {
-        Fault {
-            message: message.into(),
-            recoverable: true,
-        }
+        Fault::new(message, true)
     }
     /// An error in the program or data (index out of range, size mismatch).
     pub fn fatal(message: impl Into<String>) -> Self {
-        Fault {
-            message: message.into(),
-            recoverable: false,
-        }
+        Fault::new(message, false)
     }
 }
 
@@ -290,11 +302,6 @@ pub fn to_slot(tape: &mut Tape, s: S) -> u32 {
         S::V(i) => i,
         S::C(x) => tape.leaf(x),
     }
-}
-
-/// Collects elements of `v` as scalars.
-pub fn elems(v: &Value) -> Vec<S> {
-    (0..v.num_elements()).map(|i| v.elem(i)).collect()
 }
 
 fn check_index(i: i64, n: usize, what: &str) -> R<usize> {
