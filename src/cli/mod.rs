@@ -36,6 +36,9 @@ struct Cli {
 enum Command {
     /// Fit a model to data and print a posterior summary.
     Fit(fit::FitArgs),
+    /// Find the (penalised) maximum-likelihood estimate or posterior mode: the same as
+    /// `fit --method optimize`.
+    Optimize(fit::FitArgs),
     /// Check a model (and optionally bind data) without fitting.
     Check(check::CheckArgs),
     /// Recompute the posterior summary from saved draws files.
@@ -54,6 +57,10 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Fit(args) => fit::run(args),
+        Command::Optimize(mut args) => {
+            args.method = fit::MethodArg::Optimize;
+            fit::run(args)
+        }
         Command::Check(args) => check::run(args),
         Command::Summary(args) => summary::run(args),
     }
