@@ -24,7 +24,9 @@ fn fit_draws(covariance: Covariance, seed: u64) -> (Vec<String>, Vec<f64>, StopR
         stop: &never,
     };
     let result = fit::fit(&model, &options, &monitor).expect("QBVI runs");
-    let FitDetails::Qbvi(q) = &result.details;
+    let FitDetails::Qbvi(q) = &result.details else {
+        panic!("a QBVI fit returns QBVI details")
+    };
     (
         result.draws.names.clone(),
         result.draws.chains[0].clone(),
