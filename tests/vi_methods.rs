@@ -188,6 +188,7 @@ fn qnvb_labour_means_match_nuts_reference() {
         options.vi_draws = 4000;
         options.psis_draws = 0;
         let r = run(&model, &options);
+        assert!(r.vi.is_none(), "psis_draws = 0 skips the diagnostic");
         let m = labour_moments(&r);
         for row in &reference {
             let (mean, _) = m[&row.name];
@@ -275,12 +276,20 @@ fn khat_small_for_full_qbvi_on_labour() {
         let r = run(&model, &options);
         let vi = r.vi.expect("QBVI reports PSIS");
         assert!(vi.khat < 0.5, "seed {seed}: k-hat {}", vi.khat);
-        assert_eq!(
-            vi.trace.len(),
-            match &r.details {
-                FitDetails::Qbvi(q) => q.iterations,
-                _ => unreachable!("QBVI details"),
-            }
+        let FitDetails::Qbvi(q) = &r.details else {
+            panic!("QBVI details expected")
+        };
+        // trace rows: iteration t, LB_t, and L̄_t from t = W + 1 on (specs/qbvi.md §7.2)
+        assert_eq!(vi.trace.len(), q.iterations);
+        let w = options.qbvi.window;
+        assert!(vi.trace[w - 1].2.is_nan());
+        assert_eq!(vi.trace[w], (w + 1, q.elbo_trace[w], q.smoothed_elbo[0]));
+        // the Monte Carlo ELBO of the final q is close to the fit's best smoothed ELBO
+        assert!(
+            (vi.elbo - q.best_smoothed_elbo).abs() < 1.0,
+            "{} vs {}",
+            vi.elbo,
+            q.best_smoothed_elbo
         );
     }
 }
@@ -294,8 +303,15 @@ fn khat_large_for_mean_field_on_funnel() {
     let khat = r.vi.expect("QBVI reports PSIS").khat;
     assert!(khat > 0.7, "diagonal QBVI on the funnel: k-hat {khat}");
     let r = run(&model, &FitOptions::new(Method::Qnvb, 1));
-    let khat = r.vi.expect("QNVB reports PSIS").khat;
-    assert!(khat > 0.7, "QNVB on the funnel: k-hat {khat}");
+    let vi = r.vi.expect("QNVB reports PSIS");
+    assert!(vi.khat > 0.7, "QNVB on the funnel: k-hat {}", vi.khat);
+    // smoothed ELBO = mean of the last W + 1 = 31 values (specs/qnvb.md §7.5)
+    let FitDetails::Qnvb(q) = &r.details else {
+        panic!("QNVB details expected")
+    };
+    assert!(vi.trace[29].2.is_nan());
+    let mean31 = q.elbo_trace[10..41].iter().sum::<f64>() / 31.0;
+    assert!((vi.trace[40].2 - mean31).abs() < 1e-9 * mean31.abs());
 }
 
 #[test]

@@ -472,11 +472,8 @@ fn print_result(result: &FitResult, options: &FitOptions) {
         }
         FitDetails::Laplace(fit) => {
             println!(
-                "mode found in {} L-BFGS iterations ({:.2} s): {}; log density at the mode = {:.4}",
-                fit.optimization.iterations,
-                result.seconds,
-                fit.optimization.message,
-                fit.log_density_at_mode
+                "mode found by L-BFGS and Newton steps ({:.2} s; final L-BFGS check: {}); log density at the mode = {:.4}",
+                result.seconds, fit.optimization.message, fit.log_density_at_mode
             );
             println!(
                 "posterior summary from {} draws of the Laplace approximation (constrained scale):\n",
