@@ -328,3 +328,52 @@ fn psis_resample_is_reproducible_and_changes_draws() {
     assert_ne!(a.draws.chains, plain.draws.chains);
     assert_eq!(a.draws.n_draws(), 500);
 }
+
+#[test]
+fn delta_method_standard_error_through_a_log_transform() {
+    // y_i ~ exponential(λ), λ > 0 flat: λ̂ = 1/ȳ and the inverse observed information gives
+    // se(λ̂) = λ̂/√n; optimisation runs on ζ = log λ and the delta method maps se(ζ̂) = 1/√n back.
+    use bayesc::data::{BoundData, DataValue};
+    let src = "data { int N; vector[N] y; } parameters { real<lower=0> lambda; } \
+               model { target += exponential_lpdf(y | lambda); }";
+    let y = vec![0.5, 1.0, 1.5, 2.0, 3.0, 0.2, 0.7, 4.1];
+    let n = y.len();
+    let mut data = BoundData::default();
+    data.values.insert(
+        "N".into(),
+        DataValue {
+            dims: vec![],
+            values: vec![n as f64],
+            is_int: true,
+        },
+    );
+    data.values.insert(
+        "y".into(),
+        DataValue {
+            dims: vec![n],
+            values: y.clone(),
+            is_int: false,
+        },
+    );
+    let prog = bayesc::syntax::parser::parse_program(src, 0).unwrap();
+    let model = Model::new(&prog, &data).unwrap();
+    let r = run(&model, &FitOptions::new(Method::Optimize, 5));
+    let FitDetails::Optimize(o) = &r.details else {
+        panic!("optimize details expected")
+    };
+    let lambda = n as f64 / y.iter().sum::<f64>();
+    assert!(
+        rel(o.estimates[0], lambda) < 1e-6,
+        "{} vs {lambda}",
+        o.estimates[0]
+    );
+    let se = lambda / (n as f64).sqrt();
+    assert!(
+        rel(o.std_errors[0], se) < 1e-4,
+        "{} vs {se}",
+        o.std_errors[0]
+    );
+    assert!(rel(o.unconstrained_se[0], 1.0 / (n as f64).sqrt()) < 1e-4);
+    // log-likelihood n·log λ̂ − λ̂·Σy = n·(log λ̂ − 1)
+    assert!(rel(o.log_density, n as f64 * (lambda.ln() - 1.0)) < 1e-9);
+}
