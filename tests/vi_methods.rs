@@ -377,3 +377,61 @@ fn delta_method_standard_error_through_a_log_transform() {
     // log-likelihood n·log λ̂ − λ̂·Σy = n·(log λ̂ − 1)
     assert!(rel(o.log_density, n as f64 * (lambda.ln() - 1.0)) < 1e-9);
 }
+
+#[test]
+fn qnvb_reaches_the_mean_field_optimum_of_a_gaussian_regression() {
+    // y_i ~ normal(a + b·x_i, 1), a, b ~ normal(0, 10): the posterior is Gaussian with precision
+    // Λ = XᵀX + I/100 and mean Λ⁻¹Xᵀy; the mean-field optimum has that mean and variances
+    // 1/Λ_ii (specs/qnvb.md §10.2), reached through the whole pipeline from a .bayes model.
+    use bayesc::data::{BoundData, DataValue};
+    let src = "data { int N; vector[N] x; vector[N] y; } parameters { real a; real b; } \
+               model { a ~ normal(0, 10); b ~ normal(0, 10); y ~ normal(a + b * x, 1); }";
+    let x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let y = [1.1, 1.9, 3.2, 3.9, 5.2, 5.8];
+    let n = x.len();
+    let vector = |v: &[f64]| DataValue {
+        dims: vec![v.len()],
+        values: v.to_vec(),
+        is_int: false,
+    };
+    let mut data = BoundData::default();
+    data.values.insert(
+        "N".into(),
+        DataValue {
+            dims: vec![],
+            values: vec![n as f64],
+            is_int: true,
+        },
+    );
+    data.values.insert("x".into(), vector(&x));
+    data.values.insert("y".into(), vector(&y));
+    let prog = bayesc::syntax::parser::parse_program(src, 0).unwrap();
+    let model = Model::new(&prog, &data).unwrap();
+    let r = run(&model, &FitOptions::new(Method::Qnvb, 2));
+    let FitDetails::Qnvb(q) = &r.details else {
+        panic!("QNVB details expected")
+    };
+    let (sx, sxx) = (x.iter().sum::<f64>(), x.iter().map(|v| v * v).sum::<f64>());
+    let (sy, sxy) = (
+        y.iter().sum::<f64>(),
+        x.iter().zip(&y).map(|(a, b)| a * b).sum::<f64>(),
+    );
+    let (l11, l12, l22) = (n as f64 + 0.01, sx, sxx + 0.01);
+    let det = l11 * l22 - l12 * l12;
+    let mean = [(l22 * sy - l12 * sxy) / det, (l11 * sxy - l12 * sy) / det];
+    let var = [1.0 / l11, 1.0 / l22];
+    for i in 0..2 {
+        assert!(
+            (q.mean[i] - mean[i]).abs() < 1e-3 * var[i].sqrt(),
+            "mean {i}: {} vs {}",
+            q.mean[i],
+            mean[i]
+        );
+        assert!(
+            rel(q.variance[i], var[i]) < 1e-3,
+            "variance {i}: {} vs {}",
+            q.variance[i],
+            var[i]
+        );
+    }
+}
