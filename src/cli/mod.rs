@@ -24,8 +24,8 @@ pub const EXIT_USAGE: i32 = 2;
     about = "Fit Bayesian models written in the .bayes language",
     long_about = "bayesc compiles a .bayes model (Stan-like blocks: data, transformed data, parameters, \
                   transformed parameters, model, generated quantities) into a log density on the \
-                  unconstrained scale with gradients, and fits it by variational inference (QBVI) or \
-                  MCMC.\n\nExample:\n  bayesc fit examples/labour/model.bayes --data examples/labour/labour.csv"
+                  unconstrained scale with gradients, and fits it by variational inference (QBVI, QNVB), \
+                  the Laplace approximation, optimisation (MLE / posterior mode) or MCMC.\n\nExample:\n  bayesc fit examples/labour/model.bayes --data examples/labour/labour.csv"
 )]
 struct Cli {
     #[command(subcommand)]
