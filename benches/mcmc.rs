@@ -35,7 +35,7 @@ fn compile(name: &str, data: &str) -> Model {
         .unwrap_or_else(|_| panic!("{name}: the shipped model checks"));
     let data = pipeline::load_data(&[root.join(data)])
         .unwrap_or_else(|_| panic!("{name}: the shipped data loads"));
-    pipeline::compile(&checked, &data).unwrap_or_else(|_| panic!("{name}: compiles"))
+    pipeline::compile(&checked, &sources, &data).unwrap_or_else(|_| panic!("{name}: compiles"))
 }
 
 /// One measurement: min bulk ESS over the parameters, wall s, CPU s, gradient evaluations.

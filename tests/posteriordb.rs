@@ -97,7 +97,7 @@ fn evaluate(case: &Case, result: &FitResult, max_divergences: usize, seconds: f6
     let rows = summarize(&result.draws, true);
     let divergences = match &result.details {
         FitDetails::Mcmc(out) => out.chains.iter().map(|c| c.divergences).sum(),
-        FitDetails::Qbvi(_) => panic!("an MCMC fit was asked for"),
+        _ => panic!("an MCMC fit was asked for"),
     };
     let mut o = Outcome {
         max_dmean: 0.0,
