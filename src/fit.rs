@@ -5,18 +5,30 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::diagnostics::psis::{KHat, Psis, psis};
 use crate::graph::Model;
+use crate::inference::laplace::{self, LaplaceFit, LaplaceSettings};
 use crate::inference::mcmc::{self, ChainProgress, McmcOutput, McmcSettings};
-use crate::inference::optimize::{self, OptimizeSettings};
+use crate::inference::optimize::{self, OptimizeResult, OptimizeSettings};
 use crate::inference::qbvi::{self, Control, QbviFit, QbviSettings};
-use crate::inference::rng::stream;
-use crate::inference::{DensityError, Draws};
+use crate::inference::qnvb::{self, QnvbFit, QnvbSettings};
+use crate::inference::rng::{StreamRng, stream};
+use crate::inference::{DensityError, Draws, LogDensity};
 
 /// The inference methods bayesc offers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Method {
     /// Quasi black-box variational inference (Gaussian on the unconstrained scale).
     Qbvi,
+    /// Quasi-Newton variational Bayes (mean-field Gaussian on the unconstrained scale,
+    /// specs/qnvb.md).
+    Qnvb,
+    /// L-BFGS mode finding (Stan's `optimize`): a (penalised) maximum-likelihood estimate or
+    /// posterior mode with standard errors from the Hessian.
+    Optimize,
+    /// The Laplace approximation: a Gaussian at the mode of the unconstrained log density with
+    /// the inverse negative Hessian as covariance (Stan's `laplace`).
+    Laplace,
     /// The no-U-turn sampler with Stan-style warmup.
     Nuts,
     /// Static Hamiltonian Monte Carlo (fixed number of leapfrog steps).
@@ -30,12 +42,21 @@ impl Method {
     pub fn is_mcmc(self) -> bool {
         matches!(self, Method::Nuts | Method::Hmc | Method::Mh)
     }
+
+    /// True for the methods that fit an approximation q and report the PSIS k̂ of it
+    /// (QBVI, QNVB, Laplace).
+    pub fn is_variational(self) -> bool {
+        matches!(self, Method::Qbvi | Method::Qnvb | Method::Laplace)
+    }
 }
 
 impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Method::Qbvi => "qbvi",
+            Method::Qnvb => "qnvb",
+            Method::Optimize => "optimize",
+            Method::Laplace => "laplace",
             Method::Nuts => "nuts",
             Method::Hmc => "hmc",
             Method::Mh => "mh",
@@ -79,6 +100,23 @@ pub struct FitOptions {
     /// MCMC settings for NUTS, static HMC and Metropolis-Hastings (`seed` and `method` are
     /// overwritten from the fields above).
     pub mcmc: McmcSettings,
+    /// QNVB settings (specs/qnvb.md §7 defaults; the initial mean comes from `vi_init`).
+    pub qnvb: QnvbSettings,
+    /// L-BFGS settings of `Method::Optimize` and of the mode search of `Method::Laplace`
+    /// (Stan's defaults).
+    pub optimize: OptimizeSettings,
+    /// `Method::Optimize` only: include the Jacobian adjustment of the constraining transforms
+    /// (the mode of the unconstrained density) or not (default `false`, as Stan's
+    /// `optimize jacobian=0`: the mode on the constrained scale, i.e. a penalised
+    /// maximum-likelihood estimate, or the MLE when the model has no priors). QNVB, QBVI and
+    /// Laplace always use the Jacobian.
+    pub jacobian: bool,
+    /// Draws of the fitted q used for the PSIS k̂ of a variational fit (default 1000; at least
+    /// 25; 0 skips the diagnostic).
+    pub psis_draws: usize,
+    /// Report `vi_draws` draws importance-resampled (systematic resampling with the Pareto-
+    /// smoothed weights) from the `psis_draws` draws of q, instead of fresh draws of q.
+    pub psis_resample: bool,
 }
 
 impl FitOptions {
@@ -91,9 +129,70 @@ impl FitOptions {
             qbvi: QbviSettings::default(),
             vi_init: ViInit::Mode,
             mcmc: McmcSettings::default(),
+            qnvb: QnvbSettings::default(),
+            optimize: OptimizeSettings::default(),
+            jacobian: false,
+            psis_draws: 1000,
+            psis_resample: false,
         }
     }
 }
+
+/// The result of `Method::Optimize`: the optimum on both scales with standard errors.
+#[derive(Clone, Debug)]
+pub struct OptimizeFit {
+    /// The L-BFGS run (its `point` is before the Newton polish).
+    pub lbfgs: OptimizeResult,
+    /// Newton steps of [`optimize::newton_refine`] after L-BFGS (0 when it could not run).
+    pub newton_steps: usize,
+    /// Whether the Jacobian adjustment was part of the maximised density.
+    pub jacobian: bool,
+    /// The optimum ζ̂ on the unconstrained scale (length d).
+    pub point: Vec<f64>,
+    /// The maximised log density at ζ̂ (with or without the Jacobian, as `jacobian` says).
+    /// Statements `y ~ dist(…)` drop constant terms; `target += dist_lpdf(y | …)` keeps them.
+    pub log_density: f64,
+    /// Standard errors of ζ̂: √diag((−H)⁻¹), H the finite-difference Hessian of the maximised
+    /// density at ζ̂ ([`crate::inference::hessian`]); NaN when −H is not positive definite.
+    pub unconstrained_se: Vec<f64>,
+    /// Names of the constrained parameters and transformed parameters.
+    pub names: Vec<String>,
+    /// θ(ζ̂): parameters and transformed parameters on the constrained scale.
+    pub estimates: Vec<f64>,
+    /// Delta-method standard errors of `estimates`: se_k = √(J_k Σ J_kᵀ) with Σ = (−H)⁻¹ and
+    /// J = ∂θ/∂ζ at ζ̂ by central differences of the constraining map. For a scalar
+    /// parameter transformed on its own this is |dθ/dζ|·se_ζ. NaN when Σ is unavailable.
+    pub std_errors: Vec<f64>,
+    /// True when L-BFGS reported convergence (see `lbfgs.message`).
+    pub converged: bool,
+}
+
+/// VI diagnostics of a fitted approximation q (specs/diagnostics.md §6.2): the PSIS k̂ and an
+/// ELBO estimate from S draws ζ_s ~ q, and the trace of the fit.
+#[derive(Clone, Debug)]
+pub struct ViDiagnostics {
+    /// Pareto k̂ of log r_s = L(ζ_s) − log q(ζ_s); +∞ when the ratios are not finite or the
+    /// tail fit failed, −∞ when they are constant (q ∝ target). < 0.5 good, 0.5–0.7 usable,
+    /// > 0.7 unreliable (Yao et al. 2018 §3.2).
+    pub khat: f64,
+    /// PSIS effective sample size of the S draws.
+    pub psis_ess: f64,
+    /// S, the number of draws of q used.
+    pub n_draws: usize,
+    /// Monte Carlo ELBO estimate mean_s(log r_s) from the same draws (log-density scale of the
+    /// model, with the Jacobian).
+    pub elbo: f64,
+    /// (iteration, ELBO, smoothed ELBO) per iteration of the fit; empty for Laplace. The
+    /// smoothed value is NaN before the smoothing window is full.
+    pub trace: Vec<(usize, f64, f64)>,
+    /// Whether the reported draws were importance-resampled.
+    pub resampled: bool,
+}
+
+/// k̂ above which a variational approximation is unreliable (Yao et al. 2018 §3.2).
+pub const KHAT_BAD: f64 = 0.7;
+/// k̂ above which a variational approximation is usable but estimates may be noisy.
+pub const KHAT_OK: f64 = 0.5;
 
 /// Algorithm-specific results kept beside the draws.
 #[derive(Clone, Debug)]
@@ -102,6 +201,12 @@ pub enum FitDetails {
     Qbvi(QbviFit),
     /// Per-chain unconstrained draws, sampler statistics, adaptation and timing.
     Mcmc(Box<McmcOutput>),
+    /// The fitted mean-field Gaussian and the ELBO trace of QNVB.
+    Qnvb(QnvbFit),
+    /// The optimum with standard errors.
+    Optimize(OptimizeFit),
+    /// The Laplace approximation at the mode.
+    Laplace(LaplaceFit),
 }
 
 /// A finished fit: constrained draws (parameters, transformed parameters, generated quantities)
@@ -113,8 +218,12 @@ pub struct FitResult {
     /// One chain for variational fits, one per MCMC chain otherwise.
     pub draws: Draws,
     pub details: FitDetails,
-    /// Wall time of the algorithm, seconds (excluding compilation and output).
+    /// Wall time of the algorithm, seconds (excluding compilation, output and the PSIS
+    /// diagnostic).
     pub seconds: f64,
+    /// PSIS k̂, ELBO estimate and trace of a variational fit (QBVI, QNVB, Laplace); `None` for
+    /// MCMC and optimisation, or when `psis_draws` is 0.
+    pub vi: Option<ViDiagnostics>,
 }
 
 /// Progress of a running fit, for progress bars.
@@ -149,6 +258,10 @@ pub enum FitError {
 
 /// Runs `options.method` on `model`.
 ///
+/// Random streams of `options.seed` (`inference::rng::stream`): 0 the initial point, 1 the
+/// reported draws of a variational fit, 2 the draws of q for the PSIS diagnostic, 3 the uniform
+/// of importance resampling, 1000 + c generated quantities of chain c.
+///
 /// Errors: see [`FitError`]. Reproducible: the same `options` give the same result whatever the
 /// number of threads.
 pub fn fit(
@@ -158,6 +271,12 @@ pub fn fit(
 ) -> Result<FitResult, FitError> {
     let seed = options.seed;
     let start = Instant::now();
+    let algorithm = |method: Method| {
+        move |e: &dyn fmt::Display| FitError::Algorithm {
+            method,
+            message: e.to_string(),
+        }
+    };
     match options.method {
         Method::Qbvi => {
             let (init, init_precision) = vi_start(model, options.vi_init, seed)?;
@@ -176,14 +295,30 @@ pub fn fit(
                     Control::Continue
                 }
             };
-            let fit = qbvi::fit_qbvi(model, &init, &settings, &mut progress).map_err(|e| {
-                FitError::Algorithm {
-                    method: Method::Qbvi,
-                    message: e.to_string(),
-                }
-            })?;
+            let fit = qbvi::fit_qbvi(model, &init, &settings, &mut progress)
+                .map_err(|e| algorithm(Method::Qbvi)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
-            let zetas = fit.sample(options.vi_draws, &mut stream(seed, 1));
+            let w = settings.window;
+            let trace = fit
+                .elbo_trace
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| {
+                    let sm = if i >= w {
+                        fit.smoothed_elbo.get(i - w).copied().unwrap_or(f64::NAN)
+                    } else {
+                        f64::NAN
+                    };
+                    (i + 1, e, sm)
+                })
+                .collect();
+            let (zetas, vi) = vi_draws(
+                model,
+                options,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_q(z),
+                trace,
+            )?;
             let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
             Ok(FitResult {
                 method: Method::Qbvi,
@@ -191,6 +326,90 @@ pub fn fit(
                 draws,
                 details: FitDetails::Qbvi(fit),
                 seconds,
+                vi,
+            })
+        }
+        Method::Qnvb => {
+            let (init, _) = vi_start(model, options.vi_init, seed)?;
+            let settings = QnvbSettings {
+                seed,
+                ..options.qnvb.clone()
+            };
+            let w = settings.window;
+            let mut smooth = Smoother::new(w);
+            let mut progress = |t: usize, elbo: f64| {
+                let sm = smooth.push(elbo);
+                (monitor.on_progress)(ProgressEvent::Qbvi(qbvi::Progress {
+                    iteration: t + 1,
+                    elbo,
+                    smoothed_elbo: sm,
+                }));
+                !monitor.stop.load(Ordering::Relaxed)
+            };
+            let fit = qnvb::fit_qnvb(model, &init, &settings, &mut progress)
+                .map_err(|e| algorithm(Method::Qnvb)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let mut smooth = Smoother::new(w);
+            let trace = fit
+                .elbo_trace
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| (i + 1, e, smooth.push(e).unwrap_or(f64::NAN)))
+                .collect();
+            let (zetas, vi) = vi_draws(
+                model,
+                options,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_q(z),
+                trace,
+            )?;
+            let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            Ok(FitResult {
+                method: Method::Qnvb,
+                seed,
+                draws,
+                details: FitDetails::Qnvb(fit),
+                seconds,
+                vi,
+            })
+        }
+        Method::Laplace => {
+            let (mode, _) = vi_start(model, ViInit::Mode, seed)?;
+            let settings = LaplaceSettings {
+                optimize: options.optimize.clone(),
+            };
+            let fit = laplace::laplace(model, &mode, &settings)
+                .map_err(|e| algorithm(Method::Laplace)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let (zetas, vi) = vi_draws(
+                model,
+                options,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_q(z),
+                Vec::new(),
+            )?;
+            let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            Ok(FitResult {
+                method: Method::Laplace,
+                seed,
+                draws,
+                details: FitDetails::Laplace(fit),
+                seconds,
+                vi,
+            })
+        }
+        Method::Optimize => {
+            let fit = run_optimize(model, options)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let draws = constrained_draws(model, &[vec![fit.point.clone()]], seed)
+                .map_err(FitError::Constrain)?;
+            Ok(FitResult {
+                method: Method::Optimize,
+                seed,
+                draws,
+                details: FitDetails::Optimize(fit),
+                seconds,
+                vi: None,
             })
         }
         Method::Nuts | Method::Hmc | Method::Mh => {
@@ -209,13 +428,8 @@ pub fn fit(
                 _ => mcmc::Method::Mh,
             };
             let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
-            let out =
-                mcmc::sample(model, &settings, &[], &progress, monitor.stop).map_err(|e| {
-                    FitError::Algorithm {
-                        method: options.method,
-                        message: e.to_string(),
-                    }
-                })?;
+            let out = mcmc::sample(model, &settings, &[], &progress, monitor.stop)
+                .map_err(|e| algorithm(options.method)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
             let d = out.dim;
             let chains: Vec<Vec<Vec<f64>>> = out
@@ -236,9 +450,220 @@ pub fn fit(
                 draws,
                 details: FitDetails::Mcmc(Box::new(out)),
                 seconds,
+                vi: None,
             })
         }
     }
+}
+
+/// The smoothed ELBO of specs/qnvb.md §7.5: the mean of the last W + 1 values, once there
+/// are that many.
+struct Smoother {
+    window: usize,
+    values: std::collections::VecDeque<f64>,
+    sum: f64,
+}
+
+impl Smoother {
+    fn new(window: usize) -> Self {
+        Smoother {
+            window,
+            values: std::collections::VecDeque::new(),
+            sum: 0.0,
+        }
+    }
+
+    fn push(&mut self, v: f64) -> Option<f64> {
+        self.values.push_back(v);
+        self.sum += v;
+        if self.values.len() > self.window + 1 {
+            self.sum -= self.values.pop_front().unwrap_or(0.0);
+        }
+        (self.values.len() == self.window + 1).then(|| self.sum / self.values.len() as f64)
+    }
+}
+
+/// The reported unconstrained draws of a variational fit and its diagnostics: `psis_draws`
+/// draws of q (stream 2) give k̂ and the ELBO estimate; the reported `vi_draws` draws are fresh
+/// draws of q (stream 1) or, with `psis_resample`, systematic importance resampling of the
+/// PSIS draws (uniform from stream 3).
+fn vi_draws(
+    model: &Model,
+    options: &FitOptions,
+    sample: impl Fn(usize, &mut StreamRng) -> Vec<Vec<f64>>,
+    log_q: impl Fn(&[f64]) -> f64 + Sync,
+    trace: Vec<(usize, f64, f64)>,
+) -> Result<(Vec<Vec<f64>>, Option<ViDiagnostics>), FitError> {
+    let seed = options.seed;
+    let s = options.psis_draws;
+    if s == 0 {
+        let zetas = sample(options.vi_draws, &mut stream(seed, 1));
+        return Ok((zetas, None));
+    }
+    let q_draws = sample(s, &mut stream(seed, 2));
+    let (fit, elbo) = psis_of(model, &log_q, &q_draws).map_err(|message| FitError::Algorithm {
+        method: options.method,
+        message,
+    })?;
+    let khat = match fit.khat {
+        KHat::Estimate(k) => k,
+        KHat::Undefined => f64::NEG_INFINITY,
+        KHat::FitFailed | KHat::NonFinite => f64::INFINITY,
+    };
+    let resample = options.psis_resample && fit.ess.is_finite();
+    let zetas = if resample {
+        use rand::RngExt;
+        let u: f64 = stream(seed, 3).random();
+        fit.resample(options.vi_draws, u)
+            .into_iter()
+            .map(|i| q_draws[i].clone())
+            .collect()
+    } else {
+        sample(options.vi_draws, &mut stream(seed, 1))
+    };
+    Ok((
+        zetas,
+        Some(ViDiagnostics {
+            khat,
+            psis_ess: fit.ess,
+            n_draws: s,
+            elbo,
+            trace,
+            resampled: resample,
+        }),
+    ))
+}
+
+/// PSIS of the log ratios L(ζ) − log q(ζ) over `draws` (evaluated in parallel; a recoverable
+/// density error counts as L = −∞) and their mean (the ELBO estimate). Ratios that differ only
+/// by rounding (q ∝ target) give k̂ undefined.
+fn psis_of(
+    model: &Model,
+    log_q: &(impl Fn(&[f64]) -> f64 + Sync),
+    draws: &[Vec<f64>],
+) -> Result<(Psis, f64), String> {
+    use rayon::prelude::*;
+    let pairs: Vec<(f64, f64)> = draws
+        .par_iter()
+        .map(|z| match model.log_density(z) {
+            Ok(lp) => {
+                let lq = log_q(z);
+                Ok((lp - lq, lp.abs().max(lq.abs())))
+            }
+            Err(e) if e.recoverable => Ok((f64::NEG_INFINITY, 0.0)),
+            Err(e) => Err(format!(
+                "cannot evaluate the log density at a draw of the approximation: {e}"
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let ratios: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let elbo = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    let mut fit = psis(&ratios).map_err(|e| e.to_string())?;
+    if ratios.iter().all(|r| r.is_finite()) {
+        let scale = pairs.iter().map(|p| p.1).fold(0.0, f64::max);
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if hi - lo <= 256.0 * f64::EPSILON * scale.max(1.0) {
+            fit.khat = KHat::Undefined;
+        }
+    }
+    Ok((fit, elbo))
+}
+
+/// `Method::Optimize`: L-BFGS from a random point (stream 0), Newton polish, the Hessian of the
+/// maximised density there and delta-method standard errors on the constrained scale.
+fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitError> {
+    use faer::linalg::solvers::DenseSolveCore;
+    let density = model.with_jacobian(options.jacobian);
+    let init = crate::inference::init::random_init(&density, &mut stream(options.seed, 0))
+        .map_err(FitError::Init)?;
+    let lbfgs = optimize::optimize(&density, &init, &options.optimize).map_err(|e| {
+        FitError::Algorithm {
+            method: Method::Optimize,
+            message: e.to_string(),
+        }
+    })?;
+    let d = lbfgs.point.len();
+    let (point, log_density, neg_h, newton_steps) =
+        match optimize::newton_refine(&density, &lbfgs.point, NEWTON_STEPS) {
+            Some(r) if r.log_density >= lbfgs.log_density => {
+                (r.point, r.log_density, Some(r.neg_hessian), r.steps)
+            }
+            _ => {
+                let h = crate::inference::hessian::hessian(&density, &lbfgs.point).ok();
+                let neg = h.map(|h| h.iter().map(|v| -v).collect::<Vec<f64>>());
+                (lbfgs.point.clone(), lbfgs.log_density, neg, 0)
+            }
+        };
+    // Σ = (−H)⁻¹ when −H is positive definite
+    let cov: Option<Vec<f64>> = neg_h.and_then(|nh| {
+        let m = faer::Mat::from_fn(d, d, |i, j| 0.5 * (nh[i * d + j] + nh[j * d + i]));
+        let inv = m.llt(faer::Side::Lower).ok()?.inverse();
+        Some((0..d * d).map(|k| inv[(k / d, k % d)]).collect())
+    });
+    let unconstrained_se = match &cov {
+        Some(c) => (0..d).map(|i| c[i * d + i].sqrt()).collect(),
+        None => vec![f64::NAN; d],
+    };
+    let mut rng = stream(options.seed, 1000);
+    let estimates = model
+        .write_array(&point, true, false, &mut rng)
+        .map_err(FitError::Constrain)?;
+    let mut names = model.parameter_names();
+    names.extend(model.transformed_parameter_names());
+    let p = estimates.len();
+    let std_errors = match &cov {
+        Some(c) => {
+            // J = ∂θ/∂ζ (p×d) by central differences, steps as the Hessian's
+            let mut jac = vec![0.0; p * d];
+            let mut x = point.clone();
+            for j in 0..d {
+                let h = crate::inference::hessian::finite_diff_step(point[j]);
+                x[j] = point[j] + h;
+                let up = model.write_array(&x, true, false, &mut rng);
+                x[j] = point[j] - h;
+                let down = model.write_array(&x, true, false, &mut rng);
+                x[j] = point[j];
+                match (up, down) {
+                    (Ok(u), Ok(dn)) => {
+                        for k in 0..p {
+                            jac[k * d + j] = (u[k] - dn[k]) / (2.0 * h);
+                        }
+                    }
+                    _ => {
+                        for k in 0..p {
+                            jac[k * d + j] = f64::NAN;
+                        }
+                    }
+                }
+            }
+            (0..p)
+                .map(|k| {
+                    let row = &jac[k * d..(k + 1) * d];
+                    let mut v = 0.0;
+                    for i in 0..d {
+                        for j in 0..d {
+                            v += row[i] * c[i * d + j] * row[j];
+                        }
+                    }
+                    v.max(0.0).sqrt()
+                })
+                .collect()
+        }
+        None => vec![f64::NAN; p],
+    };
+    Ok(OptimizeFit {
+        converged: lbfgs.converged,
+        lbfgs,
+        newton_steps,
+        jacobian: options.jacobian,
+        point,
+        log_density,
+        unconstrained_se,
+        names,
+        estimates,
+        std_errors,
+    })
 }
 
 /// Maximum Newton steps that polish the L-BFGS mode before a variational fit.

@@ -12,6 +12,7 @@ use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent
 use crate::inference::LogDensity;
 use crate::inference::mcmc::{self, McmcOutput};
 use crate::inference::qbvi::{Covariance, StopReason};
+use crate::inference::qnvb::QnvbStop;
 use crate::output::{draws_csv, stan_csv, summary};
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
@@ -24,6 +25,16 @@ pub enum MethodArg {
     /// Quasi black-box variational inference with natural gradients: a Gaussian posterior on the
     /// unconstrained scale (Magris et al. 2022). Fast; an approximation.
     Qbvi,
+    /// Quasi-Newton variational Bayes: a mean-field Gaussian on the unconstrained scale from
+    /// four gradient evaluations per step (Duersch 2024). Fast; an approximation.
+    Qnvb,
+    /// L-BFGS optimisation (as Stan's `optimize`): the mode of the log density without the
+    /// Jacobian adjustment (penalised maximum likelihood; the MLE when there are no priors), or
+    /// with it (`--jacobian`), with standard errors from the Hessian.
+    Optimize,
+    /// The Laplace approximation: a Gaussian at the mode of the unconstrained log density with
+    /// the inverse negative Hessian as covariance; draws mapped to the constrained scale.
+    Laplace,
     /// The no-U-turn sampler (multinomial NUTS with Stan's warmup adaptation).
     Nuts,
     /// Static Hamiltonian Monte Carlo with a fixed number of leapfrog steps.
@@ -36,6 +47,9 @@ impl From<MethodArg> for fit::Method {
     fn from(m: MethodArg) -> Self {
         match m {
             MethodArg::Qbvi => fit::Method::Qbvi,
+            MethodArg::Qnvb => fit::Method::Qnvb,
+            MethodArg::Optimize => fit::Method::Optimize,
+            MethodArg::Laplace => fit::Method::Laplace,
             MethodArg::Nuts => fit::Method::Nuts,
             MethodArg::Hmc => fit::Method::Hmc,
             MethodArg::Mh => fit::Method::Mh,
@@ -85,6 +99,20 @@ pub struct FitArgs {
     /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
     #[arg(long, help_heading = "Variational inference")]
     pub step_size: Option<f64>,
+    /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
+    /// smoothed value is empty until its window is full) to FILE as CSV. Laplace has no
+    /// iterations: one row, iteration 0, with the Monte Carlo ELBO estimate.
+    #[arg(long, value_name = "FILE", help_heading = "Variational inference")]
+    pub elbo_output: Option<PathBuf>,
+    /// QBVI, QNVB, Laplace: importance-resample the reported draws with the Pareto-smoothed
+    /// weights of the PSIS diagnostic (1000 draws of the fitted approximation).
+    #[arg(long, help_heading = "Variational inference")]
+    pub psis_resample: bool,
+    /// Optimize: include the Jacobian adjustment of the constraining transforms, i.e. find the
+    /// mode of the density of the unconstrained parameters (Stan's `jacobian=1`). Off by
+    /// default: the mode on the constrained scale (penalised MLE; the MLE without priors).
+    #[arg(long, help_heading = "Optimization")]
+    pub jacobian: bool,
     /// QBVI: start from a random point (uniform(−2, 2) on the unconstrained scale, Σ₀ = 0.01·I)
     /// instead of the Laplace approximation at the mode.
     #[arg(long, help_heading = "Variational inference")]
@@ -128,6 +156,25 @@ pub fn run(args: FitArgs) -> i32 {
         eprintln!(
             "error: --adapt-delta must be in (0, 1), got {}",
             args.adapt_delta
+        );
+        return super::EXIT_USAGE;
+    }
+    let method: fit::Method = args.method.into();
+    if args.elbo_output.is_some() && !method.is_variational() {
+        eprintln!(
+            "error: --elbo-output applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+        );
+        return super::EXIT_USAGE;
+    }
+    if args.psis_resample && !method.is_variational() {
+        eprintln!(
+            "error: --psis-resample applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+        );
+        return super::EXIT_USAGE;
+    }
+    if args.jacobian && method != fit::Method::Optimize {
+        eprintln!(
+            "error: --jacobian applies to --method optimize (the other methods always include the Jacobian adjustment)"
         );
         return super::EXIT_USAGE;
     }
@@ -177,13 +224,19 @@ pub fn run(args: FitArgs) -> i32 {
                 mcmc_total as u64,
                 "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]",
             )
+        } else if options.method == fit::Method::Qnvb {
+            (
+                options.qnvb.max_iter as u64,
+                "{spinner} QNVB iteration {pos}, {msg} [{elapsed}]",
+            )
         } else {
             (
                 options.qbvi.max_iter as u64,
                 "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
             )
         };
-        let bar = DelayedBar::new(len, template, !args.quiet);
+        let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
+        let bar = DelayedBar::new(len, template, !args.quiet && iterative);
         let chain_pos: Vec<AtomicUsize> = (0..options.mcmc.chains)
             .map(|_| AtomicUsize::new(0))
             .collect();
@@ -222,6 +275,18 @@ pub fn run(args: FitArgs) -> i32 {
         }
     };
     print_result(&result, &options);
+    if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
+        match write_elbo(path, vi) {
+            Ok(()) => println!("\nELBO trace written to {}", path.display()),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write the ELBO trace to `{}`: {e}",
+                    path.display()
+                );
+                return super::EXIT_ERROR;
+            }
+        }
+    }
     if let Some(path) = &args.output {
         match write_outputs(path, &result, &options, &args.model) {
             Ok(files) => println!("\ndraws written to {}", files.join(", ")),
@@ -284,6 +349,8 @@ pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOpt
     if args.random_init {
         o.vi_init = fit::ViInit::Random;
     }
+    o.psis_resample = args.psis_resample;
+    o.jacobian = args.jacobian;
     if method == fit::Method::Mh {
         o.mcmc = mcmc::McmcSettings::mh_defaults(dim);
     }
@@ -324,6 +391,31 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
             o.qbvi.n_samples,
             o.qbvi.effective_step_size(d),
             o.qbvi.max_iter,
+            o.seed
+        ),
+        fit::Method::Qnvb => format!(
+            "method = qnvb (mean-field, {} quadrature points per step, start: {}); d = {d} unconstrained parameters; max_iter = {}; seed = {}",
+            o.qnvb.n_e,
+            if o.vi_init == fit::ViInit::Mode {
+                "the mode"
+            } else {
+                "random"
+            },
+            o.qnvb.max_iter,
+            o.seed
+        ),
+        fit::Method::Optimize => format!(
+            "method = optimize (L-BFGS + Newton polish, jacobian = {}: {}); d = {d} unconstrained parameters; seed = {}",
+            o.jacobian,
+            if o.jacobian {
+                "mode of the unconstrained density"
+            } else {
+                "mode on the constrained scale, i.e. (penalised) maximum likelihood"
+            },
+            o.seed
+        ),
+        fit::Method::Laplace => format!(
+            "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); d = {d} unconstrained parameters; seed = {}",
             o.seed
         ),
         m => format!(
@@ -386,6 +478,82 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
+            print_vi_diagnostics(result);
+        }
+        FitDetails::Qnvb(fit) => {
+            match fit.stop {
+                QnvbStop::Converged => println!(
+                    "converged: the smoothed ELBO stopped improving after {} iterations ({:.2} s)",
+                    fit.iterations, result.seconds
+                ),
+                QnvbStop::MaxIterations => println!(
+                    "WARNING: QNVB hit the iteration cap ({} iterations, {:.2} s) before the smoothed ELBO \
+                     stopped improving; the approximation may not have converged",
+                    fit.iterations, result.seconds
+                ),
+                QnvbStop::Interrupted => println!(
+                    "interrupted after {} iterations: the summary describes the approximation at that point",
+                    fit.iterations
+                ),
+            }
+            println!(
+                "posterior summary from {} draws of the fitted mean-field Gaussian (constrained scale):\n",
+                result.draws.n_draws()
+            );
+            let rows = summary::summarize(&result.draws, false);
+            print!("{}", summary::format_table(&rows, false));
+            print_vi_diagnostics(result);
+        }
+        FitDetails::Laplace(fit) => {
+            println!(
+                "mode found by L-BFGS and Newton steps ({:.2} s; final L-BFGS check: {}); log density at the mode = {:.4}",
+                result.seconds, fit.optimization.message, fit.log_density_at_mode
+            );
+            println!(
+                "posterior summary from {} draws of the Laplace approximation (constrained scale):\n",
+                result.draws.n_draws()
+            );
+            let rows = summary::summarize(&result.draws, false);
+            print!("{}", summary::format_table(&rows, false));
+            print_vi_diagnostics(result);
+        }
+        FitDetails::Optimize(fit) => {
+            print!("{}", optimize_table(fit));
+            println!(
+                "\nlog density at the optimum = {:.6} ({})",
+                fit.log_density,
+                if fit.jacobian {
+                    "with the Jacobian adjustment"
+                } else {
+                    "without the Jacobian adjustment"
+                }
+            );
+            println!(
+                "iterations: {} L-BFGS + {} Newton steps ({:.2} s)",
+                fit.lbfgs.iterations, fit.newton_steps, result.seconds
+            );
+            if fit.converged {
+                println!("converged: {}", fit.lbfgs.message);
+            } else {
+                println!(
+                    "WARNING: L-BFGS did not converge: {}{}",
+                    fit.lbfgs.message,
+                    if fit.newton_steps > 0 {
+                        " (the Newton polish that followed reached a point where the Hessian is negative definite)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            if fit.std_errors.iter().any(|v| v.is_nan()) {
+                println!(
+                    "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors"
+                );
+            }
+            println!(
+                "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
+                 unconstrained scale, mapped to the constrained scale by the delta method"
+            );
         }
         FitDetails::Mcmc(out) => {
             let kept = result.draws.n_draws();
@@ -405,7 +573,10 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             print!("{}", summary::format_table(&rows, true));
             let mut warnings = out.warnings(&options.mcmc);
             warnings.extend(hmc_warnings(out, options));
-            warnings.extend(convergence_warnings(&rows, result.draws.chains.len()));
+            warnings.extend(summary::convergence_warnings(
+                &rows,
+                result.draws.chains.len(),
+            ));
             if !warnings.is_empty() {
                 println!("\nwarnings:");
                 for w in warnings {
@@ -437,45 +608,6 @@ pub(crate) fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String
     w
 }
 
-/// R-hat above 1.01 and bulk/tail ESS below 100 per chain (Vehtari et al. 2021's advice).
-pub(crate) fn convergence_warnings(rows: &[summary::SummaryRow], chains: usize) -> Vec<String> {
-    let mut w = Vec::new();
-    let high: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.rhat.is_some_and(|x| x > 1.01))
-        .map(|r| r.name.as_str())
-        .collect();
-    if !high.is_empty() {
-        w.push(format!(
-            "R-hat > 1.01 for {}: the chains have not mixed; run longer (--warmup, --samples) or reparameterise",
-            list(&high)
-        ));
-    }
-    let min_ess = 100.0 * chains as f64;
-    let low: Vec<&str> = rows
-        .iter()
-        .filter(|r| {
-            r.ess_bulk.is_some_and(|x| x < min_ess) || r.ess_tail.is_some_and(|x| x < min_ess)
-        })
-        .map(|r| r.name.as_str())
-        .collect();
-    if !low.is_empty() {
-        w.push(format!(
-            "effective sample size below {min_ess:.0} (100 per chain) for {}: estimates of means and quantiles are unreliable; draw more samples",
-            list(&low)
-        ));
-    }
-    w
-}
-
-fn list(names: &[&str]) -> String {
-    if names.len() > 6 {
-        format!("{} and {} more", names[..6].join(", "), names.len() - 6)
-    } else {
-        names.join(", ")
-    }
-}
-
 /// Writes the draws; returns the file names written.
 pub(crate) fn write_outputs(
     path: &Path,
@@ -484,7 +616,10 @@ pub(crate) fn write_outputs(
     model: &Path,
 ) -> std::io::Result<Vec<String>> {
     match &result.details {
-        FitDetails::Qbvi(_) => {
+        FitDetails::Qbvi(_)
+        | FitDetails::Qnvb(_)
+        | FitDetails::Laplace(_)
+        | FitDetails::Optimize(_) => {
             draws_csv::write_draws_csv(path, &result.draws)?;
             Ok(vec![path.display().to_string()])
         }
@@ -575,4 +710,70 @@ pub(crate) fn write_outputs(
             Ok(files)
         }
     }
+}
+
+/// The table of `--method optimize`: name, estimate, standard error (constrained scale).
+pub(crate) fn optimize_table(fit: &fit::OptimizeFit) -> String {
+    let width = fit
+        .names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "{:<width$}  {:>14}  {:>12}\n",
+        "name", "estimate", "std. error"
+    );
+    for ((n, e), s) in fit.names.iter().zip(&fit.estimates).zip(&fit.std_errors) {
+        let se = if s.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{s:.6}")
+        };
+        out.push_str(&format!("{n:<width$}  {e:>14.6}  {se:>12}\n"));
+    }
+    out
+}
+
+/// PSIS k̂, its verdict and the ELBO estimate of a variational fit.
+fn print_vi_diagnostics(result: &FitResult) {
+    let Some(vi) = &result.vi else { return };
+    println!(
+        "\nPSIS k-hat = {:.3} ({} draws of the approximation; PSIS ESS = {:.0}); ELBO estimate = {:.3}",
+        vi.khat, vi.n_draws, vi.psis_ess, vi.elbo
+    );
+    if vi.khat > fit::KHAT_BAD {
+        println!(
+            "WARNING: PSIS k-hat > {}: the approximation is unreliable; use --method nuts",
+            fit::KHAT_BAD
+        );
+    } else if vi.khat > fit::KHAT_OK {
+        println!(
+            "note: PSIS k-hat is between {} and {}: the approximation is usable, but tail quantities may be inaccurate",
+            fit::KHAT_OK,
+            fit::KHAT_BAD
+        );
+    }
+    if vi.resampled {
+        println!("the draws were importance-resampled with the Pareto-smoothed weights");
+    }
+}
+
+/// Writes the ELBO trace as CSV (atomically). Laplace: one row with the Monte Carlo estimate.
+fn write_elbo(path: &Path, vi: &fit::ViDiagnostics) -> std::io::Result<()> {
+    crate::output::write_atomic(path, |w| {
+        writeln!(w, "iteration,elbo,smoothed_elbo")?;
+        if vi.trace.is_empty() {
+            writeln!(w, "0,{},{}", vi.elbo, vi.elbo)?;
+        }
+        for &(i, e, sm) in &vi.trace {
+            if sm.is_nan() {
+                writeln!(w, "{i},{e},")?;
+            } else {
+                writeln!(w, "{i},{e},{sm}")?;
+            }
+        }
+        Ok(())
+    })
 }

@@ -26,8 +26,8 @@ pub const EXIT_USAGE: i32 = 2;
     about = "Fit Bayesian models written in the .bayes language",
     long_about = "bayesc compiles a .bayes model (Stan-like blocks: data, transformed data, parameters, \
                   transformed parameters, model, generated quantities) into a log density on the \
-                  unconstrained scale with gradients, and fits it by variational inference (QBVI) or \
-                  MCMC.\n\nExample:\n  bayesc fit examples/labour/model.bayes --data examples/labour/labour.csv"
+                  unconstrained scale with gradients, and fits it by variational inference (QBVI, QNVB), \
+                  the Laplace approximation, optimisation (MLE / posterior mode) or MCMC.\n\nExample:\n  bayesc fit examples/labour/model.bayes --data examples/labour/labour.csv"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,6 +38,9 @@ struct Cli {
 enum Command {
     /// Fit a model to data and print a posterior summary.
     Fit(fit::FitArgs),
+    /// Find the (penalised) maximum-likelihood estimate or posterior mode: the same as
+    /// `fit --method optimize`.
+    Optimize(fit::FitArgs),
     /// Check a model (and optionally bind data) without fitting.
     Check(check::CheckArgs),
     /// Recompute the posterior summary from saved draws files.
@@ -63,6 +66,10 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Fit(args) => fit::run(args),
+        Command::Optimize(mut args) => {
+            args.method = fit::MethodArg::Optimize;
+            fit::run(args)
+        }
         Command::Check(args) => check::run(args),
         Command::Summary(args) => summary::run(args),
         Command::Repl => crate::repl::run(),

@@ -14,6 +14,10 @@
 //! - discrete: `bernoulli(θ)`, `bernoulli_logit(α)`, `binomial(N, θ)`, `binomial_logit(N, α)`,
 //!   `poisson(λ)`, `poisson_log(α)`, `neg_binomial_2(μ, φ)`.
 //!
+//! - multivariate and categorical (own table and entry points, in [`multivariate`]):
+//!   `multi_normal`, `multi_normal_cholesky`, `lkj_corr_cholesky`, `dirichlet`, `categorical`,
+//!   `categorical_logit`, `ordered_logistic`.
+//!
 //! Entry points: [`log_density`] (value + partials, `propto` as Stan's `~`), [`log_cdf`]
 //! (`_lcdf`/`_lccdf` for the families listed in [`cdf`]), [`rng`] (`_rng`). Argument errors are
 //! [`DistError`]s worded as Stan Math's checks ("normal_lpdf: Scale parameter[3] is -0.2, but
@@ -33,6 +37,7 @@ pub mod gamma;
 pub mod inv_gamma;
 pub mod logistic;
 pub mod lognormal;
+pub mod multivariate;
 pub mod neg_binomial_2;
 pub mod normal;
 pub mod poisson;

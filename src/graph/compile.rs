@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::distributions::multivariate;
 use crate::distributions::{self, FunctionKind};
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -215,6 +216,18 @@ impl Compiler {
                 FunctionKind::Rng => Ex::Rng { family, args },
             });
         }
+        if let Some((sig, kind)) = multivariate::lookup_function(n) {
+            let args = self.exprs(args)?;
+            let family = sig.family;
+            return Ok(match kind {
+                FunctionKind::Rng => Ex::MvRng { family, args },
+                kind => Ex::MvLpdf {
+                    family,
+                    propto: kind == FunctionKind::UnnormalisedLogDensity,
+                    args,
+                },
+            });
+        }
         if let Some(b) = builtin(n) {
             return Ok(Ex::Call(b, self.exprs(args)?));
         }
@@ -309,6 +322,24 @@ impl Compiler {
                             args: vec![Ex::Int(0), Ex::Int(1)],
                             trunc: None,
                         },
+                        span,
+                    });
+                }
+                if let Some(sig) = multivariate::lookup(&dist.name) {
+                    if let Some(t) = truncation {
+                        return Err(GraphError::Unsupported {
+                            what: format!("truncation of the multivariate family `{}`", sig.name),
+                            span: t.span,
+                        });
+                    }
+                    let mut all = vec![self.expr(lhs)?];
+                    all.extend(self.exprs(args)?);
+                    return Ok(St {
+                        kind: StKind::TargetPlus(Ex::MvLpdf {
+                            family: sig.family,
+                            propto: true,
+                            args: all,
+                        }),
                         span,
                     });
                 }

@@ -18,6 +18,8 @@ use super::value::{
     Base, Data, Fault, Ix, R, Tensor, Value, gather, select, single_offset, to_slot,
 };
 
+mod multivariate;
+
 /// A fault with the span of the statement where it happened.
 #[derive(Clone, Debug)]
 pub struct Located {
@@ -765,6 +767,24 @@ impl<'a> Ctx<'a> {
                     vals.push(self.eval(a)?);
                 }
                 self.rng_draw(*family, &vals)?
+            }
+            Ex::MvLpdf {
+                family,
+                propto,
+                args,
+            } => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                Value::from_s(self.mv_density(*family, &vals, *propto)?)
+            }
+            Ex::MvRng { family, args } => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                self.mv_rng(*family, &vals)?
             }
             Ex::Index(base, idx) => {
                 let ixs = self.eval_ixs(idx)?;

@@ -2,6 +2,7 @@
 //! to [`Family`]s. Built once by [`super::compile`], executed by [`super::eval`] at every call.
 
 use crate::distributions::Family;
+use crate::distributions::multivariate::MvFamily;
 use crate::syntax::Span;
 use crate::syntax::ast::{AssignOp, BinOp};
 
@@ -239,6 +240,18 @@ pub enum Ex {
     /// `foo_rng(…)`.
     Rng {
         family: Family,
+        args: Vec<Ex>,
+    },
+    /// A multivariate density: `foo_lpdf(y | …)` (`propto = false`), `foo_lupdf(y | …)` or
+    /// `y ~ foo(…)` (`propto = true`), for the families of [`MvFamily`].
+    MvLpdf {
+        family: MvFamily,
+        propto: bool,
+        args: Vec<Ex>,
+    },
+    /// A multivariate `foo_rng(…)`.
+    MvRng {
+        family: MvFamily,
         args: Vec<Ex>,
     },
     Index(Box<Ex>, Vec<IxEx>),

@@ -632,7 +632,12 @@ impl Model {
 
     /// Runs parameters, transformed parameters and model; returns the log density and, when
     /// `grad` is given, its gradient.
-    fn run(&self, zeta: &[f64], grad: Option<&mut [f64]>) -> Result<f64, DensityError> {
+    fn run(
+        &self,
+        zeta: &[f64],
+        grad: Option<&mut [f64]>,
+        jacobian: bool,
+    ) -> Result<f64, DensityError> {
         if zeta.len() != self.dim {
             return Err(DensityError::fatal(format!(
                 "expected {} unconstrained values, got {}",
@@ -650,8 +655,10 @@ impl Model {
             let mut lj = Vec::new();
             let r = (|| -> Result<(), Located> {
                 self.bind_params(&mut ctx, &mut lj)?;
-                for s in &lj {
-                    ctx.add_target(&Value::from_s(*s));
+                if jacobian {
+                    for s in &lj {
+                        ctx.add_target(&Value::from_s(*s));
+                    }
                 }
                 ctx.exec_all(&self.tp_body)?;
                 self.check_outputs(&mut ctx, &self.tparams, true)?;
@@ -949,7 +956,7 @@ impl LogDensity for Model {
     }
 
     fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
-        self.run(theta, None)
+        self.run(theta, None, true)
     }
 
     fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
@@ -960,6 +967,51 @@ impl LogDensity for Model {
                 self.dim
             )));
         }
-        self.run(theta, Some(grad))
+        self.run(theta, Some(grad), true)
+    }
+}
+
+/// The log density of a [`Model`] with or without the Jacobian adjustment, as a
+/// [`LogDensity`]: made by [`Model::with_jacobian`].
+///
+/// With `jacobian = false` the value is log p(θ(ζ), y) without the log|det ∂θ/∂ζ| terms of the
+/// constraining transforms, so its maximiser over ζ is the mode on the constrained scale (Stan's
+/// `optimize` default, `jacobian=0`: a maximum-likelihood estimate when the model has no
+/// priors, otherwise a penalised one). With `jacobian = true` it equals the model itself.
+#[derive(Clone, Copy)]
+pub struct JacobianView<'a> {
+    model: &'a Model,
+    jacobian: bool,
+}
+
+impl Model {
+    /// This model's log density with (`true`, the same as the model) or without (`false`) the
+    /// Jacobian adjustment of the constraining transforms; see [`JacobianView`].
+    pub fn with_jacobian(&self, jacobian: bool) -> JacobianView<'_> {
+        JacobianView {
+            model: self,
+            jacobian,
+        }
+    }
+}
+
+impl LogDensity for JacobianView<'_> {
+    fn dim(&self) -> usize {
+        self.model.dim
+    }
+
+    fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
+        self.model.run(theta, None, self.jacobian)
+    }
+
+    fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        if grad.len() != self.model.dim {
+            return Err(DensityError::fatal(format!(
+                "gradient buffer has length {}, expected {}",
+                grad.len(),
+                self.model.dim
+            )));
+        }
+        self.model.run(theta, Some(grad), self.jacobian)
     }
 }

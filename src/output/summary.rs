@@ -257,3 +257,53 @@ mod tests {
         assert_eq!(format_sig(-9.99996e-5, 3), "-0.000100");
     }
 }
+
+/// R-hat above this flags chains that have not mixed (Vehtari et al. 2021, §4).
+pub const RHAT_WARN: f64 = 1.01;
+
+/// Minimum bulk and tail ESS per chain below which estimates are unreliable (Vehtari et al. 2021).
+pub const ESS_PER_CHAIN_WARN: f64 = 100.0;
+
+/// Convergence warnings for an MCMC summary of `chains` chains, as the CLI prints them: one
+/// message naming every quantity with R-hat > [`RHAT_WARN`] ("the chains have not mixed"), and
+/// one naming every quantity with bulk or tail ESS below [`ESS_PER_CHAIN_WARN`] per chain.
+/// Rows without MCMC columns (variational fits) never warn. Source: Vehtari, Gelman, Simpson,
+/// Carpenter & Bürkner (2021), "Rank-normalization, folding, and localization", §4.
+pub fn convergence_warnings(rows: &[SummaryRow], chains: usize) -> Vec<String> {
+    let mut w = Vec::new();
+    let high: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.rhat.is_some_and(|x| x > RHAT_WARN))
+        .map(|r| r.name.as_str())
+        .collect();
+    if !high.is_empty() {
+        w.push(format!(
+            "R-hat > {RHAT_WARN} for {}: the chains have not mixed; run longer (--warmup, --samples) or reparameterise",
+            name_list(&high)
+        ));
+    }
+    let min_ess = ESS_PER_CHAIN_WARN * chains as f64;
+    let low: Vec<&str> = rows
+        .iter()
+        .filter(|r| {
+            r.ess_bulk.is_some_and(|x| x < min_ess) || r.ess_tail.is_some_and(|x| x < min_ess)
+        })
+        .map(|r| r.name.as_str())
+        .collect();
+    if !low.is_empty() {
+        w.push(format!(
+            "effective sample size below {min_ess:.0} (100 per chain) for {}: estimates of means and quantiles are unreliable; draw more samples",
+            name_list(&low)
+        ));
+    }
+    w
+}
+
+/// Up to six names joined by commas, then "and k more".
+fn name_list(names: &[&str]) -> String {
+    if names.len() > 6 {
+        format!("{} and {} more", names[..6].join(", "), names.len() - 6)
+    } else {
+        names.join(", ")
+    }
+}

@@ -12,9 +12,7 @@ use std::time::SystemTime;
 use clap::Parser;
 use rand::RngExt;
 
-use crate::cli::fit::{
-    FitArgs, check_args, convergence_warnings, hmc_warnings, options_from_args, write_outputs,
-};
+use crate::cli::fit::{FitArgs, check_args, hmc_warnings, options_from_args, write_outputs};
 use crate::cli::progress::DelayedBar;
 use crate::data::DataSource;
 use crate::diagnostics;
@@ -23,7 +21,7 @@ use crate::graph::Model;
 use crate::inference::mcmc::SamplerStats;
 use crate::inference::qbvi::StopReason;
 use crate::inference::{Draws, LogDensity};
-use crate::output::summary::{self, format_sig};
+use crate::output::summary::{self, convergence_warnings, format_sig};
 use crate::pipeline::{self, Checked, Failure};
 use crate::semantics::names::best_match;
 use crate::syntax::parser;

@@ -318,6 +318,12 @@ pub static BUILTINS: &[Builtin] = &[
     b("row", 2, Some(2), "(matrix, int) -> row_vector"),
     b("diag_matrix", 1, Some(1), "(vector) -> matrix"),
     b(
+        "cholesky_decompose",
+        1,
+        Some(1),
+        "(matrix) -> matrix: the lower Cholesky factor",
+    ),
+    b(
         "cumulative_sum",
         1,
         Some(1),
@@ -501,6 +507,7 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
         ("col", [m, i]) if *m == Type::MATRIX && i.is_int() => Some(Type::VECTOR),
         ("row", [m, i]) if *m == Type::MATRIX && i.is_int() => Some(Type::ROW_VECTOR),
         ("diag_matrix", [v]) if *v == Type::VECTOR => Some(Type::MATRIX),
+        ("cholesky_decompose", [m]) if *m == Type::MATRIX => Some(Type::MATRIX),
         ("cumulative_sum", [t])
             if matches!(*t, Type::VECTOR | Type::ROW_VECTOR)
                 || (t.dims == 1 && t.is_scalar_elem()) =>

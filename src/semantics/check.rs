@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::distributions::has_log_cdf;
+use crate::distributions::multivariate as multivariate_registry;
 use crate::distributions::registry::{self, FamilySig, Support};
 use crate::syntax::ast::{
     AssignOp, BinOp, Expr, ExprKind, FunctionDef, Index, LValue, PrintArg, Program, ReturnType,
@@ -19,6 +20,8 @@ use super::operators;
 use super::pretty;
 use super::types::{Base, IndexKind, Type, index_type, max_indices};
 use super::warnings::Warning;
+
+mod multivariate;
 
 /// The block a statement belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1004,6 +1007,10 @@ impl<'p> Checker<'p> {
             return;
         }
 
+        if let Some(sig) = multivariate_registry::lookup(&dist.name) {
+            self.mv_tilde(sig, lhs, lhs_ty, args, &arg_tys, dist.span);
+            return;
+        }
         let Some(sig) = registry::lookup(&dist.name) else {
             // A user-defined distribution `foo_lpdf` / `foo_lpmf`.
             for suffix in ["_lpdf", "_lpmf"] {
@@ -1617,6 +1624,11 @@ impl<'p> Checker<'p> {
             .map(|f| f.name.to_string())
             .collect();
         names.push(STD_NORMAL.into());
+        names.extend(
+            multivariate_registry::MV_FAMILIES
+                .iter()
+                .map(|f| f.name.to_string()),
+        );
         for f in self.functions.keys() {
             for suffix in ["_lpdf", "_lpmf"] {
                 if let Some(stem) = f.strip_suffix(suffix) {
@@ -1750,6 +1762,12 @@ impl<'p> Checker<'p> {
             && suffix != "_lupmf"
         {
             return self.std_normal_call(fname, suffix, args, &tys, span);
+        }
+
+        if let Some((stem, suffix)) = split_suffix(fname)
+            && let Some(sig) = multivariate_registry::lookup(stem)
+        {
+            return self.mv_call(sig, fname, suffix, args, &tys, conditional, span);
         }
 
         if let Some((stem, suffix)) = split_suffix(fname)

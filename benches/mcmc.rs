@@ -1,0 +1,118 @@
+//! Benchmark of NUTS on the three reference-fit examples (labour, GARCH(1,1), eight schools):
+//! 4 chains × 1000 warmup × 1000 draws, fixed seed, at 1 and 2 rayon threads. Prints the
+//! minimum bulk ESS over the parameters, wall time, CPU time (sum over chains of the chains'
+//! warmup + sampling CPU seconds from `ChainOutput`), min ESS per CPU-second, the number of
+//! gradient evaluations (leapfrog steps) and the CPU time per gradient, beside the reference
+//! numbers of `../shared/validation/reference_fits/README.md` (Stan and NumPyro, ESS per
+//! CPU-second on the same kind of machine).
+//!
+//! Run with `cargo bench --bench mcmc`. Prints numbers; asserts nothing about time.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use bayesc::fit::{self, FitDetails, FitOptions, Method, Monitor};
+use bayesc::graph::Model;
+use bayesc::inference::LogDensity;
+use bayesc::output::summary::summarize;
+use bayesc::pipeline;
+use bayesc::syntax::source::SourceMap;
+
+/// (example folder, data file, Stan ESS/CPU-s, NumPyro ESS/CPU-s).
+const CASES: [(&str, &str, f64, f64); 3] = [
+    ("labour", "labour.csv", 87.0, 237.0),
+    ("garch", "returns.csv", 223.0, 678.0),
+    ("eight_schools", "schools.csv", 4200.0, 6200.0),
+];
+
+fn compile(name: &str, data: &str) -> Model {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    let mut sources = SourceMap::new();
+    let checked = pipeline::check_file(&mut sources, &root.join("model.bayes"))
+        .unwrap_or_else(|_| panic!("{name}: the shipped model checks"));
+    let data = pipeline::load_data(&[root.join(data)])
+        .unwrap_or_else(|_| panic!("{name}: the shipped data loads"));
+    pipeline::compile(&checked, &sources, &data).unwrap_or_else(|_| panic!("{name}: compiles"))
+}
+
+/// One measurement: min bulk ESS over the parameters, wall s, CPU s, gradient evaluations.
+fn measure(model: &Model) -> (f64, f64, f64, u64) {
+    let options = FitOptions::new(Method::Nuts, 1);
+    let never = AtomicBool::new(false);
+    let monitor = Monitor {
+        on_progress: &|_| {},
+        stop: &never,
+    };
+    let start = Instant::now();
+    let result = fit::fit(model, &options, &monitor).expect("the fit runs");
+    let wall = start.elapsed().as_secs_f64();
+    let FitDetails::Mcmc(out) = &result.details else {
+        unreachable!("NUTS gives MCMC details")
+    };
+    let cpu: f64 = out
+        .chains
+        .iter()
+        .map(|c| {
+            c.warmup_cpu_seconds.unwrap_or(c.warmup_seconds)
+                + c.sampling_cpu_seconds.unwrap_or(c.sampling_seconds)
+        })
+        .sum();
+    let grads: u64 = out
+        .chains
+        .iter()
+        .map(|c| {
+            c.stats.n_leapfrog.iter().map(|&n| n as u64).sum::<u64>()
+                + c.warmup_stats
+                    .n_leapfrog
+                    .iter()
+                    .map(|&n| n as u64)
+                    .sum::<u64>()
+        })
+        .sum();
+    let names = model.parameter_names();
+    let min_ess = summarize(&result.draws, true)
+        .iter()
+        .filter(|r| names.contains(&r.name))
+        .filter_map(|r| r.ess_bulk)
+        .fold(f64::INFINITY, f64::min);
+    (min_ess, wall, cpu, grads)
+}
+
+/// Seconds per log density + gradient evaluation at a fixed point, from `reps` calls.
+fn gradient_seconds(model: &Model, reps: usize) -> f64 {
+    let d = model.dim();
+    let theta = vec![0.1; d];
+    let mut grad = vec![0.0; d];
+    let start = Instant::now();
+    for _ in 0..reps {
+        std::hint::black_box(model.log_density_grad(&theta, &mut grad).ok());
+    }
+    start.elapsed().as_secs_f64() / reps as f64
+}
+
+fn main() {
+    println!(
+        "| model | threads | min ESS_bulk | wall s | CPU s | ESS/CPU-s | Stan | NumPyro | gradients | µs/gradient (in run) | µs/gradient (isolated) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (name, data, stan, numpyro) in CASES {
+        let model = compile(name, data);
+        let isolated = gradient_seconds(&model, 2000);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a rayon pool builds");
+            let (ess, wall, cpu, grads) = pool.install(|| measure(&model));
+            println!(
+                "| {name} | {threads} | {ess:.0} | {wall:.2} | {cpu:.2} | {:.0} | {stan:.0} | {numpyro:.0} | {grads} | {:.1} | {:.1} |",
+                ess / cpu,
+                cpu / grads as f64 * 1e6,
+                isolated * 1e6
+            );
+        }
+    }
+}

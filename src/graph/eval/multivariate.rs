@@ -1,0 +1,143 @@
+//! The interpreter's calls into the multivariate families
+//! ([`crate::distributions::multivariate`]): arguments flattened to [`MvArg`]s, the log density
+//! recorded as one tape node holding its partials, `_rng` draws turned back into values.
+
+use std::sync::Arc;
+
+use crate::distributions::multivariate::{self, MvArg, MvDraw, MvFamily};
+
+use super::super::tape::S;
+use super::super::value::{Base, Data, Fault, R, Tensor, Value};
+use super::Ctx;
+
+/// One argument's values with its array length and element (rows, cols).
+struct Flat {
+    data: Vec<f64>,
+    array: Option<usize>,
+    rows: usize,
+    cols: usize,
+}
+
+impl Ctx<'_> {
+    fn flatten(&self, function: &str, v: &Value) -> R<Flat> {
+        let (arr, base) = v.shape();
+        if arr.len() > 1 {
+            return Err(Fault::fatal(format!(
+                "{function}: arguments may have at most one array dimension, found {}",
+                v.describe()
+            )));
+        }
+        let (rows, cols) = match base {
+            Base::Scalar => (1, 1),
+            b => b.matrix_dims(),
+        };
+        Ok(Flat {
+            data: v.values(self.tape),
+            array: arr.first().copied(),
+            rows,
+            cols,
+        })
+    }
+
+    /// A multivariate log density as one tape node holding its partials (a constant when no
+    /// argument depends on parameters).
+    pub fn mv_density(&mut self, family: MvFamily, vals: &[Value], propto: bool) -> R<S> {
+        let sig = family.sig();
+        let fname = sig.density_name();
+        let flats = vals
+            .iter()
+            .map(|v| self.flatten(&fname, v))
+            .collect::<R<Vec<Flat>>>()?;
+        let args: Vec<MvArg> = flats
+            .iter()
+            .map(|f| MvArg {
+                data: &f.data,
+                array: f.array,
+                rows: f.rows,
+                cols: f.cols,
+            })
+            .collect();
+        let is_var: Vec<bool> = vals.iter().map(Value::is_var).collect();
+        // Without recording, partials are not needed: only `~` (propto) depends on the flags.
+        let flags: Vec<bool> = if !self.tape.recording && !propto {
+            vec![false; is_var.len()]
+        } else {
+            is_var.clone()
+        };
+        let term = multivariate::log_density(family, &args, &flags, propto)
+            .map_err(|e| Fault::domain(e.to_string()))?;
+        if term.value.is_nan() {
+            return Err(Fault::domain(format!("{fname}: log density is NaN")));
+        }
+        if !is_var.iter().any(|&b| b) {
+            return Ok(S::C(term.value));
+        }
+        if !self.tape.recording {
+            return Ok(S::V(self.tape.leaf(term.value)));
+        }
+        let base = self.tape.entries_base();
+        let out = self.tape.leaf(term.value);
+        let mut k = 0;
+        for (v, p) in vals.iter().zip(&term.partials) {
+            match v {
+                Value::Var(i) => {
+                    self.tape.entry(*i, p[0]);
+                    k += 1;
+                }
+                Value::T(t) => {
+                    if let Data::Var(ix) = &t.data {
+                        for (&i, &d) in ix.iter().zip(p) {
+                            self.tape.entry(i, d);
+                        }
+                        k += ix.len();
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.tape.finish(out, 1, k, base);
+        Ok(S::V(out))
+    }
+
+    /// `foo_rng(…)` of a multivariate family: an int, a vector, an array of vectors or a matrix.
+    pub fn mv_rng(&mut self, family: MvFamily, vals: &[Value]) -> R<Value> {
+        let sig = family.sig();
+        let fname = format!("{}_rng", sig.name);
+        let flats = vals
+            .iter()
+            .map(|v| self.flatten(&fname, v))
+            .collect::<R<Vec<Flat>>>()?;
+        let args: Vec<MvArg> = flats
+            .iter()
+            .map(|f| MvArg {
+                data: &f.data,
+                array: f.array,
+                rows: f.rows,
+                cols: f.cols,
+            })
+            .collect();
+        let Some(rng) = self.rng.as_deref_mut() else {
+            return Err(Fault::fatal(format!(
+                "{fname} is only allowed in generated quantities"
+            )));
+        };
+        let draw =
+            multivariate::rng(family, &args, rng).map_err(|e| Fault::domain(e.to_string()))?;
+        let real = |arr: Vec<usize>, base: Base, data: Vec<f64>| {
+            Value::from_tensor(Tensor {
+                arr,
+                base,
+                data: Data::Real(Arc::new(data)),
+            })
+        };
+        Ok(match draw {
+            MvDraw::Int(i) => Value::Int(i),
+            MvDraw::Vector(v) => real(vec![], Base::Vector(v.len()), v),
+            MvDraw::Vectors(vs) => {
+                let k = vs.first().map_or(0, Vec::len);
+                real(vec![vs.len()], Base::Vector(k), vs.concat())
+            }
+            MvDraw::Matrix { k, data } => real(vec![], Base::Matrix(k, k), data),
+        })
+    }
+}

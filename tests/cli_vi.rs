@@ -1,0 +1,162 @@
+//! The command line for optimisation, the Laplace approximation and the VI diagnostics:
+//! `--method optimize` / `bayesc optimize` tables, `--method laplace` with PSIS k̂,
+//! `--elbo-output` CSV, and usage errors for flags that do not apply.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn bayesc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("run bayesc")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const LABOUR_MLE: &str = "examples/labour/mle.bayes";
+const LABOUR: &str = "examples/labour/model.bayes";
+const DATA: &str = "examples/labour/labour.csv";
+
+/// The row `name` of a printed table as (estimate, std. error).
+fn row(out: &str, name: &str) -> (f64, f64) {
+    let line = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in\n{out}"));
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    (f[0], f[1])
+}
+
+#[test]
+fn optimize_prints_estimates_and_standard_errors() {
+    for args in [
+        &[
+            "fit", LABOUR_MLE, "--data", DATA, "--method", "optimize", "--seed", "1",
+        ][..],
+        &["optimize", LABOUR_MLE, "--data", DATA, "--seed", "1"][..],
+    ] {
+        let o = bayesc(args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}");
+        assert!(out.contains("name") && out.contains("estimate") && out.contains("std. error"));
+        let (est, se) = row(&out, "beta[1]");
+        assert!((est - -1.462913751).abs() < 1e-4, "{out}");
+        assert!((se - 0.19700063).abs() < 0.004, "{out}");
+        assert!(
+            out.contains("log density at the optimum = -452.63"),
+            "{out}"
+        );
+        assert!(out.contains("converged:"), "{out}");
+        assert!(out.contains("L-BFGS"), "{out}");
+    }
+}
+
+#[test]
+fn laplace_prints_summary_and_khat() {
+    let o = bayesc(&[
+        "fit", LABOUR, "--data", DATA, "--method", "laplace", "--seed", "2", "-q",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("draws of the Laplace approximation"), "{out}");
+    let (mean, sd) = row(&out, "beta[6]");
+    assert!(
+        (mean - 0.618).abs() < 0.03 && (sd - 0.151).abs() < 0.015,
+        "{out}"
+    );
+    let k: f64 = out
+        .split("PSIS k-hat = ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no k-hat in\n{out}"));
+    assert!(k < 0.7, "{out}");
+    assert!(!out.contains("WARNING"), "{out}");
+}
+
+#[test]
+fn elbo_output_writes_readable_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elbo.csv");
+    let p = path.display().to_string();
+    let o = bayesc(&[
+        "fit",
+        LABOUR,
+        "--data",
+        DATA,
+        "--method",
+        "qnvb",
+        "--seed",
+        "1",
+        "-q",
+        "--elbo-output",
+        &p,
+    ]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let mut rdr = csv::Reader::from_path(&path).unwrap();
+    assert_eq!(
+        rdr.headers().unwrap().iter().collect::<Vec<_>>(),
+        ["iteration", "elbo", "smoothed_elbo"]
+    );
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    assert!(rows.len() >= 500, "QNVB runs at least T_min = 500 steps");
+    assert_eq!(&rows[0][0], "1");
+    assert_eq!(
+        &rows[0][2], "",
+        "no smoothed value before the window is full"
+    );
+    let last = rows.last().unwrap();
+    let elbo: f64 = last[1].parse().unwrap();
+    let smoothed: f64 = last[2].parse().unwrap();
+    // the labour posterior's ELBO is about −467 (the log evidence up to the dropped constants)
+    assert!(
+        (smoothed - -467.0).abs() < 10.0 && elbo.is_finite(),
+        "{smoothed}"
+    );
+}
+
+#[test]
+fn flags_that_do_not_apply_are_usage_errors() {
+    for args in [
+        &[
+            "fit",
+            LABOUR,
+            "--data",
+            DATA,
+            "--method",
+            "nuts",
+            "--elbo-output",
+            "x.csv",
+        ][..],
+        &[
+            "fit",
+            LABOUR,
+            "--data",
+            DATA,
+            "--method",
+            "optimize",
+            "--psis-resample",
+        ][..],
+        &[
+            "fit",
+            LABOUR,
+            "--data",
+            DATA,
+            "--method",
+            "qbvi",
+            "--jacobian",
+        ][..],
+    ] {
+        let o = bayesc(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+}
