@@ -125,7 +125,7 @@ pub struct FitArgs {
     #[arg(long, help_heading = "MCMC")]
     pub warmup: Option<u64>,
     /// MCMC: post-warmup iterations per chain; for mh the default is max(2000, 200·d).
-    #[arg(long, help_heading = "MCMC")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub samples: Option<u64>,
     /// MCMC: keep every n-th post-warmup draw.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
@@ -146,37 +146,27 @@ pub struct FitArgs {
 
 /// Runs the fit; returns the exit code.
 pub fn run(args: FitArgs) -> i32 {
-    if let Some(b) = args.step_size
-        && !(b > 0.0 && b < 1.0)
+    if let Err(msg) = check_args(&args) {
+        eprintln!("error: {msg}");
+        return super::EXIT_USAGE;
+    }
+    // Fail before a long fit, not after it, when an output cannot be written.
+    for path in [&args.output, &args.elbo_output, &args.save_fit]
+        .into_iter()
+        .flatten()
     {
-        eprintln!("error: --step-size must be in (0, 1), got {b}");
-        return super::EXIT_USAGE;
-    }
-    if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
-        eprintln!(
-            "error: --adapt-delta must be in (0, 1), got {}",
-            args.adapt_delta
-        );
-        return super::EXIT_USAGE;
-    }
-    let method: fit::Method = args.method.into();
-    if args.elbo_output.is_some() && !method.is_variational() {
-        eprintln!(
-            "error: --elbo-output applies to the variational methods (qbvi, qnvb, laplace), not {method}"
-        );
-        return super::EXIT_USAGE;
-    }
-    if args.psis_resample && !method.is_variational() {
-        eprintln!(
-            "error: --psis-resample applies to the variational methods (qbvi, qnvb, laplace), not {method}"
-        );
-        return super::EXIT_USAGE;
-    }
-    if args.jacobian && method != fit::Method::Optimize {
-        eprintln!(
-            "error: --jacobian applies to --method optimize (the other methods always include the Jacobian adjustment)"
-        );
-        return super::EXIT_USAGE;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            eprintln!(
+                "error: cannot write `{}`: the folder `{}` does not exist",
+                path.display(),
+                dir.display()
+            );
+            return super::EXIT_ERROR;
+        }
     }
     let mut sources = SourceMap::new();
     let checked = match pipeline::check_file(&mut sources, &args.model) {
@@ -310,7 +300,24 @@ pub fn run(args: FitArgs) -> i32 {
         }
         println!("fit saved to {}", path.display());
     }
+    if fit_was_interrupted(&result) {
+        // The conventional exit status of a process stopped by SIGINT (128 + 2), so that
+        // scripts do not take an incomplete fit for a finished one.
+        return EXIT_INTERRUPTED;
+    }
     0
+}
+
+/// Exit status after Ctrl-C stopped a fit (its partial results were printed and written).
+const EXIT_INTERRUPTED: i32 = 130;
+
+/// Whether Ctrl-C stopped the fit before it finished.
+fn fit_was_interrupted(result: &FitResult) -> bool {
+    match &result.details {
+        FitDetails::Qbvi(f) => f.stop == StopReason::Interrupted,
+        FitDetails::Mcmc(out) => out.interrupted,
+        _ => STOP.load(Ordering::SeqCst),
+    }
 }
 
 /// Range checks of the options that clap cannot express, for the REPL's `:fit` (the same
@@ -332,6 +339,9 @@ pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
 
 /// Set by the Ctrl-C handler; polled by the running fit.
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Step-size jitter of static HMC when the number of leapfrog steps is left to its default.
+const HMC_DEFAULT_JITTER: f64 = 0.5;
 
 /// The library options that the command-line arguments describe.
 pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
@@ -369,6 +379,13 @@ pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOpt
         o.mcmc.method = mcmc::Method::StaticHmc {
             n_leapfrog: args.n_leapfrog.map(|n| n as usize),
         };
+        if args.n_leapfrog.is_none() {
+            // The default integration time 2π (Stan's) is one full period of a unit-scale
+            // Gaussian after metric adaptation, so fixed-length trajectories return near their
+            // start and the chain barely moves; jittering the step size by ±50 % randomises
+            // the integration time (Neal 2011, §5.4.2.2) and restores mixing.
+            o.mcmc.jitter = HMC_DEFAULT_JITTER;
+        }
     }
     o
 }

@@ -35,6 +35,22 @@ pub fn run(args: SummaryArgs) -> i32 {
             return super::EXIT_ERROR;
         }
     };
+    let k = draws.names.len().max(1);
+    if let Some((i, c)) = draws
+        .chains
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.len() != draws.chains[0].len())
+    {
+        eprintln!(
+            "error: `{}` has {} draws but `{}` has {}; give the chains of one fit (equal lengths)",
+            args.files[i].display(),
+            c.len() / k,
+            args.files[0].display(),
+            draws.chains[0].len() / k
+        );
+        return super::EXIT_ERROR;
+    }
     if draws.n_draws() < 4 {
         eprintln!(
             "error: the files hold {} draws per chain; a summary needs at least 4",
