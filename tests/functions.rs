@@ -9,9 +9,11 @@
 //! `<name>.stderr`. `BLESS=1` rewrites the expected files after review (STYLE.md habit 8).
 //! Files in `lib/` are libraries included by the cases, not cases.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bayesc::data::DataSource;
 use bayesc::data::json::parse_json;
@@ -76,51 +78,7 @@ fn render(path: &Path) -> String {
 
 #[test]
 fn golden_functions() {
-    let bless = std::env::var_os("BLESS").is_some();
-    let mut entries: Vec<PathBuf> = fs::read_dir(DIR)
-        .expect("tests/golden/functions exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "bayes"))
-        .collect();
-    entries.sort();
-    assert!(
-        entries.len() >= 14,
-        "expected the golden models, found {}",
-        entries.len()
-    );
-    let mut failures = Vec::new();
-    for path in &entries {
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .expect("golden file names are UTF-8");
-        let actual = render(path);
-        let expected_path = Path::new(DIR).join(format!("{name}.stderr"));
-        if bless {
-            fs::write(&expected_path, &actual).expect("can write the expected file");
-            continue;
-        }
-        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
-        if actual != expected {
-            failures.push(format!(
-                "--- {name}: expected\n{expected}\n--- {name}: actual\n{actual}"
-            ));
-        }
-        if name.starts_with("bad_") {
-            assert!(actual.contains("error"), "{name} produced no error");
-        } else if name.starts_with("ok_") {
-            assert!(
-                !actual.contains("error"),
-                "{name} produced an error:\n{actual}"
-            );
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} golden file(s) differ (rerun with BLESS=1 after review):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    common::check_golden_folder(DIR, 14, |path, _name| render(path));
 }
 
 // ---- user-defined densities against the built-ins -------------------------------------------

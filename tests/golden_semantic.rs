@@ -3,8 +3,9 @@
 //! `<name>.stderr`. Run with `BLESS=1` to rewrite the expected files after reviewing the change
 //! (STYLE.md habit 8).
 
+mod common;
+
 use std::fs;
-use std::path::Path;
 
 use bayesc::semantics::check;
 use bayesc::syntax::parser::parse_program;
@@ -34,51 +35,8 @@ fn render(name: &str, text: &str) -> String {
 
 #[test]
 fn golden_semantic() {
-    let bless = std::env::var_os("BLESS").is_some();
-    let mut entries: Vec<_> = fs::read_dir(DIR)
-        .expect("tests/golden/semantic exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "bayes"))
-        .collect();
-    entries.sort();
-    assert!(
-        entries.len() >= 18,
-        "expected the golden models, found {}",
-        entries.len()
-    );
-    let mut failures = Vec::new();
-    for path in &entries {
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .expect("golden file names are UTF-8");
+    common::check_golden_folder(DIR, 18, |path, name| {
         let text = fs::read_to_string(path).expect("golden model is readable");
-        let actual = render(name, &text);
-        let expected_path = Path::new(DIR).join(format!("{name}.stderr"));
-        if bless {
-            fs::write(&expected_path, &actual).expect("can write the expected file");
-            continue;
-        }
-        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
-        if actual != expected {
-            failures.push(format!(
-                "--- {name}: expected\n{expected}\n--- {name}: actual\n{actual}"
-            ));
-        }
-        // A model named `bad_*` must produce at least one error; `ok_*` none.
-        if name.starts_with("bad_") {
-            assert!(actual.contains("error"), "{name} produced no error");
-        } else if name.starts_with("ok_") {
-            assert!(
-                !actual.contains("error"),
-                "{name} produced an error:\n{actual}"
-            );
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} golden file(s) differ (rerun with BLESS=1 after review):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+        render(name, &text)
+    });
 }

@@ -86,3 +86,56 @@ pub fn column_moments(flat: &[f64], k: usize) -> Vec<(f64, f64)> {
         })
         .collect()
 }
+
+/// Golden-file harness (STYLE.md habit 8): renders every `<dir>/<name>.bayes` with `render`
+/// and compares the text with `<dir>/<name>.stderr`; with `BLESS=1` in the environment it
+/// rewrites the expected files instead. A model named `bad_*` must render at least one error
+/// and one named `ok_*` none. Panics listing every difference; `min_cases` guards against an
+/// empty or misplaced folder.
+pub fn check_golden_folder(dir: &str, min_cases: usize, render: impl Fn(&Path, &str) -> String) {
+    let bless = std::env::var_os("BLESS").is_some();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "bayes"))
+        .collect();
+    entries.sort();
+    assert!(
+        entries.len() >= min_cases,
+        "expected at least {min_cases} golden models in {dir}, found {}",
+        entries.len()
+    );
+    let mut failures = Vec::new();
+    for path in &entries {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("golden file names are UTF-8");
+        let actual = render(path, name);
+        let expected_path = Path::new(dir).join(format!("{name}.stderr"));
+        if bless {
+            std::fs::write(&expected_path, &actual).expect("can write the expected file");
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if actual != expected {
+            failures.push(format!(
+                "--- {name}: expected\n{expected}\n--- {name}: actual\n{actual}"
+            ));
+        }
+        if name.starts_with("bad_") {
+            assert!(actual.contains("error"), "{name} produced no error");
+        } else if name.starts_with("ok_") {
+            assert!(
+                !actual.contains("error"),
+                "{name} produced an error:\n{actual}"
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} golden file(s) differ (rerun with BLESS=1 after review):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
