@@ -269,7 +269,8 @@ pub enum McmcError {
     /// No initial point with finite log density and gradient was found (`specs/nuts.md` §3).
     #[error(
         "chain {chain}: initialisation failed after {attempts} attempt(s): {message}. \
-         Supply initial values or use a smaller init radius"
+         Check that the statement named above can have a finite log density for parameter \
+         values near zero on the unconstrained scale (bounds, positive scales, data in the support)"
     )]
     Initialization {
         /// Chain number, 1-based.
