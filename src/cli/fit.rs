@@ -320,8 +320,8 @@ fn fit_was_interrupted(result: &FitResult) -> bool {
     }
 }
 
-/// Range checks of the options that clap cannot express, for the REPL's `:fit` (the same
-/// checks as at the top of [`run`]).
+/// Checks of the options that clap cannot express (ranges, flags that do not apply to the
+/// chosen method), shared by [`run`] and the REPL's `:fit`.
 pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
     if let Some(b) = args.step_size
         && !(b > 0.0 && b < 1.0)
@@ -333,6 +333,24 @@ pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
             "--adapt-delta must be in (0, 1), got {}",
             args.adapt_delta
         ));
+    }
+    let method: fit::Method = args.method.into();
+    if args.elbo_output.is_some() && !method.is_variational() {
+        return Err(format!(
+            "--elbo-output applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+        ));
+    }
+    if args.psis_resample && !method.is_variational() {
+        return Err(format!(
+            "--psis-resample applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+        ));
+    }
+    if args.jacobian && method != fit::Method::Optimize {
+        return Err(
+            "--jacobian applies to --method optimize (the other methods always include the \
+                    Jacobian adjustment)"
+                .to_string(),
+        );
     }
     Ok(())
 }
