@@ -85,24 +85,7 @@ fn golden_functions() {
 
 /// Checks and compiles a model given as text against JSON data.
 fn compile_text(text: &str, json: &str) -> Model {
-    let mut sources = SourceMap::new();
-    let result = pipeline::check_source(&mut sources, "test.bayes", text).and_then(|checked| {
-        let data = vec![DataSource::Json(
-            parse_json("data.json", json).expect("test data is valid JSON"),
-        )];
-        pipeline::compile(&checked, &sources, &data)
-    });
-    match result {
-        Ok(m) => m,
-        Err(f) => {
-            let text: String = f
-                .into_reports()
-                .iter()
-                .map(|d| render_plain(&sources, d))
-                .collect();
-            panic!("compiling failed:\n{text}");
-        }
-    }
+    common::compile_source("test.bayes", text, Some(json), &[])
 }
 
 /// A reproducible point in [-1.5, 1.5]^d (SplitMix64 of the index and a seed).

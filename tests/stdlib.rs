@@ -5,42 +5,15 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
-use bayesc::data::DataSource;
-use bayesc::data::json::parse_json;
 use bayesc::graph::Model;
 use bayesc::inference::LogDensity;
 use bayesc::inference::rng;
-use bayesc::pipeline;
-use bayesc::syntax::report::render_plain;
-use bayesc::syntax::source::SourceMap;
 
 /// Checks and compiles `text` (its includes resolve from the crate root, then the stdlib)
 /// against JSON data and/or data files.
 fn compile(text: &str, json: Option<&str>, files: &[&str]) -> Model {
-    let mut sources = SourceMap::new();
-    let result = pipeline::check_source(&mut sources, "stdlib_test.bayes", text).and_then(|c| {
-        let paths: Vec<PathBuf> = files.iter().map(|f| common::root().join(f)).collect();
-        let mut data = pipeline::load_data(&paths)?;
-        if let Some(j) = json {
-            data.push(DataSource::Json(
-                parse_json("data.json", j).expect("test data is valid JSON"),
-            ));
-        }
-        pipeline::compile(&c, &sources, &data)
-    });
-    match result {
-        Ok(m) => m,
-        Err(f) => {
-            let text: String = f
-                .into_reports()
-                .iter()
-                .map(|d| render_plain(&sources, d))
-                .collect();
-            panic!("compiling failed:\n{text}");
-        }
-    }
+    common::compile_source("stdlib_test.bayes", text, json, files)
 }
 
 /// The generated quantities of `model` at the unconstrained point `zeta`, by name (`X[2,3]`).

@@ -1985,15 +1985,7 @@ impl<'p> Checker<'p> {
         }
         let n_expected = sig.params.len() + usize::from(!is_rng);
         if args.len() != n_expected {
-            let expected = if is_rng {
-                format!("{} ({})", plural(n_expected, "argument"), param_names(sig))
-            } else {
-                format!(
-                    "{} (the variate, then {})",
-                    plural(n_expected, "argument"),
-                    param_names(sig)
-                )
-            };
+            let expected = expected_arity(is_rng, n_expected, &param_names(sig));
             self.err(SemanticError::WrongArity {
                 function: fname.into(),
                 span,
@@ -2087,6 +2079,16 @@ fn conditional_form(fname: &str, args: &[Expr]) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!("{fname}({first} | {rest})")
+}
+
+/// "3 arguments (the variate, then Location parameter, Scale parameter)" — the expected
+/// arguments of a distribution function (`_rng` functions take no variate).
+pub(super) fn expected_arity(is_rng: bool, n: usize, params: &str) -> String {
+    if is_rng {
+        format!("{} ({params})", plural(n, "argument"))
+    } else {
+        format!("{} (the variate, then {params})", plural(n, "argument"))
+    }
 }
 
 fn plural(n: usize, word: &str) -> String {

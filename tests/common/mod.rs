@@ -139,3 +139,32 @@ pub fn check_golden_folder(dir: &str, min_cases: usize, render: impl Fn(&Path, &
         failures.join("\n")
     );
 }
+
+/// Checks and compiles model `text` (registered as `name`) against the data files `files`
+/// (paths relative to the repository root) plus, if given, a JSON data text; panics with the
+/// rendered diagnostics on failure.
+pub fn compile_source(name: &str, text: &str, json: Option<&str>, files: &[&str]) -> Model {
+    use bayesc::data::{DataSource, json::parse_json};
+    let mut sources = SourceMap::new();
+    let result = pipeline::check_source(&mut sources, name, text).and_then(|checked| {
+        let paths: Vec<PathBuf> = files.iter().map(|f| root().join(f)).collect();
+        let mut data = pipeline::load_data(&paths)?;
+        if let Some(j) = json {
+            data.push(DataSource::Json(
+                parse_json("data.json", j).expect("test data is valid JSON"),
+            ));
+        }
+        pipeline::compile(&checked, &sources, &data)
+    });
+    match result {
+        Ok(m) => m,
+        Err(f) => {
+            let text: String = f
+                .into_reports()
+                .iter()
+                .map(|d| render_plain(&sources, d))
+                .collect();
+            panic!("compiling {name} failed:\n{text}");
+        }
+    }
+}

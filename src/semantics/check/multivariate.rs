@@ -169,15 +169,7 @@ impl Checker<'_> {
         let params = if is_rng { sig.rng_params } else { sig.params };
         let n_expected = params.len() + usize::from(!is_rng);
         if args.len() != n_expected {
-            let expected = if is_rng {
-                format!("{} ({})", plural(n_expected, "argument"), names(params))
-            } else {
-                format!(
-                    "{} (the variate, then {})",
-                    plural(n_expected, "argument"),
-                    names(params)
-                )
-            };
+            let expected = super::expected_arity(is_rng, n_expected, &names(params));
             self.err(SemanticError::WrongArity {
                 function: fname.into(),
                 span,
