@@ -598,3 +598,15 @@ fn absurd_declared_sizes_are_errors_not_overflows() {
     assert_eq!(e.kind, DataErrorKind::UnsupportedExpression);
     assert!(e.message.ends_with("overflows"), "{}", e.message);
 }
+
+#[test]
+fn a_directory_or_a_missing_file_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = load(dir.path()).unwrap_err();
+    assert_eq!(e.kind, DataErrorKind::Io);
+    assert!(e.message.contains("is a directory"), "{}", e.message);
+    let e = load(&dir.path().join("absent.csv")).unwrap_err();
+    assert!(e.message.contains("cannot read"), "{}", e.message);
+    let e = load(&dir.path().join("absent")).unwrap_err();
+    assert!(e.message.contains("does not exist"), "{}", e.message);
+}

@@ -787,7 +787,15 @@ impl<'a> Binder<'a> {
 fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64, DataError> {
     let loc = format!("{}, column `{}`", src.row_location(row), src.header[col]);
     match &src.columns[col][row] {
-        Cell::Number(v) => Ok(*v),
+        Cell::Number(v) if v.is_finite() => Ok(*v),
+        Cell::Number(v) => Err(DataError::new(
+            DataErrorKind::NotFinite,
+            format!("{loc}: `{v}` is not a finite number, but `{name}` needs finite values"),
+        )
+        .with_help(
+            "replace the value with a finite number, or remove the row; an infinite observation \
+             makes the log density -inf at every parameter value",
+        )),
         Cell::Missing(raw) => {
             let what = if raw.is_empty() {
                 "an empty cell".to_string()

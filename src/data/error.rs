@@ -30,6 +30,8 @@ pub enum DataErrorKind {
     MissingValue,
     /// A CSV cell that is not a number, in a column that binds to a variable.
     NotANumber,
+    /// A CSV cell holding `inf` or `-inf`, in a column that binds to a variable.
+    NotFinite,
     /// A non-integral (or out of 32-bit range) value for an `int` variable.
     NotAnInteger,
     /// A declared data variable is in no source and cannot be inferred.

@@ -64,6 +64,15 @@ impl DataSource {
 /// (unreadable, or not UTF-8 text), and the format's errors ([`load_csv_str`], [`load_json_str`]).
 pub fn load(path: &Path) -> Result<DataSource, DataError> {
     let shown = path.display().to_string();
+    if path.is_dir() {
+        return Err(DataError::new(
+            DataErrorKind::Io,
+            format!("data path `{shown}` is a directory, not a data file"),
+        )
+        .with_help(
+            "give the .csv or .json file inside it, e.g. `--data examples/labour/labour.csv`",
+        ));
+    }
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -71,6 +80,13 @@ pub fn load(path: &Path) -> Result<DataSource, DataError> {
     let is_csv = match ext.as_deref() {
         Some("csv") => true,
         Some("json") => false,
+        None if !path.exists() => {
+            return Err(DataError::new(
+                DataErrorKind::Io,
+                format!("data file `{shown}` does not exist"),
+            )
+            .with_help("check the path (relative paths are taken from the current directory)"));
+        }
         other => {
             let what = match other {
                 Some(e) => format!("has the extension `.{e}`"),
