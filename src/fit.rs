@@ -187,6 +187,39 @@ pub struct ViDiagnostics {
     pub trace: Vec<(usize, f64, f64)>,
     /// Whether the reported draws were importance-resampled.
     pub resampled: bool,
+    /// Parameters whose marginal in q has collapsed to a point (see [`collapsed_parameters`]):
+    /// (name, mean, sd) on the constrained scale. Non-empty means the fit is degenerate,
+    /// whatever k̂ says.
+    pub collapsed: Vec<(String, f64, f64)>,
+}
+
+/// Relative scale sd/|mean| below which a marginal of a variational fit counts as collapsed:
+/// a proper posterior from n observations has sd/|mean| of order 1/√n, far above 1e-8 for any
+/// data set that fits in memory.
+pub const COLLAPSE_RELATIVE_SD: f64 = 1e-8;
+
+/// The parameters (the first `n_params` columns of `draws`) whose draws have
+/// sd ≤ [`COLLAPSE_RELATIVE_SD`]·|mean| (or sd = 0), as (name, mean, sd). A variational fit
+/// drifts onto such a spike when the posterior is improper or unbounded, e.g. a scale parameter
+/// with a flat prior going to 0 while the other parameters interpolate the data exactly; the
+/// log ratios log p − log q are then dominated by rounding and k̂ cannot flag it.
+pub fn collapsed_parameters(draws: &Draws, n_params: usize) -> Vec<(String, f64, f64)> {
+    let k = draws.names.len();
+    let mut out = Vec::new();
+    for j in 0..n_params.min(k) {
+        let col: Vec<f64> = draws.column(j).concat();
+        if col.len() < 2 || col.iter().any(|v| !v.is_finite()) {
+            continue;
+        }
+        let n = col.len() as f64;
+        let mean = col.iter().sum::<f64>() / n;
+        let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+        let sd = var.sqrt();
+        if sd == 0.0 || sd <= COLLAPSE_RELATIVE_SD * mean.abs() {
+            out.push((draws.names[j].clone(), mean, sd));
+        }
+    }
+    out
 }
 
 /// k̂ above which a variational approximation is unreliable (Yao et al. 2018 §3.2).
@@ -320,6 +353,10 @@ pub fn fit(
                 trace,
             )?;
             let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            let vi = vi.map(|v| ViDiagnostics {
+                collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+                ..v
+            });
             Ok(FitResult {
                 method: Method::Qbvi,
                 seed,
@@ -364,6 +401,10 @@ pub fn fit(
                 trace,
             )?;
             let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            let vi = vi.map(|v| ViDiagnostics {
+                collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+                ..v
+            });
             Ok(FitResult {
                 method: Method::Qnvb,
                 seed,
@@ -389,6 +430,10 @@ pub fn fit(
                 Vec::new(),
             )?;
             let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            let vi = vi.map(|v| ViDiagnostics {
+                collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+                ..v
+            });
             Ok(FitResult {
                 method: Method::Laplace,
                 seed,
@@ -530,6 +575,7 @@ fn vi_draws(
             elbo,
             trace,
             resampled: resample,
+            collapsed: Vec::new(),
         }),
     ))
 }

@@ -276,6 +276,7 @@ fn khat_small_for_full_qbvi_on_labour() {
         let r = run(&model, &options);
         let vi = r.vi.expect("QBVI reports PSIS");
         assert!(vi.khat < 0.5, "seed {seed}: k-hat {}", vi.khat);
+        assert!(vi.collapsed.is_empty(), "{:?}", vi.collapsed);
         let FitDetails::Qbvi(q) = &r.details else {
             panic!("QBVI details expected")
         };
@@ -474,4 +475,31 @@ fn psis_corrected_laplace_labour_means_match_nuts_reference() {
             );
         }
     }
+}
+
+#[test]
+fn a_collapsed_approximation_of_an_improper_posterior_is_flagged() {
+    // Two points, a line through them and a flat-prior scale: the density grows without bound as
+    // sigma -> 0, and QBVI ends on a spike where log p - log q is constant to rounding (k-hat
+    // undefined). The collapse check names the parameters.
+    let model = common::compile_source(
+        "spike.bayes",
+        "data { int N; vector[N] x; vector[N] y; }\n\
+         parameters { real a; real b; real<lower=0> sigma; }\n\
+         model { y ~ normal(a + b * x, sigma); }\n",
+        Some(r#"{"N": 2, "x": [1, 2], "y": [2, 3.5]}"#),
+        &[],
+    );
+    let r = run(&model, &FitOptions::new(Method::Qbvi, 1));
+    let vi = r.vi.expect("QBVI reports PSIS");
+    assert_eq!(
+        vi.khat,
+        f64::NEG_INFINITY,
+        "k-hat is undefined on the spike"
+    );
+    let names: Vec<&str> = vi.collapsed.iter().map(|c| c.0.as_str()).collect();
+    assert!(names.contains(&"sigma"), "{:?}", vi.collapsed);
+    // QNVB drifts too: at least one parameter collapses (and k-hat is large)
+    let r = run(&model, &FitOptions::new(Method::Qnvb, 1));
+    assert!(!r.vi.expect("QNVB reports PSIS").collapsed.is_empty());
 }

@@ -774,11 +774,29 @@ pub(crate) fn optimize_table(fit: &fit::OptimizeFit) -> String {
 /// PSIS k̂, its verdict and the ELBO estimate of a variational fit.
 fn print_vi_diagnostics(result: &FitResult) {
     let Some(vi) = &result.vi else { return };
+    let khat = if vi.khat == f64::NEG_INFINITY {
+        "undefined (the log ratios log p - log q are constant to rounding)".to_string()
+    } else {
+        format!("{:.3}", vi.khat)
+    };
     println!(
-        "\nPSIS k-hat = {:.3} ({} draws of the approximation; PSIS ESS = {:.0}); ELBO estimate = {:.3}",
-        vi.khat, vi.n_draws, vi.psis_ess, vi.elbo
+        "\nPSIS k-hat = {khat} ({} draws of the approximation; PSIS ESS = {:.0}); ELBO estimate = {:.3}",
+        vi.n_draws, vi.psis_ess, vi.elbo
     );
-    if vi.khat > fit::KHAT_BAD {
+    if !vi.collapsed.is_empty() {
+        let list: Vec<String> = vi
+            .collapsed
+            .iter()
+            .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
+            .collect();
+        println!(
+            "WARNING: the approximation collapsed to a point in {}: the posterior is probably improper \
+             or unbounded (e.g. a scale parameter with a flat prior going to 0 while the other \
+             parameters fit the data exactly). Give the parameters proper priors, or check that the \
+             data identify them; the summary above is not a posterior.",
+            list.join(", ")
+        );
+    } else if vi.khat > fit::KHAT_BAD {
         println!(
             "WARNING: PSIS k-hat > {}: the approximation is unreliable; use --method nuts",
             fit::KHAT_BAD
