@@ -257,6 +257,40 @@ pub struct FitResult {
     /// PSIS k̂, ELBO estimate and trace of a variational fit (QBVI, QNVB, Laplace); `None` for
     /// MCMC and optimisation, or when `psis_draws` is 0.
     pub vi: Option<ViDiagnostics>,
+    /// Per reported draw of a variational or Laplace fit, in the order of `draws`:
+    /// (log p(ζ), log q(ζ)) on the unconstrained scale, log p the model's log density with the
+    /// Jacobian adjustment (NaN where it cannot be evaluated), log q normalised. CmdStan's
+    /// `log_p__` and `log_g__` columns. Empty for MCMC and optimisation.
+    pub approx_log_densities: Vec<(f64, f64)>,
+    /// The quantities (parameters, transformed parameters, generated quantities; the columns of
+    /// `draws`) at the mean of the fitted Gaussian, for QBVI and QNVB: the first row of CmdStan's
+    /// variational output. `None` for other methods.
+    pub approx_mean_row: Option<Vec<f64>>,
+}
+
+/// [`FitResult::approx_log_densities`] of unconstrained draws `zetas` (in parallel) and
+/// [`FitResult::approx_mean_row`] at `mean` (generated quantities use stream 999 of `seed`).
+fn approx_outputs(
+    model: &Model,
+    zetas: &[Vec<f64>],
+    log_q: impl Fn(&[f64]) -> f64 + Sync,
+    mean: Option<&[f64]>,
+    seed: u64,
+) -> Result<(Vec<(f64, f64)>, Option<Vec<f64>>), FitError> {
+    use rayon::prelude::*;
+    let lp = zetas
+        .par_iter()
+        .map(|z| (model.log_density(z).unwrap_or(f64::NAN), log_q(z)))
+        .collect();
+    let row = match mean {
+        Some(m) => Some(
+            model
+                .write_array(m, true, true, &mut stream(seed, 999))
+                .map_err(FitError::Constrain)?,
+        ),
+        None => None,
+    };
+    Ok((lp, row))
 }
 
 /// Progress of a running fit, for progress bars.
@@ -352,11 +386,14 @@ pub fn fit(
                 |z| fit.log_q(z),
                 trace,
             )?;
-            let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
+                .map_err(FitError::Constrain)?;
             let vi = vi.map(|v| ViDiagnostics {
                 collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
                 ..v
             });
+            let (approx_log_densities, approx_mean_row) =
+                approx_outputs(model, &zetas, |z| fit.log_q(z), Some(&fit.mean), seed)?;
             Ok(FitResult {
                 method: Method::Qbvi,
                 seed,
@@ -364,6 +401,8 @@ pub fn fit(
                 details: FitDetails::Qbvi(fit),
                 seconds,
                 vi,
+                approx_log_densities,
+                approx_mean_row,
             })
         }
         Method::Qnvb => {
@@ -400,11 +439,14 @@ pub fn fit(
                 |z| fit.log_q(z),
                 trace,
             )?;
-            let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
+                .map_err(FitError::Constrain)?;
             let vi = vi.map(|v| ViDiagnostics {
                 collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
                 ..v
             });
+            let (approx_log_densities, approx_mean_row) =
+                approx_outputs(model, &zetas, |z| fit.log_q(z), Some(&fit.mean), seed)?;
             Ok(FitResult {
                 method: Method::Qnvb,
                 seed,
@@ -412,6 +454,8 @@ pub fn fit(
                 details: FitDetails::Qnvb(fit),
                 seconds,
                 vi,
+                approx_log_densities,
+                approx_mean_row,
             })
         }
         Method::Laplace => {
@@ -429,11 +473,14 @@ pub fn fit(
                 |z| fit.log_q(z),
                 Vec::new(),
             )?;
-            let draws = constrained_draws(model, &[zetas], seed).map_err(FitError::Constrain)?;
+            let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
+                .map_err(FitError::Constrain)?;
             let vi = vi.map(|v| ViDiagnostics {
                 collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
                 ..v
             });
+            let (approx_log_densities, approx_mean_row) =
+                approx_outputs(model, &zetas, |z| fit.log_q(z), None, seed)?;
             Ok(FitResult {
                 method: Method::Laplace,
                 seed,
@@ -441,6 +488,8 @@ pub fn fit(
                 details: FitDetails::Laplace(fit),
                 seconds,
                 vi,
+                approx_log_densities,
+                approx_mean_row,
             })
         }
         Method::Optimize => {
@@ -455,6 +504,8 @@ pub fn fit(
                 details: FitDetails::Optimize(fit),
                 seconds,
                 vi: None,
+                approx_log_densities: Vec::new(),
+                approx_mean_row: None,
             })
         }
         Method::Nuts | Method::Hmc | Method::Mh => {
@@ -496,6 +547,8 @@ pub fn fit(
                 details: FitDetails::Mcmc(Box::new(out)),
                 seconds,
                 vi: None,
+                approx_log_densities: Vec::new(),
+                approx_mean_row: None,
             })
         }
     }

@@ -192,12 +192,39 @@ fn labour_fit_end_to_end_writes_draws() {
     ] {
         assert!(text.contains(name), "summary lacks {name}:\n{text}");
     }
+    // CmdStan's variational layout: config comments, lp__/log_p__/log_g__, a mean row, draws
     let csv = std::fs::read_to_string(&out).expect("draws file");
-    let mut lines = csv.lines();
+    assert!(csv.contains("\n# method = variational\n"), "{csv:.400}");
+    let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
     let header = lines.next().unwrap();
     assert!(
-        header.contains("alpha") && header.contains("beta[7]"),
+        header.starts_with("lp__,log_p__,log_g__,alpha,beta.1,") && header.ends_with("beta.7"),
         "{header}"
     );
-    assert_eq!(lines.count(), 500);
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 501, "mean row + 500 draws");
+    assert_eq!(&rows[0][..3], &[0.0, 0.0, 0.0]);
+    for r in &rows[1..] {
+        // log p is the labour log density (about -460 near the mode); log q the Gaussian's
+        assert!(r[0] == 0.0 && r[1] < -440.0 && r[1] > -500.0, "{r:?}");
+        assert!(r[2].is_finite() && r[2] < 20.0, "{r:?}");
+    }
+    // `bayesc summary` reads it back (dropping the mean row): 1 chain × 500 draws
+    let o = bayesc(&["summary", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("1 chains × 500 draws"),
+        "{}",
+        stdout(&o)
+    );
+    // a data CSV is not a draws file
+    let o = bayesc(&["summary", "examples/labour/labour.csv"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no sampler column such as `lp__`"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -13,7 +13,7 @@ use crate::inference::LogDensity;
 use crate::inference::mcmc::{self, McmcOutput};
 use crate::inference::qbvi::{Covariance, StopReason};
 use crate::inference::qnvb::QnvbStop;
-use crate::output::{draws_csv, stan_csv, summary};
+use crate::output::{stan_csv, summary};
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
 
@@ -650,12 +650,33 @@ pub(crate) fn write_outputs(
     options: &FitOptions,
     model: &Path,
 ) -> std::io::Result<Vec<String>> {
+    let model_name = model.display().to_string();
     match &result.details {
-        FitDetails::Qbvi(_)
-        | FitDetails::Qnvb(_)
-        | FitDetails::Laplace(_)
-        | FitDetails::Optimize(_) => {
-            draws_csv::write_draws_csv(path, &result.draws)?;
+        FitDetails::Qbvi(_) | FitDetails::Qnvb(_) | FitDetails::Laplace(_) => {
+            write_approximation_csv(path, result, options, &model_name)?;
+            Ok(vec![path.display().to_string()])
+        }
+        FitDetails::Optimize(fit) => {
+            let config = stan_csv::cmdstan_config_lines(
+                &model_name,
+                "optimize",
+                &[
+                    ("algorithm", "lbfgs".to_string()),
+                    ("jacobian", fit.jacobian.to_string()),
+                ],
+                result.seed,
+                1,
+            );
+            let layout = stan_csv::StanCsvLayout {
+                config_lines: &config,
+                sampler_cols: &["lp__"],
+                sampler_values: &[fit.log_density],
+                draws: &result.draws,
+                chain: 0,
+                adaptation_lines: &[],
+                footer_lines: &[],
+            };
+            stan_csv::write_stan_csv(path, &layout)?;
             Ok(vec![path.display().to_string()])
         }
         FitDetails::Mcmc(out) => {
@@ -745,6 +766,74 @@ pub(crate) fn write_outputs(
             Ok(files)
         }
     }
+}
+
+/// Writes a QBVI, QNVB or Laplace fit in the layout of CmdStan's `variational` / `laplace`
+/// output (CmdStan Guide, "Variational inference" and "Laplace sampling" output files):
+/// variational fits have columns `lp__` (always 0), `log_p__`, `log_g__` and a first row at the
+/// mean of the approximation (sampler columns 0), then one row per draw; Laplace fits have
+/// `log_p__`, `log_g__` and the draws. `log_p__` is the model's log density on the
+/// unconstrained scale with the Jacobian adjustment and `log_g__` the normalised log density of
+/// the approximation, at each draw. Written atomically.
+fn write_approximation_csv(
+    path: &Path,
+    result: &FitResult,
+    options: &FitOptions,
+    model_name: &str,
+) -> std::io::Result<()> {
+    let n = result.draws.n_draws();
+    if result.approx_log_densities.len() != n {
+        return Err(std::io::Error::other(format!(
+            "internal: {} log densities for {n} draws",
+            result.approx_log_densities.len()
+        )));
+    }
+    let laplace = matches!(result.details, FitDetails::Laplace(_));
+    let (method, cols): (&str, &[&str]) = if laplace {
+        ("laplace", &["log_p__", "log_g__"])
+    } else {
+        ("variational", &["lp__", "log_p__", "log_g__"])
+    };
+    let algorithm = match &result.details {
+        FitDetails::Qbvi(f) => match f.family {
+            Covariance::Full => "qbvi (full covariance)",
+            Covariance::Diagonal => "qbvi (diagonal covariance)",
+        },
+        FitDetails::Qnvb(_) => "qnvb (mean-field)",
+        _ => "laplace",
+    };
+    let mut settings = vec![
+        ("algorithm", algorithm.to_string()),
+        ("output_draws", n.to_string()),
+    ];
+    if let Some(vi) = &result.vi {
+        settings.push(("psis_resample", vi.resampled.to_string()));
+    }
+    let config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
+    let mut draws = result.draws.clone();
+    let mut values = Vec::with_capacity((n + 1) * cols.len());
+    if let (false, Some(row)) = (laplace, &result.approx_mean_row) {
+        let mut chain = row.clone();
+        chain.extend_from_slice(&draws.chains[0]);
+        draws.chains[0] = chain;
+        values.extend([0.0, 0.0, 0.0]);
+    }
+    for &(lp, lq) in &result.approx_log_densities {
+        if !laplace {
+            values.push(0.0);
+        }
+        values.extend([lp, lq]);
+    }
+    let layout = stan_csv::StanCsvLayout {
+        config_lines: &config,
+        sampler_cols: cols,
+        sampler_values: &values,
+        draws: &draws,
+        chain: 0,
+        adaptation_lines: &[],
+        footer_lines: &[],
+    };
+    stan_csv::write_stan_csv(path, &layout)
 }
 
 /// The table of `--method optimize`: name, estimate, standard error (constrained scale).

@@ -4,7 +4,6 @@
 //! file `<name>.tmp-<pid>` in the target's directory and renamed over the target only after it
 //! was written and synced in full, so a file is written whole or not at all.
 
-pub mod draws_csv;
 pub mod stan_csv;
 pub mod summary;
 
@@ -12,7 +11,6 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-pub use draws_csv::write_draws_csv;
 pub use stan_csv::{StanCsv, StanCsvError, StanCsvLayout, read_stan_csv, write_stan_csv};
 pub use summary::{SummaryRow, format_table, summarize};
 

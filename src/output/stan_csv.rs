@@ -272,6 +272,19 @@ pub enum StanCsvError {
         /// The offending text.
         text: String,
     },
+    /// The header has no sampler column (a name ending in `__`, such as `lp__`): the file is
+    /// not draws in Stan's CSV layout (e.g. a data CSV).
+    #[error(
+        "{path}: no sampler column such as `lp__` or `log_p__` in the header (first columns: {first}); \
+         this is not a draws file in Stan's CSV layout. Give the files that `bayesc fit --output` \
+         or CmdStan write"
+    )]
+    NotDraws {
+        /// The file.
+        path: String,
+        /// The first few column names, for the message.
+        first: String,
+    },
     /// Files to be combined as chains have different columns.
     #[error("{path}: its columns differ from those of the first file")]
     ColumnMismatch {
@@ -302,6 +315,15 @@ pub struct StanCsv {
 }
 
 impl StanCsv {
+    /// Whether the configuration comments say `method = variational` (CmdStan's and bayesc's
+    /// variational output, whose first data row is the mean of the approximation; the reader
+    /// drops that row).
+    pub fn is_variational(&self) -> bool {
+        self.config_lines
+            .iter()
+            .any(|l| l.trim() == "method = variational")
+    }
+
     /// The `Step size = …` of the adaptation comments, if present.
     pub fn step_size(&self) -> Option<f64> {
         self.adaptation_lines
@@ -332,9 +354,11 @@ fn strip_comment(line: &str) -> String {
 
 /// Reads a Stan CSV file (ours or CmdStan's): comments, header, sampler columns (names ending
 /// in `__`) and parameter columns, with names converted back to `beta[1]` form. Values may be
-/// `NaN`, `nan`, `inf`, `+inf`, `-inf`.
+/// `NaN`, `nan`, `inf`, `+inf`, `-inf`. In variational output ([`StanCsv::is_variational`]) the
+/// first row, the mean of the approximation, is dropped, so `n_draws` counts draws only.
 ///
-/// Errors: [`StanCsvError`] for unreadable files, a missing header, ragged rows or non-numbers.
+/// Errors: [`StanCsvError`] for unreadable files, a missing header, a header without sampler
+/// columns ([`StanCsvError::NotDraws`]), ragged rows or non-numbers.
 pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
     let p = path.display().to_string();
     let text = fs::read_to_string(path).map_err(|source| StanCsvError::Io {
@@ -399,8 +423,25 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
         }
         out.n_draws += 1;
     }
-    if header.is_none() {
+    let Some(cols) = header else {
         return Err(StanCsvError::NoHeader { path: p });
+    };
+    if out.sampler_names.is_empty() {
+        let mut first: Vec<String> = cols.iter().take(4).map(|c| format!("`{c}`")).collect();
+        if cols.len() > 4 {
+            first.push("…".into());
+        }
+        return Err(StanCsvError::NotDraws {
+            path: p,
+            first: first.join(", "),
+        });
+    }
+    // CmdStan's variational output starts with a row at the mean of the approximation: not a
+    // draw.
+    if out.is_variational() && out.n_draws > 0 {
+        out.sampler_values.drain(..out.sampler_names.len());
+        out.values.drain(..out.names.len());
+        out.n_draws -= 1;
     }
     Ok(out)
 }
