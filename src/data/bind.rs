@@ -230,12 +230,8 @@ impl<'a> Binder<'a> {
             Some(found) => found,
             None => {
                 let scalar_int = is_int && decl.ty.array_dims.is_empty();
-                if scalar_int && let Some((rows, src, via)) = self.infer_size(index, name) {
-                    let prov = Provenance::Inferred {
-                        text: format!(
-                            "inferred from the {rows} rows of {src}, which gives `{via}`"
-                        ),
-                    };
+                if scalar_int && let Some((rows, text)) = self.infer_size(index, name)? {
+                    let prov = Provenance::Inferred { text };
                     let values = vec![rows as f64];
                     self.check_values(decl, &[], &values, &prov)?;
                     self.origins.insert(name.to_string(), prov.origin());
@@ -344,27 +340,76 @@ impl<'a> Binder<'a> {
         Ok(hits.pop())
     }
 
-    /// Row count of the CSV giving a later variable whose first size is `name`.
-    fn infer_size(&self, index: usize, name: &str) -> Option<(usize, String, String)> {
+    /// The value of a missing size `name` from a later variable whose first size it is: the row
+    /// count of the CSV giving it, or the first dimension of its JSON array (when the array has
+    /// the declared number of dimensions), with the provenance text. Errors: the later variable
+    /// is in a JSON file with the wrong number of dimensions ([`DataErrorKind::ShapeMismatch`];
+    /// reported here, as it is the real problem, rather than the missing size).
+    fn infer_size(&self, index: usize, name: &str) -> Result<Option<(usize, String)>, DataError> {
         for later in &self.decls[index + 1..] {
-            let first = size_exprs(later).into_iter().next();
+            let exprs = size_exprs(later);
             let Some(Expr {
                 kind: ExprKind::Var(v),
                 ..
-            }) = first
+            }) = exprs.first()
             else {
                 continue;
             };
             if v != name {
                 continue;
             }
-            if let Ok(Some(found)) = self.find(&later.name.name)
-                && let Some(src) = found.csv()
-            {
-                return Some((src.n_rows(), src.name.clone(), later.name.name.clone()));
+            let via = &later.name.name;
+            match self.find(via) {
+                Ok(Some(Found::Json {
+                    src,
+                    entry: Ok(arr),
+                    ..
+                })) => {
+                    if arr.dims.len() == exprs.len() {
+                        let n = arr.dims[0];
+                        return Ok(Some((
+                            n,
+                            format!("inferred from the length {n} of `{via}` in {}", src.name),
+                        )));
+                    }
+                    return Err(DataError::new(
+                        DataErrorKind::ShapeMismatch,
+                        format!(
+                            "{}, key `{via}`: `{via}` is declared `{}` ({} dimension{}), but the \
+                             value has {}",
+                            src.name,
+                            type_string(&later.ty),
+                            exprs.len(),
+                            if exprs.len() == 1 { "" } else { "s" },
+                            if arr.dims.is_empty() {
+                                "a single number".to_string()
+                            } else {
+                                format!("{} dimensions {}", arr.dims.len(), fmt_dims(&arr.dims))
+                            }
+                        ),
+                    )
+                    .with_help(
+                        "give a number for a scalar, an array for a vector, and nested arrays for \
+                         more dimensions (a matrix is an array of its rows)",
+                    )
+                    .with_declaration(later.span));
+                }
+                Ok(Some(found)) => {
+                    if let Some(src) = found.csv() {
+                        let rows = src.n_rows();
+                        return Ok(Some((
+                            rows,
+                            format!(
+                                "inferred from the {rows} rows of {}, which gives `{via}`",
+                                src.name
+                            ),
+                        )));
+                    }
+                }
+                _ => {}
             }
         }
-        None
+        Ok(None)
     }
 
     /// Names in the sources that no declared data variable uses, by source.
@@ -399,8 +444,8 @@ impl<'a> Binder<'a> {
             DataError::new(
                 DataErrorKind::MissingVariable,
                 format!(
-                    "`{name}` is not in any data file and cannot be inferred: no CSV column is \
-                     declared with `{name}` as its first size"
+                    "`{name}` is not in any data file and cannot be inferred: no CSV column or \
+                     JSON array is declared with `{name}` as its first size"
                 ),
             )
         } else {
@@ -457,8 +502,8 @@ impl<'a> Binder<'a> {
                 err.with_help(format!("did you mean {what} `{m}`?"))
             }
             None if is_size => err.with_help(format!(
-                "add `{name}` to a data file (e.g. a JSON file {{\"{name}\": 10}}), or give a CSV \
-                 column for a variable declared with `{name}` as its first size"
+                "add `{name}` to a data file (e.g. a JSON file {{\"{name}\": 10}}), or give a CSV column or JSON \
+                 array for a variable declared with `{name}` as its first size"
             )),
             None => err.with_help(format!(
                 "add a column `{name}` to a CSV file or a key `{name}` to a JSON file"
