@@ -390,3 +390,45 @@ fn cli_se_robust_prints_arch_errors() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+fn inv_logit(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+#[test]
+fn categorical_and_ordered_outcomes_give_one_value_per_integer() {
+    // ordered_logistic with a vector location (split per element) and shared cut-points;
+    // categorical_logit with as many outcomes as categories (β shared, not split)
+    let text = "data { array[4] int y; vector[4] x; array[3] int z; }\n\
+                parameters { real b; ordered[2] c; vector[3] beta; }\n\
+                model {\n  y ~ ordered_logistic(x * b, c);\n  z ~ categorical_logit(beta);\n}\n";
+    let json = "{\"y\": [1, 3, 2, 2], \"x\": [0.5, 1.5, -0.3, 0.0], \"z\": [2, 2, 3]}";
+    let model = common::compile_source("cat.bayes", text, Some(json), &[]);
+    // ζ = (b, c1, log(c2 − c1), β)
+    let zeta = [0.8, -0.5, 0.2_f64, 0.1, -0.4, 0.6];
+    let (b, c1, c2) = (zeta[0], zeta[1], zeta[1] + zeta[2].exp());
+    let ll = model.pointwise_log_likelihood(&zeta).unwrap();
+    assert_eq!(ll.len(), 7);
+    let x = [0.5, 1.5, -0.3, 0.0];
+    let y = [1, 3, 2, 2];
+    for i in 0..4 {
+        let eta = x[i] * b;
+        let p = match y[i] {
+            1 => 1.0 - inv_logit(eta - c1),
+            2 => inv_logit(eta - c1) - inv_logit(eta - c2),
+            _ => inv_logit(eta - c2),
+        };
+        assert!(
+            (ll[i] - p.ln()).abs() < 1e-10,
+            "y[{i}]: {} vs {}",
+            ll[i],
+            p.ln()
+        );
+    }
+    let beta = &zeta[3..];
+    let log_sum = beta.iter().map(|v| v.exp()).sum::<f64>().ln();
+    for (j, z) in [2, 2, 3].iter().enumerate() {
+        let expected = beta[z - 1] - log_sum;
+        assert!((ll[4 + j] - expected).abs() < 1e-10, "z[{j}]");
+    }
+}
