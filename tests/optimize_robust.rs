@@ -100,8 +100,8 @@ fn labour_data() -> (Vec<f64>, Vec<[f64; 8]>) {
     (y, x)
 }
 
-/// Solves A·X = B for symmetric positive definite 8×8 A by Gauss–Jordan elimination (A is
-/// well conditioned enough here: the Fisher information of the labour logit).
+/// The inverse of an 8×8 matrix by Gauss–Jordan elimination with partial pivoting (here the
+/// Fisher information of the labour logit, symmetric positive definite).
 fn inverse8(a: &[[f64; 8]; 8]) -> [[f64; 8]; 8] {
     let mut m = *a;
     let mut inv = [[0.0; 8]; 8];
@@ -133,6 +133,7 @@ fn inverse8(a: &[[f64; 8]; 8]) -> [[f64; 8]; 8] {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)]
 fn labour_robust_errors_equal_the_analytic_sandwich() {
     let model = common::compile("examples/labour/mle.bayes", &["examples/labour/labour.csv"]);
     let reference = read_mle("labour_mle.csv");

@@ -6,6 +6,10 @@
 use super::density::DensityError;
 use super::hessian::finite_diff_step;
 
+/// The pointwise log-likelihood as a function of the unconstrained point: one value per
+/// observation (e.g. `graph::Model::pointwise_log_likelihood`).
+pub type Pointwise<'a> = dyn Fn(&[f64]) -> Result<Vec<f64>, DensityError> + 'a;
+
 /// Why [`robust_covariance`] failed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -42,7 +46,7 @@ pub enum SandwichError {
 /// [`SandwichError::ObservationCountChanged`] when the number of values differs from that at
 /// `point`.
 pub fn scores(
-    pointwise: &dyn Fn(&[f64]) -> Result<Vec<f64>, DensityError>,
+    pointwise: &Pointwise<'_>,
     point: &[f64],
 ) -> Result<(usize, Vec<f64>), SandwichError> {
     let d = point.len();
@@ -91,7 +95,7 @@ pub fn scores(
 ///
 /// Errors: see [`SandwichError`]; `TooFewObservations` for n < 2.
 pub fn robust_covariance(
-    pointwise: &dyn Fn(&[f64]) -> Result<Vec<f64>, DensityError>,
+    pointwise: &Pointwise<'_>,
     point: &[f64],
     inverse_neg_hessian: &[f64],
 ) -> Result<Vec<f64>, SandwichError> {
