@@ -91,7 +91,10 @@ pub enum StdErrorKind {
     Hessian,
     /// Robust (Huber–White sandwich; Bollerslev–Wooldridge for GARCH, the `arch` package's
     /// default): Σ = H⁻¹ B H⁻¹ with B the n/(n−1)-scaled covariance of the per-observation
-    /// scores of [`Model::pointwise_log_likelihood`] ([`crate::inference::sandwich`]).
+    /// scores of [`Model::pointwise_log_likelihood`] ([`crate::inference::sandwich`]). H is
+    /// the Hessian of the maximised density (priors and, with `jacobian`, the Jacobian
+    /// adjustment included) and B comes from the observations only, so for an MLE (no priors,
+    /// no Jacobian) this is the textbook sandwich. Needs at least two observations.
     Robust,
 }
 
