@@ -433,3 +433,32 @@ fn categorical_and_ordered_outcomes_give_one_value_per_integer() {
         assert!((ll[4 + j] - expected).abs() < 1e-10, "z[{j}]");
     }
 }
+
+#[test]
+fn observation_count_that_depends_on_parameters_is_an_error() {
+    use bayesc::inference::sandwich::{SandwichError, robust_covariance};
+    let model =
+        normal_model("  if (mu > 0) y ~ normal(mu, sigma); else y[1:2] ~ normal(mu, sigma);");
+    assert_eq!(
+        model.pointwise_log_likelihood(&[0.0, 0.0]).unwrap().len(),
+        2
+    );
+    assert_eq!(
+        model.pointwise_log_likelihood(&[0.1, 0.0]).unwrap().len(),
+        5
+    );
+    let pointwise = |z: &[f64]| model.pointwise_log_likelihood(z);
+    let e = robust_covariance(&pointwise, &[0.0, 0.0], &[1.0, 0.0, 0.0, 1.0]).unwrap_err();
+    assert_eq!(
+        e,
+        SandwichError::ObservationCountChanged {
+            at_point: 2,
+            perturbed: 5,
+            coordinate: 0
+        }
+    );
+    assert!(
+        e.to_string().contains("number of observations changed"),
+        "{e}"
+    );
+}
