@@ -84,6 +84,29 @@ pub enum ViInit {
     Random,
 }
 
+/// Which standard errors `Method::Optimize` reports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StdErrorKind {
+    /// Classical: Σ = (−H)⁻¹, H the Hessian of the maximised log density (Stan's, statsmodels').
+    Hessian,
+    /// Robust (Huber–White sandwich; Bollerslev–Wooldridge for GARCH, the `arch` package's
+    /// default): Σ = H⁻¹ B H⁻¹ with B the n/(n−1)-scaled covariance of the per-observation
+    /// scores of [`Model::pointwise_log_likelihood`] ([`crate::inference::sandwich`]). H is
+    /// the Hessian of the maximised density (priors and, with `jacobian`, the Jacobian
+    /// adjustment included) and B comes from the observations only, so for an MLE (no priors,
+    /// no Jacobian) this is the textbook sandwich. Needs at least two observations.
+    Robust,
+}
+
+impl fmt::Display for StdErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StdErrorKind::Hessian => "hessian",
+            StdErrorKind::Robust => "robust",
+        })
+    }
+}
+
 /// Everything a fit needs besides the model.
 #[derive(Clone, Debug)]
 pub struct FitOptions {
@@ -111,6 +134,8 @@ pub struct FitOptions {
     /// maximum-likelihood estimate, or the MLE when the model has no priors). QNVB, QBVI and
     /// Laplace always use the Jacobian.
     pub jacobian: bool,
+    /// `Method::Optimize` only: classical (default) or robust (sandwich) standard errors.
+    pub std_errors: StdErrorKind,
     /// Draws of the fitted q used for the PSIS k̂ of a variational fit (default 1000; at least
     /// 25; 0 skips the diagnostic).
     pub psis_draws: usize,
@@ -132,6 +157,7 @@ impl FitOptions {
             qnvb: QnvbSettings::default(),
             optimize: OptimizeSettings::default(),
             jacobian: false,
+            std_errors: StdErrorKind::Hessian,
             psis_draws: 1000,
             psis_resample: false,
         }
@@ -152,14 +178,18 @@ pub struct OptimizeFit {
     /// The maximised log density at ζ̂ (with or without the Jacobian, as `jacobian` says).
     /// Statements `y ~ dist(…)` drop constant terms; `target += dist_lpdf(y | …)` keeps them.
     pub log_density: f64,
-    /// Standard errors of ζ̂: √diag((−H)⁻¹), H the finite-difference Hessian of the maximised
-    /// density at ζ̂ ([`crate::inference::hessian`]); NaN when −H is not positive definite.
+    /// Which standard errors these are (classical inverse-Hessian or robust sandwich).
+    pub std_error_kind: StdErrorKind,
+    /// Standard errors of ζ̂: √diag(Σ) with Σ = (−H)⁻¹ (`StdErrorKind::Hessian`) or the
+    /// sandwich H⁻¹ B H⁻¹ (`StdErrorKind::Robust`), H the finite-difference Hessian of the
+    /// maximised density at ζ̂ ([`crate::inference::hessian`]); NaN when −H is not positive
+    /// definite.
     pub unconstrained_se: Vec<f64>,
     /// Names of the constrained parameters and transformed parameters.
     pub names: Vec<String>,
     /// θ(ζ̂): parameters and transformed parameters on the constrained scale.
     pub estimates: Vec<f64>,
-    /// Delta-method standard errors of `estimates`: se_k = √(J_k Σ J_kᵀ) with Σ = (−H)⁻¹ and
+    /// Delta-method standard errors of `estimates`: se_k = √(J_k Σ J_kᵀ) with Σ as above and
     /// J = ∂θ/∂ζ at ζ̂ by central differences of the constraining map. For a scalar
     /// parameter transformed on its own this is |dθ/dζ|·se_ζ. NaN when Σ is unavailable.
     pub std_errors: Vec<f64>,
@@ -670,7 +700,11 @@ fn psis_of(
 }
 
 /// `Method::Optimize`: L-BFGS from a random point (stream 0), Newton polish, the Hessian of the
-/// maximised density there and delta-method standard errors on the constrained scale.
+/// maximised density there and delta-method standard errors on the constrained scale (the
+/// sandwich of a robust covariance transforms like the classical one at an interior optimum).
+///
+/// Errors: as [`fit`]; with `StdErrorKind::Robust`, [`FitError::Algorithm`] when the model has
+/// fewer than two observations or their scores cannot be computed.
 fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitError> {
     use faer::linalg::solvers::DenseSolveCore;
     let density = model.with_jacobian(options.jacobian);
@@ -700,6 +734,20 @@ fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitE
         let inv = m.llt(faer::Side::Lower).ok()?.inverse();
         Some((0..d * d).map(|k| inv[(k / d, k % d)]).collect())
     });
+    let cov = match (cov, options.std_errors) {
+        (Some(c), StdErrorKind::Robust) => Some(
+            crate::inference::sandwich::robust_covariance(
+                &|z: &[f64]| model.pointwise_log_likelihood(z),
+                &point,
+                &c,
+            )
+            .map_err(|e| FitError::Algorithm {
+                method: Method::Optimize,
+                message: e.to_string(),
+            })?,
+        ),
+        (c, _) => c,
+    };
     let unconstrained_se = match &cov {
         Some(c) => (0..d).map(|i| c[i * d + i].sqrt()).collect(),
         None => vec![f64::NAN; d],
@@ -756,6 +804,7 @@ fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitE
         lbfgs,
         newton_steps,
         jacobian: options.jacobian,
+        std_error_kind: options.std_errors,
         point,
         log_density,
         unconstrained_se,

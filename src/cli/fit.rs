@@ -57,6 +57,17 @@ impl From<MethodArg> for fit::Method {
     }
 }
 
+/// Standard errors of `--method optimize` (`--se`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SeArg {
+    /// Classical: square roots of the diagonal of the inverse negative Hessian (as Stan and
+    /// statsmodels report).
+    Hessian,
+    /// Robust: the Huber–White / Bollerslev–Wooldridge sandwich H⁻¹ B H⁻¹ (B from the
+    /// per-observation scores), which the `arch` package reports by default.
+    Robust,
+}
+
 /// Arguments of `bayesc fit`.
 #[derive(Args, Debug)]
 pub struct FitArgs {
@@ -113,6 +124,11 @@ pub struct FitArgs {
     /// default: the mode on the constrained scale (penalised MLE; the MLE without priors).
     #[arg(long, help_heading = "Optimization")]
     pub jacobian: bool,
+    /// Optimize: standard errors, `hessian` (default; classical inverse negative Hessian, as
+    /// Stan and statsmodels) or `robust` (the Huber–White / Bollerslev–Wooldridge sandwich
+    /// H⁻¹BH⁻¹ from the per-observation scores, which the arch package reports by default).
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Optimization")]
+    pub se: Option<SeArg>,
     /// QBVI: start from a random point (uniform(−2, 2) on the unconstrained scale, Σ₀ = 0.01·I)
     /// instead of the Laplace approximation at the mode.
     #[arg(long, help_heading = "Variational inference")]
@@ -352,6 +368,12 @@ pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
                 .to_string(),
         );
     }
+    if args.se.is_some() && method != fit::Method::Optimize {
+        return Err(format!(
+            "--se applies to --method optimize, not {method} (the Laplace approximation always \
+             uses the inverse negative Hessian)"
+        ));
+    }
     Ok(())
 }
 
@@ -379,6 +401,9 @@ pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOpt
     }
     o.psis_resample = args.psis_resample;
     o.jacobian = args.jacobian;
+    if args.se == Some(SeArg::Robust) {
+        o.std_errors = fit::StdErrorKind::Robust;
+    }
     if method == fit::Method::Mh {
         o.mcmc = mcmc::McmcSettings::mh_defaults(dim);
     }
@@ -440,13 +465,14 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Optimize => format!(
-            "method = optimize (L-BFGS + Newton polish, jacobian = {}: {}); d = {d} unconstrained parameters; seed = {}",
+            "method = optimize (L-BFGS + Newton polish, jacobian = {}: {}; se = {}); d = {d} unconstrained parameters; seed = {}",
             o.jacobian,
             if o.jacobian {
                 "mode of the unconstrained density"
             } else {
                 "mode on the constrained scale, i.e. (penalised) maximum likelihood"
             },
+            o.std_errors,
             o.seed
         ),
         fit::Method::Laplace => format!(
@@ -585,10 +611,16 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                     "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors"
                 );
             }
-            println!(
-                "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
-                 unconstrained scale, mapped to the constrained scale by the delta method"
-            );
+            match fit.std_error_kind {
+                fit::StdErrorKind::Hessian => println!(
+                    "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
+                     unconstrained scale, mapped to the constrained scale by the delta method"
+                ),
+                fit::StdErrorKind::Robust => println!(
+                    "standard errors: robust sandwich H⁻¹BH⁻¹ (H the finite-difference Hessian, B the covariance of the \
+                     per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method"
+                ),
+            }
         }
         FitDetails::Mcmc(out) => {
             let kept = result.draws.n_draws();
@@ -846,8 +878,15 @@ pub(crate) fn optimize_table(fit: &fit::OptimizeFit) -> String {
         .unwrap_or(4)
         .max(4);
     let mut out = format!(
-        "{:<width$}  {:>14}  {:>12}\n",
-        "name", "estimate", "std. error"
+        "standard errors: {}\n{:<width$}  {:>14}  {:>12}\n",
+        match fit.std_error_kind {
+            fit::StdErrorKind::Hessian => "classical (inverse negative Hessian)",
+            fit::StdErrorKind::Robust =>
+                "robust (sandwich H⁻¹BH⁻¹, Huber–White / Bollerslev–Wooldridge)",
+        },
+        "name",
+        "estimate",
+        "std. error"
     );
     for ((n, e), s) in fit.names.iter().zip(&fit.estimates).zip(&fit.std_errors) {
         let se = if s.is_nan() {

@@ -66,6 +66,8 @@ pub struct Ctx<'a> {
     depth: usize,
     /// Inside a user density called as `foo_lpdf(…)`: `_lupdf` and `~` keep their constants.
     normalised: bool,
+    /// When `Some`, collects the pointwise log-likelihood (`graph::pointwise`).
+    pub pointwise: Option<Vec<f64>>,
 }
 
 /// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
@@ -101,6 +103,7 @@ impl<'a> Ctx<'a> {
             ret: None,
             depth: 0,
             normalised: false,
+            pointwise: None,
         }
     }
 
@@ -164,6 +167,10 @@ impl<'a> Ctx<'a> {
                 let propto = !self.normalised;
                 let s = self.lpdf(*family, &vals, propto).map_err(loc)?;
                 self.add_target(&Value::from_s(s));
+                if self.pointwise.is_some() {
+                    self.observe_tilde(*family, &vals, trunc.as_ref())
+                        .map_err(loc)?;
+                }
                 if let Some((lo, hi)) = trunc {
                     self.truncate(*family, &mut vals, lo.as_ref(), hi.as_ref())
                         .map_err(loc)?;
@@ -172,6 +179,9 @@ impl<'a> Ctx<'a> {
             StKind::TargetPlus(e) => {
                 let v = self.eval(e).map_err(loc)?;
                 self.add_target(&v);
+                if self.pointwise.is_some() {
+                    self.observe_target(e).map_err(loc)?;
+                }
             }
             StKind::For { slot, lo, hi, body } => {
                 let lo = as_int(&self.eval(lo).map_err(loc)?, "loop bound").map_err(loc)?;

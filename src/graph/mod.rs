@@ -13,6 +13,7 @@ pub mod error;
 pub(crate) mod eval;
 pub(crate) mod ir;
 pub(crate) mod ops;
+pub mod pointwise;
 pub(crate) mod scalar;
 pub(crate) mod tape;
 pub(crate) mod transforms;

@@ -13,6 +13,7 @@ pub mod optimize;
 pub mod qbvi;
 pub mod qnvb;
 pub mod rng;
+pub mod sandwich;
 
 pub use density::{DensityError, LogDensity};
 pub use draws::Draws;
