@@ -51,7 +51,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
 /// Stan syntax (`<-`, `increment_log_prob`, `real x[N]`), reserved words used as names, invalid
 /// constraints and integer literals that do not fit in an `i64`.
 pub fn parse_program(source: &str, file: FileId) -> std::result::Result<Program, SyntaxError> {
-    super::error::check_nesting(source, file)?;
+    guard(source, file, Rule::program)?;
     let mut pairs = BayesParser::parse(Rule::program, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let program = pairs
@@ -60,10 +60,35 @@ pub fn parse_program(source: &str, file: FileId) -> std::result::Result<Program,
     Builder { file }.program(program)
 }
 
+/// Runs the nesting and operator-count guard ([`super::error::check_nesting`]), which protects
+/// the recursive parser from stack overflow. When the guard trips at byte p, a syntax error
+/// earlier in the file is the one to report (the guard fires on any long run of `+ - ^ ? !`, such
+/// as random text): the prefix before p is parsed, and its error is returned if it lies before p
+/// (an error at p itself only says that the prefix ends early).
+fn guard(source: &str, file: FileId, rule: Rule) -> std::result::Result<(), SyntaxError> {
+    let Err(tripped) = super::error::check_nesting(source, file) else {
+        return Ok(());
+    };
+    let at = tripped.span().start;
+    if matches!(
+        tripped,
+        SyntaxError::TooManyOperators { .. } | SyntaxError::TooDeeplyNested { .. }
+    ) && at <= source.len()
+        && source.is_char_boundary(at)
+        && let Err(e) = BayesParser::parse(rule, &source[..at])
+    {
+        let earlier = SyntaxError::from_pest(e, &source[..at], file);
+        if earlier.span().start < at {
+            return Err(earlier);
+        }
+    }
+    Err(tripped)
+}
+
 /// Parses a single expression (the REPL's input form), with the same errors as
 /// [`parse_program`].
 pub fn parse_expression(source: &str, file: FileId) -> std::result::Result<Expr, SyntaxError> {
-    super::error::check_nesting(source, file)?;
+    guard(source, file, Rule::expression_only)?;
     let mut pairs = BayesParser::parse(Rule::expression_only, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let top = pairs
@@ -79,7 +104,7 @@ pub fn parse_expression(source: &str, file: FileId) -> std::result::Result<Expr,
 /// Parses a sequence of statements and declarations, as typed at the REPL
 /// (`real x = 2; y ~ normal(x, 1);`), with the same errors as [`parse_program`].
 pub fn parse_statements(source: &str, file: FileId) -> std::result::Result<Vec<Stmt>, SyntaxError> {
-    super::error::check_nesting(source, file)?;
+    guard(source, file, Rule::statements_only)?;
     let mut pairs = BayesParser::parse(Rule::statements_only, source)
         .map_err(|e| SyntaxError::from_pest(e, source, file))?;
     let top = pairs
@@ -1607,6 +1632,16 @@ model {
         );
         let e = parse_expression(&format!("x{}", "^x".repeat(5000)), 0).unwrap_err();
         assert!(matches!(e, SyntaxError::TooManyOperators { .. }));
+        // An earlier syntax error wins over the guard (random text trips it only later on).
+        let src = format!("garbage here\nmodel {{ real x = {}1; }}", "-".repeat(5000));
+        let e = parse_program(&src, 0).unwrap_err();
+        assert!(
+            matches!(e, SyntaxError::Unexpected { span, .. } if span.start == 0),
+            "{e:?}"
+        );
+        let src = format!("model {{ real x = {}1; }}", "-".repeat(5000));
+        let e = parse_program(&src, 0).unwrap_err();
+        assert!(matches!(e, SyntaxError::TooManyOperators { .. }), "{e:?}");
         // The count restarts at each statement.
         let many = "x = -1;\n".repeat(2000);
         assert_eq!(
