@@ -228,3 +228,61 @@ fn labour_fit_end_to_end_writes_draws() {
         stderr(&o)
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_second_ctrl_c_exits_a_model_that_never_returns() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("loop.bayes");
+    std::fs::write(
+        &model,
+        "parameters { real mu; }\nmodel { real x = 0; while (1) { x += 1; } mu ~ normal(0, 1); }\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(["fit", model.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc");
+    let pid = child.id() as libc::pid_t;
+    let interrupt = || {
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    };
+    // The settings line is printed just before the handler is installed and the fit starts.
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.starts_with("method = "), "{first}");
+    std::thread::sleep(Duration::from_millis(500));
+    interrupt();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the loop ignores the first Ctrl-C"
+    );
+    interrupt();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("interrupted twice"), "{err}");
+}

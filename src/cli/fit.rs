@@ -220,9 +220,17 @@ pub fn run(args: FitArgs) -> i32 {
     }
 
     // Ctrl-C stops the fit at its next iteration; the draws made so far are reported, marked
-    // as interrupted. (Installing the handler fails only if one is already installed.)
+    // as interrupted. A second Ctrl-C exits at once (status 130, nothing written): the way out
+    // of a model whose log density never returns (e.g. `while (1) {}`). (Installing the handler
+    // fails only if one is already installed.)
     STOP.store(false, Ordering::SeqCst);
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            eprintln!("\ninterrupted twice: exiting without output");
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: stopping at the next iteration (Ctrl-C again to quit at once)");
+    });
     let result = {
         let mcmc_total = (options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains;
         let (len, template) = if options.method.is_mcmc() {
