@@ -63,6 +63,18 @@ impl WelfordVar {
             *o = w * (s / (n - 1.0)) + shrink;
         }
     }
+
+    /// As [`WelfordVar::regularized_variance`] but shrunk toward 10⁻³·`target` (length d)
+    /// instead of 10⁻³: (n/(n+5))·var + 10⁻³·(5/(n+5))·target, written into `out`. Scale-aware
+    /// shrinkage used by Metropolis–Hastings (see `inference::mh::AdaptiveMh`); needs n ≥ 2.
+    pub fn regularized_variance_toward(&self, target: &[f64], out: &mut [f64]) {
+        let n = self.n as f64;
+        let w = n / (n + SHRINK_PSEUDO_DRAWS);
+        let shrink = SHRINK_TARGET * SHRINK_PSEUDO_DRAWS / (n + SHRINK_PSEUDO_DRAWS);
+        for ((o, s), t) in out.iter_mut().zip(&self.m2).zip(target) {
+            *o = w * (s / (n - 1.0)) + shrink * t;
+        }
+    }
 }
 
 /// Welford mean and full covariance of d-dimensional draws (row-major d × d).
@@ -135,6 +147,27 @@ impl WelfordCov {
                 // Symmetrised: the two triangles of M2 differ by round-off.
                 let m2 = 0.5 * (self.m2[k] + self.m2[j * self.dim + i]);
                 out[k] = w * m2 / (n - 1.0) + if i == j { shrink } else { 0.0 };
+            }
+        }
+    }
+
+    /// As [`WelfordCov::regularized_covariance`] but shrunk toward 10⁻³·`target` (d × d
+    /// row-major, symmetric) instead of 10⁻³·I: (n/(n+5))·Σ̂ + 10⁻³·(5/(n+5))·target, written
+    /// row-major into `out`. With a target proportional to the posterior covariance the
+    /// shrinkage is affine-equivariant, so it does not swamp the small variances of a badly
+    /// scaled or strongly correlated posterior (used by Metropolis–Hastings, see
+    /// `inference::mh::AdaptiveMh`). Needs n ≥ 2.
+    pub fn regularized_covariance_toward(&self, target: &[f64], out: &mut [f64]) {
+        let n = self.n as f64;
+        let w = n / (n + SHRINK_PSEUDO_DRAWS);
+        let shrink = SHRINK_TARGET * SHRINK_PSEUDO_DRAWS / (n + SHRINK_PSEUDO_DRAWS);
+        let d = self.dim;
+        for i in 0..d {
+            for j in 0..d {
+                let k = i * d + j;
+                let m2 = 0.5 * (self.m2[k] + self.m2[j * d + i]);
+                let t = 0.5 * (target[k] + target[j * d + i]);
+                out[k] = w * m2 / (n - 1.0) + shrink * t;
             }
         }
     }
