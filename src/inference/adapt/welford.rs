@@ -211,4 +211,32 @@ mod tests {
         w.clear();
         assert_eq!(w.count(), 0);
     }
+
+    /// Shrinkage toward a target T: (n/(n+5))·Σ̂ + 10⁻³·(5/(n+5))·T, entry by entry.
+    #[test]
+    fn shrinkage_toward_a_target() {
+        let xs = [[1.0, -2.0], [2.5, 0.0], [-0.5, 4.0], [3.0, 1.0]];
+        let mut w = WelfordVar::new(2);
+        let mut c = WelfordCov::new(2);
+        for x in &xs {
+            w.add(x);
+            c.add(x);
+        }
+        let n = 4.0;
+        let (mut plain, mut toward) = ([0.0; 4], [0.0; 4]);
+        c.regularized_covariance(&mut plain);
+        let target = [400.0, -3.0, -3.0, 0.25];
+        c.regularized_covariance_toward(&target, &mut toward);
+        let shrink = 1e-3 * 5.0 / (n + 5.0);
+        for k in 0..4 {
+            let identity = if k % 3 == 0 { 1.0 } else { 0.0 };
+            let expect = plain[k] - shrink * identity + shrink * target[k];
+            assert!((toward[k] - expect).abs() < 1e-12, "entry {k}");
+        }
+        let (mut vplain, mut vtoward) = ([0.0; 2], [0.0; 2]);
+        w.regularized_variance(&mut vplain);
+        w.regularized_variance_toward(&[400.0, 0.25], &mut vtoward);
+        assert!((vtoward[0] - (vplain[0] - shrink + shrink * 400.0)).abs() < 1e-12);
+        assert!((vtoward[1] - (vplain[1] - shrink + shrink * 0.25)).abs() < 1e-12);
+    }
 }
