@@ -6,6 +6,7 @@ use crate::inference::adapt::{WelfordCov, WelfordVar};
 use crate::inference::density::{DensityError, LogDensity};
 use crate::inference::hmc::integrator::cholesky_lower;
 use crate::inference::rng::StreamRng;
+use faer::{Mat, Side};
 use rand::RngExt;
 use rand_distr::StandardNormal;
 
@@ -145,54 +146,57 @@ fn value_derivatives(
     Ok(true)
 }
 
-/// Solves (−H + μ·D²)·δ = g for the Newton step δ, with D = diag(√|H_ii|) (Jacobi scaling, so
-/// the factorisation sees the correlation structure rather than the raw scales, which differ by
-/// orders of magnitude on badly scaled posteriors) and the smallest Levenberg–Marquardt damping
-/// μ ∈ {0, 10⁻⁸, 10⁻⁶, …, 10⁸} for which −H + μD² is positive definite (Nocedal & Wright 2006,
-/// §3.4 and §10.3). Returns (δ, μ, lower Cholesky factor of the scaled matrix, D), or `None`
-/// when no μ works or H has a zero or non-finite diagonal.
-#[allow(clippy::type_complexity)]
-fn damped_newton_step(g: &[f64], h: &[f64]) -> Option<(Vec<f64>, f64, Vec<f64>, Vec<f64>)> {
+/// A (modified) Newton step of [`curvature_start`].
+struct NewtonStep {
+    /// δ = (−H̃)⁻¹·g, length d.
+    delta: Vec<f64>,
+    /// Whether −H itself is positive definite (no eigenvalue was modified).
+    positive_definite: bool,
+    /// (−H̃)⁻¹, d × d row-major; the Laplace covariance when `positive_definite`.
+    inverse: Vec<f64>,
+}
+
+/// The Newton step for maximising L with the eigenvalue modification of Nocedal & Wright
+/// (2006, §3.4): with D = diag(√|H_ii|) (Jacobi scaling, so the eigensolver sees the
+/// correlation structure rather than raw scales that differ by orders of magnitude) and
+/// M = −D⁻¹HD⁻¹ = QΛQᵀ, the eigenvalues are replaced by max(|λ_i|, 10⁻¹²·max|λ|) — an
+/// ascent direction even where L is not concave (far from the mode of a regression, where the
+/// residuals couple the coefficients and the log scale) that equals the Newton step where it
+/// is. `None` when H has a zero or non-finite diagonal or the eigensolver fails.
+fn newton_step(g: &[f64], h: &[f64]) -> Option<NewtonStep> {
     let d = g.len();
     let scale: Vec<f64> = (0..d).map(|i| h[i * d + i].abs().sqrt()).collect();
     if scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
         return None;
     }
-    let mut m = vec![0.0; d * d];
-    for mu in [0.0, 1e-8, 1e-6, 1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] {
-        for i in 0..d {
-            for j in 0..d {
-                m[i * d + j] =
-                    -h[i * d + j] / (scale[i] * scale[j]) + if i == j { mu } else { 0.0 };
-            }
-        }
-        if let Some(l) = cholesky_lower(&m, d) {
-            let b: Vec<f64> = (0..d).map(|i| g[i] / scale[i]).collect();
-            let y = cholesky_solve(&l, &b);
-            let delta = (0..d).map(|i| y[i] / scale[i]).collect();
-            return Some((delta, mu, l, scale));
-        }
+    let m = Mat::<f64>::from_fn(d, d, |i, j| {
+        -0.5 * (h[i * d + j] + h[j * d + i]) / (scale[i] * scale[j])
+    });
+    let evd = m.self_adjoint_eigen(Side::Lower).ok()?;
+    let (q, lambda) = (evd.U(), evd.S().column_vector());
+    let largest = (0..d).map(|k| lambda[k].abs()).fold(0.0, f64::max);
+    if !(largest.is_finite() && largest > 0.0) {
+        return None;
     }
-    None
-}
-
-/// x with L·Lᵀ·x = b, L lower triangular d × d row-major.
-fn cholesky_solve(l: &[f64], b: &[f64]) -> Vec<f64> {
-    let d = b.len();
-    let mut y = b.to_vec();
+    let positive_definite = (0..d).all(|k| lambda[k] > 0.0);
+    let inv_lambda: Vec<f64> = (0..d)
+        .map(|k| 1.0 / lambda[k].abs().max(1e-12 * largest))
+        .collect();
+    let mut inverse = vec![0.0; d * d];
     for i in 0..d {
-        for k in 0..i {
-            y[i] -= l[i * d + k] * y[k];
+        for j in 0..d {
+            let mij: f64 = (0..d).map(|k| q[(i, k)] * inv_lambda[k] * q[(j, k)]).sum();
+            inverse[i * d + j] = mij / (scale[i] * scale[j]);
         }
-        y[i] /= l[i * d + i];
     }
-    for i in (0..d).rev() {
-        for k in i + 1..d {
-            y[i] -= l[k * d + i] * y[k];
-        }
-        y[i] /= l[i * d + i];
-    }
-    y
+    let delta = (0..d)
+        .map(|i| (0..d).map(|j| inverse[i * d + j] * g[j]).sum())
+        .collect();
+    Some(NewtonStep {
+        delta,
+        positive_definite,
+        inverse,
+    })
 }
 
 /// Curvature initialisation of the proposal shape, from log-density values only.
@@ -207,7 +211,7 @@ fn cholesky_solve(l: &[f64], b: &[f64]) -> Vec<f64> {
 /// instead of −0.998 (−0.99999), and R-hat is 1.5 (2.9). Before warmup, this function therefore
 /// runs a damped Newton search for the mode from `start`, with gradient and Hessian of L from
 /// central differences of log-density values (no gradients: `specs/mh.md` §1; cost 2d² + 1
-/// evaluations per iteration), a Levenberg–Marquardt safeguard ([`damped_newton_step`]) and an
+/// evaluations per iteration), a eigenvalue modification where −H is not positive definite ([`newton_step`]) and an
 /// Armijo backtracking line search (Nocedal & Wright 2006, §3.1, c₁ = 10⁻⁴). It returns the
 /// point reached and the Laplace covariance (−H)⁻¹ there, which becomes C₀, or `None` when the
 /// search does not converge (decrement gᵀ(−H)⁻¹g < [`CURVATURE_TOL`], or < d when the line
@@ -235,41 +239,22 @@ pub fn curvature_start(
         if !ok {
             return Ok(None);
         }
-        let Some((delta, mu, l, scale)) = damped_newton_step(&g, &h) else {
+        let Some(step) = newton_step(&g, &h) else {
             return Ok(None);
         };
-        let decrement: f64 = g.iter().zip(&delta).map(|(a, b)| a * b).sum();
+        let delta = &step.delta;
+        let decrement: f64 = g.iter().zip(delta).map(|(a, b)| a * b).sum();
         let done = |stalled: bool| {
-            mu == 0.0
+            step.positive_definite
                 && decrement.is_finite()
                 && (decrement < CURVATURE_TOL || (stalled && decrement < d as f64))
         };
-        let finish = |x: Vec<f64>, fx: f64, evaluations: usize| {
-            // (−H)⁻¹ = D⁻¹·M⁻¹·D⁻¹ with M = L·Lᵀ the scaled matrix.
-            let mut cov = vec![0.0; d * d];
-            let mut e = vec![0.0; d];
-            for j in 0..d {
-                e.fill(0.0);
-                e[j] = 1.0;
-                let col = cholesky_solve(&l, &e);
-                for i in 0..d {
-                    cov[i * d + j] = col[i] / (scale[i] * scale[j]);
-                }
-            }
-            for i in 0..d {
-                for j in 0..i {
-                    let s = 0.5 * (cov[i * d + j] + cov[j * d + i]);
-                    cov[i * d + j] = s;
-                    cov[j * d + i] = s;
-                }
-            }
-            CurvatureStart {
-                mode: x,
-                log_density: fx,
-                covariance: cov,
-                iterations: iteration,
-                evaluations,
-            }
+        let finish = |x: Vec<f64>, fx: f64, evaluations: usize| CurvatureStart {
+            mode: x,
+            log_density: fx,
+            covariance: step.inverse.clone(),
+            iterations: iteration,
+            evaluations,
         };
         if done(false) {
             return Ok(Some(finish(x, fx, evaluations)));
