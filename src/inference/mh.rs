@@ -36,8 +36,12 @@ pub const REFRESH_EVERY_ITERATION_MAX_DIM: usize = 50;
 pub const FIRST_WINDOW_MIN: usize = 50;
 /// Most damped Newton iterations of the curvature initialisation ([`curvature_start`]).
 pub const CURVATURE_MAX_ITER: usize = 100;
-/// Fewest damped Newton iterations allowed by the evaluation budget of [`curvature_start`].
-pub const CURVATURE_MIN_ITER: usize = 10;
+/// Below this many Newton iterations within the evaluation budget (about
+/// max(W, [`CURVATURE_MIN_BUDGET`]) log-density evaluations, 2d² + 1 per iteration) the
+/// curvature initialisation is skipped: with d ≳ 60 it would cost more than the warmup.
+pub const CURVATURE_MIN_ITER: usize = 3;
+/// Smallest evaluation budget of the curvature initialisation (see [`CURVATURE_MIN_ITER`]).
+pub const CURVATURE_MIN_BUDGET: usize = 2000;
 /// The Newton search of [`curvature_start`] has converged when the Newton decrement
 /// gᵀ(−H)⁻¹g (twice the predicted gain of log density, in nats) is below this.
 pub const CURVATURE_TOL: f64 = 1e-6;
@@ -68,9 +72,10 @@ fn second_difference_step(x: f64) -> f64 {
     f64::EPSILON.sqrt().sqrt() * x.abs().max(1.0)
 }
 
-/// L at `x`, with a NaN value or a recoverable error read as −∞ (`specs/mh.md` §1); an
-/// unrecoverable error is returned.
-fn eval(density: &dyn LogDensity, x: &[f64]) -> Result<f64, DensityError> {
+/// L at `x` (counted in `count`), with a NaN value or a recoverable error read as −∞
+/// (`specs/mh.md` §1); an unrecoverable error is returned.
+fn eval(density: &dyn LogDensity, x: &[f64], count: &mut usize) -> Result<f64, DensityError> {
+    *count += 1;
     match density.log_density(x) {
         Ok(v) if v.is_nan() => Ok(f64::NEG_INFINITY),
         Ok(v) => Ok(v),
@@ -87,13 +92,14 @@ fn eval(density: &dyn LogDensity, x: &[f64]) -> Result<f64, DensityError> {
 /// most [`STEP_GROWTH_TRIES`] times) while the second difference is below √ε·max(1, |L|), i.e.
 /// lost in the rounding of L — far from the posterior, |L| can be 10¹⁰ while the curvature is
 /// 10² (posteriordb `earnings-earn_height` at a U(−2, 2) start). Cost about 2d² evaluations.
-/// Returns `Ok(false)` if a value is not finite.
+/// Each evaluation is counted in `count`. Returns `Ok(false)` if a value is not finite.
 fn value_derivatives(
     density: &dyn LogDensity,
     x: &[f64],
     fx: f64,
     g: &mut [f64],
     h: &mut [f64],
+    count: &mut usize,
 ) -> Result<bool, DensityError> {
     let d = x.len();
     let resolution = f64::EPSILON.sqrt() * fx.abs().max(1.0);
@@ -103,9 +109,9 @@ fn value_derivatives(
         let mut found = None;
         for _ in 0..=STEP_GROWTH_TRIES {
             y[i] = x[i] + step[i];
-            let fp = eval(density, &y)?;
+            let fp = eval(density, &y, count)?;
             y[i] = x[i] - step[i];
-            let fm = eval(density, &y)?;
+            let fm = eval(density, &y, count)?;
             y[i] = x[i];
             if !(fp.is_finite() && fm.is_finite()) {
                 break;
@@ -126,7 +132,7 @@ fn value_derivatives(
             let mut corner = |si: f64, sj: f64| {
                 y[i] = x[i] + si * step[i];
                 y[j] = x[j] + sj * step[j];
-                let v = eval(density, &y);
+                let v = eval(density, &y, count);
                 y[i] = x[i];
                 y[j] = x[j];
                 v
@@ -225,8 +231,8 @@ pub fn curvature_start(
 ) -> Result<Option<CurvatureStart>, DensityError> {
     let d = start.len();
     let mut x = start.to_vec();
-    let mut fx = eval(density, &x)?;
-    let mut evaluations = 1;
+    let mut evaluations = 0;
+    let mut fx = eval(density, &x, &mut evaluations)?;
     if !fx.is_finite() || d == 0 {
         return Ok(None);
     }
@@ -234,8 +240,7 @@ pub fn curvature_start(
     let mut h = vec![0.0; d * d];
     let mut trial = vec![0.0; d];
     for iteration in 0..=max_iter {
-        let ok = value_derivatives(density, &x, fx, &mut g, &mut h)?;
-        evaluations += 2 * d * d;
+        let ok = value_derivatives(density, &x, fx, &mut g, &mut h, &mut evaluations)?;
         if !ok {
             return Ok(None);
         }
@@ -270,8 +275,7 @@ pub fn curvature_start(
             for i in 0..d {
                 trial[i] = x[i] + t * delta[i];
             }
-            let ft = eval(density, &trial)?;
-            evaluations += 1;
+            let ft = eval(density, &trial, &mut evaluations)?;
             if ft.is_finite() && ft >= fx + 1e-4 * t * decrement {
                 x.copy_from_slice(&trial);
                 fx = ft;
@@ -600,9 +604,9 @@ impl AdaptiveMh {
         })
     }
 
-    /// Runs [`curvature_start`] from the current position with an evaluation budget of about
-    /// the warmup length (at least [`CURVATURE_MIN_ITER`], at most [`CURVATURE_MAX_ITER`]
-    /// Newton iterations of 2d² + 1 evaluations each). On success C₀ = (−H)⁻¹ at the mode (its
+    /// Runs [`curvature_start`] from the current position with a budget of about
+    /// max(W, [`CURVATURE_MIN_BUDGET`]) evaluations, i.e. that divided by 2d² + 1 Newton
+    /// iterations, at most [`CURVATURE_MAX_ITER`]; skipped below [`CURVATURE_MIN_ITER`]. On success C₀ = (−H)⁻¹ at the mode (its
     /// diagonal for the diag variant) and the chain starts from one draw of N(mode, C₀) (the
     /// mode itself if L is not finite there), so that chains stay dispersed for R-hat. On
     /// failure nothing changes (the spec's start).
@@ -613,7 +617,11 @@ impl AdaptiveMh {
     ) -> Result<(), DensityError> {
         let d = self.dim;
         let per_iter = 2 * d * d + 1;
-        let max_iter = (self.num_warmup / per_iter).clamp(CURVATURE_MIN_ITER, CURVATURE_MAX_ITER);
+        let max_iter =
+            (self.num_warmup.max(CURVATURE_MIN_BUDGET) / per_iter).min(CURVATURE_MAX_ITER);
+        if max_iter < CURVATURE_MIN_ITER {
+            return Ok(());
+        }
         let Some(cs) = curvature_start(density, &self.q, max_iter)? else {
             return Ok(());
         };
@@ -646,7 +654,7 @@ impl AdaptiveMh {
             };
             self.proposal[i] = cs.mode[i] + az;
         }
-        let lp = eval(density, &self.proposal)?;
+        let lp = eval(density, &self.proposal, &mut 0)?;
         if lp.is_finite() {
             self.q.copy_from_slice(&self.proposal);
             self.log_density = lp;
