@@ -526,6 +526,55 @@ fn mh_correlated_gaussian_5d() {
     }
 }
 
+/// `McmcOutput::warnings` flags a chain's MH acceptance only outside
+/// `mh::accept_flag_band` ([0.1, 0.7] at d = 5). Frozen kernels without warmup
+/// (λ = 2.38/√5, C = I) on N(0, s²·I₅): s = 0.05 accepts almost nothing and s = 20 almost
+/// everything (both flagged); s = 1.6 accepts about 0.4 — flagged by the spec's
+/// [0.5·α*, 1.6·α*] = [0.117, 0.374], but 86 % efficient, so not flagged now.
+#[test]
+fn mh_acceptance_warnings() {
+    let run = |s: f64| {
+        let target = Gaussian::new(vec![0.0; 5], vec![s; 5], 0.0);
+        let settings = McmcSettings {
+            seed: 3,
+            warmup: 0,
+            samples: 2000,
+            ..McmcSettings::mh_defaults(5)
+        };
+        let inits = vec![vec![0.0; 5]; 4];
+        let out = sample(
+            &target,
+            &settings,
+            &inits,
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let accept = post_warmup_mean(&out, |c| c.stats.accept_stat.clone());
+        let flagged = out
+            .warnings(&settings)
+            .iter()
+            .filter(|w| w.contains("mean acceptance"))
+            .count();
+        (accept, flagged)
+    };
+    let (low, flagged) = run(0.05);
+    assert!(
+        low < 0.1 && flagged == 4,
+        "acceptance {low}, {flagged} chains flagged"
+    );
+    let (high, flagged) = run(20.0);
+    assert!(
+        high > 0.7 && flagged == 4,
+        "acceptance {high}, {flagged} chains flagged"
+    );
+    let (healthy, flagged) = run(1.6);
+    assert!(
+        (0.374..0.5).contains(&healthy) && flagged == 0,
+        "acceptance {healthy}, {flagged} chains flagged"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reproducibility, errors, interruption
 

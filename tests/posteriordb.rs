@@ -193,17 +193,16 @@ fn check_nuts(case: Case, max_divergences: usize) {
     check_nuts_seed(case, max_divergences, 20261130);
 }
 
-/// Metropolis-Hastings with `McmcSettings::mh_defaults(dim)`, the warmup raised to at least
-/// `warmup` and [`MH_SAMPLES`] iterations per chain thinned by [`MH_THIN`] (2000 kept draws
-/// per chain; the default 2000 iterations give a bulk ESS of only 120–350 here, too few for
+/// Metropolis-Hastings with `McmcSettings::mh_defaults(dim)` (default warmup max(2000, 500·d))
+/// and [`MH_SAMPLES`] iterations per chain thinned by [`MH_THIN`] (2000 kept draws per chain;
+/// the default 2000 iterations give a bulk ESS of only 120–350 here, too few for
 /// R-hat < 1.01).
-fn check_mh(case: Case, warmup: usize) {
+fn check_mh(case: Case) {
     let model = compile(&case);
     let dim = model.dim();
     assert!(dim <= 10, "Metropolis-Hastings is validated up to d = 10");
     let mut options = FitOptions::new(Method::Mh, 20261130);
     options.mcmc = McmcSettings::mh_defaults(dim);
-    options.mcmc.warmup = options.mcmc.warmup.max(warmup);
     options.mcmc.samples = MH_SAMPLES;
     options.mcmc.thin = MH_THIN;
     let start = Instant::now();
@@ -216,9 +215,6 @@ fn check_mh(case: Case, warmup: usize) {
 const MH_SAMPLES: usize = 20_000;
 /// Thinning of the Metropolis-Hastings draws.
 const MH_THIN: usize = 10;
-/// Warmup for posteriors that are narrow or far from the U(−2, 2) start: the default
-/// max(2000, 500·d) leaves the proposal shape mis-learned (acceptance 2–6 %, R-hat ≈ 2).
-const MH_LONG_WARMUP: usize = 30_000;
 
 // ---------------------------------------------------------------------------------------------
 // NUTS on the posteriordb cases.
@@ -314,90 +310,81 @@ fn nuts_garch() {
 // Metropolis-Hastings on the cases with dimension ≤ 10.
 
 #[test]
-#[ignore = "slow: 143 s wall on a busy 2-core machine (scalar loop over 200 × 5 lags); run with --ignored"]
+#[ignore = "slow: 25–143 s wall on a busy 2-core machine (scalar loop over 200 × 5 lags); passes; run with --ignored"]
 fn mh_ark() {
-    check_mh(posteriordb("arK-arK"), 0);
+    check_mh(posteriordb("arK-arK"));
 }
 
-/// Known failure: β₁ (sd ≈ 9700) and β₂ (sd ≈ 144) are correlated at −0.999 and far from the
-/// U(−2, 2) start; even with 30 000 warmup iterations the learned shape (regularised by
-/// 10⁻³·I, `specs/mh.md` §4) leaves R-hat ≈ 1.5 and ESS < 10.
+/// β₁ (sd ≈ 9700) and β₂ (sd ≈ 144) are correlated at −0.998 and 6 sds along the ridge from
+/// where an isotropic walk from the U(−2, 2) start stalls. Without the curvature
+/// initialisation of `inference::mh::curvature_start` (the spec's start, 10⁻³·I shrinkage)
+/// this failed with R-hat ≈ 1.5 even after 30 000 warmup iterations; with it the default
+/// warmup passes.
 #[test]
-#[ignore = "known failure of adaptive MH (R-hat 1.5 after 30 000 warmup iterations); NUTS passes"]
 fn mh_earnings_earn_height() {
-    check_mh(posteriordb("earnings-earn_height"), MH_LONG_WARMUP);
+    check_mh(posteriordb("earnings-earn_height"));
 }
 
 #[test]
 fn mh_earnings_logearn_interaction_z() {
-    check_mh(posteriordb("earnings-logearn_interaction_z"), 0);
+    check_mh(posteriordb("earnings-logearn_interaction_z"));
 }
 
 #[test]
 fn mh_eight_schools_noncentered() {
-    check_mh(posteriordb("eight_schools-eight_schools_noncentered"), 0);
+    check_mh(posteriordb("eight_schools-eight_schools_noncentered"));
 }
 
 #[test]
 fn mh_garch11() {
-    check_mh(posteriordb("garch-garch11"), 0);
+    check_mh(posteriordb("garch-garch11"));
 }
 
 #[test]
 fn mh_kidiq_momiq() {
-    check_mh(posteriordb("kidiq-kidscore_momiq"), 0);
+    check_mh(posteriordb("kidiq-kidscore_momiq"));
 }
 
 #[test]
 fn mh_kidiq_mom_work() {
-    check_mh(
-        posteriordb("kidiq_with_mom_work-kidscore_mom_work"),
-        MH_LONG_WARMUP,
-    );
+    check_mh(posteriordb("kidiq_with_mom_work-kidscore_mom_work"));
 }
 
-/// Known failure: α (sd ≈ 30) and β (sd ≈ 0.0075) are correlated at −0.99999 (x is years,
-/// not centred); the learned shape never resolves the ridge (R-hat ≈ 2.9 after 30 000 warmup
-/// iterations).
+/// α (sd ≈ 30) and β (sd ≈ 0.0075) are correlated at −0.99999 (x is years, not centred).
+/// Without the curvature initialisation the learned shape never resolved the ridge (R-hat
+/// ≈ 2.9 after 30 000 warmup iterations); with it the default warmup passes.
 #[test]
-#[ignore = "known failure of adaptive MH (R-hat 2.9 after 30 000 warmup iterations); NUTS passes"]
 fn mh_kilpisjarvi() {
-    check_mh(posteriordb("kilpisjarvi_mod-kilpisjarvi"), MH_LONG_WARMUP);
+    check_mh(posteriordb("kilpisjarvi_mod-kilpisjarvi"));
 }
 
 #[test]
 fn mh_mesquite() {
-    check_mh(posteriordb("mesquite-logmesquite"), 0);
+    check_mh(posteriordb("mesquite-logmesquite"));
 }
 
 #[test]
 fn mh_nes2000() {
-    check_mh(posteriordb("nes2000-nes"), 0);
+    check_mh(posteriordb("nes2000-nes"));
 }
 
 #[test]
 fn mh_sblrc() {
-    check_mh(posteriordb("sblrc-blr"), MH_LONG_WARMUP);
+    check_mh(posteriordb("sblrc-blr"));
 }
 
 #[test]
 fn mh_labour() {
-    check_mh(
-        example("labour", "labour.csv", "labour.csv"),
-        MH_LONG_WARMUP,
-    );
+    check_mh(example("labour", "labour.csv", "labour.csv"));
 }
 
 #[test]
 fn mh_eight_schools() {
-    check_mh(
-        example("eight_schools", "schools.csv", "eight_schools.csv"),
-        0,
-    );
+    check_mh(example("eight_schools", "schools.csv", "eight_schools.csv"));
 }
 
 #[test]
-#[ignore = "slow: 143 s wall on a busy 2-core machine (recursion over 1000 returns); run with --ignored"]
+#[ignore = "slow: 26–143 s wall on a busy 2-core machine (recursion over 1000 returns); passes; run with --ignored"]
 fn mh_garch() {
-    check_mh(example("garch", "returns.csv", "garch.csv"), 0);
+    check_mh(example("garch", "returns.csv", "garch.csv"));
 }

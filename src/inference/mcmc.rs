@@ -420,8 +420,6 @@ pub struct McmcOutput {
 
 /// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
 pub const MH_MAX_RECOMMENDED_DIM: usize = 20;
-/// A chain's MH acceptance is flagged outside [0.5·α*, 1.6·α*]. `specs/mh.md` §5.
-pub const MH_ACCEPT_FLAG_RANGE: (f64, f64) = (0.5, 1.6);
 
 impl ChainOutput {
     /// Mean `accept_stat` over the kept post-warmup draws (NaN if none).
@@ -433,8 +431,9 @@ impl ChainOutput {
 
 impl McmcOutput {
     /// The post-run sampler warnings of `specs/nuts.md` §6 (divergences, maximum tree depth) and
-    /// `specs/mh.md` §5–6 (acceptance outside [0.5·α*, 1.6·α*], dimension above 20), plus a
-    /// note if the run was interrupted. `settings` must be those passed to [`sample`].
+    /// `specs/mh.md` §5–6 (acceptance outside [`crate::inference::mh::accept_flag_band`],
+    /// [0.1, 0.7] for the default targets; dimension above 20), plus a note if the run was
+    /// interrupted. `settings` must be those passed to [`sample`].
     /// E-BFMI, R-hat and ESS are computed by `diagnostics`, not here.
     pub fn warnings(&self, settings: &McmcSettings) -> Vec<String> {
         let mut out = Vec::new();
@@ -462,10 +461,7 @@ impl McmcOutput {
                 .mh
                 .target_accept
                 .unwrap_or_else(|| crate::inference::mh::target_accept(self.dim));
-            let (lo, hi) = (
-                MH_ACCEPT_FLAG_RANGE.0 * target,
-                MH_ACCEPT_FLAG_RANGE.1 * target,
-            );
+            let (lo, hi) = crate::inference::mh::accept_flag_band(target);
             for (c, chain) in self.chains.iter().enumerate() {
                 let a = chain.mean_accept_stat();
                 if kept > 0 && !(lo..=hi).contains(&a) {
