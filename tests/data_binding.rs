@@ -182,16 +182,20 @@ fn missing_column_suggests_the_closest_name_and_lists_unused_columns() {
 fn size_that_cannot_be_inferred_is_reported() {
     let e = bind_err(
         "data { int<lower=0> N; array[N] real y; }",
-        &[json("d.json", r#"{"y": [1, 2]}"#)],
+        &[json("d.json", r#"{"z": [1, 2]}"#)],
     );
     assert_eq!(e.kind, DataErrorKind::MissingVariable);
     assert_eq!(
         e.message,
-        "`N` is not in any data file and cannot be inferred: no CSV column is declared with `N` \
-         as its first size"
+        "`N` is not in any data file and cannot be inferred: no CSV column or JSON array is \
+         declared with `N` as its first size"
     );
     let e = bind_err("data { real x; }", &[]);
     assert_eq!(e.notes, vec!["no data files were given".to_string()]);
+    // a JSON array gives its length, as a CSV gives its rows
+    let program = parse_program("data { int<lower=0> N; array[N] real y; }", 0).unwrap();
+    let bound = bind(&program, &[json("d.json", r#"{"y": [1, 2, 5]}"#)]).unwrap();
+    assert_eq!(bound.values["N"].values, vec![3.0]);
 }
 
 #[test]
