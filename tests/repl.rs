@@ -128,13 +128,19 @@ fn backend_labour_session() {
     assert_eq!(one.lines().count(), 2, "{one}");
     assert_eq!(ok(&mut s, ":param beta").lines().count(), 8);
 
-    // :save writes readable files: a draws CSV for QBVI, Stan CSV per chain for NUTS
+    // :save writes readable files: CmdStan's variational layout for QBVI (a mean row, then
+    // the draws), Stan CSV per chain for NUTS
     let dir = tempfile::tempdir().unwrap();
     let vi = dir.path().join("vi.csv");
     ok(&mut s, &format!(":save fit1 {}", vi.display()));
     let text = std::fs::read_to_string(&vi).unwrap();
-    assert!(text.starts_with("alpha,beta[1],"), "{}", &text[..40]);
-    assert_eq!(text.lines().count(), 1001);
+    let mut rows = text.lines().filter(|l| !l.starts_with('#'));
+    let header = rows.next().unwrap();
+    assert!(
+        header.starts_with("lp__,log_p__,log_g__,alpha,beta.1,"),
+        "{header}"
+    );
+    assert_eq!(rows.count(), 1001);
     ok(
         &mut s,
         &format!(":save fit2 {}", dir.path().join("nuts.csv").display()),

@@ -107,7 +107,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":save",
         "[FIT] FILE",
-        "write draws: CSV for variational fits, Stan CSV per chain (FILE_1.csv, ...) for MCMC",
+        "write draws in Stan CSV: one file for variational fits, one per chain (FILE_1.csv, ...) for MCMC",
     ),
     (
         ":diagnostics",
