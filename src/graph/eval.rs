@@ -66,6 +66,8 @@ pub struct Ctx<'a> {
     depth: usize,
     /// Inside a user density called as `foo_lpdf(…)`: `_lupdf` and `~` keep their constants.
     normalised: bool,
+    /// Run `for` loops as compiled scalar kernels where possible (see [`Ctx::use_fast_path`]).
+    pub fast_loops: bool,
 }
 
 /// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
@@ -101,7 +103,16 @@ impl<'a> Ctx<'a> {
             ret: None,
             depth: 0,
             normalised: false,
+            fast_loops: true,
         }
+    }
+
+    /// Whether `for` loops may run as compiled scalar kernels (`super::kernel`). The single
+    /// place to veto the fast path: anything that must observe individual statements as the
+    /// interpreter runs them (e.g. per-statement recording) should return `false` here.
+    #[inline]
+    pub fn use_fast_path(&self) -> bool {
+        self.fast_loops
     }
 
     /// The current value of the log density.
@@ -245,6 +256,15 @@ impl<'a> Ctx<'a> {
                 }
             }
             StKind::Block(sts) => return self.exec_all(sts),
+            StKind::Fast { cache, plain } => {
+                if self.use_fast_path()
+                    && let Some(k) = cache.get(plain, &self.env, self.globals)
+                    && super::kernel::run(&k, &mut self.env, self.globals, self.tape)
+                {
+                    return Ok(Flow::Normal);
+                }
+                return self.exec(plain);
+            }
             StKind::Break => return Ok(Flow::Break),
             StKind::Continue => return Ok(Flow::Continue),
             StKind::Reject(args) => {

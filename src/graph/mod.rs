@@ -12,6 +12,7 @@ pub(crate) mod compile;
 pub mod error;
 pub(crate) mod eval;
 pub(crate) mod ir;
+pub(crate) mod kernel;
 pub(crate) mod ops;
 pub(crate) mod scalar;
 pub(crate) mod tape;
@@ -80,6 +81,8 @@ pub struct Model {
     funcs: Vec<ir::FuncIr>,
     /// Per file id: display name and byte offsets of line starts (for error locations).
     files: Vec<Option<(String, Vec<usize>)>>,
+    /// Run eligible `for` loops as compiled scalar kernels (default `true`).
+    fast_loops: bool,
 }
 
 thread_local! {
@@ -371,6 +374,7 @@ impl Model {
             dim,
             funcs,
             files: Vec::new(),
+            fast_loops: true,
         })
     }
 
@@ -652,6 +656,7 @@ impl Model {
             }
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
             let mut lj = Vec::new();
             let r = (|| -> Result<(), Located> {
                 self.bind_params(&mut ctx, &mut lj)?;
@@ -705,6 +710,7 @@ impl Model {
             }
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
             ctx.rng = Some(rng);
             let r = (|| -> Result<(), Located> {
                 let mut lj = Vec::new();
@@ -762,6 +768,7 @@ impl Model {
             tape.reset(false);
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
             let mut zeta = vec![0.0; self.dim];
             let mut pos = 0;
             for p in &self.params {
@@ -948,6 +955,16 @@ fn check_bounds(
     }
     let _ = check_shape;
     Ok(())
+}
+
+impl Model {
+    /// Turns the compiled scalar kernels of `for` loops on (the default) or off. Off, every loop
+    /// runs in the statement interpreter; the log density and gradient are the same either way
+    /// (bit for bit for values, to rounding for gradients), so this exists for tests and
+    /// benchmarks of the fast path.
+    pub fn set_fast_loops(&mut self, on: bool) {
+        self.fast_loops = on;
+    }
 }
 
 impl LogDensity for Model {
