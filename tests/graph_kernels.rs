@@ -20,8 +20,12 @@ fn pair(make: impl Fn() -> Model) -> (Model, Model) {
 fn check_at(fast: &Model, slow: &Model, theta: &[f64]) {
     let d = fast.dim();
     let (mut gf, mut gs) = (vec![0.0; d], vec![0.0; d]);
-    let lf = fast.log_density_grad(theta, &mut gf).expect("fast path evaluates");
-    let ls = slow.log_density_grad(theta, &mut gs).expect("interpreter evaluates");
+    let lf = fast
+        .log_density_grad(theta, &mut gf)
+        .expect("fast path evaluates");
+    let ls = slow
+        .log_density_grad(theta, &mut gs)
+        .expect("interpreter evaluates");
     assert_eq!(lf.to_bits(), ls.to_bits(), "log density {lf} vs {ls}");
     let vf = fast.log_density(theta).expect("value-only fast path");
     assert_eq!(vf.to_bits(), lf.to_bits(), "value-only {vf} vs {lf}");
@@ -73,7 +77,8 @@ fn garch_kernel_matches_interpreter() {
 #[test]
 fn ar_and_ark_kernels_match_interpreter() {
     // AR(2) through the stdlib's `ar_mean` (a loop in a user-defined function).
-    let (fast, slow) = pair(|| common::compile("examples/ar/model.bayes", &["examples/ar/ar2.csv"]));
+    let (fast, slow) =
+        pair(|| common::compile("examples/ar/model.bayes", &["examples/ar/ar2.csv"]));
     for p in points(fast.dim()) {
         check_at(&fast, &slow, &p);
     }
@@ -205,8 +210,12 @@ model {
 "#;
     let json = r#"{"T": 4, "x": [1, 2, 3, 4]}"#;
     let (fast, slow) = pair(|| common::compile_source("range.bayes", src, Some(json), &[]));
-    let ef = fast.log_density(&[0.3]).expect_err("index 5 is out of range");
-    let es = slow.log_density(&[0.3]).expect_err("index 5 is out of range");
+    let ef = fast
+        .log_density(&[0.3])
+        .expect_err("index 5 is out of range");
+    let es = slow
+        .log_density(&[0.3])
+        .expect_err("index 5 is out of range");
     assert_eq!(ef.to_string(), es.to_string());
     assert_eq!(ef.recoverable, es.recoverable);
     assert!(
@@ -216,7 +225,9 @@ model {
         ef.message
     );
     let mut g = [0.0];
-    let eg = fast.log_density_grad(&[0.3], &mut g).expect_err("same with a gradient");
+    let eg = fast
+        .log_density_grad(&[0.3], &mut g)
+        .expect_err("same with a gradient");
     assert_eq!(eg.to_string(), es.to_string());
     // The tape is left clean: a later evaluation of another model on this thread works.
     let (fast, slow) = pair(|| {
@@ -244,16 +255,14 @@ model {
   target += acc;
 }
 "#;
-    let (fast, slow) = pair(|| {
-        common::compile_source("overflow.bayes", src, Some(r#"{"N": 10}"#), &[])
-    });
+    let (fast, slow) =
+        pair(|| common::compile_source("overflow.bayes", src, Some(r#"{"N": 10}"#), &[]));
     let ef = fast.log_density(&[0.3]).expect_err("1000^7 overflows");
     let es = slow.log_density(&[0.3]).expect_err("1000^7 overflows");
     assert_eq!(ef.to_string(), es.to_string());
     assert!(ef.message.contains("integer overflow"), "{}", ef.message);
-    let (fast, slow) = pair(|| {
-        common::compile_source("overflow.bayes", src, Some(r#"{"N": 3}"#), &[])
-    });
+    let (fast, slow) =
+        pair(|| common::compile_source("overflow.bayes", src, Some(r#"{"N": 3}"#), &[]));
     check_at(&fast, &slow, &[0.3]);
     let ef = fast.log_density(&[1e300]).expect_err("reject");
     let es = slow.log_density(&[1e300]).expect_err("reject");

@@ -146,22 +146,67 @@ enum Op {
     Div(u32, u32, u32),
     Bin(B, u32, u32, u32),
     Un(U, u32, u32),
-    Mov(u32, u32),
+    /// `d ← x` for a named cell `d` (a local or a ternary's result), whose "depends on
+    /// parameters" flag becomes the OR of the flags of dependency list `dl`.
+    Mov {
+        d: u32,
+        x: u32,
+        dl: u32,
+    },
     /// Real cell ← integer register (a constant).
     IToR(u32, u32),
     /// Real load from a local container with one index (address recorded).
-    Ld1 { d: u32, c: u32, i: u32 },
+    Ld1 {
+        d: u32,
+        c: u32,
+        i: u32,
+    },
     /// Real load from a local container with several indices (address recorded).
-    Ld { d: u32, c: u32, ix: u32, n: u32 },
+    Ld {
+        d: u32,
+        c: u32,
+        ix: u32,
+        n: u32,
+    },
     /// Real load from data (a constant; nothing recorded).
-    LdG1 { d: u32, c: u32, i: u32 },
-    LdG { d: u32, c: u32, ix: u32, n: u32 },
+    LdG1 {
+        d: u32,
+        c: u32,
+        i: u32,
+    },
+    LdG {
+        d: u32,
+        c: u32,
+        ix: u32,
+        n: u32,
+    },
     /// Integer load (data or an integer local).
-    LdI1 { d: u32, c: u32, i: u32 },
-    LdI { d: u32, c: u32, ix: u32, n: u32 },
-    /// Store of a real cell into a written local container (address recorded).
-    St1 { c: u32, s: u32, i: u32 },
-    St { c: u32, s: u32, ix: u32, n: u32 },
+    LdI1 {
+        d: u32,
+        c: u32,
+        i: u32,
+    },
+    LdI {
+        d: u32,
+        c: u32,
+        ix: u32,
+        n: u32,
+    },
+    /// Store of a real cell into a written local container (address recorded); the
+    /// container's flag is OR-ed with those of dependency list `dl`.
+    St1 {
+        c: u32,
+        s: u32,
+        i: u32,
+        dl: u32,
+    },
+    St {
+        c: u32,
+        s: u32,
+        ix: u32,
+        n: u32,
+        dl: u32,
+    },
     IBin(IOp, u32, u32, u32),
     INeg(u32, u32),
     IAbs(u32, u32),
@@ -282,6 +327,11 @@ pub struct Kernel {
     root: Vec<KNode>,
     segs: Vec<Seg>,
     ixs: Vec<u32>,
+    /// Dependency lists `(start, static, dynamic)` into `dep_items`: named cells, or
+    /// containers tagged with [`TAPE_BIT`]; the first `static` items do not change during a
+    /// run (variables the loop reads but never assigns), their OR is taken once per run.
+    dep_lists: Vec<(u32, u32, u32)>,
+    dep_items: Vec<u32>,
     n_cells: u32,
     n_regs: u32,
     consts: Vec<(u32, f64)>,
@@ -312,6 +362,14 @@ struct Bld<'a> {
     conts: Vec<ContDef>,
     segs: Vec<Seg>,
     ixs: Vec<u32>,
+    /// Per cell: the named cells and containers its value depends on (absent: none).
+    deps: HashMap<u32, Vec<u32>>,
+    /// Named cells of variables the loop never assigns.
+    static_cells: HashSet<u32>,
+    /// Integer operations already computed in the current segment (common subexpressions).
+    cse: HashMap<(u8, u32, u32), u32>,
+    dep_lists: Vec<(u32, u32, u32)>,
+    dep_items: Vec<u32>,
     cur: Seg,
     nodes: Vec<KNode>,
 }
@@ -363,6 +421,11 @@ fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kernel> {
         conts: Vec::new(),
         segs: Vec::new(),
         ixs: Vec::new(),
+        deps: HashMap::new(),
+        static_cells: HashSet::new(),
+        cse: HashMap::new(),
+        dep_lists: Vec::new(),
+        dep_items: Vec::new(),
         cur: Seg::default(),
         nodes: Vec::new(),
     };
@@ -372,17 +435,23 @@ fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kernel> {
     if b.n_cells >= TAPE_BIT / 2 {
         return None;
     }
-    Some(Kernel {
+    let k = Kernel {
         root: b.nodes,
         segs: b.segs,
         ixs: b.ixs,
+        dep_lists: b.dep_lists,
+        dep_items: b.dep_items,
         n_cells: b.n_cells,
         n_regs: b.n_regs,
         consts: b.consts,
         iconsts: b.iconsts,
         vars: b.vars,
         conts: b.conts,
-    })
+    };
+    if std::env::var("BAYESC_DUMP_KERNEL").is_ok() {
+        eprintln!("{k:#?}");
+    }
+    Some(k)
 }
 
 impl Bld<'_> {
@@ -394,6 +463,57 @@ impl Bld<'_> {
     fn reg(&mut self) -> u32 {
         self.n_regs += 1;
         self.n_regs - 1
+    }
+
+    /// A new named cell (its flag is tracked at run time).
+    fn named(&mut self) -> u32 {
+        let c = self.cell();
+        self.deps.insert(c, vec![c]);
+        c
+    }
+
+    /// Sets the dependencies of `d` to the union of those of `xs`.
+    fn set_deps(&mut self, d: u32, xs: &[u32]) {
+        let mut u: Vec<u32> = Vec::new();
+        for x in xs {
+            if let Some(v) = self.deps.get(x) {
+                for &q in v {
+                    if !u.contains(&q) {
+                        u.push(q);
+                    }
+                }
+            }
+        }
+        if u.is_empty() {
+            self.deps.remove(&d);
+        } else {
+            self.deps.insert(d, u);
+        }
+    }
+
+    /// The dependency list of cell `x`, interned.
+    fn dep_list(&mut self, x: u32) -> u32 {
+        let v = self.deps.get(&x).cloned().unwrap_or_default();
+        let is_static = |q: u32| {
+            if q & TAPE_BIT != 0 {
+                !self.conts[(q & !TAPE_BIT) as usize].written
+            } else {
+                self.static_cells.contains(&q)
+            }
+        };
+        let (st, dy): (Vec<u32>, Vec<u32>) = v.iter().partition(|&&q| is_static(q));
+        let start = self.dep_items.len() as u32;
+        self.dep_items.extend_from_slice(&st);
+        self.dep_items.extend_from_slice(&dy);
+        self.dep_lists
+            .push((start, st.len() as u32, dy.len() as u32));
+        self.dep_lists.len() as u32 - 1
+    }
+
+    /// `d ← x` into a named cell.
+    fn mov(&mut self, d: u32, x: u32) {
+        let dl = self.dep_list(x);
+        self.op_rev(Op::Mov { d, x, dl }, ROp::Mov(d, x));
     }
 
     fn rconst(&mut self, x: f64) -> u32 {
@@ -418,6 +538,10 @@ impl Bld<'_> {
     }
 
     fn op(&mut self, op: Op) {
+        if let Op::IMov(..) = op {
+            // A named integer changes: cached integer results may no longer hold.
+            self.cse.clear();
+        }
         self.cur.ops.push(op);
     }
 
@@ -428,6 +552,7 @@ impl Bld<'_> {
 
     /// Closes the current segment (if any) as a node of the current block.
     fn flush(&mut self) {
+        self.cse.clear();
         if self.cur.ops.is_empty() {
             return;
         }
@@ -455,7 +580,13 @@ impl Bld<'_> {
         let written = matches!(src, Src::Local(s) if self.written.contains(&s));
         let bind = match v {
             Value::Int(_) => Bind::I(self.reg()),
-            Value::Real(_) | Value::Var(_) => Bind::R(self.cell()),
+            Value::Real(_) | Value::Var(_) => {
+                let c = self.named();
+                if !written {
+                    self.static_cells.insert(c);
+                }
+                Bind::R(c)
+            }
             Value::T(t) => {
                 let int = matches!(t.data, Data::Int(_));
                 if int && written {
@@ -561,8 +692,8 @@ impl Bld<'_> {
                         }
                         None => self.rconst(f64::NAN),
                     };
-                    let d = self.cell();
-                    self.op_rev(Op::Mov(d, v), ROp::Mov(d, v));
+                    let d = self.named();
+                    self.mov(d, v);
                     self.locals.insert(*slot, Bind::R(d));
                 }
                 Some(())
@@ -634,7 +765,7 @@ impl Bld<'_> {
                     Some(bop) => self.binop(bop, Opd::R(d), v)?,
                 };
                 let s = self.real(v);
-                self.op_rev(Op::Mov(d, s), ROp::Mov(d, s));
+                self.mov(d, s);
                 Some(())
             }
             Bind::I(d) if idx.is_empty() => {
@@ -659,11 +790,12 @@ impl Bld<'_> {
                     }
                 };
                 let s = self.real(v);
+                let dl = self.dep_list(s);
                 if let [i] = regs[..] {
-                    self.op_rev(Op::St1 { c, s, i }, ROp::St(s));
+                    self.op_rev(Op::St1 { c, s, i, dl }, ROp::St(s));
                 } else {
                     let (ix, n) = self.push_ixs(&regs);
-                    self.op_rev(Op::St { c, s, ix, n }, ROp::St(s));
+                    self.op_rev(Op::St { c, s, ix, n, dl }, ROp::St(s));
                 }
                 Some(())
             }
@@ -708,6 +840,9 @@ impl Bld<'_> {
             return Opd::I(d);
         }
         let d = self.cell();
+        if !global {
+            self.deps.insert(d, vec![c | TAPE_BIT]);
+        }
         if global {
             self.op(match one {
                 Some(i) => Op::LdG1 { d, c, i },
@@ -727,6 +862,7 @@ impl Bld<'_> {
 
     fn un(&mut self, u: U, x: u32) -> Opd {
         let d = self.cell();
+        self.set_deps(d, &[x]);
         self.op_rev(Op::Un(u, d, x), ROp::P1(d, x));
         Opd::R(d)
     }
@@ -734,6 +870,7 @@ impl Bld<'_> {
     fn bin(&mut self, f: B, x: Opd, y: Opd) -> Opd {
         let (x, y) = (self.real(x), self.real(y));
         let d = self.cell();
+        self.set_deps(d, &[x, y]);
         let (op, r) = match f {
             B::Add => (Op::Add(d, x, y), ROp::Add(d, x, y)),
             B::Sub => (Op::Sub(d, x, y), ROp::Sub(d, x, y)),
@@ -771,8 +908,13 @@ impl Bld<'_> {
                     return Some(Opd::I(d));
                 }
             };
+            let key = (iop as u8, a, b);
+            if let Some(&d) = self.cse.get(&key) {
+                return Some(Opd::I(d));
+            }
             let d = self.reg();
             self.op(Op::IBin(iop, d, a, b));
+            self.cse.insert(key, d);
             return Some(Opd::I(d));
         }
         Some(match op {
@@ -853,7 +995,7 @@ impl Bld<'_> {
                 let otherwise = self.block(|bl| {
                     let y = bl.expr(b)?;
                     match (d, y) {
-                        (Opd::R(d), Opd::R(y)) => bl.op_rev(Op::Mov(d, y), ROp::Mov(d, y)),
+                        (Opd::R(d), Opd::R(y)) => bl.mov(d, y),
                         (Opd::I(d), Opd::I(y)) => bl.op(Op::IMov(d, y)),
                         _ => return None,
                     }
@@ -874,8 +1016,8 @@ impl Bld<'_> {
     fn mov_new(&mut self, x: Opd) -> Opd {
         match x {
             Opd::R(c) => {
-                let d = self.cell();
-                self.op_rev(Op::Mov(d, c), ROp::Mov(d, c));
+                let d = self.named();
+                self.mov(d, c);
                 Opd::R(d)
             }
             Opd::I(r) => {
@@ -961,6 +1103,7 @@ pub struct KernelBuffers {
     act: Vec<u8>,
     iv: Vec<i64>,
     cact: Vec<u8>,
+    dflag: Vec<u8>,
     /// Adjoints of kernel cells during the reverse sweep.
     adj: Vec<f64>,
     /// One entry per kernel node on the tape.
@@ -1024,9 +1167,10 @@ struct Rt<'r, 'v> {
     act: &'r mut [u8],
     iv: &'r mut [i64],
     cact: &'r mut [u8],
+    /// Per dependency list: the OR of its static items' flags.
+    dflag: &'r [u8],
     crt: &'r [CRt<'v>],
     val: &'r [f64],
-    rec: bool,
     segs: &'r mut Vec<u32>,
     parts: &'r mut Vec<f64>,
     addrs: &'r mut Vec<u32>,
@@ -1042,16 +1186,24 @@ fn idx1(i: i64, len: usize) -> Result<usize, Stop> {
 }
 
 impl Rt<'_, '_> {
-    fn nodes(&mut self, nodes: &[KNode]) -> Result<KFlow, Stop> {
+    /// Runs `nodes`, recording (`REC`, the tape is recording) or not.
+    fn nodes<const REC: bool>(&mut self, nodes: &[KNode]) -> Result<KFlow, Stop> {
         for n in nodes {
             match n {
-                KNode::Seg(s) => self.seg(*s)?,
+                KNode::Seg(s) => self.seg::<REC>(*s, None)?,
                 KNode::For { var, lo, hi, body } => {
                     let (lo, hi) = (self.iv[*lo as usize], self.iv[*hi as usize]);
+                    // The common case, a straight-line body: no recursion per iteration.
+                    if let [KNode::Seg(s)] = body[..] {
+                        if lo <= hi {
+                            self.seg::<REC>(s, Some((*var, lo, hi)))?;
+                        }
+                        continue;
+                    }
                     let mut i = lo;
                     while i <= hi {
                         self.iv[*var as usize] = i;
-                        if self.nodes(body)? == KFlow::Break {
+                        if self.nodes::<REC>(body)? == KFlow::Break {
                             break;
                         }
                         if i == hi {
@@ -1069,7 +1221,7 @@ impl Rt<'_, '_> {
                         Opd::I(r) => self.iv[r as usize] != 0,
                         Opd::R(c) => self.m[c as usize] != 0.0,
                     };
-                    let f = self.nodes(if c { then } else { otherwise })?;
+                    let f = self.nodes::<REC>(if c { then } else { otherwise })?;
                     if f != KFlow::Normal {
                         return Ok(f);
                     }
@@ -1081,218 +1233,252 @@ impl Rt<'_, '_> {
         Ok(KFlow::Normal)
     }
 
-    /// The flat offset of a multi-index into container `c` (as `single_offset`).
-    fn offset(&self, c: u32, ix: u32, n: u32) -> Result<usize, Stop> {
-        let mut buf = [0i64; 4];
-        for k in 0..n as usize {
-            buf[k] = self.iv[self.k.ixs[ix as usize + k] as usize];
-        }
-        let cr = &self.crt[c as usize];
-        match single_offset(cr.arr, cr.base, &buf[..n as usize]) {
-            Some(Ok(o)) => Ok(o),
-            _ => Err(Stop),
-        }
-    }
-
     #[inline(always)]
-    fn load(&mut self, d: u32, c: u32, o: usize) {
-        let d = d as usize;
-        match self.crt[c as usize].view {
-            View::Const(xs) => {
-                self.m[d] = xs[o];
-                self.act[d] = 0;
-                if self.rec {
-                    self.addrs.push(NONE);
-                }
-            }
-            View::Var(sl) => {
-                let s = sl[o];
-                self.m[d] = self.val[s as usize];
-                self.act[d] = 1;
-                if self.rec {
-                    self.addrs.push(s | TAPE_BIT);
-                }
-            }
-            View::Mem(b) => {
-                self.m[d] = self.m[b + o];
-                self.act[d] = self.cact[c as usize];
-                if self.rec {
-                    self.addrs.push((b + o) as u32);
-                }
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn const_at(&self, c: u32, o: usize) -> f64 {
-        match self.crt[c as usize].view {
-            View::Const(xs) => xs[o],
-            View::Var(sl) => self.val[sl[o] as usize],
-            View::Mem(b) => self.m[b + o],
-        }
-    }
-
-    #[inline(always)]
-    fn store(&mut self, c: u32, s: u32, o: usize) {
-        let View::Mem(b) = self.crt[c as usize].view else {
-            unreachable!("stores go to written containers, which are held in kernel memory")
-        };
-        self.m[b + o] = self.m[s as usize];
-        self.cact[c as usize] |= self.act[s as usize];
-        if self.rec {
-            self.addrs.push((b + o) as u32);
-        }
-    }
-
-    fn seg(&mut self, id: u32) -> Result<(), Stop> {
+    /// Runs segment `id` once, or (`lp = Some((var, lo, hi))`, `lo <= hi`) as the whole body
+    /// of a loop setting register `var` to `lo ..= hi`.
+    fn seg<const REC: bool>(&mut self, id: u32, lp: Option<(u32, i64, i64)>) -> Result<(), Stop> {
         let k = self.k;
         let s = &k.segs[id as usize];
-        let rec = self.rec;
-        if rec && !s.rev.is_empty() {
-            self.segs.push(id);
-        }
-        for op in &s.ops {
-            match *op {
-                Op::Add(d, x, y) => {
-                    let (d, x, y) = (d as usize, x as usize, y as usize);
-                    self.m[d] = self.m[x] + self.m[y];
-                    self.act[d] = self.act[x] | self.act[y];
-                }
-                Op::Sub(d, x, y) => {
-                    let (d, x, y) = (d as usize, x as usize, y as usize);
-                    self.m[d] = self.m[x] - self.m[y];
-                    self.act[d] = self.act[x] | self.act[y];
-                }
-                Op::Mul(d, x, y) => {
-                    let (d, x, y) = (d as usize, x as usize, y as usize);
-                    let (a, b) = (self.m[x], self.m[y]);
-                    self.m[d] = a * b;
-                    self.act[d] = self.act[x] | self.act[y];
-                    if rec {
-                        self.parts.push(b);
-                        self.parts.push(a);
-                    }
-                }
-                Op::Div(d, x, y) => {
-                    let (d, x, y) = (d as usize, x as usize, y as usize);
-                    let (v, da, db) = B::Div.eval(self.m[x], self.m[y]);
-                    self.m[d] = v;
-                    self.act[d] = self.act[x] | self.act[y];
-                    if rec {
-                        self.parts.push(da);
-                        self.parts.push(db);
-                    }
-                }
-                Op::Bin(f, d, x, y) => {
-                    let (d, x, y) = (d as usize, x as usize, y as usize);
-                    let (v, da, db) = f.eval(self.m[x], self.m[y]);
-                    self.m[d] = v;
-                    self.act[d] = self.act[x] | self.act[y];
-                    if rec {
-                        self.parts.push(da);
-                        self.parts.push(db);
-                    }
-                }
-                Op::Un(u, d, x) => {
-                    let (d, x) = (d as usize, x as usize);
-                    let (v, dx) = u.eval(self.m[x]);
-                    self.m[d] = v;
-                    self.act[d] = self.act[x];
-                    if rec {
-                        self.parts.push(dx);
-                    }
-                }
-                Op::Mov(d, x) => {
-                    let (d, x) = (d as usize, x as usize);
-                    self.m[d] = self.m[x];
-                    self.act[d] = self.act[x];
-                }
-                Op::IToR(d, r) => {
-                    self.m[d as usize] = self.iv[r as usize] as f64;
-                    self.act[d as usize] = 0;
-                }
-                Op::Ld1 { d, c, i } => {
-                    let o = idx1(self.iv[i as usize], self.crt[c as usize].len)?;
-                    self.load(d, c, o);
-                }
-                Op::Ld { d, c, ix, n } => {
-                    let o = self.offset(c, ix, n)?;
-                    self.load(d, c, o);
-                }
-                Op::LdG1 { d, c, i } => {
-                    let o = idx1(self.iv[i as usize], self.crt[c as usize].len)?;
-                    self.m[d as usize] = self.const_at(c, o);
-                    self.act[d as usize] = 0;
-                }
-                Op::LdG { d, c, ix, n } => {
-                    let o = self.offset(c, ix, n)?;
-                    self.m[d as usize] = self.const_at(c, o);
-                    self.act[d as usize] = 0;
-                }
-                Op::LdI1 { d, c, i } => {
-                    let o = idx1(self.iv[i as usize], self.crt[c as usize].len)?;
-                    self.iv[d as usize] = self.const_at(c, o) as i64;
-                }
-                Op::LdI { d, c, ix, n } => {
-                    let o = self.offset(c, ix, n)?;
-                    self.iv[d as usize] = self.const_at(c, o) as i64;
-                }
-                Op::St1 { c, s, i } => {
-                    let o = idx1(self.iv[i as usize], self.crt[c as usize].len)?;
-                    self.store(c, s, o);
-                }
-                Op::St { c, s, ix, n } => {
-                    let o = self.offset(c, ix, n)?;
-                    self.store(c, s, o);
-                }
-                Op::IBin(f, d, x, y) => {
-                    let (a, b) = (self.iv[x as usize], self.iv[y as usize]);
-                    let r = match f {
-                        IOp::Add => a.checked_add(b),
-                        IOp::Sub => a.checked_sub(b),
-                        IOp::Mul => a.checked_mul(b),
-                        IOp::Div => a.checked_div(b),
-                        IOp::Mod => a.checked_rem(b),
-                        IOp::Min => Some(a.min(b)),
-                        IOp::Max => Some(a.max(b)),
-                    };
-                    self.iv[d as usize] = r.ok_or(Stop)?;
-                }
-                Op::INeg(d, x) => {
-                    self.iv[d as usize] = self.iv[x as usize].checked_neg().ok_or(Stop)?;
-                }
-                Op::IAbs(d, x) => {
-                    self.iv[d as usize] = self.iv[x as usize].checked_abs().ok_or(Stop)?;
-                }
-                Op::IMov(d, x) => self.iv[d as usize] = self.iv[x as usize],
-                Op::INot(d, x) => self.iv[d as usize] = (self.iv[x as usize] == 0) as i64,
-                Op::ICmp(c, d, x, y) => {
-                    self.iv[d as usize] = c.int(self.iv[x as usize], self.iv[y as usize]);
-                }
-                Op::RCmp(c, d, x, y) => {
-                    self.iv[d as usize] = c.real(self.m[x as usize], self.m[y as usize]);
-                }
-                Op::RNot(d, x) => self.iv[d as usize] = (self.m[x as usize] == 0.0) as i64,
-                Op::RTest(t, d, x) => {
-                    let v = self.m[x as usize];
-                    self.iv[d as usize] = match t {
-                        Test::IntStep => v > 0.0,
-                        Test::IsInf => v.is_infinite(),
-                        Test::IsNan => v.is_nan(),
-                    } as i64;
-                }
-                Op::IPow(d, x, y) => {
-                    let (a, b) = (self.iv[x as usize] as f64, self.iv[y as usize] as f64);
-                    self.m[d as usize] = a.powf(b);
-                    self.act[d as usize] = 0;
-                }
-                Op::IDivR(d, x, y) => {
-                    let (a, b) = (self.iv[x as usize] as f64, self.iv[y as usize] as f64);
-                    self.m[d as usize] = a / b;
-                    self.act[d as usize] = 0;
-                }
-                Op::Bail => return Err(Stop),
+        let rec = REC;
+        let mark = rec && !s.rev.is_empty();
+        let seg_trace = &mut *self.segs;
+        // Locals, so that the slices' pointers and lengths stay in registers.
+        let m = &mut *self.m;
+        let act = &mut *self.act;
+        let iv = &mut *self.iv;
+        let cact = &mut *self.cact;
+        let crt = self.crt;
+        let val = self.val;
+        let parts = &mut *self.parts;
+        let addrs = &mut *self.addrs;
+        let ixs = &k.ixs[..];
+        // The flat offset of a multi-index (as `single_offset`).
+        let offset = |iv: &[i64], c: u32, ix: u32, n: u32| -> Result<usize, Stop> {
+            let mut buf = [0i64; 4];
+            for (b, &r) in buf.iter_mut().zip(&ixs[ix as usize..(ix + n) as usize]) {
+                *b = iv[r as usize];
             }
+            let cr = &crt[c as usize];
+            match single_offset(cr.arr, cr.base, &buf[..n as usize]) {
+                Some(Ok(o)) => Ok(o),
+                _ => Err(Stop),
+            }
+        };
+        // A constant read (data, or an integer container).
+        let read = |m: &[f64], c: u32, o: usize| -> f64 {
+            match crt[c as usize].view {
+                View::Const(xs) => xs[o],
+                View::Var(sl) => val[sl[o] as usize],
+                View::Mem(b) => m[b + o],
+            }
+        };
+        macro_rules! load {
+            ($d:expr, $c:expr, $o:expr) => {{
+                let (d, c, o) = ($d as usize, $c as usize, $o);
+                match crt[c].view {
+                    View::Const(xs) => {
+                        m[d] = xs[o];
+                        if rec {
+                            addrs.push(NONE);
+                        }
+                    }
+                    View::Var(sl) => {
+                        let q = sl[o];
+                        m[d] = val[q as usize];
+                        if rec {
+                            addrs.push(q | TAPE_BIT);
+                        }
+                    }
+                    View::Mem(b) => {
+                        m[d] = m[b + o];
+                        if rec {
+                            addrs.push((b + o) as u32);
+                        }
+                    }
+                }
+            }};
+        }
+        // The OR of the flags of dependency list `dl`.
+        let dflag = &*self.dflag;
+        let flag = |act: &[u8], cact: &[u8], dl: u32| -> u8 {
+            let mut a = dflag[dl as usize];
+            if a != 0 {
+                return a;
+            }
+            let (st, ns, nd) = k.dep_lists[dl as usize];
+            for &q in &k.dep_items[(st + ns) as usize..(st + ns + nd) as usize] {
+                a |= if q & TAPE_BIT != 0 {
+                    cact[(q & !TAPE_BIT) as usize]
+                } else {
+                    act[q as usize]
+                };
+            }
+            a
+        };
+        macro_rules! store {
+            ($c:expr, $s:expr, $o:expr, $dl:expr) => {{
+                let (c, s, o) = ($c as usize, $s as usize, $o);
+                let View::Mem(b) = crt[c].view else {
+                    unreachable!("stores go to written containers, held in kernel memory")
+                };
+                m[b + o] = m[s];
+                cact[c] |= flag(act, cact, $dl);
+                if rec {
+                    addrs.push((b + o) as u32);
+                }
+            }};
+        }
+        let (var, lo, hi) = match lp {
+            Some((v, lo, hi)) => (Some(v as usize), lo, hi),
+            None => (None, 0, 0),
+        };
+        let mut it = lo;
+        loop {
+            if let Some(v) = var {
+                iv[v] = it;
+            }
+            if mark {
+                seg_trace.push(id);
+            }
+            for op in &s.ops {
+                match *op {
+                    Op::Add(d, x, y) => {
+                        let (d, x, y) = (d as usize, x as usize, y as usize);
+                        m[d] = m[x] + m[y];
+                    }
+                    Op::Sub(d, x, y) => {
+                        let (d, x, y) = (d as usize, x as usize, y as usize);
+                        m[d] = m[x] - m[y];
+                    }
+                    Op::Mul(d, x, y) => {
+                        let (d, x, y) = (d as usize, x as usize, y as usize);
+                        let (a, b) = (m[x], m[y]);
+                        m[d] = a * b;
+                        if rec {
+                            parts.push(b);
+                            parts.push(a);
+                        }
+                    }
+                    Op::Div(d, x, y) => {
+                        let (d, x, y) = (d as usize, x as usize, y as usize);
+                        let (v, da, db) = B::Div.eval(m[x], m[y]);
+                        m[d] = v;
+                        if rec {
+                            parts.extend_from_slice(&[da, db]);
+                        }
+                    }
+                    Op::Bin(f, d, x, y) => {
+                        let (d, x, y) = (d as usize, x as usize, y as usize);
+                        let (v, da, db) = f.eval(m[x], m[y]);
+                        m[d] = v;
+                        if rec {
+                            parts.extend_from_slice(&[da, db]);
+                        }
+                    }
+                    Op::Un(u, d, x) => {
+                        let (d, x) = (d as usize, x as usize);
+                        let (v, dx) = match u {
+                            U::Square => {
+                                let a = m[x];
+                                (a * a, 2.0 * a)
+                            }
+                            u => u.eval(m[x]),
+                        };
+                        m[d] = v;
+                        if rec {
+                            parts.push(dx);
+                        }
+                    }
+                    Op::Mov { d, x, dl } => {
+                        m[d as usize] = m[x as usize];
+                        act[d as usize] = flag(act, cact, dl);
+                    }
+                    Op::IToR(d, r) => {
+                        m[d as usize] = iv[r as usize] as f64;
+                    }
+                    Op::Ld1 { d, c, i } => {
+                        let o = idx1(iv[i as usize], crt[c as usize].len)?;
+                        load!(d, c, o);
+                    }
+                    Op::Ld { d, c, ix, n } => {
+                        let o = offset(iv, c, ix, n)?;
+                        load!(d, c, o);
+                    }
+                    Op::LdG1 { d, c, i } => {
+                        let o = idx1(iv[i as usize], crt[c as usize].len)?;
+                        m[d as usize] = read(m, c, o);
+                    }
+                    Op::LdG { d, c, ix, n } => {
+                        let o = offset(iv, c, ix, n)?;
+                        m[d as usize] = read(m, c, o);
+                    }
+                    Op::LdI1 { d, c, i } => {
+                        let o = idx1(iv[i as usize], crt[c as usize].len)?;
+                        iv[d as usize] = read(m, c, o) as i64;
+                    }
+                    Op::LdI { d, c, ix, n } => {
+                        let o = offset(iv, c, ix, n)?;
+                        iv[d as usize] = read(m, c, o) as i64;
+                    }
+                    Op::St1 { c, s, i, dl } => {
+                        let o = idx1(iv[i as usize], crt[c as usize].len)?;
+                        store!(c, s, o, dl);
+                    }
+                    Op::St { c, s, ix, n, dl } => {
+                        let o = offset(iv, c, ix, n)?;
+                        store!(c, s, o, dl);
+                    }
+                    Op::IBin(f, d, x, y) => {
+                        let (a, b) = (iv[x as usize], iv[y as usize]);
+                        let r = match f {
+                            IOp::Add => a.checked_add(b),
+                            IOp::Sub => a.checked_sub(b),
+                            IOp::Mul => a.checked_mul(b),
+                            IOp::Div => a.checked_div(b),
+                            IOp::Mod => a.checked_rem(b),
+                            IOp::Min => Some(a.min(b)),
+                            IOp::Max => Some(a.max(b)),
+                        };
+                        iv[d as usize] = r.ok_or(Stop)?;
+                    }
+                    Op::INeg(d, x) => {
+                        iv[d as usize] = iv[x as usize].checked_neg().ok_or(Stop)?;
+                    }
+                    Op::IAbs(d, x) => {
+                        iv[d as usize] = iv[x as usize].checked_abs().ok_or(Stop)?;
+                    }
+                    Op::IMov(d, x) => iv[d as usize] = iv[x as usize],
+                    Op::INot(d, x) => iv[d as usize] = (iv[x as usize] == 0) as i64,
+                    Op::ICmp(c, d, x, y) => {
+                        iv[d as usize] = c.int(iv[x as usize], iv[y as usize]);
+                    }
+                    Op::RCmp(c, d, x, y) => {
+                        iv[d as usize] = c.real(m[x as usize], m[y as usize]);
+                    }
+                    Op::RNot(d, x) => iv[d as usize] = (m[x as usize] == 0.0) as i64,
+                    Op::RTest(t, d, x) => {
+                        let v = m[x as usize];
+                        iv[d as usize] = match t {
+                            Test::IntStep => v > 0.0,
+                            Test::IsInf => v.is_infinite(),
+                            Test::IsNan => v.is_nan(),
+                        } as i64;
+                    }
+                    Op::IPow(d, x, y) => {
+                        let (a, b) = (iv[x as usize] as f64, iv[y as usize] as f64);
+                        m[d as usize] = a.powf(b);
+                    }
+                    Op::IDivR(d, x, y) => {
+                        let (a, b) = (iv[x as usize] as f64, iv[y as usize] as f64);
+                        m[d as usize] = a / b;
+                    }
+                    Op::Bail => return Err(Stop),
+                }
+            }
+            if it >= hi {
+                break;
+            }
+            it += 1;
         }
         Ok(())
     }
@@ -1393,6 +1579,9 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
         }
     }
     for (c, (d, r)) in k.conts.iter().zip(&crt).enumerate() {
+        if let View::Var(_) = r.view {
+            cact[c] = 1;
+        }
         if let (View::Mem(b), Some(Value::T(t))) = (r.view, value_of(d.src)) {
             match &t.data {
                 Data::Int(xs) | Data::Real(xs) => m[b..b + r.len].copy_from_slice(xs),
@@ -1405,6 +1594,19 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
             }
         }
     }
+    let mut dflag = std::mem::take(&mut kb.dflag);
+    dflag.clear();
+    for &(st, ns, _) in &k.dep_lists {
+        let mut a = 0;
+        for &q in &k.dep_items[st as usize..(st + ns) as usize] {
+            a |= if q & TAPE_BIT != 0 {
+                cact[(q & !TAPE_BIT) as usize]
+            } else {
+                act[q as usize]
+            };
+        }
+        dflag.push(a);
+    }
     let (s0, p0, a0) = (kb.segs.len(), kb.parts.len(), kb.addrs.len());
     let result = {
         let mut rt = Rt {
@@ -1413,14 +1615,18 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
             act: &mut act,
             iv: &mut iv,
             cact: &mut cact,
+            dflag: &dflag,
             crt: &crt,
             val,
-            rec: recording,
             segs: &mut kb.segs,
             parts: &mut kb.parts,
             addrs: &mut kb.addrs,
         };
-        rt.nodes(&k.root)
+        if recording {
+            rt.nodes::<true>(&k.root)
+        } else {
+            rt.nodes::<false>(&k.root)
+        }
     };
     let ok = result.is_ok();
     if !ok {
@@ -1437,6 +1643,7 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
     kb.act = act;
     kb.iv = iv;
     kb.cact = cact;
+    kb.dflag = dflag;
     ok
 }
 
@@ -1570,7 +1777,10 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
     let addrs = &kb.addrs;
     let mut pi = rec.parts_end as usize;
     let mut ai = rec.addrs_end as usize;
-    for &sid in kb.segs[rec.segs.0 as usize..rec.segs.1 as usize].iter().rev() {
+    for &sid in kb.segs[rec.segs.0 as usize..rec.segs.1 as usize]
+        .iter()
+        .rev()
+    {
         for op in k.segs[sid as usize].rev.iter().rev() {
             match *op {
                 ROp::Add(d, x, y) => {
