@@ -7,6 +7,16 @@ mod common;
 use bayesc::graph::Model;
 use bayesc::inference::LogDensity;
 
+/// Asserts that `expected` loops ran as compiled kernels (after at least one evaluation).
+fn assert_kernels(m: &Model, expected: usize) {
+    let (compiled, interpreted) = m.loop_kernels();
+    assert_eq!(
+        (compiled, interpreted),
+        (expected, 0),
+        "loops compiled / interpreted"
+    );
+}
+
 /// The model twice: with kernels (default) and forced through the interpreter.
 fn pair(make: impl Fn() -> Model) -> (Model, Model) {
     let fast = make();
@@ -72,6 +82,8 @@ fn garch_kernel_matches_interpreter() {
     for p in points(fast.dim()) {
         check_at(&fast, &slow, &p);
     }
+    assert_kernels(&fast, 1);
+    assert_eq!(slow.loop_kernels(), (0, 0));
 }
 
 #[test]
@@ -82,7 +94,7 @@ fn ar_and_ark_kernels_match_interpreter() {
     for p in points(fast.dim()) {
         check_at(&fast, &slow, &p);
     }
-    // arK: the inner loop over lags is a kernel inside an interpreted loop with `~`.
+    // arK: a loop with a local, an inner loop over lags and `~` is one kernel.
     let (fast, slow) = pair(|| {
         common::compile(
             "examples/posteriordb/arK-arK/model.bayes",
@@ -92,6 +104,7 @@ fn ar_and_ark_kernels_match_interpreter() {
     for p in points(fast.dim()) {
         check_at(&fast, &slow, &p);
     }
+    assert_kernels(&fast, 1);
 }
 
 const SYNTHETIC: &str = r#"
@@ -166,6 +179,7 @@ fn synthetic_loops_match_interpreter() {
     for p in points(fast.dim()) {
         check_at(&fast, &slow, &p);
     }
+    assert_kernels(&fast, 5);
 }
 
 #[test]
@@ -192,6 +206,7 @@ model {
     for p in points(1) {
         check_at(&fast, &slow, &p);
     }
+    assert_kernels(&fast, 1);
 }
 
 #[test]
@@ -268,4 +283,78 @@ model {
     let es = slow.log_density(&[1e300]).expect_err("reject");
     assert_eq!(ef.to_string(), es.to_string());
     assert!(ef.message.contains("acc too large"), "{}", ef.message);
+}
+
+const SAMPLING: &str = r#"
+functions {
+  real mylik_lpdf(vector y, real mu, real s, int N) {
+    real acc = 0;
+    for (i in 1:N) {
+      acc += normal_lupdf(y[i] | mu, s);
+    }
+    return acc;
+  }
+}
+data {
+  int N;
+  vector[N] x;
+  vector[N] y;
+  array[N] int k;
+}
+parameters {
+  real alpha;
+  real beta;
+  real<lower=0> sigma;
+  real mu;
+}
+model {
+  for (n in 1:N) {
+    y[n] ~ normal(alpha + beta * x[n], sigma);
+    target += student_t_lpdf(x[n] | 3, mu, 2);
+    target += normal_lupdf(y[n] | 0, 10);
+    k[n] ~ poisson_log(0.1 * alpha + x[n]);
+    x[n] ~ normal(0, 1);
+    target += normal_lpdf(x[n] | 0, 1);
+    if (n % 3 == 0) target += -0.5 * square(mu - n);
+  }
+  // A loop in a user density: `~` through it drops constants, `_lpdf` keeps them.
+  y ~ mylik(mu, sigma, N);
+  target += mylik_lpdf(y | mu, sigma, N);
+  alpha ~ normal(0, 2);
+  beta ~ normal(0, 2);
+  mu ~ normal(0, 2);
+}
+"#;
+
+#[test]
+fn sampling_statements_in_loops_match_interpreter() {
+    let json = r#"{"N": 6, "x": [0.3, -1.2, 0.8, 2.1, -0.4, 0.0],
+                   "y": [1.1, -0.7, 0.9, 3.0, 0.2, 0.4], "k": [0, 2, 1, 5, 0, 1]}"#;
+    let (fast, slow) = pair(|| common::compile_source("sampling.bayes", SAMPLING, Some(json), &[]));
+    for p in points(fast.dim()) {
+        check_at(&fast, &slow, &p);
+    }
+    assert_kernels(&fast, 2);
+}
+
+#[test]
+fn domain_error_inside_a_kernel_reports_as_interpreter() {
+    let src = r#"
+data { int N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model {
+  for (n in 1:N) {
+    y[n] ~ normal(mu, sigma - 1);
+  }
+}
+"#;
+    let json = r#"{"N": 3, "y": [0.5, 1.5, -0.2]}"#;
+    let (fast, slow) = pair(|| common::compile_source("domain.bayes", src, Some(json), &[]));
+    // sigma = exp(0) = 1: the scale is 0.
+    let ef = fast.log_density(&[0.1, 0.0]).expect_err("scale 0");
+    let es = slow.log_density(&[0.1, 0.0]).expect_err("scale 0");
+    assert_eq!(ef.to_string(), es.to_string());
+    assert_eq!(ef.recoverable, es.recoverable);
+    assert!(ef.recoverable);
+    check_at(&fast, &slow, &[0.1, 1.0]);
 }

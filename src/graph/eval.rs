@@ -259,7 +259,14 @@ impl<'a> Ctx<'a> {
             StKind::Fast { cache, plain } => {
                 if self.use_fast_path()
                     && let Some(k) = cache.get(plain, &self.env, self.globals)
-                    && super::kernel::run(&k, &mut self.env, self.globals, self.tape)
+                    && super::kernel::run(
+                        &k,
+                        &mut self.env,
+                        self.globals,
+                        self.tape,
+                        (&mut self.target_c, &mut self.target_v),
+                        self.normalised,
+                    )
                 {
                     return Ok(Flow::Normal);
                 }

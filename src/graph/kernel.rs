@@ -22,6 +22,8 @@ use std::sync::{Arc, OnceLock};
 
 use crate::syntax::ast::{AssignOp, BinOp};
 
+use crate::distributions::{self, Arg, Family};
+
 use super::ir::{BaseEx, Builtin, Ex, IxEx, St, StKind};
 use super::scalar::{B, U};
 use super::tape::Tape;
@@ -43,6 +45,11 @@ impl std::fmt::Debug for KernelCache {
 }
 
 impl KernelCache {
+    /// `None` before the loop first ran, then whether it runs as a kernel.
+    pub fn compiled(&self) -> Option<bool> {
+        self.0.get().map(|k| k.is_some())
+    }
+
     /// The kernel of the `for` statement `st`, compiling it on first use against the variables
     /// of `env` and `globals`.
     pub fn get(&self, st: &St, env: &[Value], globals: &[Value]) -> Option<Arc<Kernel>> {
@@ -223,6 +230,22 @@ enum Op {
     IPow(u32, u32, u32),
     /// Real cell ← `x ./ y` of two integers (a constant).
     IDivR(u32, u32, u32),
+    /// Real cell `d` ← a log density of scalar arguments `largs[a .. a + n]` (variate first),
+    /// dropping constant terms when `propto` and the loop is not inside a normalised user
+    /// density (as `Ctx::lpdf`); partials recorded.
+    Lpdf {
+        d: u32,
+        fam: Family,
+        a: u32,
+        n: u32,
+        propto: bool,
+    },
+    /// Adds cell `x` to the log density (`target +=`, `~`): a constant, or a term of its own
+    /// on the tape when its dependency list `dl` says it depends on parameters.
+    Target {
+        x: u32,
+        dl: u32,
+    },
     /// Stop the kernel (`reject`): the interpreter re-runs the loop and reports.
     Bail,
 }
@@ -242,6 +265,10 @@ enum ROp {
     Ld(u32),
     /// A store of cell `s` to a recorded address.
     St(u32),
+    /// A log density into `d` of the `n` argument cells from `largs[a]`: `n` recorded partials.
+    Pn(u32, u32, u32),
+    /// A term of the log density from cell `x` (recorded: its index among the run's terms).
+    Target(u32),
 }
 
 /// A straight-line run of instructions and its reverse instructions.
@@ -338,6 +365,8 @@ pub struct Kernel {
     iconsts: Vec<(u32, i64)>,
     vars: Vec<OuterVar>,
     conts: Vec<ContDef>,
+    /// Arguments of log densities: (cell, dependency list).
+    largs: Vec<(u32, u32)>,
 }
 
 // ------------------------------------------------------------------------------------------
@@ -360,6 +389,7 @@ struct Bld<'a> {
     globals_map: HashMap<u32, Bind>,
     vars: Vec<OuterVar>,
     conts: Vec<ContDef>,
+    largs: Vec<(u32, u32)>,
     segs: Vec<Seg>,
     ixs: Vec<u32>,
     /// Per cell: the named cells and containers its value depends on (absent: none).
@@ -419,6 +449,7 @@ fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kernel> {
         globals_map: HashMap::new(),
         vars: Vec::new(),
         conts: Vec::new(),
+        largs: Vec::new(),
         segs: Vec::new(),
         ixs: Vec::new(),
         deps: HashMap::new(),
@@ -447,6 +478,7 @@ fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kernel> {
         iconsts: b.iconsts,
         vars: b.vars,
         conts: b.conts,
+        largs: b.largs,
     };
     if std::env::var("BAYESC_DUMP_KERNEL").is_ok() {
         eprintln!("{k:#?}");
@@ -665,6 +697,25 @@ impl Bld<'_> {
                 Some(())
             }
             StKind::Nop => Some(()),
+            StKind::Tilde {
+                lhs,
+                family,
+                args,
+                trunc: None,
+            } => {
+                let mut all = Vec::with_capacity(args.len() + 1);
+                all.push(lhs.clone());
+                all.extend(args.iter().cloned());
+                let d = self.lpdf(*family, &all, true)?;
+                self.target(d);
+                Some(())
+            }
+            StKind::TargetPlus(e) => {
+                let x = self.expr(e)?;
+                let x = self.real(x);
+                self.target(x);
+                Some(())
+            }
             StKind::Reject(_) => {
                 self.op(Op::Bail);
                 Some(())
@@ -801,6 +852,43 @@ impl Bld<'_> {
             }
             _ => None,
         }
+    }
+
+    /// A log density of scalar arguments into a new cell.
+    fn lpdf(&mut self, fam: Family, args: &[Ex], propto: bool) -> Option<u32> {
+        if args.len() != fam.sig().params.len() + 1 || args.len() > MAX_LPDF_ARGS {
+            return None;
+        }
+        let mut cells = Vec::with_capacity(args.len());
+        for a in args {
+            let o = self.expr(a)?;
+            cells.push(self.real(o));
+        }
+        let a = self.largs.len() as u32;
+        for &c in &cells {
+            let dl = self.dep_list(c);
+            self.largs.push((c, dl));
+        }
+        let d = self.cell();
+        self.set_deps(d, &cells);
+        let n = cells.len() as u32;
+        self.op_rev(
+            Op::Lpdf {
+                d,
+                fam,
+                a,
+                n,
+                propto,
+            },
+            ROp::Pn(d, a, n),
+        );
+        Some(d)
+    }
+
+    /// `target += x` for a real cell.
+    fn target(&mut self, x: u32) {
+        let dl = self.dep_list(x);
+        self.op_rev(Op::Target { x, dl }, ROp::Target(x));
     }
 
     fn index_regs(&mut self, idx: &[IxEx]) -> Option<Vec<u32>> {
@@ -983,6 +1071,11 @@ impl Bld<'_> {
                 self.load(c, &regs)
             }
             Ex::Call(b, args) => self.call(*b, args)?,
+            Ex::Lpdf {
+                family,
+                propto,
+                args,
+            } => Opd::R(self.lpdf(*family, args, *propto)?),
             Ex::Ternary(c, a, b) => {
                 let cond = self.expr(c)?;
                 let mut dst: Option<Opd> = None;
@@ -1084,6 +1177,9 @@ impl Bld<'_> {
 // Forward execution
 // ------------------------------------------------------------------------------------------
 
+/// Most arguments of a log density in a kernel (variate and parameters).
+const MAX_LPDF_ARGS: usize = 8;
+
 /// Tag of a recorded address that is a tape slot (else a kernel cell).
 const TAPE_BIT: u32 = 1 << 31;
 /// A recorded address of a constant (no adjoint).
@@ -1104,6 +1200,7 @@ pub struct KernelBuffers {
     iv: Vec<i64>,
     cact: Vec<u8>,
     dflag: Vec<u8>,
+    terms: Vec<(f64, bool)>,
     /// Adjoints of kernel cells during the reverse sweep.
     adj: Vec<f64>,
     /// One entry per kernel node on the tape.
@@ -1131,6 +1228,8 @@ struct KernelRecord {
     inputs: (u32, u32),
     outputs: (u32, u32),
     n_mem: u32,
+    /// First tape slot of the run's parameter-dependent log density terms.
+    terms_out: u32,
 }
 
 /// Runtime view of a container.
@@ -1169,6 +1268,12 @@ struct Rt<'r, 'v> {
     cact: &'r mut [u8],
     /// Per dependency list: the OR of its static items' flags.
     dflag: &'r [u8],
+    /// Inside a user density called by its `_lpdf` name: `~` keeps constants.
+    normalised: bool,
+    /// The run's log density terms in order: (value, depends on parameters).
+    terms: &'r mut Vec<(f64, bool)>,
+    /// Number of terms that depend on parameters so far.
+    n_var_terms: u32,
     crt: &'r [CRt<'v>],
     val: &'r [f64],
     segs: &'r mut Vec<u32>,
@@ -1472,6 +1577,54 @@ impl Rt<'_, '_> {
                         let (a, b) = (iv[x as usize] as f64, iv[y as usize] as f64);
                         m[d as usize] = a / b;
                     }
+                    Op::Lpdf {
+                        d,
+                        fam,
+                        a,
+                        n,
+                        propto,
+                    } => {
+                        let la = &k.largs[a as usize..(a + n) as usize];
+                        let mut args = [Arg::Scalar(0.0); MAX_LPDF_ARGS];
+                        let mut flags = [false; MAX_LPDF_ARGS];
+                        for (j, &(c, dl)) in la.iter().enumerate() {
+                            args[j] = Arg::Scalar(m[c as usize]);
+                            flags[j] = flag(act, cact, dl) != 0;
+                        }
+                        let propto = propto && !self.normalised;
+                        // As `Ctx::density`: without recording a normalised density needs no flags.
+                        if !rec && !propto {
+                            flags = [false; MAX_LPDF_ARGS];
+                        }
+                        let n = n as usize;
+                        let term = distributions::log_density(fam, &args[..n], &flags[..n], propto)
+                            .map_err(|_| Stop)?;
+                        if term.value.is_nan() {
+                            return Err(Stop);
+                        }
+                        m[d as usize] = term.value;
+                        if rec {
+                            for j in 0..n {
+                                let p = term.partials.get(j).and_then(|p| p.first());
+                                parts.push(p.copied().unwrap_or(0.0));
+                            }
+                        }
+                    }
+                    Op::Target { x, dl } => {
+                        let v = m[x as usize];
+                        if flag(act, cact, dl) != 0 {
+                            if rec {
+                                addrs.push(self.n_var_terms);
+                            }
+                            self.terms.push((v, true));
+                            self.n_var_terms += 1;
+                        } else {
+                            if rec {
+                                addrs.push(NONE);
+                            }
+                            self.terms.push((v, false));
+                        }
+                    }
                     Op::Bail => return Err(Stop),
                 }
             }
@@ -1503,7 +1656,19 @@ fn matches_bind(k: &Kernel, v: &Value, bind: Bind) -> bool {
 /// records one node on `tape` (when recording) and returns `true`; returns `false` with `env`
 /// and `tape` untouched when the variables do not have the compiled types or the loop stops
 /// early (then the interpreter must run the loop).
-pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tape) -> bool {
+///
+/// The loop's log density terms are added as the interpreter's `Ctx::add_target` does: constants
+/// to `target_c` in order, terms that depend on parameters as new slots appended to `target_v`.
+/// `normalised` is the interpreter's flag for the inside of a user density called by its
+/// `_lpdf` name (then `~` keeps constants).
+pub fn run(
+    k: &Arc<Kernel>,
+    env: &mut [Value],
+    globals: &[Value],
+    tape: &mut Tape,
+    target: (&mut f64, &mut Vec<u32>),
+    normalised: bool,
+) -> bool {
     let value_of = |src: Src| -> Option<&Value> {
         match src {
             Src::Local(s) => env.get(s as usize),
@@ -1594,6 +1759,8 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
             }
         }
     }
+    let mut terms = std::mem::take(&mut kb.terms);
+    terms.clear();
     let mut dflag = std::mem::take(&mut kb.dflag);
     dflag.clear();
     for &(st, ns, _) in &k.dep_lists {
@@ -1616,6 +1783,9 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
             iv: &mut iv,
             cact: &mut cact,
             dflag: &dflag,
+            normalised,
+            terms: &mut terms,
+            n_var_terms: 0,
             crt: &crt,
             val,
             segs: &mut kb.segs,
@@ -1636,7 +1806,19 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
     }
     drop(crt);
     if ok {
-        write_back(k, env, tape, &m, &act, &iv, &cact, (s0, p0, a0), n_mem);
+        write_back(
+            k,
+            env,
+            tape,
+            &m,
+            &act,
+            &iv,
+            &cact,
+            (s0, p0, a0),
+            n_mem,
+            &terms,
+            target,
+        );
     }
     let kb = tape.kernel_parts().1;
     kb.m = m;
@@ -1644,6 +1826,7 @@ pub fn run(k: &Arc<Kernel>, env: &mut [Value], globals: &[Value], tape: &mut Tap
     kb.iv = iv;
     kb.cact = cact;
     kb.dflag = dflag;
+    kb.terms = terms;
     ok
 }
 
@@ -1660,6 +1843,8 @@ fn write_back(
     cact: &[u8],
     (s0, p0, a0): (usize, usize, usize),
     n_mem: usize,
+    terms: &[(f64, bool)],
+    (target_c, target_v): (&mut f64, &mut Vec<u32>),
 ) {
     let recording = tape.recording;
     let mut io_in: Vec<u32> = Vec::new();
@@ -1728,8 +1913,21 @@ fn write_back(
             _ => {}
         }
     }
+    // Log density terms, in order.
+    let n_var = terms.iter().filter(|t| t.1).count();
+    let t_out = tape.alloc(n_var);
+    let mut j = 0;
+    for &(x, var) in terms {
+        if var {
+            tape.val[t_out as usize + j] = x;
+            target_v.push(t_out + j as u32);
+            j += 1;
+        } else {
+            *target_c += x;
+        }
+    }
     let kb = tape.kernel_parts().1;
-    if recording && !io_out.is_empty() {
+    if recording && (!io_out.is_empty() || n_var > 0) {
         let i0 = kb.io.len() as u32;
         kb.io.extend_from_slice(&io_in);
         let i1 = kb.io.len() as u32;
@@ -1743,6 +1941,7 @@ fn write_back(
             inputs: (i0, i1),
             outputs: (i1, i2),
             n_mem: n_mem as u32,
+            terms_out: t_out,
         });
         let _ = (p0, a0);
         let r = kb.recs.len() as u32 - 1;
@@ -1817,6 +2016,21 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
                         adj[(a & !TAPE_BIT) as usize] += g;
                     } else {
                         ka[a as usize] += g;
+                    }
+                }
+                ROp::Pn(d, a, n) => {
+                    pi -= n as usize;
+                    let g = std::mem::take(&mut ka[d as usize]);
+                    let la = &k.largs[a as usize..(a + n) as usize];
+                    for (j, &(c, _)) in la.iter().enumerate() {
+                        ka[c as usize] += parts[pi + j] * g;
+                    }
+                }
+                ROp::Target(x) => {
+                    ai -= 1;
+                    let a = addrs[ai];
+                    if a != NONE {
+                        ka[x as usize] += adj[(rec.terms_out + a) as usize];
                     }
                 }
                 ROp::St(s) => {

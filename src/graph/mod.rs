@@ -967,6 +967,54 @@ impl Model {
     }
 }
 
+impl Model {
+    /// How the `for` loops that have run so far are executed: (number compiled to scalar
+    /// kernels, number run by the statement interpreter). Loops never executed (or only with
+    /// [`Model::set_fast_loops`] off) are not counted. For tests and diagnostics of the fast path.
+    pub fn loop_kernels(&self) -> (usize, usize) {
+        fn walk(st: &St, n: &mut (usize, usize)) {
+            match &st.kind {
+                StKind::Fast { cache, plain } => {
+                    match cache.compiled() {
+                        Some(true) => n.0 += 1,
+                        Some(false) => n.1 += 1,
+                        None => {}
+                    }
+                    walk(plain, n);
+                }
+                StKind::For { body, .. }
+                | StKind::ForEach { body, .. }
+                | StKind::While { body, .. } => walk(body, n),
+                StKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, n);
+                    if let Some(o) = otherwise {
+                        walk(o, n);
+                    }
+                }
+                StKind::Block(sts) => sts.iter().for_each(|s| walk(s, n)),
+                _ => {}
+            }
+        }
+        let mut n = (0, 0);
+        for st in self
+            .tp_body
+            .iter()
+            .chain(&self.model_body)
+            .chain(&self.gq_body)
+        {
+            walk(st, &mut n);
+        }
+        for f in &self.funcs {
+            if let Some(b) = &f.body {
+                walk(b, &mut n);
+            }
+        }
+        n
+    }
+}
+
 impl LogDensity for Model {
     fn dim(&self) -> usize {
         self.dim
