@@ -480,9 +480,6 @@ fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kernel> {
         conts: b.conts,
         largs: b.largs,
     };
-    if std::env::var("BAYESC_DUMP_KERNEL").is_ok() {
-        eprintln!("{k:#?}");
-    }
     Some(k)
 }
 
@@ -1896,9 +1893,7 @@ fn write_back(
                 }
                 mem_base += n;
             }
-            Bind::C(c) => {
-                let _ = c;
-            }
+            Bind::C(_) => {}
             Bind::R(c) if v.written => {
                 let x = m[c as usize];
                 *cur = if act[c as usize] != 0 {
@@ -1943,7 +1938,6 @@ fn write_back(
             n_mem: n_mem as u32,
             terms_out: t_out,
         });
-        let _ = (p0, a0);
         let r = kb.recs.len() as u32 - 1;
         tape.push_kernel_node(r);
     } else {
