@@ -338,6 +338,21 @@ fn sampling_statements_in_loops_match_interpreter() {
 }
 
 #[test]
+fn mixture_kernel_matches_interpreter() {
+    // `target += log_mix(…, normal_lpdf(…), normal_lpdf(…))` per observation.
+    let (fast, slow) = pair(|| {
+        common::compile(
+            "examples/mixture/model.bayes",
+            &["examples/mixture/mixture.csv"],
+        )
+    });
+    for p in points(fast.dim()) {
+        check_at(&fast, &slow, &p);
+    }
+    assert_kernels(&fast, 1);
+}
+
+#[test]
 fn domain_error_inside_a_kernel_reports_as_interpreter() {
     let src = r#"
 data { int N; vector[N] y; }

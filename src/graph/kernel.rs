@@ -1154,6 +1154,15 @@ impl Bld<'_> {
                 let p = self.bin(B::Mul, x, y);
                 self.bin(B::Add, p, z)
             }
+            // As `Ctx::call`: log_sum_exp(log(θ) + a, log1m(θ) + b).
+            (Builtin::LogMix, &[t, a, c]) => {
+                let t = self.real(t);
+                let lt = self.un(U::Log, t);
+                let l1t = self.un(U::Log1m, t);
+                let x = self.bin(B::Add, lt, a);
+                let y = self.bin(B::Add, l1t, c);
+                self.bin(B::LogSumExp, x, y)
+            }
             (Builtin::IntStep | Builtin::IsInf | Builtin::IsNan, &[x]) => {
                 let x = self.real(x);
                 let d = self.reg();
