@@ -108,8 +108,10 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether `for` loops may run as compiled scalar kernels (`super::kernel`). The single
-    /// place to veto the fast path: anything that must observe individual statements as the
-    /// interpreter runs them (e.g. per-statement recording) should return `false` here.
+    /// place to veto the fast path: kernels evaluate `~` and `target +=` inside loops without
+    /// passing through [`Ctx::exec`] per statement, so anything that must observe individual
+    /// statements as the interpreter runs them (e.g. recording a pointwise log-likelihood per
+    /// sampling statement) must make this return `false` while it is active.
     #[inline]
     pub fn use_fast_path(&self) -> bool {
         self.fast_loops
