@@ -1410,7 +1410,7 @@ impl Rt<'_, '_> {
             }};
         }
         // The OR of the flags of dependency list `dl`.
-        let dflag = &*self.dflag;
+        let dflag = self.dflag;
         let flag = |act: &[u8], cact: &[u8], dl: u32| -> u8 {
             let mut a = dflag[dl as usize];
             if a != 0 {
