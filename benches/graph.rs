@@ -1,6 +1,8 @@
 //! Benchmark of the compiled graph on models with scalar loops and vectorised models: µs per
 //! log density and per log density + gradient for GARCH(1,1), eight schools, arK and labour,
-//! against a hand-written Rust GARCH(1,1) loop with its analytic (forward-mode) gradient.
+//! with `for` loops as compiled scalar kernels (the default) and through the statement
+//! interpreter (`Model::set_fast_loops(false)`), against a hand-written Rust GARCH(1,1) loop with
+//! its analytic (forward-mode) gradient.
 //!
 //! Run with `cargo bench --bench graph` (optionally a filter: `cargo bench --bench graph garch`).
 //! Prints numbers (best of several timed blocks); asserts nothing about time.
@@ -107,8 +109,8 @@ fn main() {
         ),
     ];
     println!(
-        "{:<16} {:>14} {:>18}",
-        "model", "µs/log_density", "µs/log_density_grad"
+        "{:<16} {:>14} {:>18} {:>22}",
+        "model", "µs/log_density", "µs/log_density_grad", "interpreter µs/grad"
     );
     for (name, model, data, reps) in cases {
         if filter.as_deref().is_some_and(|f| !name.contains(f)) {
@@ -116,6 +118,8 @@ fn main() {
         }
         let reps = (reps * scale / 10).max(1);
         let m = compile(&root, model, data);
+        let mut interp = compile(&root, model, data);
+        interp.set_fast_loops(false);
         let d = m.dim();
         let theta: Vec<f64> = match name {
             // mu, log omega, logit alpha1, logit(beta1 / (1 - alpha1))
@@ -130,7 +134,10 @@ fn main() {
         let g = micros(reps, || {
             black_box(m.log_density_grad(black_box(&theta), &mut grad).ok());
         });
-        println!("{name:<16} {v:>14.2} {g:>18.2}");
+        let gi = micros(reps, || {
+            black_box(interp.log_density_grad(black_box(&theta), &mut grad).ok());
+        });
+        println!("{name:<16} {v:>14.2} {g:>18.2} {gi:>22.2}");
     }
     if filter.as_deref().is_none_or(|f| "garch_hand".contains(f)) {
         let mut rdr =

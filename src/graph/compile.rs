@@ -399,11 +399,18 @@ impl Compiler {
                 let slot = self.declare_local(&var.name);
                 let body = self.stmt(body);
                 self.pop();
-                StKind::For {
-                    slot,
-                    lo,
-                    hi,
-                    body: Box::new(body?),
+                let plain = St {
+                    kind: StKind::For {
+                        slot,
+                        lo,
+                        hi,
+                        body: Box::new(body?),
+                    },
+                    span,
+                };
+                StKind::Fast {
+                    cache: Default::default(),
+                    plain: Box::new(plain),
                 }
             }
             StmtKind::ForEach {

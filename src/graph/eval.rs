@@ -68,6 +68,8 @@ pub struct Ctx<'a> {
     normalised: bool,
     /// When `Some`, collects the pointwise log-likelihood (`graph::pointwise`).
     pub pointwise: Option<Vec<f64>>,
+    /// Run `for` loops as compiled scalar kernels where possible (see [`Ctx::use_fast_path`]).
+    pub fast_loops: bool,
 }
 
 /// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
@@ -104,7 +106,18 @@ impl<'a> Ctx<'a> {
             depth: 0,
             normalised: false,
             pointwise: None,
+            fast_loops: true,
         }
+    }
+
+    /// Whether `for` loops may run as compiled scalar kernels (`super::kernel`). The single
+    /// place to veto the fast path: kernels evaluate `~` and `target +=` inside loops without
+    /// passing through [`Ctx::exec`] per statement, so anything that must observe individual
+    /// statements as the interpreter runs them (e.g. recording a pointwise log-likelihood per
+    /// sampling statement) must make this return `false` while it is active.
+    #[inline]
+    pub fn use_fast_path(&self) -> bool {
+        self.fast_loops && self.pointwise.is_none()
     }
 
     /// The current value of the log density.
@@ -255,6 +268,22 @@ impl<'a> Ctx<'a> {
                 }
             }
             StKind::Block(sts) => return self.exec_all(sts),
+            StKind::Fast { cache, plain } => {
+                if self.use_fast_path()
+                    && let Some(k) = cache.get(plain, &self.env, self.globals)
+                    && super::kernel::run(
+                        &k,
+                        &mut self.env,
+                        self.globals,
+                        self.tape,
+                        (&mut self.target_c, &mut self.target_v),
+                        self.normalised,
+                    )
+                {
+                    return Ok(Flow::Normal);
+                }
+                return self.exec(plain);
+            }
             StKind::Break => return Ok(Flow::Break),
             StKind::Continue => return Ok(Flow::Continue),
             StKind::Reject(args) => {

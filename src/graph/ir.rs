@@ -6,6 +6,7 @@ use crate::distributions::multivariate::MvFamily;
 use crate::syntax::Span;
 use crate::syntax::ast::{AssignOp, BinOp};
 
+use super::kernel::KernelCache;
 use super::scalar::{B, U};
 
 /// Built-in functions, resolved from their names at compile time.
@@ -353,6 +354,12 @@ pub enum StKind {
         otherwise: Option<Box<St>>,
     },
     Block(Vec<St>),
+    /// A `for` loop (`plain`) that may run as a compiled scalar kernel (`super::kernel`); the
+    /// interpreter runs `plain` when it cannot.
+    Fast {
+        cache: KernelCache,
+        plain: Box<St>,
+    },
     Break,
     Continue,
     Reject(Vec<PArg>),

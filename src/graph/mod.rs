@@ -12,6 +12,7 @@ pub(crate) mod compile;
 pub mod error;
 pub(crate) mod eval;
 pub(crate) mod ir;
+pub(crate) mod kernel;
 pub(crate) mod ops;
 pub mod pointwise;
 pub(crate) mod scalar;
@@ -81,6 +82,8 @@ pub struct Model {
     funcs: Vec<ir::FuncIr>,
     /// Per file id: display name and byte offsets of line starts (for error locations).
     files: Vec<Option<(String, Vec<usize>)>>,
+    /// Run eligible `for` loops as compiled scalar kernels (default `true`).
+    fast_loops: bool,
 }
 
 thread_local! {
@@ -372,6 +375,7 @@ impl Model {
             dim,
             funcs,
             files: Vec::new(),
+            fast_loops: true,
         })
     }
 
@@ -653,6 +657,7 @@ impl Model {
             }
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
             let mut lj = Vec::new();
             let r = (|| -> Result<(), Located> {
                 self.bind_params(&mut ctx, &mut lj)?;
@@ -706,6 +711,7 @@ impl Model {
             }
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
             ctx.rng = Some(rng);
             let r = (|| -> Result<(), Located> {
                 let mut lj = Vec::new();
@@ -763,6 +769,7 @@ impl Model {
             tape.reset(false);
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
             let mut zeta = vec![0.0; self.dim];
             let mut pos = 0;
             for p in &self.params {
@@ -949,6 +956,64 @@ fn check_bounds(
     }
     let _ = check_shape;
     Ok(())
+}
+
+impl Model {
+    /// Turns the compiled scalar kernels of `for` loops on (the default) or off. Off, every loop
+    /// runs in the statement interpreter; the log density and gradient are the same either way
+    /// (bit for bit for values, to rounding for gradients), so this exists for tests and
+    /// benchmarks of the fast path.
+    pub fn set_fast_loops(&mut self, on: bool) {
+        self.fast_loops = on;
+    }
+}
+
+impl Model {
+    /// How the `for` loops that have run so far are executed: (number compiled to scalar
+    /// kernels, number run by the statement interpreter). Loops never executed (or only with
+    /// [`Model::set_fast_loops`] off) are not counted. For tests and diagnostics of the fast path.
+    pub fn loop_kernels(&self) -> (usize, usize) {
+        fn walk(st: &St, n: &mut (usize, usize)) {
+            match &st.kind {
+                StKind::Fast { cache, plain } => {
+                    match cache.compiled() {
+                        Some(true) => n.0 += 1,
+                        Some(false) => n.1 += 1,
+                        None => {}
+                    }
+                    walk(plain, n);
+                }
+                StKind::For { body, .. }
+                | StKind::ForEach { body, .. }
+                | StKind::While { body, .. } => walk(body, n),
+                StKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, n);
+                    if let Some(o) = otherwise {
+                        walk(o, n);
+                    }
+                }
+                StKind::Block(sts) => sts.iter().for_each(|s| walk(s, n)),
+                _ => {}
+            }
+        }
+        let mut n = (0, 0);
+        for st in self
+            .tp_body
+            .iter()
+            .chain(&self.model_body)
+            .chain(&self.gq_body)
+        {
+            walk(st, &mut n);
+        }
+        for f in &self.funcs {
+            if let Some(b) = &f.body {
+                walk(b, &mut n);
+            }
+        }
+        n
+    }
 }
 
 impl LogDensity for Model {

@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use super::kernel::{self, KernelBuffers};
+
 /// One real scalar seen by the interpreter: a constant, or a slot of the tape.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum S {
@@ -34,6 +36,8 @@ enum Node {
         mat: u32,
         x: u32,
     },
+    /// A run of a scalar kernel (`super::kernel`): record `k` of [`Tape::kb`].
+    Kernel(u32),
 }
 
 /// The tape of one evaluation. Cleared and reused between evaluations (see [`Tape::reset`]).
@@ -46,6 +50,8 @@ pub struct Tape {
     ins: Vec<u32>,
     parts: Vec<f64>,
     mats: Vec<Arc<Vec<f64>>>,
+    /// Traces of scalar-kernel runs (`super::kernel`).
+    pub(crate) kb: KernelBuffers,
     /// When false, no nodes or partials are stored (the value-only path); values still are, so
     /// that both paths see the same `is_var` flags and return the same value.
     pub recording: bool,
@@ -60,6 +66,7 @@ impl Tape {
         self.ins.clear();
         self.parts.clear();
         self.mats.clear();
+        self.kb.clear();
         self.recording = recording;
     }
 
@@ -185,6 +192,19 @@ impl Tape {
         out
     }
 
+    /// The slot values and the kernel buffers, borrowed together (a kernel reads the one and
+    /// records into the other).
+    pub(crate) fn kernel_parts(&mut self) -> (&[f64], &mut KernelBuffers) {
+        (&self.val, &mut self.kb)
+    }
+
+    /// Appends the node of kernel record `r` (its outputs already allocated).
+    pub(crate) fn push_kernel_node(&mut self, r: u32) {
+        if self.recording {
+            self.nodes.push(Node::Kernel(r));
+        }
+    }
+
     /// Reverse sweep: seeds ∂/∂slot = 1 for every slot in `seeds` (the terms of the log
     /// density), propagates, and writes the adjoints of slots `0 .. grad.len()` into `grad`.
     pub fn gradient(&mut self, seeds: &[u32], grad: &mut [f64]) {
@@ -246,6 +266,7 @@ impl Tape {
                         }
                     }
                 }
+                Node::Kernel(r) => kernel::backward(&mut self.kb, r, adj),
                 Node::MatMulData {
                     out,
                     rows,
