@@ -213,12 +213,12 @@ fn nuts_draws_are_identical_with_user_and_builtin_density() {
     assert_eq!(a.draws.names, b.draws.names);
     assert_eq!(a.draws.n_draws(), 100);
     assert_eq!(a.draws.chains, b.draws.chains, "draws differ");
-    // The draws are a real posterior, not a constant: b's posterior mean is near the least
-    // squares slope (0.41 for these data), within its sd of about 0.4.
+    // The draws are a real posterior, not a constant: b's posterior mean is -0.005 and its sd
+    // 0.64 (4 × 1000 × 1000 NUTS draws); these 200 draws (ESS ~50) put the mean within 0.3.
     let j = a.draws.position("b").expect("b is a column");
     let col: Vec<f64> = a.draws.column(j).concat();
     let mean = col.iter().sum::<f64>() / col.len() as f64;
-    assert!((mean - 0.41).abs() < 0.4, "posterior mean of b is {mean}");
+    assert!(mean.abs() < 0.3, "posterior mean of b is {mean}");
     assert!(col.iter().any(|&v| v != col[0]));
 }
 

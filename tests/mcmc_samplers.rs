@@ -247,9 +247,11 @@ fn spec_gaussian_5d() -> Gaussian {
 #[test]
 fn nuts_gaussian_5d_spec_target() {
     let target = spec_gaussian_5d();
+    // the spec's checks of the diagonal adaptation (§8.5)
     let settings = McmcSettings {
         seed: 20241022,
         save_warmup: true,
+        metric: bayesc::inference::mcmc::MetricChoice::Diag,
         ..McmcSettings::default()
     };
     let stop = AtomicBool::new(false);
@@ -338,7 +340,7 @@ fn nuts_dense_metric_correlated_10d() {
     let target = Gaussian::new((0..10).map(|k| k as f64).collect(), scales, 0.9);
     let settings = McmcSettings {
         seed: 3,
-        dense_metric: true,
+        metric: bayesc::inference::mcmc::MetricChoice::Dense,
         ..McmcSettings::default()
     };
     let out = sample(
@@ -1001,6 +1003,7 @@ fn user_inverse_metric_without_warmup() {
         warmup: 0,
         samples: 2000,
         inv_metric: Some(var.clone()),
+        metric: bayesc::inference::mcmc::MetricChoice::Diag,
         ..McmcSettings::default()
     };
     let inits: Vec<Vec<f64>> = vec![target.mean.clone(); 4];
@@ -1145,4 +1148,42 @@ fn zero_dimensional_model() {
             assert!(c.stats.lp.iter().all(|&lp| lp == 0.0));
         }
     }
+}
+
+#[test]
+fn auto_metric_is_dense_up_to_16_dimensions() {
+    use bayesc::inference::mcmc::{AUTO_DENSE_MAX_DIM, MetricChoice};
+    let auto = McmcSettings::default();
+    assert_eq!(auto.metric, MetricChoice::Auto);
+    assert!(auto.dense(1) && auto.dense(AUTO_DENSE_MAX_DIM));
+    assert!(!auto.dense(AUTO_DENSE_MAX_DIM + 1));
+    let diag = McmcSettings {
+        metric: MetricChoice::Diag,
+        ..McmcSettings::default()
+    };
+    assert!(!diag.dense(2));
+    let dense = McmcSettings {
+        metric: MetricChoice::Dense,
+        ..McmcSettings::default()
+    };
+    assert!(dense.dense(100));
+    // the chains report the metric they used
+    let target = spec_gaussian_5d();
+    let settings = McmcSettings {
+        seed: 3,
+        chains: 1,
+        warmup: 200,
+        samples: 100,
+        ..McmcSettings::default()
+    };
+    let out = sample(
+        &target,
+        &settings,
+        &[],
+        &no_progress(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert!(out.chains[0].dense);
+    assert_eq!(out.chains[0].inv_metric.len(), 25);
 }

@@ -68,6 +68,17 @@ pub enum SeArg {
     Robust,
 }
 
+/// The HMC/NUTS metric (`--metric`), as [`mcmc::MetricChoice`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricArg {
+    /// Dense for models with at most 16 unconstrained parameters, diagonal above.
+    Auto,
+    /// Diagonal (Stan's default `diag_e`).
+    Diag,
+    /// Dense (Stan's `dense_e`).
+    Dense,
+}
+
 /// Arguments of `bayesc fit`.
 #[derive(Args, Debug)]
 pub struct FitArgs {
@@ -152,8 +163,12 @@ pub struct FitArgs {
     /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]
     pub max_depth: u64,
-    /// NUTS/HMC: adapt a dense metric (full covariance) instead of a diagonal one.
-    #[arg(long, help_heading = "MCMC")]
+    /// NUTS/HMC: the metric warmup adapts: `auto` (dense when d ≤ 16, else diagonal), `diag`
+    /// (Stan's default diag_e) or `dense` (dense_e).
+    #[arg(long, value_enum, default_value_t = MetricArg::Auto, help_heading = "MCMC")]
+    pub metric: MetricArg,
+    /// NUTS/HMC: shorthand for `--metric dense`.
+    #[arg(long, conflicts_with = "metric", help_heading = "MCMC")]
     pub dense: bool,
     /// HMC: leapfrog steps per iteration (default: integration time 2π over the adapted step size).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
@@ -425,7 +440,11 @@ pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOpt
     o.mcmc.thin = args.thin as usize;
     o.mcmc.adapt_delta = args.adapt_delta;
     o.mcmc.max_depth = args.max_depth as usize;
-    o.mcmc.dense_metric = args.dense;
+    o.mcmc.metric = match (args.dense, args.metric) {
+        (true, _) | (_, MetricArg::Dense) => mcmc::MetricChoice::Dense,
+        (false, MetricArg::Diag) => mcmc::MetricChoice::Diag,
+        (false, MetricArg::Auto) => mcmc::MetricChoice::Auto,
+    };
     if method == fit::Method::Hmc {
         o.mcmc.method = mcmc::Method::StaticHmc {
             n_leapfrog: args.n_leapfrog.map(|n| n as usize),
@@ -505,10 +524,11 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
                     o.mcmc.adapt_delta, o.mcmc.max_depth
                 )
             },
-            if o.mcmc.dense_metric {
-                "dense"
-            } else {
-                "diagonal"
+            match (o.mcmc.metric, o.mcmc.dense(d)) {
+                (mcmc::MetricChoice::Auto, true) => "dense (auto: d ≤ 16)",
+                (mcmc::MetricChoice::Auto, false) => "diagonal (auto: d > 16)",
+                (_, true) => "dense",
+                (_, false) => "diagonal",
             },
             o.seed
         ),
