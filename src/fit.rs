@@ -351,6 +351,60 @@ pub enum FitError {
     /// Mapping draws to the constrained scale or evaluating generated quantities failed.
     #[error("computing constrained draws failed: {0}")]
     Constrain(DensityError),
+    /// The requested draws would not fit in memory ([`check_memory`]).
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+/// Bytes the draws of `options` need for `model`: MCMC keeps chains × ⌈samples/thin⌉ rows (plus
+/// warmup rows when saved) of d unconstrained values, the draw columns and 7 sampler statistics;
+/// variational fits keep vi_draws + psis_draws rows and QBVI N_s Monte Carlo points per
+/// iteration. Saturates instead of overflowing.
+pub fn draws_memory_bytes(model: &Model, options: &FitOptions) -> u128 {
+    let d = model.dim() as u128;
+    let cols = draw_names(model).len() as u128;
+    let m = &options.mcmc;
+    let rows = match options.method {
+        Method::Nuts | Method::Hmc | Method::Mh => {
+            let per_chain = (m.samples as u128).div_ceil(m.thin.max(1) as u128)
+                + if m.save_warmup { m.warmup as u128 } else { 0 };
+            m.chains as u128 * per_chain
+        }
+        Method::Qbvi => {
+            options.vi_draws as u128 + options.psis_draws as u128 + options.qbvi.n_samples as u128
+        }
+        _ => options.vi_draws as u128 + options.psis_draws as u128,
+    };
+    rows.saturating_mul(d + cols + 7).saturating_mul(8)
+}
+
+/// Refuses options whose draws need more memory than the machine has available (Linux
+/// `MemAvailable`; no check where it is unknown), before anything is allocated: an allocation
+/// failure would abort the process. Errors: [`FitError::TooLarge`] saying how much and what to
+/// lower.
+pub fn check_memory(model: &Model, options: &FitOptions) -> Result<(), FitError> {
+    let need = draws_memory_bytes(model, options);
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
+            .map(|kb| kb * 1024)
+    });
+    match available {
+        Some(avail) if need > avail => {
+            let what = if options.method.is_mcmc() {
+                "--samples, --chains or raise --thin"
+            } else {
+                "--draws or --mc-samples"
+            };
+            Err(FitError::TooLarge(format!(
+                "the draws would need {:.1} GB of memory but {:.1} GB are available; lower {what}",
+                need as f64 / 1e9,
+                avail as f64 / 1e9
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Runs `options.method` on `model`.
@@ -366,6 +420,7 @@ pub fn fit(
     options: &FitOptions,
     monitor: &Monitor<'_>,
 ) -> Result<FitResult, FitError> {
+    check_memory(model, options)?;
     let seed = options.seed;
     let start = Instant::now();
     let algorithm = |method: Method| {

@@ -286,3 +286,23 @@ fn a_second_ctrl_c_exits_a_model_that_never_returns() {
         .unwrap();
     assert!(err.contains("interrupted twice"), "{err}");
 }
+
+#[test]
+fn draws_that_cannot_fit_in_memory_are_refused_before_allocating() {
+    for args in [
+        ["--method", "nuts", "--samples", "1000000000000"],
+        ["--method", "qbvi", "--draws", "1000000000000"],
+    ] {
+        let mut all = vec![
+            "fit",
+            "examples/labour/model.bayes",
+            "--data",
+            "examples/labour/labour.csv",
+        ];
+        all.extend(args);
+        let o = bayesc(&all);
+        assert_no_panic(&o);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("GB of memory"), "{}", stderr(&o));
+    }
+}

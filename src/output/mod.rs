@@ -18,12 +18,29 @@ pub use summary::{SummaryRow, format_table, summarize};
 /// same directory, which is flushed, synced and renamed to `path`. On any error the temporary
 /// file is removed and `path` is left as it was (absent, or with its old content).
 ///
+/// When `path` exists and is not a regular file (a device such as `/dev/stdout`, a pipe), it is
+/// written in place, since renaming over it would replace the device; write errors (e.g. `ENOSPC`
+/// from `/dev/full`) are returned as for files.
+///
 /// Errors: whatever creating, writing, syncing or renaming returns (e.g. `NotFound` when the
-/// directory does not exist), or the error returned by `write`.
+/// directory does not exist, `IsADirectory`), or the error returned by `write`.
 pub fn write_atomic<F>(path: &Path, write: F) -> io::Result<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    if let Ok(meta) = fs::metadata(path) {
+        if meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("{} is a directory", path.display()),
+            ));
+        }
+        if !meta.is_file() {
+            let mut w = BufWriter::new(fs::OpenOptions::new().write(true).open(path)?);
+            write(&mut w)?;
+            return w.flush();
+        }
+    }
     let tmp = temp_path(path)?;
     let result = (|| {
         let file = File::create(&tmp)?;
@@ -71,6 +88,27 @@ pub fn format_f64_roundtrip(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_written_in_place_and_their_errors_returned() {
+        // /dev/full reports ENOSPC on write: the error must reach the caller, and the device
+        // must not be replaced by a regular file (as a rename would do when run as root).
+        let full = Path::new("/dev/full");
+        if fs::metadata(full)
+            .map(|m| m.file_type().is_file())
+            .unwrap_or(true)
+        {
+            return; // no such device here
+        }
+        let e = write_atomic(full, |w| w.write_all(&[b'x'; 100_000])).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        assert!(!fs::metadata(full).unwrap().file_type().is_file());
+        write_atomic(Path::new("/dev/null"), |w| w.write_all(b"ok")).unwrap();
+        let dir = std::env::temp_dir();
+        let e = write_atomic(&dir, |w| w.write_all(b"x")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::IsADirectory);
+    }
 
     #[test]
     fn roundtrip_formatting() {
