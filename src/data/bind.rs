@@ -359,12 +359,13 @@ impl<'a> Binder<'a> {
                 continue;
             }
             let via = &later.name.name;
-            match self.find(via) {
-                Ok(Some(Found::Json {
+            // a duplicate definition of `via` is the real problem: report it, not the size
+            match self.find(via).map_err(|e| e.with_declaration(later.span))? {
+                Some(Found::Json {
                     src,
                     entry: Ok(arr),
                     ..
-                })) => {
+                }) => {
                     if arr.dims.len() == exprs.len() {
                         let n = arr.dims[0];
                         return Ok(Some((
@@ -394,7 +395,7 @@ impl<'a> Binder<'a> {
                     )
                     .with_declaration(later.span));
                 }
-                Ok(Some(found)) => {
+                Some(found) => {
                     if let Some(src) = found.csv() {
                         let rows = src.n_rows();
                         return Ok(Some((
@@ -406,7 +407,7 @@ impl<'a> Binder<'a> {
                         )));
                     }
                 }
-                _ => {}
+                None => {}
             }
         }
         Ok(None)
@@ -756,6 +757,33 @@ impl<'a> Binder<'a> {
     ) -> Result<(), DataError> {
         let name = &decl.name.name;
         let ty = type_string(&decl.ty);
+        // JSON may spell "NaN" and "Infinity" (Stan's JSON format); as in CSV, bayesc data must
+        // be finite: a NaN or infinite observation makes every log density NaN or -inf.
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            let v = values[i];
+            let (kind, what) = if v.is_nan() {
+                (
+                    DataErrorKind::MissingValue,
+                    "a missing value (NaN)".to_string(),
+                )
+            } else {
+                (
+                    DataErrorKind::NotFinite,
+                    format!("`{v}`, not a finite number"),
+                )
+            };
+            return Err(DataError::new(
+                kind,
+                format!(
+                    "{}: {what}, but `{name}` needs finite values",
+                    prov.locate(i)
+                ),
+            )
+            .with_help(
+                "replace the value with a finite number, or remove the observation; missing and \
+                 infinite values are not supported in data",
+            ));
+        }
         if matches!(decl.ty.base, SizedBase::Int) {
             for (i, &v) in values.iter().enumerate() {
                 if !(v.is_finite() && v.fract() == 0.0) {
