@@ -757,9 +757,11 @@ impl<'a> Binder<'a> {
     ) -> Result<(), DataError> {
         let name = &decl.name.name;
         let ty = type_string(&decl.ty);
-        // JSON may spell "NaN" and "Infinity" (Stan's JSON format); as in CSV, bayesc data must
-        // be finite: a NaN or infinite observation makes every log density NaN or -inf.
-        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        // JSON may spell "NaN" and "Infinity" (Stan's JSON format). NaN is refused everywhere
+        // and infinities in containers (observations, where they make every log density NaN or
+        // -inf); an infinite scalar (e.g. a bound, `"U": "Infinity"`) is kept as Stan keeps it.
+        let bad = |v: &f64| v.is_nan() || (v.is_infinite() && !dims.is_empty());
+        if let Some(i) = values.iter().position(bad) {
             let v = values[i];
             let (kind, what) = if v.is_nan() {
                 (
