@@ -1206,10 +1206,16 @@ impl<'p> Checker<'p> {
     }
 
     /// Whether `e` is a non-linear function of parameter-dependent values (best effort:
-    /// any function call or product of two parameter-dependent factors counts).
+    /// reshapes and selections ([`RESHAPES`]) are transparent;
+    /// any other function call or product of two parameter-dependent factors counts).
     fn nonlinear(&self, e: &Expr) -> bool {
         match &e.kind {
             ExprKind::IntLit(_) | ExprKind::RealLit(_) | ExprKind::Var(_) => false,
+            // Reshaping and selecting elements, like indexing, changes no values: a density on
+            // the result needs no Jacobian adjustment.
+            ExprKind::Call { name, args, .. } if RESHAPES.contains(&name.name.as_str()) => {
+                args.iter().any(|a| self.nonlinear(a))
+            }
             ExprKind::Call { args, .. } => args.iter().any(|a| self.depends_on_parameters(a)),
             ExprKind::Binary { op, lhs, rhs } => {
                 let (l, r) = (
@@ -2149,3 +2155,26 @@ fn promotion_help(expected: Type, found: Type) -> Option<String> {
         None
     }
 }
+
+/// Functions that only rearrange or select elements of their arguments (index arguments aside),
+/// so that a sampling statement on their result needs no Jacobian adjustment.
+const RESHAPES: &[&str] = &[
+    "to_vector",
+    "to_row_vector",
+    "to_matrix",
+    "to_array_1d",
+    "to_array_2d",
+    "segment",
+    "head",
+    "tail",
+    "append_row",
+    "append_col",
+    "block",
+    "col",
+    "row",
+    "sub_col",
+    "sub_row",
+    "diagonal",
+    "reverse",
+    "transpose",
+];

@@ -647,6 +647,30 @@ fn nonlinear_left_side_needs_jacobian() {
     );
     assert!(warns("parameters { real a; } model { 2 * a + 1 ~ normal(0, 1); }").is_empty());
     assert!(warns("data { real y; } parameters { real a; } model { a ~ normal(0, 1); log(y) ~ normal(a, 1); }").is_empty());
+    // reshapes and selections change no values: no Jacobian needed
+    for lhs in [
+        "to_vector(M)",
+        "segment(b, 1, 2)",
+        "head(b, 2)",
+        "to_row_vector(b)",
+        "append_row(b, b)",
+        "col(M, 1)",
+    ] {
+        let src = format!(
+            "parameters {{ vector[3] b; matrix[2, 2] M; }} model {{ {lhs} ~ normal(0, 1); }}"
+        );
+        let w = warns(&src);
+        assert!(
+            !w.iter().any(|w| matches!(w, Warning::NonLinearLhs { .. })),
+            "{lhs}: {w:?}"
+        );
+    }
+    // …but a non-linear function inside one still warns
+    let w = warns("parameters { vector[3] b; } model { head(exp(b), 2) ~ normal(0, 1); }");
+    assert!(
+        w.iter().any(|w| matches!(w, Warning::NonLinearLhs { .. })),
+        "{w:?}"
+    );
 }
 
 #[test]
