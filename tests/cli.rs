@@ -306,3 +306,52 @@ fn draws_that_cannot_fit_in_memory_are_refused_before_allocating() {
         assert!(stderr(&o).contains("GB of memory"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn summary_refuses_files_that_are_not_chains_of_one_fit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nuts = dir.path().join("n.csv");
+    let vi = dir.path().join("v.csv");
+    let base = [
+        "fit",
+        "examples/eight_schools/model.bayes",
+        "--data",
+        "examples/eight_schools/schools.csv",
+        "--seed",
+        "1",
+    ];
+    let mut a = base.to_vec();
+    a.extend([
+        "--method",
+        "nuts",
+        "--warmup",
+        "100",
+        "--samples",
+        "100",
+        "--chains",
+        "2",
+    ]);
+    a.extend(["--output", nuts.to_str().unwrap()]);
+    assert_eq!(bayesc(&a).status.code(), Some(0));
+    let mut b = base.to_vec();
+    b.extend(["--output", vi.to_str().unwrap()]);
+    assert_eq!(bayesc(&b).status.code(), Some(0));
+    let c1 = dir.path().join("n_1.csv");
+    let c2 = dir.path().join("n_2.csv");
+    let ok = bayesc(&["summary", c1.to_str().unwrap(), c2.to_str().unwrap()]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let twice = bayesc(&["summary", c1.to_str().unwrap(), c1.to_str().unwrap()]);
+    assert_eq!(twice.status.code(), Some(1));
+    assert!(
+        stderr(&twice).contains("identical draws"),
+        "{}",
+        stderr(&twice)
+    );
+    let mixed = bayesc(&["summary", c1.to_str().unwrap(), vi.to_str().unwrap()]);
+    assert_eq!(mixed.status.code(), Some(1));
+    assert!(
+        stderr(&mixed).contains("`variational` fit"),
+        "{}",
+        stderr(&mixed)
+    );
+}

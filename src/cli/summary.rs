@@ -27,6 +27,10 @@ pub fn run(args: SummaryArgs) -> i32 {
             }
         }
     }
+    if let Some(message) = not_one_fit(&files, &args.files) {
+        eprintln!("error: {message}; give the chains of one fit");
+        return super::EXIT_ERROR;
+    }
     let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     let draws = match stan_csv::draws_from_files(&files, &paths) {
         Ok(d) => d,
@@ -66,4 +70,38 @@ pub fn run(args: SummaryArgs) -> i32 {
     let rows = summary::summarize(&draws, true);
     print!("{}", summary::format_table(&rows, true));
     0
+}
+
+/// Why `files` cannot be the chains of one fit, if they cannot: different methods in their
+/// configuration comments (e.g. an MCMC chain beside a variational fit), or two files holding
+/// identical draws (the same chain given twice, which would make R-hat meaningless).
+fn not_one_fit(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> Option<String> {
+    let method = |f: &stan_csv::StanCsv| {
+        f.config_lines
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("method = ").map(str::to_string))
+    };
+    for (i, f) in files.iter().enumerate().skip(1) {
+        if let (Some(a), Some(b)) = (method(&files[0]), method(f))
+            && a != b
+        {
+            return Some(format!(
+                "`{}` holds a `{a}` fit but `{}` a `{b}` fit",
+                paths[0].display(),
+                paths[i].display()
+            ));
+        }
+    }
+    for i in 0..files.len() {
+        for j in i + 1..files.len() {
+            if files[i].n_draws > 0 && files[i].values == files[j].values {
+                return Some(format!(
+                    "`{}` and `{}` hold identical draws (the same chain twice?)",
+                    paths[i].display(),
+                    paths[j].display()
+                ));
+            }
+        }
+    }
+    None
 }
