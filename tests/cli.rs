@@ -195,6 +195,19 @@ fn labour_fit_end_to_end_writes_draws() {
     // CmdStan's variational layout: config comments, lp__/log_p__/log_g__, a mean row, draws
     let csv = std::fs::read_to_string(&out).expect("draws file");
     assert!(csv.contains("\n# method = variational\n"), "{csv:.400}");
+    // the keys cmdstanpy's from_csv needs (checked by hand with cmdstanpy 1.3.2)
+    for key in [
+        "#     algorithm = fullrank\n",
+        "#     iter = ",
+        "#     grad_samples = ",
+        "#     elbo_samples = ",
+        "#     tol_rel_obj = ",
+        "#     eval_elbo = ",
+        "#     output_samples = 500\n",
+        "# Stepsize adaptation complete.\n# eta = ",
+    ] {
+        assert!(csv.contains(key), "{key}: {csv:.700}");
+    }
     let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
     let header = lines.next().unwrap();
     assert!(

@@ -710,7 +710,11 @@ pub(crate) fn write_outputs(
     options: &FitOptions,
     model: &Path,
 ) -> std::io::Result<Vec<String>> {
-    let model_name = model.display().to_string();
+    // absolute, so that readers (cmdstanpy checks the model path) find it from anywhere
+    let model_name = std::fs::canonicalize(model)
+        .unwrap_or_else(|_| model.to_path_buf())
+        .display()
+        .to_string();
     match &result.details {
         FitDetails::Qbvi(_) | FitDetails::Qnvb(_) | FitDetails::Laplace(_) => {
             write_approximation_csv(path, result, options, &model_name)?;
@@ -723,6 +727,7 @@ pub(crate) fn write_outputs(
                 &[
                     ("algorithm", "lbfgs".to_string()),
                     ("jacobian", fit.jacobian.to_string()),
+                    ("save_iterations", "false".to_string()),
                 ],
                 result.seed,
                 1,
@@ -770,6 +775,7 @@ pub(crate) fn write_outputs(
                     ("num_samples", options.mcmc.samples.to_string()),
                     ("num_warmup", options.mcmc.warmup.to_string()),
                     ("thin", options.mcmc.thin.to_string()),
+                    ("save_warmup", "false".to_string()),
                     ("adapt_delta", options.mcmc.adapt_delta.to_string()),
                     ("max_depth", options.mcmc.max_depth.to_string()),
                     (
@@ -784,7 +790,7 @@ pub(crate) fn write_outputs(
                     ("engine", engine.to_string()),
                 ];
                 let config = stan_csv::cmdstan_config_lines(
-                    &model.display().to_string(),
+                    &model_name,
                     "sample",
                     &settings,
                     result.seed,
@@ -854,18 +860,44 @@ fn write_approximation_csv(
     } else {
         ("variational", &["lp__", "log_p__", "log_g__"])
     };
-    let algorithm = match &result.details {
-        FitDetails::Qbvi(f) => match f.family {
-            Covariance::Full => "qbvi (full covariance)",
-            Covariance::Diagonal => "qbvi (diagonal covariance)",
-        },
-        FitDetails::Qnvb(_) => "qnvb (mean-field)",
-        _ => "laplace",
+    // CmdStan's keys, so that cmdstanpy's `from_csv` reads the file: `algorithm` names the
+    // approximating family (`fullrank` / `meanfield`, CmdStan's words), `variational_method`
+    // the algorithm that fitted it; iter, grad_samples, elbo_samples, eta and eval_elbo are
+    // bayesc's corresponding settings (max iterations, Monte Carlo draws per iteration, step
+    // size, ELBO evaluated every iteration).
+    let (family, fitted_by, iter, mc, eta) = match &result.details {
+        FitDetails::Qbvi(f) => (
+            match f.family {
+                Covariance::Full => "fullrank",
+                Covariance::Diagonal => "meanfield",
+            },
+            "qbvi",
+            options.qbvi.max_iter,
+            options.qbvi.n_samples,
+            options.qbvi.effective_step_size(f.mean.len()),
+        ),
+        _ => ("meanfield", "qnvb", options.qnvb.max_iter, 4, f64::NAN),
     };
-    let mut settings = vec![
-        ("algorithm", algorithm.to_string()),
-        ("output_draws", n.to_string()),
-    ];
+    let mut settings = if laplace {
+        vec![
+            ("jacobian", "true".to_string()),
+            ("draws", n.to_string()),
+            ("fitted_by", "laplace".to_string()),
+        ]
+    } else {
+        vec![
+            ("algorithm", family.to_string()),
+            ("variational_method", fitted_by.to_string()),
+            ("iter", iter.to_string()),
+            ("grad_samples", mc.to_string()),
+            ("elbo_samples", mc.to_string()),
+            ("eta", eta.to_string()),
+            // CmdStan's default; unused: bayesc's exit rule is the smoothed-ELBO rule
+            ("tol_rel_obj", "0.01".to_string()),
+            ("eval_elbo", "1".to_string()),
+            ("output_samples", n.to_string()),
+        ]
+    };
     if let Some(vi) = &result.vi {
         settings.push(("psis_resample", vi.resampled.to_string()));
     }
@@ -884,13 +916,22 @@ fn write_approximation_csv(
         }
         values.extend([lp, lq]);
     }
+    // cmdstanpy reads eta from this block (CmdStan's ADVI adapts it; QBVI's is fixed)
+    let adaptation = if laplace {
+        Vec::new()
+    } else {
+        vec![
+            "Stepsize adaptation complete.".to_string(),
+            format!("eta = {eta}"),
+        ]
+    };
     let layout = stan_csv::StanCsvLayout {
         config_lines: &config,
         sampler_cols: cols,
         sampler_values: &values,
         draws: &draws,
         chain: 0,
-        adaptation_lines: &[],
+        adaptation_lines: &adaptation,
         footer_lines: &[],
     };
     stan_csv::write_stan_csv(path, &layout)
