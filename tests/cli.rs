@@ -385,6 +385,10 @@ fn mcmc_refuses_an_empty_model() {
     let o = bayesc(&["fit", &p, "--method", "nuts", "--seed", "1"]);
     assert_no_panic(&o);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stderr(&o).contains("no parameters (d = 0)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no parameters (d = 0)"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!stdout(&o).contains("draws per chain kept"));
 }
