@@ -470,7 +470,7 @@ fn optimize_fits_print_estimates_and_standard_errors() {
     );
     let text = ok(&mut s, ":fit optimize --seed 1");
     assert!(!text.contains("draws from the fitted Gaussian"), "{text}");
-    assert!(text.contains("method = optimize"), "{text}");
+    assert!(text.contains("optimize on d = 1, L-BFGS"), "{text}");
     assert!(text.contains("std. error"), "{text}");
     assert!(text.contains("log density at the optimum"), "{text}");
     // the mode of N(1, 2²) and its standard error 2

@@ -464,8 +464,8 @@ pub(crate) fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOpt
     o
 }
 
-/// One line naming the method and its settings (also the REPL's `:fit` header).
-pub(crate) fn settings_line(o: &FitOptions, d: usize) -> String {
+/// One line naming the method and its settings.
+fn settings_line(o: &FitOptions, d: usize) -> String {
     match o.method {
         fit::Method::Qbvi => format!(
             "method = qbvi ({} covariance, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",

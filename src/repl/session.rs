@@ -14,7 +14,7 @@ use rand::RngExt;
 
 use crate::cli::fit::{
     FitArgs, check_args, hmc_warnings, mcmc_text, optimize_table, optimize_text, options_from_args,
-    settings_line, vi_diagnostics_text, write_outputs,
+    vi_diagnostics_text, write_outputs,
 };
 use crate::cli::progress::DelayedBar;
 use crate::data::DataSource;
@@ -1131,6 +1131,31 @@ fn fit_header(f: &StoredFit) -> String {
         f.result.draws.n_draws(),
         f.model_name,
         if f.interrupted { ", INTERRUPTED" } else { "" }
+    )
+}
+
+/// One line naming the method and its main settings.
+fn settings_line(o: &FitOptions, d: usize) -> String {
+    let what = match o.method {
+        m if m.is_mcmc() => {
+            return format!(
+                "{m} on d = {d}, {} chains × ({} warmup + {} draws), seed {}",
+                o.mcmc.chains, o.mcmc.warmup, o.mcmc.samples, o.seed
+            );
+        }
+        fit::Method::Optimize => {
+            return format!(
+                "optimize on d = {d}, L-BFGS + Newton polish, jacobian = {}, {} standard errors, seed {}",
+                o.jacobian, o.std_errors, o.seed
+            );
+        }
+        fit::Method::Qnvb => "the fitted mean-field Gaussian",
+        fit::Method::Laplace => "the Laplace approximation",
+        _ => "the fitted Gaussian",
+    };
+    format!(
+        "{} on d = {d}, {} draws from {what}, seed {}",
+        o.method, o.vi_draws, o.seed
     )
 }
 
