@@ -359,6 +359,10 @@ pub enum FitError {
 /// reported draws of a variational fit, 2 the draws of q for the PSIS diagnostic, 3 the uniform
 /// of importance resampling, 1000 + c generated quantities of chain c.
 ///
+/// An MCMC run stopped by `monitor.stop` is returned trimmed by [`trim_interrupted`] (chains
+/// without post-warmup draws dropped, the others cut to the shortest; possibly no chains).
+/// MCMC on a model with no parameters (d = 0) is an error ([`FitError::Algorithm`]).
+///
 /// Errors: see [`FitError`]. Reproducible: the same `options` give the same result whatever the
 /// number of threads.
 pub fn fit(

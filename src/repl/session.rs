@@ -1122,6 +1122,12 @@ fn stop_reason(s: StopReason) -> &'static str {
 }
 
 fn fit_header(f: &StoredFit) -> String {
+    if f.result.method == fit::Method::Optimize {
+        return format!(
+            "{}: optimize (seed {}), point estimate, model {}",
+            f.name, f.result.seed, f.model_name
+        );
+    }
     format!(
         "{}: {} (seed {}), {} chain(s) × {} draws, model {}{}",
         f.name,
