@@ -413,6 +413,10 @@ pub fn check_memory(model: &Model, options: &FitOptions) -> Result<(), FitError>
 /// reported draws of a variational fit, 2 the draws of q for the PSIS diagnostic, 3 the uniform
 /// of importance resampling, 1000 + c generated quantities of chain c.
 ///
+/// An MCMC run stopped by `monitor.stop` is returned trimmed by [`trim_interrupted`] (chains
+/// without post-warmup draws dropped, the others cut to the shortest; possibly no chains).
+/// MCMC on a model with no parameters (d = 0) is an error ([`FitError::Algorithm`]).
+///
 /// Errors: see [`FitError`]. Reproducible: the same `options` give the same result whatever the
 /// number of threads.
 pub fn fit(
@@ -608,8 +612,20 @@ pub fn fit(
                 },
                 _ => mcmc::Method::Mh,
             };
+            if model.dim() == 0 {
+                return Err(FitError::Algorithm {
+                    method: options.method,
+                    message: if model.generated_quantity_names().is_empty() {
+                        "the model has no parameters (d = 0): there is nothing to sample".into()
+                    } else {
+                        "the model has no parameters (d = 0), only generated quantities: \
+                         fixed_param sampling is not supported"
+                            .into()
+                    },
+                });
+            }
             let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
-            let out = mcmc::sample(model, &settings, &[], &progress, monitor.stop)
+            let mut out = mcmc::sample(model, &settings, &[], &progress, monitor.stop)
                 .map_err(|e| algorithm(options.method)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
             let d = out.dim;
@@ -624,7 +640,10 @@ pub fn fit(
                     }
                 })
                 .collect();
-            let draws = constrained_draws(model, &chains, seed).map_err(FitError::Constrain)?;
+            let mut draws = constrained_draws(model, &chains, seed).map_err(FitError::Constrain)?;
+            if out.interrupted {
+                trim_interrupted(&mut out, &mut draws);
+            }
             Ok(FitResult {
                 method: options.method,
                 seed,
@@ -636,6 +655,43 @@ pub fn fit(
                 approx_mean_row: None,
             })
         }
+    }
+}
+
+/// The rule for an interrupted MCMC run (Ctrl-C): its chains stop at different iterations and
+/// some may not have reached sampling (on 2 cores chains 3–4 may not even have started). Chains
+/// with no post-warmup draws are dropped, the others are trimmed to the shortest of them, so that
+/// `draws` (chain c of `draws` is chain c of `out`) and the sampler statistics of `out` stay
+/// rectangular, as R-hat and ESS need. When no chain has post-warmup draws, both are left with
+/// no chains. Generated quantities keep the random streams of their original chain numbers
+/// (they are computed before the trim).
+pub fn trim_interrupted(out: &mut McmcOutput, draws: &mut Draws) {
+    let keep: Vec<bool> = out.chains.iter().map(|c| !c.stats.is_empty()).collect();
+    let n = out
+        .chains
+        .iter()
+        .map(|c| c.stats.len())
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(0);
+    let (d, k) = (out.dim, draws.names.len());
+    let mut flags = keep.iter();
+    out.chains.retain(|_| *flags.next().unwrap_or(&false));
+    let mut flags = keep.iter();
+    draws.chains.retain(|_| *flags.next().unwrap_or(&false));
+    for c in &mut out.chains {
+        let s = &mut c.stats;
+        s.lp.truncate(n);
+        s.accept_stat.truncate(n);
+        s.stepsize.truncate(n);
+        s.treedepth.truncate(n);
+        s.n_leapfrog.truncate(n);
+        s.divergent.truncate(n);
+        s.energy.truncate(n);
+        c.draws.truncate(n * d);
+    }
+    for c in &mut draws.chains {
+        c.truncate(n * k);
     }
 }
 

@@ -368,3 +368,109 @@ fn summary_refuses_files_that_are_not_chains_of_one_fit() {
         stderr(&mixed)
     );
 }
+
+/// Ctrl-C during NUTS with 4 chains on (at most) 2 cores: the chains stop at different
+/// iterations and the last ones may not have started. Once a panic in the summary; now the
+/// kept chains are trimmed to a common length, the summary is printed, the draws are written
+/// (marked as interrupted, `num_samples` the kept count) and the exit status is 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_multi_chain_fit_keeps_the_draws_made() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("normal.bayes");
+    std::fs::write(
+        &model,
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("x.csv");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args([
+            "fit",
+            model.to_str().unwrap(),
+            "--method",
+            "nuts",
+            "--chains",
+            "4",
+            "--warmup",
+            "200",
+            "--samples",
+            "3000000",
+            "--seed",
+            "1",
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc");
+    let mut stdout_pipe = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout_pipe, &mut first).unwrap();
+    assert!(first.starts_with("method = "), "{first}");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "still running");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut text = String::new();
+    stdout_pipe.read_to_string(&mut text).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("panicked"), "bayesc panicked:\n{err}");
+    assert_eq!(status.code(), Some(130), "{text}\n{err}");
+    // "INTERRUPTED after … s (wall): k chains × n draws kept (of 4 chains; …)"
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("INTERRUPTED after"))
+        .unwrap_or_else(|| panic!("no INTERRUPTED line in\n{text}"));
+    let after = line.split(": ").nth(1).unwrap();
+    let words: Vec<&str> = after.split_whitespace().collect();
+    let k: usize = words[0].parse().unwrap();
+    let n: usize = words[3].parse().unwrap();
+    assert!((1..=4).contains(&k) && n > 0, "{line}");
+    assert!(text.contains("R_hat") && text.contains("\nmu "), "{text}");
+    for c in 1..=4 {
+        let file = dir.path().join(format!("x_{c}.csv"));
+        assert_eq!(file.exists(), c <= k, "{}", file.display());
+        if c <= k {
+            let csv = std::fs::read_to_string(&file).unwrap();
+            assert!(csv.contains(&format!("# interrupted after {n} draws")));
+            assert!(csv.contains(&format!("num_samples = {n}\n")));
+            let rows = csv
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.is_empty())
+                .count();
+            assert_eq!(rows, n + 1, "header + {n} draws");
+        }
+    }
+}
+
+/// An empty model under an MCMC method is refused (exit 1) like QBVI refuses it.
+#[test]
+fn mcmc_refuses_an_empty_model() {
+    let (_d, p) = scratch("empty.bayes", "parameters { }\nmodel { }\n");
+    let o = bayesc(&["fit", &p, "--method", "nuts", "--seed", "1"]);
+    assert_no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("no parameters (d = 0)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stdout(&o).contains("draws per chain kept"));
+}

@@ -457,3 +457,119 @@ fn terminal_completion_and_ctrl_c() {
     assert!(status.success(), "{acc}");
     assert!(!acc.contains("panicked"), "{acc}");
 }
+
+/// `:fit optimize` prints what `bayesc fit --method optimize` prints (estimates, standard
+/// errors, log density), not a table of one "draw" with sd NaN; `:summary` shows the estimates.
+#[test]
+fn optimize_fits_print_estimates_and_standard_errors() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(1, 2);\n}",
+    );
+    let text = ok(&mut s, ":fit optimize --seed 1");
+    assert!(!text.contains("draws from the fitted Gaussian"), "{text}");
+    assert!(text.contains("optimize on d = 1, L-BFGS"), "{text}");
+    assert!(text.contains("std. error"), "{text}");
+    assert!(text.contains("log density at the optimum"), "{text}");
+    // the mode of N(1, 2²) and its standard error 2
+    let r = row(&text, "mu");
+    assert!(
+        (r[0] - 1.0).abs() < 1e-5 && (r[1] - 2.0).abs() < 1e-3,
+        "{text}"
+    );
+    let summary = ok(&mut s, ":summary");
+    let r = row(&summary, "mu");
+    assert!(
+        (r[0] - 1.0).abs() < 1e-5 && (r[1] - 2.0).abs() < 1e-3,
+        "{summary}"
+    );
+}
+
+/// Variational fits show the PSIS k-hat line and its warnings after `:fit` and in
+/// `:diagnostics`, as the CLI does (one shared renderer).
+#[test]
+fn variational_fits_show_psis_diagnostics() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(1, 2);\n}",
+    );
+    for method in ["qbvi", "qnvb", "laplace"] {
+        let text = ok(&mut s, &format!(":fit {method} --seed 1"));
+        assert!(text.contains("PSIS k-hat = "), "{method}:\n{text}");
+        let diag = ok(&mut s, ":diagnostics");
+        assert!(diag.contains("PSIS k-hat = "), "{method}:\n{diag}");
+        assert!(!diag.contains("no diagnostics beyond"), "{diag}");
+    }
+    // an improper posterior (two points, a line, a flat-prior scale): the collapse warning
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("spike.json");
+    std::fs::write(&data, r#"{"N": 2, "x": [1, 2], "y": [2, 3.5]}"#).unwrap();
+    ok(
+        &mut s,
+        "data {\n  int N;\n  vector[N] x;\n  vector[N] y;\n}\nparameters {\n  real a;\n  real b;\n  real<lower=0> sigma;\n}\nmodel {\n  y ~ normal(a + b * x, sigma);\n}",
+    );
+    ok(&mut s, &format!(":data {}", data.display()));
+    let text = ok(&mut s, ":fit qbvi --seed 1");
+    let vi = s
+        .fits()
+        .last()
+        .unwrap()
+        .result
+        .vi
+        .clone()
+        .expect("PSIS ran");
+    assert!(
+        !vi.collapsed.is_empty(),
+        "QBVI collapses here (tests/vi_methods.rs)"
+    );
+    assert!(text.contains("collapsed to a point in"), "{text}");
+    assert!(ok(&mut s, ":diagnostics").contains("collapsed to a point in"));
+}
+
+/// Ctrl-C during a 4-chain NUTS fit keeps the draws made so far (chains that had not started
+/// on a 2-core machine are dropped, the others trimmed to a common length), instead of
+/// discarding the fit.
+#[test]
+fn an_interrupted_multi_chain_fit_is_kept() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n}",
+    );
+    let handle = s.interrupt_handle();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let start = Instant::now();
+        while !handle.interrupt() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the fit never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let text = ok(
+        &mut s,
+        ":fit nuts --chains 4 --warmup 200 --samples 3000000 --seed 1 as big",
+    );
+    stopper.join().unwrap();
+    assert!(text.contains("stored as big (interrupted)"), "{text}");
+    assert!(text.contains("draws kept (of 4 chains"), "{text}");
+    let f = s.fits().last().unwrap();
+    let k = f.result.draws.chains.len();
+    let n = f.result.draws.n_draws();
+    assert!((1..=4).contains(&k) && n > 0);
+    assert!(
+        text.contains(&format!("{k} chains × {n} draws kept")),
+        "{text}"
+    );
+    let width = f.result.draws.names.len();
+    assert!(f.result.draws.chains.iter().all(|c| c.len() == n * width));
+    assert!(ok(&mut s, ":diagnostics big").contains("INTERRUPTED"));
+    assert!(value(&ok(&mut s, "mean(mu)")).abs() < 0.2);
+}

@@ -316,7 +316,11 @@ pub fn run(args: FitArgs) -> i32 {
             }
         }
     }
-    if let Some(path) = &args.output {
+    let no_draws = result.draws.chains.is_empty();
+    if no_draws && (args.output.is_some() || args.save_fit.is_some()) {
+        println!("\nnothing written: the fit has no draws");
+    }
+    if let Some(path) = args.output.as_ref().filter(|_| !no_draws) {
         match write_outputs(path, &result, &options, &args.model) {
             Ok(files) => println!("\ndraws written to {}", files.join(", ")),
             Err(e) => {
@@ -325,7 +329,7 @@ pub fn run(args: FitArgs) -> i32 {
             }
         }
     }
-    if let Some(path) = &args.save_fit {
+    if let Some(path) = args.save_fit.as_ref().filter(|_| !no_draws) {
         let text = sources.text(checked.file);
         let saved = crate::predict::SavedFit::from_fit(
             &model,
@@ -567,7 +571,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print_vi_diagnostics(result);
+            print!("{}", vi_diagnostics_text(result));
         }
         FitDetails::Qnvb(fit) => {
             match fit.stop {
@@ -591,7 +595,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print_vi_diagnostics(result);
+            print!("{}", vi_diagnostics_text(result));
         }
         FitDetails::Laplace(fit) => {
             println!(
@@ -604,82 +608,111 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print_vi_diagnostics(result);
+            print!("{}", vi_diagnostics_text(result));
         }
-        FitDetails::Optimize(fit) => {
-            print!("{}", optimize_table(fit));
-            println!(
-                "\nlog density at the optimum = {:.6} ({})",
-                fit.log_density,
-                if fit.jacobian {
-                    "with the Jacobian adjustment"
-                } else {
-                    "without the Jacobian adjustment"
-                }
-            );
-            println!(
-                "iterations: {} L-BFGS + {} Newton steps ({:.2} s)",
-                fit.lbfgs.iterations, fit.newton_steps, result.seconds
-            );
-            if fit.converged {
-                println!("converged: {}", fit.lbfgs.message);
+        FitDetails::Optimize(fit) => print!("{}", optimize_text(result, fit)),
+        FitDetails::Mcmc(out) => print!("{}", mcmc_text(result, out, options)),
+    }
+}
+
+/// What `--method optimize` prints (and the REPL's `:fit optimize`): the table of estimates
+/// and standard errors ([`optimize_table`]), the log density at the optimum, the iterations,
+/// the convergence verdict and how the standard errors were computed. Ends with a newline.
+pub(crate) fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
+    use std::fmt::Write as _;
+    let mut s = optimize_table(fit);
+    let _ = writeln!(
+        s,
+        "\nlog density at the optimum = {:.6} ({})",
+        fit.log_density,
+        if fit.jacobian {
+            "with the Jacobian adjustment"
+        } else {
+            "without the Jacobian adjustment"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "iterations: {} L-BFGS + {} Newton steps ({:.2} s)",
+        fit.lbfgs.iterations, fit.newton_steps, result.seconds
+    );
+    if fit.converged {
+        let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
+    } else {
+        let _ = writeln!(
+            s,
+            "WARNING: L-BFGS did not converge: {}{}",
+            fit.lbfgs.message,
+            if fit.newton_steps > 0 {
+                " (the Newton polish that followed reached a point where the Hessian is negative definite)"
             } else {
-                println!(
-                    "WARNING: L-BFGS did not converge: {}{}",
-                    fit.lbfgs.message,
-                    if fit.newton_steps > 0 {
-                        " (the Newton polish that followed reached a point where the Hessian is negative definite)"
-                    } else {
-                        ""
-                    }
-                );
+                ""
             }
-            if fit.std_errors.iter().any(|v| v.is_nan()) {
-                println!(
-                    "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors"
-                );
-            }
-            match fit.std_error_kind {
-                fit::StdErrorKind::Hessian => println!(
-                    "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
-                     unconstrained scale, mapped to the constrained scale by the delta method"
-                ),
-                fit::StdErrorKind::Robust => println!(
-                    "standard errors: robust sandwich H⁻¹BH⁻¹ (H the finite-difference Hessian, B the covariance of the \
-                     per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method"
-                ),
-            }
+        );
+    }
+    if fit.std_errors.iter().any(|v| v.is_nan()) {
+        s.push_str(
+            "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors\n",
+        );
+    }
+    s.push_str(match fit.std_error_kind {
+        fit::StdErrorKind::Hessian => {
+            "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
+             unconstrained scale, mapped to the constrained scale by the delta method\n"
         }
-        FitDetails::Mcmc(out) => {
-            let kept = result.draws.n_draws();
-            println!(
-                "{} chains finished in {:.2} s (wall); {} draws per chain kept{}",
-                out.chains.len(),
-                result.seconds,
-                kept,
-                if out.interrupted {
-                    " — INTERRUPTED, the chains are incomplete"
-                } else {
-                    ""
-                }
-            );
-            let rows = summary::summarize(&result.draws, true);
-            println!();
-            print!("{}", summary::format_table(&rows, true));
-            let mut warnings = out.warnings(&options.mcmc);
-            warnings.extend(hmc_warnings(out, options));
-            warnings.extend(summary::convergence_warnings(
-                &rows,
-                result.draws.chains.len(),
-            ));
-            if !warnings.is_empty() {
-                println!("\nwarnings:");
-                for w in warnings {
-                    println!("  - {w}");
-                }
-            }
+        fit::StdErrorKind::Robust => {
+            "standard errors: robust sandwich H⁻¹BH⁻¹ (H the finite-difference Hessian, B the covariance of the \
+             per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method\n"
+        }
+    });
+    s
+}
+
+/// What an MCMC fit prints (CLI and the REPL's `:fit`): how many chains and draws were kept
+/// (for an interrupted run, after [`fit::trim_interrupted`]: "k chains × n draws kept"), the
+/// summary table with MCSE, ESS and R-hat, and the sampler and convergence warnings. When an
+/// interrupted run has no post-warmup draws it says so and prints no table. Ends with a newline.
+pub(crate) fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let kept = result.draws.n_draws();
+    let k = result.draws.chains.len();
+    if !out.interrupted {
+        let _ = writeln!(
+            s,
+            "{} chains finished in {:.2} s (wall); {kept} draws per chain kept",
+            out.chains.len(),
+            result.seconds,
+        );
+    } else if kept == 0 {
+        let _ = writeln!(
+            s,
+            "INTERRUPTED after {:.2} s (wall), before any of the {} chains finished warmup: \
+             there are no post-warmup draws to summarise",
+            result.seconds, options.mcmc.chains
+        );
+        return s;
+    } else {
+        let _ = writeln!(
+            s,
+            "INTERRUPTED after {:.2} s (wall): {k} chains × {kept} draws kept (of {} chains; \
+             chains without post-warmup draws are dropped, the others cut to the shortest)",
+            result.seconds, options.mcmc.chains
+        );
+    }
+    let rows = summary::summarize(&result.draws, true);
+    s.push('\n');
+    s.push_str(&summary::format_table(&rows, true));
+    let mut warnings = out.warnings(&options.mcmc);
+    warnings.extend(hmc_warnings(out, options));
+    warnings.extend(summary::convergence_warnings(&rows, k));
+    if !warnings.is_empty() {
+        s.push_str("\nwarnings:\n");
+        for w in warnings {
+            let _ = writeln!(s, "  - {w}");
         }
     }
+    s
 }
 
 /// E-BFMI per chain (`specs/diagnostics.md` §5).
@@ -771,8 +804,14 @@ pub(crate) fn write_outputs(
                     fit::Method::Hmc => ("hmc", "static"),
                     _ => ("metropolis", "random_walk"),
                 };
+                // an interrupted run (trimmed by `fit::trim_interrupted`): the kept count
+                let num_samples = if out.interrupted {
+                    n * options.mcmc.thin
+                } else {
+                    options.mcmc.samples
+                };
                 let settings = vec![
-                    ("num_samples", options.mcmc.samples.to_string()),
+                    ("num_samples", num_samples.to_string()),
                     ("num_warmup", options.mcmc.warmup.to_string()),
                     ("thin", options.mcmc.thin.to_string()),
                     ("save_warmup", "false".to_string()),
@@ -789,13 +828,19 @@ pub(crate) fn write_outputs(
                     ("algorithm", algorithm.to_string()),
                     ("engine", engine.to_string()),
                 ];
-                let config = stan_csv::cmdstan_config_lines(
+                let mut config = stan_csv::cmdstan_config_lines(
                     &model_name,
                     "sample",
                     &settings,
                     result.seed,
                     c + 1,
                 );
+                if out.interrupted {
+                    config.push(format!(
+                        "interrupted after {n} draws (Ctrl-C; {} draws were requested)",
+                        options.mcmc.samples.div_ceil(options.mcmc.thin)
+                    ));
+                }
                 let adaptation = if chain.dense {
                     let d = out.dim;
                     let mut lines = vec![
@@ -968,15 +1013,21 @@ pub(crate) fn optimize_table(fit: &fit::OptimizeFit) -> String {
     out
 }
 
-/// PSIS k̂, its verdict and the ELBO estimate of a variational fit.
-fn print_vi_diagnostics(result: &FitResult) {
-    let Some(vi) = &result.vi else { return };
+/// PSIS k̂, its verdict (or the collapse warning, [`fit::ViDiagnostics::collapsed`]) and the
+/// ELBO estimate of a variational fit, as printed after the summary table by `bayesc fit` and
+/// the REPL's `:fit` and `:diagnostics`: lines ending in a newline, starting with an empty
+/// line; empty when the fit has no [`FitResult::vi`].
+pub(crate) fn vi_diagnostics_text(result: &FitResult) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let Some(vi) = &result.vi else { return s };
     let khat = if vi.khat == f64::NEG_INFINITY {
         "undefined (the log ratios log p - log q are constant to rounding)".to_string()
     } else {
         format!("{:.3}", vi.khat)
     };
-    println!(
+    let _ = writeln!(
+        s,
         "\nPSIS k-hat = {khat} ({} draws of the approximation; PSIS ESS = {:.0}); ELBO estimate = {:.3}",
         vi.n_draws, vi.psis_ess, vi.elbo
     );
@@ -986,7 +1037,8 @@ fn print_vi_diagnostics(result: &FitResult) {
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        println!(
+        let _ = writeln!(
+            s,
             "WARNING: the approximation collapsed to a point in {}: the posterior is probably improper \
              or unbounded (e.g. a scale parameter with a flat prior going to 0 while the other \
              parameters fit the data exactly). Give the parameters proper priors, or check that the \
@@ -994,20 +1046,23 @@ fn print_vi_diagnostics(result: &FitResult) {
             list.join(", ")
         );
     } else if vi.khat > fit::KHAT_BAD {
-        println!(
+        let _ = writeln!(
+            s,
             "WARNING: PSIS k-hat > {}: the approximation is unreliable; use --method nuts",
             fit::KHAT_BAD
         );
     } else if vi.khat > fit::KHAT_OK {
-        println!(
+        let _ = writeln!(
+            s,
             "note: PSIS k-hat is between {} and {}: the approximation is usable, but tail quantities may be inaccurate",
             fit::KHAT_OK,
             fit::KHAT_BAD
         );
     }
     if vi.resampled {
-        println!("the draws were importance-resampled with the Pareto-smoothed weights");
+        s.push_str("the draws were importance-resampled with the Pareto-smoothed weights\n");
     }
+    s
 }
 
 /// Writes the ELBO trace as CSV (atomically). Laplace: one row with the Monte Carlo estimate.

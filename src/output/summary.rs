@@ -68,9 +68,17 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
                 ess_tail: None,
                 rhat: None,
             };
-            if mcmc && n >= MIN_DRAWS && m > 0 {
-                let x = Array2::from_shape_vec((m, n), pooled)
-                    .expect("Draws chains all hold n_draws × names values");
+            // Chains of unequal length (a caller that did not trim an interrupted run, see
+            // `fit::trim_interrupted`) get no MCMC columns rather than a wrong shape.
+            if mcmc
+                && n >= MIN_DRAWS
+                && m > 0
+                && draws
+                    .chains
+                    .iter()
+                    .all(|c| c.len() == n * draws.names.len())
+                && let Ok(x) = Array2::from_shape_vec((m, n), pooled)
+            {
                 let c = convergence_sorted(x.view(), &sorted);
                 row.mcse_mean = Some(c.mcse_mean);
                 row.ess_bulk = Some(c.ess_bulk);
@@ -191,6 +199,24 @@ mod tests {
             "name      mean     sd     5%    50%    95%\n\
              beta[1]  4.500  2.449  1.350  4.500  7.650\n"
         );
+    }
+
+    #[test]
+    fn unequal_chains_get_no_mcmc_columns() {
+        // an untrimmed interrupted run: chains of 300, 200 and 0 draws (once a panic)
+        let d = Draws {
+            names: vec!["x".into()],
+            chains: vec![
+                (0..300).map(f64::from).collect(),
+                (0..200).map(f64::from).collect(),
+                Vec::new(),
+            ],
+        };
+        let r = &summarize(&d, true)[0];
+        assert_eq!(r.rhat, None);
+        assert_eq!(r.ess_bulk, None);
+        // pooled mean of 0..299 and 0..199: (44850 + 19900) / 500
+        assert!((r.mean - 129.5).abs() < 1e-12);
     }
 
     #[test]

@@ -12,13 +12,15 @@ use std::time::SystemTime;
 use clap::Parser;
 use rand::RngExt;
 
-use crate::cli::fit::{FitArgs, check_args, hmc_warnings, options_from_args, write_outputs};
+use crate::cli::fit::{
+    FitArgs, check_args, hmc_warnings, mcmc_text, optimize_table, optimize_text, options_from_args,
+    vi_diagnostics_text, write_outputs,
+};
 use crate::cli::progress::DelayedBar;
 use crate::data::DataSource;
 use crate::diagnostics;
 use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
 use crate::graph::Model;
-use crate::inference::mcmc::SamplerStats;
 use crate::inference::qbvi::StopReason;
 use crate::inference::{Draws, LogDensity};
 use crate::output::summary::{self, convergence_warnings, format_sig};
@@ -647,7 +649,7 @@ impl Session {
         });
         let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
         let result = run_fit(model, &options, &self.stop, &self.fitting, self.progress);
-        let mut result = match result {
+        let result = match result {
             Ok(r) => r,
             Err(e) => {
                 let _ = writeln!(out.text, "error: {e}");
@@ -655,11 +657,12 @@ impl Session {
                 return out;
             }
         };
-        let interrupted = make_consistent(&mut result);
+        let interrupted = was_interrupted(&result);
         if result.draws.n_draws() == 0 {
             let _ = writeln!(
                 out.text,
-                "the fit returned no draws (an MCMC run interrupted during warmup): nothing stored"
+                "the fit returned no draws (an MCMC run interrupted before any chain finished \
+                 warmup): nothing stored"
             );
             return out;
         }
@@ -826,6 +829,9 @@ impl Session {
             Ok(f) => f,
             Err(o) => return o,
         };
+        if let FitDetails::Optimize(o) = &f.result.details {
+            return Output::ok(format!("{}\n{}", fit_header(f), optimize_table(o)));
+        }
         let mcmc = f.result.method.is_mcmc();
         let rows = summary::summarize(&f.result.draws, mcmc);
         Output::ok(format!(
@@ -954,6 +960,7 @@ impl Session {
                 q.elbo_trace.last().copied().unwrap_or(f64::NAN),
                 q.skipped_steps
             );
+            s.push_str(&vi_diagnostics_text(&f.result));
         } else if let FitDetails::Mcmc(out) = &f.result.details {
             for (c, ch) in out.chains.iter().enumerate() {
                 let bfmi = diagnostics::e_bfmi(&ch.stats.energy)
@@ -1000,6 +1007,8 @@ impl Session {
                     let _ = writeln!(s, "  - {w}");
                 }
             }
+        } else if f.result.vi.is_some() {
+            s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
         } else {
             let _ = writeln!(
                 s,
@@ -1113,6 +1122,12 @@ fn stop_reason(s: StopReason) -> &'static str {
 }
 
 fn fit_header(f: &StoredFit) -> String {
+    if f.result.method == fit::Method::Optimize {
+        return format!(
+            "{}: optimize (seed {}), point estimate, model {}",
+            f.name, f.result.seed, f.model_name
+        );
+    }
     format!(
         "{}: {} (seed {}), {} chain(s) × {} draws, model {}{}",
         f.name,
@@ -1127,17 +1142,27 @@ fn fit_header(f: &StoredFit) -> String {
 
 /// One line naming the method and its main settings.
 fn settings_line(o: &FitOptions, d: usize) -> String {
-    if o.method.is_mcmc() {
-        format!(
-            "{} on d = {d}, {} chains × ({} warmup + {} draws), seed {}",
-            o.method, o.mcmc.chains, o.mcmc.warmup, o.mcmc.samples, o.seed
-        )
-    } else {
-        format!(
-            "{} on d = {d}, {} draws from the fitted Gaussian, seed {}",
-            o.method, o.vi_draws, o.seed
-        )
-    }
+    let what = match o.method {
+        m if m.is_mcmc() => {
+            return format!(
+                "{m} on d = {d}, {} chains × ({} warmup + {} draws), seed {}",
+                o.mcmc.chains, o.mcmc.warmup, o.mcmc.samples, o.seed
+            );
+        }
+        fit::Method::Optimize => {
+            return format!(
+                "optimize on d = {d}, L-BFGS + Newton polish, jacobian = {}, {} standard errors, seed {}",
+                o.jacobian, o.std_errors, o.seed
+            );
+        }
+        fit::Method::Qnvb => "the fitted mean-field Gaussian",
+        fit::Method::Laplace => "the Laplace approximation",
+        _ => "the fitted Gaussian",
+    };
+    format!(
+        "{} on d = {d}, {} draws from {what}, seed {}",
+        o.method, o.vi_draws, o.seed
+    )
 }
 
 /// Runs the fit with a progress bar and the session's stop flag.
@@ -1191,90 +1216,54 @@ fn run_fit(
     r
 }
 
-/// Marks an interrupted fit and trims its chains to a common length (an interrupted MCMC run may
-/// stop its chains at different iterations; the summaries need equal lengths). Returns whether
-/// the fit was interrupted.
-fn make_consistent(r: &mut FitResult) -> bool {
-    if let FitDetails::Qbvi(q) = &r.details {
-        q.stop == StopReason::Interrupted
-    } else if let FitDetails::Mcmc(out) = &mut r.details {
-        if !out.interrupted {
-            return false;
-        }
-        let k = r.draws.names.len();
-        let n = out.chains.iter().map(|c| c.stats.len()).min().unwrap_or(0);
-        for c in &mut out.chains {
-            truncate_stats(&mut c.stats, n);
-            c.draws.truncate(n * out.dim);
-        }
-        for c in &mut r.draws.chains {
-            c.truncate(n * k);
-        }
-        true
-    } else {
-        false
+/// Whether Ctrl-C stopped the fit early. An interrupted MCMC run arrives already trimmed to
+/// chains of equal length by [`fit::trim_interrupted`].
+fn was_interrupted(r: &FitResult) -> bool {
+    match &r.details {
+        FitDetails::Qbvi(q) => q.stop == StopReason::Interrupted,
+        FitDetails::Qnvb(q) => q.stop == crate::inference::qnvb::QnvbStop::Interrupted,
+        FitDetails::Mcmc(out) => out.interrupted,
+        _ => false,
     }
 }
 
-fn truncate_stats(s: &mut SamplerStats, n: usize) {
-    s.lp.truncate(n);
-    s.accept_stat.truncate(n);
-    s.stepsize.truncate(n);
-    s.treedepth.truncate(n);
-    s.n_leapfrog.truncate(n);
-    s.divergent.truncate(n);
-    s.energy.truncate(n);
-}
-
-/// The printed result of a fit: how it ended, the summary table and warnings.
+/// The printed result of a fit: how it ended, the summary table and warnings; the MCMC,
+/// optimisation and variational-diagnostic parts are the CLI's (`cli::fit`).
 fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool) -> String {
     let mut s = String::new();
-    if let FitDetails::Qbvi(q) = &r.details {
-        let _ = writeln!(
-            s,
-            "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
-            stop_reason(q.stop),
-            q.iterations,
-            r.seconds,
-            q.best_smoothed_elbo
-        );
-        s.push('\n');
-        s.push_str(&summary::format_table(
-            &summary::summarize(&r.draws, false),
-            false,
-        ));
-    } else if let FitDetails::Mcmc(out) = &r.details {
-        let _ = writeln!(
-            s,
-            "{} chains finished in {:.2} s; {} draws per chain kept{}",
-            out.chains.len(),
-            r.seconds,
-            r.draws.n_draws(),
-            if interrupted {
-                " — INTERRUPTED, the chains are incomplete"
-            } else {
-                ""
-            }
-        );
-        s.push('\n');
-        let rows = summary::summarize(&r.draws, true);
-        s.push_str(&summary::format_table(&rows, true));
-        let mut warnings = out.warnings(&options.mcmc);
-        warnings.extend(hmc_warnings(out, options));
-        warnings.extend(convergence_warnings(&rows, r.draws.chains.len()));
-        if !warnings.is_empty() {
-            s.push_str("warnings:\n");
-            for w in warnings {
-                let _ = writeln!(s, "  - {w}");
-            }
+    match &r.details {
+        FitDetails::Mcmc(out) => return mcmc_text(r, out, options),
+        FitDetails::Optimize(o) => return optimize_text(r, o),
+        FitDetails::Qbvi(q) => {
+            let _ = writeln!(
+                s,
+                "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
+                stop_reason(q.stop),
+                q.iterations,
+                r.seconds,
+                q.best_smoothed_elbo
+            );
         }
-    } else {
-        let _ = writeln!(s, "{} finished in {:.2} s\n", r.method, r.seconds);
-        s.push_str(&summary::format_table(
-            &summary::summarize(&r.draws, false),
-            false,
-        ));
+        _ => {
+            let _ = writeln!(
+                s,
+                "{} {} in {:.2} s",
+                r.method,
+                if interrupted {
+                    "INTERRUPTED"
+                } else {
+                    "finished"
+                },
+                r.seconds
+            );
+        }
     }
+    s.push('\n');
+    s.push_str(&summary::format_table(
+        &summary::summarize(&r.draws, false),
+        false,
+    ));
+    s.push_str(&vi_diagnostics_text(r));
     s
 }
 

@@ -1,0 +1,130 @@
+//! An interrupted MCMC fit (Ctrl-C, i.e. `Monitor::stop`) with several chains: chains stop at
+//! different iterations and some never reach sampling; `fit::fit` drops the chains without
+//! post-warmup draws and trims the others to the shortest (`fit::trim_interrupted`), so the
+//! summary (R-hat, ESS) can be computed. One rayon thread runs the chains in order, which makes
+//! the stopping points deterministic. Also: MCMC refuses a model with no parameters.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bayesc::fit::{self, FitDetails, FitOptions, Method, Monitor, ProgressEvent};
+use bayesc::output::summary;
+
+const MODEL: &str = "parameters { real mu; real<lower=0> sigma; }\n\
+                     model { mu ~ normal(1, 2); sigma ~ lognormal(0, 0.5); }\n\
+                     generated quantities { real z = normal_rng(mu, sigma); }\n";
+
+/// NUTS with 4 chains × (100 warmup + 100 draws) on one thread; `stop` is raised from the
+/// progress callback when `when(chain, iteration)` holds.
+fn interrupted_fit(when: impl Fn(usize, usize) -> bool + Sync) -> fit::FitResult {
+    let model = common::compile_source("interrupt.bayes", MODEL, None, &[]);
+    let mut options = FitOptions::new(Method::Nuts, 7);
+    options.mcmc.chains = 4;
+    options.mcmc.warmup = 100;
+    options.mcmc.samples = 100;
+    let stop = AtomicBool::new(false);
+    let on_progress = |e: ProgressEvent| {
+        if let ProgressEvent::Chain(p) = e
+            && when(p.chain, p.iteration)
+        {
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    let monitor = Monitor {
+        on_progress: &on_progress,
+        stop: &stop,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| fit::fit(&model, &options, &monitor))
+        .expect("an interrupted fit is not an error")
+}
+
+#[test]
+fn unequal_chains_are_trimmed_and_empty_ones_dropped() {
+    // chain 1 runs to the end (100 draws), chain 2 stops after 30 post-warmup draws (the
+    // callback fires at iteration 130, the stop is seen before iteration 131), chains 3 and 4
+    // stop before their first warmup iteration
+    let r = interrupted_fit(|c, i| c == 1 && i >= 130);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert!(out.interrupted);
+    assert_eq!(out.chains.len(), 2);
+    assert_eq!(r.draws.chains.len(), 2);
+    assert_eq!(r.draws.n_draws(), 30);
+    let k = r.draws.names.len();
+    assert_eq!(k, 3); // mu, sigma, z
+    for (c, chain) in out.chains.iter().enumerate() {
+        assert_eq!(chain.stats.len(), 30);
+        assert_eq!(chain.stats.energy.len(), 30);
+        assert_eq!(chain.draws.len(), 30 * out.dim);
+        assert_eq!(r.draws.chains[c].len(), 30 * k);
+    }
+    // the kept draws are the first 30 of each chain: the constrained sigma is exp of the
+    // unconstrained draw
+    for c in 0..2 {
+        for i in 0..30 {
+            let zeta = out.chains[c].draws[i * 2 + 1];
+            let sigma = r.draws.chains[c][i * k + 1];
+            assert!((sigma - zeta.exp()).abs() <= 1e-12 * sigma);
+        }
+    }
+    let rows = summary::summarize(&r.draws, true);
+    assert!(rows.iter().all(|row| row.rhat.is_some_and(f64::is_finite)));
+}
+
+#[test]
+fn a_stop_during_warmup_of_every_chain_leaves_no_chains() {
+    let r = interrupted_fit(|c, i| c == 0 && i >= 50);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert!(out.interrupted);
+    assert!(out.chains.is_empty());
+    assert!(r.draws.chains.is_empty());
+    assert_eq!(r.draws.n_draws(), 0);
+    // summarising nothing does not panic
+    let rows = summary::summarize(&r.draws, true);
+    assert_eq!(rows.len(), 3);
+    assert!(rows[0].rhat.is_none());
+}
+
+#[test]
+fn an_uninterrupted_fit_keeps_every_chain() {
+    let r = interrupted_fit(|_, _| false);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert!(!out.interrupted);
+    assert_eq!(r.draws.chains.len(), 4);
+    assert_eq!(r.draws.n_draws(), 100);
+}
+
+#[test]
+fn mcmc_refuses_a_model_without_parameters() {
+    let stop = AtomicBool::new(false);
+    let monitor = Monitor {
+        on_progress: &|_| {},
+        stop: &stop,
+    };
+    for (text, expect) in [
+        ("model { }\n", "nothing to sample"),
+        (
+            "generated quantities { real y = normal_rng(0, 1); }\n",
+            "fixed_param sampling is not supported",
+        ),
+    ] {
+        let model = common::compile_source("empty.bayes", text, None, &[]);
+        for method in [Method::Nuts, Method::Hmc, Method::Mh] {
+            let e = fit::fit(&model, &FitOptions::new(method, 1), &monitor)
+                .expect_err("d = 0 cannot be sampled")
+                .to_string();
+            assert!(e.contains("no parameters (d = 0)"), "{e}");
+            assert!(e.contains(expect), "{e}");
+        }
+    }
+}
