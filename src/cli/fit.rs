@@ -945,13 +945,7 @@ fn print_vi_diagnostics(result: &FitResult) {
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        println!(
-            "WARNING: the approximation collapsed to a point in {}: the posterior is probably improper \
-             or unbounded (e.g. a scale parameter with a flat prior going to 0 while the other \
-             parameters fit the data exactly). Give the parameters proper priors, or check that the \
-             data identify them; the summary above is not a posterior.",
-            list.join(", ")
-        );
+        println!("{}", fit::collapse_warning(&list.join(", ")));
     } else if vi.khat > fit::KHAT_BAD {
         println!(
             "WARNING: PSIS k-hat > {}: the approximation is unreliable; use --method nuts",
@@ -963,6 +957,9 @@ fn print_vi_diagnostics(result: &FitResult) {
             fit::KHAT_OK,
             fit::KHAT_BAD
         );
+    }
+    if let Some(m) = fit::start_message(vi) {
+        println!("{m}");
     }
     if vi.resampled {
         println!("the draws were importance-resampled with the Pareto-smoothed weights");
