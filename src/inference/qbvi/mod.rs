@@ -753,3 +753,48 @@ fn run<F: Family>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ExitRule;
+
+    /// Feeds `trace` to a fresh rule (W = 3, P_max = 5); the iteration at which it is
+    /// exhausted, if any.
+    fn exit_iteration(trace: &[f64]) -> Option<usize> {
+        let mut rule = ExitRule {
+            window: 3,
+            patience: 5,
+            best: f64::NEG_INFINITY,
+            count: 0,
+        };
+        (1..=trace.len()).find(|&t| {
+            rule.observe(&trace[..t]);
+            rule.exhausted()
+        })
+    }
+
+    #[test]
+    fn a_constant_smoothed_elbo_exhausts_the_patience() {
+        // first smoothed value at t = 4 (new best), then ties at t = 5..: the count passes
+        // P_max = 5 at t = 10. The spec's `≥` reset it at every tie and never stopped.
+        assert_eq!(exit_iteration(&[-8.65; 100]), Some(10));
+        // strictly increasing: never exhausted
+        let rising: Vec<f64> = (0..100).map(f64::from).collect();
+        assert_eq!(exit_iteration(&rising), None);
+    }
+
+    #[test]
+    fn a_tie_keeps_the_later_parameters() {
+        let mut rule = ExitRule {
+            window: 1,
+            patience: 5,
+            best: f64::NEG_INFINITY,
+            count: 0,
+        };
+        assert_eq!(rule.observe(&[1.0, 1.0]), (Some(1.0), true));
+        assert_eq!(rule.observe(&[1.0, 1.0, 1.0]), (Some(1.0), true));
+        assert_eq!(rule.count, 1);
+        assert_eq!(rule.observe(&[1.0, 1.0, 1.0, 0.0]), (Some(0.5), false));
+        assert_eq!(rule.count, 2);
+    }
+}
