@@ -221,6 +221,128 @@ pub struct ViDiagnostics {
     /// (name, mean, sd) on the constrained scale. Non-empty means the fit is degenerate,
     /// whatever k̂ says.
     pub collapsed: Vec<(String, f64, f64)>,
+    /// Why the fit did not start at the mode although asked to (`ViInit::Mode`): the log
+    /// density has no interior mode (see `find_mode`), so the fit started from the random point
+    /// of specs/qbvi.md §11. `None` otherwise (and always for Laplace).
+    pub no_mode: Option<String>,
+    /// When `no_mode` is set: the unconstrained coordinates (parameter names when every
+    /// parameter is one coordinate, else `zeta[i]`, 1-based) along which q would gain ELBO by
+    /// shifting its mean (see [`UNBOUNDED_GAIN`]): the fit drifted along a direction in
+    /// which the log density does not decay, i.e. the posterior is improper there. Empty
+    /// otherwise.
+    pub unbounded: Vec<String>,
+}
+
+/// The warning for a non-empty [`ViDiagnostics::collapsed`] list; `list` names the collapsed
+/// parameters. Shared by the CLI and the REPL renderers.
+pub fn collapse_warning(list: &str) -> String {
+    format!(
+        "WARNING: the approximation collapsed to a point in {list}: the posterior is improper or \
+         unbounded, or has a funnel (a hierarchical scale going to 0) that a Gaussian cannot \
+         follow; check priors, try a non-centred parameterisation, or use --method nuts. The \
+         summary above is not a posterior."
+    )
+}
+
+/// The note or warning about the start of a variational fit ([`ViDiagnostics::no_mode`],
+/// [`ViDiagnostics::unbounded`]): `None` when the fit started at the mode (or randomly on
+/// request). A line starting "WARNING" when q drifted along an unbounded direction, else a
+/// "note" line. Shared by the CLI and the REPL renderers.
+pub fn start_message(vi: &ViDiagnostics) -> Option<String> {
+    let reason = vi.no_mode.as_ref()?;
+    Some(if vi.unbounded.is_empty() {
+        format!("note: start: random (the density has no interior mode: {reason})")
+    } else {
+        format!(
+            "WARNING: the posterior may be improper: the density has no interior mode ({reason}), \
+             and the approximation drifts along {}; give the parameters proper priors \
+             or check that the data identify them. The summary above is not a posterior.",
+            vi.unbounded.join(", ")
+        )
+    })
+}
+
+/// Gain threshold of the unboundedness check ([X], a design decision). Shifting the mean of a
+/// Gaussian q by c standard deviations σ_i along unconstrained coordinate i (c =
+/// [`UNBOUNDED_SHIFT`], common draws, entropy unchanged) changes the ELBO by
+/// Δ_i = mean_s[L(ζ_s ± cσ_i e_i) − L(ζ_s)]. At an optimum of the ELBO over Gaussians,
+/// E_q[−∇²L] = Σ⁻¹ (the fixed point of the natural-gradient update), so for a quadratic L
+/// Δ_i = −½c² Σ_ii (Σ⁻¹)_ii ≤ −4.5. When the log density does not decay along i (an improper
+/// direction) there is no optimum and one of the two shifts loses nothing or gains. A coordinate
+/// with max(Δ_i⁺, Δ_i⁻) above this threshold is reported as unbounded. On the centred
+/// eight-schools funnel (proper, far from Gaussian) the largest Δ over seeds 1–8 was −2.3; on
+/// flat-prior posteriors it is ≥ 0.
+pub const UNBOUNDED_GAIN: f64 = -1.0;
+
+/// |μ_i| on the unconstrained scale beyond which q counts as drifted along coordinate i without
+/// further test (e^100 for a positive parameter), after a start that found no mode ([X]). A
+/// heavy-tailed q can make the Monte Carlo gain of [`UNBOUNDED_GAIN`] −∞ through a few draws
+/// while the mean has run off (seen with QNVB on a flat-prior scale: log σ ≈ 360).
+pub const UNBOUNDED_MEAN: f64 = 100.0;
+
+/// The shift of the unboundedness check in standard deviations of q (see [`UNBOUNDED_GAIN`]).
+pub const UNBOUNDED_SHIFT: f64 = 3.0;
+
+/// Draws of q used by the unboundedness check (stream 4 of the seed).
+const UNBOUNDED_DRAWS: usize = 200;
+
+/// The unconstrained coordinates along which shifting q's mean by [`UNBOUNDED_SHIFT`] standard
+/// deviations does not lower the ELBO by more than [`UNBOUNDED_GAIN`], or whose mean lies beyond
+/// ±[`UNBOUNDED_MEAN`], named as in [`ViDiagnostics::unbounded`];
+/// `draws` are draws of q, `mean` its mean. Draws where L is not finite are left out (all
+/// coordinates are reported when that is more than half of them); a draw whose shifted log
+/// density cannot be evaluated counts as −∞ (bounded).
+fn unbounded_directions(model: &Model, draws: &[Vec<f64>], mean: &[f64]) -> Vec<String> {
+    use rayon::prelude::*;
+    let d = mean.len();
+    let n = draws.len() as f64;
+    let names = model.parameter_names();
+    let name = |i: usize| {
+        if names.len() == d {
+            names[i].clone()
+        } else {
+            format!("zeta[{}]", i + 1)
+        }
+    };
+    let lp = |z: &[f64]| match model.log_density(z) {
+        Ok(v) if v.is_finite() => v,
+        _ => f64::NEG_INFINITY,
+    };
+    // Draws where L cannot be evaluated (e.g. a scale overflowing to +∞) are left out; when
+    // most of q lies there, q has drifted off the representable range in every coordinate.
+    let (draws, base): (Vec<&Vec<f64>>, Vec<f64>) = draws
+        .par_iter()
+        .map(|z| (z, lp(z)))
+        .filter(|(_, b)| b.is_finite())
+        .unzip();
+    if 2 * draws.len() < n as usize {
+        return (0..d).map(name).collect();
+    }
+    let n = draws.len() as f64;
+    (0..d)
+        .filter(|&i| {
+            if !(mean[i].abs() <= UNBOUNDED_MEAN) {
+                return true;
+            }
+            let var = draws.iter().map(|z| (z[i] - mean[i]).powi(2)).sum::<f64>() / (n - 1.0);
+            let sd = var.sqrt();
+            [sd, -sd].iter().any(|&sd| {
+                let shift = UNBOUNDED_SHIFT * sd;
+                let change: Vec<f64> = draws
+                    .par_iter()
+                    .zip(base.par_iter())
+                    .map(|(z, b)| {
+                        let mut w = (*z).clone();
+                        w[i] += shift;
+                        lp(&w) - b
+                    })
+                    .collect();
+                let gain = change.iter().sum::<f64>() / n;
+                gain > UNBOUNDED_GAIN
+            })
+        })
+        .map(name)
+        .collect()
 }
 
 /// Relative scale sd/|mean| below which a marginal of a variational fit counts as collapsed:
@@ -411,7 +533,7 @@ pub fn check_memory(model: &Model, options: &FitOptions) -> Result<(), FitError>
 ///
 /// Random streams of `options.seed` (`inference::rng::stream`): 0 the initial point, 1 the
 /// reported draws of a variational fit, 2 the draws of q for the PSIS diagnostic, 3 the uniform
-/// of importance resampling, 1000 + c generated quantities of chain c.
+/// of importance resampling, 4 the draws of the unboundedness check, 1000 + c generated quantities of chain c.
 ///
 /// An MCMC run stopped by `monitor.stop` is returned trimmed by [`trim_interrupted`] (chains
 /// without post-warmup draws dropped, the others cut to the shortest; possibly no chains).
@@ -435,13 +557,14 @@ pub fn fit(
     };
     match options.method {
         Method::Qbvi => {
-            let (init, init_precision) = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
             let mut settings = QbviSettings {
                 seed,
                 ..options.qbvi.clone()
             };
             if settings.init_precision.is_none() {
-                settings.init_precision = init_precision;
+                settings.init_precision = start_point.precision.clone();
             }
             let mut progress = |p: qbvi::Progress| {
                 (monitor.on_progress)(ProgressEvent::Qbvi(p));
@@ -477,8 +600,18 @@ pub fn fit(
             )?;
             let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
                 .map_err(FitError::Constrain)?;
+            let unbounded = match &start_point.no_mode {
+                Some(_) => unbounded_directions(
+                    model,
+                    &fit.sample(UNBOUNDED_DRAWS, &mut stream(seed, 4)),
+                    &fit.mean,
+                ),
+                None => Vec::new(),
+            };
             let vi = vi.map(|v| ViDiagnostics {
                 collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+                no_mode: start_point.no_mode.clone(),
+                unbounded,
                 ..v
             });
             let (approx_log_densities, approx_mean_row) =
@@ -495,7 +628,8 @@ pub fn fit(
             })
         }
         Method::Qnvb => {
-            let (init, _) = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
             let settings = QnvbSettings {
                 seed,
                 ..options.qnvb.clone()
@@ -530,8 +664,18 @@ pub fn fit(
             )?;
             let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
                 .map_err(FitError::Constrain)?;
+            let unbounded = match &start_point.no_mode {
+                Some(_) => unbounded_directions(
+                    model,
+                    &fit.sample(UNBOUNDED_DRAWS, &mut stream(seed, 4)),
+                    &fit.mean,
+                ),
+                None => Vec::new(),
+            };
             let vi = vi.map(|v| ViDiagnostics {
                 collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+                no_mode: start_point.no_mode.clone(),
+                unbounded,
                 ..v
             });
             let (approx_log_densities, approx_mean_row) =
@@ -548,7 +692,7 @@ pub fn fit(
             })
         }
         Method::Laplace => {
-            let (mode, _) = vi_start(model, ViInit::Mode, seed)?;
+            let mode = vi_start(model, ViInit::Mode, seed)?.mean;
             let settings = LaplaceSettings {
                 optimize: options.optimize.clone(),
             };
@@ -770,6 +914,8 @@ fn vi_draws(
             trace,
             resampled: resample,
             collapsed: Vec::new(),
+            no_mode: None,
+            unbounded: Vec::new(),
         }),
     ))
 }
@@ -928,34 +1074,122 @@ fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitE
 /// Maximum Newton steps that polish the L-BFGS mode before a variational fit.
 const NEWTON_STEPS: usize = 20;
 
-/// The start of a variational fit (see [`ViInit`]): the initial mean and, at a mode where the
-/// negative Hessian is positive definite, that matrix as the initial precision (d×d row-major).
-/// Random draws use stream 0 of `seed`.
-fn vi_start(
-    model: &Model,
-    how: ViInit,
-    seed: u64,
-) -> Result<(Vec<f64>, Option<Vec<f64>>), FitError> {
+/// The start of a variational fit (see [`ViInit`]).
+#[derive(Clone, Debug)]
+struct ViStart {
+    /// The initial mean (length d).
+    mean: Vec<f64>,
+    /// The initial precision (d×d row-major): the negative Hessian at the mode, or `None` for
+    /// the specification's Σ₀ = 0.01·I.
+    precision: Option<Vec<f64>>,
+    /// Why the mode start was abandoned for the random one (see [`find_mode`]); `None` with
+    /// `ViInit::Random` or when the mode start was used.
+    no_mode: Option<String>,
+}
+
+/// The start of a variational fit (see [`ViInit`]): the Laplace approximation at the mode
+/// found by [`find_mode`] or, when there is none (or with `ViInit::Random`), the random point
+/// uniform(−2, 2) of stream 0 of `seed` with Σ₀ = 0.01·I (specs/qbvi.md §11).
+fn vi_start(model: &Model, how: ViInit, seed: u64) -> Result<ViStart, FitError> {
     let random =
         crate::inference::init::random_init(model, &mut stream(seed, 0)).map_err(FitError::Init)?;
     if how == ViInit::Random {
-        return Ok((random, None));
+        return Ok(ViStart {
+            mean: random,
+            precision: None,
+            no_mode: None,
+        });
     }
-    let mode = match optimize::optimize(model, &random, &OptimizeSettings::default()) {
-        Ok(r) if r.log_density.is_finite() => r.point,
-        _ => return Ok((random, None)),
-    };
+    Ok(match find_mode(model, &random) {
+        Ok((mode, neg_hessian)) => ViStart {
+            mean: mode,
+            precision: Some(neg_hessian),
+            no_mode: None,
+        },
+        Err(reason) => ViStart {
+            mean: random,
+            precision: None,
+            no_mode: Some(reason),
+        },
+    })
+}
+
+/// Condition number of the Jacobi-scaled negative Hessian above which the mode found is taken
+/// to be degenerate: the curvature of one direction dwarfs another's by more than the
+/// 10¹⁰ that any proper, data-identified posterior shows after rescaling each coordinate
+/// (e.g. the funnel of a centred hierarchical model at τ → 0, where the curvature in θ is
+/// 1/τ² and that along the ridge θ = μ stays O(1)). [X], a design decision.
+const MODE_MAX_CONDITION: f64 = 1e10;
+
+/// Newton decrement ∇Lᵀ(−H)⁻¹∇L above which the end point of the mode search is not a mode
+/// (twice the log-density gain a further Newton step predicts). [X].
+const MODE_MAX_DECREMENT: f64 = 1e-3;
+
+/// An interior mode of the unconstrained log density for the Laplace start of a variational
+/// fit: L-BFGS from `init` polished by Newton steps, with −H there (d×d row-major).
+///
+/// Errors (a sentence saying why there is no interior mode, for the user): the optimiser fails
+/// or ends at a non-finite density; the Hessian at its end point is not negative definite (a
+/// flat or improper direction); the Jacobi-scaled −H has a condition number above
+/// [`MODE_MAX_CONDITION`] or the Newton decrement stays above [`MODE_MAX_DECREMENT`] (the
+/// density keeps growing towards the boundary of the unconstrained space, as in a funnel).
+/// Either way the log density has no interior mode that a Laplace approximation could use.
+fn find_mode(model: &Model, init: &[f64]) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let lbfgs = optimize::optimize(model, init, &OptimizeSettings::default())
+        .map_err(|e| format!("the mode search failed: {e}"))?;
+    if !lbfgs.log_density.is_finite() {
+        return Err("the mode search ended where the log density is not finite".into());
+    }
     // Newton polish: L-BFGS may stop along a flat ridge; the refined mode and the negative
     // Hessian there give the Laplace approximation that QBVI starts from.
-    match optimize::newton_refine(model, &mode, NEWTON_STEPS) {
-        Some(r) => {
-            let d = r.point.len();
-            let sane = (0..d)
-                .all(|i| r.neg_hessian[i * d + i] > 1e-8 && r.neg_hessian[i * d + i].is_finite());
-            Ok((r.point, sane.then_some(r.neg_hessian)))
-        }
-        None => Ok((mode, None)),
+    let r = optimize::newton_refine(model, &lbfgs.point, NEWTON_STEPS).ok_or_else(|| {
+        "the Hessian at the end point of the mode search is not negative definite (a flat or \
+         unbounded direction)"
+            .to_string()
+    })?;
+    let d = r.point.len();
+    let nh = &r.neg_hessian;
+    let scale: Vec<f64> = (0..d).map(|i| nh[i * d + i].sqrt()).collect();
+    if scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err(
+            "the Hessian at the end point of the mode search is not negative definite".into(),
+        );
     }
+    let m = faer::Mat::<f64>::from_fn(d, d, |i, j| nh[i * d + j] / (scale[i] * scale[j]));
+    let cond = match m.self_adjoint_eigen(faer::Side::Lower) {
+        Ok(evd) => {
+            let s = evd.S().column_vector();
+            let (lo, hi) = (0..d).fold((f64::INFINITY, 0.0_f64), |(lo, hi), k| {
+                (lo.min(s[k]), hi.max(s[k]))
+            });
+            if lo > 0.0 { hi / lo } else { f64::INFINITY }
+        }
+        Err(_) => f64::INFINITY,
+    };
+    let mut g = vec![0.0; d];
+    let decrement = match model.log_density_grad(&r.point, &mut g) {
+        Ok(_) => {
+            use faer::linalg::solvers::Solve;
+            let a = faer::Mat::<f64>::from_fn(d, d, |i, j| nh[i * d + j]);
+            match a.llt(faer::Side::Lower) {
+                Ok(llt) => {
+                    let dir = llt.solve(faer::Mat::from_fn(d, 1, |i, _| g[i]));
+                    (0..d).map(|i| g[i] * dir[(i, 0)]).sum::<f64>()
+                }
+                Err(_) => f64::INFINITY,
+            }
+        }
+        Err(_) => f64::INFINITY,
+    };
+    if !(cond <= MODE_MAX_CONDITION) || !(decrement <= MODE_MAX_DECREMENT) {
+        return Err(format!(
+            "the log density keeps growing towards the boundary of the unconstrained space, as \
+             in a funnel or an improper posterior (at the end point of the mode search the \
+             scaled Hessian has condition number {cond:.1e} and the Newton decrement is \
+             {decrement:.1e})"
+        ));
+    }
+    Ok((r.point, r.neg_hessian))
 }
 
 /// Column names of the draws: parameters, then transformed parameters, then generated quantities.

@@ -1037,14 +1037,7 @@ pub(crate) fn vi_diagnostics_text(result: &FitResult) -> String {
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        let _ = writeln!(
-            s,
-            "WARNING: the approximation collapsed to a point in {}: the posterior is probably improper \
-             or unbounded (e.g. a scale parameter with a flat prior going to 0 while the other \
-             parameters fit the data exactly). Give the parameters proper priors, or check that the \
-             data identify them; the summary above is not a posterior.",
-            list.join(", ")
-        );
+        let _ = writeln!(s, "{}", fit::collapse_warning(&list.join(", ")));
     } else if vi.khat > fit::KHAT_BAD {
         let _ = writeln!(
             s,
@@ -1058,6 +1051,9 @@ pub(crate) fn vi_diagnostics_text(result: &FitResult) -> String {
             fit::KHAT_OK,
             fit::KHAT_BAD
         );
+    }
+    if let Some(m) = fit::start_message(vi) {
+        let _ = writeln!(s, "{m}");
     }
     if vi.resampled {
         s.push_str("the draws were importance-resampled with the Pareto-smoothed weights\n");

@@ -593,7 +593,13 @@ impl Batch {
     }
 }
 
-/// The smoothed-ELBO exit rule of §7.2.
+/// The smoothed-ELBO exit rule of §7.2, with one departure ([X]): a smoothed ELBO equal to the
+/// best so far keeps the later parameters (as the spec's `≥`) but does not reset the patience
+/// count; only a strictly larger value does. With the spec's `≥`, a smoothed ELBO that is
+/// exactly constant — which happens when the Laplace start is the exact posterior (a Gaussian
+/// target): f = L − log q is then constant up to rounding, the gradient estimate vanishes, q stops
+/// changing to the last bit and LB_t repeats the same value — counts as an improvement at every
+/// iteration, and the fit runs to `max_iter`. A constant smoothed ELBO is converged.
 struct ExitRule {
     window: usize,
     patience: usize,
@@ -602,8 +608,9 @@ struct ExitRule {
 }
 
 impl ExitRule {
-    /// Observes the trace after LB_t was appended; returns L̄_t (if t > W) and whether it is a
-    /// new best (≥, so ties keep the later parameters).
+    /// Observes the trace after LB_t was appended; returns L̄_t (if t > W) and whether to keep
+    /// the current parameters (L̄_t ≥ best: ties keep the later parameters; only L̄_t > best
+    /// resets the patience count).
     fn observe(&mut self, trace: &[f64]) -> (Option<f64>, bool) {
         let t = trace.len();
         if t <= self.window {
@@ -611,13 +618,13 @@ impl ExitRule {
         }
         let w = &trace[t - self.window - 1..];
         let smoothed = w.iter().sum::<f64>() / w.len() as f64;
-        if smoothed >= self.best {
+        if smoothed > self.best {
             self.best = smoothed;
             self.count = 0;
             (Some(smoothed), true)
         } else {
             self.count += 1;
-            (Some(smoothed), false)
+            (Some(smoothed), smoothed == self.best)
         }
     }
 
@@ -744,5 +751,50 @@ fn run<F: Family>(
             record.returned_iteration = t_last;
             Ok((q, record))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExitRule;
+
+    /// Feeds `trace` to a fresh rule (W = 3, P_max = 5); the iteration at which it is
+    /// exhausted, if any.
+    fn exit_iteration(trace: &[f64]) -> Option<usize> {
+        let mut rule = ExitRule {
+            window: 3,
+            patience: 5,
+            best: f64::NEG_INFINITY,
+            count: 0,
+        };
+        (1..=trace.len()).find(|&t| {
+            rule.observe(&trace[..t]);
+            rule.exhausted()
+        })
+    }
+
+    #[test]
+    fn a_constant_smoothed_elbo_exhausts_the_patience() {
+        // first smoothed value at t = 4 (new best), then ties at t = 5..: the count passes
+        // P_max = 5 at t = 10. The spec's `≥` reset it at every tie and never stopped.
+        assert_eq!(exit_iteration(&[-8.65; 100]), Some(10));
+        // strictly increasing: never exhausted
+        let rising: Vec<f64> = (0..100).map(f64::from).collect();
+        assert_eq!(exit_iteration(&rising), None);
+    }
+
+    #[test]
+    fn a_tie_keeps_the_later_parameters() {
+        let mut rule = ExitRule {
+            window: 1,
+            patience: 5,
+            best: f64::NEG_INFINITY,
+            count: 0,
+        };
+        assert_eq!(rule.observe(&[1.0, 1.0]), (Some(1.0), true));
+        assert_eq!(rule.observe(&[1.0, 1.0, 1.0]), (Some(1.0), true));
+        assert_eq!(rule.count, 1);
+        assert_eq!(rule.observe(&[1.0, 1.0, 1.0, 0.0]), (Some(0.5), false));
+        assert_eq!(rule.count, 2);
     }
 }
