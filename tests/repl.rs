@@ -504,7 +504,7 @@ fn variational_fits_show_psis_diagnostics() {
         assert!(diag.contains("PSIS k-hat = "), "{method}:\n{diag}");
         assert!(!diag.contains("no diagnostics beyond"), "{diag}");
     }
-    // an improper posterior (two points, a line, a flat-prior scale): the collapse warning
+    // an improper posterior (two points, a line, a flat-prior scale): the improper warning
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("spike.json");
     std::fs::write(&data, r#"{"N": 2, "x": [1, 2], "y": [2, 3.5]}"#).unwrap();
@@ -522,12 +522,11 @@ fn variational_fits_show_psis_diagnostics() {
         .vi
         .clone()
         .expect("PSIS ran");
-    assert!(
-        !vi.collapsed.is_empty(),
-        "QBVI collapses here (tests/vi_methods.rs)"
-    );
-    assert!(text.contains("collapsed to a point in"), "{text}");
-    assert!(ok(&mut s, ":diagnostics").contains("collapsed to a point in"));
+    // the density has no mode: QBVI starts at random, drifts, and says the posterior may be
+    // improper (tests/vi_methods.rs)
+    assert!(vi.no_mode.is_some() && !vi.unbounded.is_empty(), "{vi:?}");
+    assert!(text.contains("may be improper"), "{text}");
+    assert!(ok(&mut s, ":diagnostics").contains("may be improper"));
 }
 
 /// Ctrl-C during a 4-chain NUTS fit keeps the draws made so far (chains that had not started
