@@ -520,19 +520,21 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
             } else {
                 String::new()
             },
-            if m == fit::Method::Mh {
-                String::new()
-            } else {
-                format!(
+            match m {
+                fit::Method::Mh => String::new(),
+                fit::Method::Hmc => format!("adapt_delta = {}; ", o.mcmc.adapt_delta),
+                _ => format!(
                     "adapt_delta = {}; max_depth = {}; ",
                     o.mcmc.adapt_delta, o.mcmc.max_depth
-                )
+                ),
             },
-            match (o.mcmc.metric, o.mcmc.dense(d)) {
-                (mcmc::MetricChoice::Auto, true) => "dense (auto: d ≤ 16)",
-                (mcmc::MetricChoice::Auto, false) => "diagonal (auto: d > 16)",
-                (_, true) => "dense",
-                (_, false) => "diagonal",
+            match (m, o.mcmc.metric, o.mcmc.dense(d)) {
+                (fit::Method::Mh, _, _) if o.mcmc.mh.dense => "dense proposal shape",
+                (fit::Method::Mh, _, _) => "diagonal proposal shape",
+                (_, mcmc::MetricChoice::Auto, true) => "dense (auto: d ≤ 16)",
+                (_, mcmc::MetricChoice::Auto, false) => "diagonal (auto: d > 16)",
+                (_, _, true) => "dense",
+                (_, _, false) => "diagonal",
             },
             o.seed
         ),
