@@ -474,3 +474,21 @@ fn mcmc_refuses_an_empty_model() {
     );
     assert!(!stdout(&o).contains("draws per chain kept"));
 }
+
+#[test]
+fn evaluate_warns_when_a_binary_test_set_has_no_positive_outcome() {
+    // labour.csv is sorted by lfp: the last quarter (the default ordered split) is all zeros
+    let o = bayesc(&[
+        "evaluate",
+        "examples/labour/experiment.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("the test set has no observation with outcome 1"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("--split-seed"));
+}

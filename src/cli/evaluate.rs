@@ -151,6 +151,22 @@ pub fn run(args: EvaluateArgs) -> i32 {
                 e.method, e.train.n, e.test.n, args.seed
             );
             print!("{}", evaluate::format_table(&e));
+            for (set, m) in [("training", &e.train), ("test", &e.test)] {
+                if let Some(b) = &m.binary
+                    && b.recall.is_nan()
+                {
+                    let hint = if args.split_seed.is_none() && args.test_data.is_none() {
+                        "; the split takes the last rows as the test set: if the data are sorted by \
+                         the outcome, use --split-seed N for a random split"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "\nwarning: the {set} set has no observation with outcome 1, so recall and F1 \
+                         are undefined{hint}"
+                    );
+                }
+            }
             0
         }
         Err(e) => {
