@@ -492,3 +492,34 @@ fn evaluate_warns_when_a_binary_test_set_has_no_positive_outcome() {
     );
     assert!(stdout(&o).contains("--split-seed"));
 }
+
+#[test]
+fn flags_of_other_methods_are_refused_not_ignored() {
+    let base = [
+        "fit",
+        "examples/labour/model.bayes",
+        "--data",
+        "examples/labour/labour.csv",
+    ];
+    for (extra, flag) in [
+        (vec!["--method", "nuts", "--draws", "50"], "--draws"),
+        (vec!["--samples", "50"], "--samples"),
+        (vec!["--method", "mh", "--dense"], "--dense"),
+        (vec!["--method", "nuts", "--diagonal"], "--diagonal"),
+        (vec!["--method", "hmc", "--max-depth", "5"], "--max-depth"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let o = bayesc(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("{flag} applies to")),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let mut args = vec!["optimize"];
+    args.extend(&base[1..]);
+    args.extend(["--method", "nuts"]);
+    assert_eq!(bayesc(&args).status.code(), Some(2));
+}

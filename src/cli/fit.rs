@@ -401,6 +401,71 @@ pub(crate) fn check_args(args: &FitArgs) -> Result<(), String> {
              uses the inverse negative Hessian)"
         ));
     }
+    // Flags of other methods would be silently ignored: refuse them. Flags with defaults count
+    // as given when they differ from the default.
+    use fit::Method as M;
+    let mcmc = method.is_mcmc();
+    let hmc = matches!(method, M::Nuts | M::Hmc);
+    let checks: [(&str, bool, bool, &str); 15] = [
+        (
+            "--draws",
+            args.draws != 1000,
+            matches!(method, M::Qbvi | M::Qnvb | M::Laplace),
+            "qbvi, qnvb, laplace",
+        ),
+        ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
+        (
+            "--mc-samples",
+            args.mc_samples != 100,
+            method == M::Qbvi,
+            "qbvi",
+        ),
+        (
+            "--max-iter",
+            args.max_iter != 5000,
+            matches!(method, M::Qbvi | M::Qnvb),
+            "qbvi, qnvb",
+        ),
+        (
+            "--step-size",
+            args.step_size.is_some(),
+            method == M::Qbvi,
+            "qbvi",
+        ),
+        (
+            "--random-init",
+            args.random_init,
+            matches!(method, M::Qbvi | M::Qnvb),
+            "qbvi, qnvb",
+        ),
+        ("--chains", args.chains != 4, mcmc, "nuts, hmc, mh"),
+        ("--warmup", args.warmup.is_some(), mcmc, "nuts, hmc, mh"),
+        ("--samples", args.samples.is_some(), mcmc, "nuts, hmc, mh"),
+        ("--thin", args.thin != 1, mcmc, "nuts, hmc, mh"),
+        ("--adapt-delta", args.adapt_delta != 0.8, hmc, "nuts, hmc"),
+        (
+            "--max-depth",
+            args.max_depth != 10,
+            method == M::Nuts,
+            "nuts",
+        ),
+        ("--metric", args.metric != MetricArg::Auto, hmc, "nuts, hmc"),
+        ("--dense", args.dense, hmc, "nuts, hmc"),
+        (
+            "--n-leapfrog",
+            args.n_leapfrog.is_some(),
+            method == M::Hmc,
+            "hmc",
+        ),
+    ];
+    if let Some((flag, _, _, methods)) = checks
+        .iter()
+        .find(|(_, given, applies, _)| *given && !applies)
+    {
+        return Err(format!(
+            "{flag} applies to --method {methods}, not {method}; remove it or choose one of those methods"
+        ));
+    }
     Ok(())
 }
 

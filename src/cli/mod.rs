@@ -67,6 +67,12 @@ pub fn run() -> i32 {
     match cli.command {
         Command::Fit(args) => fit::run(args),
         Command::Optimize(mut args) => {
+            if !matches!(args.method, fit::MethodArg::Qbvi | fit::MethodArg::Optimize) {
+                eprintln!(
+                    "error: `bayesc optimize` runs the optimizer; for another method use `bayesc fit --method …`"
+                );
+                return EXIT_USAGE;
+            }
             args.method = fit::MethodArg::Optimize;
             fit::run(args)
         }
