@@ -529,6 +529,76 @@ pub fn check_memory(model: &Model, options: &FitOptions) -> Result<(), FitError>
     }
 }
 
+/// What [`finish_gaussian`] computes for a fitted Gaussian approximation.
+struct GaussianOutputs {
+    draws: Draws,
+    vi: Option<ViDiagnostics>,
+    approx_log_densities: Vec<(f64, f64)>,
+    approx_mean_row: Option<Vec<f64>>,
+}
+
+impl GaussianOutputs {
+    fn into_result(
+        self,
+        method: Method,
+        seed: u64,
+        details: FitDetails,
+        seconds: f64,
+    ) -> FitResult {
+        FitResult {
+            method,
+            seed,
+            draws: self.draws,
+            details,
+            seconds,
+            vi: self.vi,
+            approx_log_densities: self.approx_log_densities,
+            approx_mean_row: self.approx_mean_row,
+        }
+    }
+}
+
+/// The common end of QBVI, QNVB and Laplace fits, given q's sampler and log density: the
+/// reported draws and PSIS diagnostics ([`vi_draws`]), the constrained draws, the collapse check
+/// ([`collapsed_parameters`]), the drift check ([`unbounded_directions`], around `mean`, when the
+/// start found no mode: `no_mode`), and CmdStan's per-draw log densities and mean row
+/// ([`approx_outputs`]; the mean row only when `mean` is given).
+#[allow(clippy::too_many_arguments)]
+fn finish_gaussian(
+    model: &Model,
+    options: &FitOptions,
+    sample: impl Fn(usize, &mut StreamRng) -> Vec<Vec<f64>>,
+    log_q: impl Fn(&[f64]) -> f64 + Sync,
+    mean: Option<&[f64]>,
+    trace: Vec<(usize, f64, f64)>,
+    no_mode: Option<String>,
+) -> Result<GaussianOutputs, FitError> {
+    let seed = options.seed;
+    let (zetas, vi) = vi_draws(model, options, &sample, &log_q, trace)?;
+    let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
+        .map_err(FitError::Constrain)?;
+    let unbounded = match (&no_mode, mean) {
+        (Some(_), Some(m)) => {
+            unbounded_directions(model, &sample(UNBOUNDED_DRAWS, &mut stream(seed, 4)), m)
+        }
+        _ => Vec::new(),
+    };
+    let vi = vi.map(|v| ViDiagnostics {
+        collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+        no_mode,
+        unbounded,
+        ..v
+    });
+    let (approx_log_densities, approx_mean_row) =
+        approx_outputs(model, &zetas, &log_q, mean, seed)?;
+    Ok(GaussianOutputs {
+        draws,
+        vi,
+        approx_log_densities,
+        approx_mean_row,
+    })
+}
+
 /// Runs `options.method` on `model`.
 ///
 /// Random streams of `options.seed` (`inference::rng::stream`): 0 the initial point, 1 the
@@ -591,41 +661,16 @@ pub fn fit(
                     (i + 1, e, sm)
                 })
                 .collect();
-            let (zetas, vi) = vi_draws(
+            let out = finish_gaussian(
                 model,
                 options,
                 |n, rng| fit.sample(n, rng),
                 |z| fit.log_q(z),
+                Some(&fit.mean),
                 trace,
+                start_point.no_mode.clone(),
             )?;
-            let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
-                .map_err(FitError::Constrain)?;
-            let unbounded = match &start_point.no_mode {
-                Some(_) => unbounded_directions(
-                    model,
-                    &fit.sample(UNBOUNDED_DRAWS, &mut stream(seed, 4)),
-                    &fit.mean,
-                ),
-                None => Vec::new(),
-            };
-            let vi = vi.map(|v| ViDiagnostics {
-                collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
-                no_mode: start_point.no_mode.clone(),
-                unbounded,
-                ..v
-            });
-            let (approx_log_densities, approx_mean_row) =
-                approx_outputs(model, &zetas, |z| fit.log_q(z), Some(&fit.mean), seed)?;
-            Ok(FitResult {
-                method: Method::Qbvi,
-                seed,
-                draws,
-                details: FitDetails::Qbvi(fit),
-                seconds,
-                vi,
-                approx_log_densities,
-                approx_mean_row,
-            })
+            Ok(out.into_result(Method::Qbvi, seed, FitDetails::Qbvi(fit), seconds))
         }
         Method::Qnvb => {
             let start_point = vi_start(model, options.vi_init, seed)?;
@@ -655,41 +700,16 @@ pub fn fit(
                 .enumerate()
                 .map(|(i, &e)| (i + 1, e, smooth.push(e).unwrap_or(f64::NAN)))
                 .collect();
-            let (zetas, vi) = vi_draws(
+            let out = finish_gaussian(
                 model,
                 options,
                 |n, rng| fit.sample(n, rng),
                 |z| fit.log_q(z),
+                Some(&fit.mean),
                 trace,
+                start_point.no_mode.clone(),
             )?;
-            let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
-                .map_err(FitError::Constrain)?;
-            let unbounded = match &start_point.no_mode {
-                Some(_) => unbounded_directions(
-                    model,
-                    &fit.sample(UNBOUNDED_DRAWS, &mut stream(seed, 4)),
-                    &fit.mean,
-                ),
-                None => Vec::new(),
-            };
-            let vi = vi.map(|v| ViDiagnostics {
-                collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
-                no_mode: start_point.no_mode.clone(),
-                unbounded,
-                ..v
-            });
-            let (approx_log_densities, approx_mean_row) =
-                approx_outputs(model, &zetas, |z| fit.log_q(z), Some(&fit.mean), seed)?;
-            Ok(FitResult {
-                method: Method::Qnvb,
-                seed,
-                draws,
-                details: FitDetails::Qnvb(fit),
-                seconds,
-                vi,
-                approx_log_densities,
-                approx_mean_row,
-            })
+            Ok(out.into_result(Method::Qnvb, seed, FitDetails::Qnvb(fit), seconds))
         }
         Method::Laplace => {
             let mode = vi_start(model, ViInit::Mode, seed)?.mean;
@@ -699,31 +719,16 @@ pub fn fit(
             let fit = laplace::laplace(model, &mode, &settings)
                 .map_err(|e| algorithm(Method::Laplace)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
-            let (zetas, vi) = vi_draws(
+            let out = finish_gaussian(
                 model,
                 options,
                 |n, rng| fit.sample(n, rng),
                 |z| fit.log_q(z),
+                None,
                 Vec::new(),
+                None,
             )?;
-            let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
-                .map_err(FitError::Constrain)?;
-            let vi = vi.map(|v| ViDiagnostics {
-                collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
-                ..v
-            });
-            let (approx_log_densities, approx_mean_row) =
-                approx_outputs(model, &zetas, |z| fit.log_q(z), None, seed)?;
-            Ok(FitResult {
-                method: Method::Laplace,
-                seed,
-                draws,
-                details: FitDetails::Laplace(fit),
-                seconds,
-                vi,
-                approx_log_densities,
-                approx_mean_row,
-            })
+            Ok(out.into_result(Method::Laplace, seed, FitDetails::Laplace(fit), seconds))
         }
         Method::Optimize => {
             let fit = run_optimize(model, options)?;

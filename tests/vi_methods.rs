@@ -29,24 +29,7 @@ fn labour() -> Model {
     )
 }
 
-/// name → (estimate, std_error) of a reference MLE file; `loglik` and `h1` have NaN errors.
-fn read_mle(file: &str) -> HashMap<String, (f64, f64)> {
-    let path = common::validation_dir().join("reference_fits").join(file);
-    let text = std::fs::read_to_string(&path).expect("reference MLE file");
-    text.lines()
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            let se = f.get(2).and_then(|s| s.parse().ok()).unwrap_or(f64::NAN);
-            (f[0].to_string(), (f[1].parse().unwrap(), se))
-        })
-        .collect()
-}
-
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / b.abs()
-}
+use common::{read_mle, rel};
 
 #[test]
 fn optimize_reproduces_labour_mle() {

@@ -168,3 +168,25 @@ pub fn compile_source(name: &str, text: &str, json: Option<&str>, files: &[&str]
         }
     }
 }
+
+/// name → (estimate, std_error) of a reference maximum-likelihood file in
+/// `../shared/validation/reference_fits/` (`name,estimate,std_error`); rows without a standard
+/// error (`loglik`, `h1`) get NaN.
+pub fn read_mle(file: &str) -> std::collections::HashMap<String, (f64, f64)> {
+    let path = validation_dir().join("reference_fits").join(file);
+    let text = std::fs::read_to_string(&path).expect("reference MLE file");
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let se = f.get(2).and_then(|s| s.parse().ok()).unwrap_or(f64::NAN);
+            (f[0].to_string(), (f[1].parse().unwrap(), se))
+        })
+        .collect()
+}
+
+/// |a − b| / |b|.
+pub fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs()
+}
