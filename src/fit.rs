@@ -356,9 +356,39 @@ pub const COLLAPSE_RELATIVE_SD: f64 = 1e-8;
 /// with a flat prior going to 0 while the other parameters interpolate the data exactly; the
 /// log ratios log p − log q are then dominated by rounding and k̂ cannot flag it.
 pub fn collapsed_parameters(draws: &Draws, n_params: usize) -> Vec<(String, f64, f64)> {
+    collapsed_among(draws, n_params, &[])
+}
+
+/// The components of the constrained parameters that are fixed by their type whatever the
+/// unconstrained point (the unit diagonal of a correlation matrix, the zeros above the diagonal
+/// of a Cholesky factor): equal at three spread-out points ζ. They are constant in every draw
+/// and must not count as a collapse.
+fn structural_constants(model: &Model) -> Vec<bool> {
+    let d = model.dim();
+    let mut rng = stream(0, 0);
+    let mut at = |c: f64| -> Option<Vec<f64>> {
+        let z: Vec<f64> = (0..d).map(|i| c * (1.0 + 0.37 * i as f64).sin()).collect();
+        model.write_array(&z, false, false, &mut rng).ok()
+    };
+    match (at(0.0), at(0.9), at(-1.3)) {
+        (Some(a), Some(b), Some(c)) => a
+            .iter()
+            .zip(&b)
+            .zip(&c)
+            .map(|((x, y), z)| x == y && y == z)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// [`collapsed_parameters`], skipping the columns flagged in `fixed`.
+fn collapsed_among(draws: &Draws, n_params: usize, fixed: &[bool]) -> Vec<(String, f64, f64)> {
     let k = draws.names.len();
     let mut out = Vec::new();
     for j in 0..n_params.min(k) {
+        if fixed.get(j).copied().unwrap_or(false) {
+            continue;
+        }
         let col: Vec<f64> = draws.column(j).concat();
         if col.len() < 2 || col.iter().any(|v| !v.is_finite()) {
             continue;
@@ -584,7 +614,11 @@ fn finish_gaussian(
         _ => Vec::new(),
     };
     let vi = vi.map(|v| ViDiagnostics {
-        collapsed: collapsed_parameters(&draws, model.parameter_names().len()),
+        collapsed: collapsed_among(
+            &draws,
+            model.parameter_names().len(),
+            &structural_constants(model),
+        ),
         no_mode,
         unbounded,
         ..v

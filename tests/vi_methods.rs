@@ -649,3 +649,18 @@ fn qbvi_converges_when_the_laplace_start_is_exact() {
         }
     }
 }
+
+#[test]
+fn entries_fixed_by_the_type_are_not_a_collapse() {
+    // the unit diagonal and the zeros above it of a Cholesky factor of a correlation matrix are
+    // constant in every draw by construction
+    let model = common::compile_source(
+        "lkj.bayes",
+        "parameters { cholesky_factor_corr[3] L; } model { L ~ lkj_corr_cholesky(2); }",
+        None,
+        &[],
+    );
+    let r = run(&model, &FitOptions::new(Method::Qbvi, 1));
+    let vi = r.vi.expect("QBVI reports PSIS");
+    assert!(vi.collapsed.is_empty(), "{:?}", vi.collapsed);
+}

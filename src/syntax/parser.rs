@@ -70,6 +70,11 @@ fn guard(source: &str, file: FileId, rule: Rule) -> std::result::Result<(), Synt
         return Ok(());
     };
     let at = tripped.span().start;
+    // Only an error on an earlier line is a real earlier error: the truncated statement itself
+    // fails to parse at the cut (pest reports the furthest position) or as an unclosed bracket.
+    let line_start = source[..at.min(source.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
     if matches!(
         tripped,
         SyntaxError::TooManyOperators { .. } | SyntaxError::TooDeeplyNested { .. }
@@ -78,7 +83,7 @@ fn guard(source: &str, file: FileId, rule: Rule) -> std::result::Result<(), Synt
         && let Err(e) = BayesParser::parse(rule, &source[..at])
     {
         let earlier = SyntaxError::from_pest(e, &source[..at], file);
-        if earlier.span().start < at {
+        if earlier.span().start < line_start && !matches!(earlier, SyntaxError::Unclosed { .. }) {
             return Err(earlier);
         }
     }
@@ -1642,6 +1647,15 @@ model {
         let src = format!("model {{ real x = {}1; }}", "-".repeat(5000));
         let e = parse_program(&src, 0).unwrap_err();
         assert!(matches!(e, SyntaxError::TooManyOperators { .. }), "{e:?}");
+        // a long sum in a valid program, also inside a call
+        for body in [
+            format!("target += 0{};", " + 1".repeat(1000)),
+            format!("target += log(0{});", " + 1".repeat(1000)),
+        ] {
+            let src = format!("parameters {{ real x; }} model {{ x ~ normal(0, 1); {body} }}");
+            let e = parse_program(&src, 0).unwrap_err();
+            assert!(matches!(e, SyntaxError::TooManyOperators { .. }), "{e:?}");
+        }
         // The count restarts at each statement.
         let many = "x = -1;\n".repeat(2000);
         assert_eq!(
