@@ -540,7 +540,7 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
                 "full"
             },
             if o.vi_init == fit::ViInit::Mode {
-                "Laplace at the mode"
+                "Laplace at the mode, random if there is none"
             } else {
                 "random"
             },
