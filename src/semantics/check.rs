@@ -580,8 +580,15 @@ impl<'p> Checker<'p> {
             });
             return;
         }
-        // Discrete parameters were reported above; a missing prior would be noise on top.
-        if origin == Origin::Parameter && base != Base::Int {
+        // Discrete parameters were reported above; a missing prior would be noise on top. On a
+        // bounded space the implicit flat prior is proper (uniform on an interval, Dirichlet(1)
+        // on a simplex, LKJ(1) on correlation matrices), so no warning there either.
+        let proper_flat = (d.ty.constraint.lower.is_some() && d.ty.constraint.upper.is_some())
+            || matches!(
+                d.ty.base,
+                SizedBase::Simplex(_) | SizedBase::CholeskyFactorCorr(_) | SizedBase::CorrMatrix(_)
+            );
+        if origin == Origin::Parameter && base != Base::Int && !proper_flat {
             self.params.push((name.clone(), d.name.span));
         }
         self.scopes.declare(

@@ -69,7 +69,25 @@ fn garch_warns_only_about_flat_priors() {
             other => panic!("unexpected warning {other:?}"),
         })
         .collect();
-    assert_eq!(names, ["mu", "omega", "alpha1", "beta1"]);
+    // alpha1 in (0, 1) and beta1 in (0, 1 - alpha1) have proper implicit uniform priors
+    assert_eq!(names, ["mu", "omega"]);
+}
+
+#[test]
+fn no_prior_warning_where_the_flat_prior_is_proper() {
+    let out = run(
+        "parameters { real<lower=0, upper=1> p; simplex[3] s; corr_matrix[2] R; \
+         cholesky_factor_corr[2] L; real<lower=0> sigma; } model { }",
+    );
+    let names: Vec<&str> = out
+        .warnings
+        .iter()
+        .filter_map(|w| match w {
+            Warning::NoPrior { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["sigma"]);
 }
 
 // ----- expression types ----------------------------------------------------------------------
