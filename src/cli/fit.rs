@@ -810,11 +810,12 @@ pub(crate) fn write_outputs(
     options: &FitOptions,
     model: &Path,
 ) -> std::io::Result<Vec<String>> {
-    // absolute, so that readers (cmdstanpy checks the model path) find it from anywhere
-    let model_name = std::fs::canonicalize(model)
-        .unwrap_or_else(|_| model.to_path_buf())
-        .display()
-        .to_string();
+    // the model's name, as CmdStan writes it (cmdstanpy uses it as a prefix of temporary
+    // folder names, so a path would put folders beside the model file)
+    let model_name = model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".to_string());
     match &result.details {
         FitDetails::Qbvi(_) | FitDetails::Qnvb(_) | FitDetails::Laplace(_) => {
             write_approximation_csv(path, result, options, &model_name)?;
