@@ -523,3 +523,33 @@ fn flags_of_other_methods_are_refused_not_ignored() {
     args.extend(["--method", "nuts"]);
     assert_eq!(bayesc(&args).status.code(), Some(2));
 }
+
+#[test]
+fn print_writes_to_standard_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("p.bayes");
+    let data = dir.path().join("p.json");
+    std::fs::write(
+        &model,
+        "data { int N; vector[N] y; }\n\
+         transformed data { print(\"N = \", N, \", mean(y) = \", mean(y)); }\n\
+         parameters { real mu; }\n\
+         model { y ~ normal(mu, 1); mu ~ normal(0, 10); }\n",
+    )
+    .unwrap();
+    std::fs::write(&data, r#"{"N": 3, "y": [1, 2, 3]}"#).unwrap();
+    let o = bayesc(&[
+        "fit",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("N = 3, mean(y) = 2\n"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -275,6 +275,18 @@ impl Compiler {
         })
     }
 
+    /// The arguments of `print` / `reject`: strings kept, expressions lowered.
+    fn print_args(&mut self, args: &[PrintArg]) -> Result<Vec<PArg>, GraphError> {
+        args.iter()
+            .map(|a| {
+                Ok(match a {
+                    PrintArg::Str(s, _) => PArg::Str(s.clone()),
+                    PrintArg::Expr(e) => PArg::Ex(self.expr(e)?),
+                })
+            })
+            .collect()
+    }
+
     /// Lowers a statement. `Decl`s declare their name in the innermost scope after their
     /// initialiser is lowered.
     pub fn stmt(&mut self, s: &Stmt) -> Result<St, GraphError> {
@@ -462,17 +474,8 @@ impl Compiler {
                 }
                 StKind::Return(e.as_ref().map(|e| self.expr(e)).transpose()?)
             }
-            StmtKind::Print(_) => StKind::Nop,
-            StmtKind::Reject(args) => StKind::Reject(
-                args.iter()
-                    .map(|a| {
-                        Ok(match a {
-                            PrintArg::Str(s, _) => PArg::Str(s.clone()),
-                            PrintArg::Expr(e) => PArg::Ex(self.expr(e)?),
-                        })
-                    })
-                    .collect::<Result<_, GraphError>>()?,
-            ),
+            StmtKind::Print(args) => StKind::Print(self.print_args(args)?),
+            StmtKind::Reject(args) => StKind::Reject(self.print_args(args)?),
             StmtKind::Expr(e) => StKind::ExprStmt(self.expr(e)?),
         };
         Ok(St { kind, span })

@@ -120,6 +120,21 @@ impl<'a> Ctx<'a> {
         self.fast_loops && self.pointwise.is_none()
     }
 
+    /// The text of `print`/`reject` arguments: strings as written, values as [`Ctx::show`]s them.
+    fn print_text(&mut self, args: &[PArg]) -> R<String> {
+        let mut msg = String::new();
+        for a in args {
+            match a {
+                PArg::Str(s) => msg.push_str(s),
+                PArg::Ex(e) => {
+                    let v = self.eval(e)?;
+                    msg.push_str(&self.show(&v));
+                }
+            }
+        }
+        Ok(msg)
+    }
+
     /// The current value of the log density.
     pub fn target_value(&self) -> f64 {
         self.target_c
@@ -287,17 +302,12 @@ impl<'a> Ctx<'a> {
             StKind::Break => return Ok(Flow::Break),
             StKind::Continue => return Ok(Flow::Continue),
             StKind::Reject(args) => {
-                let mut msg = String::new();
-                for a in args {
-                    match a {
-                        PArg::Str(s) => msg.push_str(s),
-                        PArg::Ex(e) => {
-                            let v = self.eval(e).map_err(loc)?;
-                            msg.push_str(&self.show(&v));
-                        }
-                    }
-                }
+                let msg = self.print_text(args).map_err(loc)?;
                 return Err(loc(Fault::domain(msg)));
+            }
+            StKind::Print(args) => {
+                let msg = self.print_text(args).map_err(loc)?;
+                eprintln!("{msg}");
             }
             StKind::Return(e) => {
                 self.ret = Some(match e {
@@ -309,7 +319,6 @@ impl<'a> Ctx<'a> {
             StKind::ExprStmt(e) => {
                 self.eval(e).map_err(loc)?;
             }
-            StKind::Nop => {}
         }
         Ok(Flow::Normal)
     }

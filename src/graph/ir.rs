@@ -363,11 +363,13 @@ pub enum StKind {
     Break,
     Continue,
     Reject(Vec<PArg>),
+    /// `print(…);`: writes its arguments to standard error each time it runs (as Stan does, so
+    /// once per log-density evaluation in the model block).
+    Print(Vec<PArg>),
     /// `return e;` / `return;` inside a user-defined function.
     Return(Option<Ex>),
     /// A (void) function call used as a statement.
     ExprStmt(Ex),
-    Nop,
 }
 
 /// A lowered user-defined function: its own slot frame, parameter slots and body.

@@ -693,7 +693,6 @@ impl Bld<'_> {
                 }
                 Some(())
             }
-            StKind::Nop => Some(()),
             StKind::Tilde {
                 lhs,
                 family,
