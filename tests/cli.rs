@@ -242,11 +242,64 @@ fn labour_fit_end_to_end_writes_draws() {
     );
 }
 
+/// A running `bayesc` child for the Ctrl-C tests: started with piped output, and returned
+/// once it has printed its settings line (printed just before the Ctrl-C handler is installed
+/// and the fit starts), with the rest of its standard output.
+#[cfg(unix)]
+struct Interruptible {
+    child: std::process::Child,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+#[cfg(unix)]
+impl Interruptible {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run bayesc");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+        assert!(first.starts_with("method = "), "{first}");
+        Interruptible { child, stdout }
+    }
+
+    /// Sends one SIGINT (Ctrl-C).
+    fn interrupt(&self) {
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Waits at most `limit` for the exit; returns the status, the rest of stdout and stderr.
+    fn wait(mut self, limit: std::time::Duration) -> (std::process::ExitStatus, String, String) {
+        use std::io::Read;
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < limit, "still running");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let (mut out, mut err) = (String::new(), String::new());
+        self.stdout.read_to_string(&mut out).unwrap();
+        let mut stderr = self.child.stderr.take().unwrap();
+        stderr.read_to_string(&mut err).unwrap();
+        (status, out, err)
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn a_second_ctrl_c_exits_a_model_that_never_returns() {
-    use std::io::Read;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let dir = tempfile::tempdir().expect("tempdir");
     let model = dir.path().join("loop.bayes");
     std::fs::write(
@@ -254,49 +307,14 @@ fn a_second_ctrl_c_exits_a_model_that_never_returns() {
         "parameters { real mu; }\nmodel { real x = 0; while (1) { x += 1; } mu ~ normal(0, 1); }\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(["fit", model.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run bayesc");
-    let pid = child.id() as libc::pid_t;
-    let interrupt = || {
-        // SAFETY: sending a signal to our own child process.
-        unsafe { libc::kill(pid, libc::SIGINT) };
-    };
-    // The settings line is printed just before the handler is installed and the fit starts.
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    assert!(first.starts_with("method = "), "{first}");
+    let mut run = Interruptible::start(&["fit", model.to_str().unwrap()]);
     std::thread::sleep(Duration::from_millis(500));
-    interrupt();
+    run.interrupt();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the loop ignores the first Ctrl-C"
-    );
-    interrupt();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "still running");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    assert!(run.running(), "the loop ignores the first Ctrl-C");
+    run.interrupt();
+    let (status, _, err) = run.wait(Duration::from_secs(10));
     assert_eq!(status.code(), Some(130));
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
     assert!(err.contains("interrupted twice"), "{err}");
 }
 
@@ -376,8 +394,7 @@ fn summary_refuses_files_that_are_not_chains_of_one_fit() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_during_a_multi_chain_fit_keeps_the_draws_made() {
-    use std::io::Read;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let dir = tempfile::tempdir().expect("tempdir");
     let model = dir.path().join("normal.bayes");
     std::fs::write(
@@ -386,51 +403,25 @@ fn ctrl_c_during_a_multi_chain_fit_keeps_the_draws_made() {
     )
     .unwrap();
     let out = dir.path().join("x.csv");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args([
-            "fit",
-            model.to_str().unwrap(),
-            "--method",
-            "nuts",
-            "--chains",
-            "4",
-            "--warmup",
-            "200",
-            "--samples",
-            "3000000",
-            "--seed",
-            "1",
-            "--output",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run bayesc");
-    let mut stdout_pipe = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut stdout_pipe, &mut first).unwrap();
-    assert!(first.starts_with("method = "), "{first}");
+    let run = Interruptible::start(&[
+        "fit",
+        model.to_str().unwrap(),
+        "--method",
+        "nuts",
+        "--chains",
+        "4",
+        "--warmup",
+        "200",
+        "--samples",
+        "3000000",
+        "--seed",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "still running");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut text = String::new();
-    stdout_pipe.read_to_string(&mut text).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    run.interrupt();
+    let (status, text, err) = run.wait(Duration::from_secs(30));
     assert!(!err.contains("panicked"), "bayesc panicked:\n{err}");
     assert_eq!(status.code(), Some(130), "{text}\n{err}");
     // "INTERRUPTED after … s (wall): k chains × n draws kept (of 4 chains; …)"
