@@ -5,7 +5,6 @@ mod check;
 mod evaluate;
 pub(crate) mod fit;
 mod predict;
-pub(crate) mod progress;
 mod summary;
 
 use clap::{Parser, Subcommand};

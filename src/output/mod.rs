@@ -4,6 +4,9 @@
 //! file `<name>.tmp-<pid>` in the target's directory and renamed over the target only after it
 //! was written and synced in full, so a file is written whole or not at all.
 
+pub mod fit_files;
+pub mod progress;
+pub mod report;
 pub mod stan_csv;
 pub mod summary;
 

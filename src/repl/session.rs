@@ -12,17 +12,18 @@ use std::time::SystemTime;
 use clap::Parser;
 use rand::RngExt;
 
-use crate::cli::fit::{
-    FitArgs, check_args, hmc_warnings, mcmc_text, optimize_table, optimize_text, options_from_args,
-    vi_diagnostics_text, write_outputs,
-};
-use crate::cli::progress::DelayedBar;
 use crate::data::DataSource;
 use crate::diagnostics;
+use crate::fit::args::{FitArgs, check_args, options_from_args};
 use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
 use crate::graph::Model;
 use crate::inference::qbvi::StopReason;
 use crate::inference::{Draws, LogDensity};
+use crate::output::fit_files::write_outputs;
+use crate::output::progress::DelayedBar;
+use crate::output::report::{
+    hmc_warnings, mcmc_text, optimize_table, optimize_text, vi_diagnostics_text,
+};
 use crate::output::summary::{self, convergence_warnings, format_sig};
 use crate::pipeline::{self, Checked, Failure};
 use crate::semantics::names::best_match;
@@ -1228,7 +1229,7 @@ fn was_interrupted(r: &FitResult) -> bool {
 }
 
 /// The printed result of a fit: how it ended, the summary table and warnings; the MCMC,
-/// optimisation and variational-diagnostic parts are the CLI's (`cli::fit`).
+/// optimisation and variational-diagnostic parts are shared with the CLI (`output::report`).
 fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool) -> String {
     let mut s = String::new();
     match &r.details {

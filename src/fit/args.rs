@@ -1,0 +1,330 @@
+//! The options of a fit as a user types them — `bayesc fit`'s flags and the REPL's `:fit`
+//! arguments (one clap definition for both) — their validation, and their conversion into the
+//! library's [`FitOptions`].
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::fit::{self, FitOptions};
+use crate::inference::mcmc;
+use crate::inference::qbvi::Covariance;
+
+/// Inference methods offered by `bayesc fit --method`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MethodArg {
+    /// Quasi black-box variational inference with natural gradients: a Gaussian posterior on the
+    /// unconstrained scale (Magris et al. 2022). Fast; an approximation.
+    Qbvi,
+    /// Quasi-Newton variational Bayes: a mean-field Gaussian on the unconstrained scale from
+    /// four gradient evaluations per step (Duersch 2024). Fast; an approximation.
+    Qnvb,
+    /// L-BFGS optimisation (as Stan's `optimize`): the mode of the log density without the
+    /// Jacobian adjustment (penalised maximum likelihood; the MLE when there are no priors), or
+    /// with it (`--jacobian`), with standard errors from the Hessian.
+    Optimize,
+    /// The Laplace approximation: a Gaussian at the mode of the unconstrained log density with
+    /// the inverse negative Hessian as covariance; draws mapped to the constrained scale.
+    Laplace,
+    /// The no-U-turn sampler (multinomial NUTS with Stan's warmup adaptation).
+    Nuts,
+    /// Static Hamiltonian Monte Carlo with a fixed number of leapfrog steps.
+    Hmc,
+    /// Adaptive random-walk Metropolis-Hastings (gradient-free; for small models).
+    Mh,
+}
+
+impl From<MethodArg> for fit::Method {
+    fn from(m: MethodArg) -> Self {
+        match m {
+            MethodArg::Qbvi => fit::Method::Qbvi,
+            MethodArg::Qnvb => fit::Method::Qnvb,
+            MethodArg::Optimize => fit::Method::Optimize,
+            MethodArg::Laplace => fit::Method::Laplace,
+            MethodArg::Nuts => fit::Method::Nuts,
+            MethodArg::Hmc => fit::Method::Hmc,
+            MethodArg::Mh => fit::Method::Mh,
+        }
+    }
+}
+
+/// Standard errors of `--method optimize` (`--se`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SeArg {
+    /// Classical: square roots of the diagonal of the inverse negative Hessian (as Stan and
+    /// statsmodels report).
+    Hessian,
+    /// Robust: the Huber–White / Bollerslev–Wooldridge sandwich H⁻¹ B H⁻¹ (B from the
+    /// per-observation scores), which the `arch` package reports by default.
+    Robust,
+}
+
+/// The HMC/NUTS metric (`--metric`), as [`mcmc::MetricChoice`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricArg {
+    /// Dense for models with at most 16 unconstrained parameters, diagonal above.
+    Auto,
+    /// Diagonal (Stan's default `diag_e`).
+    Diag,
+    /// Dense (Stan's `dense_e`).
+    Dense,
+}
+
+/// Arguments of `bayesc fit`.
+#[derive(Args, Debug)]
+pub struct FitArgs {
+    /// The model file (.bayes).
+    pub model: PathBuf,
+    /// Data files (CSV with a header row, or JSON in Stan's format); repeat for several files.
+    #[arg(long = "data", value_name = "FILE")]
+    pub data: Vec<PathBuf>,
+    /// Inference method.
+    #[arg(long, value_enum, default_value_t = MethodArg::Qbvi)]
+    pub method: MethodArg,
+    /// Random seed; a fit is reproducible for a given seed whatever the number of threads.
+    /// Without it a seed is drawn and printed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the posterior draws (constrained scale). Variational methods: one CSV file with a
+    /// header row. MCMC: one file per chain in Stan's CSV layout, named FILE_1.csv, FILE_2.csv, …
+    /// (readable by ArviZ, cmdstanpy and `bayesc summary`).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Do not print the progress bar or the settings line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Save the fitted posterior (parameter draws, model hash) as JSON for `bayesc predict`.
+    #[arg(long, value_name = "FIT.json")]
+    pub save_fit: Option<PathBuf>,
+
+    /// Variational methods: number of posterior draws to report and write.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
+    pub draws: u64,
+    /// QBVI: use a diagonal (mean-field) Gaussian instead of a full covariance.
+    #[arg(long, help_heading = "Variational inference")]
+    pub diagonal: bool,
+    /// QBVI: Monte Carlo draws per iteration (N_s).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference")]
+    pub mc_samples: u64,
+    /// QBVI: maximum number of iterations.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
+    pub max_iter: u64,
+    /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
+    #[arg(long, help_heading = "Variational inference")]
+    pub step_size: Option<f64>,
+    /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
+    /// smoothed value is empty until its window is full) to FILE as CSV. Laplace has no
+    /// iterations: one row, iteration 0, with the Monte Carlo ELBO estimate.
+    #[arg(long, value_name = "FILE", help_heading = "Variational inference")]
+    pub elbo_output: Option<PathBuf>,
+    /// QBVI, QNVB, Laplace: importance-resample the reported draws with the Pareto-smoothed
+    /// weights of the PSIS diagnostic (1000 draws of the fitted approximation).
+    #[arg(long, help_heading = "Variational inference")]
+    pub psis_resample: bool,
+    /// Optimize: include the Jacobian adjustment of the constraining transforms, i.e. find the
+    /// mode of the density of the unconstrained parameters (Stan's `jacobian=1`). Off by
+    /// default: the mode on the constrained scale (penalised MLE; the MLE without priors).
+    #[arg(long, help_heading = "Optimization")]
+    pub jacobian: bool,
+    /// Optimize: standard errors, `hessian` (default; classical inverse negative Hessian, as
+    /// Stan and statsmodels) or `robust` (the Huber–White / Bollerslev–Wooldridge sandwich
+    /// H⁻¹BH⁻¹ from the per-observation scores, which the arch package reports by default).
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Optimization")]
+    pub se: Option<SeArg>,
+    /// QBVI: start from a random point (uniform(−2, 2) on the unconstrained scale, Σ₀ = 0.01·I)
+    /// instead of the Laplace approximation at the mode.
+    #[arg(long, help_heading = "Variational inference")]
+    pub random_init: bool,
+
+    /// MCMC: number of chains, run in parallel.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub chains: u64,
+    /// MCMC: warmup (adaptation) iterations per chain; for mh the default is max(2000, 500·d).
+    #[arg(long, help_heading = "MCMC")]
+    pub warmup: Option<u64>,
+    /// MCMC: post-warmup iterations per chain; for mh the default is max(2000, 200·d).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub samples: Option<u64>,
+    /// MCMC: keep every n-th post-warmup draw.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub thin: u64,
+    /// NUTS/HMC: target acceptance statistic of the step-size adaptation, in (0, 1).
+    #[arg(long, default_value_t = 0.8, help_heading = "MCMC")]
+    pub adapt_delta: f64,
+    /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]
+    pub max_depth: u64,
+    /// NUTS/HMC: the metric warmup adapts: `auto` (dense when d ≤ 16, else diagonal), `diag`
+    /// (Stan's default diag_e) or `dense` (dense_e).
+    #[arg(long, value_enum, default_value_t = MetricArg::Auto, help_heading = "MCMC")]
+    pub metric: MetricArg,
+    /// NUTS/HMC: shorthand for `--metric dense`.
+    #[arg(long, conflicts_with = "metric", help_heading = "MCMC")]
+    pub dense: bool,
+    /// HMC: leapfrog steps per iteration (default: integration time 2π over the adapted step size).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
+    pub n_leapfrog: Option<u64>,
+}
+
+/// Checks of the options that clap cannot express (ranges, flags that do not apply to the
+/// chosen method), shared by [`run`] and the REPL's `:fit`.
+pub fn check_args(args: &FitArgs) -> Result<(), String> {
+    if let Some(b) = args.step_size
+        && !(b > 0.0 && b < 1.0)
+    {
+        return Err(format!("--step-size must be in (0, 1), got {b}"));
+    }
+    if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
+        return Err(format!(
+            "--adapt-delta must be in (0, 1), got {}",
+            args.adapt_delta
+        ));
+    }
+    let method: fit::Method = args.method.into();
+    if args.elbo_output.is_some() && !method.is_variational() {
+        return Err(format!(
+            "--elbo-output applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+        ));
+    }
+    if args.psis_resample && !method.is_variational() {
+        return Err(format!(
+            "--psis-resample applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+        ));
+    }
+    if args.jacobian && method != fit::Method::Optimize {
+        return Err(
+            "--jacobian applies to --method optimize (the other methods always include the \
+                    Jacobian adjustment)"
+                .to_string(),
+        );
+    }
+    if args.se.is_some() && method != fit::Method::Optimize {
+        return Err(format!(
+            "--se applies to --method optimize, not {method} (the Laplace approximation always \
+             uses the inverse negative Hessian)"
+        ));
+    }
+    // Flags of other methods would be silently ignored: refuse them. Flags with defaults count
+    // as given when they differ from the default.
+    use fit::Method as M;
+    let mcmc = method.is_mcmc();
+    let hmc = matches!(method, M::Nuts | M::Hmc);
+    let checks: [(&str, bool, bool, &str); 15] = [
+        (
+            "--draws",
+            args.draws != 1000,
+            matches!(method, M::Qbvi | M::Qnvb | M::Laplace),
+            "qbvi, qnvb, laplace",
+        ),
+        ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
+        (
+            "--mc-samples",
+            args.mc_samples != 100,
+            method == M::Qbvi,
+            "qbvi",
+        ),
+        (
+            "--max-iter",
+            args.max_iter != 5000,
+            matches!(method, M::Qbvi | M::Qnvb),
+            "qbvi, qnvb",
+        ),
+        (
+            "--step-size",
+            args.step_size.is_some(),
+            method == M::Qbvi,
+            "qbvi",
+        ),
+        (
+            "--random-init",
+            args.random_init,
+            matches!(method, M::Qbvi | M::Qnvb),
+            "qbvi, qnvb",
+        ),
+        ("--chains", args.chains != 4, mcmc, "nuts, hmc, mh"),
+        ("--warmup", args.warmup.is_some(), mcmc, "nuts, hmc, mh"),
+        ("--samples", args.samples.is_some(), mcmc, "nuts, hmc, mh"),
+        ("--thin", args.thin != 1, mcmc, "nuts, hmc, mh"),
+        ("--adapt-delta", args.adapt_delta != 0.8, hmc, "nuts, hmc"),
+        (
+            "--max-depth",
+            args.max_depth != 10,
+            method == M::Nuts,
+            "nuts",
+        ),
+        ("--metric", args.metric != MetricArg::Auto, hmc, "nuts, hmc"),
+        ("--dense", args.dense, hmc, "nuts, hmc"),
+        (
+            "--n-leapfrog",
+            args.n_leapfrog.is_some(),
+            method == M::Hmc,
+            "hmc",
+        ),
+    ];
+    if let Some((flag, _, _, methods)) = checks
+        .iter()
+        .find(|(_, given, applies, _)| *given && !applies)
+    {
+        return Err(format!(
+            "{flag} applies to --method {methods}, not {method}; remove it or choose one of those methods"
+        ));
+    }
+    Ok(())
+}
+
+/// Step-size jitter of static HMC when the number of leapfrog steps is left to its default.
+const HMC_DEFAULT_JITTER: f64 = 0.5;
+
+/// The library options that the command-line arguments describe.
+pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
+    let method: fit::Method = args.method.into();
+    let mut o = FitOptions::new(method, seed);
+    o.vi_draws = args.draws as usize;
+    o.qbvi.covariance = if args.diagonal {
+        Covariance::Diagonal
+    } else {
+        Covariance::Full
+    };
+    o.qbvi.n_samples = args.mc_samples as usize;
+    o.qbvi.step_size = args.step_size;
+    o.qbvi.max_iter = args.max_iter as usize;
+    if args.random_init {
+        o.vi_init = fit::ViInit::Random;
+    }
+    o.psis_resample = args.psis_resample;
+    o.jacobian = args.jacobian;
+    if args.se == Some(SeArg::Robust) {
+        o.std_errors = fit::StdErrorKind::Robust;
+    }
+    if method == fit::Method::Mh {
+        o.mcmc = mcmc::McmcSettings::mh_defaults(dim);
+    }
+    o.mcmc.chains = args.chains as usize;
+    if let Some(w) = args.warmup {
+        o.mcmc.warmup = w as usize;
+    }
+    if let Some(s) = args.samples {
+        o.mcmc.samples = s as usize;
+    }
+    o.mcmc.thin = args.thin as usize;
+    o.mcmc.adapt_delta = args.adapt_delta;
+    o.mcmc.max_depth = args.max_depth as usize;
+    o.mcmc.metric = match (args.dense, args.metric) {
+        (true, _) | (_, MetricArg::Dense) => mcmc::MetricChoice::Dense,
+        (false, MetricArg::Diag) => mcmc::MetricChoice::Diag,
+        (false, MetricArg::Auto) => mcmc::MetricChoice::Auto,
+    };
+    if method == fit::Method::Hmc {
+        o.mcmc.method = mcmc::Method::StaticHmc {
+            n_leapfrog: args.n_leapfrog.map(|n| n as usize),
+        };
+        if args.n_leapfrog.is_none() {
+            // The default integration time 2π (Stan's) is one full period of a unit-scale
+            // Gaussian after metric adaptation, so fixed-length trajectories return near their
+            // start and the chain barely moves; jittering the step size by ±50 % randomises
+            // the integration time (Neal 2011, §5.4.2.2) and restores mixing.
+            o.mcmc.jitter = HMC_DEFAULT_JITTER;
+        }
+    }
+    o
+}

@@ -1,0 +1,240 @@
+//! Finding the mode: the `optimize` method (L-BFGS, Newton polish, standard errors) and the
+//! start of the variational methods (Laplace at the mode, or random when there is none).
+
+use super::*;
+
+/// `Method::Optimize`: L-BFGS from a random point (stream 0), Newton polish, the Hessian of the
+/// maximised density there and delta-method standard errors on the constrained scale (the
+/// sandwich of a robust covariance transforms like the classical one at an interior optimum).
+///
+/// Errors: as [`fit`]; with `StdErrorKind::Robust`, [`FitError::Algorithm`] when the model has
+/// fewer than two observations or their scores cannot be computed.
+pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitError> {
+    use faer::linalg::solvers::DenseSolveCore;
+    let density = model.with_jacobian(options.jacobian);
+    let init = crate::inference::init::random_init(&density, &mut stream(options.seed, 0))
+        .map_err(FitError::Init)?;
+    let lbfgs = optimize::optimize(&density, &init, &options.optimize).map_err(|e| {
+        FitError::Algorithm {
+            method: Method::Optimize,
+            message: e.to_string(),
+        }
+    })?;
+    let d = lbfgs.point.len();
+    let (point, log_density, neg_h, newton_steps) =
+        match optimize::newton_refine(&density, &lbfgs.point, NEWTON_STEPS) {
+            Some(r) if r.log_density >= lbfgs.log_density => {
+                (r.point, r.log_density, Some(r.neg_hessian), r.steps)
+            }
+            _ => {
+                let h = crate::inference::hessian::hessian(&density, &lbfgs.point).ok();
+                let neg = h.map(|h| h.iter().map(|v| -v).collect::<Vec<f64>>());
+                (lbfgs.point.clone(), lbfgs.log_density, neg, 0)
+            }
+        };
+    // Σ = (−H)⁻¹ when −H is positive definite
+    let cov: Option<Vec<f64>> = neg_h.and_then(|nh| {
+        let m = faer::Mat::from_fn(d, d, |i, j| 0.5 * (nh[i * d + j] + nh[j * d + i]));
+        let inv = m.llt(faer::Side::Lower).ok()?.inverse();
+        Some((0..d * d).map(|k| inv[(k / d, k % d)]).collect())
+    });
+    let cov = match (cov, options.std_errors) {
+        (Some(c), StdErrorKind::Robust) => Some(
+            crate::inference::sandwich::robust_covariance(
+                &|z: &[f64]| model.pointwise_log_likelihood(z),
+                &point,
+                &c,
+            )
+            .map_err(|e| FitError::Algorithm {
+                method: Method::Optimize,
+                message: e.to_string(),
+            })?,
+        ),
+        (c, _) => c,
+    };
+    let unconstrained_se = match &cov {
+        Some(c) => (0..d).map(|i| c[i * d + i].sqrt()).collect(),
+        None => vec![f64::NAN; d],
+    };
+    let mut rng = stream(options.seed, 1000);
+    let estimates = model
+        .write_array(&point, true, false, &mut rng)
+        .map_err(FitError::Constrain)?;
+    let mut names = model.parameter_names();
+    names.extend(model.transformed_parameter_names());
+    let p = estimates.len();
+    let std_errors = match &cov {
+        Some(c) => {
+            // J = ∂θ/∂ζ (p×d) by central differences, steps as the Hessian's
+            let mut jac = vec![0.0; p * d];
+            let mut x = point.clone();
+            for j in 0..d {
+                let h = crate::inference::hessian::finite_diff_step(point[j]);
+                x[j] = point[j] + h;
+                let up = model.write_array(&x, true, false, &mut rng);
+                x[j] = point[j] - h;
+                let down = model.write_array(&x, true, false, &mut rng);
+                x[j] = point[j];
+                match (up, down) {
+                    (Ok(u), Ok(dn)) => {
+                        for k in 0..p {
+                            jac[k * d + j] = (u[k] - dn[k]) / (2.0 * h);
+                        }
+                    }
+                    _ => {
+                        for k in 0..p {
+                            jac[k * d + j] = f64::NAN;
+                        }
+                    }
+                }
+            }
+            (0..p)
+                .map(|k| {
+                    let row = &jac[k * d..(k + 1) * d];
+                    let mut v = 0.0;
+                    for i in 0..d {
+                        for j in 0..d {
+                            v += row[i] * c[i * d + j] * row[j];
+                        }
+                    }
+                    v.max(0.0).sqrt()
+                })
+                .collect()
+        }
+        None => vec![f64::NAN; p],
+    };
+    Ok(OptimizeFit {
+        converged: lbfgs.converged,
+        lbfgs,
+        newton_steps,
+        jacobian: options.jacobian,
+        std_error_kind: options.std_errors,
+        point,
+        log_density,
+        unconstrained_se,
+        names,
+        estimates,
+        std_errors,
+    })
+}
+
+/// Maximum Newton steps that polish the L-BFGS mode before a variational fit.
+pub(super) const NEWTON_STEPS: usize = 20;
+
+/// The start of a variational fit (see [`ViInit`]).
+#[derive(Clone, Debug)]
+pub(super) struct ViStart {
+    /// The initial mean (length d).
+    pub(super) mean: Vec<f64>,
+    /// The initial precision (d×d row-major): the negative Hessian at the mode, or `None` for
+    /// the specification's Σ₀ = 0.01·I.
+    pub(super) precision: Option<Vec<f64>>,
+    /// Why the mode start was abandoned for the random one (see [`find_mode`]); `None` with
+    /// `ViInit::Random` or when the mode start was used.
+    pub(super) no_mode: Option<String>,
+}
+
+/// The start of a variational fit (see [`ViInit`]): the Laplace approximation at the mode
+/// found by [`find_mode`] or, when there is none (or with `ViInit::Random`), the random point
+/// uniform(−2, 2) of stream 0 of `seed` with Σ₀ = 0.01·I (specs/qbvi.md §11).
+pub(super) fn vi_start(model: &Model, how: ViInit, seed: u64) -> Result<ViStart, FitError> {
+    let random =
+        crate::inference::init::random_init(model, &mut stream(seed, 0)).map_err(FitError::Init)?;
+    if how == ViInit::Random {
+        return Ok(ViStart {
+            mean: random,
+            precision: None,
+            no_mode: None,
+        });
+    }
+    Ok(match find_mode(model, &random) {
+        Ok((mode, neg_hessian)) => ViStart {
+            mean: mode,
+            precision: Some(neg_hessian),
+            no_mode: None,
+        },
+        Err(reason) => ViStart {
+            mean: random,
+            precision: None,
+            no_mode: Some(reason),
+        },
+    })
+}
+
+/// Condition number of the Jacobi-scaled negative Hessian above which the mode found is taken
+/// to be degenerate: the curvature of one direction dwarfs another's by more than the
+/// 10¹⁰ that any proper, data-identified posterior shows after rescaling each coordinate
+/// (e.g. the funnel of a centred hierarchical model at τ → 0, where the curvature in θ is
+/// 1/τ² and that along the ridge θ = μ stays O(1)). [X], a design decision.
+pub(super) const MODE_MAX_CONDITION: f64 = 1e10;
+
+/// Newton decrement ∇Lᵀ(−H)⁻¹∇L above which the end point of the mode search is not a mode
+/// (twice the log-density gain a further Newton step predicts). [X].
+pub(super) const MODE_MAX_DECREMENT: f64 = 1e-3;
+
+/// An interior mode of the unconstrained log density for the Laplace start of a variational
+/// fit: L-BFGS from `init` polished by Newton steps, with −H there (d×d row-major).
+///
+/// Errors (a sentence saying why there is no interior mode, for the user): the optimiser fails
+/// or ends at a non-finite density; the Hessian at its end point is not negative definite (a
+/// flat or improper direction); the Jacobi-scaled −H has a condition number above
+/// [`MODE_MAX_CONDITION`] or the Newton decrement stays above [`MODE_MAX_DECREMENT`] (the
+/// density keeps growing towards the boundary of the unconstrained space, as in a funnel).
+/// Either way the log density has no interior mode that a Laplace approximation could use.
+pub(super) fn find_mode(model: &Model, init: &[f64]) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let lbfgs = optimize::optimize(model, init, &OptimizeSettings::default())
+        .map_err(|e| format!("the mode search failed: {e}"))?;
+    if !lbfgs.log_density.is_finite() {
+        return Err("the mode search ended where the log density is not finite".into());
+    }
+    // Newton polish: L-BFGS may stop along a flat ridge; the refined mode and the negative
+    // Hessian there give the Laplace approximation that QBVI starts from.
+    let r = optimize::newton_refine(model, &lbfgs.point, NEWTON_STEPS).ok_or_else(|| {
+        "the Hessian at the end point of the mode search is not negative definite (a flat or \
+         unbounded direction)"
+            .to_string()
+    })?;
+    let d = r.point.len();
+    let nh = &r.neg_hessian;
+    let scale: Vec<f64> = (0..d).map(|i| nh[i * d + i].sqrt()).collect();
+    if scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err(
+            "the Hessian at the end point of the mode search is not negative definite".into(),
+        );
+    }
+    let m = faer::Mat::<f64>::from_fn(d, d, |i, j| nh[i * d + j] / (scale[i] * scale[j]));
+    let cond = match m.self_adjoint_eigen(faer::Side::Lower) {
+        Ok(evd) => {
+            let s = evd.S().column_vector();
+            let (lo, hi) = (0..d).fold((f64::INFINITY, 0.0_f64), |(lo, hi), k| {
+                (lo.min(s[k]), hi.max(s[k]))
+            });
+            if lo > 0.0 { hi / lo } else { f64::INFINITY }
+        }
+        Err(_) => f64::INFINITY,
+    };
+    let mut g = vec![0.0; d];
+    let decrement = match model.log_density_grad(&r.point, &mut g) {
+        Ok(_) => {
+            use faer::linalg::solvers::Solve;
+            let a = faer::Mat::<f64>::from_fn(d, d, |i, j| nh[i * d + j]);
+            match a.llt(faer::Side::Lower) {
+                Ok(llt) => {
+                    let dir = llt.solve(faer::Mat::from_fn(d, 1, |i, _| g[i]));
+                    (0..d).map(|i| g[i] * dir[(i, 0)]).sum::<f64>()
+                }
+                Err(_) => f64::INFINITY,
+            }
+        }
+        Err(_) => f64::INFINITY,
+    };
+    if !(cond <= MODE_MAX_CONDITION) || !(decrement <= MODE_MAX_DECREMENT) {
+        return Err(format!(
+            "the log density keeps growing towards the boundary of the unconstrained space, as \
+             in a funnel or an improper posterior (at the end point of the mode search the \
+             scaled Hessian has condition number {cond:.1e} and the Newton decrement is \
+             {decrement:.1e})"
+        ));
+    }
+    Ok((r.point, r.neg_hessian))
+}

@@ -1,0 +1,338 @@
+//! The checks that follow a variational or Laplace fit: PSIS k-hat of the approximation
+//! (Yao et al. 2018), collapsed coordinates, directions along which q drifts without bound
+//! (an improper posterior), the start message, and the smoothed ELBO trace.
+
+use super::*;
+
+/// VI diagnostics of a fitted approximation q (specs/diagnostics.md §6.2): the PSIS k̂ and an
+/// ELBO estimate from S draws ζ_s ~ q, and the trace of the fit.
+#[derive(Clone, Debug)]
+pub struct ViDiagnostics {
+    /// Pareto k̂ of log r_s = L(ζ_s) − log q(ζ_s); +∞ when the ratios are not finite or the
+    /// tail fit failed, −∞ when they are constant (q ∝ target). < 0.5 good, 0.5–0.7 usable,
+    /// > 0.7 unreliable (Yao et al. 2018 §3.2).
+    pub khat: f64,
+    /// PSIS effective sample size of the S draws.
+    pub psis_ess: f64,
+    /// S, the number of draws of q used.
+    pub n_draws: usize,
+    /// Monte Carlo ELBO estimate mean_s(log r_s) from the same draws (log-density scale of the
+    /// model, with the Jacobian).
+    pub elbo: f64,
+    /// (iteration, ELBO, smoothed ELBO) per iteration of the fit; empty for Laplace. The
+    /// smoothed value is NaN before the smoothing window is full.
+    pub trace: Vec<(usize, f64, f64)>,
+    /// Whether the reported draws were importance-resampled.
+    pub resampled: bool,
+    /// Parameters whose marginal in q has collapsed to a point (see [`collapsed_parameters`]):
+    /// (name, mean, sd) on the constrained scale. Non-empty means the fit is degenerate,
+    /// whatever k̂ says.
+    pub collapsed: Vec<(String, f64, f64)>,
+    /// Why the fit did not start at the mode although asked to (`ViInit::Mode`): the log
+    /// density has no interior mode (see `find_mode`), so the fit started from the random point
+    /// of specs/qbvi.md §11. `None` otherwise (and always for Laplace).
+    pub no_mode: Option<String>,
+    /// When `no_mode` is set: the unconstrained coordinates (parameter names when every
+    /// parameter is one coordinate, else `zeta[i]`, 1-based) along which q would gain ELBO by
+    /// shifting its mean (see [`UNBOUNDED_GAIN`]): the fit drifted along a direction in
+    /// which the log density does not decay, i.e. the posterior is improper there. Empty
+    /// otherwise.
+    pub unbounded: Vec<String>,
+}
+
+/// The warning for a non-empty [`ViDiagnostics::collapsed`] list; `list` names the collapsed
+/// parameters. Shared by the CLI and the REPL renderers.
+pub fn collapse_warning(list: &str) -> String {
+    format!(
+        "WARNING: the approximation collapsed to a point in {list}: the posterior is improper or \
+         unbounded, or has a funnel (a hierarchical scale going to 0) that a Gaussian cannot \
+         follow; check priors, try a non-centred parameterisation, or use --method nuts. The \
+         summary above is not a posterior."
+    )
+}
+
+/// The note or warning about the start of a variational fit ([`ViDiagnostics::no_mode`],
+/// [`ViDiagnostics::unbounded`]): `None` when the fit started at the mode (or randomly on
+/// request). A line starting "WARNING" when q drifted along an unbounded direction, else a
+/// "note" line. Shared by the CLI and the REPL renderers.
+pub fn start_message(vi: &ViDiagnostics) -> Option<String> {
+    let reason = vi.no_mode.as_ref()?;
+    Some(if vi.unbounded.is_empty() {
+        format!("note: start: random (the density has no interior mode: {reason})")
+    } else {
+        format!(
+            "WARNING: the posterior may be improper: the density has no interior mode ({reason}), \
+             and the approximation drifts along {}; give the parameters proper priors \
+             or check that the data identify them. The summary above is not a posterior.",
+            vi.unbounded.join(", ")
+        )
+    })
+}
+
+/// Gain threshold of the unboundedness check ([X], a design decision). Shifting the mean of a
+/// Gaussian q by c standard deviations σ_i along unconstrained coordinate i (c =
+/// [`UNBOUNDED_SHIFT`], common draws, entropy unchanged) changes the ELBO by
+/// Δ_i = mean_s[L(ζ_s ± cσ_i e_i) − L(ζ_s)]. At an optimum of the ELBO over Gaussians,
+/// E_q[−∇²L] = Σ⁻¹ (the fixed point of the natural-gradient update), so for a quadratic L
+/// Δ_i = −½c² Σ_ii (Σ⁻¹)_ii ≤ −4.5. When the log density does not decay along i (an improper
+/// direction) there is no optimum and one of the two shifts loses nothing or gains. A coordinate
+/// with max(Δ_i⁺, Δ_i⁻) above this threshold is reported as unbounded. On the centred
+/// eight-schools funnel (proper, far from Gaussian) the largest Δ over seeds 1–8 was −2.3; on
+/// flat-prior posteriors it is ≥ 0.
+pub const UNBOUNDED_GAIN: f64 = -1.0;
+
+/// |μ_i| on the unconstrained scale beyond which q counts as drifted along coordinate i without
+/// further test (e^100 for a positive parameter), after a start that found no mode ([X]). A
+/// heavy-tailed q can make the Monte Carlo gain of [`UNBOUNDED_GAIN`] −∞ through a few draws
+/// while the mean has run off (seen with QNVB on a flat-prior scale: log σ ≈ 360).
+pub const UNBOUNDED_MEAN: f64 = 100.0;
+
+/// The shift of the unboundedness check in standard deviations of q (see [`UNBOUNDED_GAIN`]).
+pub const UNBOUNDED_SHIFT: f64 = 3.0;
+
+/// Draws of q used by the unboundedness check (stream 4 of the seed).
+pub(super) const UNBOUNDED_DRAWS: usize = 200;
+
+/// The unconstrained coordinates along which shifting q's mean by [`UNBOUNDED_SHIFT`] standard
+/// deviations does not lower the ELBO by more than [`UNBOUNDED_GAIN`], or whose mean lies beyond
+/// ±[`UNBOUNDED_MEAN`], named as in [`ViDiagnostics::unbounded`];
+/// `draws` are draws of q, `mean` its mean. Draws where L is not finite are left out (all
+/// coordinates are reported when that is more than half of them); a draw whose shifted log
+/// density cannot be evaluated counts as −∞ (bounded).
+pub(super) fn unbounded_directions(model: &Model, draws: &[Vec<f64>], mean: &[f64]) -> Vec<String> {
+    use rayon::prelude::*;
+    let d = mean.len();
+    let n = draws.len() as f64;
+    let names = model.parameter_names();
+    let name = |i: usize| {
+        if names.len() == d {
+            names[i].clone()
+        } else {
+            format!("zeta[{}]", i + 1)
+        }
+    };
+    let lp = |z: &[f64]| match model.log_density(z) {
+        Ok(v) if v.is_finite() => v,
+        _ => f64::NEG_INFINITY,
+    };
+    // Draws where L cannot be evaluated (e.g. a scale overflowing to +∞) are left out; when
+    // most of q lies there, q has drifted off the representable range in every coordinate.
+    let (draws, base): (Vec<&Vec<f64>>, Vec<f64>) = draws
+        .par_iter()
+        .map(|z| (z, lp(z)))
+        .filter(|(_, b)| b.is_finite())
+        .unzip();
+    if 2 * draws.len() < n as usize {
+        return (0..d).map(name).collect();
+    }
+    let n = draws.len() as f64;
+    (0..d)
+        .filter(|&i| {
+            if !(mean[i].abs() <= UNBOUNDED_MEAN) {
+                return true;
+            }
+            let var = draws.iter().map(|z| (z[i] - mean[i]).powi(2)).sum::<f64>() / (n - 1.0);
+            let sd = var.sqrt();
+            [sd, -sd].iter().any(|&sd| {
+                let shift = UNBOUNDED_SHIFT * sd;
+                let change: Vec<f64> = draws
+                    .par_iter()
+                    .zip(base.par_iter())
+                    .map(|(z, b)| {
+                        let mut w = (*z).clone();
+                        w[i] += shift;
+                        lp(&w) - b
+                    })
+                    .collect();
+                let gain = change.iter().sum::<f64>() / n;
+                gain > UNBOUNDED_GAIN
+            })
+        })
+        .map(name)
+        .collect()
+}
+
+/// Relative scale sd/|mean| below which a marginal of a variational fit counts as collapsed:
+/// a proper posterior from n observations has sd/|mean| of order 1/√n, far above 1e-8 for any
+/// data set that fits in memory.
+pub const COLLAPSE_RELATIVE_SD: f64 = 1e-8;
+
+/// The parameters (the first `n_params` columns of `draws`) whose draws have
+/// sd ≤ [`COLLAPSE_RELATIVE_SD`]·|mean| (or sd = 0), as (name, mean, sd). A variational fit
+/// drifts onto such a spike when the posterior is improper or unbounded, e.g. a scale parameter
+/// with a flat prior going to 0 while the other parameters interpolate the data exactly; the
+/// log ratios log p − log q are then dominated by rounding and k̂ cannot flag it.
+pub fn collapsed_parameters(draws: &Draws, n_params: usize) -> Vec<(String, f64, f64)> {
+    collapsed_among(draws, n_params, &[])
+}
+
+/// The components of the constrained parameters that are fixed by their type whatever the
+/// unconstrained point (the unit diagonal of a correlation matrix, the zeros above the diagonal
+/// of a Cholesky factor): equal at three spread-out points ζ. They are constant in every draw
+/// and must not count as a collapse.
+pub(super) fn structural_constants(model: &Model) -> Vec<bool> {
+    let d = model.dim();
+    let mut rng = stream(0, 0);
+    let mut at = |c: f64| -> Option<Vec<f64>> {
+        let z: Vec<f64> = (0..d).map(|i| c * (1.0 + 0.37 * i as f64).sin()).collect();
+        model.write_array(&z, false, false, &mut rng).ok()
+    };
+    match (at(0.0), at(0.9), at(-1.3)) {
+        (Some(a), Some(b), Some(c)) => a
+            .iter()
+            .zip(&b)
+            .zip(&c)
+            .map(|((x, y), z)| x == y && y == z)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// [`collapsed_parameters`], skipping the columns flagged in `fixed`.
+pub(super) fn collapsed_among(
+    draws: &Draws,
+    n_params: usize,
+    fixed: &[bool],
+) -> Vec<(String, f64, f64)> {
+    let k = draws.names.len();
+    let mut out = Vec::new();
+    for j in 0..n_params.min(k) {
+        if fixed.get(j).copied().unwrap_or(false) {
+            continue;
+        }
+        let col: Vec<f64> = draws.column(j).concat();
+        if col.len() < 2 || col.iter().any(|v| !v.is_finite()) {
+            continue;
+        }
+        let n = col.len() as f64;
+        let mean = col.iter().sum::<f64>() / n;
+        let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+        let sd = var.sqrt();
+        if sd == 0.0 || sd <= COLLAPSE_RELATIVE_SD * mean.abs() {
+            out.push((draws.names[j].clone(), mean, sd));
+        }
+    }
+    out
+}
+
+/// k̂ above which a variational approximation is unreliable (Yao et al. 2018 §3.2).
+pub const KHAT_BAD: f64 = 0.7;
+/// k̂ above which a variational approximation is usable but estimates may be noisy.
+pub const KHAT_OK: f64 = 0.5;
+
+/// The smoothed ELBO of specs/qnvb.md §7.5: the mean of the last W + 1 values, once there
+/// are that many.
+pub(super) struct Smoother {
+    pub(super) window: usize,
+    pub(super) values: std::collections::VecDeque<f64>,
+    pub(super) sum: f64,
+}
+
+impl Smoother {
+    pub(super) fn new(window: usize) -> Self {
+        Smoother {
+            window,
+            values: std::collections::VecDeque::new(),
+            sum: 0.0,
+        }
+    }
+
+    pub(super) fn push(&mut self, v: f64) -> Option<f64> {
+        self.values.push_back(v);
+        self.sum += v;
+        if self.values.len() > self.window + 1 {
+            self.sum -= self.values.pop_front().unwrap_or(0.0);
+        }
+        (self.values.len() == self.window + 1).then(|| self.sum / self.values.len() as f64)
+    }
+}
+
+/// The reported unconstrained draws of a variational fit and its diagnostics: `psis_draws`
+/// draws of q (stream 2) give k̂ and the ELBO estimate; the reported `vi_draws` draws are fresh
+/// draws of q (stream 1) or, with `psis_resample`, systematic importance resampling of the
+/// PSIS draws (uniform from stream 3).
+pub(super) fn vi_draws(
+    model: &Model,
+    options: &FitOptions,
+    sample: impl Fn(usize, &mut StreamRng) -> Vec<Vec<f64>>,
+    log_q: impl Fn(&[f64]) -> f64 + Sync,
+    trace: Vec<(usize, f64, f64)>,
+) -> Result<(Vec<Vec<f64>>, Option<ViDiagnostics>), FitError> {
+    let seed = options.seed;
+    let s = options.psis_draws;
+    if s == 0 {
+        let zetas = sample(options.vi_draws, &mut stream(seed, 1));
+        return Ok((zetas, None));
+    }
+    let q_draws = sample(s, &mut stream(seed, 2));
+    let (fit, elbo) = psis_of(model, &log_q, &q_draws).map_err(|message| FitError::Algorithm {
+        method: options.method,
+        message,
+    })?;
+    let khat = match fit.khat {
+        KHat::Estimate(k) => k,
+        KHat::Undefined => f64::NEG_INFINITY,
+        KHat::FitFailed | KHat::NonFinite => f64::INFINITY,
+    };
+    let resample = options.psis_resample && fit.ess.is_finite();
+    let zetas = if resample {
+        use rand::RngExt;
+        let u: f64 = stream(seed, 3).random();
+        fit.resample(options.vi_draws, u)
+            .into_iter()
+            .map(|i| q_draws[i].clone())
+            .collect()
+    } else {
+        sample(options.vi_draws, &mut stream(seed, 1))
+    };
+    Ok((
+        zetas,
+        Some(ViDiagnostics {
+            khat,
+            psis_ess: fit.ess,
+            n_draws: s,
+            elbo,
+            trace,
+            resampled: resample,
+            collapsed: Vec::new(),
+            no_mode: None,
+            unbounded: Vec::new(),
+        }),
+    ))
+}
+
+/// PSIS of the log ratios L(ζ) − log q(ζ) over `draws` (evaluated in parallel; a recoverable
+/// density error counts as L = −∞) and their mean (the ELBO estimate). Ratios that differ only
+/// by rounding (q ∝ target) give k̂ undefined.
+pub(super) fn psis_of(
+    model: &Model,
+    log_q: &(impl Fn(&[f64]) -> f64 + Sync),
+    draws: &[Vec<f64>],
+) -> Result<(Psis, f64), String> {
+    use rayon::prelude::*;
+    let pairs: Vec<(f64, f64)> = draws
+        .par_iter()
+        .map(|z| match model.log_density(z) {
+            Ok(lp) => {
+                let lq = log_q(z);
+                Ok((lp - lq, lp.abs().max(lq.abs())))
+            }
+            Err(e) if e.recoverable => Ok((f64::NEG_INFINITY, 0.0)),
+            Err(e) => Err(format!(
+                "cannot evaluate the log density at a draw of the approximation: {e}"
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let ratios: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let elbo = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    let mut fit = psis(&ratios).map_err(|e| e.to_string())?;
+    if ratios.iter().all(|r| r.is_finite()) {
+        let scale = pairs.iter().map(|p| p.1).fold(0.0, f64::max);
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if hi - lo <= 256.0 * f64::EPSILON * scale.max(1.0) {
+            fit.khat = KHat::Undefined;
+        }
+    }
+    Ok((fit, elbo))
+}

@@ -1,0 +1,273 @@
+//! The files a fit writes: draws in Stan's CSV layout (one file per chain for MCMC; CmdStan's
+//! `variational`, `laplace` and `optimize` layouts otherwise) and the ELBO trace.
+
+use std::path::Path;
+
+use crate::fit::{self, FitDetails, FitOptions, FitResult};
+use crate::inference::qbvi::Covariance;
+use crate::output::stan_csv;
+
+/// Writes the draws; returns the file names written.
+pub fn write_outputs(
+    path: &Path,
+    result: &FitResult,
+    options: &FitOptions,
+    model: &Path,
+) -> std::io::Result<Vec<String>> {
+    // the model's name, as CmdStan writes it (cmdstanpy uses it as a prefix of temporary
+    // folder names, so a path would put folders beside the model file)
+    let model_name = model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".to_string());
+    match &result.details {
+        FitDetails::Qbvi(_) | FitDetails::Qnvb(_) | FitDetails::Laplace(_) => {
+            write_approximation_csv(path, result, options, &model_name)?;
+            Ok(vec![path.display().to_string()])
+        }
+        FitDetails::Optimize(fit) => {
+            let config = stan_csv::cmdstan_config_lines(
+                &model_name,
+                "optimize",
+                &[
+                    ("algorithm", "lbfgs".to_string()),
+                    ("jacobian", fit.jacobian.to_string()),
+                    ("save_iterations", "false".to_string()),
+                ],
+                result.seed,
+                1,
+            );
+            let layout = stan_csv::StanCsvLayout {
+                config_lines: &config,
+                sampler_cols: &["lp__"],
+                sampler_values: &[fit.log_density],
+                draws: &result.draws,
+                chain: 0,
+                adaptation_lines: &[],
+                footer_lines: &[],
+            };
+            stan_csv::write_stan_csv(path, &layout)?;
+            Ok(vec![path.display().to_string()])
+        }
+        FitDetails::Mcmc(out) => {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "draws".into());
+            let ext = path
+                .extension()
+                .map(|e| e.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "csv".into());
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let mut files = Vec::new();
+            // Write every chain to its final name only after all succeeded would need a
+            // transaction; each file is written atomically, and a failure stops at once.
+            for (c, chain) in out.chains.iter().enumerate() {
+                let file = dir.join(format!("{stem}_{}.{ext}", c + 1));
+                let cols = chain.stats.columns();
+                let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
+                let n = chain.stats.len();
+                let mut values = Vec::with_capacity(n * cols.len());
+                for i in 0..n {
+                    values.extend(cols.iter().map(|(_, v)| v[i]));
+                }
+                let (algorithm, engine) = match options.method {
+                    fit::Method::Nuts => ("hmc", "nuts"),
+                    fit::Method::Hmc => ("hmc", "static"),
+                    _ => ("metropolis", "random_walk"),
+                };
+                // an interrupted run (trimmed by `fit::trim_interrupted`): the kept count
+                let num_samples = if out.interrupted {
+                    n * options.mcmc.thin
+                } else {
+                    options.mcmc.samples
+                };
+                let settings = vec![
+                    ("num_samples", num_samples.to_string()),
+                    ("num_warmup", options.mcmc.warmup.to_string()),
+                    ("thin", options.mcmc.thin.to_string()),
+                    ("save_warmup", "false".to_string()),
+                    ("adapt_delta", options.mcmc.adapt_delta.to_string()),
+                    ("max_depth", options.mcmc.max_depth.to_string()),
+                    (
+                        "metric",
+                        if chain.dense {
+                            "dense_e".into()
+                        } else {
+                            "diag_e".into()
+                        },
+                    ),
+                    ("algorithm", algorithm.to_string()),
+                    ("engine", engine.to_string()),
+                ];
+                let mut config = stan_csv::cmdstan_config_lines(
+                    &model_name,
+                    "sample",
+                    &settings,
+                    result.seed,
+                    c + 1,
+                );
+                if out.interrupted {
+                    config.push(format!(
+                        "interrupted after {n} draws (Ctrl-C; {} draws were requested)",
+                        options.mcmc.samples.div_ceil(options.mcmc.thin)
+                    ));
+                }
+                let adaptation = if chain.dense {
+                    let d = out.dim;
+                    let mut lines = vec![
+                        "Adaptation terminated".to_string(),
+                        format!("Step size = {}", chain.step_size),
+                        "Elements of inverse mass matrix:".to_string(),
+                    ];
+                    for r in 0..d {
+                        lines.push(
+                            chain.inv_metric[r * d..(r + 1) * d]
+                                .iter()
+                                .map(|v| v.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        );
+                    }
+                    lines
+                } else {
+                    stan_csv::nuts_adaptation_lines(chain.step_size, &chain.inv_metric)
+                };
+                let footer = stan_csv::timing_lines(chain.warmup_seconds, chain.sampling_seconds);
+                let layout = stan_csv::StanCsvLayout {
+                    config_lines: &config,
+                    sampler_cols: &names,
+                    sampler_values: &values,
+                    draws: &result.draws,
+                    chain: c,
+                    adaptation_lines: &adaptation,
+                    footer_lines: &footer,
+                };
+                stan_csv::write_stan_csv(&file, &layout)?;
+                files.push(file.display().to_string());
+            }
+            Ok(files)
+        }
+    }
+}
+
+/// Writes a QBVI, QNVB or Laplace fit in the layout of CmdStan's `variational` / `laplace`
+/// output (CmdStan Guide, "Variational inference" and "Laplace sampling" output files):
+/// variational fits have columns `lp__` (always 0), `log_p__`, `log_g__` and a first row at the
+/// mean of the approximation (sampler columns 0), then one row per draw; Laplace fits have
+/// `log_p__`, `log_g__` and the draws. `log_p__` is the model's log density on the
+/// unconstrained scale with the Jacobian adjustment and `log_g__` the normalised log density of
+/// the approximation, at each draw. Written atomically.
+fn write_approximation_csv(
+    path: &Path,
+    result: &FitResult,
+    options: &FitOptions,
+    model_name: &str,
+) -> std::io::Result<()> {
+    let n = result.draws.n_draws();
+    if result.approx_log_densities.len() != n {
+        return Err(std::io::Error::other(format!(
+            "internal: {} log densities for {n} draws",
+            result.approx_log_densities.len()
+        )));
+    }
+    let laplace = matches!(result.details, FitDetails::Laplace(_));
+    let (method, cols): (&str, &[&str]) = if laplace {
+        ("laplace", &["log_p__", "log_g__"])
+    } else {
+        ("variational", &["lp__", "log_p__", "log_g__"])
+    };
+    // CmdStan's keys, so that cmdstanpy's `from_csv` reads the file: `algorithm` names the
+    // approximating family (`fullrank` / `meanfield`, CmdStan's words), `variational_method`
+    // the algorithm that fitted it; iter, grad_samples, elbo_samples, eta and eval_elbo are
+    // bayesc's corresponding settings (max iterations, Monte Carlo draws per iteration, step
+    // size, ELBO evaluated every iteration).
+    let (family, fitted_by, iter, mc, eta) = match &result.details {
+        FitDetails::Qbvi(f) => (
+            match f.family {
+                Covariance::Full => "fullrank",
+                Covariance::Diagonal => "meanfield",
+            },
+            "qbvi",
+            options.qbvi.max_iter,
+            options.qbvi.n_samples,
+            options.qbvi.effective_step_size(f.mean.len()),
+        ),
+        _ => ("meanfield", "qnvb", options.qnvb.max_iter, 4, f64::NAN),
+    };
+    let mut settings = if laplace {
+        vec![
+            ("jacobian", "true".to_string()),
+            ("draws", n.to_string()),
+            ("fitted_by", "laplace".to_string()),
+        ]
+    } else {
+        vec![
+            ("algorithm", family.to_string()),
+            ("variational_method", fitted_by.to_string()),
+            ("iter", iter.to_string()),
+            ("grad_samples", mc.to_string()),
+            ("elbo_samples", mc.to_string()),
+            ("eta", eta.to_string()),
+            // CmdStan's default; unused: bayesc's exit rule is the smoothed-ELBO rule
+            ("tol_rel_obj", "0.01".to_string()),
+            ("eval_elbo", "1".to_string()),
+            ("output_samples", n.to_string()),
+        ]
+    };
+    if let Some(vi) = &result.vi {
+        settings.push(("psis_resample", vi.resampled.to_string()));
+    }
+    let config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
+    let mut draws = result.draws.clone();
+    let mut values = Vec::with_capacity((n + 1) * cols.len());
+    if let (false, Some(row)) = (laplace, &result.approx_mean_row) {
+        let mut chain = row.clone();
+        chain.extend_from_slice(&draws.chains[0]);
+        draws.chains[0] = chain;
+        values.extend([0.0, 0.0, 0.0]);
+    }
+    for &(lp, lq) in &result.approx_log_densities {
+        if !laplace {
+            values.push(0.0);
+        }
+        values.extend([lp, lq]);
+    }
+    // cmdstanpy reads eta from this block (CmdStan's ADVI adapts it; QBVI's is fixed)
+    let adaptation = if laplace {
+        Vec::new()
+    } else {
+        vec![
+            "Stepsize adaptation complete.".to_string(),
+            format!("eta = {eta}"),
+        ]
+    };
+    let layout = stan_csv::StanCsvLayout {
+        config_lines: &config,
+        sampler_cols: cols,
+        sampler_values: &values,
+        draws: &draws,
+        chain: 0,
+        adaptation_lines: &adaptation,
+        footer_lines: &[],
+    };
+    stan_csv::write_stan_csv(path, &layout)
+}
+
+/// Writes the ELBO trace as CSV (atomically). Laplace: one row with the Monte Carlo estimate.
+pub fn write_elbo(path: &Path, vi: &fit::ViDiagnostics) -> std::io::Result<()> {
+    crate::output::write_atomic(path, |w| {
+        writeln!(w, "iteration,elbo,smoothed_elbo")?;
+        if vi.trace.is_empty() {
+            writeln!(w, "0,{},{}", vi.elbo, vi.elbo)?;
+        }
+        for &(i, e, sm) in &vi.trace {
+            if sm.is_nan() {
+                writeln!(w, "{i},{e},")?;
+            } else {
+                writeln!(w, "{i},{e},{sm}")?;
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,285 @@
+//! Text reports of a fit, shared by `bayesc fit` and the REPL: the settings line, the MCMC
+//! and optimisation reports, sampler warnings and the variational diagnostics.
+
+use crate::diagnostics::hmc_stats;
+use crate::fit::{self, FitOptions, FitResult};
+use crate::inference::mcmc::{self, McmcOutput};
+use crate::inference::qbvi::Covariance;
+use crate::output::summary;
+
+/// One line naming the method and its settings.
+pub fn settings_line(o: &FitOptions, d: usize) -> String {
+    match o.method {
+        fit::Method::Qbvi => format!(
+            "method = qbvi ({} covariance, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
+            if o.qbvi.covariance == Covariance::Diagonal {
+                "diagonal"
+            } else {
+                "full"
+            },
+            if o.vi_init == fit::ViInit::Mode {
+                "Laplace at the mode, random if there is none"
+            } else {
+                "random"
+            },
+            o.qbvi.n_samples,
+            o.qbvi.effective_step_size(d),
+            o.qbvi.max_iter,
+            o.seed
+        ),
+        fit::Method::Qnvb => format!(
+            "method = qnvb (mean-field, {} quadrature points per step, start: {}); d = {d} unconstrained parameters; max_iter = {}; seed = {}",
+            o.qnvb.n_e,
+            if o.vi_init == fit::ViInit::Mode {
+                "the mode"
+            } else {
+                "random"
+            },
+            o.qnvb.max_iter,
+            o.seed
+        ),
+        fit::Method::Optimize => format!(
+            "method = optimize (L-BFGS + Newton polish, jacobian = {}: {}; se = {}); d = {d} unconstrained parameters; seed = {}",
+            o.jacobian,
+            if o.jacobian {
+                "mode of the unconstrained density"
+            } else {
+                "mode on the constrained scale, i.e. (penalised) maximum likelihood"
+            },
+            o.std_errors,
+            o.seed
+        ),
+        fit::Method::Laplace => format!(
+            "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); d = {d} unconstrained parameters; seed = {}",
+            o.seed
+        ),
+        m => format!(
+            "method = {m}; d = {d} unconstrained parameters; {} chains × ({} warmup + {} draws){}; {}metric = {}; seed = {}",
+            o.mcmc.chains,
+            o.mcmc.warmup,
+            o.mcmc.samples,
+            if o.mcmc.thin > 1 {
+                format!(", thin = {}", o.mcmc.thin)
+            } else {
+                String::new()
+            },
+            match m {
+                fit::Method::Mh => String::new(),
+                fit::Method::Hmc => format!("adapt_delta = {}; ", o.mcmc.adapt_delta),
+                _ => format!(
+                    "adapt_delta = {}; max_depth = {}; ",
+                    o.mcmc.adapt_delta, o.mcmc.max_depth
+                ),
+            },
+            match (m, o.mcmc.metric, o.mcmc.dense(d)) {
+                (fit::Method::Mh, _, _) if o.mcmc.mh.dense => "dense proposal shape",
+                (fit::Method::Mh, _, _) => "diagonal proposal shape",
+                (_, mcmc::MetricChoice::Auto, true) => "dense (auto: d ≤ 16)",
+                (_, mcmc::MetricChoice::Auto, false) => "diagonal (auto: d > 16)",
+                (_, _, true) => "dense",
+                (_, _, false) => "diagonal",
+            },
+            o.seed
+        ),
+    }
+}
+
+/// What `--method optimize` prints (and the REPL's `:fit optimize`): the table of estimates
+/// and standard errors ([`optimize_table`]), the log density at the optimum, the iterations,
+/// the convergence verdict and how the standard errors were computed. Ends with a newline.
+pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
+    use std::fmt::Write as _;
+    let mut s = optimize_table(fit);
+    let _ = writeln!(
+        s,
+        "\nlog density at the optimum = {:.6} ({})",
+        fit.log_density,
+        if fit.jacobian {
+            "with the Jacobian adjustment"
+        } else {
+            "without the Jacobian adjustment"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "iterations: {} L-BFGS + {} Newton steps ({:.2} s)",
+        fit.lbfgs.iterations, fit.newton_steps, result.seconds
+    );
+    if fit.converged {
+        let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
+    } else {
+        let _ = writeln!(
+            s,
+            "WARNING: L-BFGS did not converge: {}{}",
+            fit.lbfgs.message,
+            if fit.newton_steps > 0 {
+                " (the Newton polish that followed reached a point where the Hessian is negative definite)"
+            } else {
+                ""
+            }
+        );
+    }
+    if fit.std_errors.iter().any(|v| v.is_nan()) {
+        s.push_str(
+            "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors\n",
+        );
+    }
+    s.push_str(match fit.std_error_kind {
+        fit::StdErrorKind::Hessian => {
+            "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
+             unconstrained scale, mapped to the constrained scale by the delta method\n"
+        }
+        fit::StdErrorKind::Robust => {
+            "standard errors: robust sandwich H⁻¹BH⁻¹ (H the finite-difference Hessian, B the covariance of the \
+             per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method\n"
+        }
+    });
+    s
+}
+
+/// What an MCMC fit prints (CLI and the REPL's `:fit`): how many chains and draws were kept
+/// (for an interrupted run, after [`fit::trim_interrupted`]: "k chains × n draws kept"), the
+/// summary table with MCSE, ESS and R-hat, and the sampler and convergence warnings. When an
+/// interrupted run has no post-warmup draws it says so and prints no table. Ends with a newline.
+pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let kept = result.draws.n_draws();
+    let k = result.draws.chains.len();
+    if !out.interrupted {
+        let _ = writeln!(
+            s,
+            "{} chains finished in {:.2} s (wall); {kept} draws per chain kept",
+            out.chains.len(),
+            result.seconds,
+        );
+    } else if kept == 0 {
+        let _ = writeln!(
+            s,
+            "INTERRUPTED after {:.2} s (wall), before any of the {} chains finished warmup: \
+             there are no post-warmup draws to summarise",
+            result.seconds, options.mcmc.chains
+        );
+        return s;
+    } else {
+        let _ = writeln!(
+            s,
+            "INTERRUPTED after {:.2} s (wall): {k} chains × {kept} draws kept (of {} chains; \
+             chains without post-warmup draws are dropped, the others cut to the shortest)",
+            result.seconds, options.mcmc.chains
+        );
+    }
+    let rows = summary::summarize(&result.draws, true);
+    s.push('\n');
+    s.push_str(&summary::format_table(&rows, true));
+    let mut warnings = out.warnings(&options.mcmc);
+    warnings.extend(hmc_warnings(out, options));
+    warnings.extend(summary::convergence_warnings(&rows, k));
+    if !warnings.is_empty() {
+        s.push_str("\nwarnings:\n");
+        for w in warnings {
+            let _ = writeln!(s, "  - {w}");
+        }
+    }
+    s
+}
+
+/// E-BFMI per chain (`specs/diagnostics.md` §5).
+pub fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
+    if options.method == fit::Method::Mh {
+        return Vec::new();
+    }
+    let mut w = Vec::new();
+    for (c, chain) in out.chains.iter().enumerate() {
+        if let Ok(b) = hmc_stats::e_bfmi(&chain.stats.energy)
+            && b < hmc_stats::E_BFMI_THRESHOLD
+        {
+            w.push(format!(
+                "chain {}: E-BFMI = {b:.3} is below {}: the sampler explores the energy distribution poorly; \
+                 reparameterise the model (e.g. non-centred hierarchical parameters)",
+                c + 1,
+                hmc_stats::E_BFMI_THRESHOLD
+            ));
+        }
+    }
+    w
+}
+
+/// The table of `--method optimize`: name, estimate, standard error (constrained scale).
+pub fn optimize_table(fit: &fit::OptimizeFit) -> String {
+    let width = fit
+        .names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "standard errors: {}\n{:<width$}  {:>14}  {:>12}\n",
+        match fit.std_error_kind {
+            fit::StdErrorKind::Hessian => "classical (inverse negative Hessian)",
+            fit::StdErrorKind::Robust =>
+                "robust (sandwich H⁻¹BH⁻¹, Huber–White / Bollerslev–Wooldridge)",
+        },
+        "name",
+        "estimate",
+        "std. error"
+    );
+    for ((n, e), s) in fit.names.iter().zip(&fit.estimates).zip(&fit.std_errors) {
+        let se = if s.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{s:.6}")
+        };
+        out.push_str(&format!("{n:<width$}  {e:>14.6}  {se:>12}\n"));
+    }
+    out
+}
+
+/// PSIS k̂, its verdict (or the collapse warning, [`fit::ViDiagnostics::collapsed`]) and the
+/// ELBO estimate of a variational fit, as printed after the summary table by `bayesc fit` and
+/// the REPL's `:fit` and `:diagnostics`: lines ending in a newline, starting with an empty
+/// line; empty when the fit has no [`FitResult::vi`].
+pub fn vi_diagnostics_text(result: &FitResult) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let Some(vi) = &result.vi else { return s };
+    let khat = if vi.khat == f64::NEG_INFINITY {
+        "undefined (the log ratios log p - log q are constant to rounding)".to_string()
+    } else {
+        format!("{:.3}", vi.khat)
+    };
+    let _ = writeln!(
+        s,
+        "\nPSIS k-hat = {khat} ({} draws of the approximation; PSIS ESS = {:.0}); ELBO estimate = {:.3}",
+        vi.n_draws, vi.psis_ess, vi.elbo
+    );
+    if !vi.collapsed.is_empty() {
+        let list: Vec<String> = vi
+            .collapsed
+            .iter()
+            .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
+            .collect();
+        let _ = writeln!(s, "{}", fit::collapse_warning(&list.join(", ")));
+    } else if vi.khat > fit::KHAT_BAD {
+        let _ = writeln!(
+            s,
+            "WARNING: PSIS k-hat > {}: the approximation is unreliable; use --method nuts",
+            fit::KHAT_BAD
+        );
+    } else if vi.khat > fit::KHAT_OK {
+        let _ = writeln!(
+            s,
+            "note: PSIS k-hat is between {} and {}: the approximation is usable, but tail quantities may be inaccurate",
+            fit::KHAT_OK,
+            fit::KHAT_BAD
+        );
+    }
+    if let Some(m) = fit::start_message(vi) {
+        let _ = writeln!(s, "{m}");
+    }
+    if vi.resampled {
+        s.push_str("the draws were importance-resampled with the Pareto-smoothed weights\n");
+    }
+    s
+}
