@@ -9,7 +9,10 @@
 
 use std::sync::Arc;
 
+use faer::{Accum, MatMut, MatRef, Par};
+
 use super::kernel::{self, KernelBuffers};
+use super::value::Slots;
 
 /// One real scalar seen by the interpreter: a constant, or a slot of the tape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,18 +29,56 @@ enum Node {
     /// `n` outputs at slots `out .. out + n`; output `i` has `k` inputs `ins[base + i·k + j]` with
     /// partials `parts[base + i·k + j]`.
     Lin { out: u32, n: u32, k: u32, base: u32 },
-    /// `out = A · B` with `A` a data matrix (`rows × inner`, column-major, `mats[mat]`) and `B`
-    /// a matrix of slots `ins[x .. x + inner·cols]` (column-major); output `rows × cols`.
-    MatMulData {
+    /// Elementwise map of contiguous slots: output `out + i` has the single input `x + i` with
+    /// partial `parts[p + i]` (`tanh`, `exp`, … over a vector or matrix).
+    Map { out: u32, x: u32, n: u32, p: u32 },
+    /// Elementwise binary map with broadcasting operands: output `out + i` has partial
+    /// `parts[p + i]` with respect to element `i` of `x` and (when both are variables)
+    /// `parts[p + n + i]` with respect to element `i` of `y`.
+    Map2 {
         out: u32,
-        rows: u32,
-        inner: u32,
-        cols: u32,
-        mat: u32,
-        x: u32,
+        x: Ew,
+        y: Ew,
+        n: u32,
+        p: u32,
+    },
+    /// One output `out` with partials `parts[p + i]` with respect to the contiguous slots
+    /// `x .. x + n` (a reduction, or a vector argument of a log density).
+    Dot { out: u32, x: u32, n: u32, p: u32 },
+    /// Dense product `C = A · B` (column-major; `A` is `m × k`, `B` is `k × n`, `C` at slots
+    /// `out .. out + m·n`). Reverse: `dA += dC · Bᵀ`, `dB += Aᵀ · dC`, as faer products.
+    MatMul {
+        out: u32,
+        a: Opnd,
+        b: Opnd,
+        m: u32,
+        k: u32,
+        n: u32,
     },
     /// A run of a scalar kernel (`super::kernel`): record `k` of [`Tape::kb`].
     Kernel(u32),
+}
+
+/// An operand of a [`Node::MatMul`]: contiguous slots (column-major) or a data matrix.
+#[derive(Clone, Copy, Debug)]
+enum Opnd {
+    /// Slots `start ..`.
+    Var(u32),
+    /// `Tape::mats[i]`.
+    Data(u32),
+}
+
+/// How an operand of a [`Node::Map2`] maps element `i` to its slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Ew {
+    /// A constant (no adjoint).
+    Const,
+    /// Slot `start + i`.
+    Range(u32),
+    /// One slot broadcast to every element.
+    Bcast(u32),
+    /// Slot `start + i / rows` (a row vector repeated down `rows` rows, column-major).
+    RowRep(u32, u32),
 }
 
 /// The tape of one evaluation. Cleared and reused between evaluations (see [`Tape::reset`]).
@@ -49,6 +90,9 @@ pub struct Tape {
     nodes: Vec<Node>,
     ins: Vec<u32>,
     parts: Vec<f64>,
+    /// Partials of the compact nodes ([`Node::Map`], [`Node::Map2`], [`Node::Dot`]), which
+    /// have no index lists (`parts` stays aligned with `ins`).
+    cparts: Vec<f64>,
     mats: Vec<Arc<Vec<f64>>>,
     /// Traces of scalar-kernel runs (`super::kernel`).
     pub(crate) kb: KernelBuffers,
@@ -65,6 +109,7 @@ impl Tape {
         self.nodes.clear();
         self.ins.clear();
         self.parts.clear();
+        self.cparts.clear();
         self.mats.clear();
         self.kb.clear();
         self.recording = recording;
@@ -150,46 +195,117 @@ impl Tape {
         }
     }
 
-    /// `A · B` with `A` data (`rows × inner`, column-major) and `B` slots (`inner × cols`,
-    /// column-major); returns the first of `rows·cols` output slots (column-major).
-    pub fn matmul_data(
-        &mut self,
-        a: &Arc<Vec<f64>>,
-        rows: usize,
-        inner: usize,
-        cols: usize,
-        b: &[u32],
-    ) -> u32 {
-        let out = self.alloc(rows * cols);
-        for l in 0..cols {
-            for j in 0..inner {
-                let bj = self.val[b[j + l * inner] as usize];
-                if bj == 0.0 {
-                    continue;
-                }
-                let col = &a[j * rows..(j + 1) * rows];
-                let o = out as usize + l * rows;
-                for (y, &x) in self.val[o..o + rows].iter_mut().zip(col) {
-                    *y += x * bj;
-                }
+    /// The first of `s.len()` contiguous slots holding the values of `s`: `s` itself when its
+    /// slots are contiguous, else a gathered copy (an identity node), so dense nodes can read
+    /// values and write adjoints in place.
+    pub fn contiguous(&mut self, s: &Slots) -> u32 {
+        if let Some(start) = s.contiguous() {
+            return start;
+        }
+        let n = s.len();
+        let out = self.alloc(n);
+        let base = self.entries_base();
+        for i in 0..n {
+            let q = s.at(i);
+            self.val[out as usize + i] = self.val[q as usize];
+            self.entry(q, 1.0);
+        }
+        self.finish(out, n, 1, base);
+        out
+    }
+
+    /// Dense product `A · B` (column-major, `A` is `m × k`, `B` is `k × n`); each operand is
+    /// data or contiguous slots (see [`Tape::contiguous`]), at least one of them slots. Returns
+    /// the first of `m·n` output slots. Forward and reverse passes are faer matrix products
+    /// (`Par::Seq`: chains already run in parallel).
+    pub fn matmul(&mut self, a: MatArg, b: MatArg, m: usize, k: usize, n: usize) -> u32 {
+        let out = self.alloc(m * n);
+        let opnd = |t: &mut Tape, x: MatArg| match x {
+            MatArg::Var(s) => Opnd::Var(s),
+            MatArg::Data(d) => {
+                t.mats.push(d.clone());
+                Opnd::Data(t.mats.len() as u32 - 1)
             }
+        };
+        let (oa, ob) = (opnd(self, a), opnd(self, b));
+        {
+            let (lo, hi) = self.val.split_at_mut(out as usize);
+            let am = operand(lo, &self.mats, oa, m, k);
+            let bm = operand(lo, &self.mats, ob, k, n);
+            faer::linalg::matmul::matmul(
+                MatMut::from_column_major_slice_mut(&mut hi[..m * n], m, n),
+                Accum::Replace,
+                am,
+                bm,
+                1.0,
+                Par::Seq,
+            );
         }
         if self.recording {
-            let x = self.ins.len() as u32;
-            self.ins.extend_from_slice(b);
-            self.parts.resize(self.ins.len(), 0.0);
-            let mat = self.mats.len() as u32;
-            self.mats.push(a.clone());
-            self.nodes.push(Node::MatMulData {
+            self.nodes.push(Node::MatMul {
                 out,
-                rows: rows as u32,
-                inner: inner as u32,
-                cols: cols as u32,
-                mat,
-                x,
+                a: oa,
+                b: ob,
+                m: m as u32,
+                k: k as u32,
+                n: n as u32,
             });
+        } else {
+            self.mats.clear();
         }
         out
+    }
+
+    /// Elementwise map of the contiguous slots `x .. x + n`: `f(x_i)` returns (value,
+    /// derivative). Returns the first of `n` output slots; one [`Node::Map`].
+    #[inline(always)]
+    pub fn map1(&mut self, x: u32, n: usize, f: impl Fn(f64) -> (f64, f64)) -> u32 {
+        let out = self.alloc(n);
+        let (lo, hi) = self.val.split_at_mut(out as usize);
+        let xs = &lo[x as usize..x as usize + n];
+        if self.recording {
+            let p = self.cparts.len();
+            self.cparts.resize(p + n, 0.0);
+            for ((y, d), &xi) in hi.iter_mut().zip(&mut self.cparts[p..]).zip(xs) {
+                (*y, *d) = f(xi);
+            }
+            if n > 0 {
+                self.nodes.push(Node::Map {
+                    out,
+                    x,
+                    n: n as u32,
+                    p: p as u32,
+                });
+            }
+        } else {
+            for (y, &xi) in hi.iter_mut().zip(xs) {
+                *y = f(xi).0;
+            }
+        }
+        out
+    }
+
+    /// Appends `n` partials to the partials buffer and returns them for the caller to fill;
+    /// then [`Tape::push_dot`] closes the node. Only while recording.
+    pub fn parts_scratch(&mut self, n: usize) -> &mut [f64] {
+        let p = self.cparts.len();
+        self.cparts.resize(p + n, 0.0);
+        &mut self.cparts[p..]
+    }
+
+    /// Closes a [`Node::Dot`]: output `out` has the last `n` partials (from
+    /// [`Tape::parts_scratch`]) with respect to the contiguous slots `x .. x + n`. Several such
+    /// nodes may share one output (the vector arguments of one log density).
+    pub fn push_dot(&mut self, out: u32, x: u32, n: usize) {
+        if self.recording && n > 0 {
+            let p = (self.cparts.len() - n) as u32;
+            self.nodes.push(Node::Dot {
+                out,
+                x,
+                n: n as u32,
+                p,
+            });
+        }
     }
 
     /// The slot values and the kernel buffers, borrowed together (a kernel reads the one and
@@ -267,29 +383,65 @@ impl Tape {
                     }
                 }
                 Node::Kernel(r) => kernel::backward(&mut self.kb, r, adj),
-                Node::MatMulData {
-                    out,
-                    rows,
-                    inner,
-                    cols,
-                    mat,
-                    x,
-                } => {
-                    let (out, rows, inner, cols, x) = (
-                        out as usize,
-                        rows as usize,
-                        inner as usize,
-                        cols as usize,
-                        x as usize,
-                    );
-                    let a = &self.mats[mat as usize];
-                    for l in 0..cols {
-                        let o = out + l * rows;
-                        for j in 0..inner {
-                            let col = &a[j * rows..(j + 1) * rows];
-                            let s = dot(col, &adj[o..o + rows]);
-                            adj[self.ins[x + j + l * inner] as usize] += s;
+                Node::Map { out, x, n, p } => {
+                    let (out, x, n, p) = (out as usize, x as usize, n as usize, p as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    for ((g, &a), &d) in lo[x..x + n]
+                        .iter_mut()
+                        .zip(&hi[..n])
+                        .zip(&self.cparts[p..p + n])
+                    {
+                        *g += d * a;
+                    }
+                }
+                Node::Map2 { out, x, y, n, p } => {
+                    let (out, n, mut p) = (out as usize, n as usize, p as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    let a = &hi[..n];
+                    for e in [x, y] {
+                        if e == Ew::Const {
+                            continue;
                         }
+                        ew_backward(e, lo, a, &self.cparts[p..p + n]);
+                        p += n;
+                    }
+                }
+                Node::Dot { out, x, n, p } => {
+                    let (out, x, n, p) = (out as usize, x as usize, n as usize, p as usize);
+                    let a = adj[out];
+                    if a != 0.0 {
+                        for (g, &d) in adj[x..x + n].iter_mut().zip(&self.cparts[p..p + n]) {
+                            *g += d * a;
+                        }
+                    }
+                }
+                Node::MatMul { out, a, b, m, k, n } => {
+                    let (out, m, k, n) = (out as usize, m as usize, k as usize, n as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    let dc = MatRef::from_column_major_slice(&hi[..m * n], m, n);
+                    if let Opnd::Var(sa) = a {
+                        let bm = operand(&self.val, &self.mats, b, k, n);
+                        let sa = sa as usize;
+                        faer::linalg::matmul::matmul(
+                            MatMut::from_column_major_slice_mut(&mut lo[sa..sa + m * k], m, k),
+                            Accum::Add,
+                            dc,
+                            bm.transpose(),
+                            1.0,
+                            Par::Seq,
+                        );
+                    }
+                    if let Opnd::Var(sb) = b {
+                        let am = operand(&self.val, &self.mats, a, m, k);
+                        let sb = sb as usize;
+                        faer::linalg::matmul::matmul(
+                            MatMut::from_column_major_slice_mut(&mut lo[sb..sb + k * n], k, n),
+                            Accum::Add,
+                            am.transpose(),
+                            dc,
+                            1.0,
+                            Par::Seq,
+                        );
                     }
                 }
             }
@@ -298,24 +450,65 @@ impl Tape {
     }
 }
 
-/// Dot product with four independent accumulators (not latency-bound on one sum).
+/// The matrix view of a [`Node::MatMul`] operand (`rows × cols`, column-major).
+fn operand<'a>(
+    val: &'a [f64],
+    mats: &'a [Arc<Vec<f64>>],
+    o: Opnd,
+    rows: usize,
+    cols: usize,
+) -> MatRef<'a, f64> {
+    let xs: &[f64] = match o {
+        Opnd::Var(s) => &val[s as usize..s as usize + rows * cols],
+        Opnd::Data(d) => &mats[d as usize][..rows * cols],
+    };
+    MatRef::from_column_major_slice(xs, rows, cols)
+}
+
+/// Adds `parts[i] · a[i]` into the adjoint of element `i` of operand `e` (`lo` holds the
+/// adjoints of all slots before the node's outputs).
 #[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let ca = a.chunks_exact(4);
-    let cb = b.chunks_exact(4);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (p, q) in ca.zip(cb) {
-        acc[0] += p[0] * q[0];
-        acc[1] += p[1] * q[1];
-        acc[2] += p[2] * q[2];
-        acc[3] += p[3] * q[3];
+fn ew_backward(e: Ew, lo: &mut [f64], a: &[f64], parts: &[f64]) {
+    match e {
+        Ew::Const => {}
+        Ew::Range(s) => {
+            let s = s as usize;
+            for ((g, &ai), &d) in lo[s..s + a.len()].iter_mut().zip(a).zip(parts) {
+                *g += d * ai;
+            }
+        }
+        Ew::Bcast(s) => {
+            let mut acc = [0.0f64; 4];
+            let (ca, cp) = (a.chunks_exact(4), parts.chunks_exact(4));
+            let (ra, rp) = (ca.remainder(), cp.remainder());
+            for (x, y) in ca.zip(cp) {
+                for l in 0..4 {
+                    acc[l] += x[l] * y[l];
+                }
+            }
+            let mut t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            for (x, y) in ra.iter().zip(rp) {
+                t += x * y;
+            }
+            lo[s as usize] += t;
+        }
+        Ew::RowRep(s, rows) => {
+            let rows = rows as usize;
+            for (j, (ac, pc)) in a.chunks(rows).zip(parts.chunks(rows)).enumerate() {
+                let t: f64 = ac.iter().zip(pc).map(|(x, y)| x * y).sum();
+                lo[s as usize + j] += t;
+            }
+        }
     }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (p, q) in ra.iter().zip(rb) {
-        s += p * q;
-    }
-    s
+}
+
+/// An operand of [`Tape::matmul`].
+#[derive(Clone, Copy)]
+pub enum MatArg<'a> {
+    /// Contiguous slots (column-major).
+    Var(u32),
+    /// A data matrix (column-major).
+    Data(&'a Arc<Vec<f64>>),
 }
 
 /// Element access of one operand of an elementwise node, resolved once per operation.
@@ -326,7 +519,7 @@ pub enum Acc<'a> {
     /// Constant elements.
     Const(&'a [f64]),
     /// Slots.
-    Var(&'a [u32]),
+    Var(&'a Slots),
 }
 
 impl Acc<'_> {
@@ -336,13 +529,24 @@ impl Acc<'_> {
         match self {
             Acc::Scalar(s) => *s,
             Acc::Const(x) => S::C(x[i]),
-            Acc::Var(x) => S::V(x[i]),
+            Acc::Var(x) => S::V(x.at(i)),
         }
     }
 
     /// True when the elements are slots.
     pub fn is_var(&self) -> bool {
         matches!(self, Acc::Scalar(S::V(_)) | Acc::Var(_))
+    }
+
+    /// The compact form of the operand for a [`Node::Map2`] (`None` for an explicit list).
+    fn ew(&self) -> Option<Ew> {
+        match self {
+            Acc::Scalar(S::C(_)) | Acc::Const(_) => Some(Ew::Const),
+            Acc::Scalar(S::V(s)) => Some(Ew::Bcast(*s)),
+            Acc::Var(Slots::Range { start, .. }) => Some(Ew::Range(*start)),
+            Acc::Var(Slots::RowRep { start, rows, .. }) => Some(Ew::RowRep(*start, *rows)),
+            Acc::Var(Slots::List(_)) => None,
+        }
     }
 }
 
@@ -359,6 +563,47 @@ impl Tape {
     ) -> u32 {
         let out = self.alloc(n);
         let k = x.is_var() as usize + y.is_var() as usize;
+        if let (Some(ex), Some(ey)) = (x.ew(), y.ew()) {
+            // Compact node: no index lists, partials in blocks of `n` per variable operand.
+            let rec = self.recording && k > 0 && n > 0;
+            let p = self.cparts.len();
+            if rec {
+                self.cparts.resize(p + n * k, 0.0);
+            }
+            let (val, parts) = (&mut self.val, &mut self.cparts[p..]);
+            for i in 0..n {
+                let va = match x.at(i) {
+                    S::C(c) => c,
+                    S::V(j) => val[j as usize],
+                };
+                let vc = match y.at(i) {
+                    S::C(c) => c,
+                    S::V(j) => val[j as usize],
+                };
+                let (v, da, dc) = f(va, vc);
+                val[out as usize + i] = v;
+                if rec {
+                    match (ex == Ew::Const, ey == Ew::Const) {
+                        (false, false) => {
+                            parts[i] = da;
+                            parts[n + i] = dc;
+                        }
+                        (false, true) => parts[i] = da,
+                        _ => parts[i] = dc,
+                    }
+                }
+            }
+            if rec {
+                self.nodes.push(Node::Map2 {
+                    out,
+                    x: ex,
+                    y: ey,
+                    n: n as u32,
+                    p: p as u32,
+                });
+            }
+            return out;
+        }
         let rec = self.recording && k > 0;
         let base = self.ins.len();
         if rec {
@@ -417,7 +662,8 @@ mod tests {
         let x = t.leaf(0.5);
         let y = t.leaf(-2.0);
         let a = Arc::new(vec![1.0, 3.0, 2.0, 4.0]);
-        let out = t.matmul_data(&a, 2, 2, 1, &[x, y]);
+        assert_eq!(y, x + 1);
+        let out = t.matmul(MatArg::Data(&a), MatArg::Var(x), 2, 2, 1);
         assert_eq!(t.val[out as usize], 1.0 * 0.5 + 2.0 * -2.0);
         assert_eq!(t.val[out as usize + 1], 3.0 * 0.5 + 4.0 * -2.0);
         let xy = t.node(0.5 * -2.0, &[(S::V(x), -2.0), (S::V(y), 0.5)]);

@@ -86,7 +86,7 @@ impl Ctx<'_> {
                 }
                 Value::T(t) => {
                     if let Data::Var(ix) = &t.data {
-                        for (&i, &d) in ix.iter().zip(p) {
+                        for (i, &d) in ix.iter().zip(p) {
                             self.tape.entry(i, d);
                         }
                         k += ix.len();
