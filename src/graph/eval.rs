@@ -1794,11 +1794,41 @@ impl<'a> Ctx<'a> {
                     gather(t, a, bb, &offs)
                 }
             }
+            AddRowVector => {
+                arity(2)?;
+                let (r, c) = match v[0].shape() {
+                    ([], Base::Matrix(r, c)) => (r, c),
+                    _ => {
+                        return Err(Fault::fatal(format!(
+                            "add_row_vector needs a matrix first, found {}",
+                            v[0].describe()
+                        )));
+                    }
+                };
+                match v[1].shape() {
+                    ([], Base::Vector(n) | Base::RowVector(n)) if n == c => {}
+                    _ => {
+                        return Err(Fault::fatal(format!(
+                            "add_row_vector: the second argument must be a vector or row vector of \
+                             {c} elements (the columns of the matrix), found {}",
+                            v[1].describe()
+                        )));
+                    }
+                }
+                let rep = rep_rows(tape, &v[1], r);
+                map_binary(tape, B::Add, &v[0], &rep, "add_row_vector")?
+            }
+            Softmax | LogSoftmax
+                if matches!(v.first().map(Value::shape), Some(([], Base::Matrix(..)))) =>
+            {
+                arity(1)?;
+                super::ops::softmax_rows(tape, &v[0], b == LogSoftmax)
+            }
             Softmax | LogSoftmax => {
                 arity(1)?;
                 let n = match v[0].shape() {
                     ([], Base::Vector(n)) => n,
-                    _ => return Err(Fault::fatal("softmax needs a vector")),
+                    _ => return Err(Fault::fatal("softmax needs a vector or a matrix")),
                 };
                 let xs = v[0].values(tape);
                 let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);

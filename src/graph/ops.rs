@@ -351,3 +351,63 @@ fn acc_of(v: &Value) -> Acc<'_> {
         s => Acc::Scalar(s.as_s().expect("non-tensor values are scalars")),
     }
 }
+
+/// Row-wise `softmax` (or `log_softmax` when `log`) of an `r × c` matrix: each row `x` maps to
+/// `exp(x − lse(x))` (or `x − lse(x)`), computed stably from the row maximum. One tape node;
+/// output `(i, j)` has the `c` partials of row `i`: ∂softmax_j/∂x_l = s_j (δ_jl − s_l) and
+/// ∂log_softmax_j/∂x_l = δ_jl − s_l (Stan Functions Reference, "Softmax").
+pub fn softmax_rows(tape: &mut Tape, v: &Value, log: bool) -> Value {
+    let Value::T(t) = v else {
+        unreachable!("called on a matrix")
+    };
+    let (r, c) = t.base.matrix_dims();
+    let xs = v.values(tape);
+    let mut s = vec![0.0; r * c];
+    let mut f = vec![0.0; r * c];
+    for i in 0..r {
+        let m = (0..c)
+            .map(|j| xs[i + j * r])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let lse = m + (0..c).map(|j| (xs[i + j * r] - m).exp()).sum::<f64>().ln();
+        for j in 0..c {
+            let o = i + j * r;
+            f[o] = xs[o] - lse;
+            s[o] = f[o].exp();
+            if !log {
+                f[o] = s[o];
+            }
+        }
+    }
+    let base = t.base;
+    let Data::Var(slots) = &t.data else {
+        return Value::from_tensor(Tensor {
+            arr: vec![],
+            base,
+            data: Data::Real(Arc::new(f)),
+        });
+    };
+    let out = tape.alloc(r * c);
+    tape.val[out as usize..out as usize + r * c].copy_from_slice(&f);
+    let eb = tape.entries_base();
+    for j in 0..c {
+        for i in 0..r {
+            let o = i + j * r;
+            for l in 0..c {
+                let q = i + l * r;
+                let delta = if l == j { 1.0 } else { 0.0 };
+                let d = if log {
+                    delta - s[q]
+                } else {
+                    s[o] * (delta - s[q])
+                };
+                tape.entry(slots.at(q), d);
+            }
+        }
+    }
+    tape.finish(out, r * c, c, eb);
+    Value::from_tensor(Tensor {
+        arr: vec![],
+        base,
+        data: Data::Var(Slots::range(out, r * c)),
+    })
+}
