@@ -4,6 +4,9 @@
 //! priors) at H = 10, 50, 200 and 400, for bayesc's compiled graph and for a hand-written
 //! forward/backward pass of the same density whose matrix products are faer's.
 //!
+//! Both use the same branch-free tanh (`bayesc::distributions::lanes::tanh`), so the ratio
+//! measures the engine, not libm.
+//!
 //! Run with `cargo bench --bench nn` (optionally `-- 50` for one width). Before timing, the two
 //! implementations are checked against each other (value and gradient, relative 1e-9), so the
 //! comparison is of the same density. Prints numbers (best of several timed blocks, CPU time of
@@ -12,6 +15,7 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
+use bayesc::distributions::lanes::tanh;
 use bayesc::inference::LogDensity;
 use bayesc::pipeline;
 use bayesc::syntax::source::SourceMap;
@@ -79,7 +83,7 @@ impl Hand {
             let col = &mut self.a[j * n..(j + 1) * n];
             let zc = &mut self.z[j * n..(j + 1) * n];
             for (zi, ai) in zc.iter_mut().zip(col.iter()) {
-                *zi = (ai + b1[j]).tanh();
+                *zi = tanh(ai + b1[j]);
             }
         }
         // mu = Z w2 + b2

@@ -29,7 +29,7 @@ pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
                     // One monomorphised loop per common activation; the rest through `U::eval`.
                     let out = match u {
                         U::Tanh => tape.map1(x, n, |x| {
-                            let f = x.tanh();
+                            let f = crate::distributions::lanes::tanh(x);
                             (f, 1.0 - f * f)
                         }),
                         U::Exp => tape.map1(x, n, |x| {
@@ -87,8 +87,8 @@ pub fn map_binary(tape: &mut Tape, b: B, x: &Value, y: &Value, name: &str) -> R<
         let ay = acc_of(y);
         // One monomorphised loop per common operator; the rest go through `B::eval`.
         let out = match b {
-            B::Add => tape.map2(n, ax, ay, |p, q| (p + q, 1.0, 1.0)),
-            B::Sub => tape.map2(n, ax, ay, |p, q| (p - q, 1.0, -1.0)),
+            B::Add => tape.affine2(n, ax, ay, 1.0, 1.0),
+            B::Sub => tape.affine2(n, ax, ay, 1.0, -1.0),
             B::Mul => tape.map2(n, ax, ay, |p, q| (p * q, q, p)),
             B::Div => tape.map2(n, ax, ay, |p, q| (p / q, 1.0 / q, -p / (q * q))),
             _ => tape.map2(n, ax, ay, |p, q| b.eval(p, q)),

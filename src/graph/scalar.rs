@@ -151,7 +151,7 @@ impl U {
                 (statrs::function::gamma::digamma(x), trigamma(x))
             }
             U::Tanh => {
-                let t = x.tanh();
+                let t = crate::distributions::lanes::tanh(x);
                 (t, 1.0 - t * t)
             }
             U::Relu => {

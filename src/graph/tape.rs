@@ -42,6 +42,16 @@ enum Node {
         n: u32,
         p: u32,
     },
+    /// `cx · x + cy · y` elementwise with broadcasting operands (`+`, `-`): the partials are
+    /// the constants `cx`, `cy`, so nothing per element is stored.
+    Affine2 {
+        out: u32,
+        x: Ew,
+        y: Ew,
+        n: u32,
+        cx: f64,
+        cy: f64,
+    },
     /// One output `out` with partials `parts[p + i]` with respect to the contiguous slots
     /// `x .. x + n` (a reduction, or a vector argument of a log density).
     Dot { out: u32, x: u32, n: u32, p: u32 },
@@ -402,9 +412,23 @@ impl Tape {
                         if e == Ew::Const {
                             continue;
                         }
-                        ew_backward(e, lo, a, &self.cparts[p..p + n]);
+                        ew_backward(e, lo, a, Some(&self.cparts[p..p + n]), 1.0);
                         p += n;
                     }
+                }
+                Node::Affine2 {
+                    out,
+                    x,
+                    y,
+                    n,
+                    cx,
+                    cy,
+                } => {
+                    let (out, n) = (out as usize, n as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    let a = &hi[..n];
+                    ew_backward(x, lo, a, None, cx);
+                    ew_backward(y, lo, a, None, cy);
                 }
                 Node::Dot { out, x, n, p } => {
                     let (out, x, n, p) = (out as usize, x as usize, n as usize, p as usize);
@@ -465,40 +489,150 @@ fn operand<'a>(
     MatRef::from_column_major_slice(xs, rows, cols)
 }
 
-/// Adds `parts[i] · a[i]` into the adjoint of element `i` of operand `e` (`lo` holds the
-/// adjoints of all slots before the node's outputs).
+/// Adds `c · parts[i] · a[i]` (`c · a[i]` without partials) into the adjoint of element `i` of
+/// operand `e` (`lo` holds the adjoints of all slots before the node's outputs).
 #[inline]
-fn ew_backward(e: Ew, lo: &mut [f64], a: &[f64], parts: &[f64]) {
+fn ew_backward(e: Ew, lo: &mut [f64], a: &[f64], parts: Option<&[f64]>, c: f64) {
+    // Σ a[i] · parts[i] over a run, with four accumulators.
+    let sum = |a: &[f64], p: Option<&[f64]>| -> f64 {
+        let mut acc = [0.0f64; 4];
+        let ca = a.chunks_exact(4);
+        let ra = ca.remainder();
+        let mut t = 0.0;
+        match p {
+            Some(p) => {
+                let cp = p.chunks_exact(4);
+                let rp = cp.remainder();
+                for (x, y) in ca.zip(cp) {
+                    for l in 0..4 {
+                        acc[l] += x[l] * y[l];
+                    }
+                }
+                for (x, y) in ra.iter().zip(rp) {
+                    t += x * y;
+                }
+            }
+            None => {
+                for x in ca {
+                    for l in 0..4 {
+                        acc[l] += x[l];
+                    }
+                }
+                t = ra.iter().sum();
+            }
+        }
+        (acc[0] + acc[1]) + (acc[2] + acc[3]) + t
+    };
     match e {
         Ew::Const => {}
         Ew::Range(s) => {
-            let s = s as usize;
-            for ((g, &ai), &d) in lo[s..s + a.len()].iter_mut().zip(a).zip(parts) {
-                *g += d * ai;
-            }
-        }
-        Ew::Bcast(s) => {
-            let mut acc = [0.0f64; 4];
-            let (ca, cp) = (a.chunks_exact(4), parts.chunks_exact(4));
-            let (ra, rp) = (ca.remainder(), cp.remainder());
-            for (x, y) in ca.zip(cp) {
-                for l in 0..4 {
-                    acc[l] += x[l] * y[l];
+            let g = &mut lo[s as usize..s as usize + a.len()];
+            match parts {
+                Some(p) => {
+                    for ((g, &ai), &d) in g.iter_mut().zip(a).zip(p) {
+                        *g += c * (d * ai);
+                    }
+                }
+                None if c == 1.0 => {
+                    for (g, &ai) in g.iter_mut().zip(a) {
+                        *g += ai;
+                    }
+                }
+                None => {
+                    for (g, &ai) in g.iter_mut().zip(a) {
+                        *g += c * ai;
+                    }
                 }
             }
-            let mut t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            for (x, y) in ra.iter().zip(rp) {
-                t += x * y;
-            }
-            lo[s as usize] += t;
         }
+        Ew::Bcast(s) => lo[s as usize] += c * sum(a, parts),
         Ew::RowRep(s, rows) => {
             let rows = rows as usize;
-            for (j, (ac, pc)) in a.chunks(rows).zip(parts.chunks(rows)).enumerate() {
-                let t: f64 = ac.iter().zip(pc).map(|(x, y)| x * y).sum();
-                lo[s as usize + j] += t;
+            for (j, ac) in a.chunks(rows).enumerate() {
+                let pc = parts.map(|p| &p[j * rows..j * rows + ac.len()]);
+                lo[s as usize + j] += c * sum(ac, pc);
             }
         }
+    }
+}
+
+/// The values of one operand over a run of elements: one scalar, or a slice.
+#[derive(Clone, Copy)]
+enum Lane<'a> {
+    S(f64),
+    V(&'a [f64]),
+}
+
+/// Runs `body(i0, out_chunk, x_lane, y_lane)` over the elements `0 .. n` in runs on which every
+/// operand is a scalar or a slice: one run, or one per column when an operand is a
+/// [`Slots::RowRep`] (its value is constant down a column). `lo` holds the values of all
+/// slots before the outputs `out`. Operands must have a compact form ([`Acc::ew`]).
+#[inline(always)]
+fn for_chunks<'a>(
+    n: usize,
+    x: &Acc<'a>,
+    y: &Acc<'a>,
+    lo: &'a [f64],
+    out: &mut [f64],
+    mut body: impl FnMut(usize, &mut [f64], Lane<'a>, Lane<'a>),
+) {
+    let rows = match (x, y) {
+        (Acc::Var(Slots::RowRep { rows, .. }), _) | (_, Acc::Var(Slots::RowRep { rows, .. })) => {
+            (*rows as usize).max(1)
+        }
+        _ => n.max(1),
+    };
+    fn lane<'a>(a: &Acc<'a>, lo: &'a [f64], i0: usize, i1: usize, rows: usize) -> Lane<'a> {
+        match *a {
+            Acc::Scalar(S::C(c)) => Lane::S(c),
+            Acc::Scalar(S::V(q)) => Lane::S(lo[q as usize]),
+            Acc::Const(xs) => Lane::V(&xs[i0..i1]),
+            Acc::Var(&Slots::Range { start, .. }) => {
+                Lane::V(&lo[start as usize + i0..start as usize + i1])
+            }
+            Acc::Var(&Slots::RowRep { start, .. }) => Lane::S(lo[start as usize + i0 / rows]),
+            Acc::Var(Slots::List(_)) => unreachable!("lists have no compact form"),
+        }
+    }
+    let mut i0 = 0;
+    while i0 < n {
+        let i1 = (i0 + rows).min(n);
+        let (lx, ly) = (lane(x, lo, i0, i1, rows), lane(y, lo, i0, i1, rows));
+        body(i0, &mut out[i0..i1], lx, ly);
+        i0 = i1;
+    }
+}
+
+/// One run of an elementwise binary map: `o[i] = f(x_i, y_i).0`, partials into `pa` / `pc`
+/// when given. One loop per operand form, so each is a straight loop over slices.
+#[inline(always)]
+fn chunk(
+    o: &mut [f64],
+    lx: Lane,
+    ly: Lane,
+    f: &impl Fn(f64, f64) -> (f64, f64, f64),
+    mut pa: Option<&mut [f64]>,
+    mut pc: Option<&mut [f64]>,
+) {
+    macro_rules! run {
+        ($ga:expr, $gc:expr) => {
+            for i in 0..o.len() {
+                let (v, da, dc) = f($ga(i), $gc(i));
+                o[i] = v;
+                if let Some(p) = pa.as_deref_mut() {
+                    p[i] = da;
+                }
+                if let Some(p) = pc.as_deref_mut() {
+                    p[i] = dc;
+                }
+            }
+        };
+    }
+    match (lx, ly) {
+        (Lane::S(a), Lane::S(c)) => run!(|_| a, |_| c),
+        (Lane::S(a), Lane::V(c)) => run!(|_| a, |i: usize| c[i]),
+        (Lane::V(a), Lane::S(c)) => run!(|i: usize| a[i], |_| c),
+        (Lane::V(a), Lane::V(c)) => run!(|i: usize| a[i], |i: usize| c[i]),
     }
 }
 
@@ -551,6 +685,31 @@ impl Acc<'_> {
 }
 
 impl Tape {
+    /// `cx · x + cy · y` elementwise over `n` elements (`+` and `-` with scalar broadcast and
+    /// [`Slots::RowRep`] operands): one [`Node::Affine2`] with no per-element storage. Operands
+    /// with explicit slot lists go through [`Tape::map2`]. Returns the first output slot.
+    pub fn affine2(&mut self, n: usize, x: Acc, y: Acc, cx: f64, cy: f64) -> u32 {
+        let (Some(ex), Some(ey)) = (x.ew(), y.ew()) else {
+            return self.map2(n, x, y, |p, q| (cx * p + cy * q, cx, cy));
+        };
+        let out = self.alloc(n);
+        let (lo, hi) = self.val.split_at_mut(out as usize);
+        for_chunks(n, &x, &y, lo, &mut hi[..n], |_, o, lx, ly| {
+            chunk(o, lx, ly, &|p, q| (cx * p + cy * q, 0.0, 0.0), None, None);
+        });
+        if self.recording && n > 0 && (ex != Ew::Const || ey != Ew::Const) {
+            self.nodes.push(Node::Affine2 {
+                out,
+                x: ex,
+                y: ey,
+                n: n as u32,
+                cx,
+                cy,
+            });
+        }
+        out
+    }
+
     /// Elementwise binary node over `n` elements: `f(x_i, y_i)` returns (value, ∂/∂x, ∂/∂y).
     /// Returns the first of `n` contiguous output slots.
     #[inline(always)]
@@ -570,29 +729,22 @@ impl Tape {
             if rec {
                 self.cparts.resize(p + n * k, 0.0);
             }
-            let (val, parts) = (&mut self.val, &mut self.cparts[p..]);
-            for i in 0..n {
-                let va = match x.at(i) {
-                    S::C(c) => c,
-                    S::V(j) => val[j as usize],
+            let ((lo, hi), parts) = (self.val.split_at_mut(out as usize), &mut self.cparts[p..]);
+            let both = ex != Ew::Const && ey != Ew::Const;
+            for_chunks(n, &x, &y, lo, &mut hi[..n], |i0, o, lx, ly| {
+                let m = o.len();
+                let (pa, pc): (Option<&mut [f64]>, Option<&mut [f64]>) = if !rec {
+                    (None, None)
+                } else if both {
+                    let (a, c) = parts.split_at_mut(n);
+                    (Some(&mut a[i0..i0 + m]), Some(&mut c[i0..i0 + m]))
+                } else if ex != Ew::Const {
+                    (Some(&mut parts[i0..i0 + m]), None)
+                } else {
+                    (None, Some(&mut parts[i0..i0 + m]))
                 };
-                let vc = match y.at(i) {
-                    S::C(c) => c,
-                    S::V(j) => val[j as usize],
-                };
-                let (v, da, dc) = f(va, vc);
-                val[out as usize + i] = v;
-                if rec {
-                    match (ex == Ew::Const, ey == Ew::Const) {
-                        (false, false) => {
-                            parts[i] = da;
-                            parts[n + i] = dc;
-                        }
-                        (false, true) => parts[i] = da,
-                        _ => parts[i] = dc,
-                    }
-                }
-            }
+                chunk(o, lx, ly, &f, pa, pc);
+            });
             if rec {
                 self.nodes.push(Node::Map2 {
                     out,
