@@ -35,6 +35,7 @@ pub mod double_exponential;
 pub mod exponential;
 pub mod gamma;
 pub mod inv_gamma;
+pub mod lanes;
 pub mod logistic;
 pub mod lognormal;
 pub mod multivariate;

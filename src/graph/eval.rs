@@ -15,7 +15,7 @@ use super::ops::{
 use super::scalar::{B, U};
 use super::tape::{S, Tape};
 use super::value::{
-    Base, Data, Fault, Ix, R, Tensor, Value, gather, select, single_offset, to_slot,
+    Base, Data, Fault, Ix, R, Slots, Tensor, Value, gather, select, single_offset, to_slot,
 };
 
 mod multivariate;
@@ -457,7 +457,7 @@ impl<'a> Ctx<'a> {
                     let o = o?;
                     let s = v.as_s().expect("checked scalar");
                     match (&mut t.data, s) {
-                        (Data::Var(ix), s) => ix[o] = to_slot(tape, s),
+                        (Data::Var(ix), s) => ix.make_list()[o] = to_slot(tape, s),
                         (Data::Real(xs), S::C(x)) => Arc::make_mut(xs)[o] = x,
                         (Data::Int(xs), S::C(x)) if matches!(v, Value::Int(_)) => {
                             Arc::make_mut(xs)[o] = x
@@ -472,7 +472,7 @@ impl<'a> Ctx<'a> {
                             let mut ix: Vec<u32> =
                                 (0..data.len()).map(|i| to_slot(tape, data.at(i))).collect();
                             ix[o] = q;
-                            *data = Data::Var(ix);
+                            *data = Data::Var(Slots::List(ix));
                         }
                     }
                     return Ok(());
@@ -586,10 +586,11 @@ impl<'a> Ctx<'a> {
             let ix: Vec<u32> = (0..t.data.len())
                 .map(|i| to_slot(tape, t.data.at(i)))
                 .collect();
-            t.data = Data::Var(ix);
+            t.data = Data::Var(Slots::List(ix));
         }
         match &mut t.data {
             Data::Var(ix) => {
+                let ix = ix.make_list();
                 for (k, &o) in offs.iter().enumerate() {
                     ix[o] = to_slot(tape, v.elem(k));
                 }
@@ -727,7 +728,7 @@ impl<'a> Ctx<'a> {
                 Some(match &t.data {
                     Data::Int(x) => Value::Int(x[o] as i64),
                     Data::Real(x) => Value::Real(x[o]),
-                    Data::Var(x) => Value::Var(x[o]),
+                    Data::Var(x) => Value::Var(x.at(o)),
                 })
             }
             None => None,
@@ -1123,9 +1124,9 @@ impl<'a> Ctx<'a> {
                 len = Some(n);
                 // Slots of a fresh vector node are contiguous: read them in place.
                 if let Data::Var(ix) = &t.data
-                    && !is_contiguous(ix)
+                    && ix.contiguous().is_none()
                 {
-                    copies.push((a, ix.iter().map(|&i| self.tape.val[i as usize]).collect()));
+                    copies.push((a, ix.iter().map(|i| self.tape.val[i as usize]).collect()));
                 }
             }
         }
@@ -1143,7 +1144,7 @@ impl<'a> Ctx<'a> {
                     (_, Some((_, xs))) => Arg::Vector(xs),
                     (Data::Real(xs) | Data::Int(xs), None) => Arg::Vector(xs),
                     (Data::Var(ix), None) => {
-                        let start = ix.first().map_or(0, |&i| i as usize);
+                        let start = ix.contiguous().map_or(0, |i| i as usize);
                         Arg::Vector(&tape.val[start..start + ix.len()])
                     }
                 },
@@ -1201,7 +1202,7 @@ impl<'a> Ctx<'a> {
                     let Data::Var(ix) = &t.data else {
                         unreachable!("matched above")
                     };
-                    for (&i, &d) in ix.iter().zip(p) {
+                    for (i, &d) in ix.iter().zip(p) {
                         self.tape.entry(i, d);
                     }
                     k += ix.len();
@@ -1600,11 +1601,7 @@ impl<'a> Ctx<'a> {
                             let offs: Vec<usize> = (0..k).flat_map(|_| 0..m).collect();
                             permute(&v[0], &offs, vec![], Base::Matrix(m, k))
                         }
-                        ([], Base::RowVector(n)) => {
-                            let offs: Vec<usize> =
-                                (0..n).flat_map(|j| std::iter::repeat_n(j, k)).collect();
-                            permute(&v[0], &offs, vec![], Base::Matrix(k, n))
-                        }
+                        ([], Base::RowVector(_)) => rep_rows(tape, &v[0], k),
                         _ => {
                             return Err(Fault::fatal(
                                 "rep_matrix(v, n) needs a vector or row vector",
@@ -1797,11 +1794,41 @@ impl<'a> Ctx<'a> {
                     gather(t, a, bb, &offs)
                 }
             }
+            AddRowVector => {
+                arity(2)?;
+                let (r, c) = match v[0].shape() {
+                    ([], Base::Matrix(r, c)) => (r, c),
+                    _ => {
+                        return Err(Fault::fatal(format!(
+                            "add_row_vector needs a matrix first, found {}",
+                            v[0].describe()
+                        )));
+                    }
+                };
+                match v[1].shape() {
+                    ([], Base::Vector(n) | Base::RowVector(n)) if n == c => {}
+                    _ => {
+                        return Err(Fault::fatal(format!(
+                            "add_row_vector: the second argument must be a vector or row vector of \
+                             {c} elements (the columns of the matrix), found {}",
+                            v[1].describe()
+                        )));
+                    }
+                }
+                let rep = rep_rows(tape, &v[1], r);
+                map_binary(tape, B::Add, &v[0], &rep, "add_row_vector")?
+            }
+            Softmax | LogSoftmax
+                if matches!(v.first().map(Value::shape), Some(([], Base::Matrix(..)))) =>
+            {
+                arity(1)?;
+                super::ops::softmax_rows(tape, &v[0], b == LogSoftmax)
+            }
             Softmax | LogSoftmax => {
                 arity(1)?;
                 let n = match v[0].shape() {
                     ([], Base::Vector(n)) => n,
-                    _ => return Err(Fault::fatal("softmax needs a vector")),
+                    _ => return Err(Fault::fatal("softmax needs a vector or a matrix")),
                 };
                 let xs = v[0].values(tape);
                 let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -2083,9 +2110,32 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// True when `ix` is `k, k + 1, …` (the outputs of one vector node).
-fn is_contiguous(ix: &[u32]) -> bool {
-    ix.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
+/// The `rows × n` matrix whose every row is the (row) vector `v` of length `n`. For slots this
+/// is a [`Slots::RowRep`] over `v`'s contiguous slots (nothing materialised), so that adding it
+/// to a matrix is one broadcast node (`X * W + rep_matrix(b', N)`, `add_row_vector`).
+pub fn rep_rows(tape: &mut Tape, v: &Value, rows: usize) -> Value {
+    let n = v.num_elements();
+    match v {
+        Value::T(t) if t.data.is_var() => {
+            let Data::Var(s) = &t.data else {
+                unreachable!("checked var")
+            };
+            let start = tape.contiguous(s);
+            Value::from_tensor(Tensor {
+                arr: vec![],
+                base: Base::Matrix(rows, n),
+                data: Data::Var(Slots::RowRep {
+                    start,
+                    rows: rows as u32,
+                    cols: n as u32,
+                }),
+            })
+        }
+        _ => {
+            let offs: Vec<usize> = (0..n).flat_map(|j| std::iter::repeat_n(j, rows)).collect();
+            permute(v, &offs, vec![], Base::Matrix(rows, n))
+        }
+    }
 }
 
 fn scalar_arg(v: &Value) -> R<Value> {

@@ -27,7 +27,7 @@ use crate::distributions::{self, Arg, Family};
 use super::ir::{BaseEx, Builtin, Ex, IxEx, St, StKind};
 use super::scalar::{B, U};
 use super::tape::Tape;
-use super::value::{Base, Data, Value, single_offset};
+use super::value::{Base, Data, Slots, Value, single_offset};
 
 /// The lazily compiled kernel of one `for` statement (`None` when the loop cannot be compiled).
 /// Shared by clones of the lowered program; compiled at most once.
@@ -1241,7 +1241,7 @@ struct KernelRecord {
 #[derive(Clone, Copy)]
 enum View<'a> {
     Const(&'a [f64]),
-    Var(&'a [u32]),
+    Var(&'a Slots),
     /// A written container held in kernel memory from this cell.
     Mem(usize),
 }
@@ -1378,7 +1378,7 @@ impl Rt<'_, '_> {
         let read = |m: &[f64], c: u32, o: usize| -> f64 {
             match crt[c as usize].view {
                 View::Const(xs) => xs[o],
-                View::Var(sl) => val[sl[o] as usize],
+                View::Var(sl) => val[sl.at(o) as usize],
                 View::Mem(b) => m[b + o],
             }
         };
@@ -1393,7 +1393,7 @@ impl Rt<'_, '_> {
                         }
                     }
                     View::Var(sl) => {
-                        let q = sl[o];
+                        let q = sl.at(o);
                         m[d] = val[q as usize];
                         if rec {
                             addrs.push(q | TAPE_BIT);
@@ -1756,7 +1756,7 @@ pub fn run(
             match &t.data {
                 Data::Int(xs) | Data::Real(xs) => m[b..b + r.len].copy_from_slice(xs),
                 Data::Var(ix) => {
-                    for (y, &s) in m[b..b + r.len].iter_mut().zip(ix) {
+                    for (y, s) in m[b..b + r.len].iter_mut().zip(ix.iter()) {
                         *y = val[s as usize];
                     }
                     cact[c] = 1;
@@ -1866,7 +1866,7 @@ fn write_back(
                 }
                 (Bind::C(c), Value::T(t)) if k.conts[c as usize].written => {
                     if let Data::Var(ix) = &t.data {
-                        for (j, &s) in ix.iter().enumerate() {
+                        for (j, s) in ix.iter().enumerate() {
                             io_in.push((mem_base + j) as u32);
                             io_in.push(s);
                         }
@@ -1891,7 +1891,7 @@ fn write_back(
                 if cact[c as usize] != 0 {
                     let out = tape.alloc(n);
                     tape.val[out as usize..out as usize + n].copy_from_slice(xs);
-                    t.data = Data::Var((out..out + n as u32).collect());
+                    t.data = Data::Var(Slots::range(out, n));
                     io_out.extend([mem_base as u32, out, n as u32]);
                 } else {
                     match &mut t.data {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::scalar::{B, U};
-use super::tape::{Acc, S, Tape};
-use super::value::{Base, Data, Fault, R, Tensor, Value, to_slot};
+use super::tape::{Acc, MatArg, S, Tape};
+use super::value::{Base, Data, Fault, R, Slots, Tensor, Value, to_slot};
 
 /// Applies `u` elementwise (integers are promoted to reals).
 pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
@@ -25,15 +25,20 @@ pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
                 }
                 Data::Var(ix) => {
                     let n = ix.len();
-                    let out = tape.alloc(n);
-                    let base = tape.entries_base();
-                    for (k, &i) in ix.iter().enumerate() {
-                        let (f, d) = u.eval(tape.val[i as usize]);
-                        tape.val[out as usize + k] = f;
-                        tape.entry(i, d);
-                    }
-                    tape.finish(out, n, 1, base);
-                    Data::Var((out..out + n as u32).collect())
+                    let x = tape.contiguous(ix);
+                    // One monomorphised loop per common activation; the rest through `U::eval`.
+                    let out = match u {
+                        U::Tanh => tape.map1(x, n, |x| {
+                            let f = crate::distributions::lanes::tanh(x);
+                            (f, 1.0 - f * f)
+                        }),
+                        U::Exp => tape.map1(x, n, |x| {
+                            let f = x.exp();
+                            (f, f)
+                        }),
+                        _ => tape.map1(x, n, |x| u.eval(x)),
+                    };
+                    Data::Var(Slots::range(out, n))
                 }
             };
             Value::from_tensor(Tensor {
@@ -82,13 +87,13 @@ pub fn map_binary(tape: &mut Tape, b: B, x: &Value, y: &Value, name: &str) -> R<
         let ay = acc_of(y);
         // One monomorphised loop per common operator; the rest go through `B::eval`.
         let out = match b {
-            B::Add => tape.map2(n, ax, ay, |p, q| (p + q, 1.0, 1.0)),
-            B::Sub => tape.map2(n, ax, ay, |p, q| (p - q, 1.0, -1.0)),
+            B::Add => tape.affine2(n, ax, ay, 1.0, 1.0),
+            B::Sub => tape.affine2(n, ax, ay, 1.0, -1.0),
             B::Mul => tape.map2(n, ax, ay, |p, q| (p * q, q, p)),
             B::Div => tape.map2(n, ax, ay, |p, q| (p / q, 1.0 / q, -p / (q * q))),
             _ => tape.map2(n, ax, ay, |p, q| b.eval(p, q)),
         };
-        Data::Var((out..out + n as u32).collect())
+        Data::Var(Slots::range(out, n))
     };
     Ok(Value::from_tensor(Tensor { arr, base, data }))
 }
@@ -125,36 +130,28 @@ pub fn matmul(tape: &mut Tape, x: &Value, y: &Value) -> R<Value> {
     };
     let data = match (&ta.data, &tb.data) {
         (Data::Var(_), _) | (_, Data::Var(_)) => {
-            if let (Data::Real(a) | Data::Int(a), Data::Var(bs)) = (&ta.data, &tb.data) {
-                let out = tape.matmul_data(a, r, inner, c, bs);
-                Data::Var((out..out + (r * c) as u32).collect())
-            } else {
-                let av = ta.data.is_var();
-                let bv = tb.data.is_var();
-                let k = inner * (av as usize + bv as usize);
-                let out = tape.alloc(r * c);
-                let base = tape.entries_base();
-                for l in 0..c {
-                    for i in 0..r {
-                        let mut s = 0.0;
-                        for j in 0..inner {
-                            let sa = ta.data.at(i + j * r);
-                            let sb = tb.data.at(j + l * inner);
-                            let (va, vb) = (tape.value(sa), tape.value(sb));
-                            s += va * vb;
-                            if let S::V(q) = sa {
-                                tape.entry(q, vb);
-                            }
-                            if let S::V(q) = sb {
-                                tape.entry(q, va);
-                            }
-                        }
-                        tape.val[out as usize + i + l * r] = s;
-                    }
+            let arg = |tape: &mut Tape, d: &'_ Data| -> u32 {
+                match d {
+                    Data::Var(s) => tape.contiguous(s),
+                    _ => unreachable!("called on variables only"),
                 }
-                tape.finish(out, r * c, k, base);
-                Data::Var((out..out + (r * c) as u32).collect())
-            }
+            };
+            let out = match (&ta.data, &tb.data) {
+                (Data::Real(a) | Data::Int(a), Data::Var(_)) => {
+                    let sb = arg(tape, &tb.data);
+                    tape.matmul(MatArg::Data(a), MatArg::Var(sb), r, inner, c)
+                }
+                (Data::Var(_), Data::Real(b) | Data::Int(b)) => {
+                    let sa = arg(tape, &ta.data);
+                    tape.matmul(MatArg::Var(sa), MatArg::Data(b), r, inner, c)
+                }
+                _ => {
+                    let sa = arg(tape, &ta.data);
+                    let sb = arg(tape, &tb.data);
+                    tape.matmul(MatArg::Var(sa), MatArg::Var(sb), r, inner, c)
+                }
+            };
+            Data::Var(Slots::range(out, r * c))
         }
         (Data::Real(a) | Data::Int(a), Data::Real(b) | Data::Int(b)) => {
             let mut out = vec![0.0; r * c];
@@ -196,7 +193,9 @@ pub fn transpose(v: &Value) -> R<Value> {
                     let data = match &t.data {
                         Data::Int(x) => Data::Int(Arc::new(perm.iter().map(|&p| x[p]).collect())),
                         Data::Real(x) => Data::Real(Arc::new(perm.iter().map(|&p| x[p]).collect())),
-                        Data::Var(x) => Data::Var(perm.iter().map(|&p| x[p]).collect()),
+                        Data::Var(x) => {
+                            Data::Var(Slots::List(perm.iter().map(|&p| x.at(p)).collect()))
+                        }
                     };
                     (Base::Matrix(c, r), data)
                 }
@@ -219,6 +218,20 @@ pub fn reduce(tape: &mut Tape, v: &Value, value: f64, grad: impl Fn(usize) -> f6
         return Value::Real(value);
     }
     let n = v.num_elements();
+    if let Value::T(t) = v
+        && let Data::Var(s) = &t.data
+        && let Some(x) = s.contiguous()
+    {
+        let out = tape.leaf(value);
+        if tape.recording && n > 0 {
+            let p = tape.parts_scratch(n);
+            for (i, d) in p.iter_mut().enumerate() {
+                *d = grad(i);
+            }
+            tape.push_dot(out, x, n);
+        }
+        return Value::Var(out);
+    }
     let base = tape.entries_base();
     let out = tape.leaf(value);
     for i in 0..n {
@@ -262,7 +275,7 @@ pub fn dense(
     Value::from_tensor(Tensor {
         arr,
         base,
-        data: Data::Var((out..out + m as u32).collect()),
+        data: Data::Var(Slots::range(out, m)),
     })
 }
 
@@ -277,7 +290,7 @@ pub fn concat(tape: &mut Tape, parts: &[&Value], arr: Vec<usize>, base: Base) ->
                 ix.push(to_slot(tape, p.elem(i)));
             }
         }
-        Data::Var(ix)
+        Data::Var(Slots::List(ix))
     } else {
         let mut xs = Vec::new();
         for p in parts {
@@ -302,7 +315,11 @@ pub fn permute(v: &Value, offs: &[usize], arr: Vec<usize>, base: Base) -> Value 
             let d = match s {
                 Value::Int(i) => Data::Int(Arc::new(vec![*i as f64; offs.len()])),
                 Value::Real(x) => Data::Real(Arc::new(vec![*x; offs.len()])),
-                Value::Var(i) => Data::Var(vec![*i; offs.len()]),
+                Value::Var(i) => Data::Var(Slots::RowRep {
+                    start: *i,
+                    rows: offs.len() as u32,
+                    cols: 1,
+                }),
                 Value::T(_) => unreachable!("matched above"),
             };
             Value::from_tensor(Tensor { arr, base, data: d })
@@ -333,4 +350,64 @@ fn acc_of(v: &Value) -> Acc<'_> {
         },
         s => Acc::Scalar(s.as_s().expect("non-tensor values are scalars")),
     }
+}
+
+/// Row-wise `softmax` (or `log_softmax` when `log`) of an `r × c` matrix: each row `x` maps to
+/// `exp(x − lse(x))` (or `x − lse(x)`), computed stably from the row maximum. One tape node;
+/// output `(i, j)` has the `c` partials of row `i`: ∂softmax_j/∂x_l = s_j (δ_jl − s_l) and
+/// ∂log_softmax_j/∂x_l = δ_jl − s_l (Stan Functions Reference, "Softmax").
+pub fn softmax_rows(tape: &mut Tape, v: &Value, log: bool) -> Value {
+    let Value::T(t) = v else {
+        unreachable!("called on a matrix")
+    };
+    let (r, c) = t.base.matrix_dims();
+    let xs = v.values(tape);
+    let mut s = vec![0.0; r * c];
+    let mut f = vec![0.0; r * c];
+    for i in 0..r {
+        let m = (0..c)
+            .map(|j| xs[i + j * r])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let lse = m + (0..c).map(|j| (xs[i + j * r] - m).exp()).sum::<f64>().ln();
+        for j in 0..c {
+            let o = i + j * r;
+            f[o] = xs[o] - lse;
+            s[o] = f[o].exp();
+            if !log {
+                f[o] = s[o];
+            }
+        }
+    }
+    let base = t.base;
+    let Data::Var(slots) = &t.data else {
+        return Value::from_tensor(Tensor {
+            arr: vec![],
+            base,
+            data: Data::Real(Arc::new(f)),
+        });
+    };
+    let out = tape.alloc(r * c);
+    tape.val[out as usize..out as usize + r * c].copy_from_slice(&f);
+    let eb = tape.entries_base();
+    for j in 0..c {
+        for i in 0..r {
+            let o = i + j * r;
+            for l in 0..c {
+                let q = i + l * r;
+                let delta = if l == j { 1.0 } else { 0.0 };
+                let d = if log {
+                    delta - s[q]
+                } else {
+                    s[o] * (delta - s[q])
+                };
+                tape.entry(slots.at(q), d);
+            }
+        }
+    }
+    tape.finish(out, r * c, c, eb);
+    Value::from_tensor(Tensor {
+        arr: vec![],
+        base,
+        data: Data::Var(Slots::range(out, r * c)),
+    })
 }

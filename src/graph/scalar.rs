@@ -73,6 +73,8 @@ pub enum U {
     Lgamma,
     Digamma,
     Tanh,
+    /// `relu(x) = max(x, 0)`; derivative 0 at x = 0 (a subgradient).
+    Relu,
     Sinh,
     Cosh,
     Sin,
@@ -149,8 +151,15 @@ impl U {
                 (statrs::function::gamma::digamma(x), trigamma(x))
             }
             U::Tanh => {
-                let t = x.tanh();
+                let t = crate::distributions::lanes::tanh(x);
                 (t, 1.0 - t * t)
+            }
+            U::Relu => {
+                if x > 0.0 {
+                    (x, 1.0)
+                } else {
+                    (0.0, 0.0)
+                }
             }
             U::Sinh => (x.sinh(), x.cosh()),
             U::Cosh => (x.cosh(), x.sinh()),

@@ -9,7 +9,10 @@
 
 use std::sync::Arc;
 
+use faer::{Accum, MatMut, MatRef, Par};
+
 use super::kernel::{self, KernelBuffers};
+use super::value::Slots;
 
 /// One real scalar seen by the interpreter: a constant, or a slot of the tape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,18 +29,66 @@ enum Node {
     /// `n` outputs at slots `out .. out + n`; output `i` has `k` inputs `ins[base + i·k + j]` with
     /// partials `parts[base + i·k + j]`.
     Lin { out: u32, n: u32, k: u32, base: u32 },
-    /// `out = A · B` with `A` a data matrix (`rows × inner`, column-major, `mats[mat]`) and `B`
-    /// a matrix of slots `ins[x .. x + inner·cols]` (column-major); output `rows × cols`.
-    MatMulData {
+    /// Elementwise map of contiguous slots: output `out + i` has the single input `x + i` with
+    /// partial `parts[p + i]` (`tanh`, `exp`, … over a vector or matrix).
+    Map { out: u32, x: u32, n: u32, p: u32 },
+    /// Elementwise binary map with broadcasting operands: output `out + i` has partial
+    /// `parts[p + i]` with respect to element `i` of `x` and (when both are variables)
+    /// `parts[p + n + i]` with respect to element `i` of `y`.
+    Map2 {
         out: u32,
-        rows: u32,
-        inner: u32,
-        cols: u32,
-        mat: u32,
-        x: u32,
+        x: Ew,
+        y: Ew,
+        n: u32,
+        p: u32,
+    },
+    /// `cx · x + cy · y` elementwise with broadcasting operands (`+`, `-`): the partials are
+    /// the constants `cx`, `cy`, so nothing per element is stored.
+    Affine2 {
+        out: u32,
+        x: Ew,
+        y: Ew,
+        n: u32,
+        cx: f64,
+        cy: f64,
+    },
+    /// One output `out` with partials `parts[p + i]` with respect to the contiguous slots
+    /// `x .. x + n` (a reduction, or a vector argument of a log density).
+    Dot { out: u32, x: u32, n: u32, p: u32 },
+    /// Dense product `C = A · B` (column-major; `A` is `m × k`, `B` is `k × n`, `C` at slots
+    /// `out .. out + m·n`). Reverse: `dA += dC · Bᵀ`, `dB += Aᵀ · dC`, as faer products.
+    MatMul {
+        out: u32,
+        a: Opnd,
+        b: Opnd,
+        m: u32,
+        k: u32,
+        n: u32,
     },
     /// A run of a scalar kernel (`super::kernel`): record `k` of [`Tape::kb`].
     Kernel(u32),
+}
+
+/// An operand of a [`Node::MatMul`]: contiguous slots (column-major) or a data matrix.
+#[derive(Clone, Copy, Debug)]
+enum Opnd {
+    /// Slots `start ..`.
+    Var(u32),
+    /// `Tape::mats[i]`.
+    Data(u32),
+}
+
+/// How an operand of a [`Node::Map2`] maps element `i` to its slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Ew {
+    /// A constant (no adjoint).
+    Const,
+    /// Slot `start + i`.
+    Range(u32),
+    /// One slot broadcast to every element.
+    Bcast(u32),
+    /// Slot `start + i / rows` (a row vector repeated down `rows` rows, column-major).
+    RowRep(u32, u32),
 }
 
 /// The tape of one evaluation. Cleared and reused between evaluations (see [`Tape::reset`]).
@@ -49,6 +100,9 @@ pub struct Tape {
     nodes: Vec<Node>,
     ins: Vec<u32>,
     parts: Vec<f64>,
+    /// Partials of the compact nodes ([`Node::Map`], [`Node::Map2`], [`Node::Dot`]), which
+    /// have no index lists (`parts` stays aligned with `ins`).
+    cparts: Vec<f64>,
     mats: Vec<Arc<Vec<f64>>>,
     /// Traces of scalar-kernel runs (`super::kernel`).
     pub(crate) kb: KernelBuffers,
@@ -65,6 +119,7 @@ impl Tape {
         self.nodes.clear();
         self.ins.clear();
         self.parts.clear();
+        self.cparts.clear();
         self.mats.clear();
         self.kb.clear();
         self.recording = recording;
@@ -150,46 +205,117 @@ impl Tape {
         }
     }
 
-    /// `A · B` with `A` data (`rows × inner`, column-major) and `B` slots (`inner × cols`,
-    /// column-major); returns the first of `rows·cols` output slots (column-major).
-    pub fn matmul_data(
-        &mut self,
-        a: &Arc<Vec<f64>>,
-        rows: usize,
-        inner: usize,
-        cols: usize,
-        b: &[u32],
-    ) -> u32 {
-        let out = self.alloc(rows * cols);
-        for l in 0..cols {
-            for j in 0..inner {
-                let bj = self.val[b[j + l * inner] as usize];
-                if bj == 0.0 {
-                    continue;
-                }
-                let col = &a[j * rows..(j + 1) * rows];
-                let o = out as usize + l * rows;
-                for (y, &x) in self.val[o..o + rows].iter_mut().zip(col) {
-                    *y += x * bj;
-                }
+    /// The first of `s.len()` contiguous slots holding the values of `s`: `s` itself when its
+    /// slots are contiguous, else a gathered copy (an identity node), so dense nodes can read
+    /// values and write adjoints in place.
+    pub fn contiguous(&mut self, s: &Slots) -> u32 {
+        if let Some(start) = s.contiguous() {
+            return start;
+        }
+        let n = s.len();
+        let out = self.alloc(n);
+        let base = self.entries_base();
+        for i in 0..n {
+            let q = s.at(i);
+            self.val[out as usize + i] = self.val[q as usize];
+            self.entry(q, 1.0);
+        }
+        self.finish(out, n, 1, base);
+        out
+    }
+
+    /// Dense product `A · B` (column-major, `A` is `m × k`, `B` is `k × n`); each operand is
+    /// data or contiguous slots (see [`Tape::contiguous`]), at least one of them slots. Returns
+    /// the first of `m·n` output slots. Forward and reverse passes are faer matrix products
+    /// (`Par::Seq`: chains already run in parallel).
+    pub fn matmul(&mut self, a: MatArg, b: MatArg, m: usize, k: usize, n: usize) -> u32 {
+        let out = self.alloc(m * n);
+        let opnd = |t: &mut Tape, x: MatArg| match x {
+            MatArg::Var(s) => Opnd::Var(s),
+            MatArg::Data(d) => {
+                t.mats.push(d.clone());
+                Opnd::Data(t.mats.len() as u32 - 1)
             }
+        };
+        let (oa, ob) = (opnd(self, a), opnd(self, b));
+        {
+            let (lo, hi) = self.val.split_at_mut(out as usize);
+            let am = operand(lo, &self.mats, oa, m, k);
+            let bm = operand(lo, &self.mats, ob, k, n);
+            faer::linalg::matmul::matmul(
+                MatMut::from_column_major_slice_mut(&mut hi[..m * n], m, n),
+                Accum::Replace,
+                am,
+                bm,
+                1.0,
+                Par::Seq,
+            );
         }
         if self.recording {
-            let x = self.ins.len() as u32;
-            self.ins.extend_from_slice(b);
-            self.parts.resize(self.ins.len(), 0.0);
-            let mat = self.mats.len() as u32;
-            self.mats.push(a.clone());
-            self.nodes.push(Node::MatMulData {
+            self.nodes.push(Node::MatMul {
                 out,
-                rows: rows as u32,
-                inner: inner as u32,
-                cols: cols as u32,
-                mat,
-                x,
+                a: oa,
+                b: ob,
+                m: m as u32,
+                k: k as u32,
+                n: n as u32,
             });
+        } else {
+            self.mats.clear();
         }
         out
+    }
+
+    /// Elementwise map of the contiguous slots `x .. x + n`: `f(x_i)` returns (value,
+    /// derivative). Returns the first of `n` output slots; one [`Node::Map`].
+    #[inline(always)]
+    pub fn map1(&mut self, x: u32, n: usize, f: impl Fn(f64) -> (f64, f64)) -> u32 {
+        let out = self.alloc(n);
+        let (lo, hi) = self.val.split_at_mut(out as usize);
+        let xs = &lo[x as usize..x as usize + n];
+        if self.recording {
+            let p = self.cparts.len();
+            self.cparts.resize(p + n, 0.0);
+            for ((y, d), &xi) in hi.iter_mut().zip(&mut self.cparts[p..]).zip(xs) {
+                (*y, *d) = f(xi);
+            }
+            if n > 0 {
+                self.nodes.push(Node::Map {
+                    out,
+                    x,
+                    n: n as u32,
+                    p: p as u32,
+                });
+            }
+        } else {
+            for (y, &xi) in hi.iter_mut().zip(xs) {
+                *y = f(xi).0;
+            }
+        }
+        out
+    }
+
+    /// Appends `n` partials to the partials buffer and returns them for the caller to fill;
+    /// then [`Tape::push_dot`] closes the node. Only while recording.
+    pub fn parts_scratch(&mut self, n: usize) -> &mut [f64] {
+        let p = self.cparts.len();
+        self.cparts.resize(p + n, 0.0);
+        &mut self.cparts[p..]
+    }
+
+    /// Closes a [`Node::Dot`]: output `out` has the last `n` partials (from
+    /// [`Tape::parts_scratch`]) with respect to the contiguous slots `x .. x + n`. Several such
+    /// nodes may share one output (the vector arguments of one log density).
+    pub fn push_dot(&mut self, out: u32, x: u32, n: usize) {
+        if self.recording && n > 0 {
+            let p = (self.cparts.len() - n) as u32;
+            self.nodes.push(Node::Dot {
+                out,
+                x,
+                n: n as u32,
+                p,
+            });
+        }
     }
 
     /// The slot values and the kernel buffers, borrowed together (a kernel reads the one and
@@ -267,29 +393,79 @@ impl Tape {
                     }
                 }
                 Node::Kernel(r) => kernel::backward(&mut self.kb, r, adj),
-                Node::MatMulData {
-                    out,
-                    rows,
-                    inner,
-                    cols,
-                    mat,
-                    x,
-                } => {
-                    let (out, rows, inner, cols, x) = (
-                        out as usize,
-                        rows as usize,
-                        inner as usize,
-                        cols as usize,
-                        x as usize,
-                    );
-                    let a = &self.mats[mat as usize];
-                    for l in 0..cols {
-                        let o = out + l * rows;
-                        for j in 0..inner {
-                            let col = &a[j * rows..(j + 1) * rows];
-                            let s = dot(col, &adj[o..o + rows]);
-                            adj[self.ins[x + j + l * inner] as usize] += s;
+                Node::Map { out, x, n, p } => {
+                    let (out, x, n, p) = (out as usize, x as usize, n as usize, p as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    for ((g, &a), &d) in lo[x..x + n]
+                        .iter_mut()
+                        .zip(&hi[..n])
+                        .zip(&self.cparts[p..p + n])
+                    {
+                        *g += d * a;
+                    }
+                }
+                Node::Map2 { out, x, y, n, p } => {
+                    let (out, n, mut p) = (out as usize, n as usize, p as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    let a = &hi[..n];
+                    for e in [x, y] {
+                        if e == Ew::Const {
+                            continue;
                         }
+                        ew_backward(e, lo, a, Some(&self.cparts[p..p + n]), 1.0);
+                        p += n;
+                    }
+                }
+                Node::Affine2 {
+                    out,
+                    x,
+                    y,
+                    n,
+                    cx,
+                    cy,
+                } => {
+                    let (out, n) = (out as usize, n as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    let a = &hi[..n];
+                    ew_backward(x, lo, a, None, cx);
+                    ew_backward(y, lo, a, None, cy);
+                }
+                Node::Dot { out, x, n, p } => {
+                    let (out, x, n, p) = (out as usize, x as usize, n as usize, p as usize);
+                    let a = adj[out];
+                    if a != 0.0 {
+                        for (g, &d) in adj[x..x + n].iter_mut().zip(&self.cparts[p..p + n]) {
+                            *g += d * a;
+                        }
+                    }
+                }
+                Node::MatMul { out, a, b, m, k, n } => {
+                    let (out, m, k, n) = (out as usize, m as usize, k as usize, n as usize);
+                    let (lo, hi) = adj.split_at_mut(out);
+                    let dc = MatRef::from_column_major_slice(&hi[..m * n], m, n);
+                    if let Opnd::Var(sa) = a {
+                        let bm = operand(&self.val, &self.mats, b, k, n);
+                        let sa = sa as usize;
+                        faer::linalg::matmul::matmul(
+                            MatMut::from_column_major_slice_mut(&mut lo[sa..sa + m * k], m, k),
+                            Accum::Add,
+                            dc,
+                            bm.transpose(),
+                            1.0,
+                            Par::Seq,
+                        );
+                    }
+                    if let Opnd::Var(sb) = b {
+                        let am = operand(&self.val, &self.mats, a, m, k);
+                        let sb = sb as usize;
+                        faer::linalg::matmul::matmul(
+                            MatMut::from_column_major_slice_mut(&mut lo[sb..sb + k * n], k, n),
+                            Accum::Add,
+                            am.transpose(),
+                            dc,
+                            1.0,
+                            Par::Seq,
+                        );
                     }
                 }
             }
@@ -298,24 +474,175 @@ impl Tape {
     }
 }
 
-/// Dot product with four independent accumulators (not latency-bound on one sum).
+/// The matrix view of a [`Node::MatMul`] operand (`rows × cols`, column-major).
+fn operand<'a>(
+    val: &'a [f64],
+    mats: &'a [Arc<Vec<f64>>],
+    o: Opnd,
+    rows: usize,
+    cols: usize,
+) -> MatRef<'a, f64> {
+    let xs: &[f64] = match o {
+        Opnd::Var(s) => &val[s as usize..s as usize + rows * cols],
+        Opnd::Data(d) => &mats[d as usize][..rows * cols],
+    };
+    MatRef::from_column_major_slice(xs, rows, cols)
+}
+
+/// Adds `c · parts[i] · a[i]` (`c · a[i]` without partials) into the adjoint of element `i` of
+/// operand `e` (`lo` holds the adjoints of all slots before the node's outputs).
 #[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let ca = a.chunks_exact(4);
-    let cb = b.chunks_exact(4);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (p, q) in ca.zip(cb) {
-        acc[0] += p[0] * q[0];
-        acc[1] += p[1] * q[1];
-        acc[2] += p[2] * q[2];
-        acc[3] += p[3] * q[3];
+fn ew_backward(e: Ew, lo: &mut [f64], a: &[f64], parts: Option<&[f64]>, c: f64) {
+    // Σ a[i] · parts[i] over a run, with four accumulators.
+    let sum = |a: &[f64], p: Option<&[f64]>| -> f64 {
+        let mut acc = [0.0f64; 4];
+        let ca = a.chunks_exact(4);
+        let ra = ca.remainder();
+        let mut t = 0.0;
+        match p {
+            Some(p) => {
+                let cp = p.chunks_exact(4);
+                let rp = cp.remainder();
+                for (x, y) in ca.zip(cp) {
+                    for l in 0..4 {
+                        acc[l] += x[l] * y[l];
+                    }
+                }
+                for (x, y) in ra.iter().zip(rp) {
+                    t += x * y;
+                }
+            }
+            None => {
+                for x in ca {
+                    for l in 0..4 {
+                        acc[l] += x[l];
+                    }
+                }
+                t = ra.iter().sum();
+            }
+        }
+        (acc[0] + acc[1]) + (acc[2] + acc[3]) + t
+    };
+    match e {
+        Ew::Const => {}
+        Ew::Range(s) => {
+            let g = &mut lo[s as usize..s as usize + a.len()];
+            match parts {
+                Some(p) => {
+                    for ((g, &ai), &d) in g.iter_mut().zip(a).zip(p) {
+                        *g += c * (d * ai);
+                    }
+                }
+                None if c == 1.0 => {
+                    for (g, &ai) in g.iter_mut().zip(a) {
+                        *g += ai;
+                    }
+                }
+                None => {
+                    for (g, &ai) in g.iter_mut().zip(a) {
+                        *g += c * ai;
+                    }
+                }
+            }
+        }
+        Ew::Bcast(s) => lo[s as usize] += c * sum(a, parts),
+        Ew::RowRep(s, rows) => {
+            let rows = rows as usize;
+            for (j, ac) in a.chunks(rows).enumerate() {
+                let pc = parts.map(|p| &p[j * rows..j * rows + ac.len()]);
+                lo[s as usize + j] += c * sum(ac, pc);
+            }
+        }
     }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (p, q) in ra.iter().zip(rb) {
-        s += p * q;
+}
+
+/// The values of one operand over a run of elements: one scalar, or a slice.
+#[derive(Clone, Copy)]
+enum Lane<'a> {
+    S(f64),
+    V(&'a [f64]),
+}
+
+/// Runs `body(i0, out_chunk, x_lane, y_lane)` over the elements `0 .. n` in runs on which every
+/// operand is a scalar or a slice: one run, or one per column when an operand is a
+/// [`Slots::RowRep`] (its value is constant down a column). `lo` holds the values of all
+/// slots before the outputs `out`. Operands must have a compact form ([`Acc::ew`]).
+#[inline(always)]
+fn for_chunks<'a>(
+    n: usize,
+    x: &Acc<'a>,
+    y: &Acc<'a>,
+    lo: &'a [f64],
+    out: &mut [f64],
+    mut body: impl FnMut(usize, &mut [f64], Lane<'a>, Lane<'a>),
+) {
+    let rows = match (x, y) {
+        (Acc::Var(Slots::RowRep { rows, .. }), _) | (_, Acc::Var(Slots::RowRep { rows, .. })) => {
+            (*rows as usize).max(1)
+        }
+        _ => n.max(1),
+    };
+    fn lane<'a>(a: &Acc<'a>, lo: &'a [f64], i0: usize, i1: usize, rows: usize) -> Lane<'a> {
+        match *a {
+            Acc::Scalar(S::C(c)) => Lane::S(c),
+            Acc::Scalar(S::V(q)) => Lane::S(lo[q as usize]),
+            Acc::Const(xs) => Lane::V(&xs[i0..i1]),
+            Acc::Var(&Slots::Range { start, .. }) => {
+                Lane::V(&lo[start as usize + i0..start as usize + i1])
+            }
+            Acc::Var(&Slots::RowRep { start, .. }) => Lane::S(lo[start as usize + i0 / rows]),
+            Acc::Var(Slots::List(_)) => unreachable!("lists have no compact form"),
+        }
     }
-    s
+    let mut i0 = 0;
+    while i0 < n {
+        let i1 = (i0 + rows).min(n);
+        let (lx, ly) = (lane(x, lo, i0, i1, rows), lane(y, lo, i0, i1, rows));
+        body(i0, &mut out[i0..i1], lx, ly);
+        i0 = i1;
+    }
+}
+
+/// One run of an elementwise binary map: `o[i] = f(x_i, y_i).0`, partials into `pa` / `pc`
+/// when given. One loop per operand form, so each is a straight loop over slices.
+#[inline(always)]
+fn chunk(
+    o: &mut [f64],
+    lx: Lane,
+    ly: Lane,
+    f: &impl Fn(f64, f64) -> (f64, f64, f64),
+    mut pa: Option<&mut [f64]>,
+    mut pc: Option<&mut [f64]>,
+) {
+    macro_rules! run {
+        ($ga:expr, $gc:expr) => {
+            for i in 0..o.len() {
+                let (v, da, dc) = f($ga(i), $gc(i));
+                o[i] = v;
+                if let Some(p) = pa.as_deref_mut() {
+                    p[i] = da;
+                }
+                if let Some(p) = pc.as_deref_mut() {
+                    p[i] = dc;
+                }
+            }
+        };
+    }
+    match (lx, ly) {
+        (Lane::S(a), Lane::S(c)) => run!(|_| a, |_| c),
+        (Lane::S(a), Lane::V(c)) => run!(|_| a, |i: usize| c[i]),
+        (Lane::V(a), Lane::S(c)) => run!(|i: usize| a[i], |_| c),
+        (Lane::V(a), Lane::V(c)) => run!(|i: usize| a[i], |i: usize| c[i]),
+    }
+}
+
+/// An operand of [`Tape::matmul`].
+#[derive(Clone, Copy)]
+pub enum MatArg<'a> {
+    /// Contiguous slots (column-major).
+    Var(u32),
+    /// A data matrix (column-major).
+    Data(&'a Arc<Vec<f64>>),
 }
 
 /// Element access of one operand of an elementwise node, resolved once per operation.
@@ -326,7 +653,7 @@ pub enum Acc<'a> {
     /// Constant elements.
     Const(&'a [f64]),
     /// Slots.
-    Var(&'a [u32]),
+    Var(&'a Slots),
 }
 
 impl Acc<'_> {
@@ -336,7 +663,7 @@ impl Acc<'_> {
         match self {
             Acc::Scalar(s) => *s,
             Acc::Const(x) => S::C(x[i]),
-            Acc::Var(x) => S::V(x[i]),
+            Acc::Var(x) => S::V(x.at(i)),
         }
     }
 
@@ -344,9 +671,45 @@ impl Acc<'_> {
     pub fn is_var(&self) -> bool {
         matches!(self, Acc::Scalar(S::V(_)) | Acc::Var(_))
     }
+
+    /// The compact form of the operand for a [`Node::Map2`] (`None` for an explicit list).
+    fn ew(&self) -> Option<Ew> {
+        match self {
+            Acc::Scalar(S::C(_)) | Acc::Const(_) => Some(Ew::Const),
+            Acc::Scalar(S::V(s)) => Some(Ew::Bcast(*s)),
+            Acc::Var(Slots::Range { start, .. }) => Some(Ew::Range(*start)),
+            Acc::Var(Slots::RowRep { start, rows, .. }) => Some(Ew::RowRep(*start, *rows)),
+            Acc::Var(Slots::List(_)) => None,
+        }
+    }
 }
 
 impl Tape {
+    /// `cx · x + cy · y` elementwise over `n` elements (`+` and `-` with scalar broadcast and
+    /// [`Slots::RowRep`] operands): one [`Node::Affine2`] with no per-element storage. Operands
+    /// with explicit slot lists go through [`Tape::map2`]. Returns the first output slot.
+    pub fn affine2(&mut self, n: usize, x: Acc, y: Acc, cx: f64, cy: f64) -> u32 {
+        let (Some(ex), Some(ey)) = (x.ew(), y.ew()) else {
+            return self.map2(n, x, y, |p, q| (cx * p + cy * q, cx, cy));
+        };
+        let out = self.alloc(n);
+        let (lo, hi) = self.val.split_at_mut(out as usize);
+        for_chunks(n, &x, &y, lo, &mut hi[..n], |_, o, lx, ly| {
+            chunk(o, lx, ly, &|p, q| (cx * p + cy * q, 0.0, 0.0), None, None);
+        });
+        if self.recording && n > 0 && (ex != Ew::Const || ey != Ew::Const) {
+            self.nodes.push(Node::Affine2 {
+                out,
+                x: ex,
+                y: ey,
+                n: n as u32,
+                cx,
+                cy,
+            });
+        }
+        out
+    }
+
     /// Elementwise binary node over `n` elements: `f(x_i, y_i)` returns (value, ∂/∂x, ∂/∂y).
     /// Returns the first of `n` contiguous output slots.
     #[inline(always)]
@@ -359,6 +722,40 @@ impl Tape {
     ) -> u32 {
         let out = self.alloc(n);
         let k = x.is_var() as usize + y.is_var() as usize;
+        if let (Some(ex), Some(ey)) = (x.ew(), y.ew()) {
+            // Compact node: no index lists, partials in blocks of `n` per variable operand.
+            let rec = self.recording && k > 0 && n > 0;
+            let p = self.cparts.len();
+            if rec {
+                self.cparts.resize(p + n * k, 0.0);
+            }
+            let ((lo, hi), parts) = (self.val.split_at_mut(out as usize), &mut self.cparts[p..]);
+            let both = ex != Ew::Const && ey != Ew::Const;
+            for_chunks(n, &x, &y, lo, &mut hi[..n], |i0, o, lx, ly| {
+                let m = o.len();
+                let (pa, pc): (Option<&mut [f64]>, Option<&mut [f64]>) = if !rec {
+                    (None, None)
+                } else if both {
+                    let (a, c) = parts.split_at_mut(n);
+                    (Some(&mut a[i0..i0 + m]), Some(&mut c[i0..i0 + m]))
+                } else if ex != Ew::Const {
+                    (Some(&mut parts[i0..i0 + m]), None)
+                } else {
+                    (None, Some(&mut parts[i0..i0 + m]))
+                };
+                chunk(o, lx, ly, &f, pa, pc);
+            });
+            if rec {
+                self.nodes.push(Node::Map2 {
+                    out,
+                    x: ex,
+                    y: ey,
+                    n: n as u32,
+                    p: p as u32,
+                });
+            }
+            return out;
+        }
         let rec = self.recording && k > 0;
         let base = self.ins.len();
         if rec {
@@ -417,7 +814,8 @@ mod tests {
         let x = t.leaf(0.5);
         let y = t.leaf(-2.0);
         let a = Arc::new(vec![1.0, 3.0, 2.0, 4.0]);
-        let out = t.matmul_data(&a, 2, 2, 1, &[x, y]);
+        assert_eq!(y, x + 1);
+        let out = t.matmul(MatArg::Data(&a), MatArg::Var(x), 2, 2, 1);
         assert_eq!(t.val[out as usize], 1.0 * 0.5 + 2.0 * -2.0);
         assert_eq!(t.val[out as usize + 1], 3.0 * 0.5 + 4.0 * -2.0);
         let xy = t.node(0.5 * -2.0, &[(S::V(x), -2.0), (S::V(y), 0.5)]);

@@ -66,7 +66,93 @@ pub enum Data {
     /// Reals that do not depend on parameters.
     Real(Arc<Vec<f64>>),
     /// Tape slots.
-    Var(Vec<u32>),
+    Var(Slots),
+}
+
+/// The tape slots of a variable tensor, in storage order.
+///
+/// A node's outputs are allocated contiguously, so the common case is a range `start ..
+/// start + n`, which costs nothing to build (no per-evaluation allocation) and lets dense nodes
+/// read and write the tape's value and adjoint buffers in place. `rep_matrix(v', rows)` is a
+/// [`Slots::RowRep`] (every row aliases the same `cols` slots) so that `M + rep_matrix(b', N)`
+/// runs as one broadcast node. Anything else (indexing, concatenation, element assignment,
+/// other aliasing) is an explicit [`Slots::List`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Slots {
+    /// Slots `start .. start + n`.
+    Range { start: u32, n: u32 },
+    /// A `rows × cols` column-major matrix whose element (i, j) is slot `start + j`.
+    RowRep { start: u32, rows: u32, cols: u32 },
+    /// Arbitrary slots.
+    List(Vec<u32>),
+}
+
+impl Slots {
+    /// The range `start .. start + n`.
+    #[inline]
+    pub fn range(start: u32, n: usize) -> Slots {
+        Slots::Range { start, n: n as u32 }
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Slots::Range { n, .. } => *n as usize,
+            Slots::RowRep { rows, cols, .. } => (*rows * *cols) as usize,
+            Slots::List(v) => v.len(),
+        }
+    }
+
+    /// The slot of element `i`.
+    #[inline(always)]
+    pub fn at(&self, i: usize) -> u32 {
+        match self {
+            Slots::Range { start, .. } => start + i as u32,
+            Slots::RowRep { start, rows, .. } => start + i as u32 / rows,
+            Slots::List(v) => v[i],
+        }
+    }
+
+    /// The first slot when the elements are the contiguous slots `first .. first + len()`
+    /// (a list is checked element by element).
+    #[inline]
+    pub fn contiguous(&self) -> Option<u32> {
+        match self {
+            Slots::Range { start, .. } => Some(*start),
+            Slots::RowRep { start, rows, cols } if *rows == 1 || *cols == 0 => Some(*start),
+            Slots::RowRep { .. } => None,
+            Slots::List(v) => {
+                let first = *v.first()?;
+                v.iter()
+                    .enumerate()
+                    .all(|(k, &i)| i == first + k as u32)
+                    .then_some(first)
+            }
+        }
+    }
+
+    /// The elements in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len()).map(|i| self.at(i))
+    }
+
+    /// The slots as an explicit, mutable list (converting a range or a broadcast).
+    pub fn make_list(&mut self) -> &mut Vec<u32> {
+        if !matches!(self, Slots::List(_)) {
+            *self = Slots::List(self.iter().collect());
+        }
+        match self {
+            Slots::List(v) => v,
+            _ => unreachable!("converted above"),
+        }
+    }
+}
+
+impl From<Vec<u32>> for Slots {
+    fn from(v: Vec<u32>) -> Slots {
+        Slots::List(v)
+    }
 }
 
 impl Data {
@@ -83,7 +169,7 @@ impl Data {
     pub fn at(&self, i: usize) -> S {
         match self {
             Data::Int(v) | Data::Real(v) => S::C(v[i]),
-            Data::Var(v) => S::V(v[i]),
+            Data::Var(v) => S::V(v.at(i)),
         }
     }
 }
@@ -200,7 +286,7 @@ impl Value {
             match t.data {
                 Data::Int(v) => Value::Int(v[0] as i64),
                 Data::Real(v) => Value::Real(v[0]),
-                Data::Var(v) => Value::Var(v[0]),
+                Data::Var(v) => Value::Var(v.at(0)),
             }
         } else {
             Value::T(Box::new(t))
@@ -300,7 +386,9 @@ pub fn tensor_from_s(tape: &mut Tape, arr: Vec<usize>, base: Base, elems: &[S]) 
                 .collect(),
         ))
     } else {
-        Data::Var(elems.iter().map(|&s| to_slot(tape, s)).collect())
+        Data::Var(Slots::List(
+            elems.iter().map(|&s| to_slot(tape, s)).collect(),
+        ))
     };
     Value::from_tensor(Tensor { arr, base, data })
 }
@@ -488,7 +576,7 @@ pub fn gather(t: &Tensor, arr: Vec<usize>, base: Base, offs: &[usize]) -> Value 
     let data = match &t.data {
         Data::Int(v) => Data::Int(Arc::new(offs.iter().map(|&o| v[o]).collect())),
         Data::Real(v) => Data::Real(Arc::new(offs.iter().map(|&o| v[o]).collect())),
-        Data::Var(v) => Data::Var(offs.iter().map(|&o| v[o]).collect()),
+        Data::Var(v) => Data::Var(Slots::List(offs.iter().map(|&o| v.at(o)).collect())),
     };
     Value::from_tensor(Tensor { arr, base, data })
 }

@@ -38,6 +38,7 @@ use crate::syntax::span::{FileId, Span};
 /// embedded at build time.
 pub const STDLIB: &[(&str, &str)] = &[
     ("glm.bayes", include_str!("../../stdlib/glm.bayes")),
+    ("nn.bayes", include_str!("../../stdlib/nn.bayes")),
     ("reparam.bayes", include_str!("../../stdlib/reparam.bayes")),
     (
         "timeseries.bayes",

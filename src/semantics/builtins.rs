@@ -58,6 +58,8 @@ pub static BUILTINS: &[Builtin] = &[
     b("log1m_exp", 1, Some(1), ELEMENTWISE_DOC),
     b("lgamma", 1, Some(1), ELEMENTWISE_DOC),
     b("tanh", 1, Some(1), ELEMENTWISE_DOC),
+    b("relu", 1, Some(1), ELEMENTWISE_DOC),
+    b("softplus", 1, Some(1), ELEMENTWISE_DOC),
     b("Phi", 1, Some(1), ELEMENTWISE_DOC),
     b("fabs", 1, Some(1), ELEMENTWISE_DOC),
     b("floor", 1, Some(1), ELEMENTWISE_DOC),
@@ -347,8 +349,24 @@ pub static BUILTINS: &[Builtin] = &[
         Some(2),
         "(vector, int) -> vector; (row_vector, int) -> row_vector; (array[] T, int) -> array[] T",
     ),
-    b("softmax", 1, Some(1), "(vector) -> vector"),
-    b("log_softmax", 1, Some(1), "(vector) -> vector"),
+    b(
+        "softmax",
+        1,
+        Some(1),
+        "(vector) -> vector; (matrix) -> matrix, row by row",
+    ),
+    b(
+        "log_softmax",
+        1,
+        Some(1),
+        "(vector) -> vector; (matrix) -> matrix, row by row",
+    ),
+    b(
+        "add_row_vector",
+        2,
+        Some(2),
+        "(matrix[N, K], row_vector[K]) -> matrix[N, K]: the row vector added to every row (a vector is taken as a row)",
+    ),
     b(
         "target",
         0,
@@ -387,7 +405,7 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
         (
             "exp" | "log" | "log1p" | "expm1" | "sqrt" | "square" | "inv" | "inv_logit" | "logit"
             | "log1p_exp" | "log_inv_logit" | "log1m" | "log1m_exp" | "lgamma" | "tanh" | "Phi"
-            | "fabs" | "floor" | "ceil" | "round" | "abs",
+            | "relu" | "softplus" | "fabs" | "floor" | "ceil" | "round" | "abs",
             [t],
         ) => Some(elementwise(*t)),
         (
@@ -517,6 +535,12 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
         ("segment", [v, i, n]) if sliceable(*v) && i.is_int() && n.is_int() => Some(*v),
         ("head" | "tail", [v, n]) if sliceable(*v) && n.is_int() => Some(*v),
         ("softmax" | "log_softmax", [v]) if *v == Type::VECTOR => Some(Type::VECTOR),
+        ("softmax" | "log_softmax", [m]) if *m == Type::MATRIX => Some(Type::MATRIX),
+        ("add_row_vector", [m, v])
+            if *m == Type::MATRIX && matches!(*v, Type::VECTOR | Type::ROW_VECTOR) =>
+        {
+            Some(Type::MATRIX)
+        }
         ("target", []) => Some(real),
         _ => None,
     }

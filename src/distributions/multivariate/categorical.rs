@@ -121,3 +121,53 @@ pub(super) fn draw_index<R: Rng + ?Sized>(probs: &[f64], rng: &mut R) -> usize {
     }
     probs.len() - 1
 }
+
+/// `categorical_logit_lpmf(y | Eta)` over the rows of an `N × K` log-odds matrix (a bayesc
+/// extension of Stan's signature): Σₙ [Eta[n, yₙ] − log Σₖ exp Eta[n, k]], each row's
+/// log-sum-exp taken from its maximum. `eta` is column-major; `grad`, when given (length N·K,
+/// column-major), receives ∂/∂Eta[n, k] = [k = yₙ] − softmax(Eta[n])ₖ.
+///
+/// Errors: `y` not of length N (one outcome per row), an outcome outside 1..K, a non-finite
+/// log odds.
+pub fn logit_rows_lpmf(
+    sig: &MvSig,
+    y: &MvArg,
+    eta: &[f64],
+    n: usize,
+    k: usize,
+    mut grad: Option<&mut [f64]>,
+) -> Result<f64, DistError> {
+    if y.data.len() != n {
+        return Err(err(
+            sig,
+            format!(
+                "the log-odds matrix has {n} rows but there are {} outcomes; \
+                 give one row of log odds per outcome",
+                y.data.len()
+            ),
+        ));
+    }
+    if let Some(x) = eta.iter().find(|x| !x.is_finite()) {
+        return Err(err(
+            sig,
+            format!("log odds parameter is {x}, but must be finite"),
+        ));
+    }
+    let ys = outcomes(sig, y, k)?;
+    let mut total = 0.0;
+    for (i, &yi) in ys.iter().enumerate() {
+        let m = (0..k)
+            .map(|j| eta[i + j * n])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let se: f64 = (0..k).map(|j| (eta[i + j * n] - m).exp()).sum();
+        let lse = m + se.ln();
+        total += eta[i + (yi - 1) * n] - lse;
+        if let Some(g) = grad.as_deref_mut() {
+            for j in 0..k {
+                let o = i + j * n;
+                g[o] = if j + 1 == yi { 1.0 } else { 0.0 } - (eta[o] - lse).exp();
+            }
+        }
+    }
+    Ok(total)
+}

@@ -68,6 +68,9 @@ pub enum Shape {
     Vectors,
     /// `matrix`.
     Matrix,
+    /// `vector` or `row_vector` (one set of log odds for every outcome), or `matrix` (a bayesc
+    /// extension: row `n` holds the log odds of outcome `n`).
+    LogOdds,
 }
 
 /// One argument of a family: its name in Stan Math's error messages, and its accepted shapes.
@@ -159,7 +162,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         family: MvFamily::CategoricalLogit,
         discrete: true,
         variate: mp("categorical outcome out of support", Shape::Ints),
-        params: &[mp("log odds parameter", Shape::Vector)],
+        params: &[mp("log odds parameter", Shape::LogOdds)],
         rng_params: &[mp("log odds parameter", Shape::Vector)],
     },
     MvSig {

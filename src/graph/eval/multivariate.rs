@@ -44,6 +44,12 @@ impl Ctx<'_> {
     pub fn mv_density(&mut self, family: MvFamily, vals: &[Value], propto: bool) -> R<S> {
         let sig = family.sig();
         let fname = sig.density_name();
+        if family == MvFamily::CategoricalLogit
+            && let [y, Value::T(eta)] = vals
+            && let ([], Base::Matrix(n, k)) = (eta.arr.as_slice(), eta.base)
+        {
+            return self.categorical_logit_rows(sig, y, &vals[1], n, k);
+        }
         let flats = vals
             .iter()
             .map(|v| self.flatten(&fname, v))
@@ -86,7 +92,7 @@ impl Ctx<'_> {
                 }
                 Value::T(t) => {
                     if let Data::Var(ix) = &t.data {
-                        for (&i, &d) in ix.iter().zip(p) {
+                        for (i, &d) in ix.iter().zip(p) {
                             self.tape.entry(i, d);
                         }
                         k += ix.len();
@@ -96,6 +102,54 @@ impl Ctx<'_> {
             }
         }
         self.tape.finish(out, 1, k, base);
+        Ok(S::V(out))
+    }
+
+    /// `y ~ categorical_logit(Eta)` with one row of `Eta` (`n × k`) per outcome: one tape node
+    /// over the contiguous slots of `Eta` (see
+    /// [`multivariate::categorical::logit_rows_lpmf`]). The lpmf has no constant terms, so
+    /// `propto` changes nothing.
+    fn categorical_logit_rows(
+        &mut self,
+        sig: &'static multivariate::MvSig,
+        y: &Value,
+        eta: &Value,
+        n: usize,
+        k: usize,
+    ) -> R<S> {
+        let fname = sig.density_name();
+        let yf = self.flatten(&fname, y)?;
+        let ya = MvArg {
+            data: &yf.data,
+            array: yf.array,
+            rows: yf.rows,
+            cols: yf.cols,
+        };
+        let slots = match eta {
+            Value::T(t) => match &t.data {
+                Data::Var(s) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(slots) = slots else {
+            let xs = eta.values(self.tape);
+            let v = multivariate::categorical::logit_rows_lpmf(sig, &ya, &xs, n, k, None)
+                .map_err(|e| Fault::domain(e.to_string()))?;
+            return Ok(S::C(v));
+        };
+        let x = self.tape.contiguous(slots);
+        let nk = n * k;
+        let xs = &self.tape.val[x as usize..x as usize + nk];
+        let mut g = vec![0.0; if self.tape.recording { nk } else { 0 }];
+        let grad = self.tape.recording.then_some(g.as_mut_slice());
+        let v = multivariate::categorical::logit_rows_lpmf(sig, &ya, xs, n, k, grad)
+            .map_err(|e| Fault::domain(e.to_string()))?;
+        let out = self.tape.leaf(v);
+        if self.tape.recording {
+            self.tape.parts_scratch(nk).copy_from_slice(&g);
+            self.tape.push_dot(out, x, nk);
+        }
         Ok(S::V(out))
     }
 

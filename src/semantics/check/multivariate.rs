@@ -21,6 +21,7 @@ fn accepts(shape: Shape, t: Type) -> bool {
         Shape::Vector => t.dims == 0 && vec_like(t.base),
         Shape::Vectors => t.dims <= 1 && vec_like(t.base),
         Shape::Matrix => t == Type::MATRIX,
+        Shape::LogOdds => (t.dims == 0 && vec_like(t.base)) || t == Type::MATRIX,
     }
 }
 
@@ -34,6 +35,7 @@ fn shape_words(shape: Shape) -> &'static str {
         Shape::Vector => "`vector` or `row_vector`",
         Shape::Vectors => "`vector`, `row_vector` or an array of them",
         Shape::Matrix => "`matrix`",
+        Shape::LogOdds => "`vector`, `row_vector`, or `matrix` (one row of log odds per outcome)",
     }
 }
 
