@@ -21,11 +21,16 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
             };
             format!(
                 "{line}; minibatch: batch size M = {} of N = {} rows (`{}`), {per} batches per \
-                 epoch, at most {} epochs; exit rule on the full-data ELBO once per epoch",
+                 epoch, at most {} epochs; exit rule on the full-data ELBO once per epoch{}",
                 p.settings.batch_size,
                 p.n_obs,
                 p.separability.axis,
-                max_iter.div_ceil(per)
+                max_iter.div_ceil(per),
+                if o.method == fit::Method::Qnvb {
+                    "; RMS curvature average"
+                } else {
+                    ""
+                }
             )
         }
     }
