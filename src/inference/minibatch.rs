@@ -37,7 +37,10 @@ pub struct MinibatchSettings {
     pub patience_epochs: usize,
     /// Never stop before this many epochs (default 20).
     pub min_epochs: usize,
-    /// Margin δ of an improvement, log-density units (default 1e-2·… see [`Default`]).
+    /// Never stop before this many iterations either (default 500, the T_min of qnvb.md §7.5):
+    /// with few batches per epoch, 20 epochs are too few steps.
+    pub min_iterations: usize,
+    /// Margin δ of an improvement, log-density units (default 0.01).
     pub min_improvement: f64,
 }
 
@@ -49,6 +52,7 @@ impl Default for MinibatchSettings {
             window_epochs: 5,
             patience_epochs: 10,
             min_epochs: 20,
+            min_iterations: 500,
             min_improvement: 1e-2,
         }
     }
@@ -172,8 +176,9 @@ impl EpochExit {
         }
     }
 
-    /// Records an epoch's full-data ELBO; returns (smoothed value, improved, stop now).
-    pub fn observe(&mut self, elbo: f64) -> (f64, bool, bool) {
+    /// Records an epoch's full-data ELBO after `iterations` iterations in all; returns
+    /// (smoothed value, improved, stop now).
+    pub fn observe(&mut self, elbo: f64, iterations: usize) -> (f64, bool, bool) {
         self.trace.push(elbo);
         let w0 = self.trace.len().saturating_sub(self.settings.window_epochs + 1);
         let tail = &self.trace[w0..];
@@ -186,6 +191,7 @@ impl EpochExit {
             self.since += 1;
         }
         let stop = self.trace.len() >= self.settings.min_epochs
+            && iterations >= self.settings.min_iterations
             && self.since >= self.settings.patience_epochs;
         (smoothed, improved, stop)
     }

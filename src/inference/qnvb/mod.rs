@@ -480,7 +480,7 @@ fn fit_inner(
                 if epoch_end {
                     let sd: Vec<f64> = sigma.clone();
                     let e = epoch_elbo.value(density, &mu, &sd)?;
-                    if exit.observe(e).2 {
+                    if exit.observe(e, t + 1).2 {
                         stop = QnvbStop::Converged;
                         break;
                     }
