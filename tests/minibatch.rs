@@ -271,3 +271,64 @@ fn batch_size_on_other_methods_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--batch-size applies to --method qnvb"), "{err}");
 }
+
+/// Issue 10's bar: the diabetes BNN (H = 50, d = 602) by minibatch QNVB (M = 64) has a test RMSE
+/// of the posterior-predictive mean within 0.05 of NumPyro SVI's 0.713 (standardised scale).
+/// Measured 0.709 (seed 1), about 5 s of fitting. Slow (a 602-parameter fit and 1000 predictive
+/// draws): run with `--ignored`.
+#[test]
+#[ignore]
+fn diabetes_bnn_minibatch_qnvb_test_rmse() {
+    let data = common::root().join("../shared/data/bnn");
+    let dir = std::env::temp_dir().join(format!("bayesc_mb_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fit = dir.join("fit.json");
+    let pred = dir.join("pred.csv");
+    let bin = env!("CARGO_BIN_EXE_bayesc");
+    let model = common::root().join("tests/fixtures/bnn_diabetes.bayes");
+    let st = std::process::Command::new(bin)
+        .arg("fit")
+        .arg(&model)
+        .arg("--data")
+        .arg(data.join("diabetes_train.csv"))
+        .args(["--method", "qnvb", "--batch-size", "64", "--seed", "1", "--random-init", "-q"])
+        .arg("--save-fit")
+        .arg(&fit)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let st = std::process::Command::new(bin)
+        .arg("predict")
+        .arg(&model)
+        .arg("--fit")
+        .arg(&fit)
+        .arg("--data")
+        .arg(data.join("diabetes_test.csv"))
+        .arg("-o")
+        .arg(&pred)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let y: Vec<f64> = std::fs::read_to_string(data.join("diabetes_test.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    let text = std::fs::read_to_string(&pred).unwrap();
+    let mean: std::collections::HashMap<String, f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split(',');
+            (f.next().unwrap().to_string(), f.next().unwrap().parse().unwrap())
+        })
+        .collect();
+    let mse = (0..y.len())
+        .map(|i| (mean[&format!("y_pred[{}]", i + 1)] - y[i]).powi(2))
+        .sum::<f64>()
+        / y.len() as f64;
+    let rmse = mse.sqrt();
+    assert!((rmse - 0.713).abs() < 0.05, "test RMSE {rmse}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

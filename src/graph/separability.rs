@@ -265,13 +265,16 @@ pub fn analyse(program: &Program, axis: &str) -> R<Separability> {
         terms: (false, false),
         returns: Vec::new(),
         sliced: Vec::new(),
+        in_tdata: false,
     };
     for d in &program.data {
         a.decl(d, Block::Data)?;
     }
+    a.in_tdata = true;
     for s in &program.transformed_data {
         a.top_stmt(s, Block::TransformedData)?;
     }
+    a.in_tdata = false;
     for d in &program.parameters {
         a.decl(d, Block::Parameters)?;
     }
@@ -333,6 +336,8 @@ struct Analyser<'p> {
     /// Kinds of the `return` expressions of the function being analysed.
     returns: Vec<K>,
     sliced: Vec<String>,
+    /// Analysing the `transformed data` block.
+    in_tdata: bool,
 }
 
 fn err(span: Span, message: String, why: &str, help: &str) -> SeparabilityError {
@@ -347,6 +352,12 @@ fn err(span: Span, message: String, why: &str, help: &str) -> SeparabilityError 
 const WHY_MIX: &str = "under --batch-size each iteration sees a random batch of M of the N rows; \
     a value that combines rows is then computed from the batch instead of all rows, and no N/M \
     scaling of the log density makes that estimate unbiased";
+
+const WHY_TDATA: &str = "under --batch-size transformed data are sliced row by row like the data, \
+    and the compiler accepts only row-wise transformed data, so that every row the model sees is a \
+    function of that row alone; a statistic over all rows has no row of its own, and the \
+    guarantee that the N/M-scaled batch estimate is unbiased would no longer follow from the \
+    program";
 
 /// A short rendering of an expression for messages.
 fn show(e: &Expr) -> String {
@@ -879,7 +890,11 @@ impl Analyser<'_> {
                     show(e),
                     self.axis
                 ),
-                WHY_MIX,
+                if self.in_tdata {
+                    WHY_TDATA
+                } else {
+                    WHY_MIX
+                },
                 "compute this statistic before the fit and pass it as data (or fit without \
                  --batch-size)",
             )),
