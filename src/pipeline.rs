@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use codespan_reporting::diagnostic::Diagnostic;
 
 use crate::data::{self, DataSource};
-use crate::graph::Model;
+use crate::fit::MinibatchPlan;
+use crate::graph::{Model, separability};
+use crate::inference::MinibatchDensity;
+use crate::inference::minibatch::MinibatchSettings;
 use crate::semantics;
 use crate::syntax::ast::Program;
 use crate::syntax::parser;
@@ -139,4 +142,92 @@ pub fn compile(
     Model::new(&checked.program, &bound)
         .map(|m| m.with_sources(files))
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
+}
+
+/// Chooses the observation axis, proves that the log density splits over its rows
+/// (`graph::separability`) and builds the minibatch plan of `--batch-size M` (docs/minibatch.md).
+///
+/// The axis is `over` when given; otherwise the one `int` data variable that is the leading size
+/// of other data, or, when several are, the one equal to the row count of a CSV data file.
+///
+/// Errors: no or several candidate axes (asks for `--batch-over`), an axis that is not a
+/// candidate, a model that mixes rows (the separability error at its span), or M > N.
+pub fn minibatch_plan(
+    checked: &Checked,
+    sources: &[DataSource],
+    model: &Model,
+    batch_size: usize,
+    over: Option<&str>,
+) -> Result<MinibatchPlan, Failure> {
+    let plain = |msg: String| Failure::Reported(vec![Diagnostic::error().with_message(msg)]);
+    let program = &checked.program;
+    let candidates = separability::candidate_axes(program);
+    let axis = match over {
+        Some(name) => {
+            if !candidates.iter().any(|c| c == name) {
+                return Err(plain(format!(
+                    "--batch-over {name}: `{name}` is not an `int` data variable that sizes the \
+                     rows of other data (candidates: {})",
+                    if candidates.is_empty() {
+                        "none".to_string()
+                    } else {
+                        candidates.join(", ")
+                    }
+                )));
+            }
+            name.to_string()
+        }
+        None => {
+            let csv_rows: Vec<usize> = sources
+                .iter()
+                .filter_map(|s| match s {
+                    DataSource::Csv(c) => Some(c.n_rows()),
+                    DataSource::Json(_) => None,
+                })
+                .collect();
+            let by_csv: Vec<&String> = candidates
+                .iter()
+                .filter(|c| {
+                    model
+                        .data_int(c)
+                        .is_some_and(|n| csv_rows.contains(&(n as usize)))
+                })
+                .collect();
+            match (candidates.len(), by_csv.len()) {
+                (0, _) => {
+                    return Err(plain(
+                        "--batch-size: no `int` data variable sizes the rows of the data, so \
+                         there is nothing to minibatch"
+                            .into(),
+                    ));
+                }
+                (1, _) => candidates[0].clone(),
+                (_, 1) => by_csv[0].clone(),
+                _ => {
+                    return Err(plain(format!(
+                        "--batch-size: several data sizes could count the rows ({}); name the \
+                         one to minibatch with --batch-over NAME",
+                        candidates.join(", ")
+                    )));
+                }
+            }
+        }
+    };
+    let separability = separability::analyse(program, &axis)
+        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+    let mm = model.minibatch(&separability).map_err(plain)?;
+    let n_obs = mm.n_obs();
+    if batch_size > n_obs {
+        return Err(plain(format!(
+            "--batch-size {batch_size} is larger than the number of rows N = {n_obs} (`{axis}`)"
+        )));
+    }
+    Ok(MinibatchPlan {
+        separability,
+        n_obs,
+        settings: MinibatchSettings {
+            batch_size,
+            ..MinibatchSettings::default()
+        },
+    })
 }

@@ -73,7 +73,19 @@ pub fn run(args: FitArgs) -> i32 {
     let seed = args
         .seed
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
-    let options = options_from_args(&args, model.dim(), seed);
+    let mut options = options_from_args(&args, model.dim(), seed);
+    if let Some(m) = args.batch_size {
+        match pipeline::minibatch_plan(
+            &checked,
+            &data,
+            &model,
+            m as usize,
+            args.batch_over.as_deref(),
+        ) {
+            Ok(plan) => options.minibatch = Some(plan),
+            Err(f) => return super::report_failure(&sources, f),
+        }
+    }
     if !args.quiet {
         println!("{}", settings_line(&options, model.dim()));
     }
@@ -210,6 +222,19 @@ fn fit_was_interrupted(result: &FitResult) -> bool {
 /// Set by the Ctrl-C handler; polled by the running fit.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// For a minibatch fit: how many epochs ran and what the exit rule looked at.
+fn print_epoch_note(epoch_elbo: &[f64], iterations: usize, options: &FitOptions) {
+    if let (Some(plan), Some(last)) = (&options.minibatch, epoch_elbo.last()) {
+        println!(
+            "minibatch: {} epochs of {} batches ({iterations} iterations); the exit rule used the \
+             full-data ELBO once per epoch (last {last:.3}); the per-iteration ELBO values are \
+             batch estimates",
+            epoch_elbo.len(),
+            plan.batches_per_epoch()
+        );
+    }
+}
+
 /// Prints convergence information and the summary table of a fit.
 fn print_result(result: &FitResult, options: &FitOptions) {
     match &result.details {
@@ -230,6 +255,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                     fit.iterations
                 ),
             }
+            print_epoch_note(&fit.epoch_elbo, fit.iterations, options);
             if fit.skipped_steps > 0 {
                 println!(
                     "note: the positive-definiteness guard skipped {} update steps",
@@ -260,6 +286,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                     fit.iterations
                 ),
             }
+            print_epoch_note(&fit.epoch_elbo, fit.iterations, options);
             println!(
                 "posterior summary from {} draws of the fitted mean-field Gaussian (constrained scale):\n",
                 result.draws.n_draws()

@@ -164,6 +164,16 @@ pub struct FitArgs {
     /// HMC: leapfrog steps per iteration (default: integration time 2π over the adapted step size).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub n_leapfrog: Option<u64>,
+    /// QNVB, QBVI --diagonal: fit on minibatches of M rows (a fresh permutation per epoch; terms
+    /// that depend on the rows scaled by N/M). The compiler first proves that the model's log
+    /// density splits over the rows (docs/minibatch.md).
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Minibatching")]
+    pub batch_size: Option<u64>,
+    /// With --batch-size: the `int` data variable that counts the rows (needed when several
+    /// data sizes could be the observation axis; default: the one sizing the data, or the one
+    /// equal to the CSV row count).
+    #[arg(long, value_name = "NAME", help_heading = "Minibatching")]
+    pub batch_over: Option<String>,
 }
 
 /// Checks of the options that clap cannot express (ranges, flags that do not apply to the
@@ -203,6 +213,23 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             "--se applies to --method optimize, not {method} (the Laplace approximation always \
              uses the inverse negative Hessian)"
         ));
+    }
+    if args.batch_size.is_some()
+        && !(method == fit::Method::Qnvb || (method == fit::Method::Qbvi && args.diagonal))
+    {
+        return Err(format!(
+            "--batch-size applies to --method {}, not {}; the other methods need the full \
+             data at every step",
+            fit::MINIBATCH_METHODS,
+            if method == fit::Method::Qbvi {
+                "qbvi with a full covariance (add --diagonal)".to_string()
+            } else {
+                method.to_string()
+            }
+        ));
+    }
+    if args.batch_over.is_some() && args.batch_size.is_none() {
+        return Err("--batch-over names the rows to minibatch; it needs --batch-size".into());
     }
     // Flags of other methods would be silently ignored: refuse them. Flags with defaults count
     // as given when they differ from the default.

@@ -8,6 +8,7 @@
 //! sweeps it backwards. `log_density` runs the same interpreter with recording off, so both
 //! paths return the same value. `generated quantities` run in [`Model::write_array`].
 
+pub mod batch;
 pub(crate) mod compile;
 pub mod error;
 pub(crate) mod eval;
@@ -16,6 +17,7 @@ pub(crate) mod kernel;
 pub(crate) mod ops;
 pub mod pointwise;
 pub(crate) mod scalar;
+pub mod separability;
 pub(crate) mod tape;
 pub(crate) mod transforms;
 pub(crate) mod value;
@@ -70,6 +72,8 @@ struct OutVar {
 /// `&self` and reuses a per-thread tape.
 pub struct Model {
     globals: Vec<Value>,
+    /// The name of each global (data, then transformed data), parallel to `globals`.
+    global_names: Vec<String>,
     n_slots: usize,
     params: Vec<ParamInfo>,
     tparams: Vec<OutVar>,
@@ -136,6 +140,7 @@ impl Model {
         let (table, funcs) = compile::lower_functions(&program.functions)?;
         c.funcs = table;
         let mut globals: Vec<Value> = Vec::new();
+        let mut global_names: Vec<String> = Vec::new();
         let mut tape = Tape::default();
         tape.reset(false);
 
@@ -190,6 +195,7 @@ impl Model {
             };
             let v = Value::from_tensor(Tensor { arr, base, data });
             c.bind_global(name, globals.len() as u32);
+            global_names.push(name.clone());
             globals.push(v);
         }
 
@@ -229,6 +235,7 @@ impl Model {
             for (name, slot, ..) in td_vars {
                 let v = std::mem::replace(&mut env[slot as usize], Value::Int(0));
                 c.bind_global(&name, globals.len() as u32);
+                global_names.push(name.clone());
                 globals.push(v);
             }
         }
@@ -365,6 +372,7 @@ impl Model {
 
         Ok(Model {
             globals,
+            global_names,
             n_slots: c.n_slots as usize,
             params,
             tparams,
@@ -643,6 +651,21 @@ impl Model {
         grad: Option<&mut [f64]>,
         jacobian: bool,
     ) -> Result<f64, DensityError> {
+        self.run_on(&self.globals, None, zeta, grad, jacobian)
+    }
+
+    /// [`Model::run`] against `globals` (the model's own, or a minibatch's sliced copy, see
+    /// [`batch`]); with `scale = Some((c, flags))` the log-density terms added by each top-level
+    /// model statement `i` with `flags[i]` are multiplied by `c` (the N/M of specs/survey_vi.md
+    /// §2). Priors, Jacobians and unflagged statements are never scaled.
+    fn run_on(
+        &self,
+        globals: &[Value],
+        scale: Option<(f64, &[bool])>,
+        zeta: &[f64],
+        grad: Option<&mut [f64]>,
+        jacobian: bool,
+    ) -> Result<f64, DensityError> {
         if zeta.len() != self.dim {
             return Err(DensityError::fatal(format!(
                 "expected {} unconstrained values, got {}",
@@ -655,7 +678,7 @@ impl Model {
             for &z in zeta {
                 tape.leaf(z);
             }
-            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            let mut ctx = Ctx::new(globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
             ctx.fast_loops = self.fast_loops;
             let mut lj = Vec::new();
@@ -668,7 +691,27 @@ impl Model {
                 }
                 ctx.exec_all(&self.tp_body)?;
                 self.check_outputs(&mut ctx, &self.tparams, true)?;
-                ctx.exec_all(&self.model_body)?;
+                match scale {
+                    None => {
+                        ctx.exec_all(&self.model_body)?;
+                    }
+                    Some((c, flags)) => {
+                        for (i, st) in self.model_body.iter().enumerate() {
+                            if !flags.get(i).copied().unwrap_or(false) {
+                                if ctx.exec(st)? != eval::Flow::Normal {
+                                    break;
+                                }
+                                continue;
+                            }
+                            let (c0, v0) = (ctx.target_c, ctx.target_v.len());
+                            let flow = ctx.exec(st)?;
+                            batch::scale_terms(&mut ctx, c0, v0, c);
+                            if flow != eval::Flow::Normal {
+                                break;
+                            }
+                        }
+                    }
+                }
                 Ok(())
             })();
             r.map_err(|l| self.density_error(l))?;

@@ -69,3 +69,34 @@ pub trait LogDensity: Sync {
     /// On error the contents of `grad` are unspecified.
     fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError>;
 }
+
+/// A log density that is a sum over N observations plus a row-free part,
+/// L(ζ) = π(ζ) + Σ_{i=1}^N ℓ_i(ζ), and can be estimated from a batch of rows B (|B| = M) by
+/// the unbiased minibatch estimate L̂_B(ζ) = π(ζ) + (N/M)·Σ_{i∈B} ℓ_i(ζ) of
+/// specs/survey_vi.md §2 ("Unbiased log joint"). π (prior and Jacobian) is never scaled.
+///
+/// The [`LogDensity`] methods of the implementor are the full-data L. The graph's model
+/// implements this when the compiler has proved the split (`graph::separability`); stochastic
+/// methods (QNVB, QBVI, the survey methods) take it as their seam to minibatching.
+pub trait MinibatchDensity: LogDensity {
+    /// N, the number of observations (rows).
+    fn n_obs(&self) -> usize;
+
+    /// The estimate L̂_B for the batch `rows` (0-based, distinct, each < N; M = `rows.len()` ≥ 1)
+    /// as a [`LogDensity`] of the same dimension. Making the view slices the data once, so all
+    /// evaluations of one iteration (its Monte Carlo draws or quadrature points) share one batch
+    /// cheaply (common random numbers, spec §2).
+    ///
+    /// Errors: an empty batch or a row out of range (unrecoverable).
+    fn batch<'a>(&'a self, rows: &[usize]) -> Result<Box<dyn LogDensity + 'a>, DensityError>;
+
+    /// L̂_B(ζ) and ∇L̂_B(ζ) for one batch; the same as `self.batch(rows)?.log_density_grad(..)`.
+    fn log_density_grad_batch(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        self.batch(rows)?.log_density_grad(theta, grad)
+    }
+}

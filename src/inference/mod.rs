@@ -9,11 +9,12 @@ pub mod init;
 pub mod laplace;
 pub mod mcmc;
 pub mod mh;
+pub mod minibatch;
 pub mod optimize;
 pub mod qbvi;
 pub mod qnvb;
 pub mod rng;
 pub mod sandwich;
 
-pub use density::{DensityError, LogDensity};
+pub use density::{DensityError, LogDensity, MinibatchDensity};
 pub use draws::Draws;

@@ -9,6 +9,34 @@ use crate::output::summary;
 
 /// One line naming the method and its settings.
 pub fn settings_line(o: &FitOptions, d: usize) -> String {
+    let line = method_settings(o, d);
+    match &o.minibatch {
+        None => line,
+        Some(p) => {
+            let per = p.batches_per_epoch().max(1);
+            let max_iter = if o.method == fit::Method::Qnvb {
+                o.qnvb.max_iter
+            } else {
+                o.qbvi.max_iter
+            };
+            format!(
+                "{line}; minibatch: batch size M = {} of N = {} rows (`{}`), {per} batches per \
+                 epoch, at most {} epochs; exit rule on the full-data ELBO once per epoch{}",
+                p.settings.batch_size,
+                p.n_obs,
+                p.separability.axis,
+                max_iter.div_ceil(per),
+                if o.method == fit::Method::Qnvb {
+                    "; RMS curvature average"
+                } else {
+                    ""
+                }
+            )
+        }
+    }
+}
+
+fn method_settings(o: &FitOptions, d: usize) -> String {
     match o.method {
         fit::Method::Qbvi => format!(
             "method = qbvi ({} covariance, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",

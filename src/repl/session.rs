@@ -640,7 +640,24 @@ impl Session {
         let seed = fit_args
             .seed
             .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
-        let options = options_from_args(&fit_args, model.dim(), seed);
+        let mut options = options_from_args(&fit_args, model.dim(), seed);
+        if let Some(m) = fit_args.batch_size {
+            let checked = &self.model.as_ref().expect("compiled above").checked;
+            match pipeline::minibatch_plan(
+                checked,
+                &self.data,
+                model,
+                m as usize,
+                fit_args.batch_over.as_deref(),
+            ) {
+                Ok(plan) => options.minibatch = Some(plan),
+                Err(f) => {
+                    out.text.push_str(&self.render(f));
+                    out.is_error = true;
+                    return out;
+                }
+            }
+        }
         let name = name.unwrap_or_else(|| {
             let mut k = self.counter + 1;
             while self.fits.iter().any(|f| f.name == format!("fit{k}")) {

@@ -6,15 +6,19 @@
 //! J(ζ) = −L(ζ) (full log joint with Jacobian, N_w = 1, §7.1), the Hadamard quadrature of §4
 //! ([`quadrature`]), the signed running curvature average of §7.2 (or the reference RMS, §5), the
 //! rate-bounded spread and Adam-capped mean step of §5, and the stopping rule of §7.5.
-//! Minibatching (§7.1) is not implemented.
+//! Minibatching (§7.1: J = −(N/M)·Σ_{i∈B} ℓ_i − π, N_w = 1) is [`fit_qnvb_minibatch`]: one batch
+//! per step for all n_e quadrature points (§6, "the same draw must be used for all n_e points of
+//! one step"), with the exit rule on the full-data ELBO once per epoch
+//! ([`super::minibatch`]).
 
 pub mod khat;
 pub mod quadrature;
 
 use rand_distr::{Distribution, StandardNormal};
 
-use super::density::{DensityError, LogDensity};
+use super::density::{DensityError, LogDensity, MinibatchDensity};
 use super::init::random_init;
+use super::minibatch::{EpochBatches, EpochElbo, EpochExit, MinibatchSettings};
 use super::rng::{StreamRng, stream};
 
 pub use khat::{KhatError, psis_khat};
@@ -130,6 +134,9 @@ pub struct QnvbFit {
     pub max_scaled_gradient: f64,
     /// Stationarity of the spread (§7.6): max_i |σ_i²·κ_i − 1|.
     pub max_curvature_mismatch: f64,
+    /// Minibatch fits only: the full-data ELBO at the end of every epoch (the exit statistic,
+    /// [`super::minibatch`]); empty for full-batch fits.
+    pub epoch_elbo: Vec<f64>,
 }
 
 impl QnvbFit {
@@ -271,6 +278,37 @@ pub fn fit_qnvb(
     settings: &QnvbSettings,
     progress: &mut dyn FnMut(usize, f64) -> bool,
 ) -> Result<QnvbFit, QnvbError> {
+    fit_inner(density, None, init, settings, progress)
+}
+
+/// [`fit_qnvb`] on minibatches (specs/qnvb.md §7.1, specs/survey_vi.md §2): step t evaluates the
+/// n_e quadrature points on one batch B_t of M rows, J = −L̂_{B_t} = −(N/M)·Σ_{i∈B_t} ℓ_i − π,
+/// batches drawn by [`EpochBatches`] from `settings.seed`.
+///
+/// Exit rule: the per-step ELBO (kept in `elbo_trace`) is a batch estimate and too noisy for
+/// the δ-margin rule of §7.5, so the rule runs on the full-data ELBO from 10 fixed draws
+/// evaluated at the end of every epoch, smoothed and counted in epochs ([`EpochExit`];
+/// survey_vi.md §1). [`QnvbStop::Converged`] means that rule fired; `max_iter` still bounds the
+/// number of steps. `settings.min_iter` and `patience` are not used.
+///
+/// Errors: as [`fit_qnvb`], plus [`QnvbError::InvalidSettings`] for a batch size outside 1..=N.
+pub fn fit_qnvb_minibatch(
+    density: &dyn MinibatchDensity,
+    init: &[f64],
+    settings: &QnvbSettings,
+    minibatch: &MinibatchSettings,
+    progress: &mut dyn FnMut(usize, f64) -> bool,
+) -> Result<QnvbFit, QnvbError> {
+    fit_inner(density, Some((density, minibatch)), init, settings, progress)
+}
+
+fn fit_inner(
+    density: &dyn LogDensity,
+    minibatch: Option<(&dyn MinibatchDensity, &MinibatchSettings)>,
+    init: &[f64],
+    settings: &QnvbSettings,
+    progress: &mut dyn FnMut(usize, f64) -> bool,
+) -> Result<QnvbFit, QnvbError> {
     check_settings(settings)?;
     let s = settings;
     let d = density.dim();
@@ -307,8 +345,32 @@ pub fn fit_qnvb(
     let mut grad = vec![0.0; d];
     let mut gsum = vec![0.0; d];
     let mut hsum = vec![0.0; d];
+    let mut batches = match minibatch {
+        Some((mb, ms)) => Some((
+            mb,
+            EpochBatches::new(mb.n_obs(), ms.batch_size, s.seed)
+                .map_err(QnvbError::InvalidSettings)?,
+            EpochElbo::new(d, ms.elbo_draws, s.seed),
+            EpochExit::new(ms),
+        )),
+        None => None,
+    };
 
     for t in 0..s.max_iter {
+        let mut epoch_end = false;
+        let view = match &mut batches {
+            Some((mb, b, ..)) => {
+                let mb: &dyn MinibatchDensity = *mb;
+                let (rows, last) = b.next_batch();
+                epoch_end = last;
+                Some(mb.batch(rows)?)
+            }
+            None => None,
+        };
+        let target: &dyn LogDensity = match &view {
+            Some(v) => v.as_ref(),
+            None => density,
+        };
         // 1. evaluation at the n_e quadrature points, retried with σ/2 on non-finite values
         let mut retries = 0;
         let j_sum = loop {
@@ -322,7 +384,7 @@ pub fn fit_qnvb(
                     for i in 0..d {
                         zeta[i] = mu[i] + sign * sigma[i] * x[i];
                     }
-                    match density.log_density_grad(&zeta, &mut grad) {
+                    match target.log_density_grad(&zeta, &mut grad) {
                         Ok(lp) if lp.is_finite() && grad.iter().all(|v| v.is_finite()) => {
                             j_sum -= lp;
                             for i in 0..d {
@@ -413,11 +475,28 @@ pub fn fit_qnvb(
             stop = QnvbStop::Interrupted;
             break;
         }
-        if t + 1 >= s.min_iter && since_best >= s.patience {
-            stop = QnvbStop::Converged;
-            break;
+        match &mut batches {
+            Some((_, _, epoch_elbo, exit)) => {
+                if epoch_end {
+                    let sd: Vec<f64> = sigma.clone();
+                    let e = epoch_elbo.value(density, &mu, &sd)?;
+                    if exit.observe(e, t + 1).2 {
+                        stop = QnvbStop::Converged;
+                        break;
+                    }
+                }
+            }
+            None => {
+                if t + 1 >= s.min_iter && since_best >= s.patience {
+                    stop = QnvbStop::Converged;
+                    break;
+                }
+            }
         }
     }
+    let epoch_elbo = batches
+        .map(|(_, _, _, exit)| exit.trace().to_vec())
+        .unwrap_or_default();
 
     let max_scaled_gradient = g_bar
         .iter()
@@ -437,5 +516,6 @@ pub fn fit_qnvb(
         stop,
         max_scaled_gradient,
         max_curvature_mismatch,
+        epoch_elbo,
     })
 }

@@ -1,0 +1,262 @@
+//! Minibatch evaluation of a compiled [`Model`]: slices the row-indexed data and scales the
+//! separable likelihood terms by N/M (specs/survey_vi.md §2), as a
+//! [`crate::inference::density::MinibatchDensity`].
+//!
+//! Which globals are sliced and which top-level model statements are scaled comes from the
+//! compiler's proof ([`super::separability::analyse`]); this module only applies it. A batch
+//! view holds a copy of the globals in which every sliced variable keeps the batch's rows (in
+//! batch order) and the axis variable `N` is the batch size M, so `vector[N]` locals and
+//! `for (n in 1:N)` loops run over the batch. Generated quantities and `write_array` always use
+//! the full data.
+
+use std::sync::Arc;
+
+use super::Model;
+use super::eval::Ctx;
+use super::separability::{Separability, TermKind};
+use super::tape::S;
+use super::value::{Base, Data, Tensor, Value};
+use crate::inference::density::{DensityError, LogDensity, MinibatchDensity};
+
+/// A model whose log density is proved separable over the rows of its observation axis: the
+/// full-data [`LogDensity`] of the model, plus batch estimates ([`MinibatchDensity`]).
+pub struct MinibatchModel<'m> {
+    model: &'m Model,
+    /// N.
+    n: usize,
+    /// Global slot of the axis variable.
+    axis_slot: usize,
+    /// Global slots of the row-indexed data and transformed data.
+    sliced: Vec<usize>,
+    /// Per top-level model statement: scaled by N/M.
+    scaled: Vec<bool>,
+}
+
+impl Model {
+    /// This model under the minibatch plan `sep` (from [`super::separability::analyse`] on the
+    /// same program).
+    ///
+    /// Errors (as text): the axis is not an integer ≥ 1 in the data, a sliced variable does not
+    /// have N rows, or the plan does not match the model's statements.
+    pub fn minibatch(&self, sep: &Separability) -> Result<MinibatchModel<'_>, String> {
+        let slot = |name: &str| {
+            self.global_names
+                .iter()
+                .position(|g| g == name)
+                .ok_or_else(|| format!("`{name}` is not a data or transformed data variable"))
+        };
+        let axis_slot = slot(&sep.axis)?;
+        let n = match self.globals[axis_slot] {
+            Value::Int(n) if n >= 1 => n as usize,
+            _ => return Err(format!("`{}` must be an integer ≥ 1 to minibatch", sep.axis)),
+        };
+        let mut sliced = Vec::new();
+        for name in &sep.sliced {
+            let s = slot(name)?;
+            let rows = leading_len(&self.globals[s]);
+            if rows != Some(n) {
+                return Err(format!(
+                    "`{name}` has leading size {rows:?}, but the observation axis `{}` is {n}",
+                    sep.axis
+                ));
+            }
+            sliced.push(s);
+        }
+        if sep.model_terms.len() != self.model_body.len() {
+            return Err("internal error: the minibatch plan does not match the model block".into());
+        }
+        Ok(MinibatchModel {
+            model: self,
+            n,
+            axis_slot,
+            sliced,
+            scaled: sep
+                .model_terms
+                .iter()
+                .map(|t| *t == TermKind::Likelihood)
+                .collect(),
+        })
+    }
+}
+
+impl Model {
+    /// The value of an `int` scalar data (or transformed data) variable, if there is one of
+    /// that name.
+    pub fn data_int(&self, name: &str) -> Option<i64> {
+        let i = self.global_names.iter().position(|g| g == name)?;
+        match self.globals[i] {
+            Value::Int(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// The leading size of a global (array size, else vector length or matrix rows).
+fn leading_len(v: &Value) -> Option<usize> {
+    match v {
+        Value::T(t) => match (t.arr.first(), t.base) {
+            (Some(&n), _) => Some(n),
+            (None, Base::Vector(n) | Base::RowVector(n) | Base::Matrix(n, _)) => Some(n),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The rows `rows` (0-based) of a constant tensor, in that order.
+fn slice_rows(v: &Value, rows: &[usize]) -> Value {
+    let Value::T(t) = v else { return v.clone() };
+    let (xs, int) = match &t.data {
+        Data::Int(x) => (x, true),
+        Data::Real(x) => (x, false),
+        Data::Var(_) => return v.clone(),
+    };
+    let m = rows.len();
+    let mut out = Vec::new();
+    let (arr, base) = if let Some(&n) = t.arr.first() {
+        let per = xs.len() / n.max(1);
+        out.reserve(m * per);
+        for &r in rows {
+            out.extend_from_slice(&xs[r * per..(r + 1) * per]);
+        }
+        let mut arr = t.arr.clone();
+        arr[0] = m;
+        (arr, t.base)
+    } else {
+        match t.base {
+            Base::Vector(_) | Base::RowVector(_) => {
+                out.extend(rows.iter().map(|&r| xs[r]));
+                let b = if matches!(t.base, Base::Vector(_)) {
+                    Base::Vector(m)
+                } else {
+                    Base::RowVector(m)
+                };
+                (vec![], b)
+            }
+            Base::Matrix(r, c) => {
+                // column-major
+                out.reserve(m * c);
+                for j in 0..c {
+                    out.extend(rows.iter().map(|&i| xs[i + j * r]));
+                }
+                (vec![], Base::Matrix(m, c))
+            }
+            Base::Scalar => return v.clone(),
+        }
+    };
+    let data = Arc::new(out);
+    Value::from_tensor(Tensor {
+        arr,
+        base,
+        data: if int { Data::Int(data) } else { Data::Real(data) },
+    })
+}
+
+/// Multiplies the log-density terms added since (`c0`, `v0`) by `c`: the constant part in place,
+/// the variable terms through one tape node c·Σ terms.
+pub(super) fn scale_terms(ctx: &mut Ctx, c0: f64, v0: usize, c: f64) {
+    ctx.target_c = c0 + c * (ctx.target_c - c0);
+    if ctx.target_v.len() > v0 {
+        let terms: Vec<(S, f64)> = ctx.target_v[v0..].iter().map(|&q| (S::V(q), c)).collect();
+        let value = c * terms
+            .iter()
+            .map(|(s, _)| ctx.tape.value(*s))
+            .sum::<f64>();
+        ctx.target_v.truncate(v0);
+        if let S::V(q) = ctx.tape.node(value, &terms) {
+            ctx.target_v.push(q);
+        }
+    }
+}
+
+impl MinibatchModel<'_> {
+    /// Which top-level model statements are separable likelihood terms (scaled by N/M): the terms
+    /// whose per-observation gradients the VOGN-type methods need.
+    pub fn likelihood_statements(&self) -> &[bool] {
+        &self.scaled
+    }
+}
+
+impl LogDensity for MinibatchModel<'_> {
+    fn dim(&self) -> usize {
+        self.model.dim
+    }
+
+    fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
+        self.model.log_density(theta)
+    }
+
+    fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        self.model.log_density_grad(theta, grad)
+    }
+}
+
+/// One batch of a [`MinibatchModel`]: sliced globals and the N/M factor.
+struct BatchView<'a> {
+    model: &'a Model,
+    globals: Vec<Value>,
+    scaled: &'a [bool],
+    factor: f64,
+}
+
+impl LogDensity for BatchView<'_> {
+    fn dim(&self) -> usize {
+        self.model.dim
+    }
+
+    fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
+        self.model.run_on(
+            &self.globals,
+            Some((self.factor, self.scaled)),
+            theta,
+            None,
+            true,
+        )
+    }
+
+    fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        if grad.len() != self.model.dim {
+            return Err(DensityError::fatal(format!(
+                "gradient buffer has length {}, expected {}",
+                grad.len(),
+                self.model.dim
+            )));
+        }
+        self.model.run_on(
+            &self.globals,
+            Some((self.factor, self.scaled)),
+            theta,
+            Some(grad),
+            true,
+        )
+    }
+}
+
+impl MinibatchDensity for MinibatchModel<'_> {
+    fn n_obs(&self) -> usize {
+        self.n
+    }
+
+    fn batch<'a>(&'a self, rows: &[usize]) -> Result<Box<dyn LogDensity + 'a>, DensityError> {
+        if rows.is_empty() {
+            return Err(DensityError::fatal("a minibatch needs at least one row"));
+        }
+        if let Some(&r) = rows.iter().find(|&&r| r >= self.n) {
+            return Err(DensityError::fatal(format!(
+                "minibatch row {r} is out of range (N = {})",
+                self.n
+            )));
+        }
+        let mut globals = self.model.globals.clone();
+        globals[self.axis_slot] = Value::Int(rows.len() as i64);
+        for &s in &self.sliced {
+            globals[s] = slice_rows(&self.model.globals[s], rows);
+        }
+        Ok(Box::new(BatchView {
+            model: self.model,
+            globals,
+            scaled: &self.scaled,
+            factor: self.n as f64 / rows.len() as f64,
+        }))
+    }
+}

@@ -1,0 +1,241 @@
+//! The minibatch schedule and the full-data exit statistic shared by the stochastic methods
+//! (QNVB, diagonal QBVI, and the survey methods that plug into the same seam), following
+//! specs/survey_vi.md §2 and its common stopping rule (§1).
+//!
+//! - Batches: each epoch draws a fresh uniform permutation of the N rows from the fit's seed and
+//!   takes consecutive blocks of M rows ("shuffle once per epoch and take consecutive blocks",
+//!   §2). An epoch has ⌊N/M⌋ batches, all of size M; the N mod M rows left at the end of a
+//!   permutation sit out that epoch (a different set each epoch). Every batch is a uniform
+//!   draw without replacement, so each L̂_B is unbiased (§2).
+//! - One batch serves all the Monte Carlo draws or quadrature points of an iteration (common
+//!   random numbers, §2): the method asks [`MinibatchDensity::batch`] once per iteration.
+//! - Exit rule: per-iteration ELBO estimates on a batch carry the batch noise (variance
+//!   ≈ N²/M·Var_i(ℓ_i)), so the stopping rule runs on a full-data ELBO evaluated once per epoch
+//!   with S = 10 draws ([`EpochElbo`]; survey_vi.md §1, "Minibatch methods evaluate it once per
+//!   epoch, on the full data with S = 10 draws, and count patience in epochs"). The draws use the
+//!   same 10 standard-normal vectors every epoch, so successive values differ by the change of q,
+//!   not by fresh Monte Carlo noise.
+
+use rand::seq::SliceRandom;
+use rand_distr::{Distribution, StandardNormal};
+
+use super::density::{DensityError, LogDensity, MinibatchDensity};
+use super::rng::{StreamRng, stream};
+
+/// Minibatch settings of a stochastic method.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MinibatchSettings {
+    /// M, rows per batch (1 ≤ M ≤ N).
+    pub batch_size: usize,
+    /// Draws S of the per-epoch full-data ELBO (default 10, survey_vi.md §1).
+    pub elbo_draws: usize,
+    /// Smoothing window W in epochs: the smoothed value is the mean of the last W+1 epoch ELBOs
+    /// (default 5).
+    pub window_epochs: usize,
+    /// Stop after this many epochs without an improvement of the smoothed ELBO by more than
+    /// `min_improvement` (default 10).
+    pub patience_epochs: usize,
+    /// Never stop before this many epochs (default 20).
+    pub min_epochs: usize,
+    /// Never stop before this many iterations either (default 500, the T_min of qnvb.md §7.5):
+    /// with few batches per epoch, 20 epochs are too few steps.
+    pub min_iterations: usize,
+    /// Margin δ of an improvement, log-density units (default 0.01).
+    pub min_improvement: f64,
+}
+
+impl Default for MinibatchSettings {
+    fn default() -> Self {
+        MinibatchSettings {
+            batch_size: 32,
+            elbo_draws: 10,
+            window_epochs: 5,
+            patience_epochs: 10,
+            min_epochs: 20,
+            min_iterations: 500,
+            min_improvement: 1e-2,
+        }
+    }
+}
+
+/// Epoch-wise shuffled batches of `0..n` (module docs).
+pub struct EpochBatches {
+    n: usize,
+    m: usize,
+    perm: Vec<usize>,
+    /// Start of the next batch in `perm`.
+    pos: usize,
+    epoch: usize,
+    rng: StreamRng,
+}
+
+impl EpochBatches {
+    /// Batches of `m` rows of `0..n`, shuffled by stream 7 of `seed` (a stream no method uses
+    /// for its own draws). Errors when m = 0 or m > n.
+    pub fn new(n: usize, m: usize, seed: u64) -> Result<Self, String> {
+        if m == 0 || m > n {
+            return Err(format!(
+                "the batch size must be between 1 and the number of rows N = {n}, got {m}"
+            ));
+        }
+        Ok(EpochBatches {
+            n,
+            m,
+            perm: (0..n).collect(),
+            pos: n, // forces a shuffle on the first call
+            epoch: 0,
+            rng: stream(seed, 7),
+        })
+    }
+
+    /// Batches per epoch, ⌊N/M⌋.
+    pub fn per_epoch(&self) -> usize {
+        self.n / self.m
+    }
+
+    /// Completed epochs (the number of permutations drawn, minus the current one).
+    pub fn epochs_done(&self) -> usize {
+        self.epoch.saturating_sub(1)
+    }
+
+    /// The next batch, and whether it is the last of its epoch.
+    pub fn next_batch(&mut self) -> (&[usize], bool) {
+        if self.pos + self.m > self.n {
+            self.perm.shuffle(&mut self.rng);
+            self.pos = 0;
+            self.epoch += 1;
+        }
+        let b = &self.perm[self.pos..self.pos + self.m];
+        self.pos += self.m;
+        (b, self.pos + self.m > self.n)
+    }
+}
+
+/// The per-epoch full-data ELBO of a diagonal Gaussian q = N(μ, diag σ²), from fixed draws.
+pub struct EpochElbo {
+    eps: Vec<Vec<f64>>,
+}
+
+impl EpochElbo {
+    /// `s` standard-normal vectors of length `d` from stream 8 of `seed`.
+    pub fn new(d: usize, s: usize, seed: u64) -> Self {
+        let mut rng = stream(seed, 8);
+        EpochElbo {
+            eps: (0..s.max(1))
+                .map(|_| (0..d).map(|_| StandardNormal.sample(&mut rng)).collect())
+                .collect(),
+        }
+    }
+
+    /// (1/S)·Σ_s L(μ + σ⊙ε_s) + Σ_i log σ_i + (d/2)(1 + log 2π), on the full data. A draw with a
+    /// non-finite or recoverable-error density gives −∞.
+    ///
+    /// Errors: unrecoverable density errors.
+    pub fn value(
+        &self,
+        density: &dyn LogDensity,
+        mean: &[f64],
+        sd: &[f64],
+    ) -> Result<f64, DensityError> {
+        let d = mean.len();
+        let mut z = vec![0.0; d];
+        let mut sum = 0.0;
+        for e in &self.eps {
+            for i in 0..d {
+                z[i] = mean[i] + sd[i] * e[i];
+            }
+            match density.log_density(&z) {
+                Ok(v) if v.is_finite() => sum += v,
+                Ok(_) => return Ok(f64::NEG_INFINITY),
+                Err(e) if e.recoverable => return Ok(f64::NEG_INFINITY),
+                Err(e) => return Err(e),
+            }
+        }
+        let entropy = sd.iter().map(|s| s.ln()).sum::<f64>()
+            + 0.5 * d as f64 * (1.0 + (2.0 * std::f64::consts::PI).ln());
+        Ok(sum / self.eps.len() as f64 + entropy)
+    }
+}
+
+/// The smoothed-ELBO patience rule of qbvi.md §7.2 counted in epochs (survey_vi.md §1).
+pub struct EpochExit {
+    settings: MinibatchSettings,
+    trace: Vec<f64>,
+    best: f64,
+    since: usize,
+}
+
+impl EpochExit {
+    /// A fresh rule.
+    pub fn new(settings: &MinibatchSettings) -> Self {
+        EpochExit {
+            settings: settings.clone(),
+            trace: Vec::new(),
+            best: f64::NEG_INFINITY,
+            since: 0,
+        }
+    }
+
+    /// Records an epoch's full-data ELBO after `iterations` iterations in all; returns
+    /// (smoothed value, improved, stop now).
+    pub fn observe(&mut self, elbo: f64, iterations: usize) -> (f64, bool, bool) {
+        self.trace.push(elbo);
+        let w0 = self.trace.len().saturating_sub(self.settings.window_epochs + 1);
+        let tail = &self.trace[w0..];
+        let smoothed = tail.iter().sum::<f64>() / tail.len() as f64;
+        let improved = smoothed > self.best + self.settings.min_improvement;
+        if improved {
+            self.best = smoothed;
+            self.since = 0;
+        } else {
+            self.since += 1;
+        }
+        let stop = self.trace.len() >= self.settings.min_epochs
+            && iterations >= self.settings.min_iterations
+            && self.since >= self.settings.patience_epochs;
+        (smoothed, improved, stop)
+    }
+
+    /// The per-epoch full-data ELBO values so far.
+    pub fn trace(&self) -> &[f64] {
+        &self.trace
+    }
+}
+
+/// Validates a batch size against a density's N.
+pub fn check_batch(density: &dyn MinibatchDensity, m: usize) -> Result<(), String> {
+    let n = density.n_obs();
+    if m == 0 || m > n {
+        return Err(format!(
+            "--batch-size must be between 1 and N = {n} (the number of rows), got {m}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EpochBatches;
+
+    #[test]
+    fn an_epoch_is_a_permutation_in_blocks() {
+        let mut b = EpochBatches::new(10, 3, 5).unwrap();
+        assert_eq!(b.per_epoch(), 3);
+        let mut seen = Vec::new();
+        for k in 0..3 {
+            let (rows, last) = b.next_batch();
+            assert_eq!(rows.len(), 3);
+            assert_eq!(last, k == 2);
+            seen.extend_from_slice(rows);
+        }
+        let mut s = seen.clone();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), 9, "rows within an epoch are distinct: {seen:?}");
+        // a new permutation for the next epoch
+        let (rows, _) = b.next_batch();
+        let next = rows.to_vec();
+        assert_ne!(next, seen[..3].to_vec());
+        assert_eq!(b.epochs_done(), 1);
+    }
+}
