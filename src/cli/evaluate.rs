@@ -146,7 +146,17 @@ pub fn run(args: EvaluateArgs) -> i32 {
         }),
         _ => None,
     };
-    let options = FitOptions::new(args.method.into(), args.seed);
+    let mut options = FitOptions::new(args.method.into(), args.seed);
+    // As `bayesc fit`: full-covariance QBVI only where it pays (specs/qbvi.md §11).
+    options.qbvi.covariance = crate::inference::qbvi::Covariance::for_dimension(
+        crate::inference::LogDensity::dim(&b_train),
+    );
+    options.covariance_by_dimension = true;
+    if options.method == crate::fit::Method::Mh {
+        options.mcmc = crate::inference::mcmc::McmcSettings::mh_defaults(
+            crate::inference::LogDensity::dim(&b_train),
+        );
+    }
     match evaluate::evaluate(&bayes, ml_compiled.as_ref(), &options) {
         Ok(e) => {
             println!(
