@@ -1,8 +1,15 @@
 //! Train/test evaluation: split CSV rows, fit on the training rows, and score a Bayesian fit and
-//! a maximum-likelihood fit on both sets with the QBVI paper's metrics (Magris, Shabani &
-//! Iosifidis 2022, Table 1: precision, recall, accuracy, F1 and log-likelihood for binary
-//! outcomes; MSE and log-likelihood for continuous ones), plus the log posterior-predictive
-//! density.
+//! a maximum-likelihood fit on both sets.
+//!
+//! The Bayesian fit is scored by its posterior predictive ([`metrics`]): the predicted mean or
+//! class probability averaged over the draws (RMSE; accuracy, precision, recall, F1, Brier score
+//! and expected calibration error for a binary outcome), the log pointwise predictive density
+//! (lppd) and, for a continuous outcome of a model that generates `y_rep[n]`, the coverage of
+//! the central 50 % and 90 % predictive intervals. Both fits are also scored at a point estimate
+//! with the QBVI paper's metrics (Magris, Shabani & Iosifidis 2022, Table 1: precision, recall,
+//! accuracy, F1 and log-likelihood for binary outcomes; MSE and log-likelihood for continuous
+//! ones); for a nonlinear model such as a neural network the point estimate (the posterior mean
+//! of the weights) can predict far worse than the posterior predictive.
 //!
 //! # The per-row convention
 //!
@@ -135,33 +142,24 @@ pub fn outcome_annotation(text: &str) -> Option<String> {
     })
 }
 
-/// Metrics for a binary outcome at one parameter value, threshold 0.5 on `y_hat`.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub struct BinaryMetrics {
-    /// TP / (TP + FP) (NaN when nothing is predicted positive).
-    pub precision: f64,
-    /// TP / (TP + FN).
-    pub recall: f64,
-    /// (TP + TN) / n.
-    pub accuracy: f64,
-    /// 2·precision·recall / (precision + recall).
-    pub f1: f64,
-}
+pub mod metrics;
 
-/// Scores of one fit on one data set.
+pub use metrics::{BinaryMetrics, PredictiveMetrics};
+
+/// Scores of one fit on one data set: plug-in scores at a point estimate and, for a Bayesian fit,
+/// posterior-predictive scores over its draws ([`metrics::predictive_metrics`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Metrics {
     /// Rows scored.
     pub n: usize,
-    /// Σ_n log p(y_n | θ̂) at the point estimate (posterior mean, or the ML estimate).
+    /// Σ_n log p(y_n | θ̂) at the point estimate θ̂ (posterior mean, or the ML estimate).
     pub log_lik: f64,
-    /// Mean squared error Σ_n (y_n − ŷ_n)² / n at the point estimate.
+    /// Mean squared error Σ_n (y_n − ŷ_n(θ̂))² / n at the point estimate.
     pub mse: f64,
-    /// Precision, recall, accuracy, F1 when the outcome is binary.
+    /// Precision, recall, accuracy, F1 at the point estimate when the outcome is binary.
     pub binary: Option<BinaryMetrics>,
-    /// Log posterior-predictive density Σ_n log( (1/S) Σ_s p(y_n | θ_s) ) over the posterior
-    /// draws (None for a point estimate).
-    pub lppd: Option<f64>,
+    /// Posterior-predictive scores over the draws (None for a point estimate such as ML).
+    pub predictive: Option<PredictiveMetrics>,
 }
 
 /// The per-row columns of one evaluation of the generated quantities.
@@ -169,6 +167,7 @@ struct Rows {
     log_lik: Vec<f64>,
     y_hat: Vec<f64>,
     y_gq: Option<Vec<f64>>,
+    y_rep: Option<Vec<f64>>,
 }
 
 /// Positions of the scalar elements of the vector generated quantity `name` (`name[1]`, …).
@@ -188,6 +187,9 @@ struct Layout {
     log_lik: Vec<usize>,
     y_hat: Vec<usize>,
     y_gq: Vec<usize>,
+    /// `y_rep[n]`, a posterior predictive draw of each outcome, when the model generates it with
+    /// the length of `log_lik`.
+    y_rep: Vec<usize>,
 }
 
 impl Layout {
@@ -209,10 +211,15 @@ impl Layout {
                 y_hat.len()
             )));
         }
+        let mut y_rep = gq_positions(&names, "y_rep");
+        if y_rep.len() != log_lik.len() {
+            y_rep.clear();
+        }
         Ok(Layout {
             log_lik,
             y_hat,
             y_gq: gq_positions(&names, outcome),
+            y_rep,
         })
     }
 
@@ -222,6 +229,7 @@ impl Layout {
             log_lik: pick(&self.log_lik),
             y_hat: pick(&self.y_hat),
             y_gq: (!self.y_gq.is_empty()).then(|| pick(&self.y_gq)),
+            y_rep: (!self.y_rep.is_empty()).then(|| pick(&self.y_rep)),
         }
     }
 }
@@ -241,8 +249,80 @@ fn gq_at(model: &Model, zeta: &[f64], seed: u64) -> Result<Vec<f64>, EvaluateErr
     Ok(generated_quantity_draws(model, &[zeta.to_vec()], seed)?.remove(0))
 }
 
-/// Scores `set.model` at the point `zeta` and, when `draws` are given, adds the log
-/// posterior-predictive density over them.
+/// The outcome's values: the data variable, or the generated quantity of the same name in `rows`.
+fn outcome_values(set: &Scored<'_>, rows: &Rows) -> Result<Vec<f64>, EvaluateError> {
+    let y = match (&set.outcome_data, &rows.y_gq) {
+        (Some(y), _) => y.clone(),
+        (None, Some(y)) => y.clone(),
+        (None, None) => {
+            return Err(EvaluateError::Convention(format!(
+                "the outcome `{}` is neither a data variable nor a generated quantity",
+                set.outcome
+            )));
+        }
+    };
+    if y.len() != rows.y_hat.len() {
+        return Err(EvaluateError::Convention(format!(
+            "the outcome `{}` has {} values but `y_hat`/`log_lik` have {}",
+            set.outcome,
+            y.len(),
+            rows.y_hat.len()
+        )));
+    }
+    Ok(y)
+}
+
+/// Posterior-predictive scores of `set` over the unconstrained draws `zetas` (S ≥ 1): the
+/// generated quantities are evaluated at every draw ([`generated_quantity_draws`], seed `seed`)
+/// and scored by [`metrics::predictive_metrics`]. Rows whose `y_hat` is NaN at any draw, or
+/// whose outcome is NaN (not observed), are skipped.
+///
+/// Errors: [`EvaluateError::Convention`] as for [`score`]; [`EvaluateError::Split`] when no
+/// draws are given or no row has an observed outcome; density errors.
+pub fn score_predictive(
+    set: &Scored<'_>,
+    zetas: &[Vec<f64>],
+    seed: u64,
+) -> Result<PredictiveMetrics, EvaluateError> {
+    if zetas.is_empty() {
+        return Err(EvaluateError::Split(
+            "posterior-predictive scores need at least one posterior draw".into(),
+        ));
+    }
+    let layout = Layout::new(set.model, set.outcome)?;
+    let rows: Vec<Rows> = generated_quantity_draws(set.model, zetas, seed)?
+        .iter()
+        .map(|g| layout.rows(g))
+        .collect();
+    let y = outcome_values(set, &rows[0])?;
+    let keep: Vec<usize> = (0..y.len())
+        .filter(|&i| !y[i].is_nan() && rows.iter().all(|r| !r.y_hat[i].is_nan()))
+        .collect();
+    if keep.is_empty() {
+        return Err(EvaluateError::Split(format!(
+            "no row has both an observed outcome `{}` and a predicted `y_hat`",
+            set.outcome
+        )));
+    }
+    let table = |f: &dyn Fn(&Rows) -> &[f64]| -> Vec<Vec<f64>> {
+        rows.iter()
+            .map(|r| keep.iter().map(|&i| f(r)[i]).collect())
+            .collect()
+    };
+    let y_kept: Vec<f64> = keep.iter().map(|&i| y[i]).collect();
+    let y_hat = table(&|r| &r.y_hat);
+    let log_lik = table(&|r| &r.log_lik);
+    let y_rep = rows[0]
+        .y_rep
+        .is_some()
+        .then(|| table(&|r| r.y_rep.as_deref().unwrap_or(&[])));
+    let mut m = metrics::predictive_metrics(&y_kept, &y_hat, &log_lik, y_rep.as_deref());
+    m.rows = keep;
+    Ok(m)
+}
+
+/// Scores `set.model` at the point `zeta` (plug-in metrics) and, when `draws` are given, adds
+/// the posterior-predictive scores over them ([`score_predictive`]).
 ///
 /// Errors: [`EvaluateError::Convention`] when `log_lik`/`y_hat` are missing or the outcome is
 /// neither data nor a generated quantity or has another length; density errors.
@@ -254,25 +334,10 @@ pub fn score(
 ) -> Result<Metrics, EvaluateError> {
     let layout = Layout::new(set.model, set.outcome)?;
     let at = layout.rows(&gq_at(set.model, zeta, seed)?);
-    let y = match (&set.outcome_data, at.y_gq) {
-        (Some(y), _) => y.clone(),
-        (None, Some(y)) => y,
-        (None, None) => {
-            return Err(EvaluateError::Convention(format!(
-                "the outcome `{}` is neither a data variable nor a generated quantity",
-                set.outcome
-            )));
-        }
-    };
-    if y.len() != at.y_hat.len() {
-        return Err(EvaluateError::Convention(format!(
-            "the outcome `{}` has {} values but `y_hat`/`log_lik` have {}",
-            set.outcome,
-            y.len(),
-            at.y_hat.len()
-        )));
-    }
-    let keep: Vec<usize> = (0..y.len()).filter(|&i| !at.y_hat[i].is_nan()).collect();
+    let y = outcome_values(set, &at)?;
+    let keep: Vec<usize> = (0..y.len())
+        .filter(|&i| !at.y_hat[i].is_nan() && !y[i].is_nan())
+        .collect();
     let n = keep.len();
     let log_lik = keep.iter().map(|&i| at.log_lik[i]).sum();
     let mse = keep
@@ -284,44 +349,20 @@ pub fn score(
         .iter()
         .all(|&i| (y[i] == 0.0 || y[i] == 1.0) && (0.0..=1.0).contains(&at.y_hat[i]));
     let binary = is_binary.then(|| {
-        let (mut tp, mut fp, mut tn, mut fneg) = (0.0, 0.0, 0.0, 0.0);
-        for &i in &keep {
-            match (at.y_hat[i] >= 0.5, y[i] == 1.0) {
-                (true, true) => tp += 1.0,
-                (true, false) => fp += 1.0,
-                (false, false) => tn += 1.0,
-                (false, true) => fneg += 1.0,
-            }
-        }
-        let precision = tp / (tp + fp);
-        let recall = tp / (tp + fneg);
-        BinaryMetrics {
-            precision,
-            recall,
-            accuracy: (tp + tn) / n as f64,
-            f1: 2.0 * precision * recall / (precision + recall),
-        }
+        let yk: Vec<f64> = keep.iter().map(|&i| y[i]).collect();
+        let pk: Vec<f64> = keep.iter().map(|&i| at.y_hat[i]).collect();
+        metrics::binary_metrics(&yk, &pk)
     });
-    let lppd = match draws {
+    let predictive = match draws {
         None => None,
-        Some(zetas) => {
-            let all = generated_quantity_draws(set.model, zetas, seed)?;
-            let s = all.len() as f64;
-            let mut total = 0.0;
-            for &i in &keep {
-                let ll: Vec<f64> = all.iter().map(|g| g[layout.log_lik[i]]).collect();
-                let m = ll.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                total += m + (ll.iter().map(|x| (x - m).exp()).sum::<f64>() / s).ln();
-            }
-            Some(total)
-        }
+        Some(zetas) => Some(score_predictive(set, zetas, seed)?),
     };
     Ok(Metrics {
         n,
         log_lik,
         mse,
         binary,
-        lppd,
+        predictive,
     })
 }
 
@@ -333,6 +374,19 @@ pub fn outcome_from_data(
 ) -> Option<Vec<f64>> {
     let bound = crate::data::bind(program, sources).ok()?;
     bound.values.get(name).map(|v| v.values.clone())
+}
+
+/// The outcome's values when `name` is a data variable given by the sources; None when it is not
+/// a data variable or every value is missing from the sources (bound as NaN by
+/// [`crate::data::bind_unobserved`]).
+pub fn outcome_from_unobserved(
+    program: &crate::syntax::ast::Program,
+    sources: &[DataSource],
+    name: &str,
+) -> Option<Vec<f64>> {
+    let bound = crate::data::bind_unobserved(program, sources, name).ok()?;
+    let v = bound.values.get(name)?;
+    (!v.values.iter().all(|x| x.is_nan())).then(|| v.values.clone())
 }
 
 /// The point estimate of a Bayesian fit on the unconstrained scale, and every draw's ζ (for the
@@ -460,8 +514,9 @@ pub fn evaluate(
     })
 }
 
-/// Formats an evaluation as the paper's Table 1: one row per metric, columns train/test ×
-/// Bayesian/ML.
+/// Formats an evaluation as a table: one column per set × fit (train/test × Bayesian/ML), the
+/// posterior-predictive scores first (blank for ML), then the plug-in scores at the point
+/// estimate (the QBVI paper's Table 1: precision, recall, accuracy, F1 or MSE, log-likelihood).
 pub fn format_table(e: &Evaluation) -> String {
     let method = e.method.to_string().to_uppercase();
     let mut cols: Vec<(String, &Metrics)> = vec![(format!("train {method}"), &e.train)];
@@ -472,38 +527,104 @@ pub fn format_table(e: &Evaluation) -> String {
     if let Some((_, te)) = &e.ml {
         cols.push(("test ML".into(), te));
     }
-    let mut rows: Vec<(&str, Vec<String>)> = Vec::new();
+    format_columns(&cols)
+}
+
+/// Formats metric columns `(heading, metrics)` as an aligned text table (see [`format_table`]).
+pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     let f = |x: f64, d: usize| format!("{x:.d$}");
-    rows.push(("rows", cols.iter().map(|(_, m)| m.n.to_string()).collect()));
-    if cols.iter().all(|(_, m)| m.binary.is_some()) {
+    let blank = || vec![String::new(); cols.len()];
+    rows.push((
+        "rows".into(),
+        cols.iter().map(|(_, m)| m.n.to_string()).collect(),
+    ));
+    let draws = cols
+        .iter()
+        .find_map(|(_, m)| m.predictive.as_ref().map(|p| p.draws));
+    let all_binary = cols.iter().all(|(_, m)| m.binary.is_some());
+    if let Some(s) = draws {
+        rows.push((format!("posterior predictive ({s} draws):"), blank()));
+        let pred = |g: &dyn Fn(&PredictiveMetrics) -> Option<f64>, d: usize| -> Vec<String> {
+            cols.iter()
+                .map(|(_, m)| {
+                    m.predictive
+                        .as_ref()
+                        .and_then(g)
+                        .map_or(String::new(), |x| f(x, d))
+                })
+                .collect()
+        };
+        if all_binary {
+            rows.push((
+                "  accuracy".into(),
+                pred(&|p| p.binary.map(|b| b.accuracy), 3),
+            ));
+            rows.push((
+                "  precision".into(),
+                pred(&|p| p.binary.map(|b| b.precision), 3),
+            ));
+            rows.push(("  recall".into(), pred(&|p| p.binary.map(|b| b.recall), 3)));
+            rows.push(("  F1".into(), pred(&|p| p.binary.map(|b| b.f1), 3)));
+            rows.push(("  Brier".into(), pred(&|p| p.brier, 4)));
+            rows.push(("  ECE (10 bins)".into(), pred(&|p| p.ece, 4)));
+        } else {
+            rows.push(("  RMSE".into(), pred(&|p| Some(p.rmse), 4)));
+            rows.push((
+                "  50% interval coverage".into(),
+                pred(&|p| p.coverage.map(|c| c.0), 3),
+            ));
+            rows.push((
+                "  90% interval coverage".into(),
+                pred(&|p| p.coverage.map(|c| c.1), 3),
+            ));
+        }
+        rows.push(("  lppd".into(), pred(&|p| Some(p.lppd), 2)));
+        rows.push((
+            "  lppd per row".into(),
+            pred(&|p| Some(p.lppd / p.lppd_pointwise.len() as f64), 4),
+        ));
+        let has_ml = cols.iter().any(|(_, m)| m.predictive.is_none());
+        rows.push((
+            if has_ml {
+                "at the point estimate (posterior mean; ML: maximiser):"
+            } else {
+                "at the point estimate (posterior mean):"
+            }
+            .into(),
+            blank(),
+        ));
+    }
+    let ind = if draws.is_some() { "  " } else { "" };
+    if all_binary {
         let b = |g: fn(&BinaryMetrics) -> f64| {
             cols.iter()
                 .map(|(_, m)| f(g(m.binary.as_ref().expect("checked all binary")), 3))
                 .collect::<Vec<_>>()
         };
-        rows.push(("precision", b(|m| m.precision)));
-        rows.push(("recall", b(|m| m.recall)));
-        rows.push(("accuracy", b(|m| m.accuracy)));
-        rows.push(("F1", b(|m| m.f1)));
+        rows.push((format!("{ind}precision"), b(|m| m.precision)));
+        rows.push((format!("{ind}recall"), b(|m| m.recall)));
+        rows.push((format!("{ind}accuracy"), b(|m| m.accuracy)));
+        rows.push((format!("{ind}F1"), b(|m| m.f1)));
     } else {
         rows.push((
-            "MSE",
+            format!("{ind}MSE"),
             cols.iter()
                 .map(|(_, m)| crate::output::summary::format_sig(m.mse, 5))
                 .collect(),
         ));
     }
     rows.push((
-        "log-lik",
+        format!("{ind}log-lik"),
         cols.iter().map(|(_, m)| f(m.log_lik, 2)).collect(),
     ));
-    rows.push((
-        "lppd",
-        cols.iter()
-            .map(|(_, m)| m.lppd.map_or("".into(), |x| f(x, 2)))
-            .collect(),
-    ));
-    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    // Section headings do not widen the first column's values.
+    let w0 = rows
+        .iter()
+        .filter(|r| !r.0.ends_with(':'))
+        .map(|r| r.0.len())
+        .max()
+        .unwrap_or(0);
     let widths: Vec<usize> = (0..cols.len())
         .map(|j| {
             rows.iter()
@@ -519,6 +640,11 @@ pub fn format_table(e: &Evaluation) -> String {
     }
     out.push('\n');
     for (label, vals) in &rows {
+        if label.ends_with(':') {
+            out += label;
+            out.push('\n');
+            continue;
+        }
         out += &format!("{label:w0$}");
         for (j, v) in vals.iter().enumerate() {
             out += &format!("  {:>w$}", v, w = widths[j]);

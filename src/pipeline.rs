@@ -125,6 +125,23 @@ pub fn load_data(paths: &[PathBuf]) -> Result<Vec<DataSource>, Failure> {
         .collect()
 }
 
+/// As [`compile`], but the data variable `unobserved` (an outcome to predict) may be missing from
+/// the sources; it is then bound as NaN values of its declared size ([`data::bind_unobserved`]).
+///
+/// Errors: those of [`compile`].
+pub fn compile_unobserved(
+    checked: &Checked,
+    files: &SourceMap,
+    sources: &[DataSource],
+    unobserved: &str,
+) -> Result<Model, Failure> {
+    let bound = data::bind_unobserved(&checked.program, sources, unobserved)
+        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+    Model::new(&checked.program, &bound)
+        .map(|m| m.with_sources(files))
+        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
+}
+
 /// Binds `sources` to the program's `data` block and compiles the log-joint graph (running
 /// `transformed data` once).
 ///

@@ -160,3 +160,27 @@ fn flags_that_do_not_apply_are_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn qbvi_covariance_is_chosen_by_dimension_and_overridable() {
+    // labour: d = 8 ≤ 50, so full covariance by default; --diagonal and --full override.
+    let settings = |extra: &[&str]| {
+        let mut args = vec!["fit", LABOUR, "--data", DATA, "--max-iter", "1"];
+        args.extend(extra);
+        let o = bayesc(&args);
+        stdout(&o)
+            .lines()
+            .find(|l| l.starts_with("method = qbvi"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&o.stderr)))
+    };
+    assert!(
+        settings(&[]).contains("covariance = full (auto: d ≤ 50; --diagonal to override)"),
+        "{}",
+        settings(&[])
+    );
+    assert!(settings(&["--diagonal"]).contains("covariance = diagonal,"));
+    assert!(settings(&["--full"]).contains("covariance = full,"));
+    let o = bayesc(&["fit", LABOUR, "--data", DATA, "--full", "--diagonal"]);
+    assert_eq!(o.status.code(), Some(2));
+}

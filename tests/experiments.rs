@@ -68,7 +68,7 @@ fn check_binary(e: &Evaluation, n_train: usize, n_test: usize) {
     let (b, m) = (e.test.binary.unwrap(), ml_test.binary.unwrap());
     assert!((b.accuracy - m.accuracy).abs() < 0.02, "{b:?} vs {m:?}");
     assert!((b.f1 - m.f1).abs() < 0.02, "{b:?} vs {m:?}");
-    assert!(e.test.lppd.unwrap().is_finite());
+    assert!(e.test.predictive.as_ref().unwrap().lppd.is_finite());
 }
 
 fn check_continuous(e: &Evaluation, n_train: usize, n_test: usize) {

@@ -128,3 +128,55 @@ fn mcmc_refuses_a_model_without_parameters() {
         }
     }
 }
+
+/// `d` independent standard normals.
+fn iid_normal(d: usize) -> bayesc::graph::Model {
+    let text = format!("parameters {{ vector[{d}] x; }}\nmodel {{ x ~ std_normal(); }}\n");
+    common::compile_source("iid.bayes", &text, None, &[])
+}
+
+#[test]
+fn metropolis_hastings_refuses_dimensions_where_it_cannot_mix() {
+    let model = iid_normal(fit::MH_MAX_DIM + 1);
+    let mut options = FitOptions::new(Method::Mh, 1);
+    options.mcmc = bayesc::inference::mcmc::McmcSettings::mh_defaults(fit::MH_MAX_DIM + 1);
+    let stop = AtomicBool::new(false);
+    let monitor = Monitor {
+        on_progress: &|_| {},
+        stop: &stop,
+    };
+    let e = fit::fit(&model, &options, &monitor)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("d = 51") && e.contains("--method nuts"), "{e}");
+}
+
+#[test]
+fn metropolis_hastings_stops_promptly_when_asked() {
+    // d = 50 with the default run (25 000 warmup + 10 000 draws per chain, 4 chains): the stop
+    // raised at warmup iteration 200 of the first chain ends every chain.
+    let d = fit::MH_MAX_DIM;
+    let model = iid_normal(d);
+    let mut options = FitOptions::new(Method::Mh, 1);
+    options.mcmc = bayesc::inference::mcmc::McmcSettings::mh_defaults(d);
+    let stop = AtomicBool::new(false);
+    let on_progress = |e: ProgressEvent| {
+        if let ProgressEvent::Chain(p) = e
+            && p.iteration >= 200
+        {
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    let monitor = Monitor {
+        on_progress: &on_progress,
+        stop: &stop,
+    };
+    let t = std::time::Instant::now();
+    let r = fit::fit(&model, &options, &monitor).expect("an interrupted fit is not an error");
+    let seconds = t.elapsed().as_secs_f64();
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert!(out.interrupted);
+    assert!(seconds < 5.0, "stopping took {seconds} s");
+}

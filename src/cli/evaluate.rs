@@ -1,5 +1,6 @@
-//! `bayesc evaluate`: fit a model on the training rows of a CSV file and report the QBVI paper's
-//! metrics on the training and test rows, beside a maximum-likelihood fit (module
+//! `bayesc evaluate`: fit a model on the training rows of a CSV file (or on a training file, with
+//! a separate test file, CSV or JSON) and report posterior-predictive scores and the QBVI paper's
+//! point-estimate metrics on the training and test rows, beside a maximum-likelihood fit (module
 //! `crate::evaluate` documents the per-row `log_lik`/`y_hat` convention).
 
 use std::path::PathBuf;
@@ -19,10 +20,10 @@ use super::fit::MethodArg;
 pub struct EvaluateArgs {
     /// The Bayesian model (.bayes), with generated quantities `log_lik[n]` and `y_hat[n]`.
     pub model: PathBuf,
-    /// The data (CSV); its rows are split into training and test sets.
+    /// The data (CSV, or JSON with `--test-data`); CSV rows are split into training and test sets.
     #[arg(long = "data", value_name = "FILE")]
     pub data: PathBuf,
-    /// A separate test CSV instead of a split (`--data` is then the training set).
+    /// A separate test set (CSV or JSON) instead of a split (`--data` is then the training set).
     #[arg(long, value_name = "FILE", conflicts_with = "split")]
     pub test_data: Option<PathBuf>,
     /// Fraction of the rows used for training.
@@ -49,15 +50,9 @@ pub struct EvaluateArgs {
     pub seed: u64,
 }
 
-/// Loads a CSV data file (a split needs rows).
-fn load_csv(path: &PathBuf) -> Result<crate::data::csv::CsvSource, pipeline::Failure> {
-    match pipeline::load_data(std::slice::from_ref(path))?.remove(0) {
-        DataSource::Csv(c) => Ok(c),
-        DataSource::Json(_) => Err(pipeline::Failure::Io(format!(
-            "`{}`: evaluation splits rows, so the data must be a CSV file",
-            path.display()
-        ))),
-    }
+/// Loads one data file (CSV or JSON).
+fn load_one(path: &PathBuf) -> Result<DataSource, pipeline::Failure> {
+    Ok(pipeline::load_data(std::slice::from_ref(path))?.remove(0))
 }
 
 /// Runs the evaluation; returns the exit code.
@@ -88,22 +83,30 @@ pub fn run(args: EvaluateArgs) -> i32 {
             Err(f) => return super::report_failure(&sources, f),
         },
     };
-    let csv = match load_csv(&args.data) {
+    let data = match load_one(&args.data) {
         Ok(c) => c,
         Err(f) => return super::report_failure(&sources, f),
     };
-    let (train, test) = match &args.test_data {
-        Some(t) => match load_csv(t) {
-            Ok(t) => (csv, t),
+    let (train, test) = match (&args.test_data, data) {
+        (Some(t), data) => match load_one(t) {
+            Ok(t) => (data, t),
             Err(f) => return super::report_failure(&sources, f),
         },
-        None => {
+        (None, DataSource::Json(_)) => {
+            eprintln!(
+                "error: `{}` is JSON, and a split needs the rows of a CSV file; pass the test set \
+                 with `--test-data FILE` (CSV or JSON), or give the data as CSV",
+                args.data.display()
+            );
+            return super::EXIT_USAGE;
+        }
+        (None, DataSource::Csv(csv)) => {
             let mode = match args.split_seed {
                 Some(seed) => SplitMode::Random { seed },
                 None => SplitMode::Ordered,
             };
             match evaluate::split_rows(&csv, args.split, mode) {
-                Ok(p) => p,
+                Ok((a, b)) => (DataSource::Csv(a), DataSource::Csv(b)),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return super::EXIT_USAGE;
@@ -111,8 +114,8 @@ pub fn run(args: EvaluateArgs) -> i32 {
             }
         }
     };
-    let train = [DataSource::Csv(train)];
-    let test = [DataSource::Csv(test)];
+    let train = [train];
+    let test = [test];
     let compile = |c: &Checked, d: &[DataSource]| pipeline::compile(c, &sources, d);
     let models = (|| {
         let b = (compile(&checked, &train)?, compile(&checked, &test)?);
@@ -143,7 +146,17 @@ pub fn run(args: EvaluateArgs) -> i32 {
         }),
         _ => None,
     };
-    let options = FitOptions::new(args.method.into(), args.seed);
+    let mut options = FitOptions::new(args.method.into(), args.seed);
+    // As `bayesc fit`: full-covariance QBVI only where it pays (specs/qbvi.md §11).
+    options.qbvi.covariance = crate::inference::qbvi::Covariance::for_dimension(
+        crate::inference::LogDensity::dim(&b_train),
+    );
+    options.covariance_by_dimension = true;
+    if options.method == crate::fit::Method::Mh {
+        options.mcmc = crate::inference::mcmc::McmcSettings::mh_defaults(
+            crate::inference::LogDensity::dim(&b_train),
+        );
+    }
     match evaluate::evaluate(&bayes, ml_compiled.as_ref(), &options) {
         Ok(e) => {
             println!(

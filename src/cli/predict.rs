@@ -1,10 +1,14 @@
 //! `bayesc predict`: generated quantities of a model on new data for every draw of a saved fit,
-//! summarised per quantity (mean, sd, 5%/50%/95% quantiles) as CSV.
+//! summarised per quantity (mean, sd, 5%/50%/95% quantiles) as CSV; when the model follows the
+//! per-row convention of `crate::evaluate` and the new data hold the outcome, also the
+//! posterior-predictive scores of the new rows. The outcome column may be absent: it is then
+//! predicted, not scored.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::evaluate::{self, Scored};
 use crate::pipeline;
 use crate::predict::{self, SavedFit};
 use crate::syntax::source::SourceMap;
@@ -17,7 +21,7 @@ pub struct PredictArgs {
     /// The saved fit (`bayesc fit --save-fit FIT.json`).
     #[arg(long, value_name = "FIT.json")]
     pub fit: PathBuf,
-    /// The new data (CSV or JSON); sizes such as N come from it.
+    /// The new data (CSV or JSON); sizes such as N come from it. The outcome may be absent.
     #[arg(long = "data", value_name = "FILE")]
     pub data: Vec<PathBuf>,
     /// Write the prediction summary CSV here (default: standard output).
@@ -26,6 +30,15 @@ pub struct PredictArgs {
     /// Seed for `_rng` calls in generated quantities (default: the fit's seed).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The outcome data variable, which the new data may omit (default: the name in a
+    /// `// @outcome NAME` comment of the model). When present and the model generates
+    /// `log_lik[n]` and `y_hat[n]`, the new rows are scored.
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// Write the per-row posterior-predictive scores here as CSV (`row,y,mean,lppd`: row 1-based,
+    /// the observed outcome, the predictive mean or probability, the log predictive density).
+    #[arg(long, value_name = "FILE")]
+    pub pointwise: Option<PathBuf>,
 }
 
 /// Runs the prediction; returns the exit code.
@@ -60,37 +73,139 @@ pub fn run(args: PredictArgs) -> i32 {
         Ok(d) => d,
         Err(f) => return super::report_failure(&sources, f),
     };
-    let model = match pipeline::compile(&checked, &sources, &data) {
+    let outcome = args
+        .outcome
+        .clone()
+        .or_else(|| evaluate::outcome_annotation(sources.text(checked.file)))
+        .filter(|o| checked.program.data.iter().any(|d| d.name.name == *o));
+    let compiled = match &outcome {
+        Some(o) => pipeline::compile_unobserved(&checked, &sources, &data, o),
+        None => pipeline::compile(&checked, &sources, &data),
+    };
+    let model = match compiled {
         Ok(m) => m,
         Err(f) => return super::report_failure(&sources, f),
     };
-    let rows = match predict::predict(&model, &saved, args.seed.unwrap_or(saved.seed)) {
+    let seed = args.seed.unwrap_or(saved.seed);
+    let mut rows = match predict::predict(&model, &saved, seed) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return super::EXIT_ERROR;
         }
     };
+    let observed = outcome
+        .as_deref()
+        .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
+    if let Some(None) = observed {
+        // log p(y | θ) of an outcome that is not there is meaningless (and some discrete lpmfs
+        // do not propagate the NaN placeholder), so it is left out.
+        rows.retain(|r| !r.name.starts_with("log_lik["));
+    }
     let written = match &args.output {
         Some(path) => {
             crate::output::write_atomic(path, |w| predict::write_predictions_csv(w, &rows))
         }
         None => predict::write_predictions_csv(&mut std::io::stdout().lock(), &rows),
     };
-    match (written, &args.output) {
-        (Ok(()), Some(path)) => {
-            println!(
-                "{} quantities × {} draws summarised; written to {}",
-                rows.len(),
-                saved.draws.len(),
-                path.display()
-            );
+    if let Err(e) = written {
+        eprintln!("error: cannot write predictions: {e}");
+        return super::EXIT_ERROR;
+    }
+    // Scores go to standard output only when the predictions went to a file.
+    let say = |text: &str| match &args.output {
+        Some(_) => print!("{text}"),
+        None => eprint!("{text}"),
+    };
+    if let Some(path) = &args.output {
+        say(&format!(
+            "{} quantities × {} draws summarised; written to {}\n",
+            rows.len(),
+            saved.draws.len(),
+            path.display()
+        ));
+    }
+    let (Some(outcome), Some(observed)) = (outcome, observed) else {
+        return 0;
+    };
+    let names = model.generated_quantity_names();
+    let follows = ["log_lik", "y_hat"]
+        .iter()
+        .all(|q| names.iter().any(|n| n.starts_with(&format!("{q}["))));
+    match observed {
+        None => {
+            say(&format!(
+                "the outcome `{outcome}` is not in the new data: it is predicted, not scored; \
+                 log_lik is left out, and any other generated quantity computed from \
+                 `{outcome}` is not meaningful\n"
+            ));
             0
         }
-        (Ok(()), None) => 0,
-        (Err(e), _) => {
-            eprintln!("error: cannot write predictions: {e}");
-            super::EXIT_ERROR
+        Some(_) if !follows => 0,
+        Some(y) => score_new_rows(&args, &model, &saved, &outcome, y, seed, &say),
+    }
+}
+
+/// Scores the new rows (posterior predictive and at the posterior mean of the draws), prints the
+/// table with `say` and writes `--pointwise`; returns the exit code.
+fn score_new_rows(
+    args: &PredictArgs,
+    model: &crate::graph::Model,
+    saved: &SavedFit,
+    outcome: &str,
+    y: Vec<f64>,
+    seed: u64,
+    say: &dyn Fn(&str),
+) -> i32 {
+    let set = Scored {
+        model,
+        outcome_data: Some(y.clone()),
+        outcome,
+    };
+    let scored = (|| {
+        let zetas = saved.unconstrained_draws(model)?;
+        let k = saved.parameter_names.len();
+        let s = saved.draws.len().max(1) as f64;
+        let mean: Vec<f64> = (0..k)
+            .map(|j| saved.draws.iter().map(|d| d[j]).sum::<f64>() / s)
+            .collect();
+        let zeta = model.unconstrain(&mean)?;
+        evaluate::score(&set, &zeta, Some(&zetas), seed)
+    })();
+    let m = match scored {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: cannot score the new rows: {e}");
+            return super::EXIT_ERROR;
+        }
+    };
+    say(&format!(
+        "\n{} new rows with an observed `{outcome}` scored ({} fit, {} draws)\n",
+        m.n,
+        saved.method,
+        saved.draws.len()
+    ));
+    say(&evaluate::format_columns(&[("new data".to_string(), &m)]));
+    if let (Some(path), Some(p)) = (&args.pointwise, &m.predictive) {
+        use crate::output::format_f64_roundtrip as f;
+        let written = crate::output::write_atomic(path, |w| {
+            writeln!(w, "row,y,mean,lppd")?;
+            for (k, &i) in p.rows.iter().enumerate() {
+                writeln!(
+                    w,
+                    "{},{},{},{}",
+                    i + 1,
+                    f(y[i]),
+                    f(p.mean[k]),
+                    f(p.lppd_pointwise[k])
+                )?;
+            }
+            Ok(())
+        });
+        if let Err(e) = written {
+            eprintln!("error: cannot write `{}`: {e}", path.display());
+            return super::EXIT_ERROR;
         }
     }
+    0
 }

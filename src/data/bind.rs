@@ -38,12 +38,37 @@ pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, Data
 /// non-integer, missing cell, bound or constraint violation), each naming file, row and column
 /// (or key and element) and carrying the declaration's span.
 pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
+    bind_decls_inner(decls, sources, None)
+}
+
+/// Binds `sources` to the `data` block of `program` as [`bind`] does, except that the variable
+/// `unobserved` (an outcome to be predicted) may be absent from every source: it is then bound
+/// with its declared dims (evaluated from the other data) and every value NaN. Arithmetic
+/// propagates the NaN, but not every function does (the log mass of some discrete families
+/// treats a NaN variate as 0), so callers must not report quantities computed from it. When a
+/// source does give it, it is bound and checked as usual.
+///
+/// Errors: those of [`bind_decls`].
+pub fn bind_unobserved(
+    program: &Program,
+    sources: &[DataSource],
+    unobserved: &str,
+) -> Result<BoundData, DataError> {
+    bind_decls_inner(&program.data, sources, Some(unobserved))
+}
+
+fn bind_decls_inner(
+    decls: &[VarDecl],
+    sources: &[DataSource],
+    unobserved: Option<&str>,
+) -> Result<BoundData, DataError> {
     let mut binder = Binder {
         decls,
         sources,
         bound: BoundData::default(),
         origins: HashMap::new(),
         inferred: HashSet::new(),
+        unobserved,
     };
     for (i, decl) in decls.iter().enumerate() {
         binder
@@ -178,6 +203,8 @@ struct Binder<'a> {
     origins: HashMap<String, String>,
     /// The sizes inferred from a CSV row count.
     inferred: HashSet<String>,
+    /// A variable that may be absent (bound as NaN); see [`bind_unobserved`].
+    unobserved: Option<&'a str>,
 }
 
 /// The declared dims of a declaration with the expression that gave each one.
@@ -239,26 +266,17 @@ impl<'a> Binder<'a> {
                     self.insert(name, Vec::new(), values, true);
                     return Ok(());
                 }
+                if self.unobserved == Some(name) {
+                    let dims = self.dims(decl, &size_exprs(decl))?;
+                    let values = vec![f64::NAN; dims.iter().product()];
+                    self.insert(name, dims, values, is_int);
+                    return Ok(());
+                }
                 return Err(self.missing(index, decl));
             }
         };
         let exprs = size_exprs(decl);
-        let mut dims = Vec::with_capacity(exprs.len());
-        for e in &exprs {
-            let n = eval_size(e, &self.bound, name)?;
-            let n = usize::try_from(n).map_err(|_| {
-                DataError::new(
-                    DataErrorKind::UnsupportedExpression,
-                    format!(
-                        "the size `{}` of `{name}` is {n}, but sizes must not be negative",
-                        expr_string(e)
-                    ),
-                )
-                .with_primary(e.span, format!("evaluates to {n}"))
-                .with_help("check the values of the sizes it uses")
-            })?;
-            dims.push(n);
-        }
+        let dims = self.dims(decl, &exprs)?;
         let (values, prov) = match found {
             Found::Column { src, col } => self.column_value(decl, &dims, &exprs, src, col)?,
             Found::Columns { src, cols } => self.columns_value(decl, &dims, &exprs, src, &cols)?,
@@ -279,6 +297,28 @@ impl<'a> Binder<'a> {
         }
         self.insert(name, dims, values, is_int);
         Ok(())
+    }
+
+    /// The declared dims of `decl`, evaluated from the data bound so far.
+    fn dims(&self, decl: &VarDecl, exprs: &[&Expr]) -> Result<Vec<usize>, DataError> {
+        let name = decl.name.name.as_str();
+        let mut dims = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            let n = eval_size(e, &self.bound, name)?;
+            let n = usize::try_from(n).map_err(|_| {
+                DataError::new(
+                    DataErrorKind::UnsupportedExpression,
+                    format!(
+                        "the size `{}` of `{name}` is {n}, but sizes must not be negative",
+                        expr_string(e)
+                    ),
+                )
+                .with_primary(e.span, format!("evaluates to {n}"))
+                .with_help("check the values of the sizes it uses")
+            })?;
+            dims.push(n);
+        }
+        Ok(dims)
     }
 
     fn insert(&mut self, name: &str, dims: Vec<usize>, values: Vec<f64>, is_int: bool) {

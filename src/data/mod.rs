@@ -35,7 +35,7 @@ pub mod suggest;
 
 use std::path::Path;
 
-pub use bind::{bind, bind_decls};
+pub use bind::{bind, bind_decls, bind_unobserved};
 pub use error::{DataError, DataErrorKind};
 
 /// One loaded data file, remembering its display name (path) and, per value, where it came from

@@ -100,9 +100,12 @@ pub struct FitArgs {
     /// Variational methods: number of posterior draws to report and write.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
     pub draws: u64,
-    /// QBVI: use a diagonal (mean-field) Gaussian instead of a full covariance.
-    #[arg(long, help_heading = "Variational inference")]
+    /// QBVI: use a diagonal (mean-field) Gaussian (default when d > 50).
+    #[arg(long, conflicts_with = "full", help_heading = "Variational inference")]
     pub diagonal: bool,
+    /// QBVI: use a full-covariance Gaussian (default when d ≤ 50).
+    #[arg(long, help_heading = "Variational inference")]
+    pub full: bool,
     /// QBVI: Monte Carlo draws per iteration (N_s).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference")]
     pub mc_samples: u64,
@@ -236,7 +239,7 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     use fit::Method as M;
     let mcmc = method.is_mcmc();
     let hmc = matches!(method, M::Nuts | M::Hmc);
-    let checks: [(&str, bool, bool, &str); 15] = [
+    let checks: [(&str, bool, bool, &str); 16] = [
         (
             "--draws",
             args.draws != 1000,
@@ -244,6 +247,7 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             "qbvi, qnvb, laplace",
         ),
         ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
+        ("--full", args.full, method == M::Qbvi, "qbvi"),
         (
             "--mc-samples",
             args.mc_samples != 100,
@@ -309,8 +313,11 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     o.vi_draws = args.draws as usize;
     o.qbvi.covariance = if args.diagonal {
         Covariance::Diagonal
-    } else {
+    } else if args.full {
         Covariance::Full
+    } else {
+        o.covariance_by_dimension = true;
+        Covariance::for_dimension(dim)
     };
     o.qbvi.n_samples = args.mc_samples as usize;
     o.qbvi.step_size = args.step_size;

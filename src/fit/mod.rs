@@ -154,6 +154,10 @@ pub struct FitOptions {
     pub psis_resample: bool,
     /// QNVB and diagonal QBVI only: fit on minibatches of rows (`--batch-size`; docs/minibatch.md).
     pub minibatch: Option<MinibatchPlan>,
+    /// True when the QBVI covariance family was chosen from d by
+    /// [`crate::inference::qbvi::Covariance::for_dimension`] rather than asked for (the settings
+    /// line then says so). Default false.
+    pub covariance_by_dimension: bool,
 }
 
 /// A proved minibatch plan: the separability of the model over its observation axis
@@ -195,6 +199,7 @@ impl FitOptions {
             psis_draws: 1000,
             psis_resample: false,
             minibatch: None,
+            covariance_by_dimension: false,
         }
     }
 }
@@ -329,6 +334,35 @@ pub enum FitError {
     /// The requested draws would not fit in memory ([`check_memory`]).
     #[error("{0}")]
     TooLarge(String),
+}
+
+/// Largest d for which [`fit`] runs Metropolis-Hastings.
+///
+/// Random-walk Metropolis needs O(d) iterations per effectively independent draw (Roberts,
+/// Gelman & Gilks 1997: optimal scaling 2.38²/d), so its default run is 500·d warmup + 200·d
+/// draws per chain (`inference::mh::default_warmup`, `default_samples`), each iteration O(d²)
+/// for the adapted shape: O(d³) work and O(d²) memory per chain. Measured (issue 10): a BNN with
+/// d = 122 did not finish in 10 minutes and d = 1601 asked for 41.6 GB; d = 50 is the largest
+/// dimension whose default run finishes in about a minute on a cheap density.
+pub const MH_MAX_DIM: usize = 50;
+
+/// Refuses Metropolis-Hastings above [`MH_MAX_DIM`] unconstrained parameters, with advice.
+///
+/// Errors: [`FitError::Algorithm`] naming d and the gradient-based alternatives.
+pub fn check_mh_dimension(d: usize, method: Method) -> Result<(), FitError> {
+    if method == Method::Mh && d > MH_MAX_DIM {
+        return Err(FitError::Algorithm {
+            method,
+            message: format!(
+                "the model has d = {d} unconstrained parameters, more than the {MH_MAX_DIM} where \
+                 random-walk Metropolis can mix in its default run (it needs O(d) iterations per \
+                 independent draw and O(d²) work per iteration: 500·d warmup + 200·d draws per \
+                 chain). Use `--method nuts`, which uses the gradient and scales to thousands of \
+                 parameters, or an approximation (`--method qbvi`, `qnvb` or `laplace`)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Bytes the draws of `options` need for `model`: MCMC keeps chains × ⌈samples/thin⌉ rows (plus
@@ -484,6 +518,7 @@ pub fn fit(
     options: &FitOptions,
     monitor: &Monitor<'_>,
 ) -> Result<FitResult, FitError> {
+    check_mh_dimension(model.dim(), options.method)?;
     check_memory(model, options)?;
     let seed = options.seed;
     let start = Instant::now();

@@ -180,7 +180,9 @@ impl Model {
                     span: d.span,
                 });
             }
-            if ty.int && !dv.values.iter().all(|x| x.fract() == 0.0) {
+            // NaN marks an unobserved outcome (`data::bind_unobserved`); files cannot give NaN
+            // to an int variable (binding refuses it).
+            if ty.int && !dv.values.iter().all(|x| x.fract() == 0.0 || x.is_nan()) {
                 return Err(GraphError::BadData {
                     name: name.clone(),
                     message: "declared int, but the data has non-integer values".into(),

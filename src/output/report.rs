@@ -39,11 +39,18 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
 fn method_settings(o: &FitOptions, d: usize) -> String {
     match o.method {
         fit::Method::Qbvi => format!(
-            "method = qbvi ({} covariance, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
-            if o.qbvi.covariance == Covariance::Diagonal {
-                "diagonal"
-            } else {
-                "full"
+            "method = qbvi (covariance = {}, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
+            match (o.qbvi.covariance, o.covariance_by_dimension) {
+                (Covariance::Diagonal, false) => "diagonal".to_string(),
+                (Covariance::Full, false) => "full".to_string(),
+                (Covariance::Diagonal, true) => format!(
+                    "diagonal (auto: d > {}; --full to override)",
+                    crate::inference::qbvi::FULL_COVARIANCE_MAX_DIM
+                ),
+                (Covariance::Full, true) => format!(
+                    "full (auto: d ≤ {}; --diagonal to override)",
+                    crate::inference::qbvi::FULL_COVARIANCE_MAX_DIM
+                ),
             },
             if o.vi_init == fit::ViInit::Mode {
                 "Laplace at the mode, random if there is none"
