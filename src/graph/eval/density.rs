@@ -1,0 +1,268 @@
+//! Log densities, log CDFs, truncation and `_rng` draws of the univariate families, each
+//! recorded as one tape node. Part of the interpreter ([`super`]).
+
+use std::sync::Arc;
+
+use crate::distributions::{self, Arg, Family};
+
+use super::super::ir::Ex;
+use super::super::ops::map_binary;
+use super::super::scalar::B;
+use super::super::tape::S;
+use super::super::value::{Base, Data, Fault, R, Tensor, Value};
+
+use super::*;
+
+impl Ctx<'_> {
+    /// A distribution's log density as one tape node holding its partials.
+    pub fn lpdf(&mut self, family: Family, vals: &[Value], propto: bool) -> R<S> {
+        self.density(family, vals, Kind::Density(propto))
+    }
+
+    /// A log density, log CDF or log CCDF as one tape node holding its partials.
+    pub fn density(&mut self, family: Family, vals: &[Value], kind: Kind) -> R<S> {
+        let sig = family.sig();
+        // Built only for error messages (no allocation on the success path).
+        let fname = || match kind {
+            Kind::Density(_) => distributions::args::function_name(sig),
+            Kind::Cdf(false) => format!("{}_lcdf", sig.name),
+            Kind::Cdf(true) => format!("{}_lccdf", sig.name),
+        };
+        if vals.len() != sig.params.len() + 1 {
+            return Err(Fault::fatal(format!(
+                "{} expects {} arguments, got {}",
+                fname(),
+                sig.params.len() + 1,
+                vals.len()
+            )));
+        }
+        // Gather argument values; vector lengths must agree. Copies are made only of variable
+        // vectors whose slots are not contiguous (`copies`, by argument position).
+        let mut len: Option<usize> = None;
+        let mut copies: Vec<(usize, Vec<f64>)> = Vec::new();
+        for (a, v) in vals.iter().enumerate() {
+            if let Value::T(t) = v {
+                let n = t.data.len();
+                if let Some(m) = len
+                    && m != n
+                {
+                    return Err(Fault::fatal(format!(
+                        "{}: size mismatch between vector arguments ({m} and {n} elements)",
+                        fname()
+                    )));
+                }
+                len = Some(n);
+                // Slots of a fresh vector node are contiguous: read them in place.
+                if let Data::Var(ix) = &t.data
+                    && ix.contiguous().is_none()
+                {
+                    copies.push((a, ix.iter().map(|i| self.tape.val[i as usize]).collect()));
+                }
+            }
+        }
+        // Arguments and their variable flags, on the stack for the usual few arguments (a
+        // scalar `y ~ normal(mu, sigma)` inside a loop then allocates nothing here).
+        const ON_STACK: usize = 8;
+        let mut args_stack = [Arg::Scalar(0.0); ON_STACK];
+        let mut var_stack = [false; ON_STACK];
+        let mut args_heap: Vec<Arg> = Vec::new();
+        let mut var_heap: Vec<bool> = Vec::new();
+        let tape = &*self.tape;
+        for (a, v) in vals.iter().enumerate() {
+            let arg = match v {
+                Value::T(t) => match (&t.data, copies.iter().find(|(b, _)| *b == a)) {
+                    (_, Some((_, xs))) => Arg::Vector(xs),
+                    (Data::Real(xs) | Data::Int(xs), None) => Arg::Vector(xs),
+                    (Data::Var(ix), None) => {
+                        let start = ix.contiguous().map_or(0, |i| i as usize);
+                        Arg::Vector(&tape.val[start..start + ix.len()])
+                    }
+                },
+                s => Arg::Scalar(tape.value(s.as_s().expect("non-tensor is scalar"))),
+            };
+            if vals.len() <= ON_STACK {
+                args_stack[a] = arg;
+                var_stack[a] = v.is_var();
+            } else {
+                args_heap.push(arg);
+                var_heap.push(v.is_var());
+            }
+        }
+        let (args, is_var): (&[Arg], &[bool]) = if vals.len() <= ON_STACK {
+            (&args_stack[..vals.len()], &var_stack[..vals.len()])
+        } else {
+            (&args_heap, &var_heap)
+        };
+        // Value-only path: partials are not needed, and a normalised density (or CDF) does not
+        // depend on the flags, so no partials are computed; `~` keeps the flags because the
+        // dropped constant terms depend on them.
+        let no_vars = [false; 8];
+        let flags: &[bool] = if !self.tape.recording
+            && !matches!(kind, Kind::Density(true))
+            && is_var.len() <= no_vars.len()
+        {
+            &no_vars[..is_var.len()]
+        } else {
+            is_var
+        };
+        let term = match kind {
+            Kind::Density(propto) => distributions::log_density(family, args, flags, propto),
+            Kind::Cdf(complement) => distributions::log_cdf(family, args, flags, complement),
+        }
+        .map_err(|e| Fault::domain(e.to_string()))?;
+        if term.value.is_nan() {
+            return Err(Fault::domain(format!("{}: log density is NaN", fname())));
+        }
+        if !is_var.iter().any(|&b| b) {
+            return Ok(S::C(term.value));
+        }
+        if !self.tape.recording {
+            return Ok(S::V(self.tape.leaf(term.value)));
+        }
+        let base = self.tape.entries_base();
+        let out = self.tape.leaf(term.value);
+        let mut k = 0;
+        for (v, p) in vals.iter().zip(&term.partials) {
+            match v {
+                Value::Var(i) => {
+                    self.tape.entry(*i, p[0]);
+                    k += 1;
+                }
+                Value::T(t) if matches!(t.data, Data::Var(_)) => {
+                    let Data::Var(ix) = &t.data else {
+                        unreachable!("matched above")
+                    };
+                    for (i, &d) in ix.iter().zip(p) {
+                        self.tape.entry(i, d);
+                    }
+                    k += ix.len();
+                }
+                _ => {}
+            }
+        }
+        self.tape.finish(out, 1, k, base);
+        Ok(S::V(out))
+    }
+
+    /// Subtracts the truncation normaliser of `y ~ family(θ) T[lo, hi]` (Stan reference manual,
+    /// "Truncated distributions"): log(F(hi) − F(lo)), log(1 − F(lo)) or log F(hi). A variate
+    /// outside [lo, hi] makes the log density −∞. Parameters must be scalars; a vector variate
+    /// subtracts the normaliser once per element.
+    pub(super) fn truncate(
+        &mut self,
+        family: Family,
+        vals: &mut [Value],
+        lo: Option<&Ex>,
+        hi: Option<&Ex>,
+    ) -> R<()> {
+        if vals[1..].iter().any(|v| v.as_s().is_none()) {
+            return Err(Fault::fatal(
+                "truncation with vector parameters is not supported yet; use scalar parameters",
+            ));
+        }
+        let lo = lo.map(|e| self.eval(e)).transpose()?;
+        let hi = hi.map(|e| self.eval(e)).transpose()?;
+        let n = vals[0].num_elements();
+        let ys = vals[0].values(self.tape);
+        let bound = |v: &Option<Value>| -> R<Option<S>> {
+            match v {
+                None => Ok(None),
+                Some(v) => v.as_s().map(Some).ok_or_else(|| {
+                    Fault::fatal(format!(
+                        "truncation bounds must be scalars, found {}",
+                        v.describe()
+                    ))
+                }),
+            }
+        };
+        let (lo, hi) = (bound(&lo)?, bound(&hi)?);
+        for &y in &ys {
+            if lo.is_some_and(|l| y < self.tape.value(l))
+                || hi.is_some_and(|h| y > self.tape.value(h))
+            {
+                self.target_c = f64::NEG_INFINITY;
+                return Ok(());
+            }
+        }
+        let mut at = |c: &mut Self, b: S, complement: bool| -> R<Value> {
+            vals[0] = Value::from_s(b);
+            Ok(Value::from_s(c.density(
+                family,
+                vals,
+                Kind::Cdf(complement),
+            )?))
+        };
+        let norm = match (lo, hi) {
+            (Some(l), Some(h)) => {
+                let fh = at(self, h, false)?;
+                let fl = at(self, l, false)?;
+                map_binary(self.tape, B::LogDiffExp, &fh, &fl, "truncation")?
+            }
+            (Some(l), None) => at(self, l, true)?,
+            (None, Some(h)) => at(self, h, false)?,
+            (None, None) => return Ok(()),
+        };
+        let scaled = map_binary(
+            self.tape,
+            B::Mul,
+            &norm,
+            &Value::Real(-(n as f64)),
+            "truncation",
+        )?;
+        self.add_target(&scaled);
+        Ok(())
+    }
+
+    /// `foo_rng(θ)`: one draw for scalar parameters, or an array of draws when a parameter is a
+    /// container (broadcast as the densities are). Discrete families return integers.
+    pub(super) fn rng_draw(&mut self, family: Family, vals: &[Value]) -> R<Value> {
+        let sig = family.sig();
+        let n = vals
+            .iter()
+            .filter(|v| v.as_s().is_none())
+            .map(|v| v.num_elements())
+            .max();
+        for v in vals {
+            if v.as_s().is_none() && Some(v.num_elements()) != n {
+                return Err(Fault::fatal(format!(
+                    "{}_rng: size mismatch between vector arguments",
+                    sig.name
+                )));
+            }
+        }
+        let Some(rng) = self.rng.as_deref_mut() else {
+            return Err(Fault::fatal(format!(
+                "{}_rng is only allowed in generated quantities",
+                sig.name
+            )));
+        };
+        let count = n.unwrap_or(1);
+        let mut out = Vec::with_capacity(count);
+        let mut params = vec![0.0; vals.len()];
+        for i in 0..count {
+            for (k, v) in vals.iter().enumerate() {
+                params[k] = match v.as_s() {
+                    Some(s) => self.tape.value(s),
+                    None => self.tape.value(v.elem(i)),
+                };
+            }
+            out.push(
+                distributions::rng(family, &params, rng)
+                    .map_err(|e| Fault::domain(e.to_string()))?,
+            );
+        }
+        Ok(match n {
+            None if sig.discrete => Value::Int(out[0] as i64),
+            None => Value::Real(out[0]),
+            Some(_) => Value::from_tensor(Tensor {
+                arr: vec![count],
+                base: Base::Scalar,
+                data: if sig.discrete {
+                    Data::Int(Arc::new(out))
+                } else {
+                    Data::Real(Arc::new(out))
+                },
+            }),
+        })
+    }
+}
