@@ -12,6 +12,7 @@ pub mod mh;
 pub mod optimize;
 pub mod qbvi;
 pub mod qnvb;
+pub mod vi;
 pub mod rng;
 pub mod sandwich;
 

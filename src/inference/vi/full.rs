@@ -109,6 +109,18 @@ impl FullGaussian {
             .collect()
     }
 
+    /// P as a matrix.
+    pub(crate) fn precision_mat(&self) -> &Mat<f64> {
+        &self.precision
+    }
+
+    /// Σ = P⁻¹ as a (symmetrised) matrix.
+    pub(crate) fn covariance_mat(&self) -> Mat<f64> {
+        let d = self.d;
+        let c = self.covariance_row_major();
+        Mat::from_fn(d, d, |i, j| c[i * d + j])
+    }
+
     /// The lower Cholesky factor L of P (P = L·Lᵀ) as a d×d row-major vector.
     pub(crate) fn chol_row_major(&self) -> Vec<f64> {
         let d = self.d;

@@ -44,11 +44,6 @@ impl DiagonalGaussian {
     pub(crate) fn precision(&self) -> &[f64] {
         &self.precision
     }
-
-    /// The square roots √p_i (length d).
-    pub(crate) fn sqrt_precision(&self) -> &[f64] {
-        &self.sqrt_precision
-    }
 }
 
 impl Family for DiagonalGaussian {
