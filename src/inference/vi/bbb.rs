@@ -14,9 +14,9 @@
 //! when the driver found a mode ([X]) instead of the spec's σ_init = 0.1. In Algorithm 3 σ is
 //! clamped at 10⁻⁸. Full batch (minibatching waits for the minibatch density trait).
 
-use super::reparam::{GradDraw, check_initial_point};
+use super::reparam::{ElboProbe, GradDraw, check_initial_point};
 use super::schedule::Adam;
-use super::{Control, GaussianFit, Progress, ViError, ViSettings};
+use super::{Control, GaussianFit, WindowAverage, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
 use crate::inference::rng::{StreamRng, stream};
 
@@ -54,7 +54,10 @@ pub struct BbbSettings {
 impl Default for BbbSettings {
     fn default() -> Self {
         BbbSettings {
-            common: ViSettings::default(),
+            common: ViSettings {
+                min_iter: 3000,
+                ..ViSettings::default()
+            },
             parameterisation: Parameterisation::SoftplusRho,
             lr: 0.01,
             scale_lr_multiplier: 1.0,
@@ -214,14 +217,17 @@ pub fn fit_bbb(
     let mut state = Bbb::new(init, settings)?;
     let mut rng = stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
-    let precision = |s: &Bbb| s.sd().iter().map(|x| 1.0 / (x * x)).collect::<Vec<f64>>();
+    let mut window = WindowAverage::new(settings.common.window);
+    let mut probe = ElboProbe::new(init.len(), settings.common.seed);
     for t in 1..=settings.common.max_iter {
-        let before = (state.mean.clone(), precision(&state));
-        let lb = state.step(density, &mut rng, t)?;
+        let before = window.push(&state.mean, &state.sd());
+        let lb = probe.estimate(density, &state.mean, &state.sd())?;
+        state.step(density, &mut rng, t)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;
         }
     }
-    let ((mean, p), record) = tracker.finish((state.mean.clone(), precision(&state)));
+    let last = window.push(&state.mean, &state.sd());
+    let ((mean, p), record) = tracker.finish(last);
     Ok(GaussianFit::diagonal(mean, p, record))
 }

@@ -19,7 +19,7 @@ use rand::RngExt;
 use rand_distr::StandardNormal;
 
 use super::reparam::{MAX_REDRAWS, check_initial_point};
-use super::{Control, GaussianFit, HALF_LN_2PI, Progress, ViError, ViSettings};
+use super::{Control, GaussianFit, WindowAverage, HALF_LN_2PI, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
 use crate::inference::rng::{StreamRng, stream};
 
@@ -56,7 +56,10 @@ pub struct BbviSettings {
 impl Default for BbviSettings {
     fn default() -> Self {
         BbviSettings {
-            common: ViSettings::default(),
+            common: ViSettings {
+                min_iter: 2000,
+                ..ViSettings::default()
+            },
             mc_samples: 100,
             eta: 0.2,
             control_variate: ControlVariate::Lagged,
@@ -252,14 +255,15 @@ pub fn fit_bbvi(
     let mut state = Bbvi::new(init, settings)?;
     let mut rng = stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
-    let precision = |s: &Bbvi| s.log_sd.iter().map(|w| (-2.0 * w).exp()).collect::<Vec<_>>();
+    let mut window = WindowAverage::new(settings.common.window);
     for t in 1..=settings.common.max_iter {
-        let before = (state.mean.clone(), precision(&state));
+        let before = window.push(&state.mean, &state.sd());
         let lb = state.step(density, &mut rng, t)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;
         }
     }
-    let ((mean, p), record) = tracker.finish((state.mean.clone(), precision(&state)));
+    let last = window.push(&state.mean, &state.sd());
+    let ((mean, p), record) = tracker.finish(last);
     Ok(GaussianFit::diagonal(mean, p, record))
 }

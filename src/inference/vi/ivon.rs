@@ -17,8 +17,8 @@
 //!
 //! The fixed point (§17) is the mean-field VI optimum up to O(1 − β₂).
 
-use super::reparam::{GradDraw, check_initial_point};
-use super::{Control, GaussianFit, Progress, ViError, ViSettings};
+use super::reparam::{ElboProbe, GradDraw, check_initial_point};
+use super::{Control, GaussianFit, WindowAverage, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
 use crate::inference::rng::{StreamRng, stream};
 
@@ -54,7 +54,10 @@ pub struct IvonSettings {
 impl Default for IvonSettings {
     fn default() -> Self {
         IvonSettings {
-            common: ViSettings::default(),
+            common: ViSettings {
+                min_iter: 3000,
+                ..ViSettings::default()
+            },
             lr: 0.1,
             beta1: 0.9,
             beta2: 0.999,
@@ -204,15 +207,19 @@ pub fn fit_ivon(
     let mut state = Ivon::new(init, settings)?;
     let mut rng = stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
+    let mut window = WindowAverage::new(settings.common.window);
+    let mut probe = ElboProbe::new(init.len(), settings.common.seed);
     for t in 1..=settings.common.max_iter {
-        let before = (state.mean.clone(), state.precision());
-        let lb = state.step(density, &mut rng)?;
+        let before = window.push(&state.mean, &state.sd());
+        let lb = probe.estimate(density, &state.mean, &state.sd())?;
+        state.step(density, &mut rng)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;
         }
     }
-    let ((mean, precision), record) = tracker.finish((state.mean.clone(), state.precision()));
-    Ok(GaussianFit::diagonal(mean, precision, record))
+    let last = window.push(&state.mean, &state.sd());
+    let ((mean, p), record) = tracker.finish(last);
+    Ok(GaussianFit::diagonal(mean, p, record))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub mod mgvb;
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;
 pub(crate) use estimator::ControlVariates;
-pub(crate) use exit::{RunRecord, Tracker};
+pub(crate) use exit::{RunRecord, Tracker, WindowAverage};
 pub(crate) use family::{Family, HALF_LN_2PI};
 pub(crate) use full::{FullGaussian, cholesky_lower};
 pub(crate) use gaussian::Factor;
@@ -79,6 +79,12 @@ pub struct ViSettings {
     pub patience: usize,
     /// T_max, the maximum number of iterations. Default 5000.
     pub max_iter: usize,
+    /// T_min: the exit rule does not stop a run before this many iterations. Default 0; the
+    /// stochastic-gradient mean-field methods set more ([X]: on labour their smoothed ELBO
+    /// flattens while the mean still drifts along the correlated directions, and the exit rule
+    /// fired after ~100 iterations with means 0.25 posterior sd from NUTS; the papers train for
+    /// a fixed number of epochs, `survey_vi.md` §1).
+    pub min_iter: usize,
     /// Seed of the random streams (`inference::rng`). Default 0.
     pub seed: u64,
     /// Return the iterate kept by the exit rule (`true`, default) or the last one.
@@ -91,6 +97,7 @@ impl Default for ViSettings {
             window: 30,
             patience: 50,
             max_iter: 5000,
+            min_iter: 0,
             seed: 0,
             keep_best: true,
         }
@@ -100,7 +107,9 @@ impl Default for ViSettings {
 impl ViSettings {
     /// A [`Tracker`] for these settings.
     pub(crate) fn tracker<S: Clone>(&self) -> Tracker<S> {
-        Tracker::new(self.window, self.patience, self.max_iter, self.keep_best)
+        let mut t = Tracker::new(self.window, self.patience, self.max_iter, self.keep_best);
+        t.min_iter = self.min_iter;
+        t
     }
 
     /// Checks the shared settings and the initial point against d; the message names the

@@ -81,3 +81,58 @@ pub(crate) fn check_initial_point(density: &dyn LogDensity, init: &[f64]) -> Res
         Err(e) => Err(ViError::InitialPoint(e.to_string())),
     }
 }
+
+/// Draws of the ELBO estimate the exit rule sees for the single-draw methods (`survey_vi.md`
+/// §1: "on the full data with S = 10 draws").
+pub(crate) const PROBE_DRAWS: usize = 10;
+
+/// The ELBO estimate of the exit rule for the stochastic-gradient mean-field methods:
+/// (1/S)Σ_k [L(μ + σ⊙ε_k) − log q(μ + σ⊙ε_k)] with S = [`PROBE_DRAWS`] standard normals ε_k drawn
+/// once (stream 2 of the seed) and reused at every iteration ([X]: common random numbers, so
+/// that consecutive estimates differ by the change of q, not by fresh Monte Carlo noise; with
+/// fresh S = 1 draws the exit rule fired on labour before IVON's mean had left the mode).
+pub(crate) struct ElboProbe {
+    eps: Vec<Vec<f64>>,
+    theta: Vec<f64>,
+}
+
+impl ElboProbe {
+    pub(crate) fn new(d: usize, seed: u64) -> Self {
+        let mut rng = crate::inference::rng::stream(seed, 2);
+        let eps = (0..PROBE_DRAWS)
+            .map(|_| (0..d).map(|_| rng.sample(StandardNormal)).collect())
+            .collect();
+        ElboProbe {
+            eps,
+            theta: vec![0.0; d],
+        }
+    }
+
+    /// The estimate at q = N(mean, diag sd²); −∞ if L is not finite at a probe point.
+    /// Errors: an unrecoverable model error.
+    pub(crate) fn estimate(
+        &mut self,
+        density: &dyn LogDensity,
+        mean: &[f64],
+        sd: &[f64],
+    ) -> Result<f64, ViError> {
+        let d = mean.len();
+        let log_det: f64 = sd.iter().map(|s| s.ln()).sum();
+        let mut total = 0.0;
+        for e in &self.eps {
+            let mut sq = 0.0;
+            for i in 0..d {
+                self.theta[i] = mean[i] + sd[i] * e[i];
+                sq += e[i] * e[i];
+            }
+            let log_q = -(d as f64) * HALF_LN_2PI - log_det - 0.5 * sq;
+            match density.log_density(&self.theta) {
+                Ok(v) if v.is_finite() => total += v - log_q,
+                Ok(_) => return Ok(f64::NEG_INFINITY),
+                Err(e) if e.recoverable => return Ok(f64::NEG_INFINITY),
+                Err(e) => return Err(ViError::Density(e)),
+            }
+        }
+        Ok(total / PROBE_DRAWS as f64)
+    }
+}
