@@ -3,7 +3,7 @@
 //!
 //! Bars, by family:
 //! - every method: each posterior mean within 0.15 reference sd of the NUTS mean;
-//! - full-covariance methods (MGVB, EMGVB): each posterior sd within 15 % of the NUTS sd;
+//! - full-covariance methods (MGVB, EMGVB, NGVI): each posterior sd within 15 % of the NUTS sd;
 //! - mean-field methods (IVON, BBB, BBVI): a mean-field Gaussian cannot match the posterior
 //!   sds of correlated parameters (it matches the conditional precisions), so their sds are
 //!   checked within 15 % of the mean-field optimum, as QBVI's diagonal family (the tested
@@ -119,3 +119,8 @@ fn emgvb_matches_the_labour_reference() {
     check(Method::Emgvb, true);
 }
 
+
+#[test]
+fn ngvi_matches_the_labour_reference() {
+    check(Method::Ngvi, true);
+}

@@ -48,6 +48,9 @@ pub enum MethodArg {
     /// EMGVB (Magris et al. 2022): MGVB with the exact natural gradient on the precision;
     /// converges faster than MGVB. O(d³) per step (survey_vi.md §15).
     Emgvb,
+    /// NGVI (Khan & Nielsen 2018): Gaussian natural-gradient VI from reparameterised gradients
+    /// and Stein's identity; full covariance, or mean-field with --diagonal (survey_vi.md §9).
+    Ngvi,
 }
 
 impl From<MethodArg> for fit::Method {
@@ -65,6 +68,7 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Bbvi => fit::Method::Bbvi,
             MethodArg::Mgvb => fit::Method::Mgvb,
             MethodArg::Emgvb => fit::Method::Emgvb,
+            MethodArg::Ngvi => fit::Method::Ngvi,
         }
     }
 }
@@ -239,7 +243,12 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             method.is_variational(),
             "qbvi, qnvb, laplace, ivon, bbb, bbvi, mgvb, emgvb",
         ),
-        ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
+        (
+            "--diagonal",
+            args.diagonal,
+            matches!(method, M::Qbvi | M::Ngvi),
+            "qbvi, ngvi",
+        ),
         (
             "--mc-samples",
             args.mc_samples != 100,
@@ -322,7 +331,12 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.mgvb.mc_samples = args.mc_samples as usize;
         o.emgvb.mc_samples = args.mc_samples as usize;
     }
+    o.ngvi.common.max_iter = args.max_iter as usize;
+    if args.diagonal {
+        o.ngvi.covariance = Covariance::Diagonal;
+    }
     if let Some(b) = args.step_size {
+        o.ngvi.step_size = b;
         o.mgvb.step_size = b;
         o.emgvb.step_size = b;
         // The survey methods' learning rate (IVON's α, BBB's Adam rate, BBVI's AdaGrad η).

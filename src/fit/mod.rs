@@ -24,6 +24,7 @@ use crate::inference::vi::bbb::{self, BbbSettings};
 use crate::inference::vi::bbvi::{self, BbviSettings};
 use crate::inference::vi::ivon::{self, IvonSettings};
 use crate::inference::vi::manifold::ManifoldSettings;
+use crate::inference::vi::ngvi::{self, NgviSettings};
 use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::vi::{GaussianFit, ViError};
 use crate::inference::{DensityError, Draws, LogDensity};
@@ -60,6 +61,9 @@ pub enum Method {
     /// EMGVB, exact manifold Gaussian VB on the precision (full covariance, score function;
     /// `specs/survey_vi.md` §15).
     Emgvb,
+    /// NGVI, natural-gradient Gaussian VI with reparameterised gradients and Stein's identity
+    /// (full covariance or diagonal; `specs/survey_vi.md` §9).
+    Ngvi,
 }
 
 impl Method {
@@ -79,7 +83,12 @@ impl Method {
     pub fn is_survey(self) -> bool {
         matches!(
             self,
-            Method::Ivon | Method::Bbb | Method::Bbvi | Method::Mgvb | Method::Emgvb
+            Method::Ivon
+                | Method::Bbb
+                | Method::Bbvi
+                | Method::Mgvb
+                | Method::Emgvb
+                | Method::Ngvi
         )
     }
 }
@@ -99,6 +108,7 @@ impl fmt::Display for Method {
             Method::Bbvi => "bbvi",
             Method::Mgvb => "mgvb",
             Method::Emgvb => "emgvb",
+            Method::Ngvi => "ngvi",
         })
     }
 }
@@ -191,6 +201,8 @@ pub struct FitOptions {
     pub mgvb: ManifoldSettings,
     /// EMGVB settings (`survey_vi.md` §15; seed, initial mean and precision from the fit).
     pub emgvb: ManifoldSettings,
+    /// NGVI settings (`survey_vi.md` §9; seed, initial mean and precision from the fit).
+    pub ngvi: NgviSettings,
 }
 
 impl FitOptions {
@@ -214,6 +226,7 @@ impl FitOptions {
             bbvi: BbviSettings::default(),
             mgvb: ManifoldSettings::default(),
             emgvb: ManifoldSettings::default(),
+            ngvi: NgviSettings::default(),
         }
     }
 }
@@ -601,6 +614,14 @@ pub fn fit(
                         s.init_sd = sd;
                     }
                     bbvi::fit_bbvi(model, &init, &s, &mut progress)
+                }
+                Method::Ngvi => {
+                    let mut s = options.ngvi.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    ngvi::fit_ngvi(model, &init, &s, &mut progress)
                 }
                 _ => {
                     let mut s = if m == Method::Mgvb {

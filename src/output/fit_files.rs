@@ -210,6 +210,13 @@ fn write_approximation_csv(
                     options.bbvi.mc_samples,
                     options.bbvi.eta,
                 ),
+                fit::Method::Ngvi => (
+                    family,
+                    "ngvi",
+                    options.ngvi.common.max_iter,
+                    options.ngvi.mc_samples,
+                    options.ngvi.step_size,
+                ),
                 fit::Method::Mgvb | fit::Method::Emgvb => {
                     let s = if result.method == fit::Method::Mgvb {
                         &options.mgvb

@@ -91,6 +91,18 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
             o.bbvi.common.max_iter,
             o.seed
         ),
+        fit::Method::Ngvi => format!(
+            "method = ngvi ({} Gaussian, reparameterised gradients + Stein, start: {}); d = {d} unconstrained parameters; S = {}; step size = {}; max_iter = {}; seed = {}",
+            match o.ngvi.covariance {
+                Covariance::Full => "full-covariance",
+                Covariance::Diagonal => "mean-field",
+            },
+            vi_start_text(o),
+            o.ngvi.mc_samples,
+            o.ngvi.step_size,
+            o.ngvi.common.max_iter,
+            o.seed
+        ),
         fit::Method::Mgvb | fit::Method::Emgvb => {
             let s = if o.method == fit::Method::Mgvb { &o.mgvb } else { &o.emgvb };
             format!(

@@ -30,6 +30,7 @@ pub mod bbvi;
 pub mod emgvb;
 pub mod ivon;
 pub mod mgvb;
+pub mod ngvi;
 
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;
