@@ -139,8 +139,10 @@ fn main() {
             1e3 * r.seconds / q.iterations.max(1) as f64,
             q.iterations,
             q.stop,
-            r.vi.as_ref().map_or("—".into(), |v| format!("{:.3}", v.elbo)),
-            r.vi.as_ref().map_or("—".into(), |v| format!("{:.3}", v.khat)),
+            r.vi.as_ref()
+                .map_or("—".into(), |v| format!("{:.3}", v.elbo)),
+            r.vi.as_ref()
+                .map_or("—".into(), |v| format!("{:.3}", v.khat)),
         );
     }
 }

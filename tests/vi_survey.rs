@@ -25,8 +25,7 @@ impl LogDensity for T1 {
     }
     fn log_density(&self, z: &[f64]) -> Result<f64, DensityError> {
         let r = [z[0] - M1[0], z[1] - M1[1]];
-        Ok(-0.5
-            * (L1[0][0] * r[0] * r[0] + 2.0 * L1[0][1] * r[0] * r[1] + L1[1][1] * r[1] * r[1]))
+        Ok(-0.5 * (L1[0][0] * r[0] * r[0] + 2.0 * L1[0][1] * r[0] * r[1] + L1[1][1] * r[1] * r[1]))
     }
     fn log_density_grad(&self, z: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
         let r = [z[0] - M1[0], z[1] - M1[1]];
@@ -84,12 +83,16 @@ struct T4 {
 
 impl T4 {
     fn new() -> Self {
-        let t: Vec<f64> = (1..=30).map(|i| -2.0 + 4.0 * (i - 1) as f64 / 29.0).collect();
+        let t: Vec<f64> = (1..=30)
+            .map(|i| -2.0 + 4.0 * (i - 1) as f64 / 29.0)
+            .collect();
         let x = t.iter().map(|&t| [1.0, t]).collect();
         let y = (1..=30)
             .map(|i| {
                 let ti = t[i - 1];
-                f64::from(u8::from(0.6 + 1.2 * ti + 1.5 * (1.7 * i as f64).sin() > 0.0))
+                f64::from(u8::from(
+                    0.6 + 1.2 * ti + 1.5 * (1.7 * i as f64).sin() > 0.0,
+                ))
             })
             .collect();
         T4 { x, y }
@@ -355,7 +358,12 @@ fn manifold_errors(
     let f = fit(&T1, &[0.0, 0.0], &settings, &mut |_| Control::Continue).unwrap();
     // Σ = Λ⁻¹ exactly (the spec prints it to 7 decimals: [[0.8403361, −0.7563025], …]).
     let det = L1[0][0] * L1[1][1] - L1[0][1] * L1[1][0];
-    let sigma = [L1[1][1] / det, -L1[0][1] / det, -L1[1][0] / det, L1[0][0] / det];
+    let sigma = [
+        L1[1][1] / det,
+        -L1[0][1] / det,
+        -L1[1][0] / det,
+        L1[0][0] / det,
+    ];
     let em = (f.mean[0] - M1[0]).abs().max((f.mean[1] - M1[1]).abs());
     let es = (0..4)
         .map(|k| (f.covariance[k] - sigma[k]).abs())
@@ -368,7 +376,10 @@ fn emgvb_converges_exactly_on_t1_by_500_iterations() {
     // §15 test: error < 1e-10 by 500 iterations (S = 100, β = 0.05, ω ∈ {0, 0.4}).
     for omega in [0.0, 0.4] {
         let (em, es, lb) = manifold_errors(fit_emgvb, 500, omega);
-        assert!(em < 1e-10 && es < 1e-10, "ω = {omega}: errors μ {em:e}, Σ {es:e}");
+        assert!(
+            em < 1e-10 && es < 1e-10,
+            "ω = {omega}: errors μ {em:e}, Σ {es:e}"
+        );
         // LB → log Z = log 2π − ½ log det Λ = 1.7509004 (§1).
         close(lb, 1.7509004, 1e-6, "LB");
     }
@@ -379,7 +390,10 @@ fn mgvb_converges_on_t1_by_1000_iterations() {
     // §14 test: error < 1e-8 by 1000 iterations.
     for omega in [0.0, 0.4] {
         let (em, es, _) = manifold_errors(fit_mgvb, 1000, omega);
-        assert!(em < 1e-8 && es < 1e-8, "ω = {omega}: errors μ {em:e}, Σ {es:e}");
+        assert!(
+            em < 1e-8 && es < 1e-8,
+            "ω = {omega}: errors μ {em:e}, Σ {es:e}"
+        );
     }
 }
 

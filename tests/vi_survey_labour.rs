@@ -86,7 +86,9 @@ fn check(method: Method, full_covariance: bool) {
             r.name
         );
     }
-    eprintln!("{method}: max |mean - ref|/sd = {worst_z:.3}, max |sd/target - 1| = {worst_ratio:.3}");
+    eprintln!(
+        "{method}: max |mean - ref|/sd = {worst_z:.3}, max |sd/target - 1| = {worst_ratio:.3}"
+    );
 }
 
 #[test]
@@ -118,7 +120,6 @@ fn mgvb_matches_the_labour_reference() {
 fn emgvb_matches_the_labour_reference() {
     check(Method::Emgvb, true);
 }
-
 
 #[test]
 fn ngvi_matches_the_labour_reference() {

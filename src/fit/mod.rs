@@ -25,8 +25,8 @@ use crate::inference::vi::bbvi::{self, BbviSettings};
 use crate::inference::vi::ivon::{self, IvonSettings};
 use crate::inference::vi::manifold::ManifoldSettings;
 use crate::inference::vi::ngvi::{self, NgviSettings};
-use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::vi::{GaussianFit, ViError};
+use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::{DensityError, Draws, LogDensity};
 
 /// The inference methods bayesc offers.
@@ -83,12 +83,7 @@ impl Method {
     pub fn is_survey(self) -> bool {
         matches!(
             self,
-            Method::Ivon
-                | Method::Bbb
-                | Method::Bbvi
-                | Method::Mgvb
-                | Method::Emgvb
-                | Method::Ngvi
+            Method::Ivon | Method::Bbb | Method::Bbvi | Method::Mgvb | Method::Emgvb | Method::Ngvi
         )
     }
 }

@@ -12,9 +12,9 @@ pub mod mh;
 pub mod optimize;
 pub mod qbvi;
 pub mod qnvb;
-pub mod vi;
 pub mod rng;
 pub mod sandwich;
+pub mod vi;
 
 pub use density::{DensityError, LogDensity};
 pub use draws::Draws;

@@ -225,7 +225,11 @@ fn write_approximation_csv(
                     };
                     (
                         family,
-                        if result.method == fit::Method::Mgvb { "mgvb" } else { "emgvb" },
+                        if result.method == fit::Method::Mgvb {
+                            "mgvb"
+                        } else {
+                            "emgvb"
+                        },
                         s.common.max_iter,
                         s.mc_samples,
                         s.step_size,

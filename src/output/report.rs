@@ -104,7 +104,11 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Mgvb | fit::Method::Emgvb => {
-            let s = if o.method == fit::Method::Mgvb { &o.mgvb } else { &o.emgvb };
+            let s = if o.method == fit::Method::Mgvb {
+                &o.mgvb
+            } else {
+                &o.emgvb
+            };
             format!(
                 "method = {} (full-covariance Gaussian, score function, lagged control variates, manifold retraction, momentum {}, start: {}); d = {d} unconstrained parameters; S = {}; step size = {}; max_iter = {}; seed = {}",
                 o.method,

@@ -263,7 +263,11 @@ pub fn fit_qbvi(
                 None => DiagonalGaussian::isotropic(init, settings.init_variance),
             };
             let (q, run) = run(density, q, prior, settings, progress)?;
-            Ok(GaussianFit::diagonal(q.mean().to_vec(), q.precision().to_vec(), run))
+            Ok(GaussianFit::diagonal(
+                q.mean().to_vec(),
+                q.precision().to_vec(),
+                run,
+            ))
         }
     }
 }
@@ -395,4 +399,3 @@ fn run<F: Family>(
     }
     Ok(tracker.finish(q))
 }
-

@@ -16,7 +16,7 @@
 
 use super::reparam::{ElboProbe, GradDraw, check_initial_point};
 use super::schedule::Adam;
-use super::{Control, GaussianFit, WindowAverage, Progress, ViError, ViSettings};
+use super::{Control, GaussianFit, Progress, ViError, ViSettings, WindowAverage};
 use crate::inference::LogDensity;
 use crate::inference::rng::{StreamRng, stream};
 
@@ -103,7 +103,8 @@ impl Bbb {
     pub fn new(init: &[f64], settings: &BbbSettings) -> Result<Self, ViError> {
         let d = init.len();
         let bad = |m: String| Err(ViError::InvalidSettings(m));
-        if !(settings.lr > 0.0 && settings.lr.is_finite()) || !(settings.scale_lr_multiplier > 0.0) {
+        if !(settings.lr > 0.0 && settings.lr.is_finite()) || !(settings.scale_lr_multiplier > 0.0)
+        {
             return bad("lr and its multiplier must be positive".into());
         }
         if settings.mc_samples == 0 {
@@ -122,7 +123,9 @@ impl Bbb {
             Parameterisation::SoftplusRho => sd.iter().map(|s| softplus_inv(*s)).collect(),
         };
         let mut lr_scale = vec![1.0; 2 * d];
-        lr_scale[d..].iter_mut().for_each(|x| *x = settings.scale_lr_multiplier);
+        lr_scale[d..]
+            .iter_mut()
+            .for_each(|x| *x = settings.scale_lr_multiplier);
         Ok(Bbb {
             settings: settings.clone(),
             mean: init.to_vec(),
@@ -188,8 +191,12 @@ impl Bbb {
     ) -> Result<f64, ViError> {
         let mut grad = std::mem::take(&mut self.grad);
         let lb = self.gradient(density, rng, iteration, &mut grad)?;
-        self.adam
-            .step(&grad, self.settings.lr, Some(&self.lr_scale), &mut self.step);
+        self.adam.step(
+            &grad,
+            self.settings.lr,
+            Some(&self.lr_scale),
+            &mut self.step,
+        );
         self.grad = grad;
         let d = self.mean.len();
         for i in 0..d {

@@ -19,7 +19,7 @@ use rand::RngExt;
 use rand_distr::StandardNormal;
 
 use super::reparam::{MAX_REDRAWS, check_initial_point};
-use super::{Control, GaussianFit, WindowAverage, HALF_LN_2PI, Progress, ViError, ViSettings};
+use super::{Control, GaussianFit, HALF_LN_2PI, Progress, ViError, ViSettings, WindowAverage};
 use crate::inference::LogDensity;
 use crate::inference::rng::{StreamRng, stream};
 

@@ -109,8 +109,9 @@ impl Family for DiagonalGaussian {
         if g.iter().all(|x| x.is_finite()) {
             let p_new: Vec<f64> = (0..d).map(|i| self.precision[i] + beta * g_b[i]).collect();
             if p_new.iter().all(|p| *p > 0.0 && p.is_finite()) {
-                let mean_new: Vec<f64> =
-                    (0..d).map(|i| self.mean[i] + beta * g_a[i] / p_new[i]).collect();
+                let mean_new: Vec<f64> = (0..d)
+                    .map(|i| self.mean[i] + beta * g_a[i] / p_new[i])
+                    .collect();
                 if mean_new.iter().all(|m| m.is_finite()) {
                     *self = Self::from_parts(mean_new, p_new);
                     return true;

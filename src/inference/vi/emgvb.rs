@@ -104,7 +104,9 @@ impl ManifoldStep for Emgvb {
         }
         manifold::momentum(&mut self.m_p, e.as_ref(), &g_p, omega);
         let beta = self.settings.schedule().at(t);
-        let mean: Vec<f64> = (0..d).map(|i| self.q.mean()[i] + beta * self.m_mu[i]).collect();
+        let mean: Vec<f64> = (0..d)
+            .map(|i| self.q.mean()[i] + beta * self.m_mu[i])
+            .collect();
         let mut b = beta;
         let mut new_p = None;
         for _ in 0..=MAX_HALVINGS {

@@ -36,7 +36,6 @@ pub enum Control {
     Stop,
 }
 
-
 /// The smoothed-ELBO exit rule of §7.2, with one departure ([X]): a smoothed ELBO equal to the
 /// best so far keeps the later parameters (as the spec's `≥`) but does not reset the patience
 /// count; only a strictly larger value does. With the spec's `≥`, a smoothed ELBO that is
@@ -76,7 +75,6 @@ impl ExitRule {
         self.count > self.patience
     }
 }
-
 
 /// Bookkeeping of a run, turned into a [`GaussianFit`] at the end.
 #[derive(Clone, Debug)]

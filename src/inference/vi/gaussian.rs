@@ -57,7 +57,13 @@ impl GaussianFit {
     pub(crate) fn diagonal(mean: Vec<f64>, precision: Vec<f64>, record: RunRecord) -> Self {
         let covariance = precision.iter().map(|p| 1.0 / p).collect();
         let sqrt: Vec<f64> = precision.iter().map(|p| p.sqrt()).collect();
-        record.into_fit(Covariance::Diagonal, mean, covariance, precision, Factor::Diagonal(sqrt))
+        record.into_fit(
+            Covariance::Diagonal,
+            mean,
+            covariance,
+            precision,
+            Factor::Diagonal(sqrt),
+        )
     }
 
     /// A full-covariance fit from a [`FullGaussian`] state, with the record of the run.
@@ -137,4 +143,3 @@ impl GaussianFit {
         -(d as f64) * HALF_LN_2PI + half_log_det - 0.5 * quad
     }
 }
-

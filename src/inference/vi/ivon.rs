@@ -18,7 +18,7 @@
 //! The fixed point (§17) is the mean-field VI optimum up to O(1 − β₂).
 
 use super::reparam::{ElboProbe, GradDraw, check_initial_point};
-use super::{Control, GaussianFit, WindowAverage, Progress, ViError, ViSettings};
+use super::{Control, GaussianFit, Progress, ViError, ViSettings, WindowAverage};
 use crate::inference::LogDensity;
 use crate::inference::rng::{StreamRng, stream};
 
@@ -117,7 +117,10 @@ impl Ivon {
             Some(h) => return bad(format!("init_hessian has length {}, expected {d}", h.len())),
             None => vec![settings.h0; d],
         };
-        if h0.iter().any(|h| !(h + settings.weight_decay > 0.0) || !h.is_finite()) {
+        if h0
+            .iter()
+            .any(|h| !(h + settings.weight_decay > 0.0) || !h.is_finite())
+        {
             return bad("the initial h + δ must be positive and finite".into());
         }
         Ok(Ivon {
@@ -181,7 +184,8 @@ impl Ivon {
             } else {
                 s.lr
             };
-            let dir = ((g_bar + delta * self.mean[i]) / (self.hess[i] + delta)).clamp(-s.clip, s.clip);
+            let dir =
+                ((g_bar + delta * self.mean[i]) / (self.hess[i] + delta)).clamp(-s.clip, s.clip);
             self.mean[i] -= alpha * dir;
         }
         Ok(lb / k as f64)

@@ -40,7 +40,9 @@ pub(crate) fn momentum(m: &mut Mat<f64>, e: Option<&Mat<f64>>, g: &Mat<f64>, ome
         None => m.clone(),
     };
     let d = m.nrows();
-    *m = Mat::from_fn(d, d, |i, j| omega * moved[(i, j)] + (1.0 - omega) * g[(i, j)]);
+    *m = Mat::from_fn(d, d, |i, j| {
+        omega * moved[(i, j)] + (1.0 - omega) * g[(i, j)]
+    });
 }
 
 /// R_X(ξ) = sym(X + ξ + ½·ξ·X_inv·ξ), given X⁻¹ as `x_inv`.
@@ -144,10 +146,16 @@ impl ManifoldSettings {
             return bad("mc_samples must be at least 2".into());
         }
         if !(self.step_size > 0.0 && self.step_size < 1.0) {
-            return bad(format!("step size is {}, but must lie in (0, 1)", self.step_size));
+            return bad(format!(
+                "step size is {}, but must lie in (0, 1)",
+                self.step_size
+            ));
         }
         if !(0.0..1.0).contains(&self.momentum) {
-            return bad(format!("momentum is {}, but must lie in [0, 1)", self.momentum));
+            return bad(format!(
+                "momentum is {}, but must lie in [0, 1)",
+                self.momentum
+            ));
         }
         if !(self.init_variance > 0.0 && self.init_variance.is_finite()) {
             return bad("init_variance must be positive and finite".into());
@@ -155,7 +163,11 @@ impl ManifoldSettings {
         if let Some(p) = &self.init_precision
             && p.len() != d * d
         {
-            return bad(format!("init_precision has {} entries, expected {}", p.len(), d * d));
+            return bad(format!(
+                "init_precision has {} entries, expected {}",
+                p.len(),
+                d * d
+            ));
         }
         Ok(())
     }
@@ -225,7 +237,10 @@ pub(crate) fn run<M: ManifoldStep>(
     progress: &mut dyn FnMut(super::Progress) -> super::Control,
 ) -> Result<super::GaussianFit, super::ViError> {
     super::reparam::check_initial_point(density, init)?;
-    state.pilot(density, &mut crate::inference::rng::stream(settings.common.seed, 0))?;
+    state.pilot(
+        density,
+        &mut crate::inference::rng::stream(settings.common.seed, 0),
+    )?;
     let mut rng = crate::inference::rng::stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<super::FullGaussian>();
     for t in 1..=settings.common.max_iter {

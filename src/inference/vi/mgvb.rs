@@ -105,7 +105,9 @@ impl ManifoldStep for Mgvb {
         }
         manifold::momentum(&mut self.m_sigma, e.as_ref(), &nat_sigma, omega);
         let beta = self.settings.schedule().at(t);
-        let mean: Vec<f64> = (0..d).map(|i| self.q.mean()[i] + beta * self.m_mu[i]).collect();
+        let mean: Vec<f64> = (0..d)
+            .map(|i| self.q.mean()[i] + beta * self.m_mu[i])
+            .collect();
         let mut b = beta;
         let mut new_precision = None;
         for _ in 0..=MAX_HALVINGS {

@@ -67,7 +67,6 @@ impl Covariance {
     }
 }
 
-
 /// Settings every survey method shares: the exit rule (`survey_vi.md` §1: W = 30, P_max = 50,
 /// T_max), the seed, and whether to return the kept iterate. Each method's own settings embed
 /// one of these as `common`.

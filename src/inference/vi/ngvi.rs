@@ -76,7 +76,9 @@ impl<F: Family> State<F> {
             )));
         }
         if settings.mc_samples == 0 {
-            return Err(ViError::InvalidSettings("mc_samples must be at least 1".into()));
+            return Err(ViError::InvalidSettings(
+                "mc_samples must be at least 1".into(),
+            ));
         }
         let (d, k, n) = (q.dim(), q.n_directions(), settings.mc_samples);
         Ok(State {
@@ -95,14 +97,20 @@ impl<F: Family> State<F> {
 
     /// One iteration: S reparameterised draws, the Stein estimate and the guarded step.
     /// Returns the ELBO estimate mean(L − log q) at the q that drew them.
-    pub(crate) fn step(&mut self, density: &dyn LogDensity, rng: &mut StreamRng, t: usize) -> Result<f64, ViError> {
+    pub(crate) fn step(
+        &mut self,
+        density: &dyn LogDensity,
+        rng: &mut StreamRng,
+        t: usize,
+    ) -> Result<f64, ViError> {
         let (d, k, n) = (self.q.dim(), self.q.n_directions(), self.n);
         let mut last = String::new();
         'redraw: for _ in 0..super::reparam::MAX_REDRAWS {
             for e in self.eps.iter_mut() {
                 *e = rng.sample(StandardNormal);
             }
-            self.q.prepare(&self.eps, &mut self.zeta, &mut self.log_q, &mut self.u);
+            self.q
+                .prepare(&self.eps, &mut self.zeta, &mut self.log_q, &mut self.u);
             self.g.iter_mut().for_each(|x| *x = 0.0);
             let mut lb = 0.0;
             for s in 0..n {
@@ -136,7 +144,8 @@ impl<F: Family> State<F> {
                     let mut idx = d;
                     for i in 0..d {
                         for j in i..d {
-                            self.g[idx] -= 0.5 * (v[i] * self.grad[j] + v[j] * self.grad[i]) / n as f64;
+                            self.g[idx] -=
+                                0.5 * (v[i] * self.grad[j] + v[j] * self.grad[i]) / n as f64;
                             idx += 1;
                         }
                     }
@@ -241,7 +250,9 @@ impl Ngvi {
 }
 
 fn identity(d: usize) -> Vec<f64> {
-    (0..d * d).map(|k| if k / d == k % d { 1.0 } else { 0.0 }).collect()
+    (0..d * d)
+        .map(|k| if k / d == k % d { 1.0 } else { 0.0 })
+        .collect()
 }
 
 fn run<F: Family>(
@@ -280,7 +291,11 @@ pub fn fit_ngvi(
         }
         Covariance::Diagonal => {
             let (q, record) = run(density, diagonal_state(init, settings)?, settings, progress)?;
-            Ok(GaussianFit::diagonal(q.mean().to_vec(), q.precision().to_vec(), record))
+            Ok(GaussianFit::diagonal(
+                q.mean().to_vec(),
+                q.precision().to_vec(),
+                record,
+            ))
         }
     }
 }
