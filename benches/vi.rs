@@ -7,6 +7,11 @@
 //! fitted q (the same estimator for every method, on the model's log-density scale with the
 //! Jacobian and with `~` dropping constants); higher is better. Times exclude compilation and
 //! the diagnostic. Run with `cargo bench --bench vi`; prints a table, asserts nothing about time.
+//!
+//! A second table gives the survey's methods (`specs/survey_vi.md`: IVON, BBB, BBVI, MGVB, NGVI,
+//! EMGVB) on labour: the time to convergence (wall time of the fit, including the Laplace start
+//! that every variational method shares) and the time per iteration (that wall time over the
+//! iterations run).
 
 use std::sync::atomic::AtomicBool;
 
@@ -102,5 +107,42 @@ fn main() {
                 r.khat.map_or("—".into(), |k| format!("{k:.3}")),
             );
         }
+    }
+    let model = compile("examples/labour/model.bayes", "examples/labour/labour.csv");
+    println!(
+        "\n| labour (d = {}) | time to convergence (s) | time per iteration (ms) | iterations (stop) | ELBO | PSIS k-hat |\n| --- | --- | --- | --- | --- | --- |",
+        model.dim()
+    );
+    for (name, method) in [
+        ("IVON", Method::Ivon),
+        ("BBB", Method::Bbb),
+        ("BBVI", Method::Bbvi),
+        ("MGVB", Method::Mgvb),
+        ("EMGVB", Method::Emgvb),
+        ("NGVI (full)", Method::Ngvi),
+        ("QBVI full (for comparison)", Method::Qbvi),
+    ] {
+        let mut options = FitOptions::new(method, 1);
+        options.psis_draws = 4000;
+        let never = AtomicBool::new(false);
+        let monitor = Monitor {
+            on_progress: &|_| {},
+            stop: &never,
+        };
+        let r = fit::fit(&model, &options, &monitor).expect("fit runs");
+        let FitDetails::Qbvi(q) = &r.details else {
+            panic!("a Gaussian variational fit")
+        };
+        println!(
+            "| {name} | {:.3} | {:.3} | {} ({:?}) | {} | {} |",
+            r.seconds,
+            1e3 * r.seconds / q.iterations.max(1) as f64,
+            q.iterations,
+            q.stop,
+            r.vi.as_ref()
+                .map_or("—".into(), |v| format!("{:.3}", v.elbo)),
+            r.vi.as_ref()
+                .map_or("—".into(), |v| format!("{:.3}", v.khat)),
+        );
     }
 }

@@ -114,6 +114,11 @@ pub fn run(args: FitArgs) -> i32 {
                 options.qnvb.max_iter as u64,
                 "{spinner} QNVB iteration {pos}, {msg} [{elapsed}]",
             )
+        } else if options.method.is_survey() {
+            (
+                options.qbvi.max_iter as u64,
+                "{spinner} iteration {pos}, {msg} [{elapsed}]",
+            )
         } else {
             (
                 options.qbvi.max_iter as u64,
@@ -245,10 +250,13 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                     fit.iterations, result.seconds, fit.best_smoothed_elbo
                 ),
                 StopReason::MaxIterations => println!(
-                    "WARNING: QBVI hit the iteration cap ({} iterations, {:.2} s) before the exit rule fired; \
+                    "WARNING: {} hit the iteration cap ({} iterations, {:.2} s) before the exit rule fired; \
                      the approximation may not have converged. Raise --max-iter or lower --step-size. \
                      Best smoothed ELBO = {:.3}",
-                    fit.iterations, result.seconds, fit.best_smoothed_elbo
+                    result.method.to_string().to_uppercase(),
+                    fit.iterations,
+                    result.seconds,
+                    fit.best_smoothed_elbo
                 ),
                 StopReason::Interrupted => println!(
                     "interrupted after {} iterations: the summary describes the approximation at that point",
@@ -261,6 +269,9 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                     "note: the positive-definiteness guard skipped {} update steps",
                     fit.skipped_steps
                 );
+            }
+            for note in &fit.notes {
+                println!("note: {note}");
             }
             println!(
                 "posterior summary from {} draws of the fitted Gaussian (constrained scale):\n",

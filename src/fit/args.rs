@@ -32,6 +32,25 @@ pub enum MethodArg {
     Hmc,
     /// Adaptive random-walk Metropolis-Hastings (gradient-free; for small models).
     Mh,
+    /// IVON (Shen et al. 2024): mean-field Gaussian by variational online Newton steps with
+    /// Price's Hessian estimate; uses gradients. An approximation (survey_vi.md §17).
+    Ivon,
+    /// Bayes-by-backprop (Blundell et al. 2015): mean-field Gaussian by reparameterised
+    /// gradients and Adam, softplus-ρ scales. An approximation (survey_vi.md §5).
+    Bbb,
+    /// Black-box VI (Ranganath et al. 2014): mean-field Gaussian from values of the log density
+    /// only (score function, Rao–Blackwellised, lagged control variates, AdaGrad). An
+    /// approximation, noisy at large d (survey_vi.md §7).
+    Bbvi,
+    /// MGVB (Tran et al. 2021): full-covariance Gaussian by manifold natural-gradient steps
+    /// from values of the log density only. O(d³) per step (survey_vi.md §14).
+    Mgvb,
+    /// EMGVB (Magris et al. 2022): MGVB with the exact natural gradient on the precision;
+    /// converges faster than MGVB. O(d³) per step (survey_vi.md §15).
+    Emgvb,
+    /// NGVI (Khan & Nielsen 2018): Gaussian natural-gradient VI from reparameterised gradients
+    /// and Stein's identity; full covariance, or mean-field with --diagonal (survey_vi.md §9).
+    Ngvi,
 }
 
 impl From<MethodArg> for fit::Method {
@@ -44,6 +63,12 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Nuts => fit::Method::Nuts,
             MethodArg::Hmc => fit::Method::Hmc,
             MethodArg::Mh => fit::Method::Mh,
+            MethodArg::Ivon => fit::Method::Ivon,
+            MethodArg::Bbb => fit::Method::Bbb,
+            MethodArg::Bbvi => fit::Method::Bbvi,
+            MethodArg::Mgvb => fit::Method::Mgvb,
+            MethodArg::Emgvb => fit::Method::Emgvb,
+            MethodArg::Ngvi => fit::Method::Ngvi,
         }
     }
 }
@@ -106,13 +131,15 @@ pub struct FitArgs {
     /// QBVI: use a full-covariance Gaussian (default when d ≤ 50).
     #[arg(long, help_heading = "Variational inference")]
     pub full: bool,
-    /// QBVI: Monte Carlo draws per iteration (N_s).
+    /// QBVI, BBVI, MGVB, EMGVB: Monte Carlo draws per iteration (N_s, S; MGVB and EMGVB
+    /// default to 50).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference")]
     pub mc_samples: u64,
-    /// QBVI: maximum number of iterations.
+    /// QBVI, QNVB, IVON, BBB, BBVI: maximum number of iterations.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
     pub max_iter: u64,
     /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
+    /// IVON, BBB, BBVI: the learning rate (defaults 0.1, 0.01 and 0.2); MGVB, EMGVB: β₀ (0.01).
     #[arg(long, help_heading = "Variational inference")]
     pub step_size: Option<f64>,
     /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
@@ -196,12 +223,12 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     let method: fit::Method = args.method.into();
     if args.elbo_output.is_some() && !method.is_variational() {
         return Err(format!(
-            "--elbo-output applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+            "--elbo-output applies to the variational methods (qbvi, qnvb, laplace and the survey methods), not {method}"
         ));
     }
     if args.psis_resample && !method.is_variational() {
         return Err(format!(
-            "--psis-resample applies to the variational methods (qbvi, qnvb, laplace), not {method}"
+            "--psis-resample applies to the variational methods (qbvi, qnvb, laplace and the survey methods), not {method}"
         ));
     }
     if args.jacobian && method != fit::Method::Optimize {
@@ -239,38 +266,44 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     use fit::Method as M;
     let mcmc = method.is_mcmc();
     let hmc = matches!(method, M::Nuts | M::Hmc);
-    let checks: [(&str, bool, bool, &str); 16] = [
+    let checks: [(&str, bool, bool, &str); 17] = [
         (
             "--draws",
             args.draws != 1000,
-            matches!(method, M::Qbvi | M::Qnvb | M::Laplace),
-            "qbvi, qnvb, laplace",
+            method.is_variational(),
+            "qbvi, qnvb, laplace, ivon, bbb, bbvi, mgvb, emgvb",
+        ),
+        (
+            "--diagonal",
+            args.diagonal,
+            matches!(method, M::Qbvi | M::Ngvi),
+            "qbvi, ngvi",
         ),
         ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
         ("--full", args.full, method == M::Qbvi, "qbvi"),
         (
             "--mc-samples",
             args.mc_samples != 100,
-            method == M::Qbvi,
-            "qbvi",
+            matches!(method, M::Qbvi | M::Bbvi | M::Mgvb | M::Emgvb),
+            "qbvi, bbvi, mgvb, emgvb",
         ),
         (
             "--max-iter",
             args.max_iter != 5000,
-            matches!(method, M::Qbvi | M::Qnvb),
-            "qbvi, qnvb",
+            matches!(method, M::Qbvi | M::Qnvb) || method.is_survey(),
+            "qbvi, qnvb, ivon, bbb, bbvi, mgvb, emgvb",
         ),
         (
             "--step-size",
             args.step_size.is_some(),
-            method == M::Qbvi,
-            "qbvi",
+            method == M::Qbvi || method.is_survey(),
+            "qbvi, ivon, bbb, bbvi, mgvb, emgvb",
         ),
         (
             "--random-init",
             args.random_init,
-            matches!(method, M::Qbvi | M::Qnvb),
-            "qbvi, qnvb",
+            matches!(method, M::Qbvi | M::Qnvb) || method.is_survey(),
+            "qbvi, qnvb, ivon, bbb, bbvi, mgvb, emgvb",
         ),
         ("--chains", args.chains != 4, mcmc, "nuts, hmc, mh"),
         ("--warmup", args.warmup.is_some(), mcmc, "nuts, hmc, mh"),
@@ -322,6 +355,30 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     o.qbvi.n_samples = args.mc_samples as usize;
     o.qbvi.step_size = args.step_size;
     o.qbvi.max_iter = args.max_iter as usize;
+    o.ivon.common.max_iter = args.max_iter as usize;
+    o.bbb.common.max_iter = args.max_iter as usize;
+    o.bbvi.common.max_iter = args.max_iter as usize;
+    o.bbvi.mc_samples = args.mc_samples as usize;
+    o.mgvb.common.max_iter = args.max_iter as usize;
+    o.emgvb.common.max_iter = args.max_iter as usize;
+    if args.mc_samples != 100 {
+        // MGVB/EMGVB default to S = 50 (survey_vi.md §15); --mc-samples overrides it.
+        o.mgvb.mc_samples = args.mc_samples as usize;
+        o.emgvb.mc_samples = args.mc_samples as usize;
+    }
+    o.ngvi.common.max_iter = args.max_iter as usize;
+    if args.diagonal {
+        o.ngvi.covariance = Covariance::Diagonal;
+    }
+    if let Some(b) = args.step_size {
+        o.ngvi.step_size = b;
+        o.mgvb.step_size = b;
+        o.emgvb.step_size = b;
+        // The survey methods' learning rate (IVON's α, BBB's Adam rate, BBVI's AdaGrad η).
+        o.ivon.lr = b;
+        o.bbb.lr = b;
+        o.bbvi.eta = b;
+    }
     if args.random_init {
         o.vi_init = fit::ViInit::Random;
     }

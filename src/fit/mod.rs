@@ -23,6 +23,13 @@ use crate::inference::optimize::{self, OptimizeResult, OptimizeSettings};
 use crate::inference::qbvi::{self, Control, QbviFit, QbviSettings};
 use crate::inference::qnvb::{self, QnvbFit, QnvbSettings};
 use crate::inference::rng::{StreamRng, stream};
+use crate::inference::vi::bbb::{self, BbbSettings};
+use crate::inference::vi::bbvi::{self, BbviSettings};
+use crate::inference::vi::ivon::{self, IvonSettings};
+use crate::inference::vi::manifold::ManifoldSettings;
+use crate::inference::vi::ngvi::{self, NgviSettings};
+use crate::inference::vi::{GaussianFit, ViError};
+use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::{DensityError, Draws, LogDensity};
 
 /// The inference methods bayesc offers.
@@ -45,6 +52,21 @@ pub enum Method {
     Hmc,
     /// Adaptive random-walk Metropolis-Hastings.
     Mh,
+    /// IVON, improved variational online Newton (mean-field Gaussian; `specs/survey_vi.md` §17).
+    Ivon,
+    /// Bayes-by-backprop (mean-field Gaussian, reparameterisation; `specs/survey_vi.md` §5).
+    Bbb,
+    /// Black-box VI with Rao–Blackwellisation and lagged control variates (mean-field
+    /// Gaussian, score function; `specs/survey_vi.md` §7).
+    Bbvi,
+    /// MGVB, manifold Gaussian VB (full covariance, score function; `specs/survey_vi.md` §14).
+    Mgvb,
+    /// EMGVB, exact manifold Gaussian VB on the precision (full covariance, score function;
+    /// `specs/survey_vi.md` §15).
+    Emgvb,
+    /// NGVI, natural-gradient Gaussian VI with reparameterised gradients and Stein's identity
+    /// (full covariance or diagonal; `specs/survey_vi.md` §9).
+    Ngvi,
 }
 
 impl Method {
@@ -56,7 +78,16 @@ impl Method {
     /// True for the methods that fit an approximation q and report the PSIS k̂ of it
     /// (QBVI, QNVB, Laplace).
     pub fn is_variational(self) -> bool {
-        matches!(self, Method::Qbvi | Method::Qnvb | Method::Laplace)
+        matches!(self, Method::Qbvi | Method::Qnvb | Method::Laplace) || self.is_survey()
+    }
+
+    /// True for the survey's variational methods (`specs/survey_vi.md`), which fit a Gaussian
+    /// by iterating under the common exit rule and report a [`GaussianFit`].
+    pub fn is_survey(self) -> bool {
+        matches!(
+            self,
+            Method::Ivon | Method::Bbb | Method::Bbvi | Method::Mgvb | Method::Emgvb | Method::Ngvi
+        )
     }
 }
 
@@ -70,6 +101,12 @@ impl fmt::Display for Method {
             Method::Nuts => "nuts",
             Method::Hmc => "hmc",
             Method::Mh => "mh",
+            Method::Ivon => "ivon",
+            Method::Bbb => "bbb",
+            Method::Bbvi => "bbvi",
+            Method::Mgvb => "mgvb",
+            Method::Emgvb => "emgvb",
+            Method::Ngvi => "ngvi",
         })
     }
 }
@@ -158,6 +195,18 @@ pub struct FitOptions {
     /// [`crate::inference::qbvi::Covariance::for_dimension`] rather than asked for (the settings
     /// line then says so). Default false.
     pub covariance_by_dimension: bool,
+    /// IVON settings (`survey_vi.md` §17; seed, initial mean and Hessian come from the fit).
+    pub ivon: IvonSettings,
+    /// Bayes-by-backprop settings (`survey_vi.md` §5; seed, initial mean and σ from the fit).
+    pub bbb: BbbSettings,
+    /// BBVI settings (`survey_vi.md` §7; seed, initial mean and σ from the fit).
+    pub bbvi: BbviSettings,
+    /// MGVB settings (`survey_vi.md` §14; seed, initial mean and precision from the fit).
+    pub mgvb: ManifoldSettings,
+    /// EMGVB settings (`survey_vi.md` §15; seed, initial mean and precision from the fit).
+    pub emgvb: ManifoldSettings,
+    /// NGVI settings (`survey_vi.md` §9; seed, initial mean and precision from the fit).
+    pub ngvi: NgviSettings,
 }
 
 /// A proved minibatch plan: the separability of the model over its observation axis
@@ -200,6 +249,12 @@ impl FitOptions {
             psis_resample: false,
             minibatch: None,
             covariance_by_dimension: false,
+            ivon: IvonSettings::default(),
+            bbb: BbbSettings::default(),
+            bbvi: BbviSettings::default(),
+            mgvb: ManifoldSettings::default(),
+            emgvb: ManifoldSettings::default(),
+            ngvi: NgviSettings::default(),
         }
     }
 }
@@ -240,7 +295,9 @@ pub struct OptimizeFit {
 /// Algorithm-specific results kept beside the draws.
 #[derive(Clone, Debug)]
 pub enum FitDetails {
-    /// The fitted Gaussian, the ELBO trace and the stopping reason.
+    /// The fitted Gaussian, the ELBO trace and the stopping reason of QBVI or of one of the
+    /// survey's methods (IVON, BBB, BBVI: [`FitResult::method`] says which; [`QbviFit`] is
+    /// the common [`GaussianFit`]).
     Qbvi(QbviFit),
     /// Per-chain unconstrained draws, sampler statistics, adaptation and timing.
     Mcmc(Box<McmcOutput>),
@@ -381,6 +438,12 @@ pub fn draws_memory_bytes(model: &Model, options: &FitOptions) -> u128 {
         }
         Method::Qbvi => {
             options.vi_draws as u128 + options.psis_draws as u128 + options.qbvi.n_samples as u128
+        }
+        Method::Bbvi => {
+            options.vi_draws as u128 + options.psis_draws as u128 + options.bbvi.mc_samples as u128
+        }
+        Method::Mgvb | Method::Emgvb => {
+            options.vi_draws as u128 + options.psis_draws as u128 + options.mgvb.mc_samples as u128
         }
         _ => options.vi_draws as u128 + options.psis_draws as u128,
     };
@@ -581,6 +644,104 @@ pub fn fit(
             )?;
             Ok(out.into_result(Method::Qbvi, seed, FitDetails::Qbvi(fit), seconds))
         }
+        m if m.is_survey() => {
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let d = init.len();
+            // The diagonal of the Laplace precision, when the start found a mode ([X], as QBVI).
+            let diag: Option<Vec<f64>> = start_point
+                .precision
+                .as_ref()
+                .map(|p| (0..d).map(|i| p[i * d + i]).collect())
+                .filter(|v: &Vec<f64>| v.iter().all(|x| *x > 0.0 && x.is_finite()));
+            let mut progress = |p: qbvi::Progress| {
+                (monitor.on_progress)(ProgressEvent::Qbvi(p));
+                if monitor.stop.load(Ordering::Relaxed) {
+                    Control::Stop
+                } else {
+                    Control::Continue
+                }
+            };
+            let sd = diag
+                .as_ref()
+                .map(|p| p.iter().map(|x| 1.0 / x.sqrt()).collect::<Vec<f64>>());
+            let result: Result<GaussianFit, ViError> = match m {
+                Method::Ivon => {
+                    let mut s = options.ivon.clone();
+                    s.common.seed = seed;
+                    if s.init_hessian.is_none() {
+                        s.init_hessian = diag.map(|p| p.iter().map(|x| x / s.ess).collect());
+                    }
+                    ivon::fit_ivon(model, &init, &s, &mut progress)
+                }
+                Method::Bbb => {
+                    let mut s = options.bbb.clone();
+                    s.common.seed = seed;
+                    if s.init_sd.is_none() {
+                        s.init_sd = sd;
+                    }
+                    bbb::fit_bbb(model, &init, &s, &mut progress)
+                }
+                Method::Bbvi => {
+                    let mut s = options.bbvi.clone();
+                    s.common.seed = seed;
+                    if s.init_sd.is_none() {
+                        s.init_sd = sd;
+                    }
+                    bbvi::fit_bbvi(model, &init, &s, &mut progress)
+                }
+                Method::Ngvi => {
+                    let mut s = options.ngvi.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    ngvi::fit_ngvi(model, &init, &s, &mut progress)
+                }
+                _ => {
+                    let mut s = if m == Method::Mgvb {
+                        options.mgvb.clone()
+                    } else {
+                        options.emgvb.clone()
+                    };
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    if m == Method::Mgvb {
+                        mgvb::fit_mgvb(model, &init, &s, &mut progress)
+                    } else {
+                        emgvb::fit_emgvb(model, &init, &s, &mut progress)
+                    }
+                }
+            };
+            let fit = result.map_err(|e| algorithm(m)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let w = options.ivon.common.window;
+            let trace = fit
+                .elbo_trace
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| {
+                    let sm = if i >= w {
+                        fit.smoothed_elbo.get(i - w).copied().unwrap_or(f64::NAN)
+                    } else {
+                        f64::NAN
+                    };
+                    (i + 1, e, sm)
+                })
+                .collect();
+            let out = finish_gaussian(
+                model,
+                options,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_q(z),
+                Some(&fit.mean),
+                trace,
+                start_point.no_mode.clone(),
+            )?;
+            Ok(out.into_result(m, seed, FitDetails::Qbvi(fit), seconds))
+        }
         Method::Qnvb => {
             let start_point = vi_start(model, options.vi_init, seed)?;
             let init = start_point.mean.clone();
@@ -668,7 +829,7 @@ pub fn fit(
                 approx_mean_row: None,
             })
         }
-        Method::Nuts | Method::Hmc | Method::Mh => {
+        _ => {
             let mut settings = McmcSettings {
                 seed,
                 ..options.mcmc.clone()

@@ -15,6 +15,7 @@ pub mod qbvi;
 pub mod qnvb;
 pub mod rng;
 pub mod sandwich;
+pub mod vi;
 
 pub use density::{DensityError, LogDensity, MinibatchDensity};
 pub use draws::Draws;

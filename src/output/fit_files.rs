@@ -183,16 +183,67 @@ fn write_approximation_csv(
     // bayesc's corresponding settings (max iterations, Monte Carlo draws per iteration, step
     // size, ELBO evaluated every iteration).
     let (family, fitted_by, iter, mc, eta) = match &result.details {
-        FitDetails::Qbvi(f) => (
-            match f.family {
+        FitDetails::Qbvi(f) => {
+            let family = match f.family {
                 Covariance::Full => "fullrank",
                 Covariance::Diagonal => "meanfield",
-            },
-            "qbvi",
-            options.qbvi.max_iter,
-            options.qbvi.n_samples,
-            options.qbvi.effective_step_size(f.mean.len()),
-        ),
+            };
+            match result.method {
+                fit::Method::Ivon => (
+                    family,
+                    "ivon",
+                    options.ivon.common.max_iter,
+                    options.ivon.mc_samples,
+                    options.ivon.lr,
+                ),
+                fit::Method::Bbb => (
+                    family,
+                    "bbb",
+                    options.bbb.common.max_iter,
+                    options.bbb.mc_samples,
+                    options.bbb.lr,
+                ),
+                fit::Method::Bbvi => (
+                    family,
+                    "bbvi",
+                    options.bbvi.common.max_iter,
+                    options.bbvi.mc_samples,
+                    options.bbvi.eta,
+                ),
+                fit::Method::Ngvi => (
+                    family,
+                    "ngvi",
+                    options.ngvi.common.max_iter,
+                    options.ngvi.mc_samples,
+                    options.ngvi.step_size,
+                ),
+                fit::Method::Mgvb | fit::Method::Emgvb => {
+                    let s = if result.method == fit::Method::Mgvb {
+                        &options.mgvb
+                    } else {
+                        &options.emgvb
+                    };
+                    (
+                        family,
+                        if result.method == fit::Method::Mgvb {
+                            "mgvb"
+                        } else {
+                            "emgvb"
+                        },
+                        s.common.max_iter,
+                        s.mc_samples,
+                        s.step_size,
+                    )
+                }
+                _ => (
+                    family,
+                    "qbvi",
+                    options.qbvi.max_iter,
+                    options.qbvi.n_samples,
+                    options.qbvi.effective_step_size(f.mean.len()),
+                ),
+            }
+        }
         _ => ("meanfield", "qnvb", options.qnvb.max_iter, 4, f64::NAN),
     };
     let mut settings = if laplace {

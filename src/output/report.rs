@@ -7,6 +7,14 @@ use crate::inference::mcmc::{self, McmcOutput};
 use crate::inference::qbvi::Covariance;
 use crate::output::summary;
 
+/// How a variational fit starts, for the settings line.
+fn vi_start_text(o: &FitOptions) -> &'static str {
+    match o.vi_init {
+        fit::ViInit::Mode => "Laplace approximation at the mode",
+        fit::ViInit::Random => "random point",
+    }
+}
+
 /// One line naming the method and its settings.
 pub fn settings_line(o: &FitOptions, d: usize) -> String {
     let line = method_settings(o, d);
@@ -84,6 +92,69 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.std_errors,
             o.seed
         ),
+        fit::Method::Ivon => format!(
+            "method = ivon (mean-field Gaussian, Price Hessian estimate, start: {}); d = {d} unconstrained parameters; K = {}; lr = {}; beta1 = {}; beta2 = {}; ess = {}; weight decay = {}; max_iter = {}; full batch; seed = {}",
+            vi_start_text(o),
+            o.ivon.mc_samples,
+            o.ivon.lr,
+            o.ivon.beta1,
+            o.ivon.beta2,
+            o.ivon.ess,
+            o.ivon.weight_decay,
+            o.ivon.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Bbb => format!(
+            "method = bbb (mean-field Gaussian, {} parameterisation, Adam, start: {}); d = {d} unconstrained parameters; S = {}; lr = {} (x{} on the scale); max_iter = {}; full batch; seed = {}",
+            match o.bbb.parameterisation {
+                crate::inference::vi::bbb::Parameterisation::Sigma => "sigma",
+                crate::inference::vi::bbb::Parameterisation::SoftplusRho => "softplus-rho",
+            },
+            vi_start_text(o),
+            o.bbb.mc_samples,
+            o.bbb.lr,
+            o.bbb.scale_lr_multiplier,
+            o.bbb.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Bbvi => format!(
+            "method = bbvi (mean-field Gaussian, score function, Rao-Blackwellised, {:?} control variates, AdaGrad, start: {}); d = {d} unconstrained parameters; S = {}; eta = {}; max_iter = {}; seed = {}",
+            o.bbvi.control_variate,
+            vi_start_text(o),
+            o.bbvi.mc_samples,
+            o.bbvi.eta,
+            o.bbvi.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Ngvi => format!(
+            "method = ngvi ({} Gaussian, reparameterised gradients + Stein, start: {}); d = {d} unconstrained parameters; S = {}; step size = {}; max_iter = {}; seed = {}",
+            match o.ngvi.covariance {
+                Covariance::Full => "full-covariance",
+                Covariance::Diagonal => "mean-field",
+            },
+            vi_start_text(o),
+            o.ngvi.mc_samples,
+            o.ngvi.step_size,
+            o.ngvi.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Mgvb | fit::Method::Emgvb => {
+            let s = if o.method == fit::Method::Mgvb {
+                &o.mgvb
+            } else {
+                &o.emgvb
+            };
+            format!(
+                "method = {} (full-covariance Gaussian, score function, lagged control variates, manifold retraction, momentum {}, start: {}); d = {d} unconstrained parameters; S = {}; step size = {}; max_iter = {}; seed = {}",
+                o.method,
+                s.momentum,
+                vi_start_text(o),
+                s.mc_samples,
+                s.step_size,
+                s.common.max_iter,
+                o.seed
+            )
+        }
         fit::Method::Laplace => format!(
             "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); d = {d} unconstrained parameters; seed = {}",
             o.seed

@@ -44,11 +44,6 @@ impl DiagonalGaussian {
     pub(crate) fn precision(&self) -> &[f64] {
         &self.precision
     }
-
-    /// The square roots √p_i (length d).
-    pub(crate) fn sqrt_precision(&self) -> &[f64] {
-        &self.sqrt_precision
-    }
 }
 
 impl Family for DiagonalGaussian {
@@ -85,6 +80,10 @@ impl Family for DiagonalGaussian {
         }
     }
 
+    fn precision_packed(&self) -> Vec<f64> {
+        self.precision.clone()
+    }
+
     fn direction_variances(&self, out: &mut [f64]) {
         let d = self.mean.len();
         for i in 0..d {
@@ -102,6 +101,24 @@ impl Family for DiagonalGaussian {
             g_a[i] += pull[i];
             g_b[i] += prior.precision[i * d + i] - self.precision[i];
         }
+    }
+
+    fn step_guarded(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
+        let d = self.mean.len();
+        let (g_a, g_b) = g.split_at(d);
+        if g.iter().all(|x| x.is_finite()) {
+            let p_new: Vec<f64> = (0..d).map(|i| self.precision[i] + beta * g_b[i]).collect();
+            if p_new.iter().all(|p| *p > 0.0 && p.is_finite()) {
+                let mean_new: Vec<f64> = (0..d)
+                    .map(|i| self.mean[i] + beta * g_a[i] / p_new[i])
+                    .collect();
+                if mean_new.iter().all(|m| m.is_finite()) {
+                    *self = Self::from_parts(mean_new, p_new);
+                    return true;
+                }
+            }
+        }
+        self.step(g, beta, max_halvings)
     }
 
     /// p_new = p + βg + β²g²/(2p) (diagonal retraction, §8.1), μ_new = μ + β·g_a/p_new (§4,

@@ -109,6 +109,18 @@ impl FullGaussian {
             .collect()
     }
 
+    /// P as a matrix.
+    pub(crate) fn precision_mat(&self) -> &Mat<f64> {
+        &self.precision
+    }
+
+    /// Σ = P⁻¹ as a (symmetrised) matrix.
+    pub(crate) fn covariance_mat(&self) -> Mat<f64> {
+        let d = self.d;
+        let c = self.covariance_row_major();
+        Mat::from_fn(d, d, |i, j| c[i * d + j])
+    }
+
     /// The lower Cholesky factor L of P (P = L·Lᵀ) as a d×d row-major vector.
     pub(crate) fn chol_row_major(&self) -> Vec<f64> {
         let d = self.d;
@@ -168,6 +180,17 @@ impl Family for FullGaussian {
         }
     }
 
+    fn precision_packed(&self) -> Vec<f64> {
+        let d = self.d;
+        let mut out = Vec::with_capacity(d * (d + 1) / 2);
+        for i in 0..d {
+            for j in i..d {
+                out.push(self.precision[(i, j)]);
+            }
+        }
+        out
+    }
+
     fn direction_variances(&self, out: &mut [f64]) {
         let d = self.d;
         let p = &self.precision;
@@ -196,6 +219,38 @@ impl Family for FullGaussian {
                 k += 1;
             }
         }
+    }
+
+    fn step_guarded(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
+        let d = self.d;
+        let (g_a, g_upper) = g.split_at(d);
+        if g.iter().all(|x| x.is_finite()) {
+            let mut p_new = self.precision.clone();
+            let mut k = 0;
+            for i in 0..d {
+                for j in i..d {
+                    p_new[(i, j)] += beta * g_upper[k];
+                    if j != i {
+                        p_new[(j, i)] += beta * g_upper[k];
+                    }
+                    k += 1;
+                }
+            }
+            if let Some(l_new) = cholesky_lower(&p_new) {
+                let mut x = Mat::from_fn(d, 1, |i, _| g_a[i]);
+                solve_lower_triangular_in_place(l_new.as_ref(), x.as_mut(), Par::Seq);
+                solve_upper_triangular_in_place(l_new.transpose(), x.as_mut(), Par::Seq);
+                let mean_new: Vec<f64> = (0..d).map(|i| self.mean[i] + beta * x[(i, 0)]).collect();
+                if mean_new.iter().all(|m| m.is_finite()) {
+                    self.mean = mean_new;
+                    self.precision = p_new;
+                    self.chol = l_new;
+                    self.half_log_det = self.compute_half_log_det();
+                    return true;
+                }
+            }
+        }
+        self.step(g, beta, max_halvings)
     }
 
     /// P_new = P + βG + (β²/2)·G·P⁻¹·G (second-order retraction, §8.1), then

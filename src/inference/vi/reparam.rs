@@ -1,0 +1,138 @@
+//! Reparameterised draws θ = μ + σ⊙ε from a diagonal Gaussian with the log density and its
+//! gradient there: what the gradient-based survey methods evaluate per draw
+//! (`specs/survey_vi.md` §5, §9, §10, §17). Non-finite values and recoverable model errors are
+//! redrawn, as QBVI does (`specs/qbvi.md` §6).
+
+use rand::RngExt;
+use rand_distr::StandardNormal;
+
+use super::{HALF_LN_2PI, ViError};
+use crate::inference::LogDensity;
+use crate::inference::rng::StreamRng;
+
+/// Consecutive failed draws tolerated before giving up.
+pub(crate) const MAX_REDRAWS: usize = 10;
+
+/// One draw: ε, θ = μ + σ⊙ε, L(θ), ∇L(θ) and log q(θ) (all vectors of length d).
+#[derive(Clone, Debug)]
+pub(crate) struct GradDraw {
+    pub(crate) eps: Vec<f64>,
+    pub(crate) theta: Vec<f64>,
+    pub(crate) value: f64,
+    pub(crate) grad: Vec<f64>,
+    pub(crate) log_q: f64,
+}
+
+impl GradDraw {
+    pub(crate) fn new(d: usize) -> Self {
+        GradDraw {
+            eps: vec![0.0; d],
+            theta: vec![0.0; d],
+            value: 0.0,
+            grad: vec![0.0; d],
+            log_q: 0.0,
+        }
+    }
+
+    /// Draws θ ~ N(mean, diag sd²) and evaluates L and ∇L there, redrawing up to
+    /// [`MAX_REDRAWS`] times when they are not finite or the model reports a recoverable error.
+    pub(crate) fn draw(
+        &mut self,
+        density: &dyn LogDensity,
+        mean: &[f64],
+        sd: &[f64],
+        rng: &mut StreamRng,
+        iteration: usize,
+    ) -> Result<(), ViError> {
+        let d = mean.len();
+        let log_det: f64 = sd.iter().map(|s| s.ln()).sum();
+        let mut last = String::new();
+        for _ in 0..MAX_REDRAWS {
+            let mut sq = 0.0;
+            for i in 0..d {
+                self.eps[i] = rng.sample(StandardNormal);
+                self.theta[i] = mean[i] + sd[i] * self.eps[i];
+                sq += self.eps[i] * self.eps[i];
+            }
+            self.log_q = -(d as f64) * HALF_LN_2PI - log_det - 0.5 * sq;
+            match density.log_density_grad(&self.theta, &mut self.grad) {
+                Ok(v) if v.is_finite() && self.grad.iter().all(|g| g.is_finite()) => {
+                    self.value = v;
+                    return Ok(());
+                }
+                Ok(v) => last = format!("log density {v} or its gradient is not finite"),
+                Err(e) if e.recoverable => last = e.to_string(),
+                Err(e) => return Err(ViError::Density(e)),
+            }
+        }
+        Err(ViError::NonFiniteDensity {
+            iteration,
+            attempts: MAX_REDRAWS,
+            last,
+        })
+    }
+}
+
+/// Checks that L is finite at `init`.
+pub(crate) fn check_initial_point(density: &dyn LogDensity, init: &[f64]) -> Result<(), ViError> {
+    match density.log_density(init) {
+        Ok(v) if v.is_finite() => Ok(()),
+        Ok(v) => Err(ViError::InitialPoint(format!("log density is {v}"))),
+        Err(e) => Err(ViError::InitialPoint(e.to_string())),
+    }
+}
+
+/// Draws of the ELBO estimate the exit rule sees for the single-draw methods (`survey_vi.md`
+/// §1: "on the full data with S = 10 draws").
+pub(crate) const PROBE_DRAWS: usize = 10;
+
+/// The ELBO estimate of the exit rule for the stochastic-gradient mean-field methods:
+/// (1/S)Σ_k [L(μ + σ⊙ε_k) − log q(μ + σ⊙ε_k)] with S = [`PROBE_DRAWS`] standard normals ε_k drawn
+/// once (stream 2 of the seed) and reused at every iteration ([X]: common random numbers, so
+/// that consecutive estimates differ by the change of q, not by fresh Monte Carlo noise; with
+/// fresh S = 1 draws the exit rule fired on labour before IVON's mean had left the mode).
+pub(crate) struct ElboProbe {
+    eps: Vec<Vec<f64>>,
+    theta: Vec<f64>,
+}
+
+impl ElboProbe {
+    pub(crate) fn new(d: usize, seed: u64) -> Self {
+        let mut rng = crate::inference::rng::stream(seed, 2);
+        let eps = (0..PROBE_DRAWS)
+            .map(|_| (0..d).map(|_| rng.sample(StandardNormal)).collect())
+            .collect();
+        ElboProbe {
+            eps,
+            theta: vec![0.0; d],
+        }
+    }
+
+    /// The estimate at q = N(mean, diag sd²); −∞ if L is not finite at a probe point.
+    /// Errors: an unrecoverable model error.
+    pub(crate) fn estimate(
+        &mut self,
+        density: &dyn LogDensity,
+        mean: &[f64],
+        sd: &[f64],
+    ) -> Result<f64, ViError> {
+        let d = mean.len();
+        let log_det: f64 = sd.iter().map(|s| s.ln()).sum();
+        let mut total = 0.0;
+        for e in &self.eps {
+            let mut sq = 0.0;
+            for i in 0..d {
+                self.theta[i] = mean[i] + sd[i] * e[i];
+                sq += e[i] * e[i];
+            }
+            let log_q = -(d as f64) * HALF_LN_2PI - log_det - 0.5 * sq;
+            match density.log_density(&self.theta) {
+                Ok(v) if v.is_finite() => total += v - log_q,
+                Ok(_) => return Ok(f64::NEG_INFINITY),
+                Err(e) if e.recoverable => return Ok(f64::NEG_INFINITY),
+                Err(e) => return Err(ViError::Density(e)),
+            }
+        }
+        Ok(total / PROBE_DRAWS as f64)
+    }
+}
