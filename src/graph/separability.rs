@@ -180,6 +180,8 @@ struct Var {
     kind: K,
     /// A scalar `int`/`real` (so `c * X` is elementwise).
     scalar: bool,
+    /// Number of indices that make an element a scalar (array dims + vector/matrix dims).
+    rank: usize,
     /// The leading size is an array size (so a multivariate density sees one row per element).
     array_rows: bool,
     /// Row-loop nesting level at the declaration (0 outside any loop over rows).
@@ -431,6 +433,7 @@ impl Analyser<'_> {
                 Var {
                     kind: K::Size,
                     scalar: true,
+                    rank: 0,
                     array_rows: false,
                     level: 0,
                 },
@@ -521,6 +524,16 @@ impl Analyser<'_> {
             Var {
                 kind,
                 scalar,
+                rank: d.ty.array_dims.len()
+                    + match d.ty.base {
+                        SizedBase::Int | SizedBase::Real => 0,
+                        SizedBase::Vector(_)
+                        | SizedBase::RowVector(_)
+                        | SizedBase::Simplex(_)
+                        | SizedBase::Ordered(_)
+                        | SizedBase::PositiveOrdered(_) => 1,
+                        _ => 2,
+                    },
                 array_rows: rows && !d.ty.array_dims.is_empty(),
                 level: self.level,
             },
@@ -575,6 +588,14 @@ impl Analyser<'_> {
             ExprKind::Call { name, args, .. } => {
                 ELEMENTWISE.contains(&name.name.as_str()) && args.iter().all(|a| self.known_scalar(a))
             }
+            // v[i], M[i, j]: as many single indices as the variable has dimensions
+            ExprKind::Index { base, indices } => match &base.kind {
+                ExprKind::Var(v) => {
+                    indices.iter().all(|i| matches!(i, Index::Single(_)))
+                        && self.lookup(v).is_some_and(|v| v.rank == indices.len())
+                }
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -943,6 +964,14 @@ impl Analyser<'_> {
                 Var {
                     kind: *k,
                     scalar,
+                    rank: p.ty.array_dims
+                        + match p.ty.base {
+                            crate::syntax::ast::UnsizedBase::Int
+                            | crate::syntax::ast::UnsizedBase::Real => 0,
+                            crate::syntax::ast::UnsizedBase::Vector
+                            | crate::syntax::ast::UnsizedBase::RowVector => 1,
+                            crate::syntax::ast::UnsizedBase::Matrix => 2,
+                        },
                     array_rows,
                     level: 0,
                 },
@@ -1189,6 +1218,7 @@ impl Analyser<'_> {
                         Var {
                             kind: K::RowIx,
                             scalar: true,
+                            rank: 0,
                             array_rows: false,
                             level: self.level,
                         },
@@ -1228,6 +1258,7 @@ impl Analyser<'_> {
                     Var {
                         kind: k,
                         scalar: true,
+                        rank: 0,
                         array_rows: false,
                         level: self.level,
                     },
@@ -1257,6 +1288,7 @@ impl Analyser<'_> {
                     Var {
                         kind: k,
                         scalar: false,
+                        rank: 1,
                         array_rows: false,
                         level: self.level,
                     },
