@@ -32,7 +32,10 @@ fn json_vec(xs: &[f64]) -> String {
 
 /// A fixed permutation of 0..n (a multiplicative step coprime to n).
 fn permutation(n: usize) -> Vec<usize> {
-    let step = (1..n).rev().find(|s| gcd(*s, n) == 1 && *s > n / 2).unwrap_or(1);
+    let step = (1..n)
+        .rev()
+        .find(|s| gcd(*s, n) == 1 && *s > n / 2)
+        .unwrap_or(1);
     (0..n).map(|i| (i * step + 3) % n).collect()
 }
 
@@ -43,7 +46,9 @@ fn gcd(a: usize, b: usize) -> usize {
 /// Asserts that the mean over the N/M disjoint batches of a permutation of L̂_B and ∇L̂_B equals
 /// L and ∇L at `theta`, and that a single batch does not (so the check can fail).
 fn check_epoch_average(model: &Model, plan: &MinibatchPlan, theta: &[f64]) {
-    let mm = model.minibatch(&plan.separability).expect("plan fits the model");
+    let mm = model
+        .minibatch(&plan.separability)
+        .expect("plan fits the model");
     let (n, m, d) = (mm.n_obs(), plan.settings.batch_size, model.dim());
     assert_eq!(n % m, 0);
     let mut g_full = vec![0.0; d];
@@ -89,8 +94,14 @@ fn wave(i: usize, a: f64) -> f64 {
 fn linear_regression_epoch_average_is_the_full_log_density() {
     let n = 12;
     let x: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
-    let y: Vec<f64> = (0..n).map(|i| 0.5 + 1.5 * x[i] + 0.4 * wave(i, 2.3)).collect();
-    let json = format!(r#"{{"N": {n}, "x": {}, "y": {}}}"#, json_vec(&x), json_vec(&y));
+    let y: Vec<f64> = (0..n)
+        .map(|i| 0.5 + 1.5 * x[i] + 0.4 * wave(i, 2.3))
+        .collect();
+    let json = format!(
+        r#"{{"N": {n}, "x": {}, "y": {}}}"#,
+        json_vec(&x),
+        json_vec(&y)
+    );
     let text = "data { int N; vector[N] x; vector[N] y; }
         parameters { real a; real b; real<lower=0> sigma; }
         model { a ~ normal(0, 1); b ~ normal(0, 1); sigma ~ lognormal(0, 1);
@@ -173,7 +184,11 @@ fn t2() -> (Model, MinibatchPlan) {
     let y: Vec<f64> = (1..=n)
         .map(|i| 0.5 + 1.5 * t[i - 1] + 0.4 * (2.3 * i as f64).sin())
         .collect();
-    let json = format!(r#"{{"N": {n}, "t": {}, "y": {}}}"#, json_vec(&t), json_vec(&y));
+    let json = format!(
+        r#"{{"N": {n}, "t": {}, "y": {}}}"#,
+        json_vec(&t),
+        json_vec(&y)
+    );
     let text = "data { int N; vector[N] t; vector[N] y; }
         parameters { real a; real b; }
         model { a ~ normal(0, 1); b ~ normal(0, 1); y ~ normal(a + b * t, 0.5); }";
@@ -212,12 +227,11 @@ fn minibatch_qnvb_recovers_the_linear_regression_posterior_mean() {
     .unwrap();
     assert!(!fit.epoch_elbo.is_empty());
     // Tolerance: 0.05, a quarter of the posterior sd (batch noise on the final iterate).
-    for i in 0..2 {
+    for (i, mu) in MU2.iter().enumerate() {
         assert!(
-            (fit.mean[i] - MU2[i]).abs() < 0.05,
-            "mean {i}: {} vs {}",
-            fit.mean[i],
-            MU2[i]
+            (fit.mean[i] - mu).abs() < 0.05,
+            "mean {i}: {} vs {mu}",
+            fit.mean[i]
         );
     }
     check_variances(&fit.variance);
@@ -238,12 +252,11 @@ fn minibatch_diagonal_qbvi_recovers_the_linear_regression_posterior_mean() {
     .unwrap();
     assert!(!fit.epoch_elbo.is_empty());
     // Tolerance: 0.05, a quarter of the posterior sd (batch noise on the last iterate).
-    for i in 0..2 {
+    for (i, mu) in MU2.iter().enumerate() {
         assert!(
-            (fit.mean[i] - MU2[i]).abs() < 0.05,
-            "mean {i}: {} vs {}",
-            fit.mean[i],
-            MU2[i]
+            (fit.mean[i] - mu).abs() < 0.05,
+            "mean {i}: {} vs {mu}",
+            fit.mean[i]
         );
     }
     check_variances(&fit.covariance);
@@ -263,13 +276,23 @@ fn minibatch_diagonal_qbvi_recovers_the_linear_regression_posterior_mean() {
 #[test]
 fn batch_size_on_other_methods_is_a_usage_error() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(["fit", "examples/labour/model.bayes", "--method", "nuts", "--batch-size", "8"])
+        .args([
+            "fit",
+            "examples/labour/model.bayes",
+            "--method",
+            "nuts",
+            "--batch-size",
+            "8",
+        ])
         .current_dir(common::root())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--batch-size applies to --method qnvb"), "{err}");
+    assert!(
+        err.contains("--batch-size applies to --method qnvb"),
+        "{err}"
+    );
 }
 
 /// Issue 10's bar: the diabetes BNN (H = 50, d = 602) by minibatch QNVB (M = 64) has a test RMSE
@@ -291,12 +314,25 @@ fn diabetes_bnn_minibatch_qnvb_test_rmse() {
         .arg(&model)
         .arg("--data")
         .arg(data.join("diabetes_train.csv"))
-        .args(["--method", "qnvb", "--batch-size", "64", "--seed", "1", "--random-init", "-q"])
+        .args([
+            "--method",
+            "qnvb",
+            "--batch-size",
+            "64",
+            "--seed",
+            "1",
+            "--random-init",
+            "-q",
+        ])
         .arg("--save-fit")
         .arg(&fit)
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let st = std::process::Command::new(bin)
         .arg("predict")
         .arg(&model)
@@ -308,7 +344,11 @@ fn diabetes_bnn_minibatch_qnvb_test_rmse() {
         .arg(&pred)
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let y: Vec<f64> = std::fs::read_to_string(data.join("diabetes_test.csv"))
         .unwrap()
         .lines()
@@ -321,7 +361,10 @@ fn diabetes_bnn_minibatch_qnvb_test_rmse() {
         .skip(1)
         .map(|l| {
             let mut f = l.split(',');
-            (f.next().unwrap().to_string(), f.next().unwrap().parse().unwrap())
+            (
+                f.next().unwrap().to_string(),
+                f.next().unwrap().parse().unwrap(),
+            )
         })
         .collect();
     let mse = (0..y.len())

@@ -48,7 +48,12 @@ impl Model {
         let axis_slot = slot(&sep.axis)?;
         let n = match self.globals[axis_slot] {
             Value::Int(n) if n >= 1 => n as usize,
-            _ => return Err(format!("`{}` must be an integer ≥ 1 to minibatch", sep.axis)),
+            _ => {
+                return Err(format!(
+                    "`{}` must be an integer ≥ 1 to minibatch",
+                    sep.axis
+                ));
+            }
         };
         let mut sliced = Vec::new();
         for name in &sep.sliced {
@@ -148,7 +153,11 @@ fn slice_rows(v: &Value, rows: &[usize]) -> Value {
     Value::from_tensor(Tensor {
         arr,
         base,
-        data: if int { Data::Int(data) } else { Data::Real(data) },
+        data: if int {
+            Data::Int(data)
+        } else {
+            Data::Real(data)
+        },
     })
 }
 
@@ -158,10 +167,7 @@ pub(super) fn scale_terms(ctx: &mut Ctx, c0: f64, v0: usize, c: f64) {
     ctx.target_c = c0 + c * (ctx.target_c - c0);
     if ctx.target_v.len() > v0 {
         let terms: Vec<(S, f64)> = ctx.target_v[v0..].iter().map(|&q| (S::V(q), c)).collect();
-        let value = c * terms
-            .iter()
-            .map(|(s, _)| ctx.tape.value(*s))
-            .sum::<f64>();
+        let value = c * terms.iter().map(|(s, _)| ctx.tape.value(*s)).sum::<f64>();
         ctx.target_v.truncate(v0);
         if let S::V(q) = ctx.tape.node(value, &terms) {
             ctx.target_v.push(q);

@@ -180,7 +180,10 @@ impl EpochExit {
     /// (smoothed value, improved, stop now).
     pub fn observe(&mut self, elbo: f64, iterations: usize) -> (f64, bool, bool) {
         self.trace.push(elbo);
-        let w0 = self.trace.len().saturating_sub(self.settings.window_epochs + 1);
+        let w0 = self
+            .trace
+            .len()
+            .saturating_sub(self.settings.window_epochs + 1);
         let tail = &self.trace[w0..];
         let smoothed = tail.iter().sum::<f64>() / tail.len() as f64;
         let improved = smoothed > self.best + self.settings.min_improvement;

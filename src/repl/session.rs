@@ -1177,8 +1177,15 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
         fit::Method::Laplace => "the Laplace approximation",
         _ => "the fitted Gaussian",
     };
+    let batch = match &o.minibatch {
+        Some(p) => format!(
+            ", minibatch M = {} of N = {} rows (`{}`), exit rule on the full-data ELBO per epoch",
+            p.settings.batch_size, p.n_obs, p.separability.axis
+        ),
+        None => String::new(),
+    };
     format!(
-        "{} on d = {d}, {} draws from {what}, seed {}",
+        "{} on d = {d}, {} draws from {what}, seed {}{batch}",
         o.method, o.vi_draws, o.seed
     )
 }

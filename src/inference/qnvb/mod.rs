@@ -299,7 +299,13 @@ pub fn fit_qnvb_minibatch(
     minibatch: &MinibatchSettings,
     progress: &mut dyn FnMut(usize, f64) -> bool,
 ) -> Result<QnvbFit, QnvbError> {
-    fit_inner(density, Some((density, minibatch)), init, settings, progress)
+    fit_inner(
+        density,
+        Some((density, minibatch)),
+        init,
+        settings,
+        progress,
+    )
 }
 
 fn fit_inner(

@@ -31,8 +31,7 @@ use std::collections::HashMap;
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 
 use crate::syntax::ast::{
-    BinOp, Expr, ExprKind, FunctionDef, Index, Program, SizedBase, SizedType, Stmt, StmtKind,
-    UnOp, VarDecl,
+    BinOp, Expr, ExprKind, FunctionDef, Index, Program, SizedBase, SizedType, UnOp,
 };
 use crate::syntax::report::ToDiagnostic;
 use crate::syntax::{FileId, Span};
@@ -180,6 +179,8 @@ struct Var {
     kind: K,
     /// A scalar `int`/`real` (so `c * X` is elementwise).
     scalar: bool,
+    /// Number of indices that make an element a scalar (array dims + vector/matrix dims).
+    rank: usize,
     /// The leading size is an array size (so a multivariate density sees one row per element).
     array_rows: bool,
     /// Row-loop nesting level at the declaration (0 outside any loop over rows).
@@ -188,41 +189,10 @@ struct Var {
 
 type R<T> = Result<T, SeparabilityError>;
 
-/// Functions that act element by element (or, on the rows of a matrix, row by row).
-const ELEMENTWISE: &[&str] = &[
-    "exp", "log", "log1p", "expm1", "log2", "log10", "exp2", "sqrt", "cbrt", "square", "inv",
-    "inv_sqrt", "inv_square", "fabs", "abs", "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin",
-    "acos", "atan", "asinh", "acosh", "atanh", "atan2", "inv_logit", "logit", "log_inv_logit",
-    "log1m_inv_logit", "log1m", "log1m_exp", "log1p_exp", "log_mix", "Phi", "Phi_approx",
-    "inv_Phi", "erf", "erfc", "lgamma", "tgamma", "digamma", "trigamma", "lbeta", "lchoose",
-    "binomial_coefficient_log", "choose", "pow", "fmin", "fmax", "fdim", "fmod", "fma", "hypot",
-    "step", "floor", "ceil", "round", "trunc", "int_step", "is_inf", "is_nan", "relu", "softplus",
-    "logical_negation", "log_diff_exp", "log_sum_exp2", "owens_t", "inc_beta", "gamma_p",
-    "gamma_q", "bessel_first_kind", "modified_bessel_first_kind", "to_int",
-];
+mod lists;
+mod stmt;
 
-/// Functions that combine values across their elements, and so across rows.
-const REDUCTIONS: &[&str] = &[
-    "mean", "sd", "variance", "max", "min", "prod", "log_sum_exp", "cumulative_sum", "sort_asc",
-    "sort_desc", "sort_indices_asc", "sort_indices_desc", "rank", "quantile", "norm1", "norm2",
-    "distance", "squared_distance", "columns_dot_product", "columns_dot_self", "crossprod",
-    "tcrossprod", "quad_form", "quad_form_diag", "quad_form_sym", "trace_quad_form",
-    "mdivide_left", "mdivide_right", "mdivide_left_tri_low", "mdivide_right_tri_low", "softmax",
-    "log_softmax", "head", "tail", "segment", "reverse", "append_row", "to_vector",
-    "to_row_vector", "to_matrix", "to_array_1d", "to_array_2d", "diag_matrix", "diag_pre_multiply",
-    "inverse", "determinant", "log_determinant", "cholesky_decompose", "eigenvalues_sym",
-    "singular_values", "sub_row", "sub_col", "block", "transpose", "num_elements_unique",
-];
-
-/// Densities whose variate is one vector: a `vector[N]` argument is one draw, not N rows.
-const MULTIVARIATE: &[&str] = &[
-    "multi_normal", "multi_normal_cholesky", "multi_normal_prec", "multi_student_t",
-    "multi_student_t_cholesky", "multi_gp", "multi_gp_cholesky", "dirichlet", "multinomial",
-    "multinomial_logit", "lkj_corr", "lkj_corr_cholesky", "wishart", "inv_wishart",
-    "gaussian_dlm_obs", "categorical",
-];
-
-const DENSITY_SUFFIXES: &[&str] = &["_lpdf", "_lupdf", "_lpmf", "_lupmf", "_lcdf", "_lccdf"];
+use lists::{DENSITY_SUFFIXES, ELEMENTWISE, MULTIVARIATE, REDUCTIONS};
 
 /// Proves that the program's log density separates over the rows of `axis` (module docs), or
 /// returns the first place where it does not.
@@ -412,120 +382,10 @@ impl Analyser<'_> {
     }
 
     fn bind(&mut self, name: &str, v: Var) {
-        self.scopes.last_mut().expect("a scope").insert(name.to_string(), v);
-    }
-
-    fn top_stmt(&mut self, s: &Stmt, block: Block) -> R<()> {
-        match &s.kind {
-            StmtKind::Decl(d) => self.decl(d, block),
-            _ => self.stmt(s),
-        }
-    }
-
-    /// A declaration in any block.
-    fn decl(&mut self, d: &VarDecl, block: Block) -> R<()> {
-        let name = &d.name.name;
-        if block == Block::Data && *name == self.axis {
-            self.bind(
-                name,
-                Var {
-                    kind: K::Size,
-                    scalar: true,
-                    array_rows: false,
-                    level: 0,
-                },
-            );
-            return Ok(());
-        }
-        let rows = match leading_size(&d.ty) {
-            Some(e) => self.expr(e)? == K::Size,
-            None => false,
-        };
-        for e in other_sizes(&d.ty) {
-            if self.expr(e)? == K::Size {
-                return Err(err(
-                    e.span,
-                    format!(
-                        "`{name}` has the observation axis `{}` as a size that is not its first",
-                        self.axis
-                    ),
-                    "only the leading dimension of a variable can be sliced into batches",
-                    "store it with the rows first (e.g. transposed), so that row i is observation i",
-                ));
-            }
-        }
-        if block == Block::Parameters && rows {
-            return Err(err(
-                d.ty.span,
-                format!(
-                    "parameter `{name}` is sized by the observation axis `{}`",
-                    self.axis
-                ),
-                "a per-observation parameter (a local latent variable) is only partly updated by \
-                 each batch, which the N/M scaling of the likelihood does not account for",
-                "fit this model without --batch-size",
-            ));
-        }
-        let c = &d.ty.constraint;
-        for e in [&c.lower, &c.upper, &c.offset, &c.multiplier].into_iter().flatten() {
-            let k = self.val(e)?;
-            if k != K::Const && !(rows && k == K::Rows) {
-                return Err(err(
-                    e.span,
-                    format!("the bound `{}` depends on the rows", show(e)),
-                    WHY_MIX,
-                    "use bounds that do not depend on the rows",
-                ));
-            }
-        }
-        let init = match &d.init {
-            Some(e) => Some((self.val(e)?, e)),
-            None => None,
-        };
-        let scalar = matches!(d.ty.base, SizedBase::Int | SizedBase::Real) && d.ty.array_dims.is_empty();
-        let kind = if rows {
-            if let Some((k @ K::Row, e)) = init {
-                let _ = k;
-                return Err(err(
-                    e.span,
-                    format!("`{name}` has one entry per row but is set from a single row"),
-                    WHY_MIX,
-                    "set row n of it inside the loop over rows: `x[n] = ...`",
-                ));
-            }
-            K::Rows
-        } else {
-            match init {
-                None => K::Const,
-                Some((K::Rows, e)) => {
-                    return Err(err(
-                        e.span,
-                        format!(
-                            "`{name}` holds a value with one entry per row, but its leading size is \
-                             not `{}`",
-                            self.axis
-                        ),
-                        "only variables whose leading size is the observation axis are sliced \
-                         into batches",
-                        &format!("declare it with leading size `{}`", self.axis),
-                    ));
-                }
-                Some((k, _)) => k,
-            }
-        };
-        if rows && matches!(block, Block::Data | Block::TransformedData) && self.scopes.len() == 1 {
-            self.sliced.push(name.clone());
-        }
-        self.bind(
-            name,
-            Var {
-                kind,
-                scalar,
-                array_rows: rows && !d.ty.array_dims.is_empty(),
-                level: self.level,
-            },
-        );
-        Ok(())
+        self.scopes
+            .last_mut()
+            .expect("a scope")
+            .insert(name.to_string(), v);
     }
 
     /// An expression used as a value: no sum over rows, no bare row count or row index.
@@ -573,8 +433,17 @@ impl Analyser<'_> {
             ExprKind::Unary { operand, .. } => self.known_scalar(operand),
             ExprKind::Binary { lhs, rhs, .. } => self.known_scalar(lhs) && self.known_scalar(rhs),
             ExprKind::Call { name, args, .. } => {
-                ELEMENTWISE.contains(&name.name.as_str()) && args.iter().all(|a| self.known_scalar(a))
+                ELEMENTWISE.contains(&name.name.as_str())
+                    && args.iter().all(|a| self.known_scalar(a))
             }
+            // v[i], M[i, j]: as many single indices as the variable has dimensions
+            ExprKind::Index { base, indices } => match &base.kind {
+                ExprKind::Var(v) => {
+                    indices.iter().all(|i| matches!(i, Index::Single(_)))
+                        && self.lookup(v).is_some_and(|v| v.rank == indices.len())
+                }
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -591,12 +460,7 @@ impl Analyser<'_> {
             ExprKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.val(lhs)?, self.val(rhs)?);
                 let mixed = |what: &str, help: &str| {
-                    Err(err(
-                        e.span,
-                        format!("`{}` {what}", show(e)),
-                        WHY_MIX,
-                        help,
-                    ))
+                    Err(err(e.span, format!("`{}` {what}", show(e)), WHY_MIX, help))
                 };
                 match op {
                     BinOp::Mul | BinOp::Div if a == K::Const && b == K::Rows => {
@@ -712,7 +576,10 @@ impl Analyser<'_> {
                     }
                     return Err(err(
                         x.span,
-                        format!("the row index `{}` indexes a non-leading dimension", show(x)),
+                        format!(
+                            "the row index `{}` indexes a non-leading dimension",
+                            show(x)
+                        ),
                         WHY_MIX,
                         "index the rows of row-indexed data only",
                     ));
@@ -743,7 +610,9 @@ impl Analyser<'_> {
                 )),
             };
         }
-        let Some(first) = first else { return Ok(K::Rows) };
+        let Some(first) = first else {
+            return Ok(K::Rows);
+        };
         let out = match first {
             Index::All | Index::Range(None, None) => K::Rows,
             Index::Single(x) if is_row_ix(x) => K::Row,
@@ -796,7 +665,10 @@ impl Analyser<'_> {
                 (_, k) => k,
             });
         }
-        if matches!(name, "rep_vector" | "rep_row_vector" | "rep_array" | "rep_matrix") {
+        if matches!(
+            name,
+            "rep_vector" | "rep_row_vector" | "rep_array" | "rep_matrix"
+        ) {
             let x = self.val(&args[0])?;
             let mut sized = false;
             for (j, a) in args.iter().enumerate().skip(1) {
@@ -807,7 +679,10 @@ impl Analyser<'_> {
                         self.val(a)?;
                         return Err(err(
                             a.span,
-                            format!("`{}` uses the row count as a size that is not the first", show(a)),
+                            format!(
+                                "`{}` uses the row count as a size that is not the first",
+                                show(a)
+                            ),
                             "only the leading dimension can be sliced into batches",
                             "put the rows first",
                         ));
@@ -890,11 +765,7 @@ impl Analyser<'_> {
                     show(e),
                     self.axis
                 ),
-                if self.in_tdata {
-                    WHY_TDATA
-                } else {
-                    WHY_MIX
-                },
+                if self.in_tdata { WHY_TDATA } else { WHY_MIX },
                 "compute this statistic before the fit and pass it as data (or fit without \
                  --batch-size)",
             )),
@@ -928,21 +799,33 @@ impl Analyser<'_> {
                 "fit without --batch-size",
             ));
         }
-        let Some(body) = &f.body else { return Ok(K::Const) };
+        let Some(body) = &f.body else {
+            return Ok(K::Const);
+        };
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
         let saved_row = self.row_loop.take();
         let saved_level = std::mem::replace(&mut self.level, 0);
         let saved_returns = std::mem::take(&mut self.returns);
         self.depth += 1;
         for (p, k) in f.params.iter().zip(&kinds) {
-            let scalar = matches!(p.ty.base, crate::syntax::ast::UnsizedBase::Int | crate::syntax::ast::UnsizedBase::Real)
-                && p.ty.array_dims == 0;
+            let scalar = matches!(
+                p.ty.base,
+                crate::syntax::ast::UnsizedBase::Int | crate::syntax::ast::UnsizedBase::Real
+            ) && p.ty.array_dims == 0;
             let array_rows = *k == K::Rows && p.ty.array_dims > 0;
             self.bind(
                 &p.name.name,
                 Var {
                     kind: *k,
                     scalar,
+                    rank: p.ty.array_dims
+                        + match p.ty.base {
+                            crate::syntax::ast::UnsizedBase::Int
+                            | crate::syntax::ast::UnsizedBase::Real => 0,
+                            crate::syntax::ast::UnsizedBase::Vector
+                            | crate::syntax::ast::UnsizedBase::RowVector => 1,
+                            crate::syntax::ast::UnsizedBase::Matrix => 2,
+                        },
                     array_rows,
                     level: 0,
                 },
@@ -972,384 +855,5 @@ impl Analyser<'_> {
             };
         }
         Ok(out)
-    }
-
-    /// Records a log-density term of the given kind.
-    fn term(&mut self, k: K) {
-        if k == K::Const {
-            self.terms.0 = true;
-        } else {
-            self.terms.1 = true;
-        }
-    }
-
-    /// The linear parts of a `target +=` expression; each is a term (a sum over rows may appear
-    /// only here).
-    fn target_parts(&mut self, e: &Expr, out: &mut Vec<(K, Span)>) -> R<()> {
-        match &e.kind {
-            ExprKind::Binary {
-                op: BinOp::Add | BinOp::Sub,
-                lhs,
-                rhs,
-            } => {
-                self.target_parts(lhs, out)?;
-                self.target_parts(rhs, out)
-            }
-            ExprKind::Unary {
-                op: UnOp::Neg | UnOp::Plus,
-                operand,
-            } => self.target_parts(operand, out),
-            ExprKind::Binary {
-                op: BinOp::Mul,
-                lhs,
-                rhs,
-            } if self.known_scalar(lhs) && self.val(lhs)? == K::Const => {
-                self.target_parts(rhs, out)
-            }
-            ExprKind::Binary {
-                op: BinOp::Mul | BinOp::Div,
-                lhs,
-                rhs,
-            } if self.known_scalar(rhs) && self.val(rhs)? == K::Const => {
-                self.target_parts(lhs, out)
-            }
-            _ => {
-                let k = match self.expr(e)? {
-                    K::RowSum => K::RowSum,
-                    _ => self.val(e)?,
-                };
-                out.push((k, e.span));
-                Ok(())
-            }
-        }
-    }
-
-    fn stmt(&mut self, s: &Stmt) -> R<()> {
-        match &s.kind {
-            StmtKind::Decl(d) => self.decl(d, Block::Other),
-            StmtKind::Assign { lhs, rhs, .. } => {
-                let rk = match self.expr(rhs)? {
-                    K::RowSum => self.val(rhs)?,
-                    _ => self.val(rhs)?,
-                };
-                let Some(var) = self.lookup(&lhs.name.name) else {
-                    return Ok(());
-                };
-                let name = &lhs.name.name;
-                let row = self.row_loop.clone();
-                let first = lhs.indices.first().and_then(|g| g.first());
-                if var.kind == K::Rows {
-                    let by_row = matches!(first, Some(Index::Single(x))
-                        if matches!(&x.kind, ExprKind::Var(v) if Some(v) == row.as_ref()));
-                    let ok = match (first, by_row) {
-                        (None | Some(Index::All), _) => matches!(rk, K::Rows | K::Const),
-                        (_, true) => matches!(rk, K::Row | K::Const),
-                        (Some(Index::Single(x)), false)
-                            if row.as_ref().is_some_and(|r| mentions(x, r)) =>
-                        {
-                            return Err(err(
-                                x.span,
-                                format!(
-                                    "`{name}[{}]` is set in the iteration of another row: the \
-                                     loop carries state from row to row",
-                                    show(x)
-                                ),
-                                "a batch holds M randomly chosen rows, not consecutive ones; a \
-                                 recursion over rows does not split into independent per-row \
-                                 terms, and the N/M-scaled batch sum would be biased",
-                                "compute each row from its own data only (pass lagged values as \
-                                 data), or fit without --batch-size",
-                            ));
-                        }
-                        _ => false,
-                    };
-                    if !ok {
-                        return Err(err(
-                            s.span,
-                            format!("this assignment mixes rows of `{name}`"),
-                            WHY_MIX,
-                            "set all rows from row-indexed values, or row n from row n's values",
-                        ));
-                    }
-                    for g in &lhs.indices {
-                        for ix in g.iter().skip(1) {
-                            if let Index::Single(x) = ix {
-                                self.val(x)?;
-                            }
-                        }
-                    }
-                    return Ok(());
-                }
-                match rk {
-                    K::Const => Ok(()),
-                    K::Row if var.level == self.level => {
-                        self.update(name, K::Row);
-                        Ok(())
-                    }
-                    K::Row => Err(err(
-                        s.span,
-                        format!(
-                            "`{name}` is declared outside the loop over rows and updated from a \
-                             row: the loop carries state from row to row"
-                        ),
-                        "the value after the loop would depend on which rows are in the batch \
-                         (and in what order), so the per-row terms are not independent and the \
-                         N/M-scaled estimate is biased",
-                        "declare the variable inside the loop, or give it one entry per row \
-                         (leading size N) and set entry n",
-                    )),
-                    _ => Err(err(
-                        s.span,
-                        format!(
-                            "`{name}` receives a value with one entry per row, but its leading \
-                             size is not `{}`",
-                            self.axis
-                        ),
-                        "only variables whose leading size is the observation axis are sliced",
-                        &format!("declare it with leading size `{}`", self.axis),
-                    )),
-                }
-            }
-            StmtKind::Tilde {
-                lhs,
-                dist,
-                args,
-                truncation,
-            } => {
-                let mut all = vec![lhs.clone()];
-                all.extend(args.iter().cloned());
-                let fname = ["_lpdf", "_lpmf"]
-                    .iter()
-                    .map(|suf| format!("{}{suf}", dist.name))
-                    .find(|n| self.funcs.contains_key(n))
-                    .unwrap_or_else(|| format!("{}_lpdf", dist.name));
-                let call = Expr {
-                    kind: ExprKind::Call {
-                        name: crate::syntax::ast::Ident {
-                            name: fname,
-                            span: dist.span,
-                        },
-                        args: all,
-                        conditional: true,
-                    },
-                    span: s.span,
-                };
-                let k = self.expr(&call)?;
-                if let Some(t) = truncation {
-                    for b in [&t.lower, &t.upper].into_iter().flatten() {
-                        if self.val(b)? == K::Rows {
-                            return Err(err(
-                                b.span,
-                                "a truncation bound with one entry per row".into(),
-                                WHY_MIX,
-                                "truncate inside a loop over rows",
-                            ));
-                        }
-                    }
-                }
-                self.term(k);
-                Ok(())
-            }
-            StmtKind::TargetPlus(e) => {
-                let mut parts = Vec::new();
-                self.target_parts(e, &mut parts)?;
-                let prior = parts.iter().any(|(k, _)| *k == K::Const);
-                let lik = parts.iter().any(|(k, _)| *k != K::Const);
-                if prior && lik {
-                    return Err(err(
-                        s.span,
-                        "this `target +=` adds a term that depends on the rows and one that does \
-                         not"
-                            .into(),
-                        "under --batch-size the per-row terms are scaled by N/M and the prior \
-                         terms are not",
-                        "split it into two `target +=` statements",
-                    ));
-                }
-                for (k, _) in parts {
-                    self.term(k);
-                }
-                Ok(())
-            }
-            StmtKind::For { var, lo, hi, body } => {
-                if self.expr(hi)? == K::Size {
-                    if self.row_loop.is_some() {
-                        return Err(err(
-                            s.span,
-                            "a loop over rows inside a loop over rows".into(),
-                            WHY_MIX,
-                            "loop over the rows once",
-                        ));
-                    }
-                    self.scopes.push(HashMap::new());
-                    self.level += 1;
-                    self.row_loop = Some(var.name.clone());
-                    self.bind(
-                        &var.name,
-                        Var {
-                            kind: K::RowIx,
-                            scalar: true,
-                            array_rows: false,
-                            level: self.level,
-                        },
-                    );
-                    let r = self.stmt(body);
-                    self.row_loop = None;
-                    self.level -= 1;
-                    self.scopes.pop();
-                    r?;
-                    if !matches!(lo.kind, ExprKind::IntLit(1)) {
-                        return Err(err(
-                            lo.span,
-                            format!(
-                                "this loop over rows starts at `{}`, not at 1",
-                                show(lo)
-                            ),
-                            "a batch holds M randomly chosen rows; a loop that skips the first \
-                             rows skips whichever rows come first in the batch",
-                            "loop over all rows, `for (n in 1:N)`, and pass per-row values as \
-                             data",
-                        ));
-                    }
-                    return Ok(());
-                }
-                let k = join(self.val(lo)?, self.val(hi)?).unwrap_or(K::Rows);
-                if k == K::Rows {
-                    return Err(err(
-                        s.span,
-                        "loop bounds that depend on all rows".into(),
-                        WHY_MIX,
-                        "use bounds that do not depend on the rows",
-                    ));
-                }
-                self.scopes.push(HashMap::new());
-                self.bind(
-                    &var.name,
-                    Var {
-                        kind: k,
-                        scalar: true,
-                        array_rows: false,
-                        level: self.level,
-                    },
-                );
-                let r = self.stmt(body);
-                self.scopes.pop();
-                r
-            }
-            StmtKind::ForEach {
-                var,
-                collection,
-                body,
-            } => {
-                let k = self.val(collection)?;
-                if k == K::Rows {
-                    return Err(err(
-                        collection.span,
-                        format!("a foreach loop over the rows of `{}`", show(collection)),
-                        "the analysis proves loops over rows independent only in the form \
-                         `for (n in 1:N)`",
-                        "write the loop as `for (n in 1:N)` and index by n",
-                    ));
-                }
-                self.scopes.push(HashMap::new());
-                self.bind(
-                    &var.name,
-                    Var {
-                        kind: k,
-                        scalar: false,
-                        array_rows: false,
-                        level: self.level,
-                    },
-                );
-                let r = self.stmt(body);
-                self.scopes.pop();
-                r
-            }
-            StmtKind::While { cond, body } => {
-                if self.val(cond)? == K::Rows {
-                    return Err(err(
-                        cond.span,
-                        "a loop condition that depends on all rows".into(),
-                        WHY_MIX,
-                        "use a condition that does not depend on the rows",
-                    ));
-                }
-                self.scopes.push(HashMap::new());
-                let r = self.stmt(body);
-                self.scopes.pop();
-                r
-            }
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                if self.val(cond)? == K::Rows {
-                    return Err(err(
-                        cond.span,
-                        "a condition that depends on all rows".into(),
-                        WHY_MIX,
-                        "use a condition on one row inside the loop over rows",
-                    ));
-                }
-                self.scopes.push(HashMap::new());
-                let r = self.stmt(then);
-                self.scopes.pop();
-                r?;
-                if let Some(o) = otherwise {
-                    self.scopes.push(HashMap::new());
-                    let r = self.stmt(o);
-                    self.scopes.pop();
-                    r?;
-                }
-                Ok(())
-            }
-            StmtKind::Block(sts) => {
-                self.scopes.push(HashMap::new());
-                let r = sts.iter().try_for_each(|st| self.stmt(st));
-                self.scopes.pop();
-                r
-            }
-            StmtKind::Break if self.row_loop.is_some() && self.level > 0 => Err(err(
-                s.span,
-                "`break` in a loop over rows".into(),
-                "whether later rows are visited would depend on earlier rows of the batch, so \
-                 the per-row terms are not independent",
-                "skip a row with `continue`-free conditions instead, or fit without --batch-size",
-            )),
-            StmtKind::Return(Some(e)) => {
-                let k = match self.expr(e)? {
-                    K::RowSum => K::RowSum,
-                    K::Size => K::Size,
-                    _ => self.val(e)?,
-                };
-                self.returns.push(k);
-                Ok(())
-            }
-            StmtKind::Expr(e) => {
-                if let ExprKind::Call { name, .. } = &e.kind
-                    && name.name.ends_with("_lp")
-                {
-                    let k = self.expr(e)?;
-                    let _ = k;
-                    return Ok(());
-                }
-                self.val(e).map(|_| ())
-            }
-            StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Return(None)
-            | StmtKind::Print(_)
-            | StmtKind::Reject(_) => Ok(()),
-        }
-    }
-
-    fn update(&mut self, name: &str, kind: K) {
-        for s in self.scopes.iter_mut().rev() {
-            if let Some(v) = s.get_mut(name) {
-                v.kind = kind;
-                return;
-            }
-        }
     }
 }
