@@ -187,9 +187,57 @@ pub(super) fn find_mode(model: &Model, init: &[f64]) -> Result<(Vec<f64>, Vec<f6
     if !lbfgs.log_density.is_finite() {
         return Err("the mode search ended where the log density is not finite".into());
     }
+    // Every failure below is explained by interpolation when a scale ran to 0.
+    let interpolating = || interpolation_reason(model, &lbfgs.point);
+    find_mode_from(model, &lbfgs.point).map_err(|e| interpolating().unwrap_or(e))
+}
+
+/// The start of [`interpolation_reason`]'s message (for [`super::start_message`]).
+pub const INTERPOLATION: &str = "the likelihood is unbounded";
+
+/// ζ below which a parameter with lower bound 0 (ζ = log x) counts as run to its bound at the
+/// end of a failed mode search: x < e⁻¹⁰ ≈ 4.5·10⁻⁵ ([X], a design decision; only consulted
+/// when no interior mode was found).
+pub const INTERPOLATION_LOG_SCALE: f64 = -10.0;
+
+/// Why the mode search found no interior mode, when the reason is interpolation: at its end
+/// point `zeta` a parameter bounded below by 0 (a scale σ, unconstrained as ζ = log σ) lies
+/// below e^[`INTERPOLATION_LOG_SCALE`]. The model then fits its data exactly, and the likelihood
+/// ∏ N(y_n | f_n, σ) grows like σ^−N as σ → 0, so the log density is unbounded even with proper
+/// priors. `None` otherwise (or when parameters do not map one-to-one to coordinates).
+pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String> {
+    let names = model.parameter_names();
+    if names.len() != zeta.len() {
+        return None;
+    }
+    let mut rng = stream(0, 0);
+    let x = model.write_array(zeta, false, false, &mut rng).ok()?;
+    let scales: Vec<String> = (0..zeta.len())
+        .filter(|&i| {
+            let e = zeta[i].exp();
+            zeta[i] < INTERPOLATION_LOG_SCALE && (x[i] - e).abs() <= 1e-9 * e
+        })
+        .map(|i| format!("`{}` = {:.1e}", names[i], x[i]))
+        .collect();
+    if scales.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{INTERPOLATION} as the scale {} goes to 0: the model fits its data exactly (it \
+         interpolates them, as an over-parameterised network does), and the density of exactly \
+         fitted data grows without bound as the noise scale shrinks, even with proper priors. Give \
+         the scale a prior bounded away from 0 (e.g. `sigma ~ inv_gamma(2, 1)` or a lower bound \
+         such as `real<lower=0.01> sigma`), use fewer parameters (fewer hidden units), or a \
+         sampling method (`--method nuts`)",
+        scales.join(", ")
+    ))
+}
+
+/// [`find_mode`] after the L-BFGS search: Newton polish and the checks at `start`.
+fn find_mode_from(model: &Model, start: &[f64]) -> Result<(Vec<f64>, Vec<f64>), String> {
     // Newton polish: L-BFGS may stop along a flat ridge; the refined mode and the negative
     // Hessian there give the Laplace approximation that QBVI starts from.
-    let r = optimize::newton_refine(model, &lbfgs.point, NEWTON_STEPS).ok_or_else(|| {
+    let r = optimize::newton_refine(model, start, NEWTON_STEPS).ok_or_else(|| {
         "the Hessian at the end point of the mode search is not negative definite (a flat or \
          unbounded direction)"
             .to_string()
