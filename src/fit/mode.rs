@@ -221,7 +221,8 @@ pub const INTERPOLATION_LOG_SCALE: f64 = -10.0;
 
 /// Why the mode search found no interior mode, when the reason is interpolation: at its end
 /// point `zeta` a parameter bounded below by 0 (a scale σ, unconstrained as ζ = log σ) lies
-/// below e^[`INTERPOLATION_LOG_SCALE`]. The model then fits its data exactly, and the likelihood
+/// below e^[`INTERPOLATION_LOG_SCALE`] and the log-likelihood
+/// ([`Model::pointwise_log_likelihood`], summed) drops by more than 1 when σ grows e-fold. The model then fits its data exactly, and the likelihood
 /// ∏ N(y_n | f_n, σ) grows like σ^−N as σ → 0, so the log density is unbounded even with proper
 /// priors. `None` otherwise (or when parameters do not map one-to-one to coordinates).
 pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String> {
@@ -231,10 +232,25 @@ pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String
     }
     let mut rng = stream(0, 0);
     let x = model.write_array(zeta, false, false, &mut rng).ok()?;
+    let log_lik = |z: &[f64]| {
+        model
+            .pointwise_log_likelihood(z)
+            .ok()
+            .map(|v| v.iter().sum::<f64>())
+    };
+    let here = log_lik(zeta)?;
     let scales: Vec<String> = (0..zeta.len())
         .filter(|&i| {
             let e = zeta[i].exp();
-            zeta[i] < INTERPOLATION_LOG_SCALE && (x[i] - e).abs() <= 1e-9 * e
+            if !(zeta[i] < INTERPOLATION_LOG_SCALE && (x[i] - e).abs() <= 1e-9 * e) {
+                return false;
+            }
+            // A noise scale: the likelihood itself falls when the scale grows e-fold (by about
+            // N for exactly fitted rows). A hierarchical scale at 0 (a funnel) leaves the
+            // likelihood unchanged.
+            let mut up = zeta.to_vec();
+            up[i] += 1.0;
+            log_lik(&up).is_some_and(|l| here - l > 1.0)
         })
         .map(|i| format!("`{}` = {:.1e}", names[i], x[i]))
         .collect();
