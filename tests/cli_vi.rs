@@ -184,3 +184,42 @@ fn qbvi_covariance_is_chosen_by_dimension_and_overridable() {
     let o = bayesc(&["fit", LABOUR, "--data", DATA, "--full", "--diagonal"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn an_interpolating_model_is_named_as_such_not_as_a_missing_prior() {
+    let base = [
+        "fit",
+        "tests/fixtures/vi/interpolating.bayes",
+        "--data",
+        "tests/fixtures/vi/interpolating.csv",
+        "--method",
+    ];
+    // Laplace refuses, saying why and what to do.
+    let mut args = base.to_vec();
+    args.push("laplace");
+    let o = bayesc(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the likelihood is unbounded as the scale `sigma`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("interpolates") && err.contains("bounded away from 0"),
+        "{err}"
+    );
+    assert!(!err.contains("improper"), "{err}");
+    // QBVI and QNVB run from a random start and warn with the same reason.
+    for method in ["qbvi", "qnvb"] {
+        let mut args = base.to_vec();
+        args.push(method);
+        let o = bayesc(&args);
+        let all = stdout(&o) + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{all}");
+        assert!(
+            all.contains("the likelihood is unbounded as the scale `sigma`"),
+            "{all}"
+        );
+        assert!(!all.contains("give the parameters proper priors"), "{all}");
+    }
+}

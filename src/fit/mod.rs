@@ -795,7 +795,17 @@ pub fn fit(
             Ok(out.into_result(Method::Qnvb, seed, FitDetails::Qnvb(fit), seconds))
         }
         Method::Laplace => {
-            let mode = vi_start(model, ViInit::Mode, seed)?.mean;
+            let start_point = vi_start(model, ViInit::Mode, seed)?;
+            if let Some(reason) = start_point
+                .no_mode
+                .filter(|r| r.starts_with(mode::INTERPOLATION))
+            {
+                return Err(FitError::Algorithm {
+                    method: Method::Laplace,
+                    message: reason,
+                });
+            }
+            let mode = start_point.mean;
             let settings = LaplaceSettings {
                 optimize: options.optimize.clone(),
             };

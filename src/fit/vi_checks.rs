@@ -57,6 +57,12 @@ pub fn collapse_warning(list: &str) -> String {
 /// "note" line. Shared by the CLI and the REPL renderers.
 pub fn start_message(vi: &ViDiagnostics) -> Option<String> {
     let reason = vi.no_mode.as_ref()?;
+    if reason.starts_with(super::mode::INTERPOLATION) && vi.unbounded.is_empty() {
+        return Some(format!(
+            "WARNING: {reason}. The fit started from a random point, and the approximation may \
+             not represent the posterior."
+        ));
+    }
     Some(if vi.unbounded.is_empty() {
         format!("note: start: random (the density has no interior mode: {reason})")
     } else {
