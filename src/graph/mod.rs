@@ -15,7 +15,7 @@ pub(crate) mod ir;
 pub(crate) mod kernel;
 pub(crate) mod ops;
 pub mod pointwise;
-pub(crate) mod scalar;
+pub mod scalar;
 pub(crate) mod tape;
 pub(crate) mod transforms;
 pub(crate) mod value;
