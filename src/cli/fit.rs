@@ -303,7 +303,7 @@ pub fn run(args: FitArgs) -> i32 {
             return super::EXIT_ERROR;
         }
     };
-    print_result(&result, &options);
+    print_result(&result, &options, Some(&checked.unpriored));
     if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
         match write_elbo(path, vi) {
             Ok(()) => println!("\nELBO trace written to {}", path.display()),
@@ -608,12 +608,32 @@ fn settings_line(o: &FitOptions, d: usize) -> String {
 }
 
 /// Prints convergence information and the summary table of a fit.
-fn print_result(result: &FitResult, options: &FitOptions) {
+fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[String]>) {
     match &result.details {
         FitDetails::Qbvi(fit) => {
             match fit.stop {
+                StopReason::ExitRule
+                    if fit.skipped_steps == 0
+                        && result.vi.as_ref().is_none_or(|v| v.collapsed.is_empty()) =>
+                {
+                    println!(
+                        "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",
+                        fit.iterations, result.seconds, fit.best_smoothed_elbo
+                    )
+                }
+                // skipped updates: the smoothed ELBO stopped improving because q stopped moving
+                StopReason::ExitRule if fit.skipped_steps > 0 => println!(
+                    "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but {} of \
+                     them skipped their update (the positive-definiteness guard), so q stopped moving \
+                     rather than reaching the optimum; smoothed ELBO = {:.3}. Use --method nuts, or \
+                     start elsewhere (--random-init, other --seed).",
+                    fit.iterations, result.seconds, fit.skipped_steps, fit.best_smoothed_elbo
+                ),
+                // q collapsed to a point (warned about below): the ELBO stopped improving
+                // because q cannot move, not because it reached the optimum
                 StopReason::ExitRule => println!(
-                    "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",
+                    "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but the \
+                     approximation collapsed to a point (see below); smoothed ELBO = {:.3}",
                     fit.iterations, result.seconds, fit.best_smoothed_elbo
                 ),
                 StopReason::MaxIterations => println!(
@@ -627,7 +647,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                     fit.iterations
                 ),
             }
-            if fit.skipped_steps > 0 {
+            if fit.skipped_steps > 0 && fit.stop != StopReason::ExitRule {
                 println!(
                     "note: the positive-definiteness guard skipped {} update steps",
                     fit.skipped_steps
@@ -639,7 +659,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text(result));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Qnvb(fit) => {
             match fit.stop {
@@ -663,7 +683,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text(result));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Laplace(fit) => {
             println!(
@@ -676,7 +696,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text(result));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Optimize(fit) => print!("{}", optimize_text(result, fit)),
         FitDetails::Mcmc(out) => print!("{}", mcmc_text(result, out, options)),
@@ -1087,6 +1107,12 @@ pub(crate) fn optimize_table(fit: &fit::OptimizeFit) -> String {
 /// the REPL's `:fit` and `:diagnostics`: lines ending in a newline, starting with an empty
 /// line; empty when the fit has no [`FitResult::vi`].
 pub(crate) fn vi_diagnostics_text(result: &FitResult) -> String {
+    vi_diagnostics_text_with(result, None)
+}
+
+/// [`vi_diagnostics_text`] knowing which parameters have no prior (`Checked::unpriored`), so
+/// that the advice of a degenerate fit names the right cause.
+fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let Some(vi) = &result.vi else { return s };
@@ -1106,7 +1132,7 @@ pub(crate) fn vi_diagnostics_text(result: &FitResult) -> String {
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        let _ = writeln!(s, "{}", fit::collapse_warning(&list.join(", ")));
+        let _ = writeln!(s, "{}", fit::collapse_warning(&list.join(", "), unpriored));
     } else if vi.khat > fit::KHAT_BAD {
         let _ = writeln!(
             s,
@@ -1121,7 +1147,8 @@ pub(crate) fn vi_diagnostics_text(result: &FitResult) -> String {
             fit::KHAT_BAD
         );
     }
-    if let Some(m) = fit::start_message(vi) {
+    let not_converged = fit::vi_not_converged(&result.details);
+    if let Some(m) = fit::start_message(vi, not_converged.as_deref(), unpriored) {
         let _ = writeln!(s, "{m}");
     }
     if vi.resampled {

@@ -953,7 +953,7 @@ impl Session {
             let _ = writeln!(
                 s,
                 "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
-                stop_reason(q.stop),
+                stop_reason(q.stop, q.skipped_steps),
                 q.iterations,
                 q.returned_iteration,
                 q.best_smoothed_elbo,
@@ -1111,8 +1111,11 @@ fn help_text() -> String {
     s
 }
 
-fn stop_reason(s: StopReason) -> &'static str {
+fn stop_reason(s: StopReason, skipped: usize) -> &'static str {
     match s {
+        StopReason::ExitRule if skipped > 0 => {
+            "NOT converged (the exit rule fired after skipped updates: q stopped moving)"
+        }
         StopReason::ExitRule => "converged (the smoothed-ELBO exit rule fired)",
         StopReason::MaxIterations => {
             "iteration cap reached before the exit rule fired (may not have converged)"
@@ -1238,7 +1241,7 @@ fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool) -> String
             let _ = writeln!(
                 s,
                 "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
-                stop_reason(q.stop),
+                stop_reason(q.stop, q.skipped_steps),
                 q.iterations,
                 r.seconds,
                 q.best_smoothed_elbo
