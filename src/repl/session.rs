@@ -223,6 +223,9 @@ impl Interrupt {
 pub struct Session {
     sources: SourceMap,
     model: Option<CurrentModel>,
+    /// The file of the last `:load` that failed to check (the current model was then dropped,
+    /// so that `:fit` cannot silently fit the previous one); `:reload` retries it.
+    failed_load: Option<PathBuf>,
     /// Model text typed since the last other input; consecutive blocks accumulate here.
     typed: String,
     /// Rank of the last block in `typed`.
@@ -266,6 +269,7 @@ impl Session {
         Session {
             sources: SourceMap::new(),
             model: None,
+            failed_load: None,
             typed: String::new(),
             typed_rank: None,
             data_paths: Vec::new(),
@@ -414,8 +418,23 @@ impl Session {
     fn load(&mut self, path: &Path) -> Output {
         let checked = match pipeline::check_file(&mut self.sources, path) {
             Ok(c) => c,
-            Err(f) => return Output::error(self.render(f)),
+            Err(f) => {
+                // Keeping the previous model would make the next `:fit` fit it without a word.
+                let mut text = self.render(f);
+                if let Some(old) = self.model.take() {
+                    let _ = writeln!(
+                        text,
+                        "note: no current model now (the previous one, {}, was unloaded); \
+                         fix the file and `:reload`",
+                        old.name
+                    );
+                }
+                self.compiled = None;
+                self.failed_load = Some(path.to_path_buf());
+                return Output::error(text);
+            }
         };
+        self.failed_load = None;
         let text = self.sources.text(checked.file).to_string();
         let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
         self.set_model(CurrentModel {
@@ -428,7 +447,8 @@ impl Session {
     }
 
     fn reload(&mut self, quiet_if_unchanged: bool) -> Output {
-        let Some(path) = self.model.as_ref().and_then(|m| m.path.clone()) else {
+        let path = self.model.as_ref().and_then(|m| m.path.clone());
+        let Some(path) = path.or_else(|| self.failed_load.clone()) else {
             return Output::error(
                 "error: the current model was not loaded from a file (use :load FILE)",
             );

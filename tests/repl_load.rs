@@ -1,0 +1,28 @@
+//! A failed `:load` in the REPL must not leave the previous model in place for the next `:fit`
+//! (issue 13, item 9).
+
+use bayesc::repl::Session;
+
+#[test]
+fn a_failed_load_drops_the_previous_model() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let good = dir.path().join("good.bayes");
+    let bad = dir.path().join("bad.bayes");
+    std::fs::write(&good, "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n").unwrap();
+    std::fs::write(&bad, "parameters { real mu; }\nmodel { mu ~ normal(0, 1) }\n").unwrap();
+    let mut s = Session::new();
+    let o = s.execute(&format!(":load {}", good.display()));
+    assert!(!o.is_error, "{}", o.text);
+    let o = s.execute(&format!(":load {}", bad.display()));
+    assert!(o.is_error, "{}", o.text);
+    assert!(o.text.contains("unloaded"), "{}", o.text);
+    // the next :fit must not fit good.bayes
+    let o = s.execute(":fit --seed 1");
+    assert!(o.is_error, "the previous model was fitted:\n{}", o.text);
+    assert!(o.text.contains("no model"), "{}", o.text);
+    // after fixing the file, :reload loads it
+    std::fs::write(&bad, "parameters { real mu; }\nmodel { mu ~ normal(0, 2); }\n").unwrap();
+    let o = s.execute(":reload");
+    assert!(!o.is_error, "{}", o.text);
+    assert!(o.text.contains("bad.bayes"), "{}", o.text);
+}
