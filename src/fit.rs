@@ -234,11 +234,16 @@ pub struct ViDiagnostics {
 }
 
 /// The warning for a non-empty [`ViDiagnostics::collapsed`] list; `list` names the collapsed
-/// parameters. `unpriored` lists the parameters without a prior (`Checked::unpriored`) when
+/// parameters. Not knowing which parameters have priors: see [`collapse_warning_for`]. Shared
+/// by the CLI and the REPL renderers.
+pub fn collapse_warning(list: &str) -> String {
+    collapse_warning_for(list, None)
+}
+
+/// [`collapse_warning`] with `unpriored`, which lists the parameters without a prior (`Checked::unpriored`) when
 /// known: when it is known to be empty the advice does not blame priors but names the other
-/// causes (a funnel, or q stuck where the log density is extremely steep). Shared by the CLI
-/// and the REPL renderers.
-pub fn collapse_warning(list: &str, unpriored: Option<&[String]>) -> String {
+/// causes (a funnel, or q stuck where the log density is extremely steep).
+pub fn collapse_warning_for(list: &str, unpriored: Option<&[String]>) -> String {
     match unpriored {
         Some([]) => format!(
             "WARNING: the approximation collapsed to a point in {list}. Every parameter has a \
@@ -301,10 +306,17 @@ pub fn vi_not_converged(details: &FitDetails) -> Option<String> {
 /// The note or warning about the start of a variational fit ([`ViDiagnostics::no_mode`],
 /// [`ViDiagnostics::unbounded`]): `None` when the fit started at the mode (or randomly on
 /// request). A line starting "WARNING" when q drifted along an unbounded direction, else a
-/// "note" line. `not_converged` is [`vi_not_converged`] of the fit: when set, q is not at an
+/// "note" line. Shared by the CLI and the REPL renderers; [`start_message_for`] also knows how
+/// the fit stopped and which parameters have priors.
+pub fn start_message(vi: &ViDiagnostics) -> Option<String> {
+    start_message_for(vi, None, None)
+}
+
+/// [`start_message`] knowing [`vi_not_converged`] of the fit and the parameters without a prior
+/// (`Checked::unpriored`, `None` when unknown). With `not_converged` set, q is not at an
 /// optimum, so a drift says nothing about the posterior being improper and the warning names
-/// that cause instead. Shared by the CLI and the REPL renderers.
-pub fn start_message(
+/// that cause instead; with `unpriored` known to be empty it does not advise proper priors.
+pub fn start_message_for(
     vi: &ViDiagnostics,
     not_converged: Option<&str>,
     unpriored: Option<&[String]>,
@@ -313,13 +325,31 @@ pub fn start_message(
     Some(if vi.unbounded.is_empty() {
         format!("note: start: random (the density has no interior mode: {reason})")
     } else if let Some(cause) = not_converged {
-        format!(
-            "WARNING: the approximation did not converge ({cause}); it is still moving along {} \
-             after a random start (the density has no interior mode there: {reason}). The \
-             summary above is not a posterior: use --method nuts, or check the initial values \
-             and the model where the log density is extremely steep.",
-            vi.unbounded.join(", ")
-        )
+        match unpriored {
+            // every parameter has a prior: the drift is the unfinished fit, not impropriety
+            Some([]) => format!(
+                "WARNING: the approximation did not converge ({cause}); it is still moving \
+                 along {} after a random start (the density has no interior mode there: \
+                 {reason}). The summary above is not a posterior: use --method nuts, or check \
+                 the initial values and the model where the log density is extremely steep.",
+                vi.unbounded.join(", ")
+            ),
+            // both causes are possible: say which evidence points where
+            _ => format!(
+                "WARNING: the approximation did not converge ({cause}) and is still moving along \
+                 {} after a random start (the density has no interior mode there: {reason}); \
+                 the posterior may be improper{}, or the fit was stopped too early. The summary \
+                 above is not a posterior: check the priors, or use --method nuts.",
+                vi.unbounded.join(", "),
+                match unpriored {
+                    Some(names) => format!(
+                        " ({} get an improper flat prior)",
+                        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                    None => String::new(),
+                }
+            ),
+        }
     } else if unpriored == Some(&[]) {
         format!(
             "WARNING: the posterior may be improper or unbounded: the density has no interior \

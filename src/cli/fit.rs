@@ -1132,7 +1132,7 @@ fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) ->
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        let _ = writeln!(s, "{}", fit::collapse_warning(&list.join(", "), unpriored));
+        let _ = writeln!(s, "{}", fit::collapse_warning_for(&list.join(", "), unpriored));
     } else if vi.khat > fit::KHAT_BAD {
         let _ = writeln!(
             s,
@@ -1148,7 +1148,7 @@ fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) ->
         );
     }
     let not_converged = fit::vi_not_converged(&result.details);
-    if let Some(m) = fit::start_message(vi, not_converged.as_deref(), unpriored) {
+    if let Some(m) = fit::start_message_for(vi, not_converged.as_deref(), unpriored) {
         let _ = writeln!(s, "{m}");
     }
     if vi.resampled {

@@ -602,13 +602,15 @@ impl Session {
     // ----- fitting --------------------------------------------------------------------------
 
     fn fit(&mut self, args: &[&str]) -> Output {
-        if self.model.is_none() {
+        if self.model.is_none() && self.failed_load.is_none() {
             return Output::error(
                 "error: no model to fit: load one with `:load FILE` or type a model",
             );
         }
         let mut prefix = String::new();
-        if self.model.as_ref().is_some_and(|m| m.path.is_some()) {
+        // a file model is reloaded when it changed; a failed :load is retried (and fails again
+        // until fixed), never replaced by the model before it
+        if self.model.as_ref().is_some_and(|m| m.path.is_some()) || self.model.is_none() {
             let r = self.reload(true);
             if r.is_error {
                 return r;
