@@ -259,7 +259,11 @@ pub fn collapse_warning_for(list: &str, unpriored: Option<&[String]>) -> String 
              improper ({} get an improper flat prior) or unbounded, or has a funnel that a \
              Gaussian cannot follow; give those parameters proper priors, try a non-centred \
              parameterisation, or use --method nuts. The summary above is not a posterior.",
-            names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         None => format!(
             "WARNING: the approximation collapsed to a point in {list}: the posterior is \
@@ -344,7 +348,11 @@ pub fn start_message_for(
                 match unpriored {
                     Some(names) => format!(
                         " ({} get an improper flat prior)",
-                        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     None => String::new(),
                 }

@@ -5,7 +5,8 @@ use bayesc::data::{DataErrorKind, DataSource, bind, load_csv_str, load_json_str}
 use bayesc::output::format_f64_roundtrip;
 use bayesc::syntax::parse_program;
 
-const MODEL: &str = "data { int N; vector[N] y; } parameters { real mu; } model { y ~ normal(mu, 1); }";
+const MODEL: &str =
+    "data { int N; vector[N] y; } parameters { real mu; } model { y ~ normal(mu, 1); }";
 
 fn bind_csv(text: &str) -> Result<bayesc::data::BoundData, bayesc::data::DataError> {
     let program = parse_program(MODEL, 0).expect("test model parses");
@@ -50,7 +51,11 @@ fn a_duplicate_json_key_is_an_error_naming_the_key() {
     let e = load_json_str("d.json", r#"{"N": 2, "y": [1, 2], "N": 3}"#)
         .expect_err("a repeated key must be refused");
     assert_eq!(e.kind, DataErrorKind::MalformedJson);
-    assert!(e.message.contains("d.json") && e.message.contains("`N`"), "{}", e.message);
+    assert!(
+        e.message.contains("d.json") && e.message.contains("`N`"),
+        "{}",
+        e.message
+    );
     // keys repeated only inside different nested positions are not top-level duplicates; equal
     // values in different keys are fine
     let ok = load_json_str("d.json", r#"{"N": 2, "y": [1, 2], "M": 2}"#).expect("distinct keys");
@@ -65,7 +70,10 @@ fn integers_above_two_to_the_53_are_written_in_plain_digits() {
         assert!(!s.contains('e'), "{s}");
         assert_eq!(s.parse::<u64>().expect("integer digits"), x as u64);
     }
-    assert_eq!(format_f64_roundtrip(9_007_199_254_740_994.0), "9007199254740994");
+    assert_eq!(
+        format_f64_roundtrip(9_007_199_254_740_994.0),
+        "9007199254740994"
+    );
     assert_eq!(format_f64_roundtrip(-1e16), "-10000000000000000");
     // non-integral and huge values keep the round-trip scientific form
     assert_eq!(format_f64_roundtrip(1e300), "1e300");

@@ -57,7 +57,10 @@ fn a_nan_gradient_at_the_initial_values_names_the_parameter() {
     );
     let err = sample(&model, &settings(), &[vec![0.5, 0.0, 0.3]], &|_| {}, &stop).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("`v` (unconstrained coordinate 2 of 3)"), "{text}");
+    assert!(
+        text.contains("`v` (unconstrained coordinate 2 of 3)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -81,7 +84,10 @@ fn the_statement_named_above_is_mentioned_only_when_one_is_named() {
     let text = sample(&named, &settings(), &[], &|_| {}, &stop)
         .unwrap_err()
         .to_string();
-    assert!(text.contains("model.bayes:4:3") && text.contains("statement named above"), "{text}");
+    assert!(
+        text.contains("model.bayes:4:3") && text.contains("statement named above"),
+        "{text}"
+    );
 }
 
 /// What `bayesc check` prints for model `text`: the rendered errors, or "" when it checks.
@@ -106,7 +112,9 @@ fn what_check_accepts_runs_rng_in_transformed_data_and_matrix_division_are_refus
         "transformed data {\n  real z = normal_rng(0, 1);\n}\nparameters { real mu; }\nmodel { mu ~ normal(z, 1); }\n",
     );
     assert!(
-        rng.contains("normal_rng") && rng.contains("transformed data") && rng.contains("not supported yet"),
+        rng.contains("normal_rng")
+            && rng.contains("transformed data")
+            && rng.contains("not supported yet"),
         "{rng}"
     );
     // still allowed where it runs

@@ -14,7 +14,9 @@ const DATA: &str = "tests/fixtures/ma1/data.json";
 /// max |∂L/∂ζᵢ| at `x` (no overflow for the huge gradients of an exploding recursion).
 fn grad_norm(model: &dyn LogDensity, x: &[f64]) -> f64 {
     let mut g = vec![0.0; x.len()];
-    model.log_density_grad(x, &mut g).expect("finite at the result");
+    model
+        .log_density_grad(x, &mut g)
+        .expect("finite at the result");
     g.iter().fold(0.0f64, |m, v| m.max(v.abs()))
 }
 
@@ -27,7 +29,11 @@ fn ma1_started_outside_the_invertible_region_converges_only_at_the_mode() {
     let best = optimize(&model, &[1.0, 0.5, 0.0], &settings).expect("runs");
     assert!(best.converged, "{}", best.message);
     assert!(grad_norm(&model, &best.point) < 1e-2);
-    assert!((best.point[1] - 0.5).abs() < 0.2, "theta = {}", best.point[1]);
+    assert!(
+        (best.point[1] - 0.5).abs() < 0.2,
+        "theta = {}",
+        best.point[1]
+    );
     let mut reached = 0;
     let mut failures = Vec::new();
     for mu in [-1.5, 0.0, 1.9] {
@@ -56,5 +62,8 @@ fn ma1_started_outside_the_invertible_region_converges_only_at_the_mode() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(reached >= 27, "only {reached} of 54 starts reached the mode");
+    assert!(
+        reached >= 27,
+        "only {reached} of 54 starts reached the mode"
+    );
 }

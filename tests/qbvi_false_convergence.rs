@@ -28,10 +28,16 @@ fn a_collapsed_qbvi_fit_is_not_reported_as_converged_nor_blamed_on_priors() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     if text.contains("collapsed to a point") {
-        assert!(!text.contains("\nconverged:") && !text.starts_with("converged:"), "{text}");
+        assert!(
+            !text.contains("\nconverged:") && !text.starts_with("converged:"),
+            "{text}"
+        );
         assert!(text.contains("WARNING: not converged"), "{text}");
         assert!(text.contains("Every parameter has a prior"), "{text}");
-        assert!(!text.contains("give those parameters proper priors"), "{text}");
+        assert!(
+            !text.contains("give those parameters proper priors"),
+            "{text}"
+        );
         assert!(!text.contains("check priors"), "{text}");
     } else {
         // the fit found the posterior: then it must be near the simulated theta = 0.5

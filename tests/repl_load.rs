@@ -8,8 +8,16 @@ fn a_failed_load_drops_the_previous_model() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let good = dir.path().join("good.bayes");
     let bad = dir.path().join("bad.bayes");
-    std::fs::write(&good, "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n").unwrap();
-    std::fs::write(&bad, "parameters { real mu; }\nmodel { mu ~ normal(0, 1) }\n").unwrap();
+    std::fs::write(
+        &good,
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &bad,
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1) }\n",
+    )
+    .unwrap();
     let mut s = Session::new();
     s.set_progress(false);
     let o = s.execute(&format!(":load {}", good.display()));
@@ -20,9 +28,17 @@ fn a_failed_load_drops_the_previous_model() {
     // the next :fit must not fit good.bayes: it retries bad.bayes, which still fails
     let o = s.execute(":fit --seed 1");
     assert!(o.is_error, "the previous model was fitted:\n{}", o.text);
-    assert!(o.text.contains("expected `;`") && !o.text.contains("stored as"), "{}", o.text);
+    assert!(
+        o.text.contains("expected `;`") && !o.text.contains("stored as"),
+        "{}",
+        o.text
+    );
     // after fixing the file, :reload loads it
-    std::fs::write(&bad, "parameters { real mu; }\nmodel { mu ~ normal(0, 2); }\n").unwrap();
+    std::fs::write(
+        &bad,
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 2); }\n",
+    )
+    .unwrap();
     let o = s.execute(":reload");
     assert!(!o.is_error, "{}", o.text);
     assert!(o.text.contains("bad.bayes"), "{}", o.text);

@@ -63,7 +63,12 @@ fn unary_rows() -> Vec<(U, f64, Want, Want)> {
         (U::InvLogit, INF, Some(1.0), Some(0.0)),
         (U::InvLogit, -INF, Some(0.0), Some(0.0)),
         // σ′(40) = σ(40)σ(−40) ≈ e⁻⁴⁰, not 0 from σ(40)(1 − σ(40)) = 1·0
-        (U::InvLogit, 40.0, Some(1.0), Some(1.0 / (1.0 + 40f64.exp()) / (1.0 + (-40f64).exp()))),
+        (
+            U::InvLogit,
+            40.0,
+            Some(1.0),
+            Some(1.0 / (1.0 + 40f64.exp()) / (1.0 + (-40f64).exp())),
+        ),
         (U::InvCloglog, INF, Some(1.0), Some(0.0)),
         (U::InvCloglog, 800.0, Some(1.0), Some(0.0)),
         (U::InvCloglog, -INF, Some(0.0), Some(0.0)),
@@ -71,8 +76,18 @@ fn unary_rows() -> Vec<(U, f64, Want, Want)> {
         (U::Lgamma, 2.0, Some(0.0), None),
         (U::Lgamma, 0.5, Some(std::f64::consts::PI.sqrt().ln()), None),
         // log |Γ(−½)| = log 2√π; log |Γ(−5/2)| = log(8√π/15)
-        (U::Lgamma, -0.5, Some(ln_2_sqrt_pi), Some(0.036_489_973_978_576_52)),
-        (U::Lgamma, -2.5, Some((8.0 * std::f64::consts::PI.sqrt() / 15.0).ln()), None),
+        (
+            U::Lgamma,
+            -0.5,
+            Some(ln_2_sqrt_pi),
+            Some(0.036_489_973_978_576_52),
+        ),
+        (
+            U::Lgamma,
+            -2.5,
+            Some((8.0 * std::f64::consts::PI.sqrt() / 15.0).ln()),
+            None,
+        ),
         (U::Lgamma, 0.0, Some(INF), None),
         (U::Lgamma, -1.0, Some(INF), None),
         (U::Lgamma, -1e300, Some(INF), None),
@@ -135,8 +150,22 @@ fn binary_rows() -> Vec<(B, f64, f64, Want, Want, Want)> {
         (B::LogSumExp, -INF, 3.0, Some(3.0), Some(0.0), Some(1.0)),
         (B::LogSumExp, NAN, 0.0, Some(NAN), None, None),
         (B::LogSumExp, 0.0, 0.0, Some(ln2), Some(0.5), Some(0.5)),
-        (B::LogSumExp, 1000.0, 1000.0, Some(1000.0 + ln2), Some(0.5), Some(0.5)),
-        (B::LogSumExp, -1000.0, 0.0, Some((-1000f64).exp()), Some(0.0), Some(1.0)),
+        (
+            B::LogSumExp,
+            1000.0,
+            1000.0,
+            Some(1000.0 + ln2),
+            Some(0.5),
+            Some(0.5),
+        ),
+        (
+            B::LogSumExp,
+            -1000.0,
+            0.0,
+            Some((-1000f64).exp()),
+            Some(0.0),
+            Some(1.0),
+        ),
         (B::Hypot, 0.0, 0.0, Some(0.0), Some(0.0), Some(0.0)),
         (B::Atan2, 0.0, 0.0, Some(0.0), Some(0.0), Some(0.0)),
         (B::Lchoose, 1.0, 1.0, Some(0.0), None, None),
@@ -263,9 +292,10 @@ fn every_binary_function_has_partials_where_it_is_finite() {
                     continue;
                 }
                 let (v, dx, dy) = f.eval(x, y);
-                if x.is_finite() && y.is_finite() && v.is_finite() && (dx.is_nan() || dy.is_nan())
-                {
-                    failures.push(format!("{f:?}({x:e}, {y:e}) = {v:e}, partials ({dx:e}, {dy:e})"));
+                if x.is_finite() && y.is_finite() && v.is_finite() && (dx.is_nan() || dy.is_nan()) {
+                    failures.push(format!(
+                        "{f:?}({x:e}, {y:e}) = {v:e}, partials ({dx:e}, {dy:e})"
+                    ));
                 }
             }
         }
@@ -275,7 +305,9 @@ fn every_binary_function_has_partials_where_it_is_finite() {
 
 /// Edge arguments for a family argument: the same list for every position, so that values
 /// outside the support are exercised too (they must give an error, not a NaN).
-const ARG_EDGES: [f64; 11] = [-INF, -1.0, 0.0, 1e-300, 0.5, 1.0, 2.0, 40.0, 1e300, INF, NAN];
+const ARG_EDGES: [f64; 11] = [
+    -INF, -1.0, 0.0, 1e-300, 0.5, 1.0, 2.0, 40.0, 1e300, INF, NAN,
+];
 
 #[test]
 fn every_family_gives_an_error_or_a_sane_log_density_at_edge_arguments() {
@@ -340,7 +372,11 @@ fn binomial_logit_mass_is_at_most_one_for_large_logits() {
             .expect("valid arguments");
             // log p = −N log(1 + e⁻η) ≈ −N e⁻η: at most 0, and within 1e-300 of the limit
             let want = -n * (-eta).exp().ln_1p();
-            assert!(term.value <= 0.0, "binomial_logit_lpmf({k} | {n}, {eta_signed}) = {:e}", term.value);
+            assert!(
+                term.value <= 0.0,
+                "binomial_logit_lpmf({k} | {n}, {eta_signed}) = {:e}",
+                term.value
+            );
             assert!((term.value - want).abs() <= 1e-15 * want.abs().max(1e-300));
         }
     }

@@ -38,11 +38,18 @@ fn summary_reports_divergences_treedepth_and_e_bfmi_from_the_files() {
         .output()
         .expect("run bayesc");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("3 of 200 transitions divergent"), "{text}");
     assert!(text.contains("3 at the maximum tree depth (8)"), "{text}");
     assert!(text.contains("E-BFMI per chain: 3.960, 0.001"), "{text}");
-    assert!(text.contains("3 of 200 (1.5%) transitions ended with a divergence"), "{text}");
+    assert!(
+        text.contains("3 of 200 (1.5%) transitions ended with a divergence"),
+        "{text}"
+    );
     assert!(text.contains("chain 2: E-BFMI = 0.001"), "{text}");
     assert!(!text.contains("chain 1: E-BFMI"), "{text}");
 }

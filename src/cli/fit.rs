@@ -1132,7 +1132,11 @@ fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) ->
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        let _ = writeln!(s, "{}", fit::collapse_warning_for(&list.join(", "), unpriored));
+        let _ = writeln!(
+            s,
+            "{}",
+            fit::collapse_warning_for(&list.join(", "), unpriored)
+        );
     } else if vi.khat > fit::KHAT_BAD {
         let _ = writeln!(
             s,
@@ -1192,7 +1196,9 @@ mod option_tests {
     fn parse(extra: &[&str]) -> FitArgs {
         let mut argv = vec!["bayesc", "m.bayes"];
         argv.extend_from_slice(extra);
-        Wrapper::try_parse_from(argv).expect("test arguments parse").fit
+        Wrapper::try_parse_from(argv)
+            .expect("test arguments parse")
+            .fit
     }
 
     /// The part of the options that `method` reads for `flag`, as text.
@@ -1244,9 +1250,7 @@ mod option_tests {
             &["--n-leapfrog", "5"],
             &["--metric", "dense"],
         ];
-        let methods = [
-            "qbvi", "qnvb", "laplace", "optimize", "nuts", "hmc", "mh",
-        ];
+        let methods = ["qbvi", "qnvb", "laplace", "optimize", "nuts", "hmc", "mh"];
         let mut accepted = 0;
         let mut failures = Vec::new();
         for m in methods {
@@ -1263,7 +1267,10 @@ mod option_tests {
                 accepted += 1;
                 let o1 = options_from_args(&args, 3, 1);
                 if read(flag[0], method, &o0) == read(flag[0], method, &o1) {
-                    failures.push(format!("--method {m} {}: accepted but ignored", flag.join(" ")));
+                    failures.push(format!(
+                        "--method {m} {}: accepted but ignored",
+                        flag.join(" ")
+                    ));
                 }
             }
         }

@@ -78,7 +78,9 @@ pub fn run(args: SummaryArgs) -> i32 {
             print!("\n{}", hmc_line(&stats, max_depth_of(&files[0])));
             warnings.extend(stats.warnings());
         }
-        Some(Err(e)) => warnings.push(format!("the sampler diagnostics could not be computed: {e}")),
+        Some(Err(e)) => warnings.push(format!(
+            "the sampler diagnostics could not be computed: {e}"
+        )),
         None => {}
     }
     warnings.extend(summary::convergence_warnings(&rows, draws.chains.len()));
@@ -102,7 +104,11 @@ fn hmc_stats_of(
     let column = |f: &stan_csv::StanCsv, name: &str| -> Option<Vec<f64>> {
         let k = f.sampler_names.iter().position(|n| n == name)?;
         let width = f.sampler_names.len();
-        Some((0..f.n_draws).map(|r| f.sampler_values[r * width + k]).collect())
+        Some(
+            (0..f.n_draws)
+                .map(|r| f.sampler_values[r * width + k])
+                .collect(),
+        )
     };
     let mut energy = Vec::new();
     let mut divergent = Vec::new();
@@ -126,7 +132,11 @@ fn max_depth_of(file: &stan_csv::StanCsv) -> u32 {
     file.config_lines
         .iter()
         .find_map(|l| {
-            let rest = l.trim().strip_prefix("max_depth")?.trim_start().strip_prefix('=')?;
+            let rest = l
+                .trim()
+                .strip_prefix("max_depth")?
+                .trim_start()
+                .strip_prefix('=')?;
             rest.split_whitespace().next()?.parse().ok()
         })
         .unwrap_or(10)

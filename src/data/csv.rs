@@ -137,7 +137,10 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
         // multi-line field of the previous record and are left alone.
         if header.len() == 1 && line > previous + 1 {
             let between = previous as usize..line as usize - 1;
-            if line_text[between.clone()].iter().all(|l| l.trim().is_empty()) {
+            if line_text[between.clone()]
+                .iter()
+                .all(|l| l.trim().is_empty())
+            {
                 for blank in between {
                     columns[0].push(Cell::Missing(String::new()));
                     lines.push(blank as u64 + 1);

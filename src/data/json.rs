@@ -125,7 +125,10 @@ fn first_duplicate_key(text: &str) -> Option<String> {
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a JSON object")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
             let mut seen = std::collections::HashSet::new();
             let mut dup = None;
             while let Some(key) = map.next_key::<String>()? {
@@ -138,7 +141,9 @@ fn first_duplicate_key(text: &str) -> Option<String> {
         }
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    serde::Deserializer::deserialize_map(&mut de, Keys).ok().flatten()
+    serde::Deserializer::deserialize_map(&mut de, Keys)
+        .ok()
+        .flatten()
 }
 
 /// serde's messages end with " at line L column C"; the position is already in our prefix.

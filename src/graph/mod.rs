@@ -1039,7 +1039,11 @@ impl LogDensity for Model {
     /// The parameter owning coordinate `i`: "`sigma`" for a one-coordinate parameter, else
     /// "`beta` (unconstrained coordinate 3 of 5)".
     fn coordinate_name(&self, i: usize) -> String {
-        match self.params.iter().find(|p| (p.offset..p.offset + p.free).contains(&i)) {
+        match self
+            .params
+            .iter()
+            .find(|p| (p.offset..p.offset + p.free).contains(&i))
+        {
             Some(p) if p.free == 1 => format!("`{}`", p.name),
             Some(p) => format!(
                 "`{}` (unconstrained coordinate {} of {})",

@@ -199,7 +199,9 @@ impl Ctx<'_> {
                 .map_err(|e| Fault::domain(e.to_string()))
         };
         let norm = match (lo, hi) {
-            (Some(l), Some(h)) => crate::distributions::special::log_diff_exp(cdf(h, false)?, cdf(l, false)?),
+            (Some(l), Some(h)) => {
+                crate::distributions::special::log_diff_exp(cdf(h, false)?, cdf(l, false)?)
+            }
             (Some(l), None) => cdf(l, true)?,
             (None, Some(h)) => cdf(h, false)?,
             (None, None) => return Ok(()),

@@ -444,8 +444,7 @@ pub fn optimize(
         // an optimum: take that step (its pair joins the history) and go on. At most
         // MAX_PROBES such restarts, so that a flat ridge, where every probe gains a little,
         // ends as Stan's tests would.
-        if conv && norm(&g) >= settings.tol_grad && probes < MAX_PROBES && it < settings.max_iter
-        {
+        if conv && norm(&g) >= settings.tol_grad && probes < MAX_PROBES && it < settings.max_iter {
             probes += 1;
             let (p_sd, a_sd) = steepest(&g);
             let df_sd = dot(&g, &p_sd);
