@@ -52,6 +52,10 @@ pub struct Checked {
     pub file: FileId,
     /// Warnings from the semantic checks (pedantic-mode style), to show the user.
     pub warnings: Vec<Report>,
+    /// Parameters that appear in no `~` statement and no `target +=` (the `NoPrior` warning):
+    /// they get an improper flat prior. Empty when every parameter has a prior, so that a
+    /// degenerate fit is not blamed on priors.
+    pub unpriored: Vec<String>,
     /// The library files brought in by `include` lines (their functions are already merged
     /// into `program.functions`), in the order they were read.
     pub includes: Vec<IncludedFile>,
@@ -98,10 +102,19 @@ pub fn check_source_in(
         .iter()
         .map(|w| relocate(w.to_diagnostic()))
         .collect();
+    let unpriored = out
+        .warnings
+        .iter()
+        .filter_map(|w| match w {
+            crate::semantics::warnings::Warning::NoPrior { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
     Ok(Checked {
         program,
         file,
         warnings,
+        unpriored,
         includes,
     })
 }

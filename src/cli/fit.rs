@@ -14,7 +14,7 @@ use crate::inference::qbvi::StopReason;
 use crate::inference::qnvb::QnvbStop;
 use crate::output::fit_files::{write_elbo, write_outputs};
 use crate::output::progress::DelayedBar;
-use crate::output::report::{mcmc_text, optimize_text, settings_line, vi_diagnostics_text};
+use crate::output::report::{mcmc_text, optimize_text, settings_line, vi_diagnostics_text_with};
 use crate::output::summary;
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
@@ -164,7 +164,7 @@ pub fn run(args: FitArgs) -> i32 {
             return super::EXIT_ERROR;
         }
     };
-    print_result(&result, &options);
+    print_result(&result, &options, Some(&checked.unpriored));
     if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
         match write_elbo(path, vi) {
             Ok(()) => println!("\nELBO trace written to {}", path.display()),
@@ -241,12 +241,32 @@ fn print_epoch_note(epoch_elbo: &[f64], iterations: usize, options: &FitOptions)
 }
 
 /// Prints convergence information and the summary table of a fit.
-fn print_result(result: &FitResult, options: &FitOptions) {
+fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[String]>) {
     match &result.details {
         FitDetails::Qbvi(fit) => {
             match fit.stop {
+                StopReason::ExitRule
+                    if fit.skipped_steps == 0
+                        && result.vi.as_ref().is_none_or(|v| v.collapsed.is_empty()) =>
+                {
+                    println!(
+                        "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",
+                        fit.iterations, result.seconds, fit.best_smoothed_elbo
+                    )
+                }
+                // skipped updates: the smoothed ELBO stopped improving because q stopped moving
+                StopReason::ExitRule if fit.skipped_steps > 0 => println!(
+                    "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but {} of \
+                     them skipped their update (the positive-definiteness guard), so q stopped moving \
+                     rather than reaching the optimum; smoothed ELBO = {:.3}. Use --method nuts, or \
+                     start elsewhere (--random-init, other --seed).",
+                    fit.iterations, result.seconds, fit.skipped_steps, fit.best_smoothed_elbo
+                ),
+                // q collapsed to a point (warned about below): the ELBO stopped improving
+                // because q cannot move, not because it reached the optimum
                 StopReason::ExitRule => println!(
-                    "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",
+                    "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but the \
+                     approximation collapsed to a point (see below); smoothed ELBO = {:.3}",
                     fit.iterations, result.seconds, fit.best_smoothed_elbo
                 ),
                 StopReason::MaxIterations => println!(
@@ -264,7 +284,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
                 ),
             }
             print_epoch_note(&fit.epoch_elbo, fit.iterations, options);
-            if fit.skipped_steps > 0 {
+            if fit.skipped_steps > 0 && fit.stop != StopReason::ExitRule {
                 println!(
                     "note: the positive-definiteness guard skipped {} update steps",
                     fit.skipped_steps
@@ -279,7 +299,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text(result));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Qnvb(fit) => {
             match fit.stop {
@@ -304,7 +324,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text(result));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Laplace(fit) => {
             println!(
@@ -317,7 +337,7 @@ fn print_result(result: &FitResult, options: &FitOptions) {
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text(result));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Optimize(fit) => print!("{}", optimize_text(result, fit)),
         FitDetails::Mcmc(out) => print!("{}", mcmc_text(result, out, options)),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::diagnostics::hmc_stats;
 use crate::output::{stan_csv, summary};
 
 /// Arguments of `bayesc summary`.
@@ -15,7 +16,9 @@ pub struct SummaryArgs {
     pub files: Vec<PathBuf>,
 }
 
-/// Reads the files, checks they describe the same quantities, prints the summary table.
+/// Reads the files, checks they describe the same quantities, prints the summary table, the
+/// sampler checks the files record (divergences, tree-depth saturation, E-BFMI) and the
+/// warnings of those checks and of R-hat/ESS.
 pub fn run(args: SummaryArgs) -> i32 {
     let mut files = Vec::new();
     for path in &args.files {
@@ -69,7 +72,88 @@ pub fn run(args: SummaryArgs) -> i32 {
     );
     let rows = summary::summarize(&draws, true);
     print!("{}", summary::format_table(&rows, true));
+    let mut warnings = Vec::new();
+    match hmc_stats_of(&files) {
+        Some(Ok(stats)) => {
+            print!("\n{}", hmc_line(&stats, max_depth_of(&files[0])));
+            warnings.extend(stats.warnings());
+        }
+        Some(Err(e)) => warnings.push(format!(
+            "the sampler diagnostics could not be computed: {e}"
+        )),
+        None => {}
+    }
+    warnings.extend(summary::convergence_warnings(&rows, draws.chains.len()));
+    if !warnings.is_empty() {
+        println!("\nwarnings:");
+        for w in warnings {
+            println!("  - {w}");
+        }
+    }
     0
+}
+
+/// The HMC/NUTS checks (divergences, tree-depth saturation, E-BFMI per chain,
+/// `specs/diagnostics.md` §5) from the sampler columns `energy__`, `divergent__` and
+/// `treedepth__` the files record; `None` when a file lacks `energy__` or `divergent__`
+/// (Metropolis or variational output). A file without `treedepth__` (static HMC) counts no
+/// saturation.
+fn hmc_stats_of(
+    files: &[stan_csv::StanCsv],
+) -> Option<Result<hmc_stats::HmcStats, crate::diagnostics::DiagnosticsError>> {
+    let column = |f: &stan_csv::StanCsv, name: &str| -> Option<Vec<f64>> {
+        let k = f.sampler_names.iter().position(|n| n == name)?;
+        let width = f.sampler_names.len();
+        Some(
+            (0..f.n_draws)
+                .map(|r| f.sampler_values[r * width + k])
+                .collect(),
+        )
+    };
+    let mut energy = Vec::new();
+    let mut divergent = Vec::new();
+    let mut treedepth = Vec::new();
+    for f in files {
+        energy.push(column(f, "energy__")?);
+        divergent.push(column(f, "divergent__")?);
+        treedepth.push(column(f, "treedepth__").unwrap_or_default());
+    }
+    Some(hmc_stats::HmcStats::new(
+        &energy,
+        &divergent,
+        &treedepth,
+        max_depth_of(&files[0]),
+    ))
+}
+
+/// The `max_depth = N` setting of the configuration comments (bayesc's and CmdStan's, which
+/// may append ` (Default)`); 10, the default of both, when absent.
+fn max_depth_of(file: &stan_csv::StanCsv) -> u32 {
+    file.config_lines
+        .iter()
+        .find_map(|l| {
+            let rest = l
+                .trim()
+                .strip_prefix("max_depth")?
+                .trim_start()
+                .strip_prefix('=')?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(10)
+}
+
+/// One line with the sampler checks, e.g. `sampler: 3 of 4000 transitions divergent; 0 at the
+/// maximum tree depth (10); E-BFMI per chain: 0.98, 1.05`.
+fn hmc_line(stats: &hmc_stats::HmcStats, max_depth: u32) -> String {
+    let total: usize = stats.draws_per_chain.iter().sum();
+    let bfmi: Vec<String> = stats.e_bfmi.iter().map(|b| format!("{b:.3}")).collect();
+    format!(
+        "sampler (from the files): {} of {total} transitions divergent; {} at the maximum tree \
+         depth ({max_depth}); E-BFMI per chain: {}\n",
+        stats.total_divergences(),
+        stats.treedepth_saturated.iter().sum::<usize>(),
+        bfmi.join(", ")
+    )
 }
 
 /// Why `files` cannot be the chains of one fit, if they cannot: different methods in their

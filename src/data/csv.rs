@@ -52,9 +52,11 @@ impl CsvSource {
 /// `name` in messages.
 ///
 /// The first record is the header; every later record must have as many fields as the header.
-/// Whitespace around fields and names is trimmed; blank lines are skipped.
-/// Errors: [`DataErrorKind::MalformedCsv`] (no header, empty or repeated column name, tokeniser
-/// error), [`DataErrorKind::FieldCount`] (with the line number).
+/// Whitespace around fields and names is trimmed; blank lines are skipped, except in a file of one
+/// column, where a blank line between data rows is an empty (missing) cell: skipping it would
+/// drop an observation silently, so binding that column reports the row as missing.
+/// Errors: [`DataErrorKind::MalformedCsv`] (no header, empty or repeated column name, a header
+/// with no data rows, tokeniser error), [`DataErrorKind::FieldCount`] (with the line number).
 pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut reader = ::csv::ReaderBuilder::new()
@@ -103,6 +105,9 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
         .collect();
     let mut columns: Vec<Vec<Cell>> = vec![Vec::new(); header.len()];
     let mut lines = Vec::new();
+    let line_text: Vec<&str> = text.split('\n').collect();
+    // The line of the previous record (the header's first), for finding blank lines in between.
+    let mut previous = line_of(&newlines, skip_blank_lines(text, 0));
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(name, &e))?;
         // The csv crate's own line count skips blank lines; count newlines before the record's
@@ -126,10 +131,41 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
                  (and is not allowed in a column the model uses)",
             ));
         }
+        // In a one-column file a blank line is an empty cell, i.e. a missing value, which the
+        // csv crate would skip silently (dropping an observation). Blank lines after the last
+        // record are not rows. Lines in between that are not all blank belong to a quoted
+        // multi-line field of the previous record and are left alone.
+        if header.len() == 1 && line > previous + 1 {
+            let between = previous as usize..line as usize - 1;
+            if line_text[between.clone()]
+                .iter()
+                .all(|l| l.trim().is_empty())
+            {
+                for blank in between {
+                    columns[0].push(Cell::Missing(String::new()));
+                    lines.push(blank as u64 + 1);
+                }
+            }
+        }
+        previous = line;
         for (c, field) in record.iter().enumerate() {
             columns[c].push(parse_cell(field));
         }
         lines.push(line);
+    }
+    if lines.is_empty() {
+        return Err(DataError::new(
+            DataErrorKind::MalformedCsv,
+            format!(
+                "{name}: the file has a header ({}) but no data rows",
+                header.join(", ")
+            ),
+        )
+        .with_note("fitting to it would silently sample the prior, with sizes of 0")
+        .with_help(
+            "add the data rows below the header; to sample the prior on purpose, leave the file \
+             out and give the sizes in a JSON file",
+        ));
     }
     Ok(CsvSource {
         name: name.to_string(),

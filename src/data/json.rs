@@ -66,8 +66,8 @@ pub(crate) fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
 /// The top level must be an object. Numbers may also be written as the strings `"Infinity"`,
 /// `"-Infinity"` and `"NaN"` (CmdStan's JSON format), or `"+inf"`, `"-inf"` (as CmdStanPy's
 /// `write_stan_json` writes them), in any letter case and with an optional `+`.
-/// Errors: [`DataErrorKind::MalformedJson`] with serde's line and column, or when the top level
-/// is not an object. Errors inside an entry ([`DataErrorKind::Ragged`],
+/// Errors: [`DataErrorKind::MalformedJson`] with serde's line and column, when the top level
+/// is not an object, or when a top-level key appears twice (naming the key). Errors inside an entry ([`DataErrorKind::Ragged`],
 /// [`DataErrorKind::InvalidJsonValue`]) are stored in [`JsonSource::entries`].
 pub fn parse_json(name: &str, text: &str) -> Result<JsonSource, DataError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -96,6 +96,15 @@ pub fn parse_json(name: &str, text: &str) -> Result<JsonSource, DataError> {
         )
         .with_help("write the data as {\"name\": value, …}"));
     };
+    if let Some(key) = first_duplicate_key(text) {
+        return Err(DataError::new(
+            DataErrorKind::MalformedJson,
+            format!("{name}: key `{key}` appears more than once at the top level"),
+        )
+        .with_help(format!(
+            "keep one `\"{key}\": …` entry; a JSON object cannot say which of two values is meant"
+        )));
+    }
     let entries = map
         .iter()
         .map(|(key, v)| (key.clone(), convert(name, key, v)))
@@ -104,6 +113,37 @@ pub fn parse_json(name: &str, text: &str) -> Result<JsonSource, DataError> {
         name: name.to_string(),
         entries,
     })
+}
+
+/// The first key that appears twice in the top-level object of `text` (already known to be valid
+/// JSON with an object at the top), in file order; `None` when every key is distinct. serde_json's
+/// `Value` keeps the last of two equal keys silently, so the keys are read a second time here.
+fn first_duplicate_key(text: &str) -> Option<String> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut dup = None;
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                if dup.is_none() && !seen.insert(key.clone()) {
+                    dup = Some(key);
+                }
+            }
+            Ok(dup)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_map(&mut de, Keys)
+        .ok()
+        .flatten()
 }
 
 /// serde's messages end with " at line L column C"; the position is already in our prefix.

@@ -44,7 +44,8 @@ pub fn log_choose(trials: f64, k: f64) -> f64 {
 
 /// Binomial log mass summed over `n` broadcast elements; args = (n, N, θ): n successes in N
 /// trials. ∂/∂θ = n/θ − (N − n)/(1 − θ); terms with a zero count are omitted (0·log 0 = 0), so
-/// θ = 0 or 1 is valid where the mass is 1.
+/// θ = 0 or 1 is valid where the mass is 1. Each element's normalised log mass is clamped to ≤ 0
+/// against rounding in log C(N, n).
 /// Errors: n or N not a nonnegative integer, n > N, θ outside [0, 1].
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
     let sig = Family::Binomial.sig();
@@ -61,18 +62,18 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     for i in 0..n {
         let (k, m, t) = (y.at(i), trials.at(i), theta.at(i));
         let fails = m - k;
-        if !propto {
-            value += log_choose(m, k);
-        }
+        let mut lp = if propto { 0.0 } else { log_choose(m, k) };
         let mut d = 0.0;
         if k > 0.0 {
-            value += k * log_theta.at(i);
+            lp += k * log_theta.at(i);
             d += k / t;
         }
         if fails > 0.0 {
-            value += fails * log1m_theta.at(i);
+            lp += fails * log1m_theta.at(i);
             d -= fails / (1.0 - t);
         }
+        // A log probability is ≤ 0: rounding in log C(N, n) must not push it above.
+        value += if propto { lp } else { lp.min(0.0) };
         term.add_partial(2, i, d);
     }
     term.value = value;

@@ -18,7 +18,8 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// Binomial-logit log mass summed over `n` broadcast elements; args = (n, N, α).
 ///
 /// Stable form as in `bernoulli_logit`: with e = exp(−|α|), log σ(α) = −(max(−α, 0) + log1p(e))
-/// and log σ(−α) = −(max(α, 0) + log1p(e)). ∂/∂α = n − N σ(α).
+/// and log σ(−α) = −(max(α, 0) + log1p(e)). ∂/∂α = n − N σ(α). Each element's normalised log
+/// mass is clamped to ≤ 0 against rounding in log C(N, n).
 /// Errors: n or N not a nonnegative integer, n > N, α not finite.
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
     let sig = Family::BinomialLogit.sig();
@@ -36,17 +37,17 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     let mut value = 0.0;
     for i in 0..n {
         let (k, m) = (y.at(i), trials.at(i));
-        if !propto {
-            value += log_choose(m, k);
-        }
+        let mut lp = if propto { 0.0 } else { log_choose(m, k) };
         let (log_s, log_s_neg, s, _) = hoisted.unwrap_or_else(|| logit_terms(alpha.at(i)));
         // Zero counts contribute nothing (also when the log probability is −∞ at α = ±∞).
         if k > 0.0 {
-            value += k * log_s;
+            lp += k * log_s;
         }
         if m > k {
-            value += (m - k) * log_s_neg;
+            lp += (m - k) * log_s_neg;
         }
+        // A log probability is ≤ 0: rounding in log C(N, n) must not push it above.
+        value += if propto { lp } else { lp.min(0.0) };
         term.add_partial(2, i, k - m * s);
     }
     term.value = value;

@@ -18,7 +18,8 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// Gamma log density summed over `n` broadcast elements; args = (y, α, β), β the rate.
 ///
 /// ∂/∂y = (α − 1)/y − β, ∂/∂α = log β − ψ(α) + log y, ∂/∂β = α/β − y. At y = 0 the term
-/// (α − 1) log y is taken as 0 when α = 1 (the density is then β e^{−βy}).
+/// (α − 1) log y is taken as 0 when α = 1 (the density is then β e^{−βy}); at y = +∞ the log
+/// density is −∞ (zero partials).
 /// Errors: y negative or NaN, α or β not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
     check_each(Family::Gamma.sig(), args, 0, NONNEGATIVE, nonnegative)?;
@@ -39,6 +40,11 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     let mut value = 0.0;
     for i in 0..n {
         let (yi, a, b) = (y.at(i), alpha.at(i), beta.at(i));
+        if yi == f64::INFINITY {
+            // the density vanishes at +∞ ((α − 1) log y − βy would be ∞ − ∞)
+            value = f64::NEG_INFINITY;
+            continue;
+        }
         let am1 = a - 1.0;
         let ly = if include_log_y || is_var[1] {
             log_y.at(i)

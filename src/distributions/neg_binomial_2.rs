@@ -78,7 +78,8 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             value -= lgamma(k + 1.0);
         }
         let m_plus_f = m + f;
-        term.add_partial(1, i, k / m - (k + f) / m_plus_f);
+        // n/μ − (n + φ)/(μ + φ) = (φ/(μ + φ))(n/μ − 1): no ∞ − ∞ for huge n/μ
+        term.add_partial(1, i, f / m_plus_f * (k / m - 1.0));
         if is_var[2] {
             let d = digamma_diff - log1p_mu_over_phi + (m - k) / m_plus_f;
             term.add_partial(2, i, d);

@@ -27,7 +27,8 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     let mut value = 0.0;
     for i in 0..n {
         let (k, a) = (y.at(i), alpha.at(i));
-        if a == f64::INFINITY || (a == f64::NEG_INFINITY && k > 0.0) {
+        // e^α = ∞ (α ≳ 709.8) has mass 0 at every count (nα − e^α would be ∞ − ∞)
+        if a.exp() == f64::INFINITY || (a == f64::NEG_INFINITY && k > 0.0) {
             return Ok(zero_density(args, is_var));
         }
         let rate = a.exp();

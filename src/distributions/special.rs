@@ -1,10 +1,24 @@
 //! Special functions shared by the families: stable log1p(exp), inverse logit, log1m(exp),
 //! log-gamma and digamma (statrs), the standard normal log CDF.
 
-/// log Γ(x) for x > 0 (statrs' Lanczos approximation, about 1e-15 relative accuracy).
+/// log |Γ(x)| for every real x, as Stan Math's `lgamma`: statrs' Lanczos approximation (about
+/// 1e-15 relative accuracy) for x ≥ ½; exactly 0 at x = 1 and 2 (so that log C(n, 0) and
+/// log C(n, n) are exactly 0 and a log mass cannot round above 0); the reflection
+/// log |Γ(x)| = log π − log |sin πx| − log Γ(1 − x) for x < ½ (Abramowitz & Stegun 6.1.17; statrs
+/// takes the log of a negative sine there and returns NaN); +∞ at the poles 0, −1, −2, … and at
+/// ±∞; NaN for NaN.
 #[inline]
 pub fn lgamma(x: f64) -> f64 {
-    statrs::function::gamma::ln_gamma(x)
+    if x == 1.0 || x == 2.0 {
+        0.0
+    } else if x >= 0.5 || x.is_nan() {
+        statrs::function::gamma::ln_gamma(x)
+    } else if x.is_infinite() || x == x.floor() {
+        f64::INFINITY
+    } else {
+        let s = (std::f64::consts::PI * x).sin().abs();
+        std::f64::consts::PI.ln() - s.ln() - lgamma(1.0 - x)
+    }
 }
 
 /// ψ(x) = d/dx log Γ(x) for x > 0 (statrs).
@@ -34,7 +48,7 @@ pub fn inv_logit(x: f64) -> f64 {
     }
 }
 
-/// log(1 − eˣ) for x ≤ 0, accurate near 0 and for very negative x (Mächler 2012, "Accurately
+/// log(1 − eˣ) for x ≤ 0 (−∞ at 0, NaN above), accurate near 0 and for very negative x (Mächler 2012, "Accurately
 /// computing log(1 − exp(−|a|))", eq. 7: switch at −log 2).
 #[inline]
 pub fn log1m_exp(x: f64) -> f64 {
@@ -70,15 +84,24 @@ pub fn logit_terms(a: f64) -> (f64, f64, f64, f64) {
     (-((-a).max(0.0) + l), -(a.max(0.0) + l), s, s_neg)
 }
 
-/// log(eᵃ − eᵇ) for a ≥ b, as a + log1m_exp(b − a): the log probability of an interval from
-/// two log CDFs, as needed by truncation T[L, U]. Returns −∞ for a = b.
-#[inline]
-pub fn log_diff_exp(a: f64, b: f64) -> f64 {
-    if b == f64::NEG_INFINITY {
-        a
-    } else {
-        a + log1m_exp(b - a)
+/// log(eˣ − eʸ) for x ≥ y, as x + log1m_exp(y − x) (the log probability of an interval from
+/// two log CDFs, as needed by truncation T[L, U]): −∞ when x = y < +∞ (the empty
+/// interval), NaN when x < y or x = y = +∞ (Stan Math's `log_diff_exp` edge values).
+pub fn log_diff_exp(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        return f64::NAN;
     }
+    if x <= y {
+        return if x == y && x < f64::INFINITY {
+            f64::NEG_INFINITY
+        } else {
+            f64::NAN
+        };
+    }
+    if y == f64::NEG_INFINITY {
+        return x;
+    }
+    x + log1m_exp(y - x)
 }
 
 /// ½ log(2π).

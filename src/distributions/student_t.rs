@@ -68,7 +68,8 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             term.add_partial(3, i, w * z - inv_s);
         }
         if is_var[1] {
-            let d = digamma_part.at(i) - 0.5 * log1p_term + 0.5 * (v + 1.0) * z2 / (v * (v + z2));
+            // (ν+1)z²/(2ν(ν+z²)) as ½(1 + 1/ν)·z²/(ν+z²): no 0/0 when ν(ν+z²) underflows
+            let d = digamma_part.at(i) - 0.5 * log1p_term + 0.5 * (1.0 + 1.0 / v) * (z2 / (v + z2));
             term.add_partial(1, i, d);
         }
     }

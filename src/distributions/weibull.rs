@@ -18,7 +18,8 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// Weibull log density summed over `n` broadcast elements; args = (y, α, σ).
 ///
 /// With u = (y/σ)^α: ∂/∂y = ((α − 1) − α u)/y, ∂/∂α = 1/α + (1 − u) log(y/σ),
-/// ∂/∂σ = α(u − 1)/σ. At y = 0 the term (α − 1) log y is 0 when α = 1.
+/// ∂/∂σ = α(u − 1)/σ. At y = 0 the term (α − 1) log y is 0 when α = 1 (and ∂/∂y is −1/σ); at
+/// y = +∞ the log density is −∞ (zero partials).
 /// Errors: y negative or NaN, α or σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
     check_each(Family::Weibull.sig(), args, 0, NONNEGATIVE, nonnegative)?;
@@ -37,6 +38,11 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     let mut value = 0.0;
     for i in 0..n {
         let (yi, a, s) = (y.at(i), alpha.at(i), sigma.at(i));
+        if yi == f64::INFINITY {
+            // the density vanishes at +∞ ((α − 1) log y − (y/σ)^α would be ∞ − ∞)
+            value = f64::NEG_INFINITY;
+            continue;
+        }
         let ly = log_y.at(i);
         let ls = log_sigma.at(i);
         let log_ratio = ly - ls;
@@ -52,7 +58,13 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             value -= a * ls;
         }
         if is_var[0] {
-            term.add_partial(0, i, ((a - 1.0) - a * u) / yi);
+            // at y = 0 with α = 1 (the exponential) the limit is −1/σ, not 0/0
+            let d = if yi == 0.0 && a == 1.0 {
+                -1.0 / s
+            } else {
+                ((a - 1.0) - a * u) / yi
+            };
+            term.add_partial(0, i, d);
         }
         if is_var[1] {
             term.add_partial(1, i, 1.0 / a + (1.0 - u) * log_ratio);

@@ -379,6 +379,7 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.bbb.lr = b;
         o.bbvi.eta = b;
     }
+    o.qnvb.max_iter = args.max_iter as usize;
     if args.random_init {
         o.vi_init = fit::ViInit::Random;
     }
@@ -418,4 +419,124 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod option_tests {
+    //! Every flag that [`check_args`] accepts for a method must reach a setting that method
+    //! reads in [`options_from_args`] (issue 13, item 6: QNVB ignored `--max-iter`).
+
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        fit: FitArgs,
+    }
+
+    fn parse(extra: &[&str]) -> FitArgs {
+        let mut argv = vec!["bayesc", "m.bayes"];
+        argv.extend_from_slice(extra);
+        Wrapper::try_parse_from(argv)
+            .expect("test arguments parse")
+            .fit
+    }
+
+    /// The part of the options that `method` reads for `flag`, as text.
+    fn read(flag: &str, method: fit::Method, o: &FitOptions) -> String {
+        use fit::Method as M;
+        match (flag, method) {
+            ("--draws", _) => format!("{}", o.vi_draws),
+            ("--diagonal", _) => format!("{:?}", o.qbvi.covariance),
+            ("--mc-samples", _) => format!("{}", o.qbvi.n_samples),
+            ("--max-iter", M::Qnvb) => format!("{}", o.qnvb.max_iter),
+            ("--max-iter", _) => format!("{}", o.qbvi.max_iter),
+            ("--step-size", _) => format!("{:?}", o.qbvi.step_size),
+            ("--random-init", _) => format!("{:?}", o.vi_init),
+            ("--psis-resample", _) => format!("{}", o.psis_resample),
+            ("--jacobian", _) => format!("{}", o.jacobian),
+            ("--se", _) => format!("{}", o.std_errors),
+            ("--chains", _) => format!("{}", o.mcmc.chains),
+            ("--warmup", _) => format!("{}", o.mcmc.warmup),
+            ("--samples", _) => format!("{}", o.mcmc.samples),
+            ("--thin", _) => format!("{}", o.mcmc.thin),
+            ("--adapt-delta", _) => format!("{}", o.mcmc.adapt_delta),
+            ("--max-depth", _) => format!("{}", o.mcmc.max_depth),
+            ("--metric" | "--dense", _) => format!("{:?}", o.mcmc.metric),
+            ("--n-leapfrog", _) => format!("{:?}", o.mcmc.method),
+            _ => panic!("no reader for {flag}"),
+        }
+    }
+
+    #[test]
+    fn every_accepted_flag_changes_a_setting_its_method_reads() {
+        let flags: [&[&str]; 19] = [
+            &["--draws", "7"],
+            &["--diagonal"],
+            &["--mc-samples", "7"],
+            &["--max-iter", "7"],
+            &["--step-size", "0.3"],
+            &["--random-init"],
+            &["--psis-resample"],
+            &["--jacobian"],
+            &["--se", "robust"],
+            &["--chains", "2"],
+            &["--warmup", "7"],
+            &["--samples", "7"],
+            &["--thin", "2"],
+            &["--adapt-delta", "0.95"],
+            &["--max-depth", "5"],
+            &["--metric", "diag"],
+            &["--dense"],
+            &["--n-leapfrog", "5"],
+            &["--metric", "dense"],
+        ];
+        let methods = ["qbvi", "qnvb", "laplace", "optimize", "nuts", "hmc", "mh"];
+        let mut accepted = 0;
+        let mut failures = Vec::new();
+        for m in methods {
+            let base = parse(&["--method", m]);
+            let method: fit::Method = base.method.into();
+            let o0 = options_from_args(&base, 3, 1);
+            for flag in flags {
+                let mut argv = vec!["--method", m];
+                argv.extend_from_slice(flag);
+                let args = parse(&argv);
+                if check_args(&args).is_err() {
+                    continue;
+                }
+                accepted += 1;
+                let o1 = options_from_args(&args, 3, 1);
+                if read(flag[0], method, &o0) == read(flag[0], method, &o1) {
+                    failures.push(format!(
+                        "--method {m} {}: accepted but ignored",
+                        flag.join(" ")
+                    ));
+                }
+            }
+        }
+        // 6 VI flags × 2 + draws/psis for laplace + optimize's 2 + MCMC's (4 + 5 + 5 + 4 + 1)
+        assert!(accepted >= 30, "only {accepted} accepted pairs");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn flags_of_other_methods_are_refused() {
+        for (m, flag) in [
+            ("qnvb", &["--step-size", "0.3"][..]),
+            ("qnvb", &["--mc-samples", "7"][..]),
+            ("laplace", &["--max-iter", "7"][..]),
+            ("optimize", &["--draws", "7"][..]),
+            ("mh", &["--adapt-delta", "0.95"][..]),
+            ("hmc", &["--max-depth", "5"][..]),
+            ("nuts", &["--n-leapfrog", "5"][..]),
+            ("nuts", &["--jacobian"][..]),
+        ] {
+            let mut argv = vec!["--method", m];
+            argv.extend_from_slice(flag);
+            let e = check_args(&parse(&argv)).expect_err("flag of another method");
+            assert!(e.contains(flag[0]), "{e}");
+        }
+    }
 }

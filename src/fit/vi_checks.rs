@@ -41,21 +41,97 @@ pub struct ViDiagnostics {
 }
 
 /// The warning for a non-empty [`ViDiagnostics::collapsed`] list; `list` names the collapsed
-/// parameters. Shared by the CLI and the REPL renderers.
+/// parameters. Not knowing which parameters have priors: see [`collapse_warning_for`]. Shared
+/// by the CLI and the REPL renderers.
 pub fn collapse_warning(list: &str) -> String {
-    format!(
-        "WARNING: the approximation collapsed to a point in {list}: the posterior is improper or \
-         unbounded, or has a funnel (a hierarchical scale going to 0) that a Gaussian cannot \
-         follow; check priors, try a non-centred parameterisation, or use --method nuts. The \
-         summary above is not a posterior."
-    )
+    collapse_warning_for(list, None)
+}
+
+/// [`collapse_warning`] with `unpriored`, which lists the parameters without a prior (`Checked::unpriored`) when
+/// known: when it is known to be empty the advice does not blame priors but names the other
+/// causes (a funnel, or q stuck where the log density is extremely steep).
+pub fn collapse_warning_for(list: &str, unpriored: Option<&[String]>) -> String {
+    match unpriored {
+        Some([]) => format!(
+            "WARNING: the approximation collapsed to a point in {list}. Every parameter has a \
+             prior, so the cause is not an improper flat prior: q got stuck where the log \
+             density is extremely steep (e.g. a recursion that explodes for some parameter \
+             values, or a start far from the posterior), or the posterior has a funnel (a \
+             hierarchical scale going to 0) that a Gaussian cannot follow. Use --method nuts, \
+             try another --seed, or a non-centred parameterisation. The summary above is not a \
+             posterior."
+        ),
+        Some(names) => format!(
+            "WARNING: the approximation collapsed to a point in {list}: the posterior may be \
+             improper ({} get an improper flat prior) or unbounded, or has a funnel that a \
+             Gaussian cannot follow; give those parameters proper priors, try a non-centred \
+             parameterisation, or use --method nuts. The summary above is not a posterior.",
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => format!(
+            "WARNING: the approximation collapsed to a point in {list}: the posterior is \
+             improper or unbounded, or has a funnel (a hierarchical scale going to 0) that a \
+             Gaussian cannot follow, or q got stuck where the log density is extremely steep; \
+             check priors, try a non-centred parameterisation, or use --method nuts. The \
+             summary above is not a posterior."
+        ),
+    }
+}
+
+/// Why the end point of a variational fit is not a converged optimum of the ELBO, if it is not
+/// (a phrase for messages): QBVI stopped by its exit rule after updates the positive-
+/// definiteness guard skipped (the ELBO stopped improving because q stopped moving), by the
+/// iteration cap, or by an interruption; QNVB by its cap or an interruption. `None` for a clean
+/// stop and for the other methods.
+pub fn vi_not_converged(details: &FitDetails) -> Option<String> {
+    match details {
+        FitDetails::Qbvi(f) => match f.stop {
+            qbvi::StopReason::ExitRule if f.skipped_steps == 0 => None,
+            qbvi::StopReason::ExitRule => Some(format!(
+                "{} of {} updates were skipped by the positive-definiteness guard, so the ELBO \
+                 stopped improving because q stopped moving",
+                f.skipped_steps, f.iterations
+            )),
+            qbvi::StopReason::MaxIterations => Some(format!(
+                "the fit stopped at the iteration cap ({} iterations)",
+                f.iterations
+            )),
+            qbvi::StopReason::Interrupted => Some("the fit was interrupted".to_string()),
+        },
+        FitDetails::Qnvb(f) => match f.stop {
+            qnvb::QnvbStop::Converged => None,
+            qnvb::QnvbStop::MaxIterations => Some(format!(
+                "the fit stopped at the iteration cap ({} iterations)",
+                f.iterations
+            )),
+            qnvb::QnvbStop::Interrupted => Some("the fit was interrupted".to_string()),
+        },
+        _ => None,
+    }
 }
 
 /// The note or warning about the start of a variational fit ([`ViDiagnostics::no_mode`],
 /// [`ViDiagnostics::unbounded`]): `None` when the fit started at the mode (or randomly on
 /// request). A line starting "WARNING" when q drifted along an unbounded direction, else a
-/// "note" line. Shared by the CLI and the REPL renderers.
+/// "note" line. Shared by the CLI and the REPL renderers; [`start_message_for`] also knows how
+/// the fit stopped and which parameters have priors.
 pub fn start_message(vi: &ViDiagnostics) -> Option<String> {
+    start_message_for(vi, None, None)
+}
+
+/// [`start_message`] knowing [`vi_not_converged`] of the fit and the parameters without a prior
+/// (`Checked::unpriored`, `None` when unknown). With `not_converged` set, q is not at an
+/// optimum, so a drift says nothing about the posterior being improper and the warning names
+/// that cause instead; with `unpriored` known to be empty it does not advise proper priors.
+pub fn start_message_for(
+    vi: &ViDiagnostics,
+    not_converged: Option<&str>,
+    unpriored: Option<&[String]>,
+) -> Option<String> {
     let reason = vi.no_mode.as_ref()?;
     if reason.starts_with(super::mode::INTERPOLATION) && vi.unbounded.is_empty() {
         return Some(format!(
@@ -65,6 +141,45 @@ pub fn start_message(vi: &ViDiagnostics) -> Option<String> {
     }
     Some(if vi.unbounded.is_empty() {
         format!("note: start: random (the density has no interior mode: {reason})")
+    } else if let Some(cause) = not_converged {
+        match unpriored {
+            // every parameter has a prior: the drift is the unfinished fit, not impropriety
+            Some([]) => format!(
+                "WARNING: the approximation did not converge ({cause}); it is still moving \
+                 along {} after a random start (the density has no interior mode there: \
+                 {reason}). The summary above is not a posterior: use --method nuts, or check \
+                 the initial values and the model where the log density is extremely steep.",
+                vi.unbounded.join(", ")
+            ),
+            // both causes are possible: say which evidence points where
+            _ => format!(
+                "WARNING: the approximation did not converge ({cause}) and is still moving along \
+                 {} after a random start (the density has no interior mode there: {reason}); \
+                 the posterior may be improper{}, or the fit was stopped too early. The summary \
+                 above is not a posterior: check the priors, or use --method nuts.",
+                vi.unbounded.join(", "),
+                match unpriored {
+                    Some(names) => format!(
+                        " ({} get an improper flat prior)",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    None => String::new(),
+                }
+            ),
+        }
+    } else if unpriored == Some(&[]) {
+        format!(
+            "WARNING: the posterior may be improper or unbounded: the density has no interior \
+             mode ({reason}), and the approximation drifts along {}. Every parameter has a \
+             prior, so check that the likelihood does not grow without bound along it (e.g. a \
+             scale going to 0 at a repeated value) and that the data identify it; use --method \
+             nuts to confirm. The summary above is not a posterior.",
+            vi.unbounded.join(", ")
+        )
     } else {
         format!(
             "WARNING: the posterior may be improper: the density has no interior mode ({reason}), \

@@ -16,7 +16,7 @@ pub(crate) mod ir;
 pub(crate) mod kernel;
 pub(crate) mod ops;
 pub mod pointwise;
-pub(crate) mod scalar;
+pub mod scalar;
 pub mod separability;
 pub(crate) mod tape;
 pub(crate) mod transforms;
@@ -1080,6 +1080,25 @@ impl LogDensity for Model {
         }
         self.run(theta, Some(grad), true)
     }
+
+    /// The parameter owning coordinate `i`: "`sigma`" for a one-coordinate parameter, else
+    /// "`beta` (unconstrained coordinate 3 of 5)".
+    fn coordinate_name(&self, i: usize) -> String {
+        match self
+            .params
+            .iter()
+            .find(|p| (p.offset..p.offset + p.free).contains(&i))
+        {
+            Some(p) if p.free == 1 => format!("`{}`", p.name),
+            Some(p) => format!(
+                "`{}` (unconstrained coordinate {} of {})",
+                p.name,
+                i - p.offset + 1,
+                p.free
+            ),
+            None => format!("coordinate {}", i + 1),
+        }
+    }
 }
 
 /// The log density of a [`Model`] with or without the Jacobian adjustment, as a
@@ -1124,5 +1143,9 @@ impl LogDensity for JacobianView<'_> {
             )));
         }
         self.model.run(theta, Some(grad), self.jacobian)
+    }
+
+    fn coordinate_name(&self, i: usize) -> String {
+        self.model.coordinate_name(i)
     }
 }

@@ -92,15 +92,6 @@ fn scalar(tape: &Tape, v: &Value) -> R<f64> {
         .ok_or_else(|| Fault::fatal(format!("expected a scalar, found {}", v.describe())))
 }
 
-/// log(exp(a) − exp(b)) for a ≥ b.
-fn log_diff_exp(a: f64, b: f64) -> f64 {
-    if b == f64::NEG_INFINITY {
-        a
-    } else {
-        a + (-(b - a).exp()).ln_1p()
-    }
-}
-
 impl Ctx<'_> {
     /// Hook of `y ~ family(…)`, called by the interpreter after the statement's density was
     /// evaluated (so the arguments passed its checks) and before truncation: appends one value
@@ -208,7 +199,9 @@ impl Ctx<'_> {
                 .map_err(|e| Fault::domain(e.to_string()))
         };
         let norm = match (lo, hi) {
-            (Some(l), Some(h)) => log_diff_exp(cdf(h, false)?, cdf(l, false)?),
+            (Some(l), Some(h)) => {
+                crate::distributions::special::log_diff_exp(cdf(h, false)?, cdf(l, false)?)
+            }
             (Some(l), None) => cdf(l, true)?,
             (None, Some(h)) => cdf(h, false)?,
             (None, None) => return Ok(()),

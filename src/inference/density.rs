@@ -68,6 +68,12 @@ pub trait LogDensity: Sync {
     /// L(ζ) and its gradient ∂L/∂ζ written into `grad` (length [`LogDensity::dim`]).
     /// On error the contents of `grad` are unspecified.
     fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError>;
+
+    /// How unconstrained coordinate `i` (0-based) is named in messages, e.g. "`sigma`" or
+    /// "`beta` (unconstrained coordinate 3)"; by default "coordinate i+1".
+    fn coordinate_name(&self, i: usize) -> String {
+        format!("coordinate {}", i + 1)
+    }
 }
 
 /// A log density that is a sum over N observations plus a row-free part,

@@ -302,17 +302,14 @@ pub enum McmcError {
     #[error("invalid MCMC settings: {0}")]
     InvalidSettings(String),
     /// No initial point with finite log density and gradient was found (`specs/nuts.md` §3).
-    #[error(
-        "chain {chain}: initialisation failed after {attempts} attempt(s): {message}. \
-         Check that the statement named above can have a finite log density for parameter \
-         values near zero on the unconstrained scale (bounds, positive scales, data in the support)"
-    )]
+    #[error("chain {chain}: initialisation failed after {attempts} attempt(s): {message}")]
     Initialization {
         /// Chain number, 1-based.
         chain: usize,
         /// Attempts made.
         attempts: usize,
-        /// The last reason, with the model location when the density gave one.
+        /// The last reason, with the model location when the density gave one, followed by
+        /// what to check ("the statement named above" only when a statement was named).
         message: String,
     },
     /// The step-size heuristic failed (`specs/nuts.md` §4).
@@ -574,6 +571,8 @@ fn initialize(
     let mut z = PhasePoint::new(d);
     let attempts = if init.is_some() { 1 } else { MAX_INIT_ATTEMPTS };
     let mut message = String::new();
+    // whether `message` names a statement of the model (a density error with a location)
+    let mut named = false;
     for _ in 0..attempts {
         match init {
             Some(v) => z.q.copy_from_slice(v),
@@ -595,20 +594,25 @@ fn initialize(
         match result {
             Ok(lp) if !lp.is_finite() => {
                 message = format!("the log density is {lp} at the initial values");
+                named = false;
             }
             Ok(lp) => {
                 if need_gradient && let Some(i) = z.grad.iter().position(|g| !g.is_finite()) {
                     message = format!(
-                        "the gradient of the log density is {} at coordinate {} of the initial values",
-                        z.grad[i],
-                        i + 1
+                        "the gradient of the log density with respect to {} is {} at the initial values",
+                        density.coordinate_name(i),
+                        z.grad[i]
                     );
+                    named = false;
                     continue;
                 }
                 z.log_density = lp;
                 return Ok(z);
             }
-            Err(e) if e.recoverable => message = e.to_string(),
+            Err(e) if e.recoverable => {
+                named = e.location.is_some();
+                message = e.to_string();
+            }
             Err(error) => {
                 return Err(McmcError::Density {
                     chain: chain + 1,
@@ -617,10 +621,18 @@ fn initialize(
             }
         }
     }
+    let what = if named {
+        "the statement named above"
+    } else {
+        "every statement of the model"
+    };
     Err(McmcError::Initialization {
         chain: chain + 1,
         attempts,
-        message,
+        message: format!(
+            "{message}. Check that {what} can have a finite log density for parameter values \
+             near zero on the unconstrained scale (bounds, positive scales, data in the support)"
+        ),
     })
 }
 

@@ -96,6 +96,10 @@ const C2: f64 = 0.9;
 const APPROX_WOLFE_EPS: f64 = 1e-10;
 /// Maximum number of trial points of one line search (Stan's `maxLSIts` is 20 per restart).
 const MAX_LS_EVALS: usize = 40;
+/// Maximum number of steepest-ascent probes that may overturn a convergence test in one run of
+/// [`optimize`] ([X], a design decision: the false convergences seen, at the first iterations
+/// of an exploding MA(1) recursion, are overturned by one or two).
+const MAX_PROBES: usize = 10;
 
 /// The objective f(ζ) = −L(ζ) with its gradient; recoverable errors and non-finite values give
 /// f = +∞ so that the line search backs off.
@@ -121,8 +125,22 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// ‖a‖₂ without overflow: scaled by max|aᵢ| (a gradient of 1e160, as where an ARMA recursion
+/// explodes, has a finite norm; `dot(a, a)` would be ∞).
 fn norm(a: &[f64]) -> f64 {
-    dot(a, a).sqrt()
+    let m = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if m == 0.0 || !m.is_finite() {
+        return m;
+    }
+    m * a.iter().map(|v| (v / m) * (v / m)).sum::<f64>().sqrt()
+}
+
+/// The steepest-descent direction of f as a unit vector −g/‖g‖ and the first trial step
+/// min(1, ‖g‖), i.e. the step −g·min(1, 1/‖g‖) of Nocedal & Wright p. 178, written so that
+/// φ'(0) = −‖g‖ stays finite for huge gradients.
+fn steepest(g: &[f64]) -> (Vec<f64>, f64) {
+    let n = norm(g);
+    (g.iter().map(|v| -v / n).collect(), n.min(1.0))
 }
 
 /// A point on the search line: step α, φ(α) = f(x + α·p), φ'(α) = ∇f·p, and the gradient.
@@ -301,7 +319,12 @@ fn two_loop(g: &[f64], pairs: &[(Vec<f64>, Vec<f64>, f64)]) -> Vec<f64> {
 ///   tried; if that fails too the run ends with `converged = false`.
 /// - Recoverable density errors and non-finite values at trial points are treated as L = −∞
 ///   (the line search backs off).
-/// - Stopping rules and defaults: [`OptimizeSettings`] (Stan's, checked in Stan's order).
+/// - Stopping rules and defaults: [`OptimizeSettings`] (Stan's, checked in Stan's order). A
+///   convergence test other than ‖∇L‖ < `tol_grad` is confirmed by one steepest-ascent line
+///   search from the candidate point: when that still gains a relative objective change of at
+///   least `tol_rel_obj`·ε, the step is taken and the iterations go on (a tiny first curvature
+///   estimate otherwise passes the relative-gradient test at a point far from the optimum);
+///   at most [`MAX_PROBES`] times per run.
 ///
 /// Errors: [`OptimizeError::DimensionMismatch`]; [`OptimizeError::BadInit`] when L or ∇L at
 /// `init` is not finite; [`OptimizeError::Density`] for an unrecoverable model error.
@@ -341,30 +364,26 @@ pub fn optimize(
     }
     let m = settings.history.max(1);
     let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = Vec::with_capacity(m);
-    let mut p: Vec<f64> = g.iter().map(|v| -v).collect();
+    let (mut p, mut alpha_sd) = steepest(&g);
     let mut fresh = true; // p is the steepest-descent direction with no history
     let mut it = 0;
+    let mut probes = 0;
     loop {
         it += 1;
         let mut df0 = dot(&g, &p);
-        if df0.is_nan() || df0 >= 0.0 {
+        if !df0.is_finite() || df0 >= 0.0 {
             pairs.clear();
-            p = g.iter().map(|v| -v).collect();
+            (p, alpha_sd) = steepest(&g);
             df0 = dot(&g, &p);
             fresh = true;
         }
-        let alpha0 = if fresh {
-            (1.0 / norm(&p)).min(1.0)
-        } else {
-            1.0
-        };
+        let alpha0 = if fresh { alpha_sd } else { 1.0 };
         let mut step = line_search(&obj, &x, f, df0, &p, alpha0).map_err(OptimizeError::Density)?;
         if step.is_none() && !fresh {
             pairs.clear();
-            p = g.iter().map(|v| -v).collect();
+            (p, alpha_sd) = steepest(&g);
             let df0 = dot(&g, &p);
-            step = line_search(&obj, &x, f, df0, &p, (1.0 / norm(&p)).min(1.0))
-                .map_err(OptimizeError::Density)?;
+            step = line_search(&obj, &x, f, df0, &p, alpha_sd).map_err(OptimizeError::Density)?;
         }
         let Some(t) = step else {
             return Ok(done(
@@ -389,8 +408,12 @@ pub fn optimize(
             pairs.push((s.clone(), y, 1.0 / sy));
         }
         let hg = two_loop(&g, &pairs);
-        p = hg.iter().map(|v| -v).collect();
         fresh = pairs.is_empty();
+        if fresh {
+            (p, alpha_sd) = steepest(&g);
+        } else {
+            p = hg.iter().map(|v| -v).collect();
+        }
 
         let eps = f64::EPSILON;
         let (conv, msg) = if (f_prev - f).abs() < settings.tol_obj {
@@ -413,6 +436,44 @@ pub fn optimize(
         } else {
             continue;
         };
+        // Every test but ‖∇f‖ < tol_grad reads the last step or the curvature estimate H_k,
+        // and both can be tiny far from an optimum: where L(ζ) is very steep (an exploding
+        // recursion) the first pair gives γ = sᵀy/yᵀy ≈ 0, so gᵀHg ≈ 0 at a point whose
+        // gradient is large. Before reporting convergence, try one steepest-ascent line search
+        // from ζ_k: if it still gains more than the relative-objective tolerance, ζ_k was not
+        // an optimum: take that step (its pair joins the history) and go on. At most
+        // MAX_PROBES such restarts, so that a flat ridge, where every probe gains a little,
+        // ends as Stan's tests would.
+        if conv && norm(&g) >= settings.tol_grad && probes < MAX_PROBES && it < settings.max_iter {
+            probes += 1;
+            let (p_sd, a_sd) = steepest(&g);
+            let df_sd = dot(&g, &p_sd);
+            let probe =
+                line_search(&obj, &x, f, df_sd, &p_sd, a_sd).map_err(OptimizeError::Density)?;
+            if let Some(t) = probe
+                && (f - t.f) / f.abs().max(t.f.abs()).max(1.0) >= settings.tol_rel_obj * eps
+            {
+                let s: Vec<f64> = t.x.iter().zip(&x).map(|(a, b)| a - b).collect();
+                let y: Vec<f64> = t.g.iter().zip(&g).map(|(a, b)| a - b).collect();
+                x = t.x;
+                g = t.g;
+                f = t.f;
+                let sy = dot(&s, &y);
+                if sy > 1e-10 * norm(&s) * norm(&y) {
+                    if pairs.len() == m {
+                        pairs.remove(0);
+                    }
+                    pairs.push((s, y, 1.0 / sy));
+                }
+                fresh = pairs.is_empty();
+                if fresh {
+                    (p, alpha_sd) = steepest(&g);
+                } else {
+                    p = two_loop(&g, &pairs).iter().map(|v| -v).collect();
+                }
+                continue;
+            }
+        }
         return Ok(done(x, f, it, conv, msg));
     }
 }

@@ -74,13 +74,18 @@ fn temp_path(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// Formats an f64 so that parsing the text gives back the same value: the shortest round-trip
-/// decimal (`{}`) for 1e-5 ≤ |x| < 1e15 and zero, otherwise the shortest round-trip scientific
+/// decimal (`{}`) for 1e-5 ≤ |x| < 1e15, zero, and integral values below about 2⁶³ (plain digits,
+/// every digit exact for the stored f64), otherwise the shortest round-trip scientific
 /// form (`{:e}`, e.g. `1.5e-7`); non-finite values as `NaN`, `inf`, `-inf` (the spellings the
 /// Stan CSV format allows).
 pub fn format_f64_roundtrip(x: f64) -> String {
     let a = x.abs();
     if x.is_nan() {
         "NaN".to_string()
+    } else if (1e15..9.2e18).contains(&a) && x.fract() == 0.0 {
+        // integral values below 2⁶³ (counts from generated quantities) in their exact digits:
+        // `1152921504606847232`, not `1.152921504606847e18` (nor Display's `…847200`)
+        format!("{}", x as i64)
     } else if x.is_infinite() || a == 0.0 || (1e-5..1e15).contains(&a) {
         format!("{x}")
     } else {

@@ -347,6 +347,12 @@ pub fn optimize_table(fit: &fit::OptimizeFit) -> String {
 /// the REPL's `:fit` and `:diagnostics`: lines ending in a newline, starting with an empty
 /// line; empty when the fit has no [`FitResult::vi`].
 pub fn vi_diagnostics_text(result: &FitResult) -> String {
+    vi_diagnostics_text_with(result, None)
+}
+
+/// [`vi_diagnostics_text`] knowing which parameters have no prior (`Checked::unpriored`), so
+/// that the advice of a degenerate fit names the right cause.
+pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let Some(vi) = &result.vi else { return s };
@@ -366,7 +372,11 @@ pub fn vi_diagnostics_text(result: &FitResult) -> String {
             .iter()
             .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
             .collect();
-        let _ = writeln!(s, "{}", fit::collapse_warning(&list.join(", ")));
+        let _ = writeln!(
+            s,
+            "{}",
+            fit::collapse_warning_for(&list.join(", "), unpriored)
+        );
     } else if vi.khat > fit::KHAT_BAD {
         let _ = writeln!(
             s,
@@ -381,7 +391,8 @@ pub fn vi_diagnostics_text(result: &FitResult) -> String {
             fit::KHAT_BAD
         );
     }
-    if let Some(m) = fit::start_message(vi) {
+    let not_converged = fit::vi_not_converged(&result.details);
+    if let Some(m) = fit::start_message_for(vi, not_converged.as_deref(), unpriored) {
         let _ = writeln!(s, "{m}");
     }
     if vi.resampled {

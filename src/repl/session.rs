@@ -224,6 +224,9 @@ impl Interrupt {
 pub struct Session {
     sources: SourceMap,
     model: Option<CurrentModel>,
+    /// The file of the last `:load` that failed to check (the current model was then dropped,
+    /// so that `:fit` cannot silently fit the previous one); `:reload` retries it.
+    failed_load: Option<PathBuf>,
     /// Model text typed since the last other input; consecutive blocks accumulate here.
     typed: String,
     /// Rank of the last block in `typed`.
@@ -267,6 +270,7 @@ impl Session {
         Session {
             sources: SourceMap::new(),
             model: None,
+            failed_load: None,
             typed: String::new(),
             typed_rank: None,
             data_paths: Vec::new(),
@@ -415,8 +419,23 @@ impl Session {
     fn load(&mut self, path: &Path) -> Output {
         let checked = match pipeline::check_file(&mut self.sources, path) {
             Ok(c) => c,
-            Err(f) => return Output::error(self.render(f)),
+            Err(f) => {
+                // Keeping the previous model would make the next `:fit` fit it without a word.
+                let mut text = self.render(f);
+                if let Some(old) = self.model.take() {
+                    let _ = writeln!(
+                        text,
+                        "note: no current model now (the previous one, {}, was unloaded); \
+                         fix the file and `:reload`",
+                        old.name
+                    );
+                }
+                self.compiled = None;
+                self.failed_load = Some(path.to_path_buf());
+                return Output::error(text);
+            }
         };
+        self.failed_load = None;
         let text = self.sources.text(checked.file).to_string();
         let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
         self.set_model(CurrentModel {
@@ -429,7 +448,8 @@ impl Session {
     }
 
     fn reload(&mut self, quiet_if_unchanged: bool) -> Output {
-        let Some(path) = self.model.as_ref().and_then(|m| m.path.clone()) else {
+        let path = self.model.as_ref().and_then(|m| m.path.clone());
+        let Some(path) = path.or_else(|| self.failed_load.clone()) else {
             return Output::error(
                 "error: the current model was not loaded from a file (use :load FILE)",
             );
@@ -583,13 +603,15 @@ impl Session {
     // ----- fitting --------------------------------------------------------------------------
 
     fn fit(&mut self, args: &[&str]) -> Output {
-        if self.model.is_none() {
+        if self.model.is_none() && self.failed_load.is_none() {
             return Output::error(
                 "error: no model to fit: load one with `:load FILE` or type a model",
             );
         }
         let mut prefix = String::new();
-        if self.model.as_ref().is_some_and(|m| m.path.is_some()) {
+        // a file model is reloaded when it changed; a failed :load is retried (and fails again
+        // until fixed), never replaced by the model before it
+        if self.model.as_ref().is_some_and(|m| m.path.is_some()) || self.model.is_none() {
             let r = self.reload(true);
             if r.is_error {
                 return r;
@@ -971,7 +993,7 @@ impl Session {
             let _ = writeln!(
                 s,
                 "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
-                stop_reason(q.stop),
+                stop_reason(q.stop, q.skipped_steps),
                 q.iterations,
                 q.returned_iteration,
                 q.best_smoothed_elbo,
@@ -1129,8 +1151,11 @@ fn help_text() -> String {
     s
 }
 
-fn stop_reason(s: StopReason) -> &'static str {
+fn stop_reason(s: StopReason, skipped: usize) -> &'static str {
     match s {
+        StopReason::ExitRule if skipped > 0 => {
+            "NOT converged (the exit rule fired after skipped updates: q stopped moving)"
+        }
         StopReason::ExitRule => "converged (the smoothed-ELBO exit rule fired)",
         StopReason::MaxIterations => {
             "iteration cap reached before the exit rule fired (may not have converged)"
@@ -1263,7 +1288,7 @@ fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool) -> String
             let _ = writeln!(
                 s,
                 "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
-                stop_reason(q.stop),
+                stop_reason(q.stop, q.skipped_steps),
                 q.iterations,
                 r.seconds,
                 q.best_smoothed_elbo

@@ -1700,13 +1700,13 @@ impl<'p> Checker<'p> {
         self.target_allowed() || (self.func.is_none() && self.block == Block::TransformedParameters)
     }
 
+    /// `_rng` calls: generated quantities and `_rng` functions. Stan also allows them in
+    /// transformed data, but bayesc runs that block without a random stream, so `check`
+    /// refuses them there rather than letting `fit` fail.
     fn rng_allowed(&self) -> bool {
         match &self.func {
             Some(f) => f.name.ends_with("_rng"),
-            None => matches!(
-                self.block,
-                Block::TransformedData | Block::GeneratedQuantities
-            ),
+            None => self.block == Block::GeneratedQuantities,
         }
     }
 
@@ -1723,6 +1723,11 @@ impl<'p> Checker<'p> {
         if fname.ends_with("_rng") && !self.rng_allowed() {
             let place = match &self.func {
                 Some(f) => format!("function `{}` (its name does not end in `_rng`)", f.name),
+                None if self.block == Block::TransformedData => {
+                    "the `transformed data` block (not supported yet: bayesc evaluates it once, \
+                     without a random stream)"
+                        .to_string()
+                }
                 None => format!("the `{}` block", self.block.name()),
             };
             self.err(SemanticError::RngNotAllowed {

@@ -148,7 +148,7 @@ pub enum SemanticError {
         /// Primary label: where the problem is.
         span: Span,
     },
-    /// A `_rng` call outside transformed data, generated quantities and `_rng` functions.
+    /// A `_rng` call outside generated quantities and `_rng` functions.
     #[error("random number generator `{name}` cannot be used in {place}")]
     RngNotAllowed {
         /// The name involved, as written in the source.
@@ -517,8 +517,9 @@ impl ToDiagnostic for SemanticError {
             RngNotAllowed { span, .. } => {
                 labels.push(primary(*span, "random number generator called here"));
                 notes.push(
-                    "help: `_rng` functions are allowed only in `transformed data`, `generated \
-                     quantities` and functions ending in `_rng`"
+                    "help: `_rng` functions are allowed only in `generated quantities` and \
+                     functions ending in `_rng`; for random constants, draw them outside the \
+                     model and pass them as data"
                         .into(),
                 );
             }

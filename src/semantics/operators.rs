@@ -66,13 +66,18 @@ pub fn binary(op: BinOp, lhs: Type, rhs: Type) -> Result<Type, &'static str> {
         Div => match (lhs.base, rhs.base) {
             _ if both_scalar => Ok(scalar_result),
             _ if la && rhs.is_scalar() => Ok(lhs),
-            (RowVector, Matrix) | (Matrix, Matrix) => Ok(lhs),
+            (RowVector, Matrix) | (Matrix, Matrix) if la && ra => Err(
+                "right division by a matrix (`b / A`) is not supported yet (bayesc has no general \
+                 linear solver); compute it outside the model and pass it as data",
+            ),
             _ if lhs.is_scalar() || lhs == rhs => Err("use `./` for elementwise division"),
             _ => Err(""),
         },
         LeftDiv => match (lhs.base, rhs.base) {
-            (Matrix, Vector) if la && ra => Ok(Type::VECTOR),
-            (Matrix, Matrix) if la && ra => Ok(Type::MATRIX),
+            (Matrix, Vector | Matrix) if la && ra => Err(
+                "matrix left division (`A \\ b`) is not supported yet (bayesc has no general \
+                 linear solver); for a lower-triangular `A` use `mdivide_left_tri_low(A, b)`",
+            ),
             _ => Err("`A \\ b` needs a matrix `A` and a vector or matrix `b`"),
         },
         EltMul | EltDiv | EltPow => {
@@ -193,10 +198,15 @@ mod tests {
             Ok(Type::ROW_VECTOR)
         );
         assert_eq!(binary(Mul, Type::REAL, Type::VECTOR), Ok(Type::VECTOR));
-        assert_eq!(
-            binary(LeftDiv, Type::MATRIX, Type::VECTOR),
-            Ok(Type::VECTOR)
-        );
+        // `A \ b` and `b / A` type-check only to be refused: the graph cannot run them
+        for (op, l, r) in [
+            (LeftDiv, Type::MATRIX, Type::VECTOR),
+            (LeftDiv, Type::MATRIX, Type::MATRIX),
+            (Div, Type::ROW_VECTOR, Type::MATRIX),
+            (Div, Type::MATRIX, Type::MATRIX),
+        ] {
+            assert!(binary(op, l, r).unwrap_err().contains("not supported yet"));
+        }
         let err = binary(Mul, Type::VECTOR, Type::VECTOR).unwrap_err();
         assert!(err.contains("`.*`") && err.contains("dot_product"));
     }

@@ -334,10 +334,18 @@ fn target_only_in_model_and_lp_functions() {
 #[test]
 fn rng_only_where_allowed() {
     assert_clean(
-        "transformed data { real z = normal_rng(0, 1); } parameters { real p; } \
-         model { p ~ normal(z, 1); } generated quantities { real y = normal_rng(p, 1); \
+        "parameters { real p; } \
+         model { p ~ normal(0, 1); } generated quantities { real y = normal_rng(p, 1); \
          array[2] real ys = normal_rng([p, p]', 1); }",
     );
+    // Stan allows `_rng` in transformed data, but bayesc runs that block without a random
+    // stream: `check` refuses it rather than `fit` failing
+    assert!(matches!(
+        one_error(
+            "transformed data { real z = normal_rng(0, 1); } parameters { real p; } model { p ~ normal(z, 1); }"
+        ),
+        SemanticError::RngNotAllowed { .. }
+    ));
     assert_clean(
         "functions { real draw_rng(real m) { return normal_rng(m, 1); } } \
          generated quantities { real y = draw_rng(0); }",

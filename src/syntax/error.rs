@@ -146,9 +146,13 @@ pub enum SyntaxError {
     /// `real x[N]`, Stan's removed array declaration; `rewrite` is the modern form.
     #[error("array sizes after the variable name are old Stan syntax")]
     OldArraySyntax { span: Span, rewrite: String },
-    /// `real[]` in a function signature, Stan's removed unsized array type.
+    /// `real[]` in a function signature or `real[N] y` in a declaration, Stan's removed array
+    /// types.
     #[error("`{}` is old Stan syntax for an array type", old_text(rewrite))]
     OldArrayType { span: Span, rewrite: String },
+    /// `f(a ; b)`: a `;` between the arguments of a call that is closed later on the line.
+    #[error("`;` cannot separate the arguments of a call")]
+    SemicolonInCall { span: Span, open: Span },
     /// A reserved word where a variable name belongs.
     #[error("`{word}` is a reserved word and cannot be used as a name")]
     ReservedWord { span: Span, word: String },
@@ -184,6 +188,7 @@ impl SyntaxError {
             | SyntaxError::OldTargetSyntax { span, .. }
             | SyntaxError::OldArraySyntax { span, .. }
             | SyntaxError::OldArrayType { span, .. }
+            | SyntaxError::SemicolonInCall { span, .. }
             | SyntaxError::ReservedWord { span, .. }
             | SyntaxError::IntegerTooLarge { span, .. }
             | SyntaxError::InvalidConstraint { span, .. } => *span,
@@ -332,6 +337,22 @@ impl SyntaxError {
         let prev_char = previous_token_end(pos, &scan).map(|e| source.as_bytes()[e - 1]);
         let found_text = &source[found_span.start..found_span.end];
 
+        // `atan2(2 ; 3)`: a `;` inside parentheses that close later on the same line (before
+        // the next `;`, `{` or `}`) separates arguments, it does not end the statement.
+        if found_text == ";"
+            && expects(Rule::rparen)
+            && let Some((open, '(')) = innermost_unclosed(source, pos, &scan)
+            && source[pos + 1..]
+                .split(['\n', ';', '{', '}'])
+                .next()
+                .is_some_and(|rest| rest.contains(')'))
+        {
+            return SyntaxError::SemicolonInCall {
+                span: found_span,
+                open: Span::new(file, open, open + 1),
+            };
+        }
+
         // `;`, `{`, `}` or `=` where a closing `)` or `]` was expected: the bracket is unclosed.
         if matches!(found_text, ";" | "}" | "{" | "=" | "")
             && let Some((open, delimiter)) = innermost_unclosed(source, pos, &scan)
@@ -358,9 +379,10 @@ impl SyntaxError {
             };
         }
 
-        // `real[] x` in a function signature: the pre-2.33 unsized array type.
+        // `real[] x` in a function signature (the pre-2.33 unsized array type), or `real[N] y`
+        // in a declaration (sizes on a scalar type, never valid Stan).
         if found_text == "["
-            && expects(Rule::ident)
+            && (expects(Rule::ident) || expects(Rule::decl_name))
             && let Some(prev_end) = previous_token_end(pos, &scan)
             && let Some(start) = word_start_before(source, prev_end)
             && matches!(
@@ -381,6 +403,19 @@ impl SyntaxError {
                 return SyntaxError::OldArrayType {
                     span: Span::new(file, start, close),
                     rewrite: format!("array[{commas}] {}", &source[start..prev_end]),
+                };
+            }
+            if let Some(close) = close
+                && matches!(&source[start..prev_end], "int" | "real")
+                && !source[pos + 1..close - 1].contains([';', '{', '}', '[', '\n'])
+            {
+                return SyntaxError::OldArrayType {
+                    span: Span::new(file, start, close),
+                    rewrite: format!(
+                        "array[{}] {}",
+                        source[pos + 1..close - 1].trim(),
+                        &source[start..prev_end]
+                    ),
                 };
             }
         }
@@ -588,6 +623,14 @@ impl ToDiagnostic for SyntaxError {
             SyntaxError::OldArrayType { span, rewrite } => d
                 .with_labels(vec![primary(*span, "old array type")])
                 .with_notes(vec![format!("help: write `{rewrite}`")]),
+            SyntaxError::SemicolonInCall { span, open } => d
+                .with_labels(vec![
+                    primary(*span, "`;` inside the parentheses"),
+                    secondary(*open, "the call's arguments start here"),
+                ])
+                .with_notes(vec![
+                    "help: separate arguments with `,`, e.g. `atan2(y, x)`".to_string(),
+                ]),
             SyntaxError::ReservedWord { span, word } => d
                 .with_labels(vec![primary(*span, "reserved word")])
                 .with_notes(vec![format!(

@@ -139,7 +139,7 @@ impl Ctx<'_> {
                     }
                     LogSumExp => {
                         let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                        if m == f64::NEG_INFINITY {
+                        if m.is_infinite() {
                             return Ok(reduce(tape, x, m, |_| 0.0));
                         }
                         let lse = m + xs.iter().map(|y| (y - m).exp()).sum::<f64>().ln();

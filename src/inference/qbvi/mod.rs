@@ -263,7 +263,13 @@ pub fn fit_qbvi_minibatch(
             "minibatch QBVI needs the residual form".into(),
         ));
     }
-    fit_inner(density, Some((density, minibatch)), init, settings, progress)
+    fit_inner(
+        density,
+        Some((density, minibatch)),
+        init,
+        settings,
+        progress,
+    )
 }
 
 type Minibatch<'a> = Option<(&'a dyn MinibatchDensity, &'a MinibatchSettings)>;
@@ -311,8 +317,8 @@ fn fit_inner(
                 })?,
                 None => DiagonalGaussian::isotropic(init, settings.init_variance),
             };
-            let mb = minibatch
-                .map(|(m, ms)| (m, ms, diagonal_sd as fn(&DiagonalGaussian) -> Vec<f64>));
+            let mb =
+                minibatch.map(|(m, ms)| (m, ms, diagonal_sd as fn(&DiagonalGaussian) -> Vec<f64>));
             let (q, run) = run(density, mb, q, prior, settings, progress)?;
             Ok(GaussianFit::diagonal(
                 q.mean().to_vec(),
@@ -385,8 +391,13 @@ fn diagonal_sd(q: &DiagonalGaussian) -> Vec<f64> {
 }
 
 /// Minibatch state of a run: the density, σ of the family, the schedule and the exit rule.
-type Batching<'a, F> =
-    Option<(&'a dyn MinibatchDensity, fn(&F) -> Vec<f64>, EpochBatches, EpochElbo, EpochExit)>;
+type Batching<'a, F> = Option<(
+    &'a dyn MinibatchDensity,
+    fn(&F) -> Vec<f64>,
+    EpochBatches,
+    EpochElbo,
+    EpochExit,
+)>;
 
 /// The data of one iteration: `None` for the full density, or the next minibatch's view, and
 /// whether that batch ends its epoch.
@@ -410,7 +421,11 @@ fn next_view<'a, F>(
 #[allow(clippy::type_complexity)]
 fn run<F: Family>(
     density: &dyn LogDensity,
-    minibatch: Option<(&dyn MinibatchDensity, &MinibatchSettings, fn(&F) -> Vec<f64>)>,
+    minibatch: Option<(
+        &dyn MinibatchDensity,
+        &MinibatchSettings,
+        fn(&F) -> Vec<f64>,
+    )>,
     mut q: F,
     prior: Option<&ConjugatePrior>,
     settings: &QbviSettings,

@@ -1,0 +1,81 @@
+//! Data that used to bind wrongly without a word (issue 13, item 5): a blank line in a
+//! one-column CSV, a header-only CSV, a duplicate JSON key, and integers above 2⁵³ in draws files.
+
+use bayesc::data::{DataErrorKind, DataSource, bind, load_csv_str, load_json_str};
+use bayesc::output::format_f64_roundtrip;
+use bayesc::syntax::parse_program;
+
+const MODEL: &str =
+    "data { int N; vector[N] y; } parameters { real mu; } model { y ~ normal(mu, 1); }";
+
+fn bind_csv(text: &str) -> Result<bayesc::data::BoundData, bayesc::data::DataError> {
+    let program = parse_program(MODEL, 0).expect("test model parses");
+    let source = load_csv_str("obs.csv", text)?;
+    bind(&program, &[source])
+}
+
+#[test]
+fn a_blank_line_in_a_one_column_csv_is_a_missing_row_not_a_dropped_one() {
+    // six observations, the third left blank: binding must fail on row 3, not infer N = 5
+    let e = bind_csv("y\n1.5\n2.0\n\n0.7\n-0.3\n1.1\n").expect_err("a blank row must not bind");
+    assert_eq!(e.kind, DataErrorKind::MissingValue, "{}", e.message);
+    assert!(
+        e.message.contains("obs.csv") && e.message.contains("row 3"),
+        "message must name the file and the row: {}",
+        e.message
+    );
+    // two blank lines in a row are two missing rows; the row numbers follow the file
+    let e = bind_csv("y\n1.5\n\n\n0.7\n").expect_err("blank rows must not bind");
+    assert!(e.message.contains("row 2"), "{}", e.message);
+    // trailing blank lines are not rows: five values give N = 5
+    let b = bind_csv("y\n1\n2\n3\n4\n5\n\n\n").expect("trailing blank lines are fine");
+    assert_eq!(b.values["N"].values, vec![5.0]);
+    assert_eq!(b.values["y"].values, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+}
+
+#[test]
+fn a_header_only_csv_is_refused_instead_of_fitting_the_prior() {
+    for text in ["y\n", "y", "y\n\n\n", "a,b\n"] {
+        let e = load_csv_str("obs.csv", text).expect_err("a CSV without rows must be refused");
+        assert_eq!(e.kind, DataErrorKind::MalformedCsv);
+        assert!(
+            e.message.contains("obs.csv") && e.message.contains("no data rows"),
+            "{}",
+            e.message
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_json_key_is_an_error_naming_the_key() {
+    let e = load_json_str("d.json", r#"{"N": 2, "y": [1, 2], "N": 3}"#)
+        .expect_err("a repeated key must be refused");
+    assert_eq!(e.kind, DataErrorKind::MalformedJson);
+    assert!(
+        e.message.contains("d.json") && e.message.contains("`N`"),
+        "{}",
+        e.message
+    );
+    // keys repeated only inside different nested positions are not top-level duplicates; equal
+    // values in different keys are fine
+    let ok = load_json_str("d.json", r#"{"N": 2, "y": [1, 2], "M": 2}"#).expect("distinct keys");
+    assert!(matches!(ok, DataSource::Json(_)));
+}
+
+#[test]
+fn integers_above_two_to_the_53_are_written_in_plain_digits() {
+    for k in [53u32, 54, 60, 62] {
+        let x = 2f64.powi(k as i32) + 2f64.powi(k as i32 - 52);
+        let s = format_f64_roundtrip(x);
+        assert!(!s.contains('e'), "{s}");
+        assert_eq!(s.parse::<u64>().expect("integer digits"), x as u64);
+    }
+    assert_eq!(
+        format_f64_roundtrip(9_007_199_254_740_994.0),
+        "9007199254740994"
+    );
+    assert_eq!(format_f64_roundtrip(-1e16), "-10000000000000000");
+    // non-integral and huge values keep the round-trip scientific form
+    assert_eq!(format_f64_roundtrip(1e300), "1e300");
+    assert_eq!(format_f64_roundtrip(1.5e-7), "1.5e-7");
+}

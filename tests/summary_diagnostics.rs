@@ -1,0 +1,55 @@
+//! `bayesc summary` from draws files reports the sampler checks those files record:
+//! divergences, tree-depth saturation and E-BFMI (issue 13, item 11).
+
+use std::fmt::Write as _;
+use std::process::Command;
+
+/// One chain in Stan's CSV layout: `energy` and the divergent / saturated draws given, `mu` a
+/// deterministic wiggle that differs between chains.
+fn chain_csv(chain: usize, energy: &[f64], divergent: &[usize], saturated: &[usize]) -> String {
+    let mut s = String::from(
+        "# method = sample (Default)\n#   sample\n#     max_depth = 8\n\
+         lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,mu\n",
+    );
+    for (i, e) in energy.iter().enumerate() {
+        let depth = if saturated.contains(&i) { 8 } else { 3 };
+        let div = u8::from(divergent.contains(&i));
+        let mu = ((i * 7 + chain * 13) as f64).sin();
+        writeln!(s, "-1.5,0.9,0.3,{depth},7,{div},{e},{mu}").expect("write to a String");
+    }
+    s
+}
+
+#[test]
+fn summary_reports_divergences_treedepth_and_e_bfmi_from_the_files() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    // chain 1: E alternates 0, 1 (E-BFMI = 99/25 = 3.96); chain 2: E = i/100, a slow drift
+    // (E-BFMI = 99·10⁻⁴ / 8.3325 = 0.00119, below 0.3)
+    let e1: Vec<f64> = (0..100).map(|i| (i % 2) as f64).collect();
+    let e2: Vec<f64> = (0..100).map(|i| i as f64 / 100.0).collect();
+    let p1 = dir.path().join("c_1.csv");
+    let p2 = dir.path().join("c_2.csv");
+    std::fs::write(&p1, chain_csv(0, &e1, &[10, 20, 30], &[5, 6])).expect("write");
+    std::fs::write(&p2, chain_csv(1, &e2, &[], &[50])).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("summary")
+        .arg(&p1)
+        .arg(&p2)
+        .output()
+        .expect("run bayesc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("3 of 200 transitions divergent"), "{text}");
+    assert!(text.contains("3 at the maximum tree depth (8)"), "{text}");
+    assert!(text.contains("E-BFMI per chain: 3.960, 0.001"), "{text}");
+    assert!(
+        text.contains("3 of 200 (1.5%) transitions ended with a divergence"),
+        "{text}"
+    );
+    assert!(text.contains("chain 2: E-BFMI = 0.001"), "{text}");
+    assert!(!text.contains("chain 1: E-BFMI"), "{text}");
+}
