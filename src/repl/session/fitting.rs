@@ -1,0 +1,168 @@
+//! The `:fit` command: its arguments (the same as `bayesc fit`), the run with progress and
+//! Ctrl-C, and the stored fit.
+
+use super::*;
+
+impl Session {
+    pub(super) fn fit(&mut self, args: &[&str]) -> Output {
+        if self.model.is_none() && self.failed_load.is_none() {
+            return Output::error(
+                "error: no model to fit: load one with `:load FILE` or type a model",
+            );
+        }
+        let mut prefix = String::new();
+        // a file model is reloaded when it changed; a failed :load is retried (and fails again
+        // until fixed), never replaced by the model before it
+        if self.model.as_ref().is_some_and(|m| m.path.is_some()) || self.model.is_none() {
+            let r = self.reload(true);
+            if r.is_error {
+                return r;
+            }
+            prefix = r.text;
+        }
+        // `as NAME` at the end
+        let (args, name) = match args {
+            [head @ .., "as", n] => (head, Some(n.to_string())),
+            _ => (args, None),
+        };
+        if let Some(n) = &name
+            && (n.is_empty()
+                || !n.chars().all(|c| c.is_alphanumeric() || c == '_')
+                || n.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            return Output::error(format!(
+                "error: a fit name is letters, digits and `_`, not starting with a digit; got `{n}`"
+            ));
+        }
+        let fit_args = match self.parse_fit_args(args) {
+            Ok(a) => a,
+            Err(e) => return Output::error(e),
+        };
+        let needs_data = self
+            .model
+            .as_ref()
+            .is_some_and(|m| !m.checked.program.data.is_empty());
+        if needs_data && self.data.is_empty() {
+            let m = self.model.as_ref().expect("checked above");
+            let names: Vec<&str> = m
+                .checked
+                .program
+                .data
+                .iter()
+                .map(|d| d.name.name.as_str())
+                .collect();
+            return Output::error(format!(
+                "error: the model declares data ({}) but no data is loaded; use `:data FILE`",
+                names.join(", ")
+            ));
+        }
+        let mut out = Output::ok(prefix);
+        if self.compiled.is_none() && !self.try_compile(&mut out) {
+            return out;
+        }
+        let model = self.compiled.as_ref().expect("compiled just above");
+        let seed = fit_args
+            .seed
+            .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
+        let mut options = options_from_args(&fit_args, model.dim(), seed);
+        if let Some(m) = fit_args.batch_size {
+            let checked = &self.model.as_ref().expect("compiled above").checked;
+            match pipeline::minibatch_plan(
+                checked,
+                &self.data,
+                model,
+                m as usize,
+                fit_args.batch_over.as_deref(),
+            ) {
+                Ok(plan) => options.minibatch = Some(plan),
+                Err(f) => {
+                    out.text.push_str(&self.render(f));
+                    out.is_error = true;
+                    return out;
+                }
+            }
+        }
+        let name = name.unwrap_or_else(|| {
+            let mut k = self.counter + 1;
+            while self.fits.iter().any(|f| f.name == format!("fit{k}")) {
+                k += 1;
+            }
+            format!("fit{k}")
+        });
+        let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
+        let result = run_fit(model, &options, &self.stop, &self.fitting, self.progress);
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = writeln!(out.text, "error: {e}");
+                out.is_error = true;
+                return out;
+            }
+        };
+        let interrupted = was_interrupted(&result);
+        if result.draws.n_draws() == 0 {
+            let _ = writeln!(
+                out.text,
+                "the fit returned no draws (an MCMC run interrupted before any chain finished \
+                 warmup): nothing stored"
+            );
+            return out;
+        }
+        self.counter += 1;
+        out.text
+            .push_str(&result_text(&result, &options, interrupted));
+        let _ = writeln!(
+            out.text,
+            "stored as {name}{}",
+            if interrupted { " (interrupted)" } else { "" }
+        );
+        let stored = StoredFit {
+            name: name.clone(),
+            result,
+            options,
+            model_name: self
+                .model
+                .as_ref()
+                .map(|m| m.name.clone())
+                .unwrap_or_default(),
+            interrupted,
+        };
+        self.fits.retain(|f| f.name != name);
+        self.fits.push(stored);
+        out
+    }
+
+    /// Parses `:fit` arguments (first word: the method) plus the session defaults with the CLI's
+    /// clap arguments.
+    pub(super) fn parse_fit_args(&self, args: &[&str]) -> Result<FitArgs, String> {
+        let mut argv: Vec<String> = vec!["<repl>".into()];
+        let mut rest = args;
+        if let [m, tail @ ..] = args
+            && !m.starts_with('-')
+        {
+            argv.push("--method".into());
+            argv.push(m.to_string());
+            rest = tail;
+        }
+        let given: Vec<&str> = args
+            .iter()
+            .filter_map(|a| a.strip_prefix("--"))
+            .map(|a| a.split('=').next().unwrap_or(a))
+            .collect();
+        let method_given = argv.len() > 1 || given.contains(&"method");
+        for (k, v) in &self.defaults {
+            if given.contains(&k.as_str()) || (k == "method" && method_given) {
+                continue;
+            }
+            argv.push(format!("--{k}"));
+            if let Some(v) = v {
+                argv.push(v.clone());
+            }
+        }
+        argv.extend(rest.iter().map(|s| s.to_string()));
+        let parsed = FitLine::try_parse_from(&argv)
+            .map_err(|e| e.render().to_string().trim_end().to_string())?;
+        check_args(&parsed.args).map_err(|m| format!("error: {m}"))?;
+        Ok(parsed.args)
+    }
+}

@@ -1,0 +1,367 @@
+//! Commands on stored fits and settings: `:set`, `:unset`, `:fits`, `:summary`, `:param`,
+//! `:compare`, `:save`, `:diagnostics`, `:elbo`, and posterior expressions.
+
+use super::*;
+
+impl Session {
+    pub(super) fn set(&mut self, args: &[&str]) -> Output {
+        match args {
+            [] => {
+                if self.defaults.is_empty() {
+                    return Output::ok("no session defaults (e.g. `:set seed 3`)");
+                }
+                let lines: Vec<String> = self
+                    .defaults
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Some(v) => format!("{k} = {v}"),
+                        None => format!("{k} = on"),
+                    })
+                    .collect();
+                Output::ok(lines.join("\n"))
+            }
+            [key, value] => {
+                let key = key.trim_start_matches('-').replace('_', "-");
+                let value = match *value {
+                    "on" | "true" | "yes" => None,
+                    "off" | "false" | "no" => {
+                        self.defaults.retain(|(k, _)| *k != key);
+                        return Output::ok(format!("{key} = off"));
+                    }
+                    v => Some(v.to_string()),
+                };
+                let old = self.defaults.clone();
+                self.defaults.retain(|(k, _)| *k != key);
+                self.defaults.push((key.clone(), value.clone()));
+                // validate with the same parser as :fit
+                if let Err(e) = self.parse_fit_args(&[]) {
+                    self.defaults = old;
+                    return Output::error(format!("cannot set `{key}`:\n{e}"));
+                }
+                Output::ok(format!("{key} = {}", value.as_deref().unwrap_or("on")))
+            }
+            _ => Output::error("usage: :set KEY VALUE (e.g. `:set seed 3`, `:set diagonal on`)"),
+        }
+    }
+
+    pub(super) fn unset(&mut self, args: &[&str]) -> Output {
+        match args {
+            [key] => {
+                let key = key.trim_start_matches('-').replace('_', "-");
+                let before = self.defaults.len();
+                self.defaults.retain(|(k, _)| *k != key);
+                if self.defaults.len() < before {
+                    Output::ok(format!("{key} unset"))
+                } else {
+                    Output::error(format!("error: `{key}` has no session default"))
+                }
+            }
+            _ => Output::error("usage: :unset KEY"),
+        }
+    }
+
+    // ----- inspecting -----------------------------------------------------------------------
+
+    /// The named fit, or the last one.
+    pub(super) fn pick(&self, name: Option<&str>) -> Result<&StoredFit, Output> {
+        match name {
+            None => self
+                .fits
+                .last()
+                .ok_or_else(|| Output::error("error: no fits yet (use :fit)")),
+            Some(n) => self.fits.iter().find(|f| f.name == n).ok_or_else(|| {
+                let mut msg = format!("error: no fit named `{n}`");
+                if let Some(s) = best_match(n, self.fits.iter().map(|f| f.name.as_str())) {
+                    let _ = write!(msg, "\n  help: did you mean `{s}`?");
+                } else if !self.fits.is_empty() {
+                    let names: Vec<&str> = self.fits.iter().map(|f| f.name.as_str()).collect();
+                    let _ = write!(msg, "\n  the fits are {}", names.join(", "));
+                }
+                Output::error(msg)
+            }),
+        }
+    }
+
+    pub(super) fn list_fits(&self) -> Output {
+        if self.fits.is_empty() {
+            return Output::ok("no fits yet");
+        }
+        let mut s = String::new();
+        for f in &self.fits {
+            let _ = writeln!(
+                s,
+                "{:<10} {:<8} seed {:<6} {} chain(s) × {} draws  {:.2} s  {}{}",
+                f.name,
+                f.result.method.to_string(),
+                f.result.seed,
+                f.result.draws.chains.len(),
+                f.result.draws.n_draws(),
+                f.result.seconds,
+                f.model_name,
+                if f.interrupted { "  [interrupted]" } else { "" }
+            );
+        }
+        Output::ok(s)
+    }
+
+    pub(super) fn summary(&self, args: &[&str]) -> Output {
+        let f = match self.pick(args.first().copied()) {
+            Ok(f) => f,
+            Err(o) => return o,
+        };
+        if let FitDetails::Optimize(o) = &f.result.details {
+            return Output::ok(format!("{}\n{}", fit_header(f), optimize_table(o)));
+        }
+        let mcmc = f.result.method.is_mcmc();
+        let rows = summary::summarize(&f.result.draws, mcmc);
+        Output::ok(format!(
+            "{}\n{}",
+            fit_header(f),
+            summary::format_table(&rows, mcmc)
+        ))
+    }
+
+    pub(super) fn param(&self, args: &[&str]) -> Output {
+        let (name, fit) = match args {
+            [n] => (*n, None),
+            [n, f] => (*n, Some(*f)),
+            _ => return Output::error("usage: :param NAME [FIT]"),
+        };
+        let f = match self.pick(fit) {
+            Ok(f) => f,
+            Err(o) => return o,
+        };
+        let draws = &f.result.draws;
+        let cols: Vec<usize> = (0..draws.names.len())
+            .filter(|&j| {
+                let n = &draws.names[j];
+                n == name || (n.starts_with(name) && n[name.len()..].starts_with('['))
+            })
+            .collect();
+        if cols.is_empty() {
+            let bases: BTreeSet<&str> = draws
+                .names
+                .iter()
+                .map(|n| n.split('[').next().unwrap_or(n))
+                .collect();
+            let mut msg = format!("error: `{name}` is not in the draws of {}", f.name);
+            let base = name.split('[').next().unwrap_or(name);
+            if let Some(s) = best_match(base, bases.iter().copied()) {
+                let _ = write!(msg, "\n  help: did you mean `{s}`?");
+            }
+            return Output::error(msg);
+        }
+        let sub = select(draws, &cols);
+        let mcmc = f.result.method.is_mcmc();
+        let rows = summary::summarize(&sub, mcmc);
+        Output::ok(summary::format_table(&rows, mcmc))
+    }
+
+    pub(super) fn compare(&self, args: &[&str]) -> Output {
+        let [a, b] = args else {
+            return Output::error("usage: :compare FIT_A FIT_B");
+        };
+        let (fa, fb) = match (self.pick(Some(a)), self.pick(Some(b))) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(o), _) | (_, Err(o)) => return o,
+        };
+        let ra = summary::summarize(&fa.result.draws, false);
+        let rb = summary::summarize(&fb.result.draws, false);
+        let mut cells = vec![vec![
+            "name".to_string(),
+            format!("mean({a})"),
+            format!("sd({a})"),
+            format!("mean({b})"),
+            format!("sd({b})"),
+            "diff/sd".to_string(),
+        ]];
+        for x in &ra {
+            let Some(y) = rb.iter().find(|y| y.name == x.name) else {
+                continue;
+            };
+            let pooled = ((x.sd * x.sd + y.sd * y.sd) / 2.0).sqrt();
+            cells.push(vec![
+                x.name.clone(),
+                format_sig(x.mean, 4),
+                format_sig(x.sd, 4),
+                format_sig(y.mean, 4),
+                format_sig(y.sd, 4),
+                format!("{:+.2}", (y.mean - x.mean) / pooled),
+            ]);
+        }
+        if cells.len() == 1 {
+            return Output::error(format!("error: {a} and {b} have no quantity in common"));
+        }
+        let mut s = format!(
+            "{}\n{}\ndiff/sd = (mean({b}) − mean({a})) / √((sd({a})² + sd({b})²)/2)\n\n",
+            fit_header(fa),
+            fit_header(fb)
+        );
+        s.push_str(&align(&cells));
+        Output::ok(s)
+    }
+
+    pub(super) fn save(&self, args: &[&str]) -> Output {
+        let (fit, file) = match args {
+            [file] => (None, *file),
+            [fit, file] => (Some(*fit), *file),
+            _ => return Output::error("usage: :save [FIT] FILE"),
+        };
+        let f = match self.pick(fit) {
+            Ok(f) => f,
+            Err(o) => return o,
+        };
+        match write_outputs(
+            Path::new(file),
+            &f.result,
+            &f.options,
+            Path::new(&f.model_name),
+        ) {
+            Ok(files) => Output::ok(format!("{} draws written to {}", f.name, files.join(", "))),
+            Err(e) => Output::error(format!("error: cannot write draws to `{file}`: {e}")),
+        }
+    }
+
+    pub(super) fn diagnostics(&self, args: &[&str]) -> Output {
+        let f = match self.pick(args.first().copied()) {
+            Ok(f) => f,
+            Err(o) => return o,
+        };
+        let mut s = fit_header(f);
+        s.push('\n');
+        if let FitDetails::Qbvi(q) = &f.result.details {
+            let _ = writeln!(
+                s,
+                "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
+                stop_reason(q.stop, q.skipped_steps),
+                q.iterations,
+                q.returned_iteration,
+                q.best_smoothed_elbo,
+                q.elbo_trace.last().copied().unwrap_or(f64::NAN),
+                q.skipped_steps
+            );
+            s.push_str(&vi_diagnostics_text(&f.result));
+        } else if let FitDetails::Mcmc(out) = &f.result.details {
+            for (c, ch) in out.chains.iter().enumerate() {
+                let bfmi = diagnostics::e_bfmi(&ch.stats.energy)
+                    .map(|b| format!("{b:.3}"))
+                    .unwrap_or_else(|_| "NA".into());
+                let _ = writeln!(
+                    s,
+                    "chain {}: {} draws, step size {:.4}, mean accept_stat {:.3}, divergences {}, max tree depth hits {}, E-BFMI {}",
+                    c + 1,
+                    ch.stats.len(),
+                    ch.step_size,
+                    ch.mean_accept_stat(),
+                    ch.divergences,
+                    ch.max_treedepth_hits,
+                    bfmi
+                );
+            }
+            let rows = summary::summarize(&f.result.draws, true);
+            let worst = |g: fn(&summary::SummaryRow) -> Option<f64>, max: bool| {
+                rows.iter()
+                    .filter_map(|r| g(r).map(|v| (v, r.name.as_str())))
+                    .fold(None, |acc: Option<(f64, &str)>, (v, n)| match acc {
+                        Some((a, _)) if (max && a >= v) || (!max && a <= v) => acc,
+                        _ => Some((v, n)),
+                    })
+            };
+            if let Some((v, n)) = worst(|r| r.rhat, true) {
+                let _ = writeln!(s, "max R-hat: {v:.3} ({n})");
+            }
+            if let Some((v, n)) = worst(|r| r.ess_bulk, false) {
+                let _ = writeln!(s, "min bulk ESS: {v:.0} ({n})");
+            }
+            if let Some((v, n)) = worst(|r| r.ess_tail, false) {
+                let _ = writeln!(s, "min tail ESS: {v:.0} ({n})");
+            }
+            let mut warnings = out.warnings(&f.options.mcmc);
+            warnings.extend(hmc_warnings(out, &f.options));
+            warnings.extend(convergence_warnings(&rows, f.result.draws.chains.len()));
+            if warnings.is_empty() {
+                s.push_str("no warnings\n");
+            } else {
+                s.push_str("warnings:\n");
+                for w in warnings {
+                    let _ = writeln!(s, "  - {w}");
+                }
+            }
+        } else if f.result.vi.is_some() {
+            s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
+        } else {
+            let _ = writeln!(
+                s,
+                "no diagnostics beyond the summary for {} fits",
+                f.result.method
+            );
+        }
+        Output::ok(s)
+    }
+
+    pub(super) fn elbo(&self, args: &[&str]) -> Output {
+        let f = match self.pick(args.first().copied()) {
+            Ok(f) => f,
+            Err(o) => return o,
+        };
+        let FitDetails::Qbvi(q) = &f.result.details else {
+            return Output::error(format!(
+                "error: {} is a {} fit; :elbo applies to QBVI fits, which keep an ELBO trace",
+                f.name, f.result.method
+            ));
+        };
+        if q.elbo_trace.is_empty() {
+            return Output::error(format!("error: {} has no ELBO trace", f.name));
+        }
+        let (line, lo, hi) = sparkline(&q.elbo_trace, 60);
+        Output::ok(format!(
+            "ELBO over {} iterations (first {:.3}, last {:.3}, best smoothed {:.3}):\n{line}\nscale: ▁ ≤ {:.3}, █ = {:.3}",
+            q.elbo_trace.len(),
+            q.elbo_trace[0],
+            q.elbo_trace[q.elbo_trace.len() - 1],
+            q.best_smoothed_elbo,
+            lo,
+            hi
+        ))
+    }
+
+    // ----- expressions ----------------------------------------------------------------------
+
+    pub(super) fn expression(&mut self, text: &str) -> Output {
+        let file = self.sources.add("<input>", text);
+        let e = match parser::parse_expression(text, file) {
+            Ok(e) => e,
+            Err(err) => {
+                let mut msg = render_plain(&self.sources, &err.to_diagnostic());
+                let first = text
+                    .split(|c: char| !c.is_alphanumeric())
+                    .next()
+                    .unwrap_or("");
+                let cmds = COMMANDS.iter().map(|c| &c.0[1..]);
+                if let Some(c) = COMMANDS
+                    .iter()
+                    .find(|c| &c.0[1..] == first)
+                    .map(|c| c.0)
+                    .or_else(|| {
+                        best_match(first, cmds)
+                            .and_then(|s| COMMANDS.iter().find(|c| c.0[1..] == s).map(|c| c.0))
+                    })
+                {
+                    let _ = writeln!(msg, "help: commands start with a colon, e.g. `{c}`");
+                }
+                return Output::error(msg);
+            }
+        };
+        let Some(f) = self.fits.last() else {
+            return Output::error(
+                "error: expressions are evaluated against the posterior draws of the last fit; there is no fit yet (use :fit)",
+            );
+        };
+        let (reduction, values) = match expr::evaluate(&e, &f.result.draws) {
+            Ok(v) => v,
+            Err(err) => return Output::error(render_plain(&self.sources, &err.to_diagnostic())),
+        };
+        let mcmc = f.result.method.is_mcmc();
+        Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
+    }
+}

@@ -1,0 +1,283 @@
+//! Declarations: the program's variables, user-defined functions and their bodies, and
+//! the checks of a declared type (sizes, bounds, data-only positions).
+
+use super::*;
+
+impl<'p> Checker<'p> {
+    pub(super) fn collect_declarations(&mut self) {
+        let p = self.program;
+        let mut add = |d: &VarDecl, block: Block| {
+            self.all_decls
+                .entry(d.name.name.clone())
+                .or_insert((d.name.span, block));
+        };
+        for d in &p.data {
+            add(d, Block::Data);
+        }
+        for d in &p.parameters {
+            add(d, Block::Parameters);
+        }
+        for (stmts, block) in [
+            (&p.transformed_data, Block::TransformedData),
+            (&p.transformed_parameters, Block::TransformedParameters),
+            (&p.model, Block::Model),
+            (&p.generated_quantities, Block::GeneratedQuantities),
+        ] {
+            for s in stmts {
+                if let StmtKind::Decl(d) = &s.kind {
+                    add(d, block);
+                }
+            }
+        }
+    }
+
+    pub(super) fn register_functions(&mut self) {
+        for f in &self.program.functions {
+            let sig = UserFn {
+                params: f.params.iter().map(|p| Type::from_unsized(&p.ty)).collect(),
+                data_only: f.params.iter().map(|p| p.data_only).collect(),
+                ret: match &f.return_type {
+                    ReturnType::Void => None,
+                    ReturnType::Type(t) => Some(Type::from_unsized(t)),
+                },
+                span: f.name.span,
+                defined: f.body.is_some(),
+            };
+            match self.functions.get(&f.name.name) {
+                Some(prev) if prev.defined && sig.defined => {
+                    let previous = prev.span;
+                    self.err(SemanticError::FunctionRedefinition {
+                        name: f.name.name.clone(),
+                        span: f.name.span,
+                        previous,
+                    });
+                }
+                Some(prev) if prev.defined => {}
+                _ => {
+                    self.functions.insert(f.name.name.clone(), sig);
+                }
+            }
+        }
+    }
+
+    pub(super) fn check_function(&mut self, f: &FunctionDef) {
+        let Some(body) = &f.body else { return };
+        self.block = Block::Functions;
+        let ret = match &f.return_type {
+            ReturnType::Void => None,
+            ReturnType::Type(t) => Some(Type::from_unsized(t)),
+        };
+        self.func = Some(FnCtx {
+            name: f.name.name.clone(),
+            ret,
+        });
+        self.scopes.push();
+        for p in &f.params {
+            if let Some(prev) = self.scopes.lookup(&p.name.name) {
+                let previous = prev.decl_span;
+                self.err(SemanticError::Redeclaration {
+                    name: p.name.name.clone(),
+                    span: p.name.span,
+                    previous,
+                });
+                continue;
+            }
+            self.scopes.declare(
+                &p.name.name,
+                VarInfo {
+                    ty: Type::from_unsized(&p.ty),
+                    origin: Origin::FunctionArg {
+                        data_only: p.data_only,
+                    },
+                    decl_span: p.name.span,
+                    lower: None,
+                    upper: None,
+                    sizes: Vec::new(),
+                    structured: false,
+                },
+            );
+        }
+        self.stmt(body, false);
+        self.scopes.pop();
+        if ret.is_some() && !always_returns(body) {
+            self.err(SemanticError::MissingReturn {
+                name: f.name.name.clone(),
+                span: f.name.span,
+            });
+        }
+        self.func = None;
+    }
+
+    /// Checks a declaration and adds it to the current scope. `top` is true for block-level
+    /// declarations (constraints allowed, sizes must be data).
+    pub(super) fn decl(&mut self, d: &VarDecl, top: bool) {
+        let name = &d.name.name;
+        let origin = if top {
+            self.block.origin()
+        } else {
+            Origin::Local
+        };
+        let base = Type::base_of_sized(&d.ty.base);
+        let ty = Type::array(base, d.ty.array_dims.len());
+
+        // Sizes: int, and data-only at block level.
+        let mut sizes = Vec::new();
+        for e in size_exprs(d) {
+            sizes.push(pretty::expr(e));
+            if let Some(t) = self.expr(e)
+                && !t.is_int()
+            {
+                self.err(SemanticError::TypeMismatch {
+                    what: format!("the size of `{name}`"),
+                    expected: "`int`".into(),
+                    found: t.to_string(),
+                    span: e.span,
+                    help: None,
+                });
+            }
+            if top {
+                self.require_data(e, |var, kind, span, decl_span| SemanticError::NonDataSize {
+                    name: name.clone(),
+                    var,
+                    kind,
+                    span,
+                    decl_span,
+                });
+            }
+        }
+
+        // Constraints: block level only; bounds of the right type; data bounds are data.
+        if !top && (!d.ty.constraint.is_empty() || is_structured(&d.ty.base)) {
+            self.err(SemanticError::ConstraintOnLocal {
+                name: name.clone(),
+                span: d.ty.span,
+            });
+        }
+        // Bounds of data may use only data, and bounds of parameters only data and earlier
+        // parameters: both hold by scoping, since blocks are checked in order and a name is
+        // visible only after its declaration.
+        let c = &d.ty.constraint;
+        for e in [&c.lower, &c.upper, &c.offset, &c.multiplier]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(t) = self.expr(e) {
+                let ok = if base == Base::Int {
+                    t.is_int()
+                } else {
+                    t.is_scalar() || Type::scalar(base).accepts(t)
+                };
+                if !ok {
+                    let expected = if base == Base::Int {
+                        "`int`".to_string()
+                    } else if base == Base::Real {
+                        "`int` or `real`".to_string()
+                    } else {
+                        format!("`real` or `{}`", base.keyword())
+                    };
+                    self.err(SemanticError::TypeMismatch {
+                        what: format!("a bound of `{name}`"),
+                        expected,
+                        found: t.to_string(),
+                        span: e.span,
+                        help: Some(format!(
+                            "bounds of a `{}` are scalars or values of the same type",
+                            base.keyword()
+                        )),
+                    });
+                }
+            }
+        }
+
+        if base == Base::Int && matches!(origin, Origin::Parameter | Origin::TransformedParameter) {
+            self.err(SemanticError::DiscreteParameter {
+                name: name.clone(),
+                what: origin.describe().into(),
+                span: d.ty.span,
+            });
+        }
+
+        if let Some(init) = &d.init {
+            if matches!(self.block, Block::Data | Block::Parameters) {
+                self.err(SemanticError::InitialiserNotAllowed {
+                    block: self.block.name().into(),
+                    span: init.span,
+                });
+            } else {
+                if let Some(t) = self.expr(init)
+                    && !ty.accepts(t)
+                {
+                    self.err(SemanticError::TypeMismatch {
+                        what: format!("the initial value of `{name}`"),
+                        expected: format!("`{ty}`"),
+                        found: t.to_string(),
+                        span: init.span,
+                        help: promotion_help(ty, t),
+                    });
+                }
+                let deps = self.param_deps(init);
+                self.deps.entry(name.clone()).or_default().extend(deps);
+            }
+        }
+
+        if let Some(prev) = self.scopes.lookup(name) {
+            let previous = prev.decl_span;
+            self.err(SemanticError::Redeclaration {
+                name: name.clone(),
+                span: d.name.span,
+                previous,
+            });
+            return;
+        }
+        // Discrete parameters were reported above; a missing prior would be noise on top. On a
+        // bounded space the implicit flat prior is proper (uniform on an interval, Dirichlet(1)
+        // on a simplex, LKJ(1) on correlation matrices), so no warning there either.
+        let proper_flat = (d.ty.constraint.lower.is_some() && d.ty.constraint.upper.is_some())
+            || matches!(
+                d.ty.base,
+                SizedBase::Simplex(_) | SizedBase::CholeskyFactorCorr(_) | SizedBase::CorrMatrix(_)
+            );
+        if origin == Origin::Parameter && base != Base::Int && !proper_flat {
+            self.params.push((name.clone(), d.name.span));
+        }
+        self.scopes.declare(
+            name,
+            VarInfo {
+                ty,
+                origin,
+                decl_span: d.name.span,
+                lower: c.lower.clone(),
+                upper: c.upper.clone(),
+                sizes,
+                structured: is_structured(&d.ty.base),
+            },
+        );
+    }
+
+    /// Reports (via `make`) the first variable in `e` that is not data; undeclared names were
+    /// already reported by the type inference.
+    pub(super) fn require_data(
+        &mut self,
+        e: &Expr,
+        make: impl Fn(String, String, Span, Span) -> SemanticError,
+    ) {
+        let mut vars = Vec::new();
+        collect_vars(e, &mut vars);
+        for (v, span) in vars {
+            if let Some(info) = self.scopes.lookup(v)
+                && !info.origin.is_data()
+            {
+                let err = make(
+                    v.to_string(),
+                    info.origin.describe().to_string(),
+                    span,
+                    info.decl_span,
+                );
+                self.err(err);
+                return;
+            }
+        }
+    }
+
+    // ----- statements ---------------------------------------------------------------------
+}

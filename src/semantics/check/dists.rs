@@ -1,0 +1,321 @@
+//! Sampling statements in detail: the variate's type and support, distribution arguments,
+//! non-linear left-hand sides (Jacobian warnings), uniform bounds, and which parameters have priors.
+
+use super::*;
+
+impl<'p> Checker<'p> {
+    /// The variate's type against the family's support, and data bounds against the support.
+    pub(super) fn check_variate(&mut self, sig: &FamilySig, lhs: &Expr, t: Type) {
+        let info = root_var(lhs).and_then(|n| self.scopes.lookup(n).cloned().map(|i| (n, i)));
+        if sig.discrete || is_discrete_support(sig.variate) {
+            if !t.is_ints() {
+                let (name, declared, decl_span, suggested_decl) = match &info {
+                    // Parameters cannot be integers; the fix there is another family.
+                    Some((n, i)) if !i.origin.is_data() => {
+                        (n.to_string(), i.ty.to_string(), Some(i.decl_span), None)
+                    }
+                    Some((n, i)) => {
+                        let decl = if i.sizes.is_empty() {
+                            format!("int {n}")
+                        } else {
+                            format!("array[{}] int {n}", i.sizes.join(", "))
+                        };
+                        (
+                            n.to_string(),
+                            i.ty.to_string(),
+                            Some(i.decl_span),
+                            Some(decl),
+                        )
+                    }
+                    None => (pretty::expr(lhs), t.to_string(), None, None),
+                };
+                self.err(SemanticError::DiscreteFamilyOnReal {
+                    name,
+                    declared,
+                    family: sig.name.into(),
+                    values: support_words(sig.variate).into(),
+                    span: lhs.span,
+                    decl_span,
+                    suggested_decl,
+                });
+                return;
+            }
+        } else if !t.is_reals() {
+            self.err(SemanticError::TypeMismatch {
+                what: format!("the left side of `~ {}`", sig.name),
+                expected: REALS.into(),
+                found: t.to_string(),
+                span: lhs.span,
+                help: None,
+            });
+            return;
+        }
+        if let Some((name, i)) = &info
+            && matches!(i.origin, Origin::Data | Origin::TransformedData)
+        {
+            let lo = i.lower.as_ref().and_then(pretty::constant_value);
+            let hi = i.upper.as_ref().and_then(pretty::constant_value);
+            if (lo.is_some() || hi.is_some()) && contradicts(sig.variate, lo, hi) {
+                self.err(SemanticError::SupportContradiction {
+                    name: name.to_string(),
+                    family: sig.name.into(),
+                    bound: bounds_text(i.lower.as_ref(), i.upper.as_ref()),
+                    support: support_words(sig.variate).into(),
+                    span: lhs.span,
+                    decl_span: i.decl_span,
+                });
+            }
+        } else if let Some((name, i)) = &info
+            && i.origin == Origin::Parameter
+            && !i.structured
+        {
+            self.check_parameter_support(sig, name, i, lhs.span);
+        }
+    }
+
+    /// Warns when a parameter's declared bounds let it leave the support of its family (stanc3
+    /// pedantic: "a parameter with a positive-support distribution has no lower bound"). Bounds
+    /// that are not constants are given the benefit of the doubt.
+    pub(super) fn check_parameter_support(
+        &mut self,
+        sig: &FamilySig,
+        name: &str,
+        i: &VarInfo,
+        span: Span,
+    ) {
+        let Some(needed) = bounds_needed(sig.variate, i) else {
+            return;
+        };
+        self.warnings.push(Warning::ParameterOutsideSupport {
+            name: name.into(),
+            family: sig.name.into(),
+            support: support_words(sig.variate).into(),
+            needed: needed.into(),
+            span,
+            decl_span: i.decl_span,
+        });
+    }
+
+    /// Types of a family's parameters: `ints` for discrete supports, `reals` otherwise.
+    /// `first_arg` is the 1-based position of `params[0]` in the call, for messages.
+    pub(super) fn check_dist_params(
+        &mut self,
+        sig: &FamilySig,
+        fname: &str,
+        args: &[Expr],
+        tys: &[Option<Type>],
+        first_arg: usize,
+    ) {
+        for (k, ((p, a), t)) in sig.params.iter().zip(args).zip(tys).enumerate() {
+            let Some(t) = t else { continue };
+            let (ok, expected) = if is_discrete_support(p.support) {
+                (t.is_ints(), INTS)
+            } else {
+                (t.is_reals(), REALS)
+            };
+            if !ok {
+                self.err(SemanticError::TypeMismatch {
+                    what: format!("argument {} of `{fname}` ({})", k + first_arg, p.name),
+                    expected: expected.into(),
+                    found: t.to_string(),
+                    span: a.span,
+                    help: None,
+                });
+                continue;
+            }
+            // A bare parameter as, say, a scale: its bounds should enforce the support.
+            if let ExprKind::Var(name) = &a.kind
+                && let Some(info) = self.scopes.lookup(name)
+                && info.origin == Origin::Parameter
+                && !info.structured
+                && let Some(needed) = bounds_needed(p.support, info)
+            {
+                let w = Warning::ArgumentOutsideSupport {
+                    name: name.clone(),
+                    role: lowercase_first(p.name),
+                    function: fname.into(),
+                    support: support_words(p.support).into(),
+                    needed: needed.into(),
+                    span: a.span,
+                    decl_span: info.decl_span,
+                };
+                self.warnings.push(w);
+            }
+        }
+    }
+
+    pub(super) fn check_nonlinear_lhs(&mut self, lhs: &Expr) {
+        if root_var(lhs).is_some() || !self.depends_on_parameters(lhs) {
+            return;
+        }
+        if self.nonlinear(lhs) {
+            self.warnings.push(Warning::NonLinearLhs { span: lhs.span });
+        }
+    }
+
+    /// Whether `e` is a non-linear function of parameter-dependent values (best effort:
+    /// reshapes and selections ([`RESHAPES`]) are transparent;
+    /// any other function call or product of two parameter-dependent factors counts).
+    pub(super) fn nonlinear(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::IntLit(_) | ExprKind::RealLit(_) | ExprKind::Var(_) => false,
+            // Reshaping and selecting elements, like indexing, changes no values: a density on
+            // the result needs no Jacobian adjustment.
+            ExprKind::Call { name, args, .. } if RESHAPES.contains(&name.name.as_str()) => {
+                args.iter().any(|a| self.nonlinear(a))
+            }
+            ExprKind::Call { args, .. } => args.iter().any(|a| self.depends_on_parameters(a)),
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (l, r) = (
+                    self.depends_on_parameters(lhs),
+                    self.depends_on_parameters(rhs),
+                );
+                match op {
+                    BinOp::Add | BinOp::Sub => self.nonlinear(lhs) || self.nonlinear(rhs),
+                    BinOp::Mul | BinOp::EltMul => {
+                        (l && r) || self.nonlinear(lhs) || self.nonlinear(rhs)
+                    }
+                    BinOp::Div | BinOp::EltDiv => r || self.nonlinear(lhs),
+                    _ => l || r,
+                }
+            }
+            ExprKind::Unary { operand, .. } | ExprKind::Transpose(operand) => {
+                self.nonlinear(operand)
+            }
+            ExprKind::Index { base, .. } => self.nonlinear(base),
+            ExprKind::Ternary {
+                then, otherwise, ..
+            } => self.nonlinear(then) || self.nonlinear(otherwise),
+            ExprKind::RowVectorLit(items) | ExprKind::ArrayLit(items) => {
+                items.iter().any(|i| self.nonlinear(i))
+            }
+        }
+    }
+
+    pub(super) fn check_uniform_bounds(&mut self, lhs: &Expr, a: &Expr, b: &Expr, span: Span) {
+        let ExprKind::Var(name) = &lhs.kind else {
+            return;
+        };
+        let Some(info) = self.scopes.lookup(name).cloned() else {
+            return;
+        };
+        if info.origin != Origin::Parameter {
+            return;
+        }
+        let same = |declared: Option<&Expr>, given: &Expr| match declared {
+            None => false,
+            Some(d) => match (pretty::constant_value(d), pretty::constant_value(given)) {
+                (Some(x), Some(y)) => x == y,
+                _ => pretty::expr(d) == pretty::expr(given),
+            },
+        };
+        if same(info.lower.as_ref(), a) && same(info.upper.as_ref(), b) {
+            return;
+        }
+        let declared = if info.lower.is_none() && info.upper.is_none() {
+            "without bounds".to_string()
+        } else {
+            format!(
+                "with `{}`",
+                bounds_text(info.lower.as_ref(), info.upper.as_ref())
+            )
+        };
+        let a_text = pretty::expr(a);
+        let b_text = pretty::expr(b);
+        let suggested_decl = if info.ty == Type::REAL {
+            format!("real<lower={a_text}, upper={b_text}> {name}")
+        } else {
+            format!("{name}` with `<lower={a_text}, upper={b_text}>")
+        };
+        self.warnings.push(Warning::UniformBoundsMismatch {
+            suggested_decl,
+            name: name.clone(),
+            a: pretty::expr(a),
+            b: pretty::expr(b),
+            declared,
+            span,
+            decl_span: info.decl_span,
+        });
+    }
+
+    // ----- parameter dependence and priors -------------------------------------------------
+
+    /// The parameters `e` depends on, directly or through transformed parameters and locals.
+    pub(super) fn param_deps(&self, e: &Expr) -> BTreeSet<String> {
+        let mut vars = Vec::new();
+        collect_vars(e, &mut vars);
+        let mut out = BTreeSet::new();
+        for (v, _) in vars {
+            match self.scopes.lookup(v).map(|i| i.origin) {
+                Some(Origin::Parameter) => {
+                    out.insert(v.to_string());
+                }
+                Some(_) => {
+                    if let Some(d) = self.deps.get(v) {
+                        out.extend(d.iter().cloned());
+                    }
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    /// Whether `e` depends on a parameter (or on a non-`data` function argument).
+    pub(super) fn depends_on_parameters(&self, e: &Expr) -> bool {
+        let mut vars = Vec::new();
+        collect_vars(e, &mut vars);
+        vars.iter()
+            .any(|(v, _)| match self.scopes.lookup(v).map(|i| i.origin) {
+                Some(Origin::Parameter | Origin::TransformedParameter) => true,
+                Some(Origin::FunctionArg { data_only }) => !data_only,
+                Some(_) => self.deps.get(*v).is_some_and(|d| !d.is_empty()),
+                None => false,
+            })
+    }
+
+    /// In `target += e`: parameters in the variate of a distribution call, and parameters
+    /// outside any distribution call, count as having a prior.
+    pub(super) fn mark_priors_in_target(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Call { name, args, .. }
+                if split_suffix(&name.name).is_some_and(|(_, s)| s != "_rng") =>
+            {
+                if let Some(first) = args.first() {
+                    let d = self.param_deps(first);
+                    self.has_prior.extend(d);
+                }
+            }
+            ExprKind::Call { args, .. }
+            | ExprKind::RowVectorLit(args)
+            | ExprKind::ArrayLit(args) => {
+                for a in args {
+                    self.mark_priors_in_target(a);
+                }
+            }
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.mark_priors_in_target(lhs);
+                self.mark_priors_in_target(rhs);
+            }
+            ExprKind::Unary { operand, .. } | ExprKind::Transpose(operand) => {
+                self.mark_priors_in_target(operand)
+            }
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.mark_priors_in_target(cond);
+                self.mark_priors_in_target(then);
+                self.mark_priors_in_target(otherwise);
+            }
+            ExprKind::Var(_) | ExprKind::Index { .. } => {
+                let d = self.param_deps(e);
+                self.has_prior.extend(d);
+            }
+            ExprKind::IntLit(_) | ExprKind::RealLit(_) => {}
+        }
+    }
+
+    // ----- expressions ---------------------------------------------------------------------
+}

@@ -1,0 +1,337 @@
+//! Expressions: names, operators, indexing, and the names offered in did-you-mean hints.
+
+use super::*;
+
+impl<'p> Checker<'p> {
+    pub(super) fn undeclared(&mut self, name: &str, span: Span) {
+        // Function bodies never see block-level variables, so "declared later" would mislead.
+        if let Some(&(decl, block)) = self.all_decls.get(name)
+            && self.func.is_none()
+            && decl.start > span.start
+            && decl.file == span.file
+        {
+            let err = if block == self.block {
+                SemanticError::UsedBeforeDeclaration {
+                    name: name.into(),
+                    span,
+                    decl_span: decl,
+                }
+            } else {
+                SemanticError::DeclaredInLaterBlock {
+                    name: name.into(),
+                    block: block.name().into(),
+                    here: self.block.name().into(),
+                    span,
+                    decl_span: decl,
+                }
+            };
+            self.err(err);
+            return;
+        }
+        let suggestion = best_match(name, self.scopes.visible_names());
+        self.err(SemanticError::UndeclaredVariable {
+            name: name.into(),
+            span,
+            suggestion,
+        });
+    }
+
+    /// The type of `e`, or `None` after reporting an error in it.
+    pub(super) fn expr(&mut self, e: &Expr) -> Option<Type> {
+        match &e.kind {
+            ExprKind::IntLit(_) => Some(Type::INT),
+            ExprKind::RealLit(_) => Some(Type::REAL),
+            ExprKind::Var(name) => match self.scopes.lookup(name) {
+                Some(info) => Some(info.ty),
+                None => {
+                    self.undeclared(name, e.span);
+                    None
+                }
+            },
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.expr(lhs);
+                let r = self.expr(rhs);
+                let (l, r) = (l?, r?);
+                match operators::binary(*op, l, r) {
+                    Ok(t) => {
+                        if *op == BinOp::Div && l.is_int() && r.is_int() {
+                            let (a, b) = (pretty::expr(lhs), pretty::expr(rhs));
+                            self.warnings.push(Warning::IntegerDivision {
+                                expr: pretty::expr(e),
+                                real_form: format!("{a} * 1.0 / {b}"),
+                                int_form: format!("{a} %/% {b}"),
+                                span: e.span,
+                            });
+                        }
+                        Some(t)
+                    }
+                    Err(hint) => {
+                        self.err(SemanticError::OperatorMismatch {
+                            message: operators::describe_mismatch(*op, l, r),
+                            span: e.span,
+                            hint: hint.into(),
+                        });
+                        None
+                    }
+                }
+            }
+            ExprKind::Unary { op, operand } => {
+                let t = self.expr(operand)?;
+                match operators::unary(*op, t) {
+                    Ok(t) => Some(t),
+                    Err(hint) => {
+                        let sym = match op {
+                            UnOp::Neg => "-",
+                            UnOp::Plus => "+",
+                            UnOp::Not => "!",
+                        };
+                        self.err(SemanticError::OperatorMismatch {
+                            message: format!("cannot apply `{sym}` to `{t}`"),
+                            span: e.span,
+                            hint: hint.into(),
+                        });
+                        None
+                    }
+                }
+            }
+            ExprKind::Call {
+                name,
+                args,
+                conditional,
+            } => match self.call(name, args, *conditional, e.span) {
+                CallType::Value(t) => Some(t),
+                CallType::Void => {
+                    self.err(SemanticError::VoidInExpression {
+                        name: name.name.clone(),
+                        span: e.span,
+                    });
+                    None
+                }
+                CallType::Error => None,
+            },
+            ExprKind::Index { base, indices } => {
+                let Some(t) = self.expr(base) else {
+                    for ix in indices {
+                        self.index_kind(ix);
+                    }
+                    return None;
+                };
+                self.apply_indices(t, indices, e.span)
+            }
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expect_scalar(cond, "the condition of `?:`");
+                let a = self.expr(then);
+                let b = self.expr(otherwise);
+                let (a, b) = (a?, b?);
+                if a.accepts(b) {
+                    Some(a)
+                } else if b.accepts(a) {
+                    Some(b)
+                } else {
+                    self.err(SemanticError::TypeMismatch {
+                        what: "the second branch of `?:`".into(),
+                        expected: format!("`{a}` like the first branch"),
+                        found: b.to_string(),
+                        span: otherwise.span,
+                        help: None,
+                    });
+                    None
+                }
+            }
+            ExprKind::RowVectorLit(items) => {
+                let tys: Vec<Option<Type>> = items.iter().map(|i| self.expr(i)).collect();
+                let tys: Vec<Type> = tys.into_iter().collect::<Option<_>>()?;
+                if !tys.is_empty() && tys.iter().all(|t| t.is_scalar()) {
+                    Some(Type::ROW_VECTOR)
+                } else if !tys.is_empty() && tys.iter().all(|t| *t == Type::ROW_VECTOR) {
+                    Some(Type::MATRIX)
+                } else {
+                    let found = tys
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    self.err(SemanticError::TypeMismatch {
+                        what: "the elements of `[…]`".into(),
+                        expected: "all `int`/`real` (a row_vector) or all `row_vector` (a matrix)"
+                            .into(),
+                        found,
+                        span: e.span,
+                        help: None,
+                    });
+                    None
+                }
+            }
+            ExprKind::ArrayLit(items) => {
+                let tys: Vec<Option<Type>> = items.iter().map(|i| self.expr(i)).collect();
+                let tys: Vec<Type> = tys.into_iter().collect::<Option<_>>()?;
+                let mut acc = *tys.first()?;
+                for (t, item) in tys.iter().zip(items) {
+                    if acc.accepts(*t) {
+                        continue;
+                    } else if t.accepts(acc) {
+                        acc = *t;
+                    } else {
+                        self.err(SemanticError::TypeMismatch {
+                            what: "an element of `{…}`".into(),
+                            expected: format!("`{acc}` like the first element"),
+                            found: t.to_string(),
+                            span: item.span,
+                            help: None,
+                        });
+                        return None;
+                    }
+                }
+                Some(Type::array(acc.base, acc.dims + 1))
+            }
+            ExprKind::Transpose(inner) => {
+                let t = self.expr(inner)?;
+                match operators::transpose(t) {
+                    Some(r) => Some(r),
+                    None => {
+                        self.err(SemanticError::OperatorMismatch {
+                            message: format!("cannot transpose `{t}` with `'`"),
+                            span: e.span,
+                            hint: "only `vector`, `row_vector` and `matrix` can be transposed"
+                                .into(),
+                        });
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// How one index selects; reports a non-integer index (and treats it as a single index).
+    pub(super) fn index_kind(&mut self, ix: &Index) -> IndexKind {
+        match ix {
+            Index::Single(e) => match self.expr(e) {
+                Some(t) if t.is_int() => IndexKind::Single,
+                Some(t) if t == Type::array(Base::Int, 1) => IndexKind::Multi,
+                Some(t) => {
+                    self.err(SemanticError::NonIntIndex {
+                        found: t.to_string(),
+                        span: e.span,
+                    });
+                    IndexKind::Single
+                }
+                None => IndexKind::Single,
+            },
+            Index::Range(lo, hi) => {
+                for e in [lo, hi].into_iter().flatten() {
+                    if let Some(t) = self.expr(e)
+                        && !t.is_int()
+                    {
+                        self.err(SemanticError::NonIntIndex {
+                            found: t.to_string(),
+                            span: e.span,
+                        });
+                    }
+                }
+                IndexKind::Multi
+            }
+            Index::All => IndexKind::Multi,
+        }
+    }
+
+    pub(super) fn apply_indices(&mut self, t: Type, indices: &[Index], span: Span) -> Option<Type> {
+        let kinds: Vec<IndexKind> = indices.iter().map(|ix| self.index_kind(ix)).collect();
+        match index_type(t, &kinds) {
+            Some(r) => Some(r),
+            None => {
+                self.err(SemanticError::TooManyIndices {
+                    ty: t.to_string(),
+                    found: kinds.len(),
+                    max: max_indices(t),
+                    span,
+                });
+                None
+            }
+        }
+    }
+
+    // ----- calls --------------------------------------------------------------------------
+
+    pub(super) fn distribution_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = registry::FAMILIES
+            .iter()
+            .map(|f| f.name.to_string())
+            .collect();
+        names.push(STD_NORMAL.into());
+        names.extend(
+            multivariate_registry::MV_FAMILIES
+                .iter()
+                .map(|f| f.name.to_string()),
+        );
+        for f in self.functions.keys() {
+            for suffix in ["_lpdf", "_lpmf"] {
+                if let Some(stem) = f.strip_suffix(suffix) {
+                    names.push(stem.to_string());
+                }
+            }
+        }
+        names.sort();
+        names
+    }
+
+    pub(super) fn function_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = builtins::BUILTINS
+            .iter()
+            .map(|b| b.name.to_string())
+            .collect();
+        let mut user: Vec<String> = self.functions.keys().cloned().collect();
+        user.sort();
+        names.extend(user);
+        for s in ["_lpdf", "_lupdf", "_lcdf", "_lccdf", "_rng"] {
+            names.push(format!("{STD_NORMAL}{s}"));
+        }
+        for f in registry::FAMILIES {
+            let density = if f.discrete { "_lpmf" } else { "_lpdf" };
+            let cdfs: &[&str] = if has_log_cdf(f.family) {
+                &["_lcdf", "_lccdf"]
+            } else {
+                &[]
+            };
+            for s in [density, "_rng"].iter().chain(cdfs) {
+                names.push(format!("{}{s}", f.name));
+            }
+        }
+        names
+    }
+
+    /// The user-defined function `name`; `foo_lupdf`/`foo_lupmf` resolve to the definition of
+    /// `foo_lpdf`/`foo_lpmf` (the unnormalised form of the same density).
+    pub(super) fn user_function(&self, name: &str) -> Option<UserFn> {
+        if let Some(f) = self.functions.get(name) {
+            return Some(f.clone());
+        }
+        let normalised = if let Some(stem) = name.strip_suffix("_lupdf") {
+            format!("{stem}_lpdf")
+        } else if let Some(stem) = name.strip_suffix("_lupmf") {
+            format!("{stem}_lpmf")
+        } else {
+            return None;
+        };
+        self.functions.get(&normalised).cloned()
+    }
+
+    /// Functions ending in `_lp` may be called where `target` may change: the model block,
+    /// transformed parameters, and other `_lp` functions.
+    pub(super) fn lp_call_allowed(&self) -> bool {
+        self.target_allowed() || (self.func.is_none() && self.block == Block::TransformedParameters)
+    }
+
+    /// `_rng` calls: generated quantities and `_rng` functions. Stan also allows them in
+    /// transformed data, but bayesc runs that block without a random stream, so `check`
+    /// refuses them there rather than letting `fit` fail.
+    pub(super) fn rng_allowed(&self) -> bool {
+        match &self.func {
+            Some(f) => f.name.ends_with("_rng"),
+            None => self.block == Block::GeneratedQuantities,
+        }
+    }
+}
