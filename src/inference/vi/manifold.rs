@@ -205,34 +205,163 @@ pub(crate) fn mat_vec(m: &Mat<f64>, v: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// One method's iteration on the manifold of Gaussians, as the shared loop [`run`] sees it.
-pub(crate) trait ManifoldStep: Clone {
-    /// The current q (for the kept iterate and the result).
-    fn q(&self) -> &super::FullGaussian;
+/// Which manifold the Gaussian moves on: MGVB updates Σ with the approximate natural gradient
+/// Σ·sym(Ĝ_Σ)·Σ and the retraction R_Σ (`survey_vi.md` §14); EMGVB updates P with the exact
+/// natural gradient sym(Ĝ_P) and the retraction R_P (§15). Everything else — the draws, the
+/// lagged control variates, the mean step, momentum with parallel transport, the halvings —
+/// is the same, so both methods share [`ManifoldState`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Geometry {
+    /// MGVB: q parameterised by Σ.
+    Covariance,
+    /// EMGVB: q parameterised by P = Σ⁻¹.
+    Precision,
+}
+
+/// The state of an MGVB or EMGVB run: q, the momenta of μ and of the matrix parameter (Σ or P),
+/// the previous matrix for the transport, the control variates and the draw batch.
+#[derive(Clone, Debug)]
+pub(crate) struct ManifoldState {
+    geometry: Geometry,
+    settings: ManifoldSettings,
+    q: super::FullGaussian,
+    /// Σ_{t−1} (MGVB) or P_{t−1} (EMGVB), for the transport E.
+    prev: Option<Mat<f64>>,
+    m_mu: Vec<f64>,
+    m_mat: Mat<f64>,
+    cv: super::ControlVariates,
+    batch: super::Batch,
+    g: Vec<f64>,
+    skipped: usize,
+}
+
+impl ManifoldState {
+    /// A run from mean `init`. Errors: settings out of range, or d too large
+    /// ([`super::ViError::Unsuitable`]).
+    pub(crate) fn new(
+        init: &[f64],
+        settings: &ManifoldSettings,
+        geometry: Geometry,
+    ) -> Result<Self, super::ViError> {
+        use super::Family;
+        let d = init.len();
+        settings.validate(d, init)?;
+        let q = settings.initial_q(init)?;
+        let k = q.n_directions();
+        Ok(ManifoldState {
+            geometry,
+            settings: settings.clone(),
+            q,
+            prev: None,
+            m_mu: vec![0.0; d],
+            m_mat: Mat::zeros(d, d),
+            cv: super::ControlVariates::new(k),
+            batch: super::Batch::new(settings.mc_samples, d, k),
+            g: vec![0.0; k],
+            skipped: 0,
+        })
+    }
+
     /// The pilot batch at t = 0 that gives the first control-variate coefficients
     /// (`qbvi.md` §5.5).
     fn pilot(
         &mut self,
         density: &dyn crate::inference::LogDensity,
         rng: &mut crate::inference::rng::StreamRng,
-    ) -> Result<(), super::ViError>;
-    /// One iteration at step t; returns LB_t at the q that drew the batch.
+    ) -> Result<(), super::ViError> {
+        self.batch.draw(&self.q, density, rng, 0)?;
+        self.cv.estimate(&self.batch.u, &self.batch.f, None);
+        Ok(())
+    }
+
+    /// One iteration at step t (§14 / §15); returns LB_t at the q that drew the batch.
     fn step(
         &mut self,
         density: &dyn crate::inference::LogDensity,
         rng: &mut crate::inference::rng::StreamRng,
         t: usize,
-    ) -> Result<f64, super::ViError>;
-    /// Updates skipped because every halving failed.
-    fn skipped(&self) -> usize;
+    ) -> Result<f64, super::ViError> {
+        use super::Family;
+        let d = self.q.dim();
+        self.batch.draw(&self.q, density, rng, t)?;
+        // Lagged coefficients (qbvi.md §5.3), then new ones from this batch.
+        self.cv.gradient(&self.batch.u, &self.batch.f, &mut self.g);
+        self.cv.estimate(&self.batch.u, &self.batch.f, None);
+        let lb = self.batch.f.iter().sum::<f64>() / self.batch.f.len() as f64;
+        // The stacked directions are (a, P − aaᵀ).
+        let (g_a, g_b) = unpack(&self.g, d);
+        let sigma = self.q.covariance_mat();
+        let p = self.q.precision_mat().clone();
+        let nat_mu = mat_vec(&sigma, &g_a);
+        // The natural gradient of the matrix parameter, and the matrix it moves.
+        let (nat_mat, current) = match self.geometry {
+            // Ĝ_Σ = −½·Ĝ_B since U_Σ = −½(P − aaᵀ); ∇̃_Σ = Σ Ĝ_Σ Σ (§14).
+            Geometry::Covariance => {
+                let g_sigma = Mat::from_fn(d, d, |i, j| -0.5 * g_b[(i, j)]);
+                (&sigma * g_sigma * &sigma, sigma.clone())
+            }
+            // ∇̃_P = sym(Ĝ_P) (§15).
+            Geometry::Precision => (g_b, p.clone()),
+        };
+        let e = match &self.prev {
+            Some(prev) => transport(&current, prev),
+            None => None,
+        };
+        let omega = self.settings.momentum;
+        for i in 0..d {
+            self.m_mu[i] = omega * self.m_mu[i] + (1.0 - omega) * nat_mu[i];
+        }
+        momentum(&mut self.m_mat, e.as_ref(), &nat_mat, omega);
+        let beta = self.settings.schedule().at(t);
+        let mean: Vec<f64> = (0..d)
+            .map(|i| self.q.mean()[i] + beta * self.m_mu[i])
+            .collect();
+        let mut b = beta;
+        let mut new_p = None;
+        for _ in 0..=MAX_HALVINGS {
+            let xi = Mat::from_fn(d, d, |i, j| b * self.m_mat[(i, j)]);
+            let candidate = match self.geometry {
+                Geometry::Covariance => {
+                    let cand = retract(&sigma, &p, &xi);
+                    if super::cholesky_lower(&cand).is_some() {
+                        sym_apply(&cand, |l| 1.0 / l)
+                    } else {
+                        None
+                    }
+                }
+                Geometry::Precision => {
+                    let cand = retract(&p, &sigma, &xi);
+                    super::cholesky_lower(&cand).is_some().then_some(cand)
+                }
+            };
+            if let Some(pc) = candidate {
+                new_p = Some(pc);
+                break;
+            }
+            b *= 0.5;
+        }
+        let p_next = new_p.unwrap_or_else(|| {
+            self.skipped += 1;
+            p.clone()
+        });
+        let row: Vec<f64> = (0..d * d).map(|k| p_next[(k / d, k % d)]).collect();
+        match super::FullGaussian::from_precision(&mean, &row) {
+            Some(q) if mean.iter().all(|m| m.is_finite()) => {
+                self.prev = Some(current);
+                self.q = q;
+            }
+            _ => self.skipped += 1,
+        }
+        Ok(lb)
+    }
 }
 
 /// The loop of MGVB and EMGVB under the common exit rule: pilot batch from stream 0, the
 /// iterations from stream 1 of the seed; returns the kept q.
-pub(crate) fn run<M: ManifoldStep>(
+pub(crate) fn run(
     density: &dyn crate::inference::LogDensity,
     init: &[f64],
-    mut state: M,
+    mut state: ManifoldState,
     settings: &ManifoldSettings,
     progress: &mut dyn FnMut(super::Progress) -> super::Control,
 ) -> Result<super::GaussianFit, super::ViError> {
@@ -244,13 +373,13 @@ pub(crate) fn run<M: ManifoldStep>(
     let mut rng = crate::inference::rng::stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<super::FullGaussian>();
     for t in 1..=settings.common.max_iter {
-        let before = state.q().clone();
+        let before = state.q.clone();
         let lb = state.step(density, &mut rng, t)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;
         }
     }
-    tracker.record.skipped_steps = state.skipped();
-    let (q, record) = tracker.finish(state.q().clone());
+    tracker.record.skipped_steps = state.skipped;
+    let (q, record) = tracker.finish(state.q.clone());
     Ok(super::GaussianFit::full(&q, record))
 }
