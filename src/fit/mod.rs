@@ -602,14 +602,7 @@ pub fn fit(
             if settings.init_precision.is_none() {
                 settings.init_precision = start_point.precision.clone();
             }
-            let mut progress = |p: qbvi::Progress| {
-                (monitor.on_progress)(ProgressEvent::Qbvi(p));
-                if monitor.stop.load(Ordering::Relaxed) {
-                    Control::Stop
-                } else {
-                    Control::Continue
-                }
-            };
+            let mut progress = vi_progress(monitor);
             let fit = match &options.minibatch {
                 None => qbvi::fit_qbvi(model, &init, &settings, &mut progress),
                 Some(plan) => {
@@ -619,27 +612,11 @@ pub fn fit(
             }
             .map_err(|e| algorithm(Method::Qbvi)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
-            let w = settings.window;
-            let trace = fit
-                .elbo_trace
-                .iter()
-                .enumerate()
-                .map(|(i, &e)| {
-                    let sm = if i >= w {
-                        fit.smoothed_elbo.get(i - w).copied().unwrap_or(f64::NAN)
-                    } else {
-                        f64::NAN
-                    };
-                    (i + 1, e, sm)
-                })
-                .collect();
-            let out = finish_gaussian(
+            let out = finish_gaussian_fit(
                 model,
                 options,
-                |n, rng| fit.sample(n, rng),
-                |z| fit.log_q(z),
-                Some(&fit.mean),
-                trace,
+                &fit,
+                settings.window,
                 start_point.no_mode.clone(),
             )?;
             Ok(out.into_result(Method::Qbvi, seed, FitDetails::Qbvi(fit), seconds))
@@ -654,14 +631,7 @@ pub fn fit(
                 .as_ref()
                 .map(|p| (0..d).map(|i| p[i * d + i]).collect())
                 .filter(|v: &Vec<f64>| v.iter().all(|x| *x > 0.0 && x.is_finite()));
-            let mut progress = |p: qbvi::Progress| {
-                (monitor.on_progress)(ProgressEvent::Qbvi(p));
-                if monitor.stop.load(Ordering::Relaxed) {
-                    Control::Stop
-                } else {
-                    Control::Continue
-                }
-            };
+            let mut progress = vi_progress(monitor);
             let sd = diag
                 .as_ref()
                 .map(|p| p.iter().map(|x| 1.0 / x.sqrt()).collect::<Vec<f64>>());
@@ -717,27 +687,11 @@ pub fn fit(
             };
             let fit = result.map_err(|e| algorithm(m)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
-            let w = options.ivon.common.window;
-            let trace = fit
-                .elbo_trace
-                .iter()
-                .enumerate()
-                .map(|(i, &e)| {
-                    let sm = if i >= w {
-                        fit.smoothed_elbo.get(i - w).copied().unwrap_or(f64::NAN)
-                    } else {
-                        f64::NAN
-                    };
-                    (i + 1, e, sm)
-                })
-                .collect();
-            let out = finish_gaussian(
+            let out = finish_gaussian_fit(
                 model,
                 options,
-                |n, rng| fit.sample(n, rng),
-                |z| fit.log_q(z),
-                Some(&fit.mean),
-                trace,
+                &fit,
+                options.ivon.common.window,
                 start_point.no_mode.clone(),
             )?;
             Ok(out.into_result(m, seed, FitDetails::Qbvi(fit), seconds))
@@ -898,6 +852,53 @@ pub fn fit(
             })
         }
     }
+}
+
+/// The progress callback of the Gaussian variational methods: reports each iteration to the
+/// monitor and asks the method to stop once Ctrl-C has set the monitor's flag.
+fn vi_progress<'a>(monitor: &'a Monitor<'a>) -> impl FnMut(qbvi::Progress) -> Control + 'a {
+    move |p: qbvi::Progress| {
+        (monitor.on_progress)(ProgressEvent::Qbvi(p));
+        if monitor.stop.load(Ordering::Relaxed) {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+/// The post-fit checks and draws of a [`GaussianFit`] (QBVI and the survey methods): its ELBO
+/// trace as (iteration, ELBO, smoothed ELBO) rows, with the smoothed value NaN until the window
+/// of `w + 1` values is full, then [`finish_gaussian`].
+fn finish_gaussian_fit(
+    model: &Model,
+    options: &FitOptions,
+    fit: &GaussianFit,
+    w: usize,
+    no_mode: Option<String>,
+) -> Result<GaussianOutputs, FitError> {
+    let trace = fit
+        .elbo_trace
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| {
+            let sm = if i >= w {
+                fit.smoothed_elbo.get(i - w).copied().unwrap_or(f64::NAN)
+            } else {
+                f64::NAN
+            };
+            (i + 1, e, sm)
+        })
+        .collect();
+    finish_gaussian(
+        model,
+        options,
+        |n, rng| fit.sample(n, rng),
+        |z| fit.log_q(z),
+        Some(&fit.mean),
+        trace,
+        no_mode,
+    )
 }
 
 /// The rule for an interrupted MCMC run (Ctrl-C): its chains stop at different iterations and
