@@ -168,6 +168,41 @@ struct Rows {
     y_hat: Vec<f64>,
     y_gq: Option<Vec<f64>>,
     y_rep: Option<Vec<f64>>,
+    /// `p_hat[n, k]` per row n (K class probabilities) for a multiclass outcome.
+    p_hat: Option<Vec<Vec<f64>>>,
+}
+
+/// Positions of `p_hat[n, k]` (a `matrix[N, K]` or `array[N] vector[K]` generated quantity of
+/// class probabilities), as `rows × K` indices into the generated quantities, when every
+/// (n, k) in 1..rows × 1..K is present once; empty otherwise.
+fn class_positions(names: &[String], rows: usize) -> Vec<Vec<usize>> {
+    let mut cells: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let Some(inner) = name.strip_prefix("p_hat[") else {
+            continue;
+        };
+        let idx: Vec<usize> = inner
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|t| !t.is_empty())
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        if idx.len() != 2 || idx[0] == 0 || idx[1] == 0 {
+            return Vec::new();
+        }
+        cells.push((idx[0] - 1, idx[1] - 1, i));
+    }
+    if rows == 0 || cells.len() % rows != 0 || cells.len() / rows < 2 {
+        return Vec::new();
+    }
+    let k = cells.len() / rows;
+    let mut pos = vec![vec![usize::MAX; k]; rows];
+    for (n, c, i) in cells {
+        if n >= rows || c >= k || pos[n][c] != usize::MAX {
+            return Vec::new();
+        }
+        pos[n][c] = i;
+    }
+    pos
 }
 
 /// Positions of the scalar elements of the vector generated quantity `name` (`name[1]`, …).
@@ -190,6 +225,8 @@ struct Layout {
     /// `y_rep[n]`, a posterior predictive draw of each outcome, when the model generates it with
     /// the length of `log_lik`.
     y_rep: Vec<usize>,
+    /// `p_hat[n, k]` positions (rows × K) for a multiclass outcome; empty otherwise.
+    p_hat: Vec<Vec<usize>>,
 }
 
 impl Layout {
@@ -197,12 +234,23 @@ impl Layout {
         let names = model.generated_quantity_names();
         let log_lik = gq_positions(&names, "log_lik");
         let y_hat = gq_positions(&names, "y_hat");
-        if log_lik.is_empty() || y_hat.is_empty() {
+        let p_hat = class_positions(&names, log_lik.len());
+        if log_lik.is_empty() || (y_hat.is_empty() && p_hat.is_empty()) {
             return Err(EvaluateError::Convention(
                 "evaluation needs the generated quantities `log_lik[n]` (log p(y_n | θ)) and `y_hat[n]` \
-                 (the predicted mean, or the probability of 1 for a binary outcome), one per observation"
+                 (the predicted mean, or the probability of 1 for a binary outcome), one per observation, \
+                 or for a K-class outcome `p_hat[n, k]` = P(y_n = k | θ) (`matrix[N, K]`)"
                     .into(),
             ));
+        }
+        if y_hat.is_empty() {
+            return Ok(Layout {
+                y_hat: Vec::new(),
+                y_gq: gq_positions(&names, outcome),
+                y_rep: Vec::new(),
+                log_lik,
+                p_hat,
+            });
         }
         if log_lik.len() != y_hat.len() {
             return Err(EvaluateError::Convention(format!(
@@ -220,14 +268,26 @@ impl Layout {
             y_hat,
             y_gq: gq_positions(&names, outcome),
             y_rep,
+            p_hat: Vec::new(),
         })
     }
 
     fn rows(&self, gq: &[f64]) -> Rows {
         let pick = |idx: &[usize]| idx.iter().map(|&i| gq[i]).collect::<Vec<f64>>();
+        let p_hat: Option<Vec<Vec<f64>>> =
+            (!self.p_hat.is_empty()).then(|| self.p_hat.iter().map(|r| pick(r)).collect());
+        // For a multiclass outcome `y_hat` is the predicted mean of the label, Σ_k k · p_hat[n, k].
+        let y_hat = match &p_hat {
+            Some(p) if self.y_hat.is_empty() => p
+                .iter()
+                .map(|r| r.iter().enumerate().map(|(k, v)| (k + 1) as f64 * v).sum())
+                .collect(),
+            _ => pick(&self.y_hat),
+        };
         Rows {
             log_lik: pick(&self.log_lik),
-            y_hat: pick(&self.y_hat),
+            y_hat,
+            p_hat,
             y_gq: (!self.y_gq.is_empty()).then(|| pick(&self.y_gq)),
             y_rep: (!self.y_rep.is_empty()).then(|| pick(&self.y_rep)),
         }
@@ -317,6 +377,24 @@ pub fn score_predictive(
         .is_some()
         .then(|| table(&|r| r.y_rep.as_deref().unwrap_or(&[])));
     let mut m = metrics::predictive_metrics(&y_kept, &y_hat, &log_lik, y_rep.as_deref());
+    if rows[0].p_hat.is_some() {
+        let k = rows[0].p_hat.as_ref().map_or(0, |p| p[0].len());
+        let s = rows.len() as f64;
+        let mean: Vec<Vec<f64>> = keep
+            .iter()
+            .map(|&i| {
+                (0..k)
+                    .map(|c| {
+                        rows.iter()
+                            .map(|r| r.p_hat.as_ref().map_or(f64::NAN, |p| p[i][c]))
+                            .sum::<f64>()
+                            / s
+                    })
+                    .collect()
+            })
+            .collect();
+        m.multiclass = Some(metrics::multiclass_metrics(&y_kept, &mean, metrics::ECE_BINS));
+    }
     m.rows = keep;
     Ok(m)
 }
@@ -543,6 +621,9 @@ pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
         .iter()
         .find_map(|(_, m)| m.predictive.as_ref().map(|p| p.draws));
     let all_binary = cols.iter().all(|(_, m)| m.binary.is_some());
+    let multiclass = cols
+        .iter()
+        .all(|(_, m)| m.predictive.as_ref().is_some_and(|p| p.multiclass.is_some()));
     if let Some(s) = draws {
         rows.push((format!("posterior predictive ({s} draws):"), blank()));
         let pred = |g: &dyn Fn(&PredictiveMetrics) -> Option<f64>, d: usize| -> Vec<String> {
@@ -555,7 +636,14 @@ pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
                 })
                 .collect()
         };
-        if all_binary {
+        if multiclass {
+            let mc = |g: fn(&metrics::MulticlassMetrics) -> f64, d: usize| {
+                pred(&move |p: &PredictiveMetrics| p.multiclass.as_ref().map(g), d)
+            };
+            rows.push(("  accuracy (argmax class)".into(), mc(|m| m.accuracy, 3)));
+            rows.push(("  Brier (multiclass)".into(), mc(|m| m.brier, 4)));
+            rows.push(("  ECE (10 bins, top label)".into(), mc(|m| m.ece, 4)));
+        } else if all_binary {
             rows.push((
                 "  accuracy".into(),
                 pred(&|p| p.binary.map(|b| b.accuracy), 3),
@@ -606,7 +694,7 @@ pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
         rows.push((format!("{ind}recall"), b(|m| m.recall)));
         rows.push((format!("{ind}accuracy"), b(|m| m.accuracy)));
         rows.push((format!("{ind}F1"), b(|m| m.f1)));
-    } else {
+    } else if !multiclass {
         rows.push((
             format!("{ind}MSE"),
             cols.iter()

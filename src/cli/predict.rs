@@ -32,7 +32,7 @@ pub struct PredictArgs {
     pub seed: Option<u64>,
     /// The outcome data variable, which the new data may omit (default: the name in a
     /// `// @outcome NAME` comment of the model). When present and the model generates
-    /// `log_lik[n]` and `y_hat[n]`, the new rows are scored.
+    /// `log_lik[n]` and `y_hat[n]` (or `p_hat[n, k]` for a K-class outcome), the new rows are scored.
     #[arg(long)]
     pub outcome: Option<String>,
     /// Write the per-row posterior-predictive scores here as CSV (`row,y,mean,lppd`: row 1-based,
@@ -129,9 +129,9 @@ pub fn run(args: PredictArgs) -> i32 {
         return 0;
     };
     let names = model.generated_quantity_names();
-    let follows = ["log_lik", "y_hat"]
-        .iter()
-        .all(|q| names.iter().any(|n| n.starts_with(&format!("{q}["))));
+    let has = |q: &str| names.iter().any(|n| n.starts_with(&format!("{q}[")));
+    // `y_hat[n]`, or `p_hat[n, k]` for a K-class outcome (crate::evaluate's per-row convention).
+    let follows = has("log_lik") && (has("y_hat") || has("p_hat"));
     match observed {
         None => {
             say(&format!(

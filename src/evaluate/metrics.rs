@@ -139,6 +139,73 @@ pub struct PredictiveMetrics {
     /// Coverage of the central 50 % and 90 % predictive intervals of `y_rep` (continuous outcomes
     /// of a model that generates `y_rep`).
     pub coverage: Option<(f64, f64)>,
+    /// Scores of the averaged class probabilities (multiclass outcomes of a model that generates
+    /// `p_hat[n, k]`; set by `evaluate::score_predictive`, None from [`predictive_metrics`]).
+    pub multiclass: Option<MulticlassMetrics>,
+}
+
+/// Posterior-predictive scores of a K-class outcome (K ≥ 2) from the predictive class
+/// probabilities p̄_ik = (1/S) Σ_s P(y_i = k | θ_s).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct MulticlassMetrics {
+    /// Number of classes K.
+    pub classes: usize,
+    /// Fraction of observations whose most probable class argmax_k p̄_ik equals y_i (ties: the
+    /// lowest k).
+    pub accuracy: f64,
+    /// Multiclass Brier score (Brier 1950): (1/n) Σ_i Σ_k (p̄_ik − 1[y_i = k])², in [0, 2].
+    pub brier: f64,
+    /// Expected calibration error of the top-label confidence max_k p̄_ik, 10 equal-width bins
+    /// (Guo et al. 2017, Eq. 3).
+    pub ece: f64,
+}
+
+/// Scores a K-class outcome: `y[i]` ∈ {1, …, K} (1-based, as Stan's categorical) and `p[i]` the
+/// K predictive probabilities of observation i (each row of length K ≥ 2, summing to 1). Accuracy
+/// of the argmax class, the multiclass Brier score and the expected calibration error with `bins`
+/// equal-width bins of the confidence c_i = max_k p_ik: observation i is in bin m when
+/// (m−1)/M < c_i ≤ m/M, ECE = Σ_m (|B_m| / n) · |acc(B_m) − conf(B_m)| (Guo, Pleiss, Sun &
+/// Weinberger 2017, "On calibration of modern neural networks", ICML, Eq. 3). An outcome outside
+/// 1..K counts as misclassified and contributes 1[y_i = k] = 0 for every k.
+pub fn multiclass_metrics(y: &[f64], p: &[Vec<f64>], bins: usize) -> MulticlassMetrics {
+    let n = y.len() as f64;
+    let classes = p.first().map_or(0, Vec::len);
+    let mut count = vec![0usize; bins];
+    let mut correct = vec![0.0; bins];
+    let mut conf = vec![0.0; bins];
+    let (mut hits, mut brier) = (0.0, 0.0);
+    for (&yi, pi) in y.iter().zip(p) {
+        let (mut best, mut c) = (0usize, f64::NEG_INFINITY);
+        for (k, &v) in pi.iter().enumerate() {
+            if v > c {
+                best = k;
+                c = v;
+            }
+            let target = if yi == (k + 1) as f64 { 1.0 } else { 0.0 };
+            brier += (v - target).powi(2);
+        }
+        let hit = yi == (best + 1) as f64;
+        let m = ((c * bins as f64).ceil() as usize).clamp(1, bins) - 1;
+        count[m] += 1;
+        conf[m] += c;
+        if hit {
+            hits += 1.0;
+            correct[m] += 1.0;
+        }
+    }
+    let ece = (0..bins)
+        .filter(|&m| count[m] > 0)
+        .map(|m| {
+            let k = count[m] as f64;
+            k / n * (correct[m] / k - conf[m] / k).abs()
+        })
+        .sum();
+    MulticlassMetrics {
+        classes,
+        accuracy: hits / n,
+        brier: brier / n,
+        ece,
+    }
 }
 
 /// Number of bins of the expected calibration error.
@@ -196,6 +263,7 @@ pub fn predictive_metrics(
         brier: binary.then(|| brier_score(y, &mean)),
         ece: binary.then(|| expected_calibration_error(y, &mean, ECE_BINS)),
         coverage,
+        multiclass: None,
         mean,
         lppd_pointwise,
     }
@@ -223,6 +291,29 @@ mod tests {
             -1000.0 + ((1.0 + (-1f64).exp()) / 2.0).ln(),
         );
         assert_eq!(log_mean_exp(&[f64::NEG_INFINITY]), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn multiclass_scores_by_hand() {
+        // Three classes, three observations with labels 1, 3, 2.
+        let y = [1.0, 3.0, 2.0];
+        let p = vec![
+            vec![0.7, 0.2, 0.1], // argmax 1, correct, confidence 0.7 (bin 7)
+            vec![0.3, 0.6, 0.1], // argmax 2, wrong, confidence 0.6 (bin 6)
+            vec![0.05, 0.9, 0.05], // argmax 2, correct, confidence 0.9 (bin 9)
+        ];
+        let m = multiclass_metrics(&y, &p, 10);
+        assert_eq!(m.classes, 3);
+        close(m.accuracy, 2.0 / 3.0);
+        // Brier: (0.09 + 0.04 + 0.01) + (0.09 + 0.36 + 0.81) + (0.0025 + 0.01 + 0.0025), over 3.
+        close(m.brier, (0.14 + 1.26 + 0.015) / 3.0);
+        // ECE: one observation per bin: |1 − 0.7| + |0 − 0.6| + |1 − 0.9|, over 3.
+        close(m.ece, (0.3 + 0.6 + 0.1) / 3.0);
+        // Two observations in one bin: bin 8 has confidences 0.8 and 0.75, one correct.
+        let m = multiclass_metrics(&[1.0, 1.0], &[vec![0.8, 0.2], vec![0.25, 0.75]], 10);
+        close(m.accuracy, 0.5);
+        close(m.ece, (0.5f64 - 0.775).abs());
+        close(m.brier, (0.04 + 0.04 + 0.5625 + 0.5625) / 2.0);
     }
 
     #[test]
