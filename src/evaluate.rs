@@ -393,7 +393,11 @@ pub fn score_predictive(
                     .collect()
             })
             .collect();
-        m.multiclass = Some(metrics::multiclass_metrics(&y_kept, &mean, metrics::ECE_BINS));
+        m.multiclass = Some(metrics::multiclass_metrics(
+            &y_kept,
+            &mean,
+            metrics::ECE_BINS,
+        ));
     }
     m.rows = keep;
     Ok(m)
@@ -621,9 +625,11 @@ pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
         .iter()
         .find_map(|(_, m)| m.predictive.as_ref().map(|p| p.draws));
     let all_binary = cols.iter().all(|(_, m)| m.binary.is_some());
-    let multiclass = cols
-        .iter()
-        .all(|(_, m)| m.predictive.as_ref().is_some_and(|p| p.multiclass.is_some()));
+    let multiclass = cols.iter().all(|(_, m)| {
+        m.predictive
+            .as_ref()
+            .is_some_and(|p| p.multiclass.is_some())
+    });
     if let Some(s) = draws {
         rows.push((format!("posterior predictive ({s} draws):"), blank()));
         let pred = |g: &dyn Fn(&PredictiveMetrics) -> Option<f64>, d: usize| -> Vec<String> {
@@ -638,7 +644,10 @@ pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
         };
         if multiclass {
             let mc = |g: fn(&metrics::MulticlassMetrics) -> f64, d: usize| {
-                pred(&move |p: &PredictiveMetrics| p.multiclass.as_ref().map(g), d)
+                pred(
+                    &move |p: &PredictiveMetrics| p.multiclass.as_ref().map(g),
+                    d,
+                )
             };
             rows.push(("  accuracy (argmax class)".into(), mc(|m| m.accuracy, 3)));
             rows.push(("  Brier (multiclass)".into(), mc(|m| m.brier, 4)));

@@ -43,15 +43,36 @@ fn fit_and_predict(model: &str, train: &str, test: &str, m: &str, iters: &str) -
     let dir = tempfile::tempdir().unwrap();
     let fit = dir.path().join("fit.json");
     let o = bayesc(&[
-        "fit", model, "--data", train, "--method", "qnvb", "--batch-size", m, "--random-init",
-        "--seed", "1", "--max-iter", iters, "--draws", "100", "-q", "--save-fit",
+        "fit",
+        model,
+        "--data",
+        train,
+        "--method",
+        "qnvb",
+        "--batch-size",
+        m,
+        "--random-init",
+        "--seed",
+        "1",
+        "--max-iter",
+        iters,
+        "--draws",
+        "100",
+        "-q",
+        "--save-fit",
         fit.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("minibatch:"), "{}", text(&o));
     let pred = dir.path().join("pred.csv");
     let o = bayesc(&[
-        "predict", model, "--fit", fit.to_str().unwrap(), "--data", test, "-o",
+        "predict",
+        model,
+        "--fit",
+        fit.to_str().unwrap(),
+        "--data",
+        test,
+        "-o",
         pred.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));

@@ -298,8 +298,8 @@ mod tests {
         // Three classes, three observations with labels 1, 3, 2.
         let y = [1.0, 3.0, 2.0];
         let p = vec![
-            vec![0.7, 0.2, 0.1], // argmax 1, correct, confidence 0.7 (bin 7)
-            vec![0.3, 0.6, 0.1], // argmax 2, wrong, confidence 0.6 (bin 6)
+            vec![0.7, 0.2, 0.1],   // argmax 1, correct, confidence 0.7 (bin 7)
+            vec![0.3, 0.6, 0.1],   // argmax 2, wrong, confidence 0.6 (bin 6)
             vec![0.05, 0.9, 0.05], // argmax 2, correct, confidence 0.9 (bin 9)
         ];
         let m = multiclass_metrics(&y, &p, 10);

@@ -171,6 +171,28 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
                 q.best_smoothed_elbo
             );
         }
+        FitDetails::Qnvb(q) => {
+            use crate::inference::qnvb::QnvbStop;
+            let how = match q.stop {
+                QnvbStop::Converged => "converged (the smoothed-ELBO exit rule fired)",
+                QnvbStop::MaxIterations => "NOT converged: stopped at the iteration cap",
+                QnvbStop::Interrupted => "INTERRUPTED",
+            };
+            let _ = writeln!(
+                s,
+                "{how} after {} iterations ({:.2} s)",
+                q.iterations, r.seconds
+            );
+            if let (Some(plan), Some(last)) = (&options.minibatch, q.epoch_elbo.last()) {
+                let _ = writeln!(
+                    s,
+                    "minibatch: {} epochs of {} batches; the exit rule used the full-data ELBO \
+                     once per epoch (last {last:.3}); per-iteration ELBO values are batch estimates",
+                    q.epoch_elbo.len(),
+                    plan.batches_per_epoch()
+                );
+            }
+        }
         _ => {
             let _ = writeln!(
                 s,
