@@ -14,11 +14,11 @@
 //! when the driver found a mode ([X]) instead of the spec's σ_init = 0.1. In Algorithm 3 σ is
 //! clamped at 10⁻⁸. Full batch (minibatching waits for the minibatch density trait).
 
-use super::reparam::{ElboProbe, GradDraw, check_initial_point};
+use super::reparam::{ElboProbe, GradDraw, check_initial_point, run_averaged};
 use super::schedule::Adam;
-use super::{Control, GaussianFit, Progress, ViError, ViSettings, WindowAverage};
+use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
-use crate::inference::rng::{StreamRng, stream};
+use crate::inference::rng::StreamRng;
 
 /// σ's parameterisation (§5, Algorithms 3 and 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,19 +222,16 @@ pub fn fit_bbb(
     settings.common.validate(density.dim(), init)?;
     check_initial_point(density, init)?;
     let mut state = Bbb::new(init, settings)?;
-    let mut rng = stream(settings.common.seed, 1);
-    let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
-    let mut window = WindowAverage::new(settings.common.window);
     let mut probe = ElboProbe::new(init.len(), settings.common.seed);
-    for t in 1..=settings.common.max_iter {
-        let before = window.push(&state.mean, &state.sd());
-        let lb = probe.estimate(density, &state.mean, &state.sd())?;
-        state.step(density, &mut rng, t)?;
-        if tracker.observe(t, lb, &before, progress).is_some() {
-            break;
-        }
-    }
-    let last = window.push(&state.mean, &state.sd());
-    let ((mean, p), record) = tracker.finish(last);
-    Ok(GaussianFit::diagonal(mean, p, record))
+    run_averaged(
+        &settings.common,
+        &mut state,
+        |s| (s.mean.clone(), s.sd()),
+        |s, rng, t| {
+            let lb = probe.estimate(density, &s.mean, &s.sd())?;
+            s.step(density, rng, t)?;
+            Ok(lb)
+        },
+        progress,
+    )
 }

@@ -18,10 +18,10 @@
 use rand::RngExt;
 use rand_distr::StandardNormal;
 
-use super::reparam::{MAX_REDRAWS, check_initial_point};
-use super::{Control, GaussianFit, HALF_LN_2PI, Progress, ViError, ViSettings, WindowAverage};
+use super::reparam::{MAX_REDRAWS, check_initial_point, run_averaged};
+use super::{Control, GaussianFit, HALF_LN_2PI, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
-use crate::inference::rng::{StreamRng, stream};
+use crate::inference::rng::StreamRng;
 
 /// Where the control-variate coefficients come from (§7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,17 +253,11 @@ pub fn fit_bbvi(
     settings.common.validate(density.dim(), init)?;
     check_initial_point(density, init)?;
     let mut state = Bbvi::new(init, settings)?;
-    let mut rng = stream(settings.common.seed, 1);
-    let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
-    let mut window = WindowAverage::new(settings.common.window);
-    for t in 1..=settings.common.max_iter {
-        let before = window.push(&state.mean, &state.sd());
-        let lb = state.step(density, &mut rng, t)?;
-        if tracker.observe(t, lb, &before, progress).is_some() {
-            break;
-        }
-    }
-    let last = window.push(&state.mean, &state.sd());
-    let ((mean, p), record) = tracker.finish(last);
-    Ok(GaussianFit::diagonal(mean, p, record))
+    run_averaged(
+        &settings.common,
+        &mut state,
+        |s| (s.mean.clone(), s.sd()),
+        |s, rng, t| s.step(density, rng, t),
+        progress,
+    )
 }

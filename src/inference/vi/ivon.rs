@@ -17,10 +17,10 @@
 //!
 //! The fixed point (§17) is the mean-field VI optimum up to O(1 − β₂).
 
-use super::reparam::{ElboProbe, GradDraw, check_initial_point};
-use super::{Control, GaussianFit, Progress, ViError, ViSettings, WindowAverage};
+use super::reparam::{ElboProbe, GradDraw, check_initial_point, run_averaged};
+use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
-use crate::inference::rng::{StreamRng, stream};
+use crate::inference::rng::StreamRng;
 
 /// Settings of IVON; `Default` gives bayesc's [X] defaults of §17.
 #[derive(Clone, Debug, PartialEq)]
@@ -209,21 +209,18 @@ pub fn fit_ivon(
     settings.common.validate(density.dim(), init)?;
     check_initial_point(density, init)?;
     let mut state = Ivon::new(init, settings)?;
-    let mut rng = stream(settings.common.seed, 1);
-    let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
-    let mut window = WindowAverage::new(settings.common.window);
     let mut probe = ElboProbe::new(init.len(), settings.common.seed);
-    for t in 1..=settings.common.max_iter {
-        let before = window.push(&state.mean, &state.sd());
-        let lb = probe.estimate(density, &state.mean, &state.sd())?;
-        state.step(density, &mut rng)?;
-        if tracker.observe(t, lb, &before, progress).is_some() {
-            break;
-        }
-    }
-    let last = window.push(&state.mean, &state.sd());
-    let ((mean, p), record) = tracker.finish(last);
-    Ok(GaussianFit::diagonal(mean, p, record))
+    run_averaged(
+        &settings.common,
+        &mut state,
+        |s| (s.mean.clone(), s.sd()),
+        |s, rng, _| {
+            let lb = probe.estimate(density, &s.mean, &s.sd())?;
+            s.step(density, rng)?;
+            Ok(lb)
+        },
+        progress,
+    )
 }
 
 #[cfg(test)]

@@ -136,3 +136,36 @@ impl ElboProbe {
         Ok(total / PROBE_DRAWS as f64)
     }
 }
+
+/// The loop the stochastic-gradient mean-field methods share (IVON, BBB, BBVI): at iteration
+/// t, push (μ, σ) of `state` into the window average, let `iterate` return LB_t at that state
+/// and then update it, and hand the averaged iterate to the exit rule (`survey_vi.md` §1; the
+/// Polyak–Ruppert average of [`super::WindowAverage`]). Draws come from stream 1 of the seed.
+/// Returns the kept averaged iterate as a diagonal [`super::GaussianFit`].
+pub(crate) fn run_averaged<S>(
+    common: &super::ViSettings,
+    state: &mut S,
+    mean_sd: impl Fn(&S) -> (Vec<f64>, Vec<f64>),
+    mut iterate: impl FnMut(
+        &mut S,
+        &mut crate::inference::rng::StreamRng,
+        usize,
+    ) -> Result<f64, ViError>,
+    progress: &mut dyn FnMut(super::Progress) -> super::Control,
+) -> Result<super::GaussianFit, ViError> {
+    let mut rng = crate::inference::rng::stream(common.seed, 1);
+    let mut tracker = common.tracker::<(Vec<f64>, Vec<f64>)>();
+    let mut window = super::WindowAverage::new(common.window);
+    for t in 1..=common.max_iter {
+        let (m, sd) = mean_sd(state);
+        let before = window.push(&m, &sd);
+        let lb = iterate(state, &mut rng, t)?;
+        if tracker.observe(t, lb, &before, progress).is_some() {
+            break;
+        }
+    }
+    let (m, sd) = mean_sd(state);
+    let last = window.push(&m, &sd);
+    let ((mean, p), record) = tracker.finish(last);
+    Ok(super::GaussianFit::diagonal(mean, p, record))
+}
