@@ -481,6 +481,34 @@ fn static_hmc_gaussian_5d() {
     }
 }
 
+/// Static HMC's default warmup (L = ⌊2π/ε̄⌋) on a target 100× narrower than the unit metric
+/// costs the same order of gradients as NUTS's: the metric is adapted with NUTS and the static
+/// kernel only tunes its step size in the terminal buffer (`AdaptiveHmc::adapt_with_nuts`).
+/// With the static kernel throughout, ε̄ ≈ 0.01 early on makes each iteration ~600 leapfrog
+/// steps, and warmup cost ~20× NUTS's on labour.
+#[test]
+fn static_hmc_default_warmup_costs_like_nuts() {
+    let scales: Vec<f64> = (0..4).map(|k| 0.01 * 10f64.powf(k as f64 / 3.0)).collect();
+    let target = Gaussian::new(vec![0.0; 4], scales.clone(), 0.3);
+    let var: Vec<f64> = scales.iter().map(|s| s * s).collect();
+    let gradients = |method: Method| {
+        let jitter = if matches!(method, Method::StaticHmc { .. }) { 0.5 } else { 0.0 };
+        let settings = McmcSettings {
+            method,
+            seed: 11,
+            jitter,
+            ..McmcSettings::default()
+        };
+        let out = sample(&target, &settings, &[], &no_progress(), &AtomicBool::new(false))
+            .unwrap();
+        check_moments(&out, &target.mean, &var);
+        out.chains.iter().map(|c| c.n_gradients).sum::<u64>() as f64
+    };
+    let nuts = gradients(Method::Nuts);
+    let hmc = gradients(Method::StaticHmc { n_leapfrog: None });
+    assert!(hmc < 3.0 * nuts, "static HMC used {hmc} gradients, NUTS {nuts}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Metropolis–Hastings
 

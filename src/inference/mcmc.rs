@@ -735,6 +735,9 @@ fn run_chain(
             settings.warmup,
             settings.jitter,
         );
+        if let Method::StaticHmc { n_leapfrog: None } = settings.method {
+            h = h.adapt_with_nuts(Nuts::new(d, settings.max_depth));
+        }
         h.init_step_size(density, &mut rng).map_err(map_err)?;
         ChainSampler::Hmc(Box::new(h))
     } else {

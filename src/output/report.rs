@@ -171,7 +171,18 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             },
             match m {
                 fit::Method::Mh => String::new(),
-                fit::Method::Hmc => format!("adapt_delta = {}; ", o.mcmc.adapt_delta),
+                fit::Method::Hmc => match o.mcmc.method {
+                    mcmc::Method::StaticHmc { n_leapfrog: Some(n) } => {
+                        format!("adapt_delta = {}; {n} leapfrog steps; ", o.mcmc.adapt_delta)
+                    }
+                    _ => format!(
+                        "adapt_delta = {}; leapfrog steps = ⌊2π/ε⌋ with ε jittered ±{:.0}%; \
+                         metric adapted with NUTS, step size tuned for static HMC in the last \
+                         warmup window; ",
+                        o.mcmc.adapt_delta,
+                        100.0 * o.mcmc.jitter
+                    ),
+                },
                 _ => format!(
                     "adapt_delta = {}; max_depth = {}; ",
                     o.mcmc.adapt_delta, o.mcmc.max_depth
