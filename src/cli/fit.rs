@@ -339,6 +339,12 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
             print!("{}", summary::format_table(&rows, false));
             print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
+        FitDetails::Pathfinder(fit) => {
+            print!("{}", crate::output::report::pathfinder_text(result, fit));
+            let rows = summary::summarize(&result.draws, false);
+            print!("{}", summary::format_table(&rows, false));
+            print!("{}", vi_diagnostics_text_with(result, unpriored));
+        }
         FitDetails::Optimize(fit) => print!("{}", optimize_text(result, fit)),
         FitDetails::Mcmc(out) => print!("{}", mcmc_text(result, out, options)),
     }

@@ -51,6 +51,10 @@ pub enum MethodArg {
     /// NGVI (Khan & Nielsen 2018): Gaussian natural-gradient VI from reparameterised gradients
     /// and Stein's identity; full covariance, or mean-field with --diagonal (survey_vi.md §9).
     Ngvi,
+    /// Multi-path Pathfinder (Zhang et al. 2022): Gaussian approximations along L-BFGS paths
+    /// from several starts, their mixture importance-resampled. Fast; an approximation, also a
+    /// good start for NUTS.
+    Pathfinder,
 }
 
 impl From<MethodArg> for fit::Method {
@@ -69,6 +73,7 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Mgvb => fit::Method::Mgvb,
             MethodArg::Emgvb => fit::Method::Emgvb,
             MethodArg::Ngvi => fit::Method::Ngvi,
+            MethodArg::Pathfinder => fit::Method::Pathfinder,
         }
     }
 }
@@ -166,6 +171,11 @@ pub struct FitArgs {
     #[arg(long, help_heading = "Variational inference")]
     pub random_init: bool,
 
+    /// MCMC: where the chains start: a number R (uniform(−R, R) on the unconstrained scale;
+    /// default 2, Stan's; 0 starts at zero) or `pathfinder` (one importance-resampled draw of
+    /// multi-path Pathfinder per chain, as Stan can; the Pathfinder flags apply).
+    #[arg(long, value_name = "R|pathfinder", allow_hyphen_values = true, help_heading = "MCMC")]
+    pub init: Option<String>,
     /// MCMC: number of chains, run in parallel.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub chains: u64,
@@ -194,6 +204,15 @@ pub struct FitArgs {
     /// HMC: leapfrog steps per iteration (default: integration time 2π over the adapted step size).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub n_leapfrog: Option<u64>,
+    /// Pathfinder: number of independent L-BFGS paths, run in parallel.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Pathfinder")]
+    pub num_paths: u64,
+    /// Pathfinder: correction pairs J in each path's inverse-Hessian estimate.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..=100), help_heading = "Pathfinder")]
+    pub history_size: u64,
+    /// Pathfinder: draws K per L-BFGS iterate for its ELBO estimate.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Pathfinder")]
+    pub num_elbo_draws: u64,
     /// QNVB, QBVI --diagonal: fit on minibatches of M rows (a fresh permutation per epoch; terms
     /// that depend on the rows scaled by N/M). The compiler first proves that the model's log
     /// density splits over the rows (docs/minibatch.md).
@@ -231,6 +250,13 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             "--psis-resample applies to the variational methods (qbvi, qnvb, laplace and the survey methods), not {method}"
         ));
     }
+    if args.psis_resample && method == fit::Method::Pathfinder {
+        return Err(
+            "--psis-resample: Pathfinder always importance-resamples its draws (as Stan's \
+             multi-path Pathfinder); remove the flag"
+                .to_string(),
+        );
+    }
     if args.jacobian && method != fit::Method::Optimize {
         return Err(
             "--jacobian applies to --method optimize (the other methods always include the \
@@ -266,7 +292,10 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     use fit::Method as M;
     let mcmc = method.is_mcmc();
     let hmc = matches!(method, M::Nuts | M::Hmc);
-    let checks: [(&str, bool, bool, &str); 17] = [
+    let init = parse_init(args.init.as_deref())?;
+    let pf = method == M::Pathfinder || init == Some(InitArg::Pathfinder);
+    let checks: [(&str, bool, bool, &str); 21] = [
+        ("--init", init.is_some(), mcmc, "nuts, hmc, mh"),
         (
             "--draws",
             args.draws != 1000,
@@ -290,9 +319,12 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         (
             "--max-iter",
             args.max_iter != 5000,
-            matches!(method, M::Qbvi | M::Qnvb) || method.is_survey(),
-            "qbvi, qnvb, ivon, bbb, bbvi, mgvb, emgvb",
+            matches!(method, M::Qbvi | M::Qnvb | M::Pathfinder) || method.is_survey(),
+            "qbvi, qnvb, ivon, bbb, bbvi, mgvb, emgvb, pathfinder",
         ),
+        ("--num-paths", args.num_paths != 4, pf, "pathfinder"),
+        ("--history-size", args.history_size != 6, pf, "pathfinder"),
+        ("--num-elbo-draws", args.num_elbo_draws != 25, pf, "pathfinder"),
         (
             "--step-size",
             args.step_size.is_some(),
@@ -334,6 +366,30 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The value of `--init`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum InitArg {
+    /// uniform(−R, R).
+    Radius(f64),
+    /// Pathfinder draws.
+    Pathfinder,
+}
+
+/// Parses `--init`: a finite number ≥ 0, or `pathfinder`.
+fn parse_init(value: Option<&str>) -> Result<Option<InitArg>, String> {
+    let Some(v) = value else { return Ok(None) };
+    if v.eq_ignore_ascii_case("pathfinder") {
+        return Ok(Some(InitArg::Pathfinder));
+    }
+    match v.parse::<f64>() {
+        Ok(r) if r >= 0.0 && r.is_finite() => Ok(Some(InitArg::Radius(r))),
+        _ => Err(format!(
+            "--init takes a radius R ≥ 0 (chains start uniform(−R, R) on the unconstrained \
+             scale) or `pathfinder`, got `{v}`; initial values from a file are not supported"
+        )),
+    }
 }
 
 /// Step-size jitter of static HMC when the number of leapfrog steps is left to its default.
@@ -380,6 +436,13 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.bbvi.eta = b;
     }
     o.qnvb.max_iter = args.max_iter as usize;
+    o.pathfinder.num_paths = args.num_paths as usize;
+    o.pathfinder.history = args.history_size as usize;
+    o.pathfinder.num_elbo_draws = args.num_elbo_draws as usize;
+    if args.max_iter != 5000 {
+        // Stan's max_lbfgs_iters (default 1000) per path.
+        o.pathfinder.optimize.max_iter = args.max_iter as usize;
+    }
     if args.random_init {
         o.vi_init = fit::ViInit::Random;
     }
@@ -390,6 +453,12 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     }
     if method == fit::Method::Mh {
         o.mcmc = mcmc::McmcSettings::mh_defaults(dim);
+    }
+    match parse_init(args.init.as_deref()) {
+        Ok(Some(InitArg::Radius(r))) => o.mcmc.init_radius = r,
+        Ok(Some(InitArg::Pathfinder)) => o.mcmc_init = fit::McmcInit::Pathfinder,
+        // refused by `check_args`
+        Ok(None) | Err(_) => {}
     }
     o.mcmc.chains = args.chains as usize;
     if let Some(w) = args.warmup {
@@ -451,6 +520,11 @@ mod option_tests {
             ("--diagonal", _) => format!("{:?}", o.qbvi.covariance),
             ("--mc-samples", _) => format!("{}", o.qbvi.n_samples),
             ("--max-iter", M::Qnvb) => format!("{}", o.qnvb.max_iter),
+            ("--max-iter", M::Pathfinder) => format!("{}", o.pathfinder.optimize.max_iter),
+            ("--num-paths", _) => format!("{}", o.pathfinder.num_paths),
+            ("--history-size", _) => format!("{}", o.pathfinder.history),
+            ("--num-elbo-draws", _) => format!("{}", o.pathfinder.num_elbo_draws),
+            ("--init", _) => format!("{} {:?}", o.mcmc.init_radius, o.mcmc_init),
             ("--max-iter", _) => format!("{}", o.qbvi.max_iter),
             ("--step-size", _) => format!("{:?}", o.qbvi.step_size),
             ("--random-init", _) => format!("{:?}", o.vi_init),
@@ -471,8 +545,13 @@ mod option_tests {
 
     #[test]
     fn every_accepted_flag_changes_a_setting_its_method_reads() {
-        let flags: [&[&str]; 19] = [
+        let flags: [&[&str]; 24] = [
             &["--draws", "7"],
+            &["--init", "0.5"],
+            &["--init", "pathfinder"],
+            &["--num-paths", "2"],
+            &["--history-size", "3"],
+            &["--num-elbo-draws", "9"],
             &["--diagonal"],
             &["--mc-samples", "7"],
             &["--max-iter", "7"],
@@ -492,7 +571,16 @@ mod option_tests {
             &["--n-leapfrog", "5"],
             &["--metric", "dense"],
         ];
-        let methods = ["qbvi", "qnvb", "laplace", "optimize", "nuts", "hmc", "mh"];
+        let methods = [
+            "qbvi",
+            "qnvb",
+            "laplace",
+            "optimize",
+            "nuts",
+            "hmc",
+            "mh",
+            "pathfinder",
+        ];
         let mut accepted = 0;
         let mut failures = Vec::new();
         for m in methods {
@@ -532,6 +620,11 @@ mod option_tests {
             ("hmc", &["--max-depth", "5"][..]),
             ("nuts", &["--n-leapfrog", "5"][..]),
             ("nuts", &["--jacobian"][..]),
+            ("nuts", &["--num-paths", "2"][..]),
+            ("pathfinder", &["--psis-resample"][..]),
+            ("qbvi", &["--init", "1"][..]),
+            ("nuts", &["--init", "-1"][..]),
+            ("nuts", &["--init", "inits.json"][..]),
         ] {
             let mut argv = vec!["--method", m];
             argv.extend_from_slice(flag);

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod mode;
+mod pathfinder_fit;
 mod vi_checks;
 
 use mode::*;
@@ -17,6 +18,7 @@ use crate::graph::Model;
 use crate::graph::batch::MinibatchModel;
 use crate::graph::separability::Separability;
 use crate::inference::laplace::{self, LaplaceFit, LaplaceSettings};
+use crate::inference::pathfinder::{PathfinderFit, PathfinderSettings};
 use crate::inference::mcmc::{self, ChainProgress, McmcOutput, McmcSettings};
 use crate::inference::minibatch::MinibatchSettings;
 use crate::inference::optimize::{self, OptimizeResult, OptimizeSettings};
@@ -67,6 +69,9 @@ pub enum Method {
     /// NGVI, natural-gradient Gaussian VI with reparameterised gradients and Stein's identity
     /// (full covariance or diagonal; `specs/survey_vi.md` §9).
     Ngvi,
+    /// Multi-path Pathfinder (Zhang et al. 2022): Gaussians along L-BFGS paths, their
+    /// mixture importance-resampled (`inference::pathfinder`).
+    Pathfinder,
 }
 
 impl Method {
@@ -78,7 +83,10 @@ impl Method {
     /// True for the methods that fit an approximation q and report the PSIS k̂ of it
     /// (QBVI, QNVB, Laplace).
     pub fn is_variational(self) -> bool {
-        matches!(self, Method::Qbvi | Method::Qnvb | Method::Laplace) || self.is_survey()
+        matches!(
+            self,
+            Method::Qbvi | Method::Qnvb | Method::Laplace | Method::Pathfinder
+        ) || self.is_survey()
     }
 
     /// True for the survey's variational methods (`specs/survey_vi.md`), which fit a Gaussian
@@ -107,6 +115,7 @@ impl fmt::Display for Method {
             Method::Mgvb => "mgvb",
             Method::Emgvb => "emgvb",
             Method::Ngvi => "ngvi",
+            Method::Pathfinder => "pathfinder",
         })
     }
 }
@@ -207,6 +216,21 @@ pub struct FitOptions {
     pub emgvb: ManifoldSettings,
     /// NGVI settings (`survey_vi.md` §9; seed, initial mean and precision from the fit).
     pub ngvi: NgviSettings,
+    /// Settings of `Method::Pathfinder` (its `seed` is overwritten by [`FitOptions::seed`]), also
+    /// used by `McmcInit::Pathfinder`.
+    pub pathfinder: PathfinderSettings,
+    /// Where MCMC chains start.
+    pub mcmc_init: McmcInit,
+}
+
+/// Where the chains of an MCMC fit start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McmcInit {
+    /// uniform(−R, R) on the unconstrained scale, R = `McmcSettings::init_radius` (Stan's).
+    Random,
+    /// One PSIS-resampled draw of multi-path Pathfinder per chain (as Stan's
+    /// `pathfinder` initialisation; `pathfinder_fit::pathfinder_inits`).
+    Pathfinder,
 }
 
 /// A proved minibatch plan: the separability of the model over its observation axis
@@ -255,6 +279,8 @@ impl FitOptions {
             mgvb: ManifoldSettings::default(),
             emgvb: ManifoldSettings::default(),
             ngvi: NgviSettings::default(),
+            pathfinder: PathfinderSettings::default(),
+            mcmc_init: McmcInit::Random,
         }
     }
 }
@@ -307,6 +333,8 @@ pub enum FitDetails {
     Optimize(OptimizeFit),
     /// The Laplace approximation at the mode.
     Laplace(LaplaceFit),
+    /// The paths of multi-path Pathfinder and the mixture of their best Gaussians.
+    Pathfinder(PathfinderFit),
 }
 
 /// A finished fit: constrained draws (parameters, transformed parameters, generated quantities)
@@ -777,6 +805,7 @@ pub fn fit(
             )?;
             Ok(out.into_result(Method::Laplace, seed, FitDetails::Laplace(fit), seconds))
         }
+        Method::Pathfinder => pathfinder_fit::fit_pathfinder(model, options, start),
         Method::Optimize => {
             let fit = run_optimize(model, options)?;
             let seconds = start.elapsed().as_secs_f64();
@@ -820,8 +849,12 @@ pub fn fit(
                     },
                 });
             }
+            let inits = match options.mcmc_init {
+                McmcInit::Random => Vec::new(),
+                McmcInit::Pathfinder => pathfinder_fit::pathfinder_inits(model, options)?,
+            };
             let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
-            let mut out = mcmc::sample(model, &settings, &[], &progress, monitor.stop)
+            let mut out = mcmc::sample(model, &settings, &inits, &progress, monitor.stop)
                 .map_err(|e| algorithm(options.method)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
             let d = out.dim;

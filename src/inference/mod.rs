@@ -11,6 +11,7 @@ pub mod mcmc;
 pub mod mh;
 pub mod minibatch;
 pub mod optimize;
+pub mod pathfinder;
 pub mod qbvi;
 pub mod qnvb;
 pub mod rng;

@@ -333,6 +333,22 @@ pub fn optimize(
     init: &[f64],
     settings: &OptimizeSettings,
 ) -> Result<OptimizeResult, OptimizeError> {
+    optimize_traced(density, init, settings, &mut |_, _, _| {})
+}
+
+/// [`optimize`], calling `on_iterate(ζ_k, L(ζ_k), ∇L(ζ_k))` at the initial point and after every
+/// accepted step (the L-BFGS path that Pathfinder approximates along; Zhang et al. 2022, Alg. 1).
+/// Slices have length d. Same results and errors as [`optimize`].
+pub fn optimize_traced(
+    density: &dyn LogDensity,
+    init: &[f64],
+    settings: &OptimizeSettings,
+    on_iterate: &mut dyn FnMut(&[f64], f64, &[f64]),
+) -> Result<OptimizeResult, OptimizeError> {
+    let mut report = |x: &[f64], f: f64, g: &[f64]| {
+        let grad: Vec<f64> = g.iter().map(|v| -v).collect();
+        on_iterate(x, -f, &grad);
+    };
     let d = density.dim();
     if init.len() != d {
         return Err(OptimizeError::DimensionMismatch {
@@ -359,6 +375,7 @@ pub fn optimize(
         converged,
         message: msg.to_string(),
     };
+    report(&x, f, &g);
     if norm(&g) < settings.tol_grad {
         return Ok(done(x, f, 0, true, "gradient norm below tolerance"));
     }
@@ -400,6 +417,7 @@ pub fn optimize(
         x = t.x;
         g = t.g;
         f = t.f;
+        report(&x, f, &g);
         let sy = dot(&s, &y);
         if sy > 1e-10 * norm(&s) * norm(&y) {
             if pairs.len() == m {
@@ -458,6 +476,7 @@ pub fn optimize(
                 x = t.x;
                 g = t.g;
                 f = t.f;
+                report(&x, f, &g);
                 let sy = dot(&s, &y);
                 if sy > 1e-10 * norm(&s) * norm(&y) {
                     if pairs.len() == m {

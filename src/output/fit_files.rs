@@ -25,6 +25,10 @@ pub fn write_outputs(
             write_approximation_csv(path, result, options, &model_name)?;
             Ok(vec![path.display().to_string()])
         }
+        FitDetails::Pathfinder(_) => {
+            write_pathfinder_csv(path, result, options, &model_name)?;
+            Ok(vec![path.display().to_string()])
+        }
         FitDetails::Optimize(fit) => {
             let config = stan_csv::cmdstan_config_lines(
                 &model_name,
@@ -300,6 +304,50 @@ fn write_approximation_csv(
         draws: &draws,
         chain: 0,
         adaptation_lines: &adaptation,
+        footer_lines: &[],
+    };
+    stan_csv::write_stan_csv(path, &layout)
+}
+
+/// Writes a Pathfinder fit in the layout of CmdStan's `pathfinder` output (CmdStan Guide,
+/// "Pathfinder"): columns `lp_approx__` (log density of the approximation, here the mixture of
+/// the paths' Gaussians) and `lp__` (the model's log density on the unconstrained scale with
+/// the Jacobian adjustment), then the quantities, one row per (resampled) draw. Atomic.
+fn write_pathfinder_csv(
+    path: &Path,
+    result: &FitResult,
+    options: &FitOptions,
+    model_name: &str,
+) -> std::io::Result<()> {
+    let n = result.draws.n_draws();
+    if result.approx_log_densities.len() != n {
+        return Err(std::io::Error::other(format!(
+            "internal: {} log densities for {n} draws",
+            result.approx_log_densities.len()
+        )));
+    }
+    let p = &options.pathfinder;
+    let settings = [
+        ("num_psis_draws", n.to_string()),
+        ("num_paths", p.num_paths.to_string()),
+        ("history_size", p.history.to_string()),
+        ("num_elbo_draws", p.num_elbo_draws.to_string()),
+        ("max_lbfgs_iters", p.optimize.max_iter.to_string()),
+        ("psis_resample", "true".to_string()),
+    ];
+    let config = stan_csv::cmdstan_config_lines(model_name, "pathfinder", &settings, options.seed, 1);
+    let values: Vec<f64> = result
+        .approx_log_densities
+        .iter()
+        .flat_map(|&(lp, lq)| [lq, lp])
+        .collect();
+    let layout = stan_csv::StanCsvLayout {
+        config_lines: &config,
+        sampler_cols: &["lp_approx__", "lp__"],
+        sampler_values: &values,
+        draws: &result.draws,
+        chain: 0,
+        adaptation_lines: &[],
         footer_lines: &[],
     };
     stan_csv::write_stan_csv(path, &layout)

@@ -17,7 +17,21 @@ fn vi_start_text(o: &FitOptions) -> &'static str {
 
 /// One line naming the method and its settings.
 pub fn settings_line(o: &FitOptions, d: usize) -> String {
-    let line = method_settings(o, d);
+    let mut line = method_settings(o, d);
+    if o.method.is_mcmc() {
+        match o.mcmc_init {
+            fit::McmcInit::Pathfinder => line.push_str(&format!(
+                "; chains start at importance-resampled draws of {}-path Pathfinder",
+                o.pathfinder.num_paths
+            )),
+            fit::McmcInit::Random if o.mcmc.init_radius != mcmc::DEFAULT_INIT_RADIUS => line
+                .push_str(&format!(
+                    "; chains start uniform(-{r}, {r}) on the unconstrained scale",
+                    r = o.mcmc.init_radius
+                )),
+            fit::McmcInit::Random => {}
+        }
+    }
     match &o.minibatch {
         None => line,
         Some(p) => {
@@ -153,6 +167,13 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 s.step_size,
                 s.common.max_iter,
                 o.seed
+            )
+        }
+        fit::Method::Pathfinder => {
+            let p = &o.pathfinder;
+            format!(
+                "method = pathfinder ({} L-BFGS paths in parallel, history J = {}, {} ELBO draws per iterate, at most {} L-BFGS iterations per path; draws from the mixture of the paths' Gaussians, PSIS-resampled); d = {d} unconstrained parameters; seed = {}",
+                p.num_paths, p.history, p.num_elbo_draws, p.optimize.max_iter, o.seed
             )
         }
         fit::Method::Laplace => format!(
@@ -409,5 +430,42 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
     if vi.resampled {
         s.push_str("the draws were importance-resampled with the Pareto-smoothed weights\n");
     }
+    s
+}
+
+/// What a Pathfinder fit prints before its summary (shared by `bayesc fit` and the REPL): one
+/// line per path with its L-BFGS run and the iterate whose Gaussian it kept, and which paths
+/// failed. Pathfinder has no convergence claim of its own: how good the mixture is, is what
+/// the PSIS k̂ below the summary says. Ends with a newline.
+pub fn pathfinder_text(result: &FitResult, fit: &crate::inference::pathfinder::PathfinderFit) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} of {} paths found an approximation ({:.2} s):",
+        fit.components.len(),
+        fit.paths.len(),
+        result.seconds
+    );
+    for (i, p) in fit.paths.iter().enumerate() {
+        if p.approximation.is_some() {
+            let _ = writeln!(
+                s,
+                "  path {}: {} L-BFGS iterations ({}); Gaussian of iterate {} kept, ELBO = {:.3}",
+                i + 1,
+                p.iterations,
+                p.message,
+                p.best_iteration,
+                p.elbo
+            );
+        } else {
+            let _ = writeln!(s, "  path {}: FAILED: {}", i + 1, p.message);
+        }
+    }
+    let _ = writeln!(
+        s,
+        "posterior summary from {} draws of the mixture of the paths' Gaussians, importance-resampled (constrained scale):\n",
+        result.draws.n_draws()
+    );
     s
 }

@@ -77,6 +77,7 @@ pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
         }
         fit::Method::Qnvb => "the fitted mean-field Gaussian",
         fit::Method::Laplace => "the Laplace approximation",
+        fit::Method::Pathfinder => "the Pathfinder mixture (PSIS-resampled)",
         _ => "the fitted Gaussian",
     };
     let batch = match &o.minibatch {
@@ -161,6 +162,15 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
     match &r.details {
         FitDetails::Mcmc(out) => return mcmc_text(r, out, options),
         FitDetails::Optimize(o) => return optimize_text(r, o),
+        FitDetails::Pathfinder(p) => {
+            s.push_str(&crate::output::report::pathfinder_text(r, p));
+            s.push_str(&summary::format_table(
+                &summary::summarize(&r.draws, false),
+                false,
+            ));
+            s.push_str(&vi_diagnostics_text(r));
+            return s;
+        }
         FitDetails::Qbvi(q) => {
             let _ = writeln!(
                 s,
