@@ -2,6 +2,7 @@
 //! codes: 0 success, 1 an error in the model, the data or the fit, 2 a usage error.
 
 mod check;
+mod diagnose;
 mod evaluate;
 pub(crate) mod fit;
 mod predict;
@@ -42,6 +43,9 @@ enum Command {
     Optimize(fit::FitArgs),
     /// Check a model (and optionally bind data) without fitting.
     Check(check::CheckArgs),
+    /// Compare the model's gradient with finite differences at a point (as CmdStan's
+    /// `diagnose`); exit code 1 when they disagree.
+    Diagnose(diagnose::DiagnoseArgs),
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
     /// Interactive session: load or type a model, fit it, inspect and compare posteriors
@@ -76,6 +80,7 @@ pub fn run() -> i32 {
             fit::run(args)
         }
         Command::Check(args) => check::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
         Command::Summary(args) => summary::run(args),
         Command::Repl => crate::repl::run(),
         Command::Predict(args) => predict::run(args),
