@@ -25,6 +25,16 @@ pub fn run(args: FitArgs) -> i32 {
         eprintln!("error: {msg}");
         return super::EXIT_USAGE;
     }
+    if let Some(n) = args.threads {
+        // The global pool can be set once per process; `bayesc fit` runs one fit.
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n as usize)
+            .build_global()
+        {
+            eprintln!("error: cannot set --threads {n}: {e}");
+            return super::EXIT_ERROR;
+        }
+    }
     // Fail before a long fit, not after it, when an output cannot be written.
     for path in [&args.output, &args.elbo_output, &args.save_fit]
         .into_iter()

@@ -123,6 +123,10 @@ pub struct FitArgs {
     /// Do not print the progress bar or the settings line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Worker threads for chains, Monte Carlo draws and paths (default: one per core). Results
+    /// do not depend on it: a seed gives the same draws at any thread count.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: Option<u64>,
     /// Save the fitted posterior (parameter draws, model hash) as JSON for `bayesc predict`.
     #[arg(long, value_name = "FIT.json")]
     pub save_fit: Option<PathBuf>,
