@@ -34,6 +34,11 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     for i in 0..n {
         let inv_b = inv_beta.at(i);
         let z = (y.at(i) - mu.at(i)) * inv_b;
+        if z.is_infinite() {
+            // y = ±∞, or y − μ overflows: the density is 0 in either tail.
+            value = f64::NEG_INFINITY;
+            continue;
+        }
         let e = (-z).exp();
         value -= z + e;
         if include_log_beta {
