@@ -107,7 +107,7 @@ fn check_errors(text: &str) -> String {
 }
 
 #[test]
-fn what_check_accepts_runs_rng_in_transformed_data_and_matrix_division_are_refused() {
+fn what_check_accepts_runs_rng_in_transformed_data_is_refused_and_matrix_division_runs() {
     let rng = check_errors(
         "transformed data {\n  real z = normal_rng(0, 1);\n}\nparameters { real mu; }\nmodel { mu ~ normal(z, 1); }\n",
     );
@@ -124,11 +124,21 @@ fn what_check_accepts_runs_rng_in_transformed_data_and_matrix_division_are_refus
         ),
         ""
     );
-    for expr in ["A \\ v", "v' / A", "A / A"] {
+    // Matrix division checks and runs: `A \ v` = mdivide_left(A, v), `v' / A` and `A / A` =
+    // mdivide_right (values against numpy in tests/linalg_gp.rs).
+    for (expr, value) in [("A \\ v", 1.75), ("v' / A", 1.625), ("A / A", 2.0)] {
         let text = format!(
-            "data {{ matrix[2, 2] A; vector[2] v; }}\nparameters {{ real mu; }}\nmodel {{\n  mu ~ normal(0, 1);\n  print({expr});\n}}\n"
+            "data {{ matrix[2, 2] A; vector[2] v; }}\nparameters {{ real mu; }}\nmodel {{\n  target += sum({expr});\n}}\n"
         );
-        let e = check_errors(&text);
-        assert!(e.contains("not supported yet"), "`{expr}`:\n{e}");
+        assert_eq!(check_errors(&text), "", "`{expr}`");
+        // A = [[2, 1], [0, 4]], v = [3, 2]: A⁻¹v = [1.25, 0.5], v'A⁻¹ = [1.5, 0.125], A A⁻¹ = I.
+        let m = common::compile_source(
+            "div.bayes",
+            &text,
+            Some(r#"{"A": [[2, 1], [0, 4]], "v": [3, 2]}"#),
+            &[],
+        );
+        let lp = bayesc::inference::LogDensity::log_density(&m, &[0.0]).unwrap();
+        assert!((lp - value).abs() < 1e-12, "`{expr}`: {lp}");
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Only families whose CDF and its gradient in every argument are available in closed form are
 //! offered: normal, lognormal, cauchy, logistic, double_exponential, exponential, weibull,
-//! uniform. Families whose CDF needs an incomplete gamma or beta function (gamma, inv_gamma,
+//! uniform, gumbel. Families whose CDF needs an incomplete gamma or beta function (gamma, inv_gamma,
 //! beta, student_t, poisson, binomial, neg_binomial_2) are deliberately absent: their shape
 //! gradients are not implemented, and a CDF with wrong gradients is worse than none.
 
@@ -39,6 +39,7 @@ pub fn log_cdf(
         Family::Exponential => super::exponential::lcdf(args, is_var, complement, n),
         Family::Weibull => super::weibull::lcdf(args, is_var, complement, n),
         Family::Uniform => super::uniform::lcdf(args, is_var, complement, n),
+        Family::Gumbel => super::gumbel::lcdf(args, is_var, complement, n),
         Family::StudentT
         | Family::Gamma
         | Family::InvGamma
@@ -72,6 +73,7 @@ pub fn has_log_cdf(family: Family) -> bool {
             | Family::Exponential
             | Family::Weibull
             | Family::Uniform
+            | Family::Gumbel
     )
 }
 

@@ -34,6 +34,7 @@ pub mod cdf;
 pub mod double_exponential;
 pub mod exponential;
 pub mod gamma;
+pub mod gumbel;
 pub mod inv_gamma;
 pub mod lanes;
 pub mod logistic;
@@ -99,6 +100,7 @@ pub fn log_density(
         Family::Poisson => poisson::lpmf(args, is_var, propto, n),
         Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
         Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
+        Family::Gumbel => gumbel::lpdf(args, is_var, propto, n),
     }
 }
 
@@ -150,6 +152,7 @@ pub fn rng<R: rand::Rng + ?Sized>(
         Family::Poisson => poisson::check_params(&args),
         Family::PoissonLog => poisson_log::check_params(&args),
         Family::NegBinomial2 => neg_binomial_2::check_params(&args),
+        Family::Gumbel => gumbel::check_params(&args),
     };
     checked.map_err(|e| DistError {
         function,
@@ -176,6 +179,7 @@ pub fn rng<R: rand::Rng + ?Sized>(
         Family::Poisson => poisson::rng(p, rng)?,
         Family::PoissonLog => poisson_log::rng(p, rng)?,
         Family::NegBinomial2 => neg_binomial_2::rng(p, rng)?,
+        Family::Gumbel => gumbel::rng(p, rng),
     })
 }
 

@@ -72,6 +72,7 @@ pub enum Family {
     Poisson,
     PoissonLog,
     NegBinomial2,
+    Gumbel,
 }
 
 const fn p(name: &'static str, support: Support) -> ParamSig {
@@ -241,6 +242,7 @@ pub static FAMILIES: &[FamilySig] = &[
         ],
         Family::NegBinomial2,
     ),
+    continuous("gumbel", Support::Real, &[LOCATION, SCALE], Family::Gumbel),
 ];
 
 impl Family {
@@ -308,7 +310,7 @@ mod tests {
             assert_eq!(lookup(row.name).map(|r| r.family), Some(row.family));
             assert_eq!(row.discrete, row.variate.is_integer(), "{}", row.name);
         }
-        assert_eq!(FAMILIES.len(), 19);
+        assert_eq!(FAMILIES.len(), 20);
     }
 
     #[test]

@@ -192,6 +192,14 @@ fn rows() -> Vec<Row> {
     ] {
         r.push(row(Family::NegBinomial2, &[k, mu, phi], expected));
     }
+    // Gumbel: scipy 1.17 `scipy.stats.gumbel_r.logpdf(y, loc=mu, scale=beta)`.
+    for &(y, mu, b, expected) in &[
+        (0.3, -0.2, 1.5, -1.455_329_752_015_287),
+        (-2.0, 1.0, 0.4, -1_799.626_123_724_189),
+        (10.0, 0.0, 3.0, -4.467_619_615_348_696),
+    ] {
+        r.push(row(Family::Gumbel, &[y, mu, b], expected));
+    }
     r
 }
 

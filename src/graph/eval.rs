@@ -18,6 +18,7 @@ use super::value::{Fault, R, Value};
 mod call;
 mod density;
 mod expr;
+pub(crate) mod matrix;
 mod multivariate;
 mod stmt;
 

@@ -76,12 +76,48 @@ pub enum Builtin {
     LogMix,
     CholeskyDecompose,
     MdivideLeftTriLow,
+    MdivideRightTriLow,
+    MdivideLeft,
+    MdivideRight,
+    Inverse,
+    InverseSpd,
+    Determinant,
+    LogDeterminant,
+    QuadFormDiag,
+    QuadFormSym,
+    /// A Gaussian-process covariance function.
+    Gp(GpKernel),
     Trace,
     AddDiag,
     /// A constant such as `pi()`.
     Const(f64),
     /// `target()`.
     Target,
+}
+
+/// The Gaussian-process covariance functions (`super::eval` `matrix::gp_cov`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GpKernel {
+    /// `gp_exp_quad_cov` (and its older name `cov_exp_quad`).
+    ExpQuad,
+    /// `gp_matern32_cov`.
+    Matern32,
+    /// `gp_matern52_cov`.
+    Matern52,
+    /// `gp_periodic_cov`.
+    Periodic,
+}
+
+impl GpKernel {
+    /// The function's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpKernel::ExpQuad => "gp_exp_quad_cov",
+            GpKernel::Matern32 => "gp_matern32_cov",
+            GpKernel::Matern52 => "gp_matern52_cov",
+            GpKernel::Periodic => "gp_periodic_cov",
+        }
+    }
 }
 
 /// Looks up a built-in function by name.
@@ -203,6 +239,19 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "log_mix" => LogMix,
         "cholesky_decompose" => CholeskyDecompose,
         "mdivide_left_tri_low" => MdivideLeftTriLow,
+        "mdivide_right_tri_low" => MdivideRightTriLow,
+        "mdivide_left" => MdivideLeft,
+        "mdivide_right" => MdivideRight,
+        "inverse" => Inverse,
+        "inverse_spd" => InverseSpd,
+        "determinant" => Determinant,
+        "log_determinant" => LogDeterminant,
+        "quad_form_diag" => QuadFormDiag,
+        "quad_form_sym" => QuadFormSym,
+        "gp_exp_quad_cov" | "cov_exp_quad" => Gp(GpKernel::ExpQuad),
+        "gp_matern32_cov" => Gp(GpKernel::Matern32),
+        "gp_matern52_cov" => Gp(GpKernel::Matern52),
+        "gp_periodic_cov" => Gp(GpKernel::Periodic),
         "trace" => Trace,
         "add_diag" => AddDiag,
         _ => return None,

@@ -17,6 +17,7 @@ pub mod error;
 pub(crate) mod eval;
 pub(crate) mod ir;
 pub(crate) mod kernel;
+pub(crate) mod linalg;
 pub(crate) mod ops;
 pub mod pointwise;
 pub mod scalar;

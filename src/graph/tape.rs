@@ -67,11 +67,24 @@ enum Node {
     },
     /// A run of a scalar kernel (`super::kernel`): record `k` of [`Tape::kb`].
     Kernel(u32),
+    /// A dense factorisation-based operation (inverse, determinant, solves, Cholesky) on an
+    /// `n × n` matrix `a` (and a right-hand side `b` with `k` columns or rows): outputs from
+    /// `out`; the reverse pass is analytic, in [`super::linalg::backward`].
+    Linalg {
+        op: LinOp,
+        out: u32,
+        a: Opnd,
+        b: Option<Opnd>,
+        n: u32,
+        k: u32,
+    },
 }
+
+pub(crate) use super::linalg::LinOp;
 
 /// An operand of a [`Node::MatMul`]: contiguous slots (column-major) or a data matrix.
 #[derive(Clone, Copy, Debug)]
-enum Opnd {
+pub(crate) enum Opnd {
     /// Slots `start ..`.
     Var(u32),
     /// `Tape::mats[i]`.
@@ -266,6 +279,42 @@ impl Tape {
         out
     }
 
+    /// A [`Node::Linalg`] with the output values `values` (already computed by the caller):
+    /// `a` is the `n × n` matrix, `b` the right-hand side with `k` columns (left solves) or
+    /// rows (right solves). Returns the first output slot.
+    pub(crate) fn linalg(
+        &mut self,
+        op: LinOp,
+        a: MatArg,
+        b: Option<MatArg>,
+        n: usize,
+        k: usize,
+        values: &[f64],
+    ) -> u32 {
+        let out = self.alloc(values.len());
+        self.val[out as usize..].copy_from_slice(values);
+        if self.recording {
+            let opnd = |t: &mut Tape, x: MatArg| match x {
+                MatArg::Var(s) => Opnd::Var(s),
+                MatArg::Data(d) => {
+                    t.mats.push(d.clone());
+                    Opnd::Data(t.mats.len() as u32 - 1)
+                }
+            };
+            let oa = opnd(self, a);
+            let ob = b.map(|b| opnd(self, b));
+            self.nodes.push(Node::Linalg {
+                op,
+                out,
+                a: oa,
+                b: ob,
+                n: n as u32,
+                k: k as u32,
+            });
+        }
+        out
+    }
+
     /// Elementwise map of the contiguous slots `x .. x + n`: `f(x_i)` returns (value,
     /// derivative). Returns the first of `n` output slots; one [`Node::Map`].
     #[inline(always)]
@@ -393,6 +442,24 @@ impl Tape {
                     }
                 }
                 Node::Kernel(r) => kernel::backward(&mut self.kb, r, adj),
+                Node::Linalg {
+                    op,
+                    out,
+                    a,
+                    b,
+                    n,
+                    k,
+                } => super::linalg::backward(
+                    op,
+                    &self.val,
+                    &self.mats,
+                    adj,
+                    out as usize,
+                    a,
+                    b,
+                    n as usize,
+                    k as usize,
+                ),
                 Node::Map { out, x, n, p } => {
                     let (out, x, n, p) = (out as usize, x as usize, n as usize, p as usize);
                     let (lo, hi) = adj.split_at_mut(out);
@@ -475,7 +542,7 @@ impl Tape {
 }
 
 /// The matrix view of a [`Node::MatMul`] operand (`rows × cols`, column-major).
-fn operand<'a>(
+pub(crate) fn operand<'a>(
     val: &'a [f64],
     mats: &'a [Arc<Vec<f64>>],
     o: Opnd,

@@ -27,8 +27,10 @@
 //!
 //! Numbers are written with full round-trip precision ([`super::format_f64_roundtrip`]), not
 //! Stan's default 6 significant digits, so a write/read cycle returns identical values.
-//! We do not claim a Stan version: the first comment names bayesc instead of
-//! `stan_version_major`.
+//! The first comments are `stan_version_major/minor/patch` = [`CMDSTAN_FORMAT_VERSION`]: the
+//! version of CmdStan whose CSV layout these files follow (cmdstanpy's `draws_xr` and ArviZ
+//! read them), not a claim that Stan wrote the file; `bayesc_version` after them names the
+//! writer.
 
 use std::fs;
 use std::io::{self, Write};
@@ -126,9 +128,16 @@ fn comment(w: &mut dyn Write, line: &str) -> io::Result<()> {
     }
 }
 
+/// The CmdStan release whose Stan CSV layout bayesc writes (CmdStan Guide 2.36, "Stan CSV File
+/// Format"), reported as `stan_version_major/minor/patch` in the configuration comments.
+pub const CMDSTAN_FORMAT_VERSION: (u32, u32, u32) = (2, 36, 0);
+
 /// Configuration comment lines in CmdStan's nested `key = value` structure:
 ///
 /// ```text
+/// stan_version_major = 2          (CMDSTAN_FORMAT_VERSION: the layout followed)
+/// stan_version_minor = 36
+/// stan_version_patch = 0
 /// bayesc_version = <crate version>
 /// model = <model>
 /// method = <method>
@@ -148,7 +157,11 @@ pub fn cmdstan_config_lines(
     seed: u64,
     chain_id: usize,
 ) -> Vec<String> {
+    let (major, minor, patch) = CMDSTAN_FORMAT_VERSION;
     let mut out = vec![
+        format!("stan_version_major = {major}"),
+        format!("stan_version_minor = {minor}"),
+        format!("stan_version_patch = {patch}"),
         format!("bayesc_version = {}", env!("CARGO_PKG_VERSION")),
         format!("model = {model}"),
         format!("method = {method}"),
@@ -555,6 +568,9 @@ mod tests {
         let text = fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let expected_head = [
+            "# stan_version_major = 2".to_string(),
+            "# stan_version_minor = 36".to_string(),
+            "# stan_version_patch = 0".to_string(),
             format!("# bayesc_version = {}", env!("CARGO_PKG_VERSION")),
             "# model = eight_schools".to_string(),
             "# method = sample".to_string(),

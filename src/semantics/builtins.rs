@@ -373,6 +373,108 @@ pub static BUILTINS: &[Builtin] = &[
         Some(0),
         "() -> real: the log density accumulated so far",
     ),
+    b(
+        "add_diag",
+        2,
+        Some(2),
+        "(matrix, real | vector | row_vector) -> matrix: the square matrix with the scalar or vector added to its diagonal",
+    ),
+    b(
+        "trace",
+        1,
+        Some(1),
+        "(matrix) -> real: the sum of the diagonal",
+    ),
+    b(
+        "quad_form_diag",
+        2,
+        Some(2),
+        "(matrix m, vector | row_vector v) -> matrix: diag(v) * m * diag(v)",
+    ),
+    b(
+        "quad_form_sym",
+        2,
+        Some(2),
+        "(matrix A, matrix B) -> matrix; (matrix A, vector b) -> real: B' * A * B for a symmetric A, exactly symmetric",
+    ),
+    b(
+        "inverse",
+        1,
+        Some(1),
+        "(matrix) -> matrix: the inverse of a square matrix (LU)",
+    ),
+    b(
+        "inverse_spd",
+        1,
+        Some(1),
+        "(matrix) -> matrix: the inverse of a symmetric positive-definite matrix (Cholesky)",
+    ),
+    b(
+        "determinant",
+        1,
+        Some(1),
+        "(matrix) -> real: the determinant",
+    ),
+    b(
+        "log_determinant",
+        1,
+        Some(1),
+        "(matrix) -> real: the log of the absolute value of the determinant",
+    ),
+    b(
+        "mdivide_left",
+        2,
+        Some(2),
+        "(matrix A, vector b) -> vector; (matrix A, matrix B) -> matrix: A \\ B, the solution of A X = B",
+    ),
+    b(
+        "mdivide_right",
+        2,
+        Some(2),
+        "(row_vector b, matrix A) -> row_vector; (matrix B, matrix A) -> matrix: B / A, the solution of X A = B",
+    ),
+    b(
+        "mdivide_left_tri_low",
+        2,
+        Some(2),
+        "(matrix L, vector b) -> vector; (matrix L, matrix B) -> matrix: L \\ B with L lower triangular (its upper triangle is ignored)",
+    ),
+    b(
+        "mdivide_right_tri_low",
+        2,
+        Some(2),
+        "(row_vector b, matrix L) -> row_vector; (matrix B, matrix L) -> matrix: B / L with L lower triangular (its upper triangle is ignored)",
+    ),
+    b(
+        "gp_exp_quad_cov",
+        3,
+        Some(4),
+        "(array[] real | array[] vector x, real sigma, real l) -> matrix; (x1, x2, real sigma, real l) -> matrix: sigma^2 exp(-|x - x'|^2 / (2 l^2))",
+    ),
+    b(
+        "cov_exp_quad",
+        3,
+        Some(4),
+        "the same as gp_exp_quad_cov (its older name)",
+    ),
+    b(
+        "gp_matern32_cov",
+        3,
+        Some(4),
+        "(array[] real | array[] vector x, real sigma, real l) -> matrix; (x1, x2, real sigma, real l) -> matrix: sigma^2 (1 + sqrt(3) r / l) exp(-sqrt(3) r / l)",
+    ),
+    b(
+        "gp_matern52_cov",
+        3,
+        Some(4),
+        "(array[] real | array[] vector x, real sigma, real l) -> matrix; (x1, x2, real sigma, real l) -> matrix: sigma^2 (1 + sqrt(5) r / l + 5 r^2 / (3 l^2)) exp(-sqrt(5) r / l)",
+    ),
+    b(
+        "gp_periodic_cov",
+        4,
+        Some(5),
+        "(array[] real | array[] vector x, real sigma, real l, real p) -> matrix; (x1, x2, real sigma, real l, real p) -> matrix: sigma^2 exp(-2 sin^2(pi r / p) / l^2)",
+    ),
 ];
 
 /// The built-in called `name`.
@@ -542,8 +644,59 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
             Some(Type::MATRIX)
         }
         ("target", []) => Some(real),
+        ("add_diag", [m, d])
+            if *m == Type::MATRIX
+                && (d.is_scalar() || matches!(*d, Type::VECTOR | Type::ROW_VECTOR)) =>
+        {
+            Some(Type::MATRIX)
+        }
+        ("trace" | "determinant" | "log_determinant", [m]) if *m == Type::MATRIX => Some(real),
+        ("inverse" | "inverse_spd", [m]) if *m == Type::MATRIX => Some(Type::MATRIX),
+        ("quad_form_diag", [m, v])
+            if *m == Type::MATRIX && matches!(*v, Type::VECTOR | Type::ROW_VECTOR) =>
+        {
+            Some(Type::MATRIX)
+        }
+        ("quad_form_sym", [a, b]) if *a == Type::MATRIX && *b == Type::MATRIX => Some(Type::MATRIX),
+        ("quad_form_sym", [a, b]) if *a == Type::MATRIX && *b == Type::VECTOR => Some(real),
+        ("mdivide_left" | "mdivide_left_tri_low", [a, b])
+            if *a == Type::MATRIX && matches!(*b, Type::VECTOR | Type::MATRIX) =>
+        {
+            Some(*b)
+        }
+        ("mdivide_right" | "mdivide_right_tri_low", [b, a])
+            if *a == Type::MATRIX && matches!(*b, Type::ROW_VECTOR | Type::MATRIX) =>
+        {
+            Some(*b)
+        }
+        (
+            "gp_exp_quad_cov" | "cov_exp_quad" | "gp_matern32_cov" | "gp_matern52_cov",
+            [x, rest @ ..],
+        ) => gp_signature(*x, rest, 2),
+        ("gp_periodic_cov", [x, rest @ ..]) => gp_signature(*x, rest, 3),
         _ => None,
     }
+}
+
+/// A GP covariance function's arguments after the first points `x`: optionally a second set of
+/// points of the same kind, then `hyper` reals (σ, l and, for the periodic kernel, p).
+fn gp_signature(x: Type, rest: &[Type], hyper: usize) -> Option<Type> {
+    let points = |t: Type| {
+        t.dims == 1
+            && matches!(
+                t.base,
+                Base::Int | Base::Real | Base::Vector | Base::RowVector
+            )
+    };
+    let same_kind = |a: Type, b: Type| {
+        a.dims == b.dims && (a.base == b.base || (a.is_scalar_elem() && b.is_scalar_elem()))
+    };
+    let hypers = match rest.len() {
+        l if l == hyper => rest,
+        l if l == hyper + 1 && points(rest[0]) && same_kind(x, rest[0]) => &rest[1..],
+        _ => return None,
+    };
+    (points(x) && hypers.iter().all(|h| h.is_scalar())).then_some(Type::MATRIX)
 }
 
 /// `vector`, `row_vector` or `array[] real`/`array[] int` (the arguments of `dot_product`).

@@ -35,6 +35,7 @@ pub mod error;
 pub mod names;
 pub mod operators;
 pub mod pretty;
+pub mod reference;
 pub mod types;
 pub mod warnings;
 

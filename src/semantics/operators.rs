@@ -66,18 +66,12 @@ pub fn binary(op: BinOp, lhs: Type, rhs: Type) -> Result<Type, &'static str> {
         Div => match (lhs.base, rhs.base) {
             _ if both_scalar => Ok(scalar_result),
             _ if la && rhs.is_scalar() => Ok(lhs),
-            (RowVector, Matrix) | (Matrix, Matrix) if la && ra => Err(
-                "right division by a matrix (`b / A`) is not supported yet (bayesc has no general \
-                 linear solver); compute it outside the model and pass it as data",
-            ),
+            (RowVector, Matrix) | (Matrix, Matrix) if la && ra => Ok(lhs),
             _ if lhs.is_scalar() || lhs == rhs => Err("use `./` for elementwise division"),
             _ => Err(""),
         },
         LeftDiv => match (lhs.base, rhs.base) {
-            (Matrix, Vector | Matrix) if la && ra => Err(
-                "matrix left division (`A \\ b`) is not supported yet (bayesc has no general \
-                 linear solver); for a lower-triangular `A` use `mdivide_left_tri_low(A, b)`",
-            ),
+            (Matrix, Vector | Matrix) if la && ra => Ok(rhs),
             _ => Err("`A \\ b` needs a matrix `A` and a vector or matrix `b`"),
         },
         EltMul | EltDiv | EltPow => {
@@ -198,15 +192,17 @@ mod tests {
             Ok(Type::ROW_VECTOR)
         );
         assert_eq!(binary(Mul, Type::REAL, Type::VECTOR), Ok(Type::VECTOR));
-        // `A \ b` and `b / A` type-check only to be refused: the graph cannot run them
-        for (op, l, r) in [
-            (LeftDiv, Type::MATRIX, Type::VECTOR),
-            (LeftDiv, Type::MATRIX, Type::MATRIX),
-            (Div, Type::ROW_VECTOR, Type::MATRIX),
-            (Div, Type::MATRIX, Type::MATRIX),
+        // `A \ b` solves A x = b, `b / A` solves x A = b (mdivide_left / mdivide_right)
+        for (op, l, r, t) in [
+            (LeftDiv, Type::MATRIX, Type::VECTOR, Type::VECTOR),
+            (LeftDiv, Type::MATRIX, Type::MATRIX, Type::MATRIX),
+            (Div, Type::ROW_VECTOR, Type::MATRIX, Type::ROW_VECTOR),
+            (Div, Type::MATRIX, Type::MATRIX, Type::MATRIX),
         ] {
-            assert!(binary(op, l, r).unwrap_err().contains("not supported yet"));
+            assert_eq!(binary(op, l, r), Ok(t));
         }
+        assert!(binary(LeftDiv, Type::VECTOR, Type::MATRIX).is_err());
+        assert!(binary(Div, Type::VECTOR, Type::MATRIX).is_err());
         let err = binary(Mul, Type::VECTOR, Type::VECTOR).unwrap_err();
         assert!(err.contains("`.*`") && err.contains("dot_product"));
     }

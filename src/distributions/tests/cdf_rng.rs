@@ -57,6 +57,9 @@ fn cdf_rows() -> Vec<(Family, Vec<f64>, f64, f64, f64)> {
     }
     r.push((Family::Uniform, vec![-1.0, 0.0, 1.0], f64::NEG_INFINITY, 0.0, 0.0));
     r.push((Family::Uniform, vec![2.0, 0.0, 1.0], 0.0, f64::NEG_INFINITY, 0.0));
+    // Gumbel: scipy 1.17 `gumbel_r.logcdf` and `gumbel_r.logsf` (loc = mu, scale = beta).
+    r.push((Family::Gumbel, vec![0.3, -0.2, 1.5], -0.716_531_310_573_789_3, -0.670_297_396_655_822_2, 1e-10));
+    r.push((Family::Gumbel, vec![10.0, 0.0, 3.0], -0.035_673_993_347_252_395, -3.351_117_304_160_919, 1e-10));
     r
 }
 
@@ -171,6 +174,8 @@ fn rng_rows() -> Vec<(Family, Vec<f64>, f64, f64)> {
         (Family::Poisson, vec![3.5], 3.5, 3.5),
         (Family::PoissonLog, vec![1.2], 1.2f64.exp(), 1.2f64.exp()),
         (Family::NegBinomial2, vec![4.0, 2.5], 4.0, 4.0 + 16.0 / 2.5),
+        // Gumbel(1, 2): mean μ + γβ, variance π²β²/6.
+        (Family::Gumbel, vec![1.0, 2.0], 1.0 + 0.577_215_664_901_532_9 * 2.0, std::f64::consts::PI.powi(2) * 4.0 / 6.0),
     ]
 }
 

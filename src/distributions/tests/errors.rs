@@ -105,6 +105,8 @@ fn invalid_rows() -> Vec<(Family, Vec<f64>, &'static str)> {
         (Family::Uniform, vec![0.5, 1.0, 0.0], "uniform_lpdf: Upper bound parameter is 0, but must be greater than 1"),
         (Family::Uniform, vec![0.5, f64::NEG_INFINITY, 0.0], "uniform_lpdf: Lower bound parameter is -inf, but must be finite"),
         (Family::Weibull, vec![1.0, 1.0, 0.0], "weibull_lpdf: Scale parameter is 0, but must be positive finite"),
+        (Family::Gumbel, vec![1.0, 1.0, 0.0], "gumbel_lpdf: Scale parameter is 0, but must be positive finite"),
+        (Family::Gumbel, vec![f64::NAN, 1.0, 1.0], "gumbel_lpdf: Random variable is NaN, but must be not nan"),
         (Family::Binomial, vec![3.0, 2.0, 0.5], "binomial_lpmf: Random variable is 3, but must be in the interval [0, 2]"),
         (Family::Binomial, vec![-1.0, 2.0, 0.5], "binomial_lpmf: Random variable is -1, but must be a nonnegative integer"),
         (Family::Binomial, vec![1.0, 2.5, 0.5], "binomial_lpmf: Population size parameter is 2.5, but must be a nonnegative integer"),

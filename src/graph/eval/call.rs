@@ -11,6 +11,7 @@ use super::super::scalar::{B, U};
 use super::super::tape::{S, Tape};
 use super::super::value::{Base, Data, Fault, Ix, R, Slots, Tensor, Value, gather, select};
 
+use super::matrix::{self, Side};
 use super::*;
 
 impl Ctx<'_> {
@@ -655,90 +656,27 @@ impl Ctx<'_> {
                     data: Data::Real(Arc::new(xs)),
                 })
             }
-            CholeskyDecompose => {
+            CholeskyDecompose | Inverse | InverseSpd | Determinant | LogDeterminant => {
                 arity(1)?;
-                let k = match v[0].shape() {
-                    ([], Base::Matrix(r, c)) if r == c => r,
-                    _ => return Err(Fault::fatal("cholesky_decompose needs a square matrix")),
-                };
-                let a = |i: usize, j: usize| v[0].elem(i + j * k);
-                let mut l = vec![S::C(0.0); k * k];
-                for j in 0..k {
-                    for i in j..k {
-                        // s = A[i, j] − Σ_{q<j} L[i, q] L[j, q]
-                        let mut value = tape.value(a(i, j));
-                        let mut entries = vec![(a(i, j), 1.0)];
-                        for q in 0..j {
-                            let (x, y) = (l[i + q * k], l[j + q * k]);
-                            let (vx, vy) = (tape.value(x), tape.value(y));
-                            value -= vx * vy;
-                            entries.push((x, -vy));
-                            entries.push((y, -vx));
-                        }
-                        let s = tape.node(value, &entries);
-                        if i == j {
-                            if value.is_nan() || value <= 0.0 {
-                                return Err(Fault::domain(
-                                    "cholesky_decompose: Matrix m is not positive definite",
-                                ));
-                            }
-                            let r = value.sqrt();
-                            l[j + j * k] = tape.node(r, &[(s, 0.5 / r)]);
-                        } else {
-                            let d = l[j + j * k];
-                            let vd = tape.value(d);
-                            l[i + j * k] =
-                                tape.node(value / vd, &[(s, 1.0 / vd), (d, -value / (vd * vd))]);
-                        }
-                    }
-                }
-                super::super::value::tensor_from_s(tape, vec![], Base::Matrix(k, k), &l)
+                matrix::unary_linalg(tape, b, &v[0])?
             }
-            MdivideLeftTriLow => {
+            MdivideLeft | MdivideLeftTriLow => {
                 arity(2)?;
-                let k = match v[0].shape() {
-                    ([], Base::Matrix(r, c)) if r == c => r,
-                    _ => return Err(Fault::fatal("mdivide_left_tri_low needs a square matrix")),
-                };
-                let (barr, bbase) = {
-                    let (a, b) = v[1].shape();
-                    (a.to_vec(), b)
-                };
-                let (br, bc) = bbase.matrix_dims();
-                if !barr.is_empty() || br != k || matches!(bbase, Base::Scalar | Base::RowVector(_))
-                {
-                    return Err(Fault::fatal(format!(
-                        "size mismatch in mdivide_left_tri_low: {} and {}",
-                        v[0].describe(),
-                        v[1].describe()
-                    )));
-                }
-                let l = |i: usize, j: usize| v[0].elem(i + j * k);
-                let mut x = vec![S::C(0.0); k * bc];
-                for c in 0..bc {
-                    for i in 0..k {
-                        // x_i = (b_i − Σ_{q<i} L[i, q] x_q) / L[i, i]
-                        let bi = v[1].elem(i + c * k);
-                        let mut num = tape.value(bi);
-                        let mut entries = vec![(bi, 1.0)];
-                        for q in 0..i {
-                            let (lq, xq) = (l(i, q), x[q + c * k]);
-                            let (vl, vx) = (tape.value(lq), tape.value(xq));
-                            num -= vl * vx;
-                            entries.push((lq, -vx));
-                            entries.push((xq, -vl));
-                        }
-                        let d = l(i, i);
-                        let vd = tape.value(d);
-                        for e in entries.iter_mut() {
-                            e.1 /= vd;
-                        }
-                        entries.push((d, -num / (vd * vd)));
-                        x[i + c * k] = tape.node(num / vd, &entries);
-                    }
-                }
-                super::super::value::tensor_from_s(tape, vec![], bbase, &x)
+                matrix::divide(tape, Side::Left, &v[0], &v[1], b == MdivideLeftTriLow)?
             }
+            MdivideRight | MdivideRightTriLow => {
+                arity(2)?;
+                matrix::divide(tape, Side::Right, &v[1], &v[0], b == MdivideRightTriLow)?
+            }
+            QuadFormDiag => {
+                arity(2)?;
+                matrix::quad_form_diag(tape, &v[0], &v[1])?
+            }
+            QuadFormSym => {
+                arity(2)?;
+                matrix::quad_form_sym(tape, &v[0], &v[1])?
+            }
+            Gp(kind) => matrix::gp_cov(tape, kind, v)?,
             Trace => {
                 arity(1)?;
                 let k = match v[0].shape() {

@@ -476,6 +476,8 @@ impl Ctx<'_> {
             Div => {
                 if b.as_s().is_some() {
                     map_binary(self.tape, B::Div, a, b, "/")
+                } else if matches!(b.shape(), ([], Base::Matrix(..))) {
+                    super::matrix::divide(self.tape, super::matrix::Side::Right, b, a, false)
                 } else {
                     Err(Fault::fatal(format!(
                         "division of {} by {} is not supported; use `./` for elementwise division",
@@ -484,9 +486,7 @@ impl Ctx<'_> {
                     )))
                 }
             }
-            LeftDiv => Err(Fault::fatal(
-                "matrix left division `\\` is not supported yet",
-            )),
+            LeftDiv => super::matrix::divide(self.tape, super::matrix::Side::Left, a, b, false),
         }
     }
 }
