@@ -700,7 +700,10 @@ pub fn fit(
                     return Err(FitError::Algorithm {
                         method: m,
                         message: format!(
-                            "{m} needs per-observation gradients, so a model whose log density                              the compiler has split over its rows (a minibatch plan,                              docs/minibatch.md); use ivon or ngvi --diagonal, which need only                              the gradient of the log density"
+                            "{m} needs per-observation gradients, so a model whose log density \
+                             the compiler has split over its rows (a minibatch plan, \
+                             docs/minibatch.md); use ivon or ngvi --diagonal, which need only \
+                             the gradient of the log density"
                         ),
                     });
                 }

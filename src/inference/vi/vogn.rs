@@ -262,7 +262,11 @@ fn gauss_newton_check(
     }
     Ok(worst.map(|(j, r)| {
         format!(
-            "VOGN's Gauss-Newton curvature (per-example squared gradients, the empirical Fisher)              is {r:.2} times the Hessian at the mode for {}: the likelihood is not one where              Gauss-Newton approximates the Hessian (a GLM with the right noise model,              survey_vi.md §12), so VOGN's variances are off by about that factor there; use              ivon (Price's Hessian estimate) or ngvi --diagonal for mean-field variances",
+            "VOGN's Gauss-Newton curvature (per-example squared gradients, the empirical Fisher) \
+             is {r:.2} times the Hessian at the mode for {}: the likelihood is not one where \
+             Gauss-Newton approximates the Hessian (a GLM with the right noise model, \
+             survey_vi.md §12), so VOGN's variances are off by about that factor there; use \
+             ivon (Price's Hessian estimate) or ngvi --diagonal for mean-field variances",
             density.coordinate_name(j)
         )
     }))
