@@ -719,6 +719,12 @@ pub fn fit(
                 Method::Ivon => {
                     let mut s = options.ivon.clone();
                     s.common.seed = seed;
+                    if let (Some(mm), Some(_), true) = (&mm, batches, s.ess == 1.0) {
+                        // Minibatch: N is known, so the spec's λ = N (§17), the mean loss
+                        // −L̂_B/N and σ = 1/√(N(h + δ)); with λ = 1 and h₀ = 1 a random start
+                        // of the diabetes BNN had σ = 1 per weight and diverged in 4 steps.
+                        s.ess = crate::inference::MinibatchDensity::n_obs(mm) as f64;
+                    }
                     if s.init_hessian.is_none() {
                         s.init_hessian = diag.map(|p| p.iter().map(|x| x / s.ess).collect());
                     }
