@@ -217,8 +217,8 @@ pub fn fit_vadam(
     )?;
     fit.notes.push(format!(
         "Vadam's variances come from the squared minibatch gradient and depend on the batch \
-         size (here M = {}): they are the empirical Fisher at M = 1 and shrink towards the \
-         prior's as M grows, not the posterior's (survey_vi.md §11); for mean-field variances \
+         size (here M = {}): its precision is the empirical Fisher at M = 1 and falls towards \
+         the prior's as M grows, not the posterior's (survey_vi.md §11); for mean-field variances \
          use ivon or ngvi --diagonal",
         minibatch.batch_size
     ));
