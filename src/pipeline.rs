@@ -261,3 +261,48 @@ pub fn minibatch_plan(
         },
     })
 }
+
+/// The minibatch plan a fit of `method` needs: that of `--batch-size M` when given
+/// ([`minibatch_plan`]); for the methods that need per-observation gradients
+/// ([`crate::fit::Method::needs_rows`]: Vadam, VOGN) without it, the plan with M = N for VOGN
+/// (full batch) and M = 1 for Vadam (`specs/survey_vi.md` §11, the paper's setting); `None`
+/// for the other methods without `--batch-size`.
+///
+/// Errors: as [`minibatch_plan`]; for Vadam and VOGN without `--batch-size` the diagnostics
+/// gain a note that the method needs a log density split over rows and what to use instead.
+pub fn plan_for_method(
+    checked: &Checked,
+    sources: &[DataSource],
+    model: &Model,
+    method: crate::fit::Method,
+    batch_size: Option<usize>,
+    over: Option<&str>,
+) -> Result<Option<MinibatchPlan>, Failure> {
+    if let Some(m) = batch_size {
+        return minibatch_plan(checked, sources, model, m, over).map(Some);
+    }
+    if !method.needs_rows() {
+        return Ok(None);
+    }
+    match minibatch_plan(checked, sources, model, 1, over) {
+        Ok(mut plan) => {
+            if method == crate::fit::Method::Vogn {
+                plan.settings.batch_size = plan.n_obs;
+            }
+            Ok(Some(plan))
+        }
+        Err(Failure::Reported(reports)) => Err(Failure::Reported(
+            reports
+                .into_iter()
+                .map(|d| {
+                    d.with_notes(vec![format!(
+                        "--method {method} needs per-observation gradients, so a log density \
+                         that splits over the rows of the data (docs/minibatch.md); use ivon \
+                         or ngvi --diagonal, which need only the gradient of the log density"
+                    )])
+                })
+                .collect(),
+        )),
+        Err(e) => Err(e),
+    }
+}

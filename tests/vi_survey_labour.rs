@@ -4,10 +4,16 @@
 //! Bars, by family:
 //! - every method: each posterior mean within 0.15 reference sd of the NUTS mean;
 //! - full-covariance methods (MGVB, EMGVB, NGVI): each posterior sd within 15 % of the NUTS sd;
-//! - mean-field methods (IVON, BBB, BBVI): a mean-field Gaussian cannot match the posterior
-//!   sds of correlated parameters (it matches the conditional precisions), so their sds are
-//!   checked within 15 % of the mean-field optimum, as QBVI's diagonal family (the tested
-//!   mean-field method, `tests/labour_reference.rs`) finds it.
+//! - full-covariance methods also: VON (full, the default at d = 8);
+//! - mean-field methods (IVON, BBB, BBVI, NG-BBVI, VOGN, Vadam): a mean-field Gaussian cannot
+//!   match the posterior sds of correlated parameters (it matches the conditional precisions),
+//!   so the sds of IVON, BBB, BBVI and NG-BBVI are checked within 15 % of the mean-field
+//!   optimum, as QBVI's diagonal family (the tested mean-field method,
+//!   `tests/labour_reference.rs`) finds it. VOGN and Vadam do not target it: their curvature is
+//!   the empirical Fisher (survey_vi.md §11–§12), which here makes beta[2]'s sd 16 % smaller
+//!   than the mean-field optimum's (measured: ratio 0.84 for both). Their sds are checked
+//!   within 15 % of their own fixed point, the mean-field Gaussian with precision
+//!   E_q[Σ_i (∂ℓ_i/∂ζ_j)²] + prior, evaluated under the fitted q.
 
 mod common;
 
@@ -16,12 +22,38 @@ use bayesc::inference::LogDensity;
 use bayesc::inference::qbvi::{Covariance, StopReason};
 
 /// Constrained draws' (names, per-column (mean, sd)), the stop reason and iterations.
-fn fit_moments(options: &FitOptions) -> (Vec<String>, Vec<(f64, f64)>, StopReason, usize) {
-    let model = common::compile(
-        "examples/labour/model.bayes",
-        &["examples/labour/labour.csv"],
-    );
+/// With `batch`, the minibatch methods run on batches of that many rows.
+fn fit_moments(
+    options: &FitOptions,
+    batch: Option<usize>,
+) -> (
+    Vec<String>,
+    Vec<(f64, f64)>,
+    StopReason,
+    usize,
+    Option<Vec<f64>>,
+) {
+    let mut sources = bayesc::syntax::source::SourceMap::new();
+    let root = common::root();
+    let checked = bayesc::pipeline::check_file(&mut sources, &root.join("examples/labour/model.bayes"))
+        .unwrap_or_else(|_| panic!("labour checks"));
+    let data = bayesc::pipeline::load_data(&[root.join("examples/labour/labour.csv")])
+        .unwrap_or_else(|_| panic!("labour data loads"));
+    let model = bayesc::pipeline::compile(&checked, &sources, &data)
+        .unwrap_or_else(|_| panic!("labour compiles"));
     assert_eq!(model.dim(), 8);
+    // Vadam and VOGN need the rows (a minibatch plan), as do batches.
+    let mut options = options.clone();
+    options.minibatch = bayesc::pipeline::plan_for_method(
+        &checked,
+        &data,
+        &model,
+        options.method,
+        batch,
+        None,
+    )
+    .unwrap_or_else(|_| panic!("labour splits over its rows"));
+    let options = &options;
     let never = std::sync::atomic::AtomicBool::new(false);
     let monitor = fit::Monitor {
         on_progress: &|_| {},
@@ -37,7 +69,26 @@ fn fit_moments(options: &FitOptions) -> (Vec<String>, Vec<(f64, f64)>, StopReaso
         "{}: {} iterations ({:?}), {:.2} s",
         options.method, q.iterations, q.stop, result.seconds
     );
-    (names, moments, q.stop, q.iterations)
+    // Vadam and VOGN: the sds of their own fixed point, the empirical Fisher under the fitted
+    // q, 1/√(E_q[Σ_i (∂ℓ_i/∂ζ_j)²] + 1/10²) (the prior N(0, 10²) adds 0.01), from 200 draws.
+    let empirical_fisher_sd = options.method.needs_rows().then(|| {
+        use bayesc::inference::MinibatchDensity;
+        let plan = options.minibatch.as_ref().expect("plan");
+        let mm = model.minibatch(&plan.separability).expect("plan fits");
+        let (n, d) = (mm.n_obs(), model.dim());
+        let rows: Vec<usize> = (0..n).collect();
+        let (mut v, mut g) = (vec![0.0; n], vec![0.0; n * d]);
+        let draws = q.sample(200, &mut bayesc::inference::rng::stream(5, 0));
+        let mut p = vec![0.0; d];
+        for z in &draws {
+            mm.log_lik_grads(z, &rows, &mut v, &mut g).expect("per-row gradients");
+            for j in 0..d {
+                p[j] += (0..n).map(|i| g[i * d + j].powi(2)).sum::<f64>() / draws.len() as f64;
+            }
+        }
+        p.iter().map(|p| 1.0 / (p + 0.01).sqrt()).collect()
+    });
+    (names, moments, q.stop, q.iterations, empirical_fisher_sd)
 }
 
 fn options(method: Method, seed: u64) -> FitOptions {
@@ -47,17 +98,29 @@ fn options(method: Method, seed: u64) -> FitOptions {
 }
 
 fn check(method: Method, full_covariance: bool) {
+    check_with(method, full_covariance, None, |_| {})
+}
+
+/// `batch`: a batch size M for the minibatch methods.
+fn check_with(
+    method: Method,
+    full_covariance: bool,
+    batch: Option<usize>,
+    tweak: impl Fn(&mut FitOptions),
+) {
     let seed = 1;
     let reference =
         common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
-    let (names, moments, stop, _) = fit_moments(&options(method, seed));
+    let mut o = options(method, seed);
+    tweak(&mut o);
+    let (names, moments, stop, _, ef_sd) = fit_moments(&o, batch);
     assert_ne!(stop, StopReason::Interrupted);
-    let mf = if full_covariance {
+    let mf = if full_covariance || method.needs_rows() {
         None
     } else {
         let mut o = options(Method::Qbvi, seed);
         o.qbvi.covariance = Covariance::Diagonal;
-        Some(fit_moments(&o))
+        Some(fit_moments(&o, None))
     };
     let (mut worst_z, mut worst_ratio) = (0.0f64, 0.0f64);
     for r in &reference {
@@ -71,9 +134,17 @@ fn check(method: Method, full_covariance: bool) {
             r.name,
             r.mean
         );
-        let (target, what) = match &mf {
-            None => (r.sd, "NUTS reference"),
-            Some((mf_names, mf_moments, _, _)) => {
+        let (target, what) = match (&mf, &ef_sd) {
+            (_, Some(ef)) => {
+                // ζ order: alpha, beta[1..7].
+                let j = match r.name.strip_prefix("beta[") {
+                    Some(k) => k.trim_end_matches(']').parse::<usize>().expect("index"),
+                    None => 0,
+                };
+                (ef[j], "its empirical-Fisher fixed point under the fitted q")
+            }
+            (None, _) => (r.sd, "NUTS reference"),
+            (Some((mf_names, mf_moments, ..)), _) => {
                 let k = mf_names.iter().position(|n| *n == r.name).expect("column");
                 (mf_moments[k].1, "mean-field optimum (QBVI diagonal)")
             }
@@ -124,4 +195,28 @@ fn emgvb_matches_the_labour_reference() {
 #[test]
 fn ngvi_matches_the_labour_reference() {
     check(Method::Ngvi, true);
+}
+
+#[test]
+fn ngbbvi_matches_the_labour_reference() {
+    check(Method::Ngbbvi, false);
+}
+
+#[test]
+fn von_matches_the_labour_reference() {
+    check(Method::Von, true);
+}
+
+/// VOGN on minibatches of M = 50 rows (full batch costs 753 per-row reverse passes a step).
+#[test]
+fn vogn_matches_the_labour_reference() {
+    check_with(Method::Vogn, false, Some(50), |_| {});
+}
+
+/// Vadam on its default M = 1 (survey_vi.md §11), with α = 2·10⁻⁴ (`--step-size 0.0002`):
+/// its RMSprop-like mean step moves every coordinate by about α whatever its scale, and with
+/// the code's α = 10⁻³ beta[7] (posterior sd 0.008) ended 0.24 sd from NUTS (seed 1).
+#[test]
+fn vadam_matches_the_labour_reference() {
+    check_with(Method::Vadam, false, None, |o| o.vadam.lr = 2e-4);
 }

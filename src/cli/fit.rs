@@ -84,17 +84,16 @@ pub fn run(args: FitArgs) -> i32 {
         .seed
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
     let mut options = options_from_args(&args, model.dim(), seed);
-    if let Some(m) = args.batch_size {
-        match pipeline::minibatch_plan(
-            &checked,
-            &data,
-            &model,
-            m as usize,
-            args.batch_over.as_deref(),
-        ) {
-            Ok(plan) => options.minibatch = Some(plan),
-            Err(f) => return super::report_failure(&sources, f),
-        }
+    match pipeline::plan_for_method(
+        &checked,
+        &data,
+        &model,
+        options.method,
+        args.batch_size.map(|m| m as usize),
+        args.batch_over.as_deref(),
+    ) {
+        Ok(plan) => options.minibatch = plan,
+        Err(f) => return super::report_failure(&sources, f),
     }
     if !args.quiet {
         println!("{}", settings_line(&options, model.dim()));

@@ -55,6 +55,21 @@ pub enum MethodArg {
     /// from several starts, their mixture importance-resampled. Fast; an approximation, also a
     /// good start for NUTS.
     Pathfinder,
+    /// NG-BBVI (Trusheim et al. 2018): mean-field Gaussian from values of the log density only,
+    /// natural gradient with a Monte Carlo Fisher matrix and Adam (survey_vi.md §8).
+    Ngbbvi,
+    /// VON (Khan et al. 2018): variational online Newton with the Hessian at one draw; full
+    /// covariance, or mean-field with --diagonal. Fails where the log density is not
+    /// log-concave (reported; survey_vi.md §10).
+    Von,
+    /// Vadam (Khan et al. 2018): mean-field Gaussian by Adam with weight perturbation; its
+    /// variances come from squared minibatch gradients and depend on --batch-size (default 1;
+    /// survey_vi.md §11). Needs a model whose log density splits over rows.
+    Vadam,
+    /// VOGN (Khan et al. 2018, Osawa et al. 2019): mean-field Gaussian with per-example squared
+    /// gradients (empirical Fisher; survey_vi.md §12). Needs a model whose log density splits
+    /// over rows; full batch unless --batch-size.
+    Vogn,
 }
 
 impl From<MethodArg> for fit::Method {
@@ -74,6 +89,10 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Emgvb => fit::Method::Emgvb,
             MethodArg::Ngvi => fit::Method::Ngvi,
             MethodArg::Pathfinder => fit::Method::Pathfinder,
+            MethodArg::Ngbbvi => fit::Method::Ngbbvi,
+            MethodArg::Von => fit::Method::Von,
+            MethodArg::Vadam => fit::Method::Vadam,
+            MethodArg::Vogn => fit::Method::Vogn,
         }
     }
 }
@@ -134,21 +153,22 @@ pub struct FitArgs {
     /// Variational methods: number of posterior draws to report and write.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
     pub draws: u64,
-    /// QBVI: use a diagonal (mean-field) Gaussian (default when d > 50).
+    /// QBVI, NGVI, VON: use a diagonal (mean-field) Gaussian (QBVI, VON: default when d > 50).
     #[arg(long, conflicts_with = "full", help_heading = "Variational inference")]
     pub diagonal: bool,
-    /// QBVI: use a full-covariance Gaussian (default when d ≤ 50).
+    /// QBVI, VON: use a full-covariance Gaussian (default when d ≤ 50).
     #[arg(long, help_heading = "Variational inference")]
     pub full: bool,
-    /// QBVI, BBVI, MGVB, EMGVB: Monte Carlo draws per iteration (N_s, S; MGVB and EMGVB
-    /// default to 50).
+    /// QBVI, BBVI, MGVB, EMGVB, NG-BBVI, Vadam: Monte Carlo draws per iteration (N_s, S, K;
+    /// MGVB, EMGVB and NG-BBVI default to 50, Vadam to 1).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference")]
     pub mc_samples: u64,
-    /// QBVI, QNVB, IVON, BBB, BBVI: maximum number of iterations.
+    /// QBVI, QNVB and the survey methods: maximum number of iterations (Vadam: 100 000).
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference")]
     pub max_iter: u64,
     /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
-    /// IVON, BBB, BBVI: the learning rate (defaults 0.1, 0.01 and 0.2); MGVB, EMGVB: β₀ (0.01).
+    /// IVON, BBB, BBVI, NG-BBVI, Vadam, VOGN: the learning rate (defaults 0.1, 0.01, 0.2, 0.01,
+    /// 0.001 and 0.1); MGVB, EMGVB: β₀ (0.01); NGVI, VON: β (0.05).
     #[arg(long, help_heading = "Variational inference")]
     pub step_size: Option<f64>,
     /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
@@ -217,7 +237,7 @@ pub struct FitArgs {
     /// Pathfinder: draws K per L-BFGS iterate for its ELBO estimate.
     #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Pathfinder")]
     pub num_elbo_draws: u64,
-    /// QNVB, QBVI --diagonal: fit on minibatches of M rows (a fresh permutation per epoch; terms
+    /// QNVB, IVON, BBB, Vadam (default 1), VOGN, QBVI and VON with --diagonal: fit on minibatches of M rows (a fresh permutation per epoch; terms
     /// that depend on the rows scaled by N/M). The compiler first proves that the model's log
     /// density splits over the rows (docs/minibatch.md).
     #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Minibatching")]
@@ -274,15 +294,13 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
              uses the inverse negative Hessian)"
         ));
     }
-    if args.batch_size.is_some()
-        && !(method == fit::Method::Qnvb || (method == fit::Method::Qbvi && args.diagonal))
-    {
+    if args.batch_size.is_some() && !method.takes_batches(args.diagonal) {
         return Err(format!(
             "--batch-size applies to --method {}, not {}; the other methods need the full \
              data at every step",
             fit::MINIBATCH_METHODS,
-            if method == fit::Method::Qbvi {
-                "qbvi with a full covariance (add --diagonal)".to_string()
+            if matches!(method, fit::Method::Qbvi | fit::Method::Von) {
+                format!("{method} with a full covariance (add --diagonal)")
             } else {
                 method.to_string()
             }
@@ -298,33 +316,40 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     let hmc = matches!(method, M::Nuts | M::Hmc);
     let init = parse_init(args.init.as_deref())?;
     let pf = method == M::Pathfinder || init == Some(InitArg::Pathfinder);
-    let checks: [(&str, bool, bool, &str); 21] = [
+    let checks: [(&str, bool, bool, &str); 20] = [
         ("--init", init.is_some(), mcmc, "nuts, hmc, mh"),
         (
             "--draws",
             args.draws != 1000,
             method.is_variational(),
-            "qbvi, qnvb, laplace, ivon, bbb, bbvi, mgvb, emgvb",
+            "qbvi, qnvb, laplace and the survey methods",
         ),
         (
             "--diagonal",
             args.diagonal,
-            matches!(method, M::Qbvi | M::Ngvi),
-            "qbvi, ngvi",
+            matches!(method, M::Qbvi | M::Ngvi | M::Von),
+            "qbvi, ngvi, von",
         ),
-        ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
-        ("--full", args.full, method == M::Qbvi, "qbvi"),
+        (
+            "--full",
+            args.full,
+            matches!(method, M::Qbvi | M::Von),
+            "qbvi, von",
+        ),
         (
             "--mc-samples",
             args.mc_samples != 100,
-            matches!(method, M::Qbvi | M::Bbvi | M::Mgvb | M::Emgvb),
-            "qbvi, bbvi, mgvb, emgvb",
+            matches!(
+                method,
+                M::Qbvi | M::Bbvi | M::Mgvb | M::Emgvb | M::Ngbbvi | M::Vadam
+            ),
+            "qbvi, bbvi, mgvb, emgvb, ngbbvi, vadam",
         ),
         (
             "--max-iter",
             args.max_iter != 5000,
             matches!(method, M::Qbvi | M::Qnvb | M::Pathfinder) || method.is_survey(),
-            "qbvi, qnvb, ivon, bbb, bbvi, mgvb, emgvb, pathfinder",
+            "qbvi, qnvb, pathfinder and the survey methods",
         ),
         ("--num-paths", args.num_paths != 4, pf, "pathfinder"),
         ("--history-size", args.history_size != 6, pf, "pathfinder"),
@@ -333,13 +358,13 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             "--step-size",
             args.step_size.is_some(),
             method == M::Qbvi || method.is_survey(),
-            "qbvi, ivon, bbb, bbvi, mgvb, emgvb",
+            "qbvi and the survey methods",
         ),
         (
             "--random-init",
             args.random_init,
             matches!(method, M::Qbvi | M::Qnvb) || method.is_survey(),
-            "qbvi, qnvb, ivon, bbb, bbvi, mgvb, emgvb",
+            "qbvi, qnvb and the survey methods",
         ),
         ("--chains", args.chains != 4, mcmc, "nuts, hmc, mh"),
         ("--warmup", args.warmup.is_some(), mcmc, "nuts, hmc, mh"),
@@ -430,6 +455,25 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     if args.diagonal {
         o.ngvi.covariance = Covariance::Diagonal;
     }
+    o.ngbbvi.common.max_iter = args.max_iter as usize;
+    o.von.common.max_iter = args.max_iter as usize;
+    o.vogn.common.max_iter = args.max_iter as usize;
+    if args.max_iter != 5000 {
+        // Vadam defaults to 100 000 steps of M = 1 row; --max-iter overrides it.
+        o.vadam.common.max_iter = args.max_iter as usize;
+    }
+    if args.mc_samples != 100 {
+        o.ngbbvi.mc_samples = args.mc_samples as usize;
+        o.vadam.mc_samples = args.mc_samples as usize;
+    }
+    // VON: full covariance unless --diagonal, or d > 50 without --full (as QBVI).
+    o.von.covariance = if args.diagonal {
+        Covariance::Diagonal
+    } else if args.full {
+        Covariance::Full
+    } else {
+        Covariance::for_dimension(dim)
+    };
     if let Some(b) = args.step_size {
         o.ngvi.step_size = b;
         o.mgvb.step_size = b;
@@ -438,6 +482,10 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.ivon.lr = b;
         o.bbb.lr = b;
         o.bbvi.eta = b;
+        o.ngbbvi.lr = b;
+        o.von.step_size = b;
+        o.vadam.lr = b;
+        o.vogn.lr = b;
     }
     o.qnvb.max_iter = args.max_iter as usize;
     o.pathfinder.num_paths = args.num_paths as usize;

@@ -29,7 +29,11 @@ use crate::inference::vi::bbb::{self, BbbSettings};
 use crate::inference::vi::bbvi::{self, BbviSettings};
 use crate::inference::vi::ivon::{self, IvonSettings};
 use crate::inference::vi::manifold::ManifoldSettings;
+use crate::inference::vi::ngbbvi::{self, NgbbviSettings};
 use crate::inference::vi::ngvi::{self, NgviSettings};
+use crate::inference::vi::vadam::{self, VadamSettings};
+use crate::inference::vi::vogn::{self, VognSettings};
+use crate::inference::vi::von::{self, VonSettings};
 use crate::inference::vi::{GaussianFit, ViError};
 use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::{DensityError, Draws, LogDensity};
@@ -72,6 +76,18 @@ pub enum Method {
     /// Multi-path Pathfinder (Zhang et al. 2022): Gaussians along L-BFGS paths, their
     /// mixture importance-resampled (`inference::pathfinder`).
     Pathfinder,
+    /// NG-BBVI, black-box VI with the natural gradient and Adam (mean-field Gaussian, score
+    /// function; `specs/survey_vi.md` §8).
+    Ngbbvi,
+    /// VON, variational online Newton (full covariance or diagonal, Hessian at one draw;
+    /// `specs/survey_vi.md` §10).
+    Von,
+    /// Vadam, variational Adam (mean-field Gaussian, squared minibatch gradients;
+    /// `specs/survey_vi.md` §11).
+    Vadam,
+    /// VOGN, variational online Gauss–Newton (mean-field Gaussian, per-example squared
+    /// gradients; `specs/survey_vi.md` §12).
+    Vogn,
 }
 
 impl Method {
@@ -94,8 +110,34 @@ impl Method {
     pub fn is_survey(self) -> bool {
         matches!(
             self,
-            Method::Ivon | Method::Bbb | Method::Bbvi | Method::Mgvb | Method::Emgvb | Method::Ngvi
+            Method::Ivon
+                | Method::Bbb
+                | Method::Bbvi
+                | Method::Mgvb
+                | Method::Emgvb
+                | Method::Ngvi
+                | Method::Ngbbvi
+                | Method::Von
+                | Method::Vadam
+                | Method::Vogn
         )
+    }
+
+    /// True for the methods that need the per-observation gradients of a log density split
+    /// over rows (Vadam, VOGN: `specs/survey_vi.md` §2 table), so a [`MinibatchPlan`] even
+    /// without `--batch-size`.
+    pub fn needs_rows(self) -> bool {
+        matches!(self, Method::Vadam | Method::Vogn)
+    }
+
+    /// True for the methods that accept `--batch-size` ([`MINIBATCH_METHODS`]); `diagonal`
+    /// says whether `--diagonal` was given (QBVI and VON minibatch only their mean-field family).
+    pub fn takes_batches(self, diagonal: bool) -> bool {
+        match self {
+            Method::Qnvb | Method::Ivon | Method::Bbb | Method::Vadam | Method::Vogn => true,
+            Method::Qbvi | Method::Von => diagonal,
+            _ => false,
+        }
     }
 }
 
@@ -116,6 +158,10 @@ impl fmt::Display for Method {
             Method::Emgvb => "emgvb",
             Method::Ngvi => "ngvi",
             Method::Pathfinder => "pathfinder",
+            Method::Ngbbvi => "ngbbvi",
+            Method::Von => "von",
+            Method::Vadam => "vadam",
+            Method::Vogn => "vogn",
         })
     }
 }
@@ -216,6 +262,14 @@ pub struct FitOptions {
     pub emgvb: ManifoldSettings,
     /// NGVI settings (`survey_vi.md` §9; seed, initial mean and precision from the fit).
     pub ngvi: NgviSettings,
+    /// NG-BBVI settings (`survey_vi.md` §8; seed, initial mean and σ from the fit).
+    pub ngbbvi: NgbbviSettings,
+    /// VON settings (`survey_vi.md` §10; seed, initial mean and precision from the fit).
+    pub von: VonSettings,
+    /// Vadam settings (`survey_vi.md` §11; seed, initial mean and precision from the fit).
+    pub vadam: VadamSettings,
+    /// VOGN settings (`survey_vi.md` §12; seed, initial mean and precision from the fit).
+    pub vogn: VognSettings,
     /// Settings of `Method::Pathfinder` (its `seed` is overwritten by [`FitOptions::seed`]), also
     /// used by `McmcInit::Pathfinder`.
     pub pathfinder: PathfinderSettings,
@@ -253,7 +307,8 @@ impl MinibatchPlan {
 }
 
 /// The methods that accept `--batch-size`, for messages.
-pub const MINIBATCH_METHODS: &str = "qnvb, and qbvi with --diagonal";
+pub const MINIBATCH_METHODS: &str =
+    "qnvb, ivon, bbb, vadam, vogn, and qbvi or von with --diagonal";
 
 impl FitOptions {
     /// Defaults for `method` with `seed`.
@@ -281,6 +336,10 @@ impl FitOptions {
             ngvi: NgviSettings::default(),
             pathfinder: PathfinderSettings::default(),
             mcmc_init: McmcInit::Random,
+            ngbbvi: NgbbviSettings::default(),
+            von: VonSettings::default(),
+            vadam: VadamSettings::default(),
+            vogn: VognSettings::default(),
         }
     }
 }
@@ -663,14 +722,46 @@ pub fn fit(
             let sd = diag
                 .as_ref()
                 .map(|p| p.iter().map(|x| 1.0 / x.sqrt()).collect::<Vec<f64>>());
+            let mm = match &options.minibatch {
+                Some(plan) => Some(minibatch_model(model, plan, m)?),
+                None if m.needs_rows() => {
+                    return Err(FitError::Algorithm {
+                        method: m,
+                        message: format!(
+                            "{m} needs per-observation gradients, so a model whose log density \
+                             the compiler has split over its rows (a minibatch plan, \
+                             docs/minibatch.md); use ivon or ngvi --diagonal, which need only \
+                             the gradient of the log density"
+                        ),
+                    });
+                }
+                None => None,
+            };
+            // Batches of M < N rows; M = N is the full-batch loop.
+            let batches = options
+                .minibatch
+                .as_ref()
+                .filter(|p| p.settings.batch_size < p.n_obs)
+                .map(|p| &p.settings);
             let result: Result<GaussianFit, ViError> = match m {
                 Method::Ivon => {
                     let mut s = options.ivon.clone();
                     s.common.seed = seed;
+                    if let (Some(mm), Some(_), true) = (&mm, batches, s.ess == 1.0) {
+                        // Minibatch: N is known, so the spec's λ = N (§17), the mean loss
+                        // −L̂_B/N and σ = 1/√(N(h + δ)); with λ = 1 and h₀ = 1 a random start
+                        // of the diabetes BNN had σ = 1 per weight and diverged in 4 steps.
+                        s.ess = crate::inference::MinibatchDensity::n_obs(mm) as f64;
+                    }
                     if s.init_hessian.is_none() {
                         s.init_hessian = diag.map(|p| p.iter().map(|x| x / s.ess).collect());
                     }
-                    ivon::fit_ivon(model, &init, &s, &mut progress)
+                    match (&mm, batches) {
+                        (Some(mm), Some(ms)) => {
+                            ivon::fit_ivon_minibatch(mm, &init, &s, ms, &mut progress)
+                        }
+                        _ => ivon::fit_ivon(model, &init, &s, &mut progress),
+                    }
                 }
                 Method::Bbb => {
                     let mut s = options.bbb.clone();
@@ -678,7 +769,52 @@ pub fn fit(
                     if s.init_sd.is_none() {
                         s.init_sd = sd;
                     }
-                    bbb::fit_bbb(model, &init, &s, &mut progress)
+                    match (&mm, batches) {
+                        (Some(mm), Some(ms)) => {
+                            bbb::fit_bbb_minibatch(mm, &init, &s, ms, &mut progress)
+                        }
+                        _ => bbb::fit_bbb(model, &init, &s, &mut progress),
+                    }
+                }
+                Method::Ngbbvi => {
+                    let mut s = options.ngbbvi.clone();
+                    s.common.seed = seed;
+                    if s.init_sd.is_none() {
+                        s.init_sd = sd;
+                    }
+                    ngbbvi::fit_ngbbvi(model, &init, &s, &mut progress)
+                }
+                Method::Von => {
+                    let mut s = options.von.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    match (&mm, batches) {
+                        (Some(mm), Some(ms)) => {
+                            von::fit_von_minibatch(mm, &init, &s, ms, &mut progress)
+                        }
+                        _ => von::fit_von(model, &init, &s, &mut progress),
+                    }
+                }
+                Method::Vadam => {
+                    let mut s = options.vadam.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = diag;
+                    }
+                    let plan = options.minibatch.as_ref().expect("checked above");
+                    let mm = mm.as_ref().expect("checked above");
+                    vadam::fit_vadam(mm, &init, &s, &plan.settings, &mut progress)
+                }
+                Method::Vogn => {
+                    let mut s = options.vogn.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = diag;
+                    }
+                    let mm = mm.as_ref().expect("checked above");
+                    vogn::fit_vogn(mm, &init, &s, batches, &mut progress)
                 }
                 Method::Bbvi => {
                     let mut s = options.bbvi.clone();

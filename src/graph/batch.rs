@@ -213,7 +213,7 @@ impl LogDensity for BatchView<'_> {
     fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
         self.model.run_on(
             &self.globals,
-            Some((self.factor, self.scaled)),
+            Some((self.factor, 1.0, self.scaled)),
             theta,
             None,
             true,
@@ -230,7 +230,7 @@ impl LogDensity for BatchView<'_> {
         }
         self.model.run_on(
             &self.globals,
-            Some((self.factor, self.scaled)),
+            Some((self.factor, 1.0, self.scaled)),
             theta,
             Some(grad),
             true,
@@ -238,12 +238,18 @@ impl LogDensity for BatchView<'_> {
     }
 }
 
-impl MinibatchDensity for MinibatchModel<'_> {
-    fn n_obs(&self) -> usize {
-        self.n
+impl MinibatchModel<'_> {
+    /// The globals of the batch `rows` (sliced variables cut to those rows, the axis set to M).
+    fn batch_globals(&self, rows: &[usize]) -> Vec<Value> {
+        let mut globals = self.model.globals.clone();
+        globals[self.axis_slot] = Value::Int(rows.len() as i64);
+        for &s in &self.sliced {
+            globals[s] = slice_rows(&self.model.globals[s], rows);
+        }
+        globals
     }
 
-    fn batch<'a>(&'a self, rows: &[usize]) -> Result<Box<dyn LogDensity + 'a>, DensityError> {
+    fn check_rows(&self, rows: &[usize]) -> Result<(), DensityError> {
         if rows.is_empty() {
             return Err(DensityError::fatal("a minibatch needs at least one row"));
         }
@@ -253,11 +259,75 @@ impl MinibatchDensity for MinibatchModel<'_> {
                 self.n
             )));
         }
-        let mut globals = self.model.globals.clone();
-        globals[self.axis_slot] = Value::Int(rows.len() as i64);
-        for &s in &self.sliced {
-            globals[s] = slice_rows(&self.model.globals[s], rows);
+        Ok(())
+    }
+}
+
+impl MinibatchDensity for MinibatchModel<'_> {
+    fn n_obs(&self) -> usize {
+        self.n
+    }
+
+    /// One reverse pass per row, on a one-row batch with the likelihood statements unscaled
+    /// and the prior statements and Jacobian dropped (factor 0); rows run in parallel (each
+    /// writes its own slot, so the result does not depend on the thread count).
+    fn log_lik_grads(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        values: &mut [f64],
+        grads: &mut [f64],
+    ) -> Result<(), DensityError> {
+        use rayon::prelude::*;
+        self.check_rows(rows)?;
+        let d = self.model.dim;
+        if values.len() != rows.len() || grads.len() != rows.len() * d {
+            return Err(DensityError::fatal(format!(
+                "per-observation buffers have lengths {} and {}, expected {} and {}",
+                values.len(),
+                grads.len(),
+                rows.len(),
+                rows.len() * d
+            )));
         }
+        rows.par_iter()
+            .zip(values.par_iter_mut())
+            .zip(grads.par_chunks_mut(d.max(1)))
+            .try_for_each(|((&r, v), g)| {
+                let globals = self.batch_globals(&[r]);
+                *v = self.model.run_on(
+                    &globals,
+                    Some((1.0, 0.0, &self.scaled)),
+                    theta,
+                    Some(g),
+                    false,
+                )?;
+                Ok(())
+            })
+    }
+
+    /// One reverse pass on a one-row batch with the likelihood statements multiplied by 0.
+    fn prior_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        if grad.len() != self.model.dim {
+            return Err(DensityError::fatal(format!(
+                "gradient buffer has length {}, expected {}",
+                grad.len(),
+                self.model.dim
+            )));
+        }
+        let globals = self.batch_globals(&[0]);
+        self.model.run_on(
+            &globals,
+            Some((0.0, 1.0, &self.scaled)),
+            theta,
+            Some(grad),
+            true,
+        )
+    }
+
+    fn batch<'a>(&'a self, rows: &[usize]) -> Result<Box<dyn LogDensity + 'a>, DensityError> {
+        self.check_rows(rows)?;
+        let globals = self.batch_globals(rows);
         Ok(Box::new(BatchView {
             model: self.model,
             globals,

@@ -362,13 +362,15 @@ impl Model {
     }
 
     /// [`Model::run`] against `globals` (the model's own, or a minibatch's sliced copy, see
-    /// [`batch`]); with `scale = Some((c, flags))` the log-density terms added by each top-level
-    /// model statement `i` with `flags[i]` are multiplied by `c` (the N/M of specs/survey_vi.md
-    /// §2). Priors, Jacobians and unflagged statements are never scaled.
+    /// [`batch`]); with `scale = Some((c, c_prior, flags))` the log-density terms added by each
+    /// top-level model statement `i` with `flags[i]` are multiplied by `c` (the N/M of
+    /// specs/survey_vi.md §2) and those of the unflagged statements by `c_prior` (1 for a batch
+    /// estimate; 0 to keep only the likelihood terms, as the per-observation gradients of
+    /// [`batch::MinibatchModel`] do). Jacobians are added unscaled when `jacobian` is set.
     fn run_on(
         &self,
         globals: &[Value],
-        scale: Option<(f64, &[bool])>,
+        scale: Option<(f64, f64, &[bool])>,
         zeta: &[f64],
         grad: Option<&mut [f64]>,
         jacobian: bool,
@@ -402,9 +404,10 @@ impl Model {
                     None => {
                         ctx.exec_all(&self.model_body)?;
                     }
-                    Some((c, flags)) => {
+                    Some((c, c_prior, flags)) => {
                         for (i, st) in self.model_body.iter().enumerate() {
-                            if !flags.get(i).copied().unwrap_or(false) {
+                            let likelihood = flags.get(i).copied().unwrap_or(false);
+                            if !likelihood && c_prior == 1.0 {
                                 if ctx.exec(st)? != eval::Flow::Normal {
                                     break;
                                 }
@@ -412,7 +415,12 @@ impl Model {
                             }
                             let (c0, v0) = (ctx.target_c, ctx.target_v.len());
                             let flow = ctx.exec(st)?;
-                            batch::scale_terms(&mut ctx, c0, v0, c);
+                            batch::scale_terms(
+                                &mut ctx,
+                                c0,
+                                v0,
+                                if likelihood { c } else { c_prior },
+                            );
                             if flow != eval::Flow::Normal {
                                 break;
                             }

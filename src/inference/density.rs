@@ -105,4 +105,26 @@ pub trait MinibatchDensity: LogDensity {
     ) -> Result<f64, DensityError> {
         self.batch(rows)?.log_density_grad(theta, grad)
     }
+
+    /// The per-observation log-likelihood gradients ∇ℓ_i(ζ) of the rows `rows` (0-based,
+    /// each < N), written row-major into `grads` (`rows.len()` × d: row k holds ∇ℓ_{rows[k]}),
+    /// with the values ℓ_i written into `values` (length `rows.len()`). The prior part π is
+    /// left out ([`MinibatchDensity::prior_grad`] gives it), so
+    /// Σ_i ∇ℓ_i + ∇π = ∇L (specs/survey_vi.md §1 notation: g_i = −∇ℓ_i). VOGN's per-example
+    /// squared gradients (§12) and Vadam's mean-loss gradient (§11) are built from these.
+    ///
+    /// Errors: an empty batch, a row out of range or buffers of the wrong length
+    /// (unrecoverable); model errors at `theta` as [`LogDensity::log_density_grad`].
+    fn log_lik_grads(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        values: &mut [f64],
+        grads: &mut [f64],
+    ) -> Result<(), DensityError>;
+
+    /// π(ζ) and ∇π(ζ): the log density of the row-free part (priors, other row-free terms and
+    /// the log|Jacobian| of the constraining transforms), gradient written into `grad`
+    /// (length d). L = π + Σ_i ℓ_i.
+    fn prior_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError>;
 }

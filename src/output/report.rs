@@ -34,12 +34,20 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
     }
     match &o.minibatch {
         None => line,
+        Some(p) if p.settings.batch_size >= p.n_obs => format!(
+            "{line}; full batch: all N = {} rows (`{}`) at every step, per-observation gradients",
+            p.n_obs, p.separability.axis
+        ),
         Some(p) => {
             let per = p.batches_per_epoch().max(1);
-            let max_iter = if o.method == fit::Method::Qnvb {
-                o.qnvb.max_iter
-            } else {
-                o.qbvi.max_iter
+            let max_iter = match o.method {
+                fit::Method::Qnvb => o.qnvb.max_iter,
+                fit::Method::Ivon => o.ivon.common.max_iter,
+                fit::Method::Bbb => o.bbb.common.max_iter,
+                fit::Method::Von => o.von.common.max_iter,
+                fit::Method::Vadam => o.vadam.common.max_iter,
+                fit::Method::Vogn => o.vogn.common.max_iter,
+                _ => o.qbvi.max_iter,
             };
             format!(
                 "{line}; minibatch: batch size M = {} of N = {} rows (`{}`), {per} batches per \
@@ -107,7 +115,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Ivon => format!(
-            "method = ivon (mean-field Gaussian, Price Hessian estimate, start: {}); d = {d} unconstrained parameters; K = {}; lr = {}; beta1 = {}; beta2 = {}; ess = {}; weight decay = {}; max_iter = {}; full batch; seed = {}",
+            "method = ivon (mean-field Gaussian, Price Hessian estimate, start: {}); d = {d} unconstrained parameters; K = {}; lr = {}; beta1 = {}; beta2 = {}; ess = {}; weight decay = {}; max_iter = {}; seed = {}",
             vi_start_text(o),
             o.ivon.mc_samples,
             o.ivon.lr,
@@ -119,7 +127,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Bbb => format!(
-            "method = bbb (mean-field Gaussian, {} parameterisation, Adam, start: {}); d = {d} unconstrained parameters; S = {}; lr = {} (x{} on the scale); max_iter = {}; full batch; seed = {}",
+            "method = bbb (mean-field Gaussian, {} parameterisation, Adam, start: {}); d = {d} unconstrained parameters; S = {}; lr = {} (x{} on the scale); max_iter = {}; seed = {}",
             match o.bbb.parameterisation {
                 crate::inference::vi::bbb::Parameterisation::Sigma => "sigma",
                 crate::inference::vi::bbb::Parameterisation::SoftplusRho => "softplus-rho",
@@ -176,6 +184,45 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 p.num_paths, p.history, p.num_elbo_draws, p.optimize.max_iter, o.seed
             )
         }
+        fit::Method::Ngbbvi => format!(
+            "method = ngbbvi (mean-field Gaussian, score function, split control variates, {:?} Fisher, Adam, start: {}); d = {d} unconstrained parameters; S = {}; lr = {} (1/t after {}); max_iter = {}; seed = {}",
+            o.ngbbvi.fisher,
+            vi_start_text(o),
+            o.ngbbvi.mc_samples,
+            o.ngbbvi.lr,
+            o.ngbbvi.decay_after,
+            o.ngbbvi.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Von => format!(
+            "method = von ({} Gaussian, finite-difference Hessian at one draw, negative-curvature guard, start: {}); d = {d} unconstrained parameters; beta = {}; max_iter = {}; seed = {}",
+            match o.von.covariance {
+                Covariance::Full => "full-covariance",
+                Covariance::Diagonal => "mean-field",
+            },
+            vi_start_text(o),
+            o.von.step_size,
+            o.von.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Vadam => format!(
+            "method = vadam (mean-field Gaussian, squared minibatch gradients, start: {}); d = {d} unconstrained parameters; K = {}; lr = {}; beta1 = {}; beta2 = {}; max_iter = {}; seed = {}",
+            vi_start_text(o),
+            o.vadam.mc_samples,
+            o.vadam.lr,
+            o.vadam.beta1,
+            o.vadam.beta2,
+            o.vadam.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Vogn => format!(
+            "method = vogn (mean-field Gaussian, per-example squared gradients = empirical Fisher, start: {}); d = {d} unconstrained parameters; lr = {}; beta = {}; max_iter = {}; seed = {}",
+            vi_start_text(o),
+            o.vogn.lr,
+            o.vogn.beta,
+            o.vogn.common.max_iter,
+            o.seed
+        ),
         fit::Method::Laplace => format!(
             "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); d = {d} unconstrained parameters; seed = {}",
             o.seed

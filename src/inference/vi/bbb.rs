@@ -235,3 +235,31 @@ pub fn fit_bbb(
         progress,
     )
 }
+/// Bayes-by-backprop on batches of M rows (`survey_vi.md` §2): each step sees the unbiased batch estimate
+/// L̂_B (one batch for all its draws), and the exit rule runs once per epoch on the full-data
+/// ELBO ([`super::reparam::run_minibatch`]). Returns the average of the last W + 1 iterates;
+/// `elbo_trace` holds the batch estimates. Errors: as [`fit_bbb`], plus a batch size outside
+/// 1..=N.
+pub fn fit_bbb_minibatch(
+    density: &dyn crate::inference::MinibatchDensity,
+    init: &[f64],
+    settings: &BbbSettings,
+    minibatch: &crate::inference::minibatch::MinibatchSettings,
+    progress: &mut dyn FnMut(Progress) -> Control,
+) -> Result<GaussianFit, ViError> {
+    settings.common.validate(density.dim(), init)?;
+    check_initial_point(density, init)?;
+    let mut state = Bbb::new(init, settings)?;
+    super::reparam::run_minibatch(
+        &settings.common,
+        density,
+        minibatch,
+        &mut state,
+        |s| (s.mean.clone(), s.sd()),
+        |s, rows, rng, t| {
+            let view = density.batch(rows).map_err(ViError::Density)?;
+            s.step(view.as_ref(), rng, t)
+        },
+        progress,
+    )
+}

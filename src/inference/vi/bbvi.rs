@@ -129,38 +129,7 @@ impl Bbvi {
         let d = self.mean.len();
         let n = self.settings.mc_samples;
         let sd = self.sd();
-        // Draws: ε (n×d), L and log q_j per draw.
-        let mut eps = vec![0.0; n * d];
-        let mut value = vec![0.0; n];
-        let mut theta = vec![0.0; d];
-        for s in 0..n {
-            let mut last = String::new();
-            let mut ok = false;
-            for _ in 0..MAX_REDRAWS {
-                let e = &mut eps[s * d..(s + 1) * d];
-                for i in 0..d {
-                    e[i] = rng.sample(StandardNormal);
-                    theta[i] = self.mean[i] + sd[i] * e[i];
-                }
-                match density.log_density(&theta) {
-                    Ok(v) if v.is_finite() => {
-                        value[s] = v;
-                        ok = true;
-                        break;
-                    }
-                    Ok(v) => last = format!("log density {v}"),
-                    Err(e) if e.recoverable => last = e.to_string(),
-                    Err(e) => return Err(ViError::Density(e)),
-                }
-            }
-            if !ok {
-                return Err(ViError::NonFiniteDensity {
-                    iteration,
-                    attempts: MAX_REDRAWS,
-                    last,
-                });
-            }
-        }
+        let (eps, value) = draw_values(density, &self.mean, &sd, n, rng, iteration)?;
         let log_q_j = |s: usize, j: usize| {
             let e = eps[s * d + j];
             -HALF_LN_2PI - self.log_sd[j] - 0.5 * e * e
@@ -240,6 +209,51 @@ impl Bbvi {
         }
         Ok(lb)
     }
+}
+
+/// `n` draws ζ_s = μ + σ⊙ε_s with finite L(ζ_s): their ε (n×d row-major) and L values, each
+/// redrawn up to [`MAX_REDRAWS`] times (shared by BBVI and NG-BBVI, which use values only).
+pub(crate) fn draw_values(
+    density: &dyn LogDensity,
+    mean: &[f64],
+    sd: &[f64],
+    n: usize,
+    rng: &mut StreamRng,
+    iteration: usize,
+) -> Result<(Vec<f64>, Vec<f64>), ViError> {
+    let d = mean.len();
+    let mut eps = vec![0.0; n * d];
+    let mut value = vec![0.0; n];
+    let mut theta = vec![0.0; d];
+    for s in 0..n {
+        let mut last = String::new();
+        let mut ok = false;
+        for _ in 0..MAX_REDRAWS {
+            let e = &mut eps[s * d..(s + 1) * d];
+            for i in 0..d {
+                e[i] = rng.sample(StandardNormal);
+                theta[i] = mean[i] + sd[i] * e[i];
+            }
+            match density.log_density(&theta) {
+                Ok(v) if v.is_finite() => {
+                    value[s] = v;
+                    ok = true;
+                    break;
+                }
+                Ok(v) => last = format!("log density {v}"),
+                Err(e) if e.recoverable => last = e.to_string(),
+                Err(e) => return Err(ViError::Density(e)),
+            }
+        }
+        if !ok {
+            return Err(ViError::NonFiniteDensity {
+                iteration,
+                attempts: MAX_REDRAWS,
+                last,
+            });
+        }
+    }
+    Ok((eps, value))
 }
 
 /// Fits q by BBVI with the common exit rule (`survey_vi.md` §1), returning the kept iterate.

@@ -169,3 +169,85 @@ pub(crate) fn run_averaged<S>(
     let ((mean, p), record) = tracker.finish(last);
     Ok(super::GaussianFit::diagonal(mean, p, record))
 }
+
+/// The minibatch loop of the stochastic-gradient mean-field methods (IVON, BBB, Vadam, VOGN
+/// with `--batch-size`; `survey_vi.md` §2): iteration t takes the next batch of
+/// [`EpochBatches`] (a fresh permutation per epoch), lets `iterate` update `state` on those
+/// rows and return its (batch) ELBO estimate LB_t, which goes to `elbo_trace`. The exit rule
+/// runs once per epoch on the full-data ELBO from fixed draws and counts patience in epochs
+/// ([`EpochElbo`], [`EpochExit`]; §1 "Minibatch methods"), as minibatch QBVI and QNVB do. The
+/// returned q is the average of the last W + 1 iterates ([`super::WindowAverage`], the
+/// Polyak–Ruppert average of the full-batch loop [`run_averaged`]). Draws from stream 1 of the
+/// seed; `common.max_iter` bounds the iterations; `window`/`patience`/`keep_best` are not used.
+///
+/// Errors: a batch size outside 1..=N ([`ViError::InvalidSettings`]) and whatever `iterate`
+/// or the full-data ELBO returns.
+pub(crate) fn run_minibatch<S>(
+    common: &super::ViSettings,
+    density: &dyn crate::inference::MinibatchDensity,
+    minibatch: &crate::inference::minibatch::MinibatchSettings,
+    state: &mut S,
+    mean_sd: impl Fn(&S) -> (Vec<f64>, Vec<f64>),
+    mut iterate: impl FnMut(
+        &mut S,
+        &[usize],
+        &mut crate::inference::rng::StreamRng,
+        usize,
+    ) -> Result<f64, ViError>,
+    progress: &mut dyn FnMut(super::Progress) -> super::Control,
+) -> Result<super::GaussianFit, ViError> {
+    use crate::inference::minibatch::{EpochBatches, EpochElbo, EpochExit};
+    let d = density.dim();
+    let mut batches = EpochBatches::new(density.n_obs(), minibatch.batch_size, common.seed)
+        .map_err(ViError::InvalidSettings)?;
+    let epoch_elbo = EpochElbo::new(d, minibatch.elbo_draws, common.seed);
+    let mut exit = EpochExit::new(minibatch);
+    let mut rng = crate::inference::rng::stream(common.seed, 1);
+    let mut tracker = common.tracker::<()>();
+    let mut window = super::WindowAverage::new(common.window);
+    let (m0, sd0) = mean_sd(state);
+    let mut average = window.push(&m0, &sd0);
+    for t in 1..=common.max_iter {
+        let (rows, epoch_end) = batches.next_batch();
+        let rows = rows.to_vec();
+        let lb = iterate(state, &rows, &mut rng, t)?;
+        let (m, sd) = mean_sd(state);
+        average = window.push(&m, &sd);
+        tracker.record.elbo_trace.push(lb);
+        let mut smoothed = None;
+        let mut epoch_stop = false;
+        if epoch_end {
+            let e = epoch_elbo
+                .value(density, &m, &sd)
+                .map_err(ViError::Density)?;
+            let (sm, improved, stop) = exit.observe(e, t);
+            if improved {
+                tracker.record.best_smoothed_elbo = sm;
+            }
+            smoothed = Some(sm);
+            epoch_stop = stop;
+        }
+        let control = progress(super::Progress {
+            iteration: t,
+            elbo: lb,
+            smoothed_elbo: smoothed,
+        });
+        let reason = if control == super::Control::Stop {
+            Some(super::StopReason::Interrupted)
+        } else if epoch_stop {
+            Some(super::StopReason::ExitRule)
+        } else if t >= common.max_iter {
+            Some(super::StopReason::MaxIterations)
+        } else {
+            None
+        };
+        if let Some(r) = reason {
+            tracker.record.stop = r;
+            break;
+        }
+    }
+    tracker.record.epoch_elbo = exit.trace().to_vec();
+    let (mean, p) = average;
+    let ((), record) = tracker.finish(());
+    Ok(super::GaussianFit::diagonal(mean, p, record))
+}

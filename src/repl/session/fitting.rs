@@ -65,16 +65,17 @@ impl Session {
             .seed
             .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
         let mut options = options_from_args(&fit_args, model.dim(), seed);
-        if let Some(m) = fit_args.batch_size {
+        if fit_args.batch_size.is_some() || options.method.needs_rows() {
             let checked = &self.model.as_ref().expect("compiled above").checked;
-            match pipeline::minibatch_plan(
+            match pipeline::plan_for_method(
                 checked,
                 &self.data,
                 model,
-                m as usize,
+                options.method,
+                fit_args.batch_size.map(|m| m as usize),
                 fit_args.batch_over.as_deref(),
             ) {
-                Ok(plan) => options.minibatch = Some(plan),
+                Ok(plan) => options.minibatch = plan,
                 Err(f) => {
                     out.text.push_str(&self.render(f));
                     out.is_error = true;

@@ -1,0 +1,166 @@
+//! Mean-loss statistics of a minibatch for the methods that split the log joint into its
+//! likelihood rows and the row-free part (`specs/survey_vi.md` §1–§2; Vadam §11, VOGN §12):
+//! at a draw θ and a batch B of M rows, ĝ = (1/M)Σ_B g_i and ĥ = (1/M)Σ_B g_i² with
+//! g_i = −∇ℓ_i(θ) from [`MinibatchDensity::log_lik_grads`], and the prior part from
+//! [`MinibatchDensity::prior_grad`].
+//!
+//! A non-Gaussian prior (§2, last paragraph): the mean loss becomes f̄_B − π/N, so the prior's
+//! gradient enters as −∇π/N and its curvature as diag(−∇²π)/N, the λ̃ = τ₀/N of a Gaussian
+//! prior N(0, τ₀⁻¹I) (for which −∇π(μ) = τ₀μ and −∇²π = τ₀ exactly, so the spec's updates are
+//! reproduced). The curvature is a central finite difference of ∇π ([`prior_curvature`]),
+//! floored at 0 so that it cannot make a precision negative.
+
+use rand::RngExt;
+use rand_distr::StandardNormal;
+
+use super::{HALF_LN_2PI, ViError};
+use super::reparam::MAX_REDRAWS;
+use crate::inference::MinibatchDensity;
+use crate::inference::hessian::finite_diff_step;
+use crate::inference::rng::StreamRng;
+
+/// Buffers and results of one batch evaluation at a draw θ = μ + σ⊙ε.
+#[derive(Clone, Debug)]
+pub(crate) struct LossDraw {
+    /// ε (length d).
+    pub(crate) eps: Vec<f64>,
+    /// θ (length d).
+    pub(crate) theta: Vec<f64>,
+    /// ĝ = (1/M)Σ_B g_i, g_i = −∇ℓ_i(θ) (length d).
+    pub(crate) g_mean: Vec<f64>,
+    /// ĥ = (1/M)Σ_B g_i² (length d).
+    pub(crate) g_sq_mean: Vec<f64>,
+    /// Σ_B ℓ_i(θ).
+    pub(crate) lik_sum: f64,
+    /// log q(θ).
+    pub(crate) log_q: f64,
+    values: Vec<f64>,
+    grads: Vec<f64>,
+}
+
+impl LossDraw {
+    pub(crate) fn new(d: usize) -> Self {
+        LossDraw {
+            eps: vec![0.0; d],
+            theta: vec![0.0; d],
+            g_mean: vec![0.0; d],
+            g_sq_mean: vec![0.0; d],
+            lik_sum: 0.0,
+            log_q: 0.0,
+            values: Vec::new(),
+            grads: Vec::new(),
+        }
+    }
+
+    /// Draws θ ~ N(mean, diag sd²) and evaluates the per-row gradients of the batch `rows`
+    /// there, redrawing (up to [`MAX_REDRAWS`] times) when a value or gradient is not finite
+    /// or the model reports a recoverable error.
+    pub(crate) fn draw(
+        &mut self,
+        density: &dyn MinibatchDensity,
+        rows: &[usize],
+        mean: &[f64],
+        sd: &[f64],
+        rng: &mut StreamRng,
+        iteration: usize,
+    ) -> Result<(), ViError> {
+        let d = mean.len();
+        let m = rows.len();
+        self.values.resize(m, 0.0);
+        self.grads.resize(m * d, 0.0);
+        let mut last = String::new();
+        let log_det: f64 = sd.iter().map(|s| s.ln()).sum();
+        for _ in 0..MAX_REDRAWS {
+            let mut sq = 0.0;
+            for i in 0..d {
+                self.eps[i] = rng.sample(StandardNormal);
+                self.theta[i] = mean[i] + sd[i] * self.eps[i];
+                sq += self.eps[i] * self.eps[i];
+            }
+            self.log_q = -(d as f64) * HALF_LN_2PI - log_det - 0.5 * sq;
+            match density.log_lik_grads(&self.theta, rows, &mut self.values, &mut self.grads) {
+                Ok(())
+                    if self.values.iter().all(|v| v.is_finite())
+                        && self.grads.iter().all(|g| g.is_finite()) =>
+                {
+                    self.lik_sum = self.values.iter().sum();
+                    self.g_mean.iter_mut().for_each(|x| *x = 0.0);
+                    self.g_sq_mean.iter_mut().for_each(|x| *x = 0.0);
+                    for row in self.grads.chunks(d) {
+                        for i in 0..d {
+                            let g = -row[i];
+                            self.g_mean[i] += g / m as f64;
+                            self.g_sq_mean[i] += g * g / m as f64;
+                        }
+                    }
+                    return Ok(());
+                }
+                Ok(()) => last = "a log-likelihood term or its gradient is not finite".into(),
+                Err(e) if e.recoverable => last = e.to_string(),
+                Err(e) => return Err(ViError::Density(e)),
+            }
+        }
+        Err(ViError::NonFiniteDensity {
+            iteration,
+            attempts: MAX_REDRAWS,
+            last,
+        })
+    }
+}
+
+/// The batch ELBO estimate L̂_B(θ) − log q(θ) = π(θ) + (N/M)Σ_B ℓ_i(θ) − log q(θ) of a draw
+/// (§2; one more evaluation of the row-free part, at θ). −∞ if π is not finite there.
+pub(crate) fn batch_elbo(
+    density: &dyn MinibatchDensity,
+    draw: &LossDraw,
+    m: usize,
+) -> Result<f64, ViError> {
+    let mut g = vec![0.0; draw.theta.len()];
+    match density.prior_grad(&draw.theta, &mut g) {
+        Ok(p) => Ok(p + density.n_obs() as f64 / m as f64 * draw.lik_sum - draw.log_q),
+        Err(e) if e.recoverable => Ok(f64::NEG_INFINITY),
+        Err(e) => Err(ViError::Density(e)),
+    }
+}
+
+/// ∇π at `mean` (length d). Errors: the prior part is not finite there, or a model error.
+pub(crate) fn prior_gradient(
+    density: &dyn MinibatchDensity,
+    mean: &[f64],
+) -> Result<Vec<f64>, ViError> {
+    let mut g = vec![0.0; mean.len()];
+    match density.prior_grad(mean, &mut g) {
+        Ok(v) if v.is_finite() && g.iter().all(|x| x.is_finite()) => Ok(g),
+        Ok(v) => Err(ViError::InitialPoint(format!(
+            "the prior part of the log density is {v} (or its gradient is not finite) at the mean"
+        ))),
+        Err(e) => Err(ViError::Density(e)),
+    }
+}
+
+/// max(0, diag(−∇²π)) at `mean` by central differences of ∇π (2d evaluations of the row-free
+/// part, each on one row), steps as [`finite_diff_step`]. For a Gaussian prior N(0, τ₀⁻¹I)
+/// it is τ₀ up to rounding.
+pub(crate) fn prior_curvature(
+    density: &dyn MinibatchDensity,
+    mean: &[f64],
+) -> Result<Vec<f64>, ViError> {
+    let d = mean.len();
+    let mut x = mean.to_vec();
+    let mut out = vec![0.0; d];
+    for j in 0..d {
+        let h = finite_diff_step(mean[j]);
+        x[j] = mean[j] + h;
+        let up = prior_gradient(density, &x)?;
+        x[j] = mean[j] - h;
+        let down = prior_gradient(density, &x)?;
+        x[j] = mean[j];
+        out[j] = (-(up[j] - down[j]) / (2.0 * h)).max(0.0);
+    }
+    Ok(out)
+}
+
+/// Iterations between refreshes of the prior curvature at the current mean ([X]: the
+/// curvature of a Gaussian prior on ζ is constant, and 2d evaluations per step would dominate
+/// the cost of a small batch at large d).
+pub(crate) const PRIOR_CURVATURE_EVERY: usize = 50;

@@ -1,0 +1,96 @@
+//! Minibatch IVON and VOGN on the diabetes BNN (tests/fixtures/bnn_diabetes.bayes: H = 50,
+//! d = 602; ../shared/data/bnn/, standardised y): the test RMSE of the posterior-predictive
+//! mean must beat the prior predictive's (≈ 1, the sd of standardised y) and come within 0.15
+//! of minibatch QNVB's 0.709 (tests/minibatch.rs). Slow (602-parameter fits and 1000
+//! predictive draws each): run with
+//! `cargo test --release --test vi_survey_bnn -- --ignored --nocapture`.
+
+mod common;
+
+/// Fits the diabetes BNN by `method` on batches of 64 rows (seed 1, random start), predicts
+/// the test rows and returns the RMSE of the predictive mean.
+fn test_rmse(method: &str) -> f64 {
+    let data = common::root().join("../shared/data/bnn");
+    let dir = tempfile::tempdir().unwrap();
+    let fit = dir.path().join("fit.json");
+    let pred = dir.path().join("pred.csv");
+    let bin = env!("CARGO_BIN_EXE_bayesc");
+    let model = common::root().join("tests/fixtures/bnn_diabetes.bayes");
+    let start = std::time::Instant::now();
+    let st = std::process::Command::new(bin)
+        .arg("fit")
+        .arg(&model)
+        .arg("--data")
+        .arg(data.join("diabetes_train.csv"))
+        .args([
+            "--method",
+            method,
+            "--batch-size",
+            "64",
+            "--seed",
+            "1",
+            "--random-init",
+            "--max-iter",
+            "5000",
+        ])
+        .arg("--save-fit")
+        .arg(&fit)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&st.stdout).to_string();
+    assert!(st.status.success(), "{out}{}", String::from_utf8_lossy(&st.stderr));
+    let seconds = start.elapsed().as_secs_f64();
+    let st = std::process::Command::new(bin)
+        .arg("predict")
+        .arg(&model)
+        .arg("--fit")
+        .arg(&fit)
+        .arg("--data")
+        .arg(data.join("diabetes_test.csv"))
+        .arg("-o")
+        .arg(&pred)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let y: Vec<f64> = std::fs::read_to_string(data.join("diabetes_test.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    let text = std::fs::read_to_string(&pred).unwrap();
+    let mean: std::collections::HashMap<String, f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split(',');
+            (f.next().unwrap().to_string(), f.next().unwrap().parse().unwrap())
+        })
+        .collect();
+    let mse = (0..y.len())
+        .map(|i| (mean[&format!("y_pred[{}]", i + 1)] - y[i]).powi(2))
+        .sum::<f64>()
+        / y.len() as f64;
+    let rmse = mse.sqrt();
+    let stop = out
+        .lines()
+        .filter(|l| l.contains("converged") || l.contains("iteration"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    eprintln!("{method}: test RMSE {rmse:.3}, fit {seconds:.1} s wall; {stop}");
+    rmse
+}
+
+#[test]
+#[ignore]
+fn diabetes_bnn_minibatch_ivon_test_rmse() {
+    let rmse = test_rmse("ivon");
+    assert!(rmse < 1.0 && (rmse - 0.709).abs() < 0.15, "test RMSE {rmse}");
+}
+
+#[test]
+#[ignore]
+fn diabetes_bnn_minibatch_vogn_test_rmse() {
+    let rmse = test_rmse("vogn");
+    assert!(rmse < 1.0 && (rmse - 0.709).abs() < 0.15, "test RMSE {rmse}");
+}
