@@ -86,6 +86,9 @@ pub fn run(args: FitArgs) -> i32 {
             Err(f) => return super::report_failure(&sources, f),
         }
     }
+    // The model holds what it needs; a matrix bound from CSV columns is its own copy, so the
+    // loaded files are released before fitting (docs/memory.md).
+    drop(data);
     if !args.quiet {
         println!("{}", settings_line(&options, model.dim()));
     }
