@@ -74,6 +74,7 @@ pub fn run(args: FitArgs) -> i32 {
         .seed
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
     let mut options = options_from_args(&args, model.dim(), seed);
+    options.mcmc.gradient_work = Some(model.gradient_work());
     if let Some(m) = args.batch_size {
         match pipeline::minibatch_plan(
             &checked,

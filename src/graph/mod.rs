@@ -214,6 +214,14 @@ impl Model {
         }
     }
 
+    /// A deterministic measure of the work of one gradient evaluation: the number of data values
+    /// (data and transformed data, all elements) the model holds, each of which a log density
+    /// over the data reads at least once per evaluation. Used by NUTS's automatic metric choice
+    /// (`inference::mcmc::MetricChoice::Auto`) to weigh a dense metric's O(d²) per step.
+    pub fn gradient_work(&self) -> usize {
+        self.globals.iter().map(|v| v.num_elements()).sum()
+    }
+
     /// d, the number of unconstrained coordinates.
     pub fn unconstrained_dim(&self) -> usize {
         self.dim
