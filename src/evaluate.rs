@@ -103,27 +103,9 @@ pub fn split_rows(
             }
         }
     }
-    let part = |keep: bool, suffix: &str| CsvSource {
-        name: format!("{} ({suffix})", src.name),
-        header: src.header.clone(),
-        columns: src
-            .columns
-            .iter()
-            .map(|c| {
-                c.iter()
-                    .zip(&in_train)
-                    .filter(|(_, t)| **t == keep)
-                    .map(|(x, _)| x.clone())
-                    .collect()
-            })
-            .collect(),
-        lines: src
-            .lines
-            .iter()
-            .zip(&in_train)
-            .filter(|(_, t)| **t == keep)
-            .map(|(x, _)| *x)
-            .collect(),
+    let part = |keep: bool, suffix: &str| {
+        let rows: Vec<bool> = in_train.iter().map(|&t| t == keep).collect();
+        src.select_rows(&rows, format!("{} ({suffix})", src.name))
     };
     Ok((part(true, "train"), part(false, "test")))
 }
@@ -455,7 +437,7 @@ pub fn outcome_from_data(
     name: &str,
 ) -> Option<Vec<f64>> {
     let bound = crate::data::bind(program, sources).ok()?;
-    bound.values.get(name).map(|v| v.values.clone())
+    bound.values.get(name).map(|v| v.values.to_vec())
 }
 
 /// The outcome's values when `name` is a data variable given by the sources; None when it is not
@@ -468,7 +450,7 @@ pub fn outcome_from_unobserved(
 ) -> Option<Vec<f64>> {
     let bound = crate::data::bind_unobserved(program, sources, name).ok()?;
     let v = bound.values.get(name)?;
-    (!v.values.iter().all(|x| x.is_nan())).then(|| v.values.clone())
+    (!v.values.iter().all(|x| x.is_nan())).then(|| v.values.to_vec())
 }
 
 /// The point estimate of a Bayesian fit on the unconstrained scale, and every draw's ζ (for the
@@ -772,9 +754,14 @@ mod tests {
         };
         let (a, b) = split_rows(&src, 0.75, SplitMode::Ordered).unwrap();
         assert_eq!((a.n_rows(), b.n_rows()), (3, 1));
-        assert_eq!(b.lines, vec![5]);
+        assert_eq!(b.lines.to_vec(), vec![5]);
         let (a, b) = split_rows(&src, 0.5, SplitMode::Random { seed: 3 }).unwrap();
-        let mut lines: Vec<u64> = a.lines.iter().chain(&b.lines).copied().collect();
+        let mut lines: Vec<u64> = a
+            .lines
+            .to_vec()
+            .into_iter()
+            .chain(b.lines.to_vec())
+            .collect();
         lines.sort();
         assert_eq!(lines, vec![2, 3, 4, 5]);
         assert!(split_rows(&src, 1.0, SplitMode::Ordered).is_err());

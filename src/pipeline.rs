@@ -150,7 +150,7 @@ pub fn compile_unobserved(
 ) -> Result<Model, Failure> {
     let bound = data::bind_unobserved(&checked.program, sources, unobserved)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
-    Model::new(&checked.program, &bound)
+    Model::from_bound(&checked.program, bound)
         .map(|m| m.with_sources(files))
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
 }
@@ -162,6 +162,10 @@ pub fn compile_unobserved(
 /// evaluating `transformed data` (with its span).
 ///
 /// `files` gives runtime errors their location in the model ("model.bayes:14:3").
+///
+/// Memory: a variable bound to a whole CSV column or JSON array shares the source's buffer with
+/// the model; a matrix bound from CSV columns is copied once (and transposed in place), so that
+/// dropping `sources` afterwards leaves the model holding the data's only copy.
 pub fn compile(
     checked: &Checked,
     files: &SourceMap,
@@ -169,7 +173,7 @@ pub fn compile(
 ) -> Result<Model, Failure> {
     let bound = data::bind(&checked.program, sources)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
-    Model::new(&checked.program, &bound)
+    Model::from_bound(&checked.program, bound)
         .map(|m| m.with_sources(files))
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
 }

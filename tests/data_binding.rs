@@ -69,7 +69,7 @@ fn labour_csv_binds_with_n_inferred_from_rows() {
     assert_eq!(b.values.len(), 9);
     let n = value(&b, "N");
     assert_eq!(
-        (n.dims.clone(), n.values.clone(), n.is_int),
+        (n.dims.clone(), n.values.to_vec(), n.is_int),
         (vec![], vec![753.0], true)
     );
     let lfp = value(&b, "lfp");
@@ -90,14 +90,14 @@ fn eight_schools_json_binds_to_its_stan_data_block() {
     let program = parse_file(&dir.join("model.stan"));
     let src = load(&dir.join("data.json")).unwrap();
     let b = bind(&program, &[src]).unwrap();
-    assert_eq!(value(&b, "J").values, vec![8.0]);
+    assert_eq!(*value(&b, "J").values, vec![8.0]);
     assert!(value(&b, "J").is_int);
     let y = value(&b, "y");
     assert_eq!(y.dims, vec![8]);
     assert!(!y.is_int);
-    assert_eq!(y.values, vec![28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]);
+    assert_eq!(*y.values, vec![28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]);
     assert_eq!(
-        value(&b, "sigma").values,
+        *value(&b, "sigma").values,
         vec![15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0]
     );
 }
@@ -110,14 +110,14 @@ fn matrix_columns_and_sizes_from_two_files() {
         load(&fixture("design.json")).unwrap(),
     ];
     let b = bind(&program, &sources).unwrap();
-    assert_eq!(value(&b, "N").values, vec![2.0]);
-    assert_eq!(value(&b, "K").values, vec![3.0]);
+    assert_eq!(*value(&b, "N").values, vec![2.0]);
+    assert_eq!(*value(&b, "K").values, vec![3.0]);
     let x = value(&b, "X");
     assert_eq!(x.dims, vec![2, 3]);
-    assert_eq!(x.values, vec![0.5, 1.0, 2.0, 1.5, -1.0, 3.0]);
+    assert_eq!(*x.values, vec![0.5, 1.0, 2.0, 1.5, -1.0, 3.0]);
     let z = value(&b, "Z");
     assert_eq!(z.dims, vec![2, 2]);
-    assert_eq!(z.values, vec![10.0, 20.0, 11.0, 21.0]);
+    assert_eq!(*z.values, vec![10.0, 20.0, 11.0, 21.0]);
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn structured_types_bind_and_are_checked() {
     let b = bind(&program, &[load(&fixture("structured.json")).unwrap()]).unwrap();
     assert_eq!(value(&b, "Sigma").dims, vec![3, 3]);
     assert_eq!(value(&b, "L").values[3..6], [0.6, 0.8, 0.0]);
-    assert_eq!(value(&b, "big").values, vec![f64::INFINITY]);
+    assert_eq!(*value(&b, "big").values, vec![f64::INFINITY]);
     assert_eq!(value(&b, "ps").dims, vec![2, 3]);
 
     let text = std::fs::read_to_string(fixture("structured.json")).unwrap();
@@ -195,7 +195,7 @@ fn size_that_cannot_be_inferred_is_reported() {
     // a JSON array gives its length, as a CSV gives its rows
     let program = parse_program("data { int<lower=0> N; array[N] real y; }", 0).unwrap();
     let bound = bind(&program, &[json("d.json", r#"{"y": [1, 2, 5]}"#)]).unwrap();
-    assert_eq!(bound.values["N"].values, vec![3.0]);
+    assert_eq!(*bound.values["N"].values, vec![3.0]);
 }
 
 #[test]
@@ -224,8 +224,8 @@ fn non_integer_value_for_int_column() {
         &[json("d.json", r#"{"J": 3.0, "x": 2}"#)],
     )
     .unwrap();
-    assert_eq!(value(&b, "J").values, vec![3.0]);
-    assert_eq!(value(&b, "x").values, vec![2.0]);
+    assert_eq!(*value(&b, "J").values, vec![3.0]);
+    assert_eq!(*value(&b, "x").values, vec![2.0]);
 }
 
 #[test]
@@ -269,7 +269,7 @@ fn unused_text_columns_and_missing_cells_are_ignored() {
         )],
     )
     .unwrap();
-    assert_eq!(value(&b, "y").values, vec![1.5, 2.5]);
+    assert_eq!(*value(&b, "y").values, vec![1.5, 2.5]);
 }
 
 #[test]
@@ -348,7 +348,7 @@ fn explicit_size_disagreeing_with_rows_names_both() {
 fn scalar_from_csv_needs_exactly_one_row() {
     let model = "data { real s; }";
     let b = bind(&parse(model), &[csv("one.csv", "s\n2.5\n")]).unwrap();
-    assert_eq!(value(&b, "s").values, vec![2.5]);
+    assert_eq!(*value(&b, "s").values, vec![2.5]);
     let e = bind_err(model, &[csv("two.csv", "s\n2.5\n3\n")]);
     assert_eq!(e.kind, DataErrorKind::ShapeMismatch);
     assert_eq!(

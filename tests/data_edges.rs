@@ -29,8 +29,8 @@ fn a_blank_line_in_a_one_column_csv_is_a_missing_row_not_a_dropped_one() {
     assert!(e.message.contains("row 2"), "{}", e.message);
     // trailing blank lines are not rows: five values give N = 5
     let b = bind_csv("y\n1\n2\n3\n4\n5\n\n\n").expect("trailing blank lines are fine");
-    assert_eq!(b.values["N"].values, vec![5.0]);
-    assert_eq!(b.values["y"].values, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(*b.values["N"].values, vec![5.0]);
+    assert_eq!(*b.values["y"].values, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
 }
 
 #[test]

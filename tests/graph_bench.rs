@@ -62,7 +62,7 @@ fn labour_timing() {
         "N".into(),
         DataValue {
             dims: vec![],
-            values: vec![n as f64],
+            values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
         },
     );
@@ -71,7 +71,7 @@ fn labour_timing() {
             nm.to_string(),
             DataValue {
                 dims: vec![n],
-                values: cols[k].clone(),
+                values: std::sync::Arc::new(cols[k].clone()),
                 is_int: k == 0,
             },
         );
@@ -130,7 +130,7 @@ model {
         "T".into(),
         DataValue {
             dims: vec![],
-            values: vec![r.len() as f64],
+            values: std::sync::Arc::new(vec![r.len() as f64]),
             is_int: true,
         },
     );
@@ -138,7 +138,7 @@ model {
         "r".into(),
         DataValue {
             dims: vec![r.len()],
-            values: r,
+            values: std::sync::Arc::new(r),
             is_int: false,
         },
     );

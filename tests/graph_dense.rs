@@ -24,7 +24,7 @@ model {{ target += {expr}; }}"
     let mut bd = BoundData::default();
     let real = |dims: Vec<usize>, values: Vec<f64>| DataValue {
         dims,
-        values,
+        values: std::sync::Arc::new(values),
         is_int: false,
     };
     bd.values.insert(
@@ -42,7 +42,7 @@ model {{ target += {expr}; }}"
         "y".into(),
         DataValue {
             dims: vec![4],
-            values: vec![1.0, 3.0, 2.0, 3.0],
+            values: std::sync::Arc::new(vec![1.0, 3.0, 2.0, 3.0]),
             is_int: true,
         },
     );
@@ -236,7 +236,7 @@ model {
         "N".into(),
         DataValue {
             dims: vec![],
-            values: vec![n as f64],
+            values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
         },
     );
@@ -244,7 +244,7 @@ model {
         "X".into(),
         DataValue {
             dims: vec![n, 3],
-            values: (0..3 * n).map(|i| ((i as f64) * 0.77).cos()).collect(),
+            values: std::sync::Arc::new((0..3 * n).map(|i| ((i as f64) * 0.77).cos()).collect()),
             is_int: false,
         },
     );
@@ -252,7 +252,7 @@ model {
         "y".into(),
         DataValue {
             dims: vec![n],
-            values: (0..n).map(|i| ((i as f64) * 1.9).sin()).collect(),
+            values: std::sync::Arc::new((0..n).map(|i| ((i as f64) * 1.9).sin()).collect()),
             is_int: false,
         },
     );
@@ -273,7 +273,7 @@ fn nn_data() -> BoundData {
             name.into(),
             DataValue {
                 dims,
-                values,
+                values: std::sync::Arc::new(values),
                 is_int,
             },
         );

@@ -38,7 +38,7 @@ fn json_data(path: &Path) -> BoundData {
             name.clone(),
             DataValue {
                 dims,
-                values,
+                values: std::sync::Arc::new(values),
                 is_int,
             },
         );
@@ -143,7 +143,7 @@ fn csv_data(path: &Path, size: &str) -> BoundData {
         size.into(),
         DataValue {
             dims: vec![],
-            values: vec![n as f64],
+            values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
         },
     );
@@ -154,7 +154,7 @@ fn csv_data(path: &Path, size: &str) -> BoundData {
                 h.clone(),
                 DataValue {
                     dims: vec![n],
-                    values: c,
+                    values: std::sync::Arc::new(c),
                     is_int,
                 },
             );

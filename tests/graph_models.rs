@@ -18,7 +18,7 @@ fn compile(src: &str, data: &BoundData) -> Model {
 fn scalar_int(n: usize) -> DataValue {
     DataValue {
         dims: vec![],
-        values: vec![n as f64],
+        values: std::sync::Arc::new(vec![n as f64]),
         is_int: true,
     }
 }
@@ -26,7 +26,7 @@ fn scalar_int(n: usize) -> DataValue {
 fn vector(xs: Vec<f64>, is_int: bool) -> DataValue {
     DataValue {
         dims: vec![xs.len()],
-        values: xs,
+        values: std::sync::Arc::new(xs),
         is_int,
     }
 }
@@ -554,7 +554,7 @@ model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * 
         "d".into(),
         DataValue {
             dims: vec![2, 3],
-            values: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            values: std::sync::Arc::new(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
             is_int: false,
         },
     );
@@ -563,7 +563,7 @@ model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * 
         "D".into(),
         DataValue {
             dims: vec![2, 2],
-            values: vec![1.0, 7.0, 3.0, 4.0],
+            values: std::sync::Arc::new(vec![1.0, 7.0, 3.0, 4.0]),
             is_int: false,
         },
     );

@@ -59,7 +59,7 @@ model {{ target += {expr}; }}"
         "X".into(),
         DataValue {
             dims: vec![4, 3],
-            values: P0.x.iter().flatten().copied().collect(),
+            values: std::sync::Arc::new(P0.x.iter().flatten().copied().collect()),
             is_int: false,
         },
     );
@@ -67,7 +67,7 @@ model {{ target += {expr}; }}"
         "d".into(),
         DataValue {
             dims: vec![3],
-            values: P0.d.to_vec(),
+            values: std::sync::Arc::new(P0.d.to_vec()),
             is_int: false,
         },
     );

@@ -327,7 +327,7 @@ fn delta_method_standard_error_through_a_log_transform() {
         "N".into(),
         DataValue {
             dims: vec![],
-            values: vec![n as f64],
+            values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
         },
     );
@@ -335,7 +335,7 @@ fn delta_method_standard_error_through_a_log_transform() {
         "y".into(),
         DataValue {
             dims: vec![n],
-            values: y.clone(),
+            values: std::sync::Arc::new(y.clone()),
             is_int: false,
         },
     );
@@ -375,7 +375,7 @@ fn qnvb_reaches_the_mean_field_optimum_of_a_gaussian_regression() {
     let n = x.len();
     let vector = |v: &[f64]| DataValue {
         dims: vec![v.len()],
-        values: v.to_vec(),
+        values: std::sync::Arc::new(v.to_vec()),
         is_int: false,
     };
     let mut data = BoundData::default();
@@ -383,7 +383,7 @@ fn qnvb_reaches_the_mean_field_optimum_of_a_gaussian_regression() {
         "N".into(),
         DataValue {
             dims: vec![],
-            values: vec![n as f64],
+            values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
         },
     );

@@ -84,6 +84,7 @@ pub fn run(args: FitArgs) -> i32 {
         .seed
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
     let mut options = options_from_args(&args, model.dim(), seed);
+    options.mcmc.gradient_work = Some(model.gradient_work());
     match pipeline::plan_for_method(
         &checked,
         &data,
@@ -95,6 +96,9 @@ pub fn run(args: FitArgs) -> i32 {
         Ok(plan) => options.minibatch = plan,
         Err(f) => return super::report_failure(&sources, f),
     }
+    // The model holds what it needs; a matrix bound from CSV columns is its own copy, so the
+    // loaded files are released before fitting (docs/memory.md).
+    drop(data);
     if !args.quiet {
         println!("{}", settings_line(&options, model.dim()));
     }

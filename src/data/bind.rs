@@ -6,11 +6,12 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
 
 use super::constraints::{Locate, check_structure};
-use super::csv::{Cell, CsvSource};
+use super::csv::{Cell, CsvSource, KEPT_CELLS};
 use super::error::{DataError, DataErrorKind, count};
 use super::eval::{eval_bound, eval_size, expr_string, type_string};
 use super::json::{JsonArray, JsonSource};
@@ -259,7 +260,7 @@ impl<'a> Binder<'a> {
                 let scalar_int = is_int && decl.ty.array_dims.is_empty();
                 if scalar_int && let Some((rows, text)) = self.infer_size(index, name)? {
                     let prov = Provenance::Inferred { text };
-                    let values = vec![rows as f64];
+                    let values = Arc::new(vec![rows as f64]);
                     self.check_values(decl, &[], &values, &prov)?;
                     self.origins.insert(name.to_string(), prov.origin());
                     self.inferred.insert(name.to_string());
@@ -268,7 +269,7 @@ impl<'a> Binder<'a> {
                 }
                 if self.unobserved == Some(name) {
                     let dims = self.dims(decl, &size_exprs(decl))?;
-                    let values = vec![f64::NAN; dims.iter().product()];
+                    let values = Arc::new(vec![f64::NAN; dims.iter().product()]);
                     self.insert(name, dims, values, is_int);
                     return Ok(());
                 }
@@ -281,14 +282,14 @@ impl<'a> Binder<'a> {
             Found::Column { src, col } => self.column_value(decl, &dims, &exprs, src, col)?,
             Found::Columns { src, cols } => self.columns_value(decl, &dims, &exprs, src, &cols)?,
             Found::Json { src, key, entry } => {
-                let arr = entry.clone()?;
-                self.check_json_dims(decl, &dims, &exprs, src, &arr)?;
+                let arr = entry.as_ref().map_err(Clone::clone)?;
+                self.check_json_dims(decl, &dims, &exprs, src, arr)?;
                 let prov = Provenance::Json {
                     src,
                     key,
                     dims: dims.clone(),
                 };
-                (arr.values, prov)
+                (Arc::clone(&arr.values), prov)
             }
         };
         self.check_values(decl, &dims, &values, &prov)?;
@@ -321,7 +322,7 @@ impl<'a> Binder<'a> {
         Ok(dims)
     }
 
-    fn insert(&mut self, name: &str, dims: Vec<usize>, values: Vec<f64>, is_int: bool) {
+    fn insert(&mut self, name: &str, dims: Vec<usize>, values: Arc<Vec<f64>>, is_int: bool) {
         self.bound.values.insert(
             name.to_string(),
             DataValue {
@@ -610,7 +611,7 @@ impl<'a> Binder<'a> {
         exprs: &[&Expr],
         src: &'a CsvSource,
         col: usize,
-    ) -> Result<(Vec<f64>, Provenance<'a>), DataError> {
+    ) -> Result<(Arc<Vec<f64>>, Provenance<'a>), DataError> {
         let name = &decl.name.name;
         let ty = type_string(&decl.ty);
         match dims.len() {
@@ -651,9 +652,17 @@ impl<'a> Binder<'a> {
                 )));
             }
         }
-        let values = (0..src.n_rows().min(dims.first().copied().unwrap_or(1)))
-            .map(|row| cell_value(src, col, row, name))
-            .collect::<Result<Vec<f64>, _>>()?;
+        let column = &src.columns[col].values;
+        let rows = src.n_rows().min(dims.first().copied().unwrap_or(1));
+        if let Some(row) = column[..rows].iter().position(|v| !v.is_finite()) {
+            return Err(cell_value(src, col, row, name).expect_err("a non-finite cell is an error"));
+        }
+        // The whole column: shared with the source, not copied.
+        let values = if rows == column.len() {
+            Arc::clone(column)
+        } else {
+            Arc::new(column[..rows].to_vec())
+        };
         Ok((values, Provenance::Column { src, col }))
     }
 
@@ -664,7 +673,7 @@ impl<'a> Binder<'a> {
         exprs: &[&Expr],
         src: &'a CsvSource,
         cols: &[(usize, usize)],
-    ) -> Result<(Vec<f64>, Provenance<'a>), DataError> {
+    ) -> Result<(Arc<Vec<f64>>, Provenance<'a>), DataError> {
         let name = &decl.name.name;
         let ty = type_string(&decl.ty);
         let found = column_range(src, cols.iter().map(|&(_, c)| c));
@@ -707,9 +716,14 @@ impl<'a> Binder<'a> {
         let mut values = Vec::with_capacity(dims[0] * k);
         for row in 0..dims[0] {
             for &(_, c) in cols {
-                values.push(cell_value(src, c, row, name)?);
+                let v = src.columns[c].values[row];
+                if !v.is_finite() {
+                    return Err(cell_value(src, c, row, name).expect_err("a non-finite cell"));
+                }
+                values.push(v);
             }
         }
+        let values = Arc::new(values);
         let prov = Provenance::Columns {
             src,
             cols: cols.iter().map(|&(_, c)| c).collect(),
@@ -900,18 +914,21 @@ impl<'a> Binder<'a> {
 
 /// The value of data row `row` of column `col`, or the error for a missing or non-numeric cell.
 fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64, DataError> {
-    let loc = format!("{}, column `{}`", src.row_location(row), src.header[col]);
-    match &src.columns[col][row] {
-        Cell::Number(v) if v.is_finite() => Ok(*v),
-        Cell::Number(v) => Err(DataError::new(
+    let loc = || format!("{}, column `{}`", src.row_location(row), src.header[col]);
+    match src.columns[col].cell(row) {
+        Some(Cell::Number(v)) if v.is_finite() => Ok(v),
+        Some(Cell::Number(v)) => Err(DataError::new(
             DataErrorKind::NotFinite,
-            format!("{loc}: `{v}` is not a finite number, but `{name}` needs finite values"),
+            format!(
+                "{}: `{v}` is not a finite number, but `{name}` needs finite values",
+                loc()
+            ),
         )
         .with_help(
             "replace the value with a finite number, or remove the row; an infinite observation \
              makes the log density -inf at every parameter value",
         )),
-        Cell::Missing(raw) => {
+        Some(Cell::Missing(raw)) => {
             let what = if raw.is_empty() {
                 "an empty cell".to_string()
             } else {
@@ -919,16 +936,32 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
             };
             Err(DataError::new(
                 DataErrorKind::MissingValue,
-                format!("{loc}: missing value ({what}), but `{name}` needs a number in every row"),
+                format!(
+                    "{}: missing value ({what}), but `{name}` needs a number in every row",
+                    loc()
+                ),
             )
             .with_help(
                 "fill in the value, or remove the row (sizes inferred from the row count follow); \
                  missing values are not supported in data",
             ))
         }
-        Cell::Text(raw) => Err(DataError::new(
+        Some(Cell::Text(raw)) => Err(DataError::new(
             DataErrorKind::NotANumber,
-            format!("{loc}: `{raw}` is not a number, but the column binds to `{name}`"),
+            format!(
+                "{}: `{raw}` is not a number, but the column binds to `{name}`",
+                loc()
+            ),
+        )
+        .with_help("data values must be numbers such as `3`, `-0.5` or `1e-3`")),
+        None => Err(DataError::new(
+            DataErrorKind::NotANumber,
+            format!(
+                "{}: not a number (the column has more than {KEPT_CELLS} cells that are not \
+                 numbers, and only the first {KEPT_CELLS} are kept as written), but the column \
+                 binds to `{name}`",
+                loc()
+            ),
         )
         .with_help("data values must be numbers such as `3`, `-0.5` or `1e-3`")),
     }

@@ -1,5 +1,13 @@
-//! CSV data files: a header row naming the columns, one value per cell, parsed lazily per cell so
-//! that unused text columns (dates, labels) never cause an error.
+//! CSV data files: a header row naming the columns, one value per cell, streamed row by row
+//! (the csv crate's reader with one reused `ByteRecord`) into one `f64` buffer per column, so
+//! that a loaded file takes about 8 bytes per cell. Cells that are not numbers (missing values,
+//! text) are kept only for messages (see [`Column`]), so that unused text columns (dates,
+//! labels) never cause an error and cost no more than a number.
+
+use std::cell::RefCell;
+use std::io::{self, BufRead, Read};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use super::error::{DataError, DataErrorKind, count};
 
@@ -15,17 +23,118 @@ pub enum Cell {
     Text(String),
 }
 
-/// A loaded CSV file: column names and cells, column by column, with the line number of each row.
+/// How many non-numeric cells a column keeps as written (for messages); further ones are only
+/// marked by a NaN in [`Column::values`], so that a text column of a large file stays small.
+pub const KEPT_CELLS: usize = 1000;
+
+/// One CSV column: its values, and the cells that are not numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    /// `values[r]` is data row `r` (0-based): the number, or NaN for a cell that is not one.
+    /// Shared (not copied) with the bound data and the compiled model when a variable binds to
+    /// the whole column.
+    pub values: Arc<Vec<f64>>,
+    /// The first [`KEPT_CELLS`] non-numeric cells as `(row, cell)`, by row.
+    pub other: Vec<(usize, Cell)>,
+    /// Whether more non-numeric cells exist than `other` holds.
+    pub truncated: bool,
+}
+
+impl Column {
+    fn new() -> Self {
+        Column {
+            values: Arc::new(Vec::new()),
+            other: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    /// The cell of data row `row` as written, or `None` for a non-numeric cell past the first
+    /// [`KEPT_CELLS`] (not kept).
+    pub fn cell(&self, row: usize) -> Option<Cell> {
+        let v = self.values[row];
+        if !v.is_nan() {
+            return Some(Cell::Number(v));
+        }
+        self.other
+            .binary_search_by_key(&row, |(r, _)| *r)
+            .ok()
+            .map(|i| self.other[i].1.clone())
+    }
+
+    fn push(&mut self, row: usize, cell: Cell) {
+        let values = Arc::get_mut(&mut self.values).expect("a column being read is not shared");
+        match cell {
+            Cell::Number(v) => values.push(v),
+            other => {
+                values.push(f64::NAN);
+                if self.other.len() < KEPT_CELLS {
+                    self.other.push((row, other));
+                } else {
+                    self.truncated = true;
+                }
+            }
+        }
+    }
+}
+
+/// The line numbers of the data rows, stored as the rows where the line is not one more than
+/// the previous row's (blank lines, multi-line quoted fields), so that a regular file costs
+/// nothing per row.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LineMap {
+    /// `(row, line)` at each break, by row; the first row is always a break.
+    breaks: Vec<(usize, u64)>,
+    rows: usize,
+}
+
+impl LineMap {
+    /// Appends the next row, found at 1-based `line`.
+    pub fn push(&mut self, line: u64) {
+        let next = self.breaks.last().map(|&(r, l)| l + (self.rows - r) as u64);
+        if next != Some(line) {
+            self.breaks.push((self.rows, line));
+        }
+        self.rows += 1;
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// The 1-based line of row `row` (0-based), if there is such a row.
+    pub fn get(&self, row: usize) -> Option<u64> {
+        if row >= self.rows {
+            return None;
+        }
+        let i = self.breaks.partition_point(|&(r, _)| r <= row) - 1;
+        let (r, l) = self.breaks[i];
+        Some(l + (row - r) as u64)
+    }
+
+    /// Every row's line, in order.
+    pub fn to_vec(&self) -> Vec<u64> {
+        (0..self.rows).filter_map(|r| self.get(r)).collect()
+    }
+}
+
+/// A loaded CSV file: column names and values, column by column, with the line number of each row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsvSource {
     /// The file's display name (its path as given, or the name passed to [`crate::data::load_csv_str`]).
     pub name: String,
     /// Column names from the header row, trimmed, in file order.
     pub header: Vec<String>,
-    /// `columns[c][r]` is data row `r` (0-based) of column `c`.
-    pub columns: Vec<Vec<Cell>>,
-    /// `lines[r]` is the 1-based line number in the file of data row `r` (0-based).
-    pub lines: Vec<u64>,
+    /// `columns[c]` holds the data rows of column `c`.
+    pub columns: Vec<Column>,
+    /// The 1-based line number in the file of each data row.
+    pub lines: LineMap,
 }
 
 impl CsvSource {
@@ -46,36 +155,217 @@ impl CsvSource {
             None => format!("{} row {}", self.name, row + 1),
         }
     }
+
+    /// The rows `r` with `keep[r]`, as a new source named `name` (same header; line numbers
+    /// kept). Copies the kept values (the two parts of a split together hold one copy).
+    pub fn select_rows(&self, keep: &[bool], name: String) -> CsvSource {
+        let mut lines = LineMap::default();
+        // new_row[r]: the row of old row r in the new source (for kept rows)
+        let mut new_row = Vec::with_capacity(keep.len());
+        for (r, &k) in keep.iter().enumerate() {
+            new_row.push(lines.len());
+            if k {
+                lines.push(self.lines.get(r).unwrap_or(0));
+            }
+        }
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| Column {
+                values: Arc::new(
+                    c.values
+                        .iter()
+                        .zip(keep)
+                        .filter(|(_, k)| **k)
+                        .map(|(v, _)| *v)
+                        .collect(),
+                ),
+                other: c
+                    .other
+                    .iter()
+                    .filter(|(r, _)| keep[*r])
+                    .map(|(r, cell)| (new_row[*r], cell.clone()))
+                    .collect(),
+                truncated: c.truncated,
+            })
+            .collect();
+        CsvSource {
+            name,
+            header: self.header.clone(),
+            columns,
+            lines,
+        }
+    }
+}
+
+/// The bytes read so far that the parser may still ask about, with newline counts, UTF-8
+/// validation and the offset of an invalid byte. Shared between [`Tracked`] (which appends)
+/// and [`parse_reader`] (which asks for line numbers and drops what it no longer needs).
+#[derive(Default)]
+struct Window {
+    /// Bytes from file offset `base` on.
+    bytes: Vec<u8>,
+    /// Index in `bytes` of the first byte still needed.
+    start: usize,
+    /// File offset of `bytes[0]`.
+    base: u64,
+    /// Newlines before file offset `base + start`.
+    newlines: u64,
+    /// File offset up to which the bytes are valid UTF-8.
+    valid: u64,
+    /// File offset of the first byte that is not valid UTF-8.
+    bad_utf8: Option<u64>,
+}
+
+impl Window {
+    fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    fn at(&self, offset: u64) -> Option<u8> {
+        let i = offset.checked_sub(self.base)? as usize;
+        self.bytes.get(i).copied()
+    }
+
+    /// Counts the newlines up to `offset` and forgets the bytes before `offset − 1` (one byte
+    /// before is kept, to tell how the previous record ended).
+    fn advance(&mut self, offset: u64) {
+        let keep_from = offset.saturating_sub(1).max(self.base + self.start as u64);
+        let to = ((keep_from - self.base) as usize).min(self.bytes.len());
+        self.newlines += self.bytes[self.start..to]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        self.start = to;
+        if self.start > 1 << 16 && self.start * 2 > self.bytes.len() {
+            self.bytes.drain(..self.start);
+            self.base += self.start as u64;
+            self.start = 0;
+        }
+    }
+
+    /// Newlines before `offset` (at or after the retained start).
+    fn newlines_before(&self, offset: u64) -> u64 {
+        let from = self.start;
+        let to = ((offset - self.base) as usize).min(self.bytes.len());
+        self.newlines
+            + self.bytes[from..to.max(from)]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count() as u64
+    }
+
+    /// Validates the new bytes as UTF-8 (a sequence cut at the end waits for the next read).
+    fn validate(&mut self, at_eof: bool) {
+        let from = (self.valid - self.base) as usize;
+        match std::str::from_utf8(&self.bytes[from..]) {
+            Ok(_) => self.valid = self.end(),
+            Err(e) => {
+                let ok = self.valid + e.valid_up_to() as u64;
+                if e.error_len().is_some() || at_eof {
+                    self.bad_utf8 = Some(ok);
+                }
+                self.valid = ok;
+            }
+        }
+    }
+}
+
+/// A reader that copies what it reads into the shared [`Window`] and fails at the first byte
+/// that is not UTF-8.
+struct Tracked<R> {
+    inner: R,
+    window: Rc<RefCell<Window>>,
+}
+
+impl<R: Read> Read for Tracked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut w = self.window.borrow_mut();
+        if w.bad_utf8.is_some() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"));
+        }
+        let n = self.inner.read(buf)?;
+        w.bytes.extend_from_slice(&buf[..n]);
+        w.validate(n == 0);
+        if w.bad_utf8.is_some() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"));
+        }
+        Ok(n)
+    }
 }
 
 /// Parses CSV `text` (UTF-8; a leading byte-order mark is skipped) read from a file shown as
-/// `name` in messages.
+/// `name` in messages; see [`parse_reader`].
+pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
+    parse_reader(name, text.as_bytes())
+}
+
+/// Parses a CSV file streamed from `input`, shown as `name` in messages.
 ///
 /// The first record is the header; every later record must have as many fields as the header.
 /// Whitespace around fields and names is trimmed; blank lines are skipped, except in a file of one
 /// column, where a blank line between data rows is an empty (missing) cell: skipping it would
-/// drop an observation silently, so binding that column reports the row as missing.
-/// Errors: [`DataErrorKind::MalformedCsv`] (no header, empty or repeated column name, a header
-/// with no data rows, tokeniser error), [`DataErrorKind::FieldCount`] (with the line number).
-pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+/// drop an observation silently, so binding that column reports the row as missing. Memory: one
+/// `f64` per cell, plus the reader's buffer; the text is never held whole.
+/// Errors: [`DataErrorKind::Io`] (unreadable, or not UTF-8 text, with the byte offset),
+/// [`DataErrorKind::MalformedCsv`] (no header, empty or repeated column name, a header with no
+/// data rows), [`DataErrorKind::FieldCount`] (with the line number).
+pub fn parse_reader(name: &str, input: impl Read) -> Result<CsvSource, DataError> {
+    let mut input = io::BufReader::with_capacity(1 << 16, input);
+    // skip a byte-order mark (offsets and lines are counted after it)
+    if let Ok(buf) = input.fill_buf()
+        && buf.starts_with(b"\xEF\xBB\xBF")
+    {
+        input.consume(3);
+    }
+    let window = Rc::new(RefCell::new(Window::default()));
+    let tracked = Tracked {
+        inner: input,
+        window: Rc::clone(&window),
+    };
     let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(true)
+        .has_headers(false)
         .flexible(true)
         .trim(::csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let header: Vec<String> = match reader.headers() {
-        Ok(h) => h.iter().map(|s| s.to_string()).collect(),
-        Err(e) => return Err(csv_error(name, &e)),
+        .buffer_capacity(1 << 16)
+        .from_reader(tracked);
+    let mut record = ::csv::ByteRecord::new();
+    let read = |reader: &mut ::csv::Reader<Tracked<_>>, record: &mut ::csv::ByteRecord| {
+        reader
+            .read_byte_record(record)
+            .map_err(|e| read_error(name, &e, &window.borrow()))
     };
+    // The line of a record: newlines before its first byte that is not a line ending (the csv
+    // crate reports a record's start before the blank lines it skipped), plus one. Also the
+    // number of blank lines skipped before it.
+    let locate = |record: &::csv::ByteRecord| -> (u64, u64) {
+        let Some(p) = record.position().map(|p| p.byte()) else {
+            return (0, 0);
+        };
+        let mut w = window.borrow_mut();
+        w.advance(p);
+        let mut first = p;
+        while matches!(w.at(first), Some(b'\n' | b'\r')) {
+            first += 1;
+        }
+        let line = w.newlines_before(first) + 1;
+        let mut blanks = w.newlines_before(first) - w.newlines_before(p);
+        // a previous record ended by "\r" whose "\n" is counted here is not a blank line
+        if p > 0 && w.at(p - 1) == Some(b'\r') && w.at(p) == Some(b'\n') {
+            blanks = blanks.saturating_sub(1);
+        }
+        (line, blanks)
+    };
+    if !read(&mut reader, &mut record)? {
+        return Err(empty_file(name));
+    }
+    let (mut previous, _) = locate(&record);
+    let header: Vec<String> = record
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
     if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
-        return Err(DataError::new(
-            DataErrorKind::MalformedCsv,
-            format!("{name}: the file is empty, but a CSV data file needs a header row"),
-        )
-        .with_help(
-            "put the column names on the first line, one data variable per column, e.g. `y,x`",
-        ));
+        return Err(empty_file(name));
     }
     for (i, h) in header.iter().enumerate() {
         if h.is_empty() {
@@ -97,25 +387,12 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
             .with_help("rename or remove one of the two columns"));
         }
     }
-    let newlines: Vec<usize> = text
-        .bytes()
-        .enumerate()
-        .filter(|&(_, b)| b == b'\n')
-        .map(|(i, _)| i)
-        .collect();
-    let mut columns: Vec<Vec<Cell>> = vec![Vec::new(); header.len()];
-    let mut lines = Vec::new();
-    let line_text: Vec<&str> = text.split('\n').collect();
-    // The line of the previous record (the header's first), for finding blank lines in between.
-    let mut previous = line_of(&newlines, skip_blank_lines(text, 0));
-    for record in reader.records() {
-        let record = record.map_err(|e| csv_error(name, &e))?;
-        // The csv crate's own line count skips blank lines; count newlines before the record's
-        // first byte instead, so that the number matches what an editor shows.
-        let line = record
-            .position()
-            .map(|p| line_of(&newlines, skip_blank_lines(text, p.byte() as usize)))
-            .unwrap_or(0);
+    let mut columns: Vec<Column> = (0..header.len()).map(|_| Column::new()).collect();
+    let mut lines = LineMap::default();
+    // the last line of the previous record (a quoted field may span lines)
+    let mut previous_end = previous;
+    while read(&mut reader, &mut record)? {
+        let (line, blanks) = locate(&record);
         if record.len() != header.len() {
             return Err(DataError::new(
                 DataErrorKind::FieldCount,
@@ -133,23 +410,32 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
         }
         // In a one-column file a blank line is an empty cell, i.e. a missing value, which the
         // csv crate would skip silently (dropping an observation). Blank lines after the last
-        // record are not rows. Lines in between that are not all blank belong to a quoted
-        // multi-line field of the previous record and are left alone.
-        if header.len() == 1 && line > previous + 1 {
-            let between = previous as usize..line as usize - 1;
-            if line_text[between.clone()]
-                .iter()
-                .all(|l| l.trim().is_empty())
-            {
-                for blank in between {
-                    columns[0].push(Cell::Missing(String::new()));
-                    lines.push(blank as u64 + 1);
-                }
+        // record are not rows. When the previous record spans several lines (a quoted
+        // multi-line field), the lines in between are left alone.
+        if header.len() == 1 && blanks > 0 && previous_end == previous {
+            for blank in line - blanks..line {
+                columns[0].push(lines.len(), Cell::Missing(String::new()));
+                lines.push(blank);
             }
         }
         previous = line;
+        // this record's last line: the line before its terminator
+        previous_end = {
+            let w = window.borrow();
+            let end = reader.position().byte();
+            let mut last = end;
+            while last > 0 && matches!(w.at(last - 1), Some(b'\n' | b'\r')) {
+                last -= 1;
+            }
+            if last >= w.base + w.start as u64 {
+                w.newlines_before(last) + 1
+            } else {
+                line
+            }
+        };
+        let row = lines.len();
         for (c, field) in record.iter().enumerate() {
-            columns[c].push(parse_cell(field));
+            columns[c].push(row, parse_cell(field));
         }
         lines.push(line);
     }
@@ -167,6 +453,11 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
              out and give the sizes in a JSON file",
         ));
     }
+    for c in &mut columns {
+        if let Some(v) = Arc::get_mut(&mut c.values) {
+            v.shrink_to_fit();
+        }
+    }
     Ok(CsvSource {
         name: name.to_string(),
         header,
@@ -175,35 +466,45 @@ pub fn parse_csv(name: &str, text: &str) -> Result<CsvSource, DataError> {
     })
 }
 
-/// The offset of the first byte at or after `offset` that is not a line ending (the csv crate
-/// reports a record's start before the blank lines it skipped).
-fn skip_blank_lines(text: &str, offset: usize) -> usize {
-    let bytes = text.as_bytes();
-    let mut i = offset.min(bytes.len());
-    while i < bytes.len() && (bytes[i] == b'\n' || bytes[i] == b'\r') {
-        i += 1;
-    }
-    i
-}
-
-/// 1-based line number of byte `offset`, given the offsets of every `\n`.
-fn line_of(newlines: &[usize], offset: usize) -> u64 {
-    (newlines.partition_point(|&n| n < offset) + 1) as u64
+fn empty_file(name: &str) -> DataError {
+    DataError::new(
+        DataErrorKind::MalformedCsv,
+        format!("{name}: the file is empty, but a CSV data file needs a header row"),
+    )
+    .with_help("put the column names on the first line, one data variable per column, e.g. `y,x`")
 }
 
 /// Classifies one trimmed field.
-fn parse_cell(field: &str) -> Cell {
-    if field.is_empty() || field == "NA" || field == "." {
-        return Cell::Missing(field.to_string());
+fn parse_cell(field: &[u8]) -> Cell {
+    if field.is_empty() || field == b"NA" || field == b"." {
+        return Cell::Missing(String::from_utf8_lossy(field).into_owned());
     }
-    match field.parse::<f64>() {
-        Ok(v) if v.is_nan() => Cell::Missing(field.to_string()),
+    // Validated as UTF-8 while reading; a field that is not (impossible) is text.
+    let Ok(text) = std::str::from_utf8(field) else {
+        return Cell::Text(String::from_utf8_lossy(field).into_owned());
+    };
+    match text.parse::<f64>() {
+        Ok(v) if v.is_nan() => Cell::Missing(text.to_string()),
         Ok(v) => Cell::Number(v),
-        Err(_) => Cell::Text(field.to_string()),
+        Err(_) => Cell::Text(text.to_string()),
     }
 }
 
-fn csv_error(name: &str, e: &::csv::Error) -> DataError {
+fn read_error(name: &str, e: &::csv::Error, window: &Window) -> DataError {
+    if let Some(offset) = window.bad_utf8 {
+        return DataError::new(
+            DataErrorKind::Io,
+            format!("data file `{name}` is not UTF-8 text (invalid byte at offset {offset})"),
+        )
+        .with_help("save the file as UTF-8");
+    }
+    if let ::csv::ErrorKind::Io(io) = e.kind() {
+        return DataError::new(
+            DataErrorKind::Io,
+            format!("cannot read data file `{name}`: {io}"),
+        )
+        .with_help("check the path (relative paths are taken from the current directory)");
+    }
     let at = match e.position() {
         Some(p) => format!("{name} line {}", p.line()),
         None => name.to_string(),
@@ -221,14 +522,15 @@ mod tests {
         let src = parse_csv("t.csv", "\u{feff} a , b\n1, 2.5\n\n NA ,x\n").unwrap();
         assert_eq!(src.header, vec!["a", "b"]);
         assert_eq!(src.n_rows(), 2);
-        assert_eq!(src.lines, vec![2, 4]);
+        assert_eq!(src.lines.to_vec(), vec![2, 4]);
+        let cells = |c: usize| (0..2).map(|r| src.columns[c].cell(r)).collect::<Vec<_>>();
         assert_eq!(
-            src.columns[0],
-            vec![Cell::Number(1.0), Cell::Missing("NA".into())]
+            cells(0),
+            vec![Some(Cell::Number(1.0)), Some(Cell::Missing("NA".into()))]
         );
         assert_eq!(
-            src.columns[1],
-            vec![Cell::Number(2.5), Cell::Text("x".into())]
+            cells(1),
+            vec![Some(Cell::Number(2.5)), Some(Cell::Text("x".into()))]
         );
         assert_eq!(src.row_location(1), "t.csv row 2 (line 4)");
     }
@@ -236,8 +538,8 @@ mod tests {
     #[test]
     fn crlf_line_endings_and_quoted_newlines_keep_line_numbers() {
         let src = parse_csv("t.csv", "a,b\r\n1,\"x\ny\"\r\n\r\n3,4\r\n").unwrap();
-        assert_eq!(src.lines, vec![2, 5]);
-        assert_eq!(src.columns[1][0], Cell::Text("x\ny".into()));
+        assert_eq!(src.lines.to_vec(), vec![2, 5]);
+        assert_eq!(src.columns[1].cell(0), Some(Cell::Text("x\ny".into())));
         let err = parse_csv("t.csv", "a,b\r\n1,2\r\n\r\n3\r\n").unwrap_err();
         assert_eq!(
             err.message,
@@ -248,9 +550,13 @@ mod tests {
     #[test]
     fn missing_spellings() {
         for s in ["", "NA", "NaN", "nan", "."] {
-            assert_eq!(parse_cell(s), Cell::Missing(s.to_string()), "{s:?}");
+            assert_eq!(
+                parse_cell(s.as_bytes()),
+                Cell::Missing(s.to_string()),
+                "{s:?}"
+            );
         }
-        assert_eq!(parse_cell("-inf"), Cell::Number(f64::NEG_INFINITY));
+        assert_eq!(parse_cell(b"-inf"), Cell::Number(f64::NEG_INFINITY));
     }
 
     #[test]
@@ -276,5 +582,57 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn one_column_blank_lines_are_missing_rows_with_their_lines() {
+        let src = parse_csv("t.csv", "y\n1\n\n\n2\n\n").unwrap();
+        assert_eq!(src.lines.to_vec(), vec![2, 3, 4, 5]);
+        assert_eq!(src.columns[0].cell(1), Some(Cell::Missing(String::new())));
+        assert_eq!(src.columns[0].cell(3), Some(Cell::Number(2.0)));
+        let crlf = parse_csv("t.csv", "y\r\n1\r\n\r\n2\r\n").unwrap();
+        assert_eq!(crlf.lines.to_vec(), vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn streaming_reads_large_files_in_pieces_with_exact_lines() {
+        // Longer than the reader's buffers, with blank lines and CRLF far into the file.
+        let mut text = String::from("a,b\n");
+        for i in 0..50_000 {
+            text.push_str(&format!("{i},{}.5\n", i % 7));
+            if i == 40_000 {
+                text.push_str("\r\n\n");
+            }
+        }
+        let src = parse_csv("t.csv", &text).unwrap();
+        assert_eq!(src.n_rows(), 50_000);
+        assert_eq!(src.lines.get(40_000), Some(40_002));
+        assert_eq!(src.lines.get(40_001), Some(40_005));
+        assert_eq!(src.lines.get(49_999), Some(50_003));
+        assert_eq!(src.columns[1].values[49_999], (49_999 % 7) as f64 + 0.5);
+        assert!(src.lines.breaks.len() <= 3, "{:?}", src.lines.breaks);
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_byte_offset() {
+        let mut bytes = b"a,b\n1,2\n".to_vec();
+        bytes.extend_from_slice(b"3,\xff\n");
+        let err = parse_reader("t.csv", &bytes[..]).unwrap_err();
+        assert_eq!(err.kind, DataErrorKind::Io);
+        assert!(
+            err.message.ends_with("(invalid byte at offset 10)"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn select_rows_keeps_cells_and_lines() {
+        let src = parse_csv("t.csv", "a\n1\nNA\n3\nx\n").unwrap();
+        let part = src.select_rows(&[false, true, true, true], "p".into());
+        assert_eq!(part.lines.to_vec(), vec![3, 4, 5]);
+        assert_eq!(part.columns[0].cell(0), Some(Cell::Missing("NA".into())));
+        assert_eq!(part.columns[0].cell(1), Some(Cell::Number(3.0)));
+        assert_eq!(part.columns[0].cell(2), Some(Cell::Text("x".into())));
     }
 }

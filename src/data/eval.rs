@@ -266,7 +266,7 @@ mod tests {
             "N".into(),
             DataValue {
                 dims: vec![],
-                values: vec![10.0],
+                values: vec![10.0].into(),
                 is_int: true,
             },
         );
@@ -274,7 +274,7 @@ mod tests {
             "s".into(),
             DataValue {
                 dims: vec![],
-                values: vec![0.5],
+                values: vec![0.5].into(),
                 is_int: false,
             },
         );

@@ -12,8 +12,8 @@ use super::error::{DataError, DataErrorKind, count};
 pub struct JsonArray {
     /// Dimensions, outermost first (`[]` for a number, `[R, C]` for an array of R rows of C).
     pub dims: Vec<usize>,
-    /// The numbers in row-major order over `dims`.
-    pub values: Vec<f64>,
+    /// The numbers in row-major order over `dims` (shared with the bound data).
+    pub values: std::sync::Arc<Vec<f64>>,
 }
 
 /// A loaded JSON data file.
@@ -180,7 +180,10 @@ fn convert(file: &str, key: &str, v: &Value) -> Result<JsonArray, DataError> {
     let mut values = Vec::new();
     let mut path = Vec::new();
     flatten(file, key, v, &dims, &mut path, &mut values)?;
-    Ok(JsonArray { dims, values })
+    Ok(JsonArray {
+        dims,
+        values: values.into(),
+    })
 }
 
 fn path_name(key: &str, path: &[usize]) -> String {
@@ -305,12 +308,12 @@ mod tests {
             entry(&src, "N"),
             JsonArray {
                 dims: vec![],
-                values: vec![3.0]
+                values: vec![3.0].into()
             }
         );
         let y = entry(&src, "y");
         assert_eq!(y.dims, vec![3]);
-        assert_eq!(y.values, vec![1.0, f64::INFINITY, f64::NEG_INFINITY]);
+        assert_eq!(*y.values, vec![1.0, f64::INFINITY, f64::NEG_INFINITY]);
         let x = entry(&src, "X");
         assert_eq!(x.dims, vec![3, 2]);
         assert_eq!(&x.values[..5], &[1.0, 2.0, 3.0, 4.0, 5.0]);

@@ -5,16 +5,19 @@
 #![allow(clippy::result_large_err)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One data variable's value, in a layout independent of the graph.
 ///
 /// `dims` are the declared sizes, outermost first: `[]` for a scalar, `[N]` for `vector[N]` or
 /// `array[N] int`, `[R, C]` for `matrix[R, C]`, `[N, K]` for `array[N] vector[K]`.
 /// `values` holds the elements in row-major (C) order over `dims`, integers stored exactly as f64.
+/// It is shared, not copied: a variable bound to a whole CSV column or JSON array holds the
+/// source's buffer, and the compiled model holds the same one (docs/memory.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DataValue {
     pub dims: Vec<usize>,
-    pub values: Vec<f64>,
+    pub values: Arc<Vec<f64>>,
     /// True when declared `int` (every value is then an exact integer).
     pub is_int: bool,
 }
@@ -99,7 +102,19 @@ pub fn load(path: &Path) -> Result<DataSource, DataError> {
             .with_help("rename the file to end in .csv (a header row, one column per variable) or .json (Stan's JSON data format)"));
         }
     };
-    let bytes = std::fs::read(path).map_err(|e| {
+    let file = std::fs::File::open(path).map_err(|e| {
+        DataError::new(
+            DataErrorKind::Io,
+            format!("cannot read data file `{shown}`: {e}"),
+        )
+        .with_help("check the path (relative paths are taken from the current directory)")
+    })?;
+    if is_csv {
+        // streamed: the text is never held whole
+        return csv::parse_reader(&shown, file).map(DataSource::Csv);
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::BufReader::new(file), &mut bytes).map_err(|e| {
         DataError::new(
             DataErrorKind::Io,
             format!("cannot read data file `{shown}`: {e}"),
@@ -116,11 +131,7 @@ pub fn load(path: &Path) -> Result<DataSource, DataError> {
         )
         .with_help("save the file as UTF-8")
     })?;
-    if is_csv {
-        load_csv_str(&shown, &text)
-    } else {
-        load_json_str(&shown, &text)
-    }
+    load_json_str(&shown, &text)
 }
 
 /// Parses CSV text shown as `name` in messages (for tests and the REPL); see [`csv::parse_csv`].

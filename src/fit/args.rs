@@ -111,7 +111,7 @@ pub enum SeArg {
 /// The HMC/NUTS metric (`--metric`), as [`mcmc::MetricChoice`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MetricArg {
-    /// Dense for models with at most 16 unconstrained parameters, diagonal above.
+    /// Dense when it pays (d ≤ 16, or d ≤ 50 with its d² per step small next to the gradient), else diagonal.
     Auto,
     /// Diagonal (Stan's default `diag_e`).
     Diag,
@@ -218,8 +218,9 @@ pub struct FitArgs {
     /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]
     pub max_depth: u64,
-    /// NUTS/HMC: the metric warmup adapts: `auto` (dense when d ≤ 16, else diagonal), `diag`
-    /// (Stan's default diag_e) or `dense` (dense_e).
+    /// NUTS/HMC: the metric warmup adapts: `auto` (dense when d ≤ 16, or d ≤ 50 with its d² per
+    /// step small next to the gradient; else diagonal), `diag` (Stan's default diag_e) or `dense`
+    /// (dense_e).
     #[arg(long, value_enum, default_value_t = MetricArg::Auto, help_heading = "MCMC")]
     pub metric: MetricArg,
     /// NUTS/HMC: shorthand for `--metric dense`.

@@ -963,6 +963,7 @@ pub fn fit(
                 seed,
                 ..options.mcmc.clone()
             };
+            settings.gradient_work = settings.gradient_work.or(Some(model.gradient_work()));
             settings.method = match options.method {
                 Method::Nuts => mcmc::Method::Nuts,
                 Method::Hmc => match settings.method {

@@ -11,6 +11,16 @@ impl Model {
     /// expression (missing or ill-shaped data, unknown names, unsupported features, failures in
     /// `transformed data`).
     pub fn new(program: &ast::Program, data: &BoundData) -> Result<Model, GraphError> {
+        // Cloning shares the buffers (only matrices are then copied, to transpose them).
+        Model::from_bound(program, data.clone())
+    }
+
+    /// As [`Model::new`], taking the bound data: every buffer is moved into the model, and a
+    /// matrix that no data source shares (one bound from CSV columns) is transposed in place,
+    /// so that the model holds the data's only copy (docs/memory.md).
+    ///
+    /// Errors: those of [`Model::new`].
+    pub fn from_bound(program: &ast::Program, mut data: BoundData) -> Result<Model, GraphError> {
         let mut c = Compiler::new();
         let (table, funcs) = compile::lower_functions(&program.functions)?;
         c.funcs = table;
@@ -34,7 +44,7 @@ impl Model {
             let name = &d.name.name;
             let dv = data
                 .values
-                .get(name)
+                .remove(name)
                 .ok_or_else(|| GraphError::MissingData {
                     name: name.clone(),
                     span: d.span,
@@ -64,7 +74,7 @@ impl Model {
                     span: d.span,
                 });
             }
-            let xs = Arc::new(data_to_storage(&dv.values, base));
+            let xs = data_to_storage(dv.values, base);
             let data = if ty.int {
                 Data::Int(xs)
             } else {

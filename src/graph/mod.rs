@@ -114,21 +114,59 @@ fn eval_err(l: Located) -> GraphError {
     }
 }
 
-/// Converts a row-major `DataValue` layout to the graph's (matrix blocks column-major).
-fn data_to_storage(values: &[f64], base: Base) -> Vec<f64> {
+/// Converts a row-major `DataValue` layout to the graph's (matrix blocks column-major). Only
+/// matrices change: in place when `values` is not shared (no copy), else transposed into a new
+/// buffer. Every other layout is the same, and the buffer is kept (shared with the bound data
+/// and through it with the data source).
+fn data_to_storage(values: Arc<Vec<f64>>, base: Base) -> Arc<Vec<f64>> {
     match base {
-        Base::Matrix(r, c) if r * c > 0 => {
-            let mut out = vec![0.0; values.len()];
-            for (b, block) in values.chunks(r * c).enumerate() {
-                for i in 0..r {
-                    for j in 0..c {
-                        out[b * r * c + i + j * r] = block[i * c + j];
+        Base::Matrix(r, c) if r > 1 && c > 1 => match Arc::try_unwrap(values) {
+            Ok(mut own) => {
+                for block in own.chunks_mut(r * c) {
+                    transpose_in_place(block, r, c);
+                }
+                Arc::new(own)
+            }
+            Err(shared) => {
+                let mut out = vec![0.0; shared.len()];
+                for (b, block) in shared.chunks(r * c).enumerate() {
+                    for i in 0..r {
+                        for j in 0..c {
+                            out[b * r * c + i + j * r] = block[i * c + j];
+                        }
                     }
                 }
+                Arc::new(out)
             }
-            out
+        },
+        _ => values,
+    }
+}
+
+/// Transposes the row-major r × c matrix `a` into column-major order in place, by following
+/// the cycles of the permutation s ↦ (s mod c)·r + ⌊s/c⌋ (element (i, j) moves from i·c + j to
+/// i + j·r), with one bit per element to mark the moved ones.
+fn transpose_in_place(a: &mut [f64], r: usize, c: usize) {
+    let n = r * c;
+    debug_assert_eq!(a.len(), n);
+    let dest = |s: usize| (s % c) * r + s / c;
+    let mut done = vec![0u64; n.div_ceil(64)];
+    for start in 0..n {
+        if done[start / 64] >> (start % 64) & 1 == 1 {
+            continue;
         }
-        _ => values.to_vec(),
+        let mut s = start;
+        let mut carried = a[s];
+        loop {
+            done[s / 64] |= 1 << (s % 64);
+            let d = dest(s);
+            if d == start {
+                a[d] = carried;
+                break;
+            }
+            carried = std::mem::replace(&mut a[d], carried);
+            s = d;
+        }
     }
 }
 
@@ -175,6 +213,14 @@ impl Model {
             location: Some(location),
             recoverable: l.fault.recoverable,
         }
+    }
+
+    /// A deterministic measure of the work of one gradient evaluation: the number of data values
+    /// (data and transformed data, all elements) the model holds, each of which a log density
+    /// over the data reads at least once per evaluation. Used by NUTS's automatic metric choice
+    /// (`inference::mcmc::MetricChoice::Auto`) to weigh a dense metric's O(d²) per step.
+    pub fn gradient_work(&self) -> usize {
+        self.globals.iter().map(|v| v.num_elements()).sum()
     }
 
     /// d, the number of unconstrained coordinates.
@@ -655,5 +701,29 @@ impl LogDensity for JacobianView<'_> {
 
     fn coordinate_name(&self, i: usize) -> String {
         self.model.coordinate_name(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_in_place_matches_the_copying_transpose() {
+        for (r, c) in [(2, 3), (3, 2), (5, 7), (7, 1), (1, 4), (4, 4), (13, 6)] {
+            let rowmajor: Vec<f64> = (0..r * c * 2).map(|x| x as f64).collect();
+            let shared = Arc::new(rowmajor.clone());
+            let copied = data_to_storage(Arc::clone(&shared), Base::Matrix(r, c));
+            let in_place = data_to_storage(Arc::new(rowmajor.clone()), Base::Matrix(r, c));
+            assert_eq!(copied, in_place, "{r} × {c}");
+            for b in 0..2 {
+                for i in 0..r {
+                    for j in 0..c {
+                        let want = rowmajor[b * r * c + i * c + j];
+                        assert_eq!(in_place[b * r * c + i + j * r], want, "{r} × {c}");
+                    }
+                }
+            }
+        }
     }
 }

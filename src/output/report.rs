@@ -256,13 +256,17 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                     o.mcmc.adapt_delta, o.mcmc.max_depth
                 ),
             },
-            match (m, o.mcmc.metric, o.mcmc.dense(d)) {
-                (fit::Method::Mh, _, _) if o.mcmc.mh.dense => "dense proposal shape",
-                (fit::Method::Mh, _, _) => "diagonal proposal shape",
-                (_, mcmc::MetricChoice::Auto, true) => "dense (auto: d ≤ 16)",
-                (_, mcmc::MetricChoice::Auto, false) => "diagonal (auto: d > 16)",
-                (_, _, true) => "dense",
-                (_, _, false) => "diagonal",
+            match (m, o.mcmc.metric_reason(d)) {
+                (fit::Method::Mh, _) if o.mcmc.mh.dense => "dense proposal shape".to_string(),
+                (fit::Method::Mh, _) => "diagonal proposal shape".to_string(),
+                (_, (dense, why)) => {
+                    let kind = if dense { "dense" } else { "diagonal" };
+                    if why.is_empty() {
+                        kind.to_string()
+                    } else {
+                        format!("{kind} ({why})")
+                    }
+                }
             },
             o.seed
         ),

@@ -65,6 +65,7 @@ impl Session {
             .seed
             .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
         let mut options = options_from_args(&fit_args, model.dim(), seed);
+        options.mcmc.gradient_work = Some(model.gradient_work());
         if fit_args.batch_size.is_some() || options.method.needs_rows() {
             let checked = &self.model.as_ref().expect("compiled above").checked;
             match pipeline::plan_for_method(
