@@ -51,6 +51,14 @@ pub enum MethodArg {
     /// NGVI (Khan & Nielsen 2018): Gaussian natural-gradient VI from reparameterised gradients
     /// and Stein's identity; full covariance, or mean-field with --diagonal (survey_vi.md §9).
     Ngvi,
+    /// Variational Laplace (Unlu & Aitchison 2021): mean-field Gaussian from the second-order
+    /// expansion of the ELBO at the mean, σ² = 1/diag curvature; uses gradients; takes
+    /// --batch-size. An approximation (survey_vi.md §16).
+    Vlaplace,
+    /// MC dropout (Gal & Ghahramani 2016): Adam on the log joint with Bernoulli masks on the
+    /// units of `@dropout(p)` parameters; draws are masked weights. Needs a dropout site;
+    /// takes --batch-size (survey_vi.md §4).
+    Mcdropout,
 }
 
 impl From<MethodArg> for fit::Method {
@@ -69,6 +77,8 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Mgvb => fit::Method::Mgvb,
             MethodArg::Emgvb => fit::Method::Emgvb,
             MethodArg::Ngvi => fit::Method::Ngvi,
+            MethodArg::Vlaplace => fit::Method::Vlaplace,
+            MethodArg::Mcdropout => fit::Method::Mcdropout,
         }
     }
 }
@@ -245,7 +255,10 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ));
     }
     if args.batch_size.is_some()
-        && !(method == fit::Method::Qnvb || (method == fit::Method::Qbvi && args.diagonal))
+        && !(matches!(
+            method,
+            fit::Method::Qnvb | fit::Method::Vlaplace | fit::Method::Mcdropout
+        ) || (method == fit::Method::Qbvi && args.diagonal))
     {
         return Err(format!(
             "--batch-size applies to --method {}, not {}; the other methods need the full \
@@ -367,6 +380,8 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.emgvb.mc_samples = args.mc_samples as usize;
     }
     o.ngvi.common.max_iter = args.max_iter as usize;
+    o.vlaplace.common.max_iter = args.max_iter as usize;
+    o.mcdropout.common.max_iter = args.max_iter as usize;
     if args.diagonal {
         o.ngvi.covariance = Covariance::Diagonal;
     }
@@ -378,6 +393,8 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.ivon.lr = b;
         o.bbb.lr = b;
         o.bbvi.eta = b;
+        o.vlaplace.lr = b;
+        o.mcdropout.lr = b;
     }
     o.qnvb.max_iter = args.max_iter as usize;
     if args.random_init {

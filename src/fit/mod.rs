@@ -27,7 +27,9 @@ use crate::inference::vi::bbb::{self, BbbSettings};
 use crate::inference::vi::bbvi::{self, BbviSettings};
 use crate::inference::vi::ivon::{self, IvonSettings};
 use crate::inference::vi::manifold::ManifoldSettings;
+use crate::inference::vi::mcdropout::{self, DropoutUnit, McDropoutSettings};
 use crate::inference::vi::ngvi::{self, NgviSettings};
+use crate::inference::vi::vlaplace::{self, VlaplaceSettings};
 use crate::inference::vi::{GaussianFit, ViError};
 use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::{DensityError, Draws, LogDensity};
@@ -67,6 +69,12 @@ pub enum Method {
     /// NGVI, natural-gradient Gaussian VI with reparameterised gradients and Stein's identity
     /// (full covariance or diagonal; `specs/survey_vi.md` §9).
     Ngvi,
+    /// Variational Laplace (mean-field Gaussian from the second-order expansion of the ELBO
+    /// with the diagonal curvature at the mean; `specs/survey_vi.md` §16).
+    Vlaplace,
+    /// MC dropout (Bernoulli masks on the units of `@dropout` parameters, Adam on the masked
+    /// log joint; `specs/survey_vi.md` §4).
+    Mcdropout,
 }
 
 impl Method {
@@ -86,7 +94,14 @@ impl Method {
     pub fn is_survey(self) -> bool {
         matches!(
             self,
-            Method::Ivon | Method::Bbb | Method::Bbvi | Method::Mgvb | Method::Emgvb | Method::Ngvi
+            Method::Ivon
+                | Method::Bbb
+                | Method::Bbvi
+                | Method::Mgvb
+                | Method::Emgvb
+                | Method::Ngvi
+                | Method::Vlaplace
+                | Method::Mcdropout
         )
     }
 }
@@ -107,6 +122,8 @@ impl fmt::Display for Method {
             Method::Mgvb => "mgvb",
             Method::Emgvb => "emgvb",
             Method::Ngvi => "ngvi",
+            Method::Vlaplace => "vlaplace",
+            Method::Mcdropout => "mcdropout",
         })
     }
 }
@@ -207,6 +224,12 @@ pub struct FitOptions {
     pub emgvb: ManifoldSettings,
     /// NGVI settings (`survey_vi.md` §9; seed, initial mean and precision from the fit).
     pub ngvi: NgviSettings,
+    /// Variational-Laplace settings (`survey_vi.md` §16; seed, initial mean and curvature
+    /// from the fit).
+    pub vlaplace: VlaplaceSettings,
+    /// MC-dropout settings (`survey_vi.md` §4; seed, initial weights and the units of the
+    /// model's `@dropout` sites from the fit).
+    pub mcdropout: McDropoutSettings,
 }
 
 /// A proved minibatch plan: the separability of the model over its observation axis
@@ -229,7 +252,7 @@ impl MinibatchPlan {
 }
 
 /// The methods that accept `--batch-size`, for messages.
-pub const MINIBATCH_METHODS: &str = "qnvb, and qbvi with --diagonal";
+pub const MINIBATCH_METHODS: &str = "qnvb, vlaplace, mcdropout, and qbvi with --diagonal";
 
 impl FitOptions {
     /// Defaults for `method` with `seed`.
@@ -255,6 +278,8 @@ impl FitOptions {
             mgvb: ManifoldSettings::default(),
             emgvb: ManifoldSettings::default(),
             ngvi: NgviSettings::default(),
+            vlaplace: VlaplaceSettings::default(),
+            mcdropout: McDropoutSettings::default(),
         }
     }
 }
@@ -620,6 +645,96 @@ pub fn fit(
                 start_point.no_mode.clone(),
             )?;
             Ok(out.into_result(Method::Qbvi, seed, FitDetails::Qbvi(fit), seconds))
+        }
+        Method::Vlaplace => {
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let d = init.len();
+            let mut s = options.vlaplace.clone();
+            s.common.seed = seed;
+            if s.init_curvature.is_none() {
+                s.init_curvature = start_point
+                    .precision
+                    .as_ref()
+                    .map(|p| (0..d).map(|i| p[i * d + i]).collect());
+            }
+            let mut progress = vi_progress(monitor);
+            let fit = match &options.minibatch {
+                None => vlaplace::fit_vlaplace(model, &init, &s, &mut progress),
+                Some(plan) => {
+                    let mm = minibatch_model(model, plan, Method::Vlaplace)?;
+                    vlaplace::fit_vlaplace_minibatch(&mm, &init, &s, &plan.settings, &mut progress)
+                }
+            }
+            .map_err(|e| algorithm(Method::Vlaplace)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let out =
+                finish_gaussian_fit(model, options, &fit, s.common.window, start_point.no_mode)?;
+            Ok(out.into_result(Method::Vlaplace, seed, FitDetails::Qbvi(fit), seconds))
+        }
+        Method::Mcdropout => {
+            let units: Vec<DropoutUnit> = model
+                .dropout_sites()
+                .into_iter()
+                .flat_map(|site| {
+                    let keep = 1.0 - site.rate;
+                    site.units
+                        .into_iter()
+                        .map(move |coords| DropoutUnit { coords, keep })
+                })
+                .collect();
+            if units.is_empty() {
+                return Err(FitError::Algorithm {
+                    method: Method::Mcdropout,
+                    message: mcdropout::NO_DROPOUT_SITE.into(),
+                });
+            }
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let mut s = options.mcdropout.clone();
+            s.common.seed = seed;
+            s.units = units;
+            let mut progress = vi_progress(monitor);
+            let fit = match &options.minibatch {
+                None => mcdropout::fit_mcdropout(model, &init, &s, &mut progress),
+                Some(plan) => {
+                    let mm = minibatch_model(model, plan, Method::Mcdropout)?;
+                    mcdropout::fit_mcdropout_minibatch(
+                        &mm,
+                        &init,
+                        &s,
+                        &plan.settings,
+                        &mut progress,
+                    )
+                }
+            }
+            .map_err(|e| algorithm(Method::Mcdropout)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            // q is discrete (no density): no PSIS k̂; log_g__ is the mask's log probability.
+            let mut o = options.clone();
+            o.psis_draws = 0;
+            let trace = fit
+                .summary
+                .elbo_trace
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| (i + 1, e, f64::NAN))
+                .collect();
+            let out = finish_gaussian(
+                model,
+                &o,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_mask_probability(z),
+                Some(&fit.summary.mean),
+                trace,
+                None,
+            )?;
+            Ok(out.into_result(
+                Method::Mcdropout,
+                seed,
+                FitDetails::Qbvi(fit.summary),
+                seconds,
+            ))
         }
         m if m.is_survey() => {
             let start_point = vi_start(model, options.vi_init, seed)?;

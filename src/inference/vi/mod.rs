@@ -29,8 +29,10 @@ pub mod bbb;
 pub mod bbvi;
 pub mod emgvb;
 pub mod ivon;
+pub mod mcdropout;
 pub mod mgvb;
 pub mod ngvi;
+pub mod vlaplace;
 
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;
