@@ -279,7 +279,7 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     use fit::Method as M;
     let mcmc = method.is_mcmc();
     let hmc = matches!(method, M::Nuts | M::Hmc);
-    let checks: [(&str, bool, bool, &str); 17] = [
+    let checks: [(&str, bool, bool, &str); 16] = [
         (
             "--draws",
             args.draws != 1000,
@@ -292,7 +292,6 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             matches!(method, M::Qbvi | M::Ngvi),
             "qbvi, ngvi",
         ),
-        ("--diagonal", args.diagonal, method == M::Qbvi, "qbvi"),
         ("--full", args.full, method == M::Qbvi, "qbvi"),
         (
             "--mc-samples",
