@@ -67,7 +67,7 @@ run_example() {
     $B predict "$mdl" --fit "$T/fit.json" --data "$test" -o "$T/pred.csv" > "$T/score.txt" 2>&1
     local score lppd ece secs iters stop
     if [ "$label" = digits ]; then
-      score=$(awk '$1 == "accuracy" {print $2; exit}' "$T/score.txt")
+      score=$(awk '$1 == "accuracy" {print $NF; exit}' "$T/score.txt")
     else
       score=$(awk '$1 == "RMSE" {print $2; exit}' "$T/score.txt")
     fi
