@@ -129,7 +129,8 @@ impl<'p> Checker<'p> {
         if origin != Origin::Parameter {
             self.err(bad(
                 format!("`@dropout` applies to parameters, but `{name}` is not one"),
-                "annotate a weight declared in the `parameters` block, e.g.                  `@dropout(0.1) matrix[K, H] W;` (its rows, the input units, are dropped)",
+                "annotate a weight declared in the `parameters` block, e.g. \
+                 `@dropout(0.1) matrix[K, H] W;` (its rows, the input units, are dropped)",
             ));
             return;
         }
@@ -139,7 +140,8 @@ impl<'p> Checker<'p> {
                     "the drop rate of `@dropout` must lie strictly between 0 and 1, got {}",
                     a.value
                 ),
-                "p is the probability that a unit is dropped (as PyTorch's `Dropout(p)`);                  0.05 to 0.5 are usual",
+                "p is the probability that a unit is dropped (as PyTorch's `Dropout(p)`); \
+                 0.05 to 0.5 are usual",
             ));
         }
         let structured = is_structured(&d.ty.base);
@@ -148,7 +150,9 @@ impl<'p> Checker<'p> {
                 format!(
                     "`@dropout` needs an unconstrained parameter, but `{name}` is constrained"
                 ),
-                "dropping sets a coordinate of the unconstrained scale to 0, which is                  meaningful for weights but not for a scale or a simplex; annotate the                  unconstrained weights instead",
+                "dropping sets a coordinate of the unconstrained scale to 0, which is \
+                 meaningful for weights but not for a scale or a simplex; annotate the \
+                 unconstrained weights instead",
             ));
         }
     }
