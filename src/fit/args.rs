@@ -70,6 +70,14 @@ pub enum MethodArg {
     /// gradients (empirical Fisher; survey_vi.md §12). Needs a model whose log density splits
     /// over rows; full batch unless --batch-size.
     Vogn,
+    /// Variational Laplace (Unlu & Aitchison 2021): mean-field Gaussian from the second-order
+    /// expansion of the ELBO at the mean, σ² = 1/diag curvature; uses gradients; takes
+    /// --batch-size. An approximation (survey_vi.md §16).
+    Vlaplace,
+    /// MC dropout (Gal & Ghahramani 2016): Adam on the log joint with Bernoulli masks on the
+    /// units of `@dropout(p)` parameters; draws are masked weights. Needs a dropout site;
+    /// takes --batch-size (survey_vi.md §4).
+    Mcdropout,
 }
 
 impl From<MethodArg> for fit::Method {
@@ -93,6 +101,8 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Von => fit::Method::Von,
             MethodArg::Vadam => fit::Method::Vadam,
             MethodArg::Vogn => fit::Method::Vogn,
+            MethodArg::Vlaplace => fit::Method::Vlaplace,
+            MethodArg::Mcdropout => fit::Method::Mcdropout,
         }
     }
 }
@@ -453,6 +463,8 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.emgvb.mc_samples = args.mc_samples as usize;
     }
     o.ngvi.common.max_iter = args.max_iter as usize;
+    o.vlaplace.common.max_iter = args.max_iter as usize;
+    o.mcdropout.common.max_iter = args.max_iter as usize;
     if args.diagonal {
         o.ngvi.covariance = Covariance::Diagonal;
     }
@@ -487,6 +499,8 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.von.step_size = b;
         o.vadam.lr = b;
         o.vogn.lr = b;
+        o.vlaplace.lr = b;
+        o.mcdropout.lr = b;
     }
     o.qnvb.max_iter = args.max_iter as usize;
     o.pathfinder.num_paths = args.num_paths as usize;

@@ -30,10 +30,12 @@ use crate::inference::vi::bbvi::{self, BbviSettings};
 use crate::inference::vi::ivon::{self, IvonSettings};
 use crate::inference::vi::manifold::ManifoldSettings;
 use crate::inference::vi::ngbbvi::{self, NgbbviSettings};
-use crate::inference::vi::ngvi::{self, NgviSettings};
 use crate::inference::vi::vadam::{self, VadamSettings};
 use crate::inference::vi::vogn::{self, VognSettings};
 use crate::inference::vi::von::{self, VonSettings};
+use crate::inference::vi::mcdropout::{self, DropoutUnit, McDropoutSettings};
+use crate::inference::vi::ngvi::{self, NgviSettings};
+use crate::inference::vi::vlaplace::{self, VlaplaceSettings};
 use crate::inference::vi::{GaussianFit, ViError};
 use crate::inference::vi::{emgvb, mgvb};
 use crate::inference::{DensityError, Draws, LogDensity};
@@ -88,6 +90,12 @@ pub enum Method {
     /// VOGN, variational online Gauss–Newton (mean-field Gaussian, per-example squared
     /// gradients; `specs/survey_vi.md` §12).
     Vogn,
+    /// Variational Laplace (mean-field Gaussian from the second-order expansion of the ELBO
+    /// with the diagonal curvature at the mean; `specs/survey_vi.md` §16).
+    Vlaplace,
+    /// MC dropout (Bernoulli masks on the units of `@dropout` parameters, Adam on the masked
+    /// log joint; `specs/survey_vi.md` §4).
+    Mcdropout,
 }
 
 impl Method {
@@ -120,6 +128,8 @@ impl Method {
                 | Method::Von
                 | Method::Vadam
                 | Method::Vogn
+                | Method::Vlaplace
+                | Method::Mcdropout
         )
     }
 
@@ -134,7 +144,13 @@ impl Method {
     /// says whether `--diagonal` was given (QBVI and VON minibatch only their mean-field family).
     pub fn takes_batches(self, diagonal: bool) -> bool {
         match self {
-            Method::Qnvb | Method::Ivon | Method::Bbb | Method::Vadam | Method::Vogn => true,
+            Method::Qnvb
+            | Method::Ivon
+            | Method::Bbb
+            | Method::Vadam
+            | Method::Vogn
+            | Method::Vlaplace
+            | Method::Mcdropout => true,
             Method::Qbvi | Method::Von => diagonal,
             _ => false,
         }
@@ -162,6 +178,8 @@ impl fmt::Display for Method {
             Method::Von => "von",
             Method::Vadam => "vadam",
             Method::Vogn => "vogn",
+            Method::Vlaplace => "vlaplace",
+            Method::Mcdropout => "mcdropout",
         })
     }
 }
@@ -262,6 +280,12 @@ pub struct FitOptions {
     pub emgvb: ManifoldSettings,
     /// NGVI settings (`survey_vi.md` §9; seed, initial mean and precision from the fit).
     pub ngvi: NgviSettings,
+    /// Variational-Laplace settings (`survey_vi.md` §16; seed, initial mean and curvature
+    /// from the fit).
+    pub vlaplace: VlaplaceSettings,
+    /// MC-dropout settings (`survey_vi.md` §4; seed, initial weights and the units of the
+    /// model's `@dropout` sites from the fit).
+    pub mcdropout: McDropoutSettings,
     /// NG-BBVI settings (`survey_vi.md` §8; seed, initial mean and σ from the fit).
     pub ngbbvi: NgbbviSettings,
     /// VON settings (`survey_vi.md` §10; seed, initial mean and precision from the fit).
@@ -308,7 +332,7 @@ impl MinibatchPlan {
 
 /// The methods that accept `--batch-size`, for messages.
 pub const MINIBATCH_METHODS: &str =
-    "qnvb, ivon, bbb, vadam, vogn, and qbvi or von with --diagonal";
+    "qnvb, ivon, bbb, vadam, vogn, vlaplace, mcdropout, and qbvi or von with --diagonal";
 
 impl FitOptions {
     /// Defaults for `method` with `seed`.
@@ -340,6 +364,8 @@ impl FitOptions {
             von: VonSettings::default(),
             vadam: VadamSettings::default(),
             vogn: VognSettings::default(),
+            vlaplace: VlaplaceSettings::default(),
+            mcdropout: McDropoutSettings::default(),
         }
     }
 }
@@ -707,6 +733,96 @@ pub fn fit(
                 start_point.no_mode.clone(),
             )?;
             Ok(out.into_result(Method::Qbvi, seed, FitDetails::Qbvi(fit), seconds))
+        }
+        Method::Vlaplace => {
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let d = init.len();
+            let mut s = options.vlaplace.clone();
+            s.common.seed = seed;
+            if s.init_curvature.is_none() {
+                s.init_curvature = start_point
+                    .precision
+                    .as_ref()
+                    .map(|p| (0..d).map(|i| p[i * d + i]).collect());
+            }
+            let mut progress = vi_progress(monitor);
+            let fit = match &options.minibatch {
+                None => vlaplace::fit_vlaplace(model, &init, &s, &mut progress),
+                Some(plan) => {
+                    let mm = minibatch_model(model, plan, Method::Vlaplace)?;
+                    vlaplace::fit_vlaplace_minibatch(&mm, &init, &s, &plan.settings, &mut progress)
+                }
+            }
+            .map_err(|e| algorithm(Method::Vlaplace)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let out =
+                finish_gaussian_fit(model, options, &fit, s.common.window, start_point.no_mode)?;
+            Ok(out.into_result(Method::Vlaplace, seed, FitDetails::Qbvi(fit), seconds))
+        }
+        Method::Mcdropout => {
+            let units: Vec<DropoutUnit> = model
+                .dropout_sites()
+                .into_iter()
+                .flat_map(|site| {
+                    let keep = 1.0 - site.rate;
+                    site.units
+                        .into_iter()
+                        .map(move |coords| DropoutUnit { coords, keep })
+                })
+                .collect();
+            if units.is_empty() {
+                return Err(FitError::Algorithm {
+                    method: Method::Mcdropout,
+                    message: mcdropout::NO_DROPOUT_SITE.into(),
+                });
+            }
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let mut s = options.mcdropout.clone();
+            s.common.seed = seed;
+            s.units = units;
+            let mut progress = vi_progress(monitor);
+            let fit = match &options.minibatch {
+                None => mcdropout::fit_mcdropout(model, &init, &s, &mut progress),
+                Some(plan) => {
+                    let mm = minibatch_model(model, plan, Method::Mcdropout)?;
+                    mcdropout::fit_mcdropout_minibatch(
+                        &mm,
+                        &init,
+                        &s,
+                        &plan.settings,
+                        &mut progress,
+                    )
+                }
+            }
+            .map_err(|e| algorithm(Method::Mcdropout)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            // q is discrete (no density): no PSIS k̂; log_g__ is the mask's log probability.
+            let mut o = options.clone();
+            o.psis_draws = 0;
+            let trace = fit
+                .summary
+                .elbo_trace
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| (i + 1, e, f64::NAN))
+                .collect();
+            let out = finish_gaussian(
+                model,
+                &o,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_mask_probability(z),
+                Some(&fit.summary.mean),
+                trace,
+                None,
+            )?;
+            Ok(out.into_result(
+                Method::Mcdropout,
+                seed,
+                FitDetails::Qbvi(fit.summary),
+                seconds,
+            ))
         }
         m if m.is_survey() => {
             let start_point = vi_start(model, options.vi_init, seed)?;

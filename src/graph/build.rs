@@ -225,6 +225,11 @@ impl Model {
                 offset: dim,
                 free,
                 transform,
+                dropout: d
+                    .annotations
+                    .iter()
+                    .find(|a| a.name.name == "dropout")
+                    .map(|a| a.value),
                 span: d.span,
             });
             dim += free;

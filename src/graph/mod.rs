@@ -56,7 +56,23 @@ struct ParamInfo {
     /// Number of unconstrained coordinates.
     free: usize,
     transform: Transform,
+    /// The drop rate of an `@dropout(p)` annotation (MC dropout only; no effect on L).
+    dropout: Option<f64>,
     span: Span,
+}
+
+/// A parameter annotated `@dropout(p)`: the units MC dropout masks together, as groups of
+/// unconstrained coordinates (`specs/survey_vi.md` §4: one Bernoulli variable per unit).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DropoutSite {
+    /// The parameter's name.
+    pub name: String,
+    /// p, the probability that a unit is dropped.
+    pub rate: f64,
+    /// The units: for a matrix, one per row (an input unit, all its outgoing weights; within
+    /// each element of an array); for a vector, row vector or real, one per element. Each unit
+    /// lists its 0-based unconstrained coordinates.
+    pub units: Vec<Vec<usize>>,
 }
 
 /// A transformed parameter or generated quantity (a top-level declaration of its block).
@@ -226,6 +242,34 @@ impl Model {
     /// d, the number of unconstrained coordinates.
     pub fn unconstrained_dim(&self) -> usize {
         self.dim
+    }
+
+    /// The parameters annotated `@dropout(p)`, with their units (see [`DropoutSite`]). The
+    /// checker allows the annotation only on unconstrained parameters, whose constrained and
+    /// unconstrained layouts coincide (matrices column-major).
+    pub fn dropout_sites(&self) -> Vec<DropoutSite> {
+        self.params
+            .iter()
+            .filter_map(|p| {
+                let rate = p.dropout?;
+                let n_arr: usize = p.arr.iter().product();
+                let units = match p.base {
+                    Base::Matrix(r, c) => (0..n_arr)
+                        .flat_map(|b| {
+                            (0..r).map(move |i| {
+                                (0..c).map(|j| p.offset + b * r * c + i + j * r).collect()
+                            })
+                        })
+                        .collect(),
+                    _ => (0..p.free).map(|k| vec![p.offset + k]).collect(),
+                };
+                Some(DropoutSite {
+                    name: p.name.clone(),
+                    rate,
+                    units,
+                })
+            })
+            .collect()
     }
 
     /// Constrained parameter names, flattened in Stan's order (all indices column-major, first

@@ -214,6 +214,22 @@ fn write_approximation_csv(
                     options.bbvi.mc_samples,
                     options.bbvi.eta,
                 ),
+                fit::Method::Vlaplace => (
+                    family,
+                    "vlaplace",
+                    options.vlaplace.common.max_iter,
+                    options.vlaplace.probes,
+                    options.vlaplace.lr,
+                ),
+                // a fully factorised (mean-field) family of Bernoulli masks; CmdStan's word
+                // keeps the file readable by cmdstanpy
+                fit::Method::Mcdropout => (
+                    "meanfield",
+                    "mcdropout",
+                    options.mcdropout.common.max_iter,
+                    1,
+                    options.mcdropout.lr,
+                ),
                 fit::Method::Ngvi => (
                     family,
                     "ngvi",

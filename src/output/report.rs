@@ -47,6 +47,8 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
                 fit::Method::Von => o.von.common.max_iter,
                 fit::Method::Vadam => o.vadam.common.max_iter,
                 fit::Method::Vogn => o.vogn.common.max_iter,
+                fit::Method::Vlaplace => o.vlaplace.common.max_iter,
+                fit::Method::Mcdropout => o.mcdropout.common.max_iter,
                 _ => o.qbvi.max_iter,
             };
             format!(
@@ -146,6 +148,25 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.bbvi.mc_samples,
             o.bbvi.eta,
             o.bbvi.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Vlaplace => format!(
+            "method = vlaplace (mean-field Gaussian, second-order ELBO with the {} Hessian diagonal at the mean, sigma at its stationary point, Adam on the mean, start: {}); d = {d} unconstrained parameters; lr = {}; max_iter = {}; seed = {}",
+            match o.vlaplace.curvature_for(d) {
+                crate::inference::vi::vlaplace::Curvature::Exact => "exact",
+                crate::inference::vi::vlaplace::Curvature::Hutchinson => "Hutchinson-estimated",
+            },
+            vi_start_text(o),
+            o.vlaplace.lr,
+            o.vlaplace.common.max_iter,
+            o.seed
+        ),
+        fit::Method::Mcdropout => format!(
+            "method = mcdropout (Bernoulli masks on the units of the @dropout parameters, Adam on the masked log joint, start: {}); d = {d} unconstrained parameters; lr = {}; max_iter = {}; {} draws = stochastic forward passes; seed = {}",
+            vi_start_text(o),
+            o.mcdropout.lr,
+            o.mcdropout.common.max_iter,
+            o.vi_draws,
             o.seed
         ),
         fit::Method::Ngvi => format!(

@@ -94,6 +94,16 @@ pub enum SemanticError {
         /// What to write instead (may be empty).
         hint: String,
     },
+    /// A misplaced or malformed annotation such as `@dropout(p)`.
+    #[error("{message}")]
+    BadAnnotation {
+        /// The full message.
+        message: String,
+        /// Primary label: the annotation.
+        span: Span,
+        /// What to write instead.
+        hint: String,
+    },
     /// A value whose type is not the one required here.
     #[error("{what} must be {expected}, found `{found}`")]
     TypeMismatch {
@@ -367,6 +377,7 @@ impl SemanticError {
             | WrongArity { span, .. }
             | NoMatchingSignature { span, .. }
             | OperatorMismatch { span, .. }
+            | BadAnnotation { span, .. }
             | TypeMismatch { span, .. }
             | ReadOnlyAssignment { span, .. }
             | InitialiserNotAllowed { span, .. }
@@ -474,6 +485,10 @@ impl ToDiagnostic for SemanticError {
                 if !hint.is_empty() {
                     notes.push(format!("help: {hint}"));
                 }
+            }
+            BadAnnotation { span, hint, .. } => {
+                labels.push(primary(*span, "annotation not allowed here"));
+                notes.push(format!("help: {hint}"));
             }
             TypeMismatch { span, help, .. } => {
                 labels.push(primary(*span, "wrong type"));

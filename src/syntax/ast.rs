@@ -115,6 +115,19 @@ pub struct VarDecl {
     pub name: Ident,
     /// The initialiser, if any (not allowed in `data` and `parameters`).
     pub init: Option<Expr>,
+    /// Annotations written before the type, e.g. `@dropout(0.2)` (checked by the semantic
+    /// pass: only `dropout`, only on parameters).
+    pub annotations: Vec<Annotation>,
+    pub span: Span,
+}
+
+/// `@name(value)` before a declaration: metadata a method reads, not part of the model's log
+/// density (`@dropout(p)` marks a parameter's units for MC dropout, docs/variational.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Annotation {
+    pub name: Ident,
+    /// The numeric argument.
+    pub value: f64,
     pub span: Span,
 }
 

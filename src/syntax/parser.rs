@@ -344,8 +344,19 @@ impl Builder {
         let mut ty = None;
         let mut name = None;
         let mut init = None;
+        let mut annotations = Vec::new();
         for p in pair.into_inner() {
             match p.as_rule() {
+                Rule::annotation => {
+                    let span = self.span(&p);
+                    let mut inner = p.into_inner();
+                    let name = self.ident(inner.next().expect("annotation has a name"));
+                    let value = inner
+                        .find(|q| matches!(q.as_rule(), Rule::real_lit | Rule::int_lit))
+                        .map(|q| q.as_str().parse::<f64>().unwrap_or(f64::NAN))
+                        .expect("annotation has a number");
+                    annotations.push(Annotation { name, value, span });
+                }
                 Rule::sized_type => ty = Some(self.sized_type(p)?),
                 Rule::decl_name => {
                     let inner = p.into_inner().next().expect("declared name has one child");
@@ -381,6 +392,7 @@ impl Builder {
             ty: ty.expect("declaration has a type"),
             name: name.expect("declaration has a name"),
             init,
+            annotations,
             span,
         })
     }

@@ -30,12 +30,14 @@ pub mod bbb;
 pub mod bbvi;
 pub mod emgvb;
 pub mod ivon;
+pub mod mcdropout;
 pub mod mgvb;
 pub mod ngbbvi;
 pub mod ngvi;
 pub mod vadam;
 pub mod vogn;
 pub mod von;
+pub mod vlaplace;
 
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;

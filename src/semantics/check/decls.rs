@@ -110,6 +110,53 @@ impl<'p> Checker<'p> {
 
     /// Checks a declaration and adds it to the current scope. `top` is true for block-level
     /// declarations (constraints allowed, sizes must be data).
+    /// `@dropout(p)`: the only annotation; on an unconstrained `real`, `vector`, `row_vector` or
+    /// `matrix` parameter (or an array of them), with a drop rate 0 < p < 1.
+    fn annotation(&mut self, a: &crate::syntax::ast::Annotation, d: &VarDecl, origin: Origin) {
+        let name = &d.name.name;
+        let bad = |message: String, hint: &str| SemanticError::BadAnnotation {
+            message,
+            span: a.span,
+            hint: hint.to_string(),
+        };
+        if a.name.name != "dropout" {
+            self.err(bad(
+                format!("unknown annotation `@{}`", a.name.name),
+                "the only annotation is `@dropout(p)` on a parameter (MC dropout's drop rate)",
+            ));
+            return;
+        }
+        if origin != Origin::Parameter {
+            self.err(bad(
+                format!("`@dropout` applies to parameters, but `{name}` is not one"),
+                "annotate a weight declared in the `parameters` block, e.g. \
+                 `@dropout(0.1) matrix[K, H] W;` (its rows, the input units, are dropped)",
+            ));
+            return;
+        }
+        if !(a.value > 0.0 && a.value < 1.0) {
+            self.err(bad(
+                format!(
+                    "the drop rate of `@dropout` must lie strictly between 0 and 1, got {}",
+                    a.value
+                ),
+                "p is the probability that a unit is dropped (as PyTorch's `Dropout(p)`); \
+                 0.05 to 0.5 are usual",
+            ));
+        }
+        let structured = is_structured(&d.ty.base);
+        if structured || !d.ty.constraint.is_empty() {
+            self.err(bad(
+                format!(
+                    "`@dropout` needs an unconstrained parameter, but `{name}` is constrained"
+                ),
+                "dropping sets a coordinate of the unconstrained scale to 0, which is \
+                 meaningful for weights but not for a scale or a simplex; annotate the \
+                 unconstrained weights instead",
+            ));
+        }
+    }
+
     pub(super) fn decl(&mut self, d: &VarDecl, top: bool) {
         let name = &d.name.name;
         let origin = if top {
@@ -187,6 +234,10 @@ impl<'p> Checker<'p> {
                     });
                 }
             }
+        }
+
+        for a in &d.annotations {
+            self.annotation(a, d, origin);
         }
 
         if base == Base::Int && matches!(origin, Origin::Parameter | Origin::TransformedParameter) {

@@ -34,6 +34,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::fun_param => "a function argument such as `real x`",
         Rule::data_qualifier => "`data`",
         Rule::var_decl => "a declaration such as `real x;`",
+        Rule::annotation => "an annotation such as `@dropout(0.1)`",
         Rule::decl_name | Rule::reserved_name => "a variable name",
         Rule::old_dims => "`[`",
         Rule::assign_eq => "`=`",
