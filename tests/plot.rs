@@ -135,7 +135,7 @@ fn points(el: &str) -> usize {
 fn texts(svg: &str) -> Vec<String> {
     svg.split("<text").skip(1).map(|t| {
         let body = &t[t.find('>').unwrap() + 1..];
-        body[..body.find("</text>").unwrap()].to_string()
+        body[..body.find("</text>").unwrap()].trim().to_string()
     }).collect()
 }
 
