@@ -59,7 +59,11 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
     let kind = PlotKind::parse(&args.kind)?;
     plot::check_output_path(&args.output)?;
     let mut options = PlotOptions::new(kind);
-    options.params = args.params.as_deref().map(plot::split_params).unwrap_or_default();
+    options.params = args
+        .params
+        .as_deref()
+        .map(plot::split_params)
+        .unwrap_or_default();
     options.combined = args.combined;
     options.var = args.var.clone();
     options.rep = args.rep.clone();
@@ -67,7 +71,12 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
         .files
         .iter()
         .chain(&args.elbo)
-        .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+        .map(|p| {
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
         .collect();
     if !names.is_empty() {
         let mut t = names.join(", ");
@@ -78,14 +87,24 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
     }
     let trace = match (&args.elbo, kind) {
         (Some(path), _) => Some(plot::read_elbo_trace(path)?),
-        (None, PlotKind::Elbo) if args.files.len() == 1 => Some(plot::read_elbo_trace(&args.files[0])?),
+        (None, PlotKind::Elbo) if args.files.len() == 1 => {
+            Some(plot::read_elbo_trace(&args.files[0])?)
+        }
         _ => None,
     };
-    let loaded = if kind == PlotKind::Elbo { None } else { Some(plot::load_draws(&args.files)?) };
+    let loaded = if kind == PlotKind::Elbo {
+        None
+    } else {
+        Some(plot::load_draws(&args.files)?)
+    };
     let observed = match (&args.data, kind) {
         (Some(path), PlotKind::Ppc) => {
-            let source = crate::data::load(path).map_err(|e| plot::PlotError::new(e.to_string()))?;
-            Some(plot::observed_values(std::slice::from_ref(&source), &args.var)?)
+            let source =
+                crate::data::load(path).map_err(|e| plot::PlotError::new(e.to_string()))?;
+            Some(plot::observed_values(
+                std::slice::from_ref(&source),
+                &args.var,
+            )?)
         }
         _ => None,
     };
@@ -101,7 +120,10 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
     if let Some(l) = &loaded
         && l.warmup_dropped > 0
     {
-        note.push_str(&format!(" ({} warmup draws per chain left out)", l.warmup_dropped));
+        note.push_str(&format!(
+            " ({} warmup draws per chain left out)",
+            l.warmup_dropped
+        ));
     }
     Ok(note)
 }

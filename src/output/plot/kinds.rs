@@ -48,7 +48,9 @@ pub(super) fn render(input: &PlotInput<'_>, options: &PlotOptions) -> Result<Str
                     options.rep
                 )));
             }
-            svg((820, 460), |root| ppc(root, title, draws, &cols, observed, options))
+            svg((820, 460), |root| {
+                ppc(root, title, draws, &cols, observed, options)
+            })
         }
         kind => {
             let draws = need_draws(input, kind)?;
@@ -64,10 +66,14 @@ pub(super) fn render(input: &PlotInput<'_>, options: &PlotOptions) -> Result<Str
             let k = cols.len() as u32;
             let m = draws.chains.len();
             match kind {
-                PlotKind::Trace => svg((960, HEAD + 190 * k), |root| trace(root, title, draws, &cols)),
+                PlotKind::Trace => svg((960, HEAD + 190 * k), |root| {
+                    trace(root, title, draws, &cols)
+                }),
                 PlotKind::Rank => {
                     let rows = k.div_ceil(2);
-                    svg((960, HEAD + rows * (60 + 34 * m as u32)), |root| rank(root, title, draws, &cols))
+                    svg((960, HEAD + rows * (60 + 34 * m as u32)), |root| {
+                        rank(root, title, draws, &cols)
+                    })
                 }
                 PlotKind::Pair => {
                     if cols.len() < 2 {
@@ -76,16 +82,22 @@ pub(super) fn render(input: &PlotInput<'_>, options: &PlotOptions) -> Result<Str
                         ));
                     }
                     let side = 200 * k + 40;
-                    svg((side, side + HEAD), |root| pair(root, title, draws, &cols, input.divergent))
+                    svg((side, side + HEAD), |root| {
+                        pair(root, title, draws, &cols, input.divergent)
+                    })
                 }
                 PlotKind::Density => {
                     let rows = k.div_ceil(3);
-                    svg((960, HEAD + 230 * rows), |root| density(root, title, draws, &cols, options.combined))
+                    svg((960, HEAD + 230 * rows), |root| {
+                        density(root, title, draws, &cols, options.combined)
+                    })
                 }
                 _ => {
                     let per = if options.combined { 1 } else { m };
                     let h = HEAD + 70 + (cols.len() * (per * 14 + 14)) as u32;
-                    svg((820, h), |root| forest(root, title, draws, &cols, options.combined))
+                    svg((820, h), |root| {
+                        forest(root, title, draws, &cols, options.combined)
+                    })
                 }
             }
         }
@@ -96,11 +108,19 @@ fn need_draws<'a>(input: &PlotInput<'a>, kind: PlotKind) -> Result<&'a Draws, Pl
     input
         .draws
         .filter(|d| !d.chains.is_empty() && d.n_draws() > 0)
-        .ok_or_else(|| PlotError::new(format!("the {} plot needs draws (a fit with draws)", kind.name())))
+        .ok_or_else(|| {
+            PlotError::new(format!(
+                "the {} plot needs draws (a fit with draws)",
+                kind.name()
+            ))
+        })
 }
 
 /// Draws an SVG of `size` pixels with `draw` and returns the document.
-fn svg(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Result<(), PlotError>) -> Result<String, PlotError> {
+fn svg(
+    size: (u32, u32),
+    draw: impl FnOnce(&Area<'_>) -> Result<(), PlotError>,
+) -> Result<String, PlotError> {
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
@@ -119,7 +139,12 @@ fn range_of(chains: &[Vec<f64>]) -> std::ops::Range<f64> {
 
 /// Trace plot (ArviZ `plot_trace`): per quantity a row with the chains' kernel densities
 /// (left) and their draws against iteration (right), one line per chain in each.
-fn trace(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize]) -> Result<(), PlotError> {
+fn trace(
+    root: &Area<'_>,
+    title: Option<&str>,
+    draws: &Draws,
+    cols: &[usize],
+) -> Result<(), PlotError> {
     let (head, body) = root.split_vertically(HEAD);
     header(&head, title, &chain_legend(draws.chains.len()))?;
     let n = draws.n_draws();
@@ -131,12 +156,26 @@ fn trace(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize]) ->
             .iter()
             .map(|c| kde(&finite_sorted(c), xr.start, xr.end, GRID))
             .collect();
-        let top = dens.iter().flatten().flatten().map(|p| p.1).fold(0.0, f64::max);
+        let top = dens
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|p| p.1)
+            .fold(0.0, f64::max);
         let (left, right) = row.split_horizontally(320);
-        let mut ch = panel(&left, name, xr.clone(), 0.0..(top * 1.08).max(1e-12), "", "", false)?;
+        let mut ch = panel(
+            &left,
+            name,
+            xr.clone(),
+            0.0..(top * 1.08).max(1e-12),
+            "",
+            "",
+            false,
+        )?;
         for (c, d) in dens.into_iter().enumerate() {
             if let Some(d) = d {
-                ch.draw_series(LineSeries::new(d, chain_color(c).stroke_width(1))).map_err(draw_err)?;
+                ch.draw_series(LineSeries::new(d, chain_color(c).stroke_width(1)))
+                    .map_err(draw_err)?;
             }
         }
         let mut ch = panel(&right, name, 1.0..(n.max(2) as f64), xr, "", "", true)?;
@@ -146,8 +185,11 @@ fn trace(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize]) ->
                 .enumerate()
                 .filter(|(_, v)| v.is_finite())
                 .map(|(i, &v)| ((i + 1) as f64, v));
-            ch.draw_series(LineSeries::new(pts, chain_color(c).mix(0.85).stroke_width(1)))
-                .map_err(draw_err)?;
+            ch.draw_series(LineSeries::new(
+                pts,
+                chain_color(c).mix(0.85).stroke_width(1),
+            ))
+            .map_err(draw_err)?;
         }
     }
     Ok(())
@@ -161,7 +203,12 @@ fn rank_bins(n: usize) -> usize {
 
 /// Rank plot (Vehtari et al. 2021, §4.1; ArviZ `plot_rank`): per quantity, histograms of the
 /// pooled ranks of each chain's draws, one row per chain, the uniform expectation dashed.
-fn rank(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize]) -> Result<(), PlotError> {
+fn rank(
+    root: &Area<'_>,
+    title: Option<&str>,
+    draws: &Draws,
+    cols: &[usize],
+) -> Result<(), PlotError> {
     let (head, body) = root.split_vertically(HEAD);
     header(&head, title, &chain_legend(draws.chains.len()))?;
     let m = draws.chains.len();
@@ -172,7 +219,15 @@ fn rank(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize]) -> 
     let rows = cols.len().div_ceil(2);
     for (cell, &j) in body.split_evenly((rows, 2)).iter().zip(cols) {
         let ranks = pooled_ranks(&draws.column(j));
-        let mut ch = panel(cell, &draws.names[j], 0.0..total, 0.0..m as f64, "rank (all chains)", "chain", false)?;
+        let mut ch = panel(
+            cell,
+            &draws.names[j],
+            0.0..total,
+            0.0..m as f64,
+            "rank (all chains)",
+            "chain",
+            false,
+        )?;
         for (c, r) in ranks.iter().enumerate() {
             let base = (m - 1 - c) as f64;
             let mut counts = vec![0usize; bins];
@@ -184,12 +239,20 @@ fn rank(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize]) -> 
             ch.draw_series(counts.iter().enumerate().map(|(b, &k)| {
                 let h = (0.45 * k as f64 / expected).min(0.95);
                 Rectangle::new(
-                    [(b as f64 * w + 0.06 * w, base), ((b + 1) as f64 * w - 0.06 * w, base + h)],
+                    [
+                        (b as f64 * w + 0.06 * w, base),
+                        ((b + 1) as f64 * w - 0.06 * w, base + h),
+                    ],
                     color.filled(),
                 )
             }))
             .map_err(draw_err)?;
-            dashed(&mut ch, &segment((0.0, base + 0.45), (total, base + 0.45), 41), 1, BLACK.stroke_width(1))?;
+            dashed(
+                &mut ch,
+                &segment((0.0, base + 0.45), (total, base + 0.45), 41),
+                1,
+                INK.stroke_width(1),
+            )?;
             ch.draw_series(std::iter::once(Text::new(
                 format!("{}", c + 1),
                 (0.005 * total, base + 0.9),
@@ -215,7 +278,11 @@ fn pair(
     let k = cols.len();
     let pooled: Vec<Vec<f64>> = cols.iter().map(|&j| draws.column(j).concat()).collect();
     let div: Vec<bool> = divergent.map(|d| d.concat()).unwrap_or_default();
-    let div = if div.len() == pooled[0].len() { div } else { Vec::new() };
+    let div = if div.len() == pooled[0].len() {
+        div
+    } else {
+        Vec::new()
+    };
     let n_div = div.iter().filter(|&&d| d).count();
     let mut legend = vec![("draws".to_string(), PALETTE[0])];
     if divergent.is_some() {
@@ -234,18 +301,43 @@ fn pair(
     for i in 0..k {
         for j in 0..=i {
             let cell = &cells[i * k + j];
-            let x_desc = if i == k - 1 { draws.names[cols[j]].as_str() } else { "" };
-            let y_desc = if j == 0 && i > 0 { draws.names[cols[i]].as_str() } else { "" };
+            let x_desc = if i == k - 1 {
+                draws.names[cols[j]].as_str()
+            } else {
+                ""
+            };
+            let y_desc = if j == 0 && i > 0 {
+                draws.names[cols[i]].as_str()
+            } else {
+                ""
+            };
             if i == j {
                 let s = finite_sorted(&pooled[i]);
                 let d = kde(&s, ranges[i].start, ranges[i].end, GRID).unwrap_or_default();
                 let top = d.iter().map(|p| p.1).fold(0.0, f64::max);
-                let mut ch = panel(cell, "", ranges[i].clone(), 0.0..(top * 1.08).max(1e-12), x_desc, y_desc, false)?;
-                ch.draw_series(LineSeries::new(d, PALETTE[0].stroke_width(1))).map_err(draw_err)?;
+                let mut ch = panel(
+                    cell,
+                    "",
+                    ranges[i].clone(),
+                    0.0..(top * 1.08).max(1e-12),
+                    x_desc,
+                    y_desc,
+                    false,
+                )?;
+                ch.draw_series(LineSeries::new(d, PALETTE[0].stroke_width(1)))
+                    .map_err(draw_err)?;
                 continue;
             }
             let (xs, ys) = (&pooled[j], &pooled[i]);
-            let mut ch = panel(cell, "", ranges[j].clone(), ranges[i].clone(), x_desc, y_desc, j == 0)?;
+            let mut ch = panel(
+                cell,
+                "",
+                ranges[j].clone(),
+                ranges[i].clone(),
+                x_desc,
+                y_desc,
+                j == 0,
+            )?;
             let finite = |t: usize| xs[t].is_finite() && ys[t].is_finite();
             ch.draw_series(
                 (0..xs.len())
@@ -267,35 +359,66 @@ fn pair(
 
 /// Density plot (ArviZ `plot_density`): per quantity the kernel density of each chain (or of
 /// the pooled draws), with the pooled 94% HDI as a thick bar on the axis.
-fn density(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], combined: bool) -> Result<(), PlotError> {
+fn density(
+    root: &Area<'_>,
+    title: Option<&str>,
+    draws: &Draws,
+    cols: &[usize],
+    combined: bool,
+) -> Result<(), PlotError> {
     let (head, body) = root.split_vertically(HEAD);
     let m = draws.chains.len();
-    let mut legend = if combined { vec![("all chains".to_string(), PALETTE[0])] } else { chain_legend(m) };
-    legend.push((format!("{:.0}% HDI", HDI_PROB * 100.0), BLACK));
+    let mut legend = if combined {
+        vec![("all chains".to_string(), PALETTE[0])]
+    } else {
+        chain_legend(m)
+    };
+    legend.push((format!("{:.0}% HDI", HDI_PROB * 100.0), INK));
     header(&head, title, &legend)?;
     let rows = cols.len().div_ceil(3);
     for (cell, &j) in body.split_evenly((rows, 3)).iter().zip(cols) {
         let chains = draws.column(j);
         let xr = range_of(&chains);
         let pooled = finite_sorted(&chains.concat());
-        let groups: Vec<Vec<f64>> = if combined { vec![pooled.clone()] } else { chains.iter().map(|c| finite_sorted(c)).collect() };
-        let dens: Vec<_> = groups.iter().map(|g| kde(g, xr.start, xr.end, GRID)).collect();
-        let top = dens.iter().flatten().flatten().map(|p| p.1).fold(0.0, f64::max).max(1e-12);
+        let groups: Vec<Vec<f64>> = if combined {
+            vec![pooled.clone()]
+        } else {
+            chains.iter().map(|c| finite_sorted(c)).collect()
+        };
+        let dens: Vec<_> = groups
+            .iter()
+            .map(|g| kde(g, xr.start, xr.end, GRID))
+            .collect();
+        let top = dens
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|p| p.1)
+            .fold(0.0, f64::max)
+            .max(1e-12);
         let mut ch = panel(cell, &draws.names[j], xr, 0.0..top * 1.12, "", "", false)?;
         for (c, d) in dens.into_iter().enumerate() {
             if let Some(d) = d {
-                ch.draw_series(LineSeries::new(d, chain_color(c).stroke_width(1))).map_err(draw_err)?;
+                ch.draw_series(LineSeries::new(d, chain_color(c).stroke_width(1)))
+                    .map_err(draw_err)?;
             }
         }
         let (lo, hi) = hdi(&pooled, HDI_PROB);
         let y = 0.02 * top;
-        ch.draw_series(std::iter::once(PathElement::new(vec![(lo, y), (hi, y)], BLACK.stroke_width(4))))
-            .map_err(draw_err)?;
+        ch.draw_series(std::iter::once(PathElement::new(
+            vec![(lo, y), (hi, y)],
+            INK.stroke_width(4),
+        )))
+        .map_err(draw_err)?;
         ch.draw_series([lo, hi].into_iter().map(|v| {
-            Text::new(tick(&v), (v, 0.09 * top), font(10).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Center,
-                plotters::style::text_anchor::VPos::Bottom,
-            )))
+            Text::new(
+                tick(&v),
+                (v, 0.09 * top),
+                font(10).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Bottom,
+                )),
+            )
         }))
         .map_err(draw_err)?;
     }
@@ -305,10 +428,20 @@ fn density(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], 
 /// Forest plot (ArviZ `plot_forest`): per quantity and chain (or pooled), the median as a
 /// point, the 50% central interval thick and the 90% central interval thin; R-hat (rank-
 /// normalised split R-hat, Vehtari et al. 2021, the summary's value) at the right.
-fn forest(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], combined: bool) -> Result<(), PlotError> {
+fn forest(
+    root: &Area<'_>,
+    title: Option<&str>,
+    draws: &Draws,
+    cols: &[usize],
+    combined: bool,
+) -> Result<(), PlotError> {
     let (head, body) = root.split_vertically(HEAD);
     let m = draws.chains.len();
-    let mut legend = if combined { vec![("all chains".to_string(), PALETTE[0])] } else { chain_legend(m) };
+    let mut legend = if combined {
+        vec![("all chains".to_string(), PALETTE[0])]
+    } else {
+        chain_legend(m)
+    };
     legend.push(("median, 50% and 90% intervals".to_string(), BLACK));
     header(&head, title, &legend)?;
     let per = if combined { 1 } else { m };
@@ -318,7 +451,11 @@ fn forest(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], c
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for &j in cols {
         let chains = draws.column(j);
-        let groups: Vec<Vec<f64>> = if combined { vec![finite_sorted(&chains.concat())] } else { chains.iter().map(|c| finite_sorted(c)).collect() };
+        let groups: Vec<Vec<f64>> = if combined {
+            vec![finite_sorted(&chains.concat())]
+        } else {
+            chains.iter().map(|c| finite_sorted(c)).collect()
+        };
         let q: Vec<[f64; 5]> = groups
             .iter()
             .map(|g| [0.05, 0.25, 0.5, 0.75, 0.95].map(|p| quantile(g, p)))
@@ -330,7 +467,9 @@ fn forest(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], c
             }
         }
         let slices: Vec<&[f64]> = chains.iter().map(Vec::as_slice).collect();
-        let rhat = crate::diagnostics::convergence::convergence(&slices).map(|c| c.rhat).unwrap_or(f64::NAN);
+        let rhat = crate::diagnostics::convergence::convergence(&slices)
+            .map(|c| c.rhat)
+            .unwrap_or(f64::NAN);
         rows.push((j, q, rhat));
     }
     let mut ch = ChartBuilder::on(&body)
@@ -363,11 +502,14 @@ fn forest(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], c
                 PathElement::new(vec![(r[1], y), (r[3], y)], color.stroke_width(3)),
             ])
             .map_err(draw_err)?;
-            ch.draw_series(std::iter::once(Circle::new((r[2], y), 3, color.filled()))).map_err(draw_err)?;
+            ch.draw_series(std::iter::once(Circle::new((r[2], y), 3, color.filled())))
+                .map_err(draw_err)?;
         }
         let mid = top - per as f64 / 2.0;
         let (px, py) = ch.backend_coord(&(ch.x_range().start, mid));
-        let anchor = |h| plotters::style::text_anchor::Pos::new(h, plotters::style::text_anchor::VPos::Center);
+        let anchor = |h| {
+            plotters::style::text_anchor::Pos::new(h, plotters::style::text_anchor::VPos::Center)
+        };
         root.draw(&Text::new(
             draws.names[*j].clone(),
             (px - 10, py + HEAD as i32),
@@ -375,19 +517,42 @@ fn forest(root: &Area<'_>, title: Option<&str>, draws: &Draws, cols: &[usize], c
         ))
         .map_err(draw_err)?;
         let (rx, _) = ch.backend_coord(&(x_right, mid));
-        let rh = if rhat.is_finite() { format!("R̂ {rhat:.3}") } else { "R̂ –".to_string() };
-        let style = if *rhat > 1.01 { font(12).color(&DIVERGENT) } else { font(12) };
-        root.draw(&Text::new(rh, (rx + 10, py + HEAD as i32), style.pos(anchor(plotters::style::text_anchor::HPos::Left))))
-            .map_err(draw_err)?;
+        let rh = if rhat.is_finite() {
+            format!("R̂ {rhat:.3}")
+        } else {
+            "R̂ –".to_string()
+        };
+        let style = if *rhat > 1.01 {
+            font(12).color(&DIVERGENT)
+        } else {
+            font(12)
+        };
+        root.draw(&Text::new(
+            rh,
+            (rx + 10, py + HEAD as i32),
+            style.pos(anchor(plotters::style::text_anchor::HPos::Left)),
+        ))
+        .map_err(draw_err)?;
     }
     Ok(())
 }
 
 /// ELBO plot: the per-iteration ELBO estimate (thin) and its smoothed value (thick) against
 /// iteration; the y axis starts at the 2% quantile so early transients do not flatten the rest.
-fn elbo(root: &Area<'_>, title: Option<&str>, trace: &[(usize, f64, f64)]) -> Result<(), PlotError> {
+fn elbo(
+    root: &Area<'_>,
+    title: Option<&str>,
+    trace: &[(usize, f64, f64)],
+) -> Result<(), PlotError> {
     let (head, body) = root.split_vertically(HEAD);
-    header(&head, title, &[("ELBO".into(), PALETTE[0]), ("smoothed ELBO".into(), PALETTE[1])])?;
+    header(
+        &head,
+        title,
+        &[
+            ("ELBO".into(), PALETTE[0]),
+            ("smoothed ELBO".into(), PALETTE[1]),
+        ],
+    )?;
     let vals = finite_sorted(&trace.iter().flat_map(|t| [t.1, t.2]).collect::<Vec<_>>());
     if vals.is_empty() {
         return Err(PlotError::new("the ELBO trace holds no finite values"));
@@ -397,10 +562,18 @@ fn elbo(root: &Area<'_>, title: Option<&str>, trace: &[(usize, f64, f64)]) -> Re
     let x1 = (trace[trace.len() - 1].0 as f64).max(x0 + 1.0);
     let mut ch = panel(&body, "", x0..x1, yr.clone(), "iteration", "ELBO", true)?;
     let clamp = |v: f64| v.clamp(yr.start, yr.end);
-    let raw = trace.iter().filter(|t| t.1.is_finite()).map(|t| (t.0 as f64, clamp(t.1)));
-    ch.draw_series(LineSeries::new(raw, PALETTE[0].mix(0.6).stroke_width(1))).map_err(draw_err)?;
-    let sm = trace.iter().filter(|t| t.2.is_finite()).map(|t| (t.0 as f64, clamp(t.2)));
-    ch.draw_series(LineSeries::new(sm, PALETTE[1].stroke_width(2))).map_err(draw_err)?;
+    let raw = trace
+        .iter()
+        .filter(|t| t.1.is_finite())
+        .map(|t| (t.0 as f64, clamp(t.1)));
+    ch.draw_series(LineSeries::new(raw, PALETTE[0].mix(0.6).stroke_width(1)))
+        .map_err(draw_err)?;
+    let sm = trace
+        .iter()
+        .filter(|t| t.2.is_finite())
+        .map(|t| (t.0 as f64, clamp(t.2)));
+    ch.draw_series(LineSeries::new(sm, PALETTE[1].stroke_width(2)))
+        .map_err(draw_err)?;
     Ok(())
 }
 
@@ -417,7 +590,11 @@ fn rep_columns(draws: &Draws, rep: &str) -> Result<Vec<usize>, PlotError> {
     if !cols.is_empty() {
         return Ok(cols);
     }
-    let bases: Vec<&str> = draws.names.iter().map(|n| n.split('[').next().unwrap_or(n)).collect();
+    let bases: Vec<&str> = draws
+        .names
+        .iter()
+        .map(|n| n.split('[').next().unwrap_or(n))
+        .collect();
     let mut msg = format!(
         "the ppc plot needs replicated data `{rep}` in the draws, and they hold none; add it in \
          generated quantities (e.g. `array[N] real {rep} = normal_rng(mu, sigma);`) and refit, or \
@@ -446,7 +623,7 @@ fn ppc(
         &head,
         title,
         &[
-            (format!("observed {}", options.var), BLACK),
+            (format!("observed {}", options.var), INK),
             (format!("{} (draws)", options.rep), PALETTE[0]),
             (format!("mean of {}", options.rep), PALETTE[1]),
         ],
@@ -461,10 +638,19 @@ fn ppc(
         .collect();
     let obs = finite_sorted(observed);
     if obs.is_empty() {
-        return Err(PlotError::new(format!("the observed `{}` has no finite values", options.var)));
+        return Err(PlotError::new(format!(
+            "the observed `{}` has no finite values",
+            options.var
+        )));
     }
-    let lo = reps.iter().filter_map(|r| r.first()).fold(obs[0], |a, &b| a.min(b));
-    let hi = reps.iter().filter_map(|r| r.last()).fold(obs[obs.len() - 1], |a, &b| a.max(b));
+    let lo = reps
+        .iter()
+        .filter_map(|r| r.first())
+        .fold(obs[0], |a, &b| a.min(b));
+    let hi = reps
+        .iter()
+        .filter_map(|r| r.last())
+        .fold(obs[obs.len() - 1], |a, &b| a.max(b));
     let integer = |v: &f64| v.fract() == 0.0;
     let discrete = obs.iter().all(integer) && reps.iter().flatten().all(integer) && hi - lo <= 50.0;
     let curve = |s: &[f64]| -> Vec<(f64, f64)> {
@@ -483,8 +669,14 @@ fn ppc(
     let rep_curves: Vec<Vec<(f64, f64)>> = reps.iter().map(|r| curve(r)).collect();
     let mean: Vec<(f64, f64)> = (0..obs_curve.len())
         .map(|i| {
-            let vals: Vec<f64> = rep_curves.iter().filter_map(|c| c.get(i).map(|p| p.1)).collect();
-            (obs_curve[i].0, vals.iter().sum::<f64>() / vals.len().max(1) as f64)
+            let vals: Vec<f64> = rep_curves
+                .iter()
+                .filter_map(|c| c.get(i).map(|p| p.1))
+                .collect();
+            (
+                obs_curve[i].0,
+                vals.iter().sum::<f64>() / vals.len().max(1) as f64,
+            )
         })
         .collect();
     let top = rep_curves
@@ -494,17 +686,41 @@ fn ppc(
         .map(|p| p.1)
         .fold(0.0, f64::max)
         .max(1e-12);
-    let xr = if discrete { (lo - 0.5)..(hi + 0.5) } else { padded(lo, hi) };
-    let y_desc = if discrete { "relative frequency" } else { "density" };
-    let mut ch = panel(&body, "", xr, 0.0..top * 1.08, options.var.as_str(), y_desc, true)?;
-    for c in rep_curves {
-        ch.draw_series(LineSeries::new(c, PALETTE[0].mix(0.25).stroke_width(1))).map_err(draw_err)?;
-    }
-    ch.draw_series(LineSeries::new(obs_curve, BLACK.stroke_width(2))).map_err(draw_err)?;
-    if mean.len() > 2 {
-        dashed(&mut ch, &mean, (mean.len() / 40).max(1), PALETTE[1].stroke_width(2))?;
+    let xr = if discrete {
+        (lo - 0.5)..(hi + 0.5)
     } else {
-        ch.draw_series(LineSeries::new(mean, PALETTE[1].stroke_width(2))).map_err(draw_err)?;
+        padded(lo, hi)
+    };
+    let y_desc = if discrete {
+        "relative frequency"
+    } else {
+        "density"
+    };
+    let mut ch = panel(
+        &body,
+        "",
+        xr,
+        0.0..top * 1.08,
+        options.var.as_str(),
+        y_desc,
+        true,
+    )?;
+    for c in rep_curves {
+        ch.draw_series(LineSeries::new(c, PALETTE[0].mix(0.25).stroke_width(1)))
+            .map_err(draw_err)?;
+    }
+    ch.draw_series(LineSeries::new(obs_curve, INK.stroke_width(2)))
+        .map_err(draw_err)?;
+    if mean.len() > 2 {
+        dashed(
+            &mut ch,
+            &mean,
+            (mean.len() / 40).max(1),
+            PALETTE[1].stroke_width(2),
+        )?;
+    } else {
+        ch.draw_series(LineSeries::new(mean, PALETTE[1].stroke_width(2)))
+            .map_err(draw_err)?;
     }
     Ok(())
 }

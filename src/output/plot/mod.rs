@@ -67,7 +67,10 @@ impl PlotKind {
 
     /// The kind's name on the command line.
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, k)| *k == self).map_or("?", |(n, _)| n)
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
     }
 
     /// How many quantities are drawn when none are named: 4 for the pair plot, 6 otherwise.
@@ -203,7 +206,9 @@ pub fn select_columns(
             .iter()
             .enumerate()
             .filter(|(_, n)| {
-                n.replace(' ', "") == r || n.strip_prefix(r.as_str()).is_some_and(|t| t.starts_with('['))
+                n.replace(' ', "") == r
+                    || n.strip_prefix(r.as_str())
+                        .is_some_and(|t| t.starts_with('['))
             })
             .map(|(i, _)| i)
             .collect();
@@ -272,8 +277,13 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
     for f in &mut files {
         let saved = matches!(config_value(f, "save_warmup"), Some("1" | "true"));
         if saved && !f.is_variational() {
-            let n_w: usize = config_value(f, "num_warmup").and_then(|v| v.parse().ok()).unwrap_or(0);
-            let thin: usize = config_value(f, "thin").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+            let n_w: usize = config_value(f, "num_warmup")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let thin: usize = config_value(f, "thin")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1)
+                .max(1);
             let drop = n_w.div_ceil(thin).min(f.n_draws);
             f.values.drain(..drop * f.names.len());
             f.sampler_values.drain(..drop * f.sampler_names.len());
@@ -303,7 +313,10 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
     }
     let divergent = files
         .iter()
-        .map(|f| f.sampler_column("divergent__").map(|c| c.iter().map(|&v| v != 0.0).collect()))
+        .map(|f| {
+            f.sampler_column("divergent__")
+                .map(|c| c.iter().map(|&v| v != 0.0).collect())
+        })
         .collect();
     Ok(LoadedDraws {
         draws,
@@ -320,8 +333,14 @@ pub fn read_elbo_trace(path: &Path) -> Result<Vec<(usize, f64, f64)>, PlotError>
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .map_err(|e| PlotError::new(format!("cannot read the ELBO trace `{shown}`: {e}")))?;
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let header = lines.next().map(|(_, l)| l.replace(' ', "")).unwrap_or_default();
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let header = lines
+        .next()
+        .map(|(_, l)| l.replace(' ', ""))
+        .unwrap_or_default();
     if header != "iteration,elbo,smoothed_elbo" {
         return Err(PlotError::new(format!(
             "`{shown}` is not an ELBO trace: its header is `{header}`, not `iteration,elbo,smoothed_elbo` \
@@ -331,13 +350,22 @@ pub fn read_elbo_trace(path: &Path) -> Result<Vec<(usize, f64, f64)>, PlotError>
     let mut out = Vec::new();
     for (i, line) in lines {
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        let bad = || PlotError::new(format!("`{shown}` line {}: expected `iteration,elbo,smoothed_elbo` numbers, found `{line}`", i + 1));
+        let bad = || {
+            PlotError::new(format!(
+                "`{shown}` line {}: expected `iteration,elbo,smoothed_elbo` numbers, found `{line}`",
+                i + 1
+            ))
+        };
         if f.len() != 3 {
             return Err(bad());
         }
         let it: usize = f[0].parse().map_err(|_| bad())?;
         let e: f64 = f[1].parse().map_err(|_| bad())?;
-        let s: f64 = if f[2].is_empty() { f64::NAN } else { f[2].parse().map_err(|_| bad())? };
+        let s: f64 = if f[2].is_empty() {
+            f64::NAN
+        } else {
+            f[2].parse().map_err(|_| bad())?
+        };
         out.push((it, e, s));
     }
     if out.is_empty() {
@@ -360,12 +388,11 @@ pub fn observed_values(sources: &[DataSource], var: &str) -> Result<Vec<f64>, Pl
                         .enumerate()
                         .map(|(r, cell)| match cell {
                             crate::data::csv::Cell::Number(v) => Ok(*v),
-                            crate::data::csv::Cell::Missing(t) | crate::data::csv::Cell::Text(t) => {
-                                Err(PlotError::new(format!(
-                                    "{}, column `{var}`: `{t}` is not a number",
-                                    c.row_location(r)
-                                )))
-                            }
+                            crate::data::csv::Cell::Missing(t)
+                            | crate::data::csv::Cell::Text(t) => Err(PlotError::new(format!(
+                                "{}, column `{var}`: `{t}` is not a number",
+                                c.row_location(r)
+                            ))),
                         })
                         .collect();
                 }
@@ -401,7 +428,10 @@ pub fn write_svg(path: &Path, svg: &str) -> Result<(), PlotError> {
 /// Checks that `path` names an SVG file (`.svg`, any case). Errors: another extension, with
 /// advice for PNG.
 pub fn check_output_path(path: &Path) -> Result<(), PlotError> {
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_lowercase);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_lowercase);
     match ext.as_deref() {
         Some("svg") => Ok(()),
         Some("png") => Err(PlotError::new(format!(

@@ -12,7 +12,8 @@ use super::PlotError;
 /// A drawing area on the SVG backend.
 pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 /// A chart with f64 axes on the SVG backend.
-pub(super) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+pub(super) type Chart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Matplotlib's `tab10` cycle, which ArviZ's default style uses for chains (C0, C1, …).
 pub(super) const PALETTE: [RGBColor; 10] = [
@@ -31,6 +32,10 @@ pub(super) const PALETTE: [RGBColor; 10] = [
 /// The colour of divergent transitions in the pair plot (not in the chain cycle's first
 /// entries, so it stands out on blue points).
 pub(super) const DIVERGENT: RGBColor = RGBColor(0xe4, 0x1a, 0x1c);
+
+/// Near-black ink of reference marks (the uniform line of rank plots, HDI bars, observed
+/// data), distinct from the pure black of the axes.
+pub(super) const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 
 /// Height in pixels of the header line above every plot.
 pub(super) const HEAD: u32 = 28;
@@ -76,7 +81,11 @@ pub(super) fn tick(v: &f64) -> String {
         format!("{v:.1e}")
     } else {
         let s = format!("{:.4}", v);
-        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+        let s = if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        };
         if s == "-0" { "0".into() } else { s }
     }
 }
@@ -123,14 +132,20 @@ pub(super) fn panel<'a, 'b>(
 }
 
 /// The header line: `title` (if any) at the left, then `legend` entries as coloured words.
-pub(super) fn header(area: &Area<'_>, title: Option<&str>, legend: &[(String, RGBColor)]) -> Result<(), PlotError> {
+pub(super) fn header(
+    area: &Area<'_>,
+    title: Option<&str>,
+    legend: &[(String, RGBColor)],
+) -> Result<(), PlotError> {
     let mut x = 8;
     if let Some(t) = title {
-        area.draw(&Text::new(t.to_string(), (x, 8), font(13))).map_err(draw_err)?;
+        area.draw(&Text::new(t.to_string(), (x, 8), font(13)))
+            .map_err(draw_err)?;
         x += (t.chars().count() as i32) * 7 + 20;
     }
     for (label, color) in legend {
-        area.draw(&Text::new(label.clone(), (x, 8), font(12).color(color))).map_err(draw_err)?;
+        area.draw(&Text::new(label.clone(), (x, 8), font(12).color(color)))
+            .map_err(draw_err)?;
         x += (label.chars().count() as i32) * 7 + 14;
     }
     Ok(())
@@ -138,7 +153,9 @@ pub(super) fn header(area: &Area<'_>, title: Option<&str>, legend: &[(String, RG
 
 /// The legend entries `chain 1`, `chain 2`, … in the chains' colours.
 pub(super) fn chain_legend(m: usize) -> Vec<(String, RGBColor)> {
-    (0..m).map(|c| (format!("chain {}", c + 1), chain_color(c))).collect()
+    (0..m)
+        .map(|c| (format!("chain {}", c + 1), chain_color(c)))
+        .collect()
 }
 
 /// Draws the polyline through `points` dashed (pieces of `on` segments, every other one drawn).

@@ -49,7 +49,10 @@ impl Session {
         } else {
             options.params = words.iter().flat_map(|w| plot::split_params(w)).collect();
         }
-        options.title = Some(format!("{} ({}, {})", f.name, f.result.method, f.model_name));
+        options.title = Some(format!(
+            "{} ({}, {})",
+            f.name, f.result.method, f.model_name
+        ));
         let divergent: Option<Vec<Vec<bool>>> = match &f.result.details {
             FitDetails::Mcmc(m) if m.chains.iter().all(|c| !c.stats.divergent.is_empty()) => {
                 Some(m.chains.iter().map(|c| c.stats.divergent.clone()).collect())
@@ -81,7 +84,12 @@ impl Session {
             .and_then(|()| plot::render_svg(&input, &options))
             .and_then(|svg| plot::write_svg(&path, &svg));
         match written {
-            Ok(()) => Output::ok(format!("{} plot of {} written to {}", kind.name(), f.name, path.display())),
+            Ok(()) => Output::ok(format!(
+                "{} plot of {} written to {}",
+                kind.name(),
+                f.name,
+                path.display()
+            )),
             Err(e) => Output::error(format!("error: {e}")),
         }
     }
