@@ -5,6 +5,7 @@ mod check;
 mod diagnose;
 mod evaluate;
 pub(crate) mod fit;
+mod plot;
 mod predict;
 mod summary;
 
@@ -48,6 +49,9 @@ enum Command {
     Diagnose(diagnose::DiagnoseArgs),
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
+    /// Draw a trace, rank, pair, density, forest, ELBO or posterior predictive plot of saved
+    /// draws files as SVG.
+    Plot(plot::PlotArgs),
     /// Interactive session: load or type a model, fit it, inspect and compare posteriors
     /// (reads commands from standard input when it is not a terminal).
     Repl,
@@ -82,6 +86,7 @@ pub fn run() -> i32 {
         Command::Check(args) => check::run(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Summary(args) => summary::run(args),
+        Command::Plot(args) => plot::run(args),
         Command::Repl => crate::repl::run(),
         Command::Predict(args) => predict::run(args),
         Command::Evaluate(args) => evaluate::run(args),

@@ -5,6 +5,7 @@
 //! was written and synced in full, so a file is written whole or not at all.
 
 pub mod fit_files;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod stan_csv;

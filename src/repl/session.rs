@@ -7,6 +7,7 @@ use text::*;
 
 mod fitting;
 mod inspect;
+mod plot;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -127,6 +128,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         ":elbo",
         "[FIT]",
         "the ELBO trace of a variational fit as a sparkline",
+    ),
+    (
+        ":plot",
+        "KIND [PARAM,...] [FILE.svg]",
+        "SVG plot of the last fit: trace, rank, pair, density, forest, elbo, ppc (as `bayesc plot`)",
     ),
     (
         ":set",
@@ -401,6 +407,7 @@ impl Session {
             "save" => self.save(&args),
             "diagnostics" | "diag" => self.diagnostics(&args),
             "elbo" => self.elbo(&args),
+            "plot" => self.plot(&args),
             "set" => self.set(&args),
             "unset" => self.unset(&args),
             "help" | "h" | "?" => Output::ok(help_text()),
