@@ -584,8 +584,14 @@ fn qbvi_and_qnvb_warn_on_improper_posteriors() {
             "{m}"
         );
     }
-    // No model block: L is constant, q spreads without bound (QNVB: sd ≈ 1000).
-    let z = common::compile_source("z.bayes", "parameters { real z; }\n", None, &[]);
+    // L constant in z (a parameter in no statement is now a compile error, so the flat
+    // direction is written out): q spreads without bound (QNVB: sd ≈ 1000).
+    let z = common::compile_source(
+        "z.bayes",
+        "parameters { real z; }\nmodel { target += 0 * z; }\n",
+        None,
+        &[],
+    );
     for method in [Method::Qnvb, Method::Qbvi] {
         let r = run(&z, &FitOptions::new(method, 1));
         let vi = r.vi.as_ref().expect("diagnostics");

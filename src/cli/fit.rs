@@ -258,6 +258,24 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
     match &result.details {
         FitDetails::Qbvi(fit) => {
             match fit.stop {
+                // q drifts along an improper direction: the exit rule fired on a plateau of the
+                // smoothed ELBO, not at an optimum (issue 13, item 2)
+                StopReason::ExitRule
+                    if fit.skipped_steps == 0
+                        && result.vi.as_ref().is_some_and(|v| {
+                            v.collapsed.is_empty() && !v.unbounded.is_empty()
+                        }) =>
+                {
+                    println!(
+                        "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but \
+                         the approximation is drifting along {} (see below), so there is no optimum \
+                         to converge to; smoothed ELBO = {:.3}",
+                        fit.iterations,
+                        result.seconds,
+                        result.vi.as_ref().map(|v| v.unbounded.join(", ")).unwrap_or_default(),
+                        fit.best_smoothed_elbo
+                    )
+                }
                 StopReason::ExitRule
                     if fit.skipped_steps == 0
                         && result.vi.as_ref().is_none_or(|v| v.collapsed.is_empty()) =>
@@ -316,6 +334,18 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
         }
         FitDetails::Qnvb(fit) => {
             match fit.stop {
+                QnvbStop::Converged
+                    if result.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty()) =>
+                {
+                    println!(
+                        "WARNING: not converged: the smoothed ELBO stopped improving after {} \
+                         iterations ({:.2} s), but the approximation is drifting along {} (see \
+                         below), so there is no optimum to converge to",
+                        fit.iterations,
+                        result.seconds,
+                        result.vi.as_ref().map(|v| v.unbounded.join(", ")).unwrap_or_default()
+                    )
+                }
                 QnvbStop::Converged => println!(
                     "converged: the smoothed ELBO stopped improving after {} iterations ({:.2} s)",
                     fit.iterations, result.seconds

@@ -179,7 +179,7 @@ pub struct FitArgs {
     /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
     /// IVON, BBB, BBVI, NG-BBVI, Vadam, VOGN: the learning rate (defaults 0.1, 0.01, 0.2, 0.01,
     /// 0.001 and 0.1); MGVB, EMGVB: β₀ (0.01); NGVI, VON: β (0.05).
-    #[arg(long, help_heading = "Variational inference")]
+    #[arg(long, allow_negative_numbers = true, help_heading = "Variational inference")]
     pub step_size: Option<f64>,
     /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
     /// smoothed value is empty until its window is full) to FILE as CSV. Laplace has no
@@ -223,7 +223,7 @@ pub struct FitArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub thin: u64,
     /// NUTS/HMC: target acceptance statistic of the step-size adaptation, in (0, 1).
-    #[arg(long, default_value_t = 0.8, help_heading = "MCMC")]
+    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true, help_heading = "MCMC")]
     pub adapt_delta: f64,
     /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]

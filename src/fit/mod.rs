@@ -399,8 +399,13 @@ pub struct OptimizeFit {
     /// J = ∂θ/∂ζ at ζ̂ by central differences of the constraining map. For a scalar
     /// parameter transformed on its own this is |dθ/dζ|·se_ζ. NaN when Σ is unavailable.
     pub std_errors: Vec<f64>,
-    /// True when L-BFGS reported convergence (see `lbfgs.message`).
+    /// True when L-BFGS reported convergence (see `lbfgs.message`) and no flat direction was
+    /// found.
     pub converged: bool,
+    /// Parameters (unconstrained coordinates) along which the density is flat from ζ̂ out to
+    /// 100 units on one side ([`crate::inference::flat::flat_at_point`]; probed only when −H is
+    /// not positive definite): there is no optimum, and ζ̂ is an arbitrary point.
+    pub flat: Vec<String>,
 }
 
 /// Algorithm-specific results kept beside the draws.
@@ -1043,8 +1048,38 @@ pub fn fit(
             let settings = LaplaceSettings {
                 optimize: options.optimize.clone(),
             };
-            let fit = laplace::laplace(model, &mode, &settings)
-                .map_err(|e| algorithm(Method::Laplace)(&e))?;
+            let fit = laplace::laplace(model, &mode, &settings).map_err(|e| {
+                // −H not positive definite: name the flat directions, if any (issue 13, item 2)
+                let d = mode.len();
+                let flat = if e == laplace::LaplaceError::NotMaximum {
+                    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, &mode)
+                        .ok()
+                        .map(|h| h.iter().map(|v| -v).collect());
+                    let candidates = match &nh {
+                        Some(nh) => crate::inference::flat::null_rows(nh, d),
+                        None => (0..d).collect(),
+                    };
+                    let coords = crate::inference::flat::flat_at_point(model, &mode, &candidates);
+                    crate::inference::flat::coordinate_names(&model.parameter_names(), d, &coords)
+                } else {
+                    Vec::new()
+                };
+                if flat.is_empty() {
+                    algorithm(Method::Laplace)(&e)
+                } else {
+                    FitError::Algorithm {
+                        method: Method::Laplace,
+                        message: format!(
+                            "the posterior is improper: the log density does not change along \
+                             {} (its gradient is 0 from the mode search's end point out to 100 \
+                             units on the unconstrained scale), so there is no mode to \
+                             approximate; give it a proper prior or check that the likelihood \
+                             depends on it",
+                            flat.join(", ")
+                        ),
+                    }
+                }
+            })?;
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian(
                 model,
@@ -1109,6 +1144,18 @@ pub fn fit(
             let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
             let mut out = mcmc::sample(model, &settings, &inits, &progress, monitor.stop)
                 .map_err(|e| algorithm(options.method)(&e))?;
+            let names = model.parameter_names();
+            if names.len() == model.dim() {
+                for n in out.flat.iter_mut() {
+                    if let Some(i) = n
+                        .strip_prefix("zeta[")
+                        .and_then(|r| r.strip_suffix(']'))
+                        .and_then(|r| r.parse::<usize>().ok())
+                    {
+                        *n = names[i - 1].clone();
+                    }
+                }
+            }
             let seconds = start.elapsed().as_secs_f64();
             let d = out.dim;
             let chains: Vec<Vec<Vec<f64>>> = out

@@ -33,6 +33,7 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
             }
         };
     // Σ = (−H)⁻¹ when −H is positive definite
+    let neg_h_kept = neg_h.clone();
     let cov: Option<Vec<f64>> = neg_h.and_then(|nh| {
         let m = faer::Mat::from_fn(d, d, |i, j| 0.5 * (nh[i * d + j] + nh[j * d + i]));
         let inv = m.llt(faer::Side::Lower).ok()?.inverse();
@@ -103,8 +104,21 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         }
         None => vec![f64::NAN; p],
     };
+    // −H not positive definite: probe the coordinates with a zero Hessian row (all of them
+    // when there is no Hessian) for a flat direction, O(d) gradients (issue 13, item 2)
+    let flat = if cov.is_none() {
+        let candidates = match &neg_h_kept {
+            Some(nh) => crate::inference::flat::null_rows(nh, d),
+            None => (0..d).collect(),
+        };
+        let coords = crate::inference::flat::flat_at_point(&density, &point, &candidates);
+        crate::inference::flat::coordinate_names(&model.parameter_names(), d, &coords)
+    } else {
+        Vec::new()
+    };
     Ok(OptimizeFit {
-        converged: lbfgs.converged,
+        converged: lbfgs.converged && flat.is_empty(),
+        flat,
         lbfgs,
         newton_steps,
         jacobian: options.jacobian,

@@ -502,6 +502,10 @@ pub struct McmcOutput {
     /// True if `stop` was raised: the chains hold the draws made so far (possibly fewer than
     /// requested, or none if stopped during warmup).
     pub interrupted: bool,
+    /// Unconstrained coordinates along which the log density was flat over the draws
+    /// ([`crate::inference::flat::flat_in_draws`]): the posterior is improper there. Named
+    /// `zeta[i]` (1-based) by [`sample`]; the caller may rename them after the parameters.
+    pub flat: Vec<String>,
 }
 
 /// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
@@ -525,6 +529,15 @@ impl McmcOutput {
         let mut out = Vec::new();
         if self.interrupted {
             out.push("sampling was interrupted: the draws are those made before the stop".into());
+        }
+        if !self.flat.is_empty() {
+            out.push(format!(
+                "the log density does not change along {} anywhere the chains went (its \
+                 gradient there is 0 at every checked draw): the posterior is improper in that \
+                 direction, so these draws are not from a posterior. Give it a proper prior, or \
+                 check that the likelihood depends on it",
+                self.flat.join(", ")
+            ));
         }
         let kept: usize = self.chains.iter().map(|c| c.stats.len()).sum();
         let divergent: usize = self.chains.iter().map(|c| c.divergences).sum();
@@ -599,11 +612,19 @@ pub fn sample(
         interrupted |= stopped;
         chains.push(chain);
     }
+    let flat = if dim > 0 {
+        let draws: Vec<&[f64]> = chains.iter().flat_map(|c| c.draws.chunks(dim)).collect();
+        let coords = super::flat::flat_in_draws(density, &draws);
+        coords.iter().map(|i| format!("zeta[{}]", i + 1)).collect()
+    } else {
+        Vec::new()
+    };
     Ok(McmcOutput {
         dim,
         method: settings.method.clone(),
         chains,
         interrupted,
+        flat,
     })
 }
 

@@ -3,6 +3,7 @@
 pub mod adapt;
 pub mod density;
 pub mod draws;
+pub mod flat;
 pub mod hessian;
 pub mod hmc;
 pub mod init;

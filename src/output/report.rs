@@ -315,7 +315,16 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
         "iterations: {} L-BFGS + {} Newton steps ({:.2} s)",
         fit.lbfgs.iterations, fit.newton_steps, result.seconds
     );
-    if fit.converged {
+    if !fit.flat.is_empty() {
+        let _ = writeln!(
+            s,
+            "WARNING: no optimum: the log density does not change along {} (its gradient is 0 \
+             from the end point out to 100 units on the unconstrained scale), so the estimate \
+             there is arbitrary and the posterior is improper; give it a proper prior or check \
+             that the likelihood depends on it",
+            fit.flat.join(", ")
+        );
+    } else if fit.converged {
         let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
     } else {
         let _ = writeln!(

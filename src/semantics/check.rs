@@ -269,6 +269,9 @@ pub(super) struct Checker<'p> {
     params: Vec<(String, Span)>,
     /// Parameters that appear on the left of `~` or in a `target +=`.
     has_prior: HashSet<String>,
+    /// Names referenced in the `transformed parameters` and `model` blocks (the statements
+    /// that make up the log density).
+    used_in_density: HashSet<String>,
     /// For transformed parameters and locals: the parameters their assigned values depend on.
     deps: HashMap<String, BTreeSet<String>>,
 }
@@ -287,6 +290,7 @@ impl<'p> Checker<'p> {
             func: None,
             params: Vec::new(),
             has_prior: HashSet::new(),
+            used_in_density: HashSet::new(),
             deps: HashMap::new(),
         }
     }
@@ -353,6 +357,26 @@ impl<'p> Checker<'p> {
             })
             .collect();
         self.warnings.extend(no_prior);
+        // A parameter with an improper flat prior (unbounded on a side) that the log density
+        // does not depend on: its posterior is that flat prior (issue 13, item 2). Only once
+        // the program has a model block: the REPL checks blocks as they are typed, and a
+        // parameters block on its own is a model being written (a fit then reports the flat
+        // direction at run time).
+        let has_density = p.block_spans.model.is_some() || !p.transformed_parameters.is_empty();
+        let unused: Vec<SemanticError> = if !has_density {
+            Vec::new()
+        } else {
+            self
+            .params
+            .iter()
+            .filter(|(n, _)| !self.used_in_density.contains(n))
+            .map(|(n, s)| SemanticError::UnusedParameter {
+                name: n.clone(),
+                span: *s,
+            })
+            .collect()
+        };
+        self.errors.extend(unused);
     }
 
     fn err(&mut self, e: SemanticError) {

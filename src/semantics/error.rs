@@ -352,6 +352,56 @@ pub enum SemanticError {
         /// The declaration (secondary label).
         decl_span: Span,
     },
+    /// A parameter with an unbounded flat prior that appears in no statement of `transformed
+    /// parameters` or `model`: the log density does not depend on it, so its posterior is the
+    /// improper flat prior and no method can fit it (issue 13, item 2).
+    #[error(
+        "parameter `{name}` appears in no statement of the `transformed parameters` or `model` \
+         block, so its posterior is an improper flat density"
+    )]
+    UnusedParameter {
+        /// The parameter.
+        name: String,
+        /// Primary label: its declaration.
+        span: Span,
+    },
+    /// Constant bounds with lower ≥ upper: the declared set is empty (or a point).
+    #[error("the bounds of `{name}` are in the wrong order: lower = {lower} is not below upper = {upper}")]
+    BoundsReversed {
+        /// The variable declared.
+        name: String,
+        /// The lower bound as written.
+        lower: String,
+        /// The upper bound as written.
+        upper: String,
+        /// Primary label: the constraint.
+        span: Span,
+    },
+    /// Integer division or modulus by the literal 0.
+    #[error("integer division by zero in `{expr}`")]
+    DivisionByZero {
+        /// The expression as written.
+        expr: String,
+        /// Primary label: the expression.
+        span: Span,
+    },
+    /// Two operands whose declared sizes are different integer literals (e.g. `vector[3]` plus
+    /// `vector[2]`): the expression can never be evaluated.
+    #[error("`{lhs}` has size {lhs_size} but `{rhs}` has size {rhs_size} in {context}")]
+    LiteralSizeMismatch {
+        /// The first operand as written.
+        lhs: String,
+        /// Its declared size(s), e.g. "3" or "2 × 3".
+        lhs_size: String,
+        /// The second operand as written.
+        rhs: String,
+        /// Its declared size(s).
+        rhs_size: String,
+        /// "`a + b`" or "the arguments of `normal`".
+        context: String,
+        /// Primary label: the expression.
+        span: Span,
+    },
     /// A user-defined function defined twice.
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
@@ -401,7 +451,11 @@ impl SemanticError {
             | NonDataArgument { span, .. }
             | NoLogCdf { span, .. }
             | DeclaredInLaterBlock { span, .. }
-            | FunctionRedefinition { span, .. } => *span,
+            | FunctionRedefinition { span, .. }
+            | UnusedParameter { span, .. }
+            | BoundsReversed { span, .. }
+            | DivisionByZero { span, .. }
+            | LiteralSizeMismatch { span, .. } => *span,
         }
     }
 }
@@ -671,6 +725,25 @@ impl ToDiagnostic for SemanticError {
             FunctionRedefinition { span, previous, .. } => {
                 labels.push(primary(*span, "defined again here"));
                 labels.push(secondary(*previous, "first defined here"));
+            }
+            UnusedParameter { name, span } => {
+                labels.push(primary(*span, "not used in the log density"));
+                notes.push(format!(
+                    "help: give `{name}` a prior (e.g. `{name} ~ normal(0, 1);`) and use it in the \
+                     likelihood, declare both bounds (a uniform prior), or remove it; a quantity \
+                     computed only from draws belongs in `generated quantities`"
+                ));
+            }
+            BoundsReversed { span, .. } => {
+                labels.push(primary(*span, "no value satisfies these bounds"));
+                notes.push("help: write the smaller value as `lower` and the larger as `upper`".into());
+            }
+            DivisionByZero { span, .. } => {
+                labels.push(primary(*span, "the divisor is 0"));
+            }
+            LiteralSizeMismatch { span, .. } => {
+                labels.push(primary(*span, "the sizes differ"));
+                notes.push("help: declare both with the same size".into());
             }
         }
         Diagnostic::error()

@@ -259,7 +259,7 @@ fn assignment_permissions_follow_blocks() {
         kinds,
         ["transformed data variable", "transformed parameter"]
     );
-    match one_error("parameters { real p; } model { p = 1; }") {
+    match one_error("parameters { real p; } model { p = 1; p ~ normal(0, 1); }") {
         SemanticError::ReadOnlyAssignment { name, kind, .. } => {
             assert_eq!((name.as_str(), kind.as_str()), ("p", "parameter"))
         }
@@ -379,7 +379,8 @@ fn sizes_are_int_data() {
         SemanticError::TypeMismatch { .. }
     ));
     match one_error(
-        "data { int N; } parameters { vector[N] t; } generated quantities { vector[size(t)] u; }",
+        "data { int N; } parameters { vector[N] t; } model { t ~ normal(0, 1); } \
+         generated quantities { vector[size(t)] u; }",
     ) {
         SemanticError::NonDataSize { var, .. } => assert_eq!(var, "t"),
         e => panic!("{e:?}"),
@@ -389,6 +390,29 @@ fn sizes_are_int_data() {
         "data { int N; } parameters { vector[N] t; } model { vector[size(t)] u = t; t ~ normal(0, 1); }",
     );
     assert!(out.errors.is_empty(), "{:#?}", out.errors);
+}
+
+#[test]
+fn a_parameter_in_no_statement_of_the_density_is_an_error_unless_bounded() {
+    // issue 13, item 2: its posterior is the improper flat prior
+    match one_error("parameters { real a; real b; } model { a ~ normal(0, 1); } generated quantities { real c = b; }") {
+        SemanticError::UnusedParameter { name, .. } => assert_eq!(name, "b"),
+        e => panic!("{e:?}"),
+    }
+    // a bounded one is uniform (proper); one used through a transformed parameter counts
+    let out = run(
+        "parameters { real a; real<lower=0, upper=1> p; real z; } \
+         transformed parameters { real w = 2 * z; } model { a ~ normal(0, 1); w ~ normal(0, 1); }",
+    );
+    assert!(out.errors.is_empty(), "{:#?}", out.errors);
+    match one_error("parameters { real<lower=2, upper=2> a; } model { a ~ normal(0, 1); }") {
+        SemanticError::BoundsReversed { name, .. } => assert_eq!(name, "a"),
+        e => panic!("{e:?}"),
+    }
+    match one_error("transformed data { int k = 5 % 0; }") {
+        SemanticError::DivisionByZero { expr, .. } => assert_eq!(expr, "5 % 0"),
+        e => panic!("{e:?}"),
+    }
 }
 
 #[test]

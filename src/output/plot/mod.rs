@@ -383,14 +383,18 @@ pub fn observed_values(sources: &[DataSource], var: &str) -> Result<Vec<f64>, Pl
         match s {
             DataSource::Csv(c) => {
                 if let Some(j) = c.column_index(var) {
-                    return c.columns[j]
-                        .iter()
-                        .enumerate()
-                        .map(|(r, cell)| match cell {
-                            crate::data::csv::Cell::Number(v) => Ok(*v),
-                            crate::data::csv::Cell::Missing(t)
-                            | crate::data::csv::Cell::Text(t) => Err(PlotError::new(format!(
+                    let col = &c.columns[j];
+                    return (0..col.values.len())
+                        .map(|r| match col.cell(r) {
+                            Some(crate::data::csv::Cell::Number(v)) => Ok(v),
+                            Some(
+                                crate::data::csv::Cell::Missing(t) | crate::data::csv::Cell::Text(t),
+                            ) => Err(PlotError::new(format!(
                                 "{}, column `{var}`: `{t}` is not a number",
+                                c.row_location(r)
+                            ))),
+                            None => Err(PlotError::new(format!(
+                                "{}, column `{var}`: the cell is not a number",
                                 c.row_location(r)
                             ))),
                         })
@@ -402,7 +406,7 @@ pub fn observed_values(sources: &[DataSource], var: &str) -> Result<Vec<f64>, Pl
                 if let Some(entry) = j.entries.get(var) {
                     return entry
                         .as_ref()
-                        .map(|a| a.values.clone())
+                        .map(|a| a.values.as_ref().clone())
                         .map_err(|e| PlotError::new(e.to_string()));
                 }
                 names.extend(j.entries.keys().cloned());

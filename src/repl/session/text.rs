@@ -175,7 +175,13 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             let _ = writeln!(
                 s,
                 "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
-                stop_reason(q.stop, q.skipped_steps),
+                match (&r.vi, q.stop) {
+                    (Some(v), StopReason::ExitRule) if !v.unbounded.is_empty() => {
+                        "NOT converged (the exit rule fired while q drifts along an improper \
+                         direction, see below)"
+                    }
+                    _ => stop_reason(q.stop, q.skipped_steps),
+                },
                 q.iterations,
                 r.seconds,
                 q.best_smoothed_elbo
@@ -184,6 +190,10 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
         FitDetails::Qnvb(q) => {
             use crate::inference::qnvb::QnvbStop;
             let how = match q.stop {
+                QnvbStop::Converged if r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty()) => {
+                    "NOT converged (the exit rule fired while q drifts along an improper \
+                     direction, see below)"
+                }
                 QnvbStop::Converged => "converged (the smoothed-ELBO exit rule fired)",
                 QnvbStop::MaxIterations => "NOT converged: stopped at the iteration cap",
                 QnvbStop::Interrupted => "INTERRUPTED",

@@ -204,6 +204,17 @@ impl<'p> Checker<'p> {
         // parameters: both hold by scoping, since blocks are checked in order and a name is
         // visible only after its declaration.
         let c = &d.ty.constraint;
+        if let (Some(lo), Some(hi)) = (&c.lower, &c.upper)
+            && let (Some(a), Some(b)) = (pretty::constant_value(lo), pretty::constant_value(hi))
+            && a >= b
+        {
+            self.err(SemanticError::BoundsReversed {
+                name: name.clone(),
+                lower: pretty::expr(lo),
+                upper: pretty::expr(hi),
+                span: d.ty.span,
+            });
+        }
         for e in [&c.lower, &c.upper, &c.offset, &c.multiplier]
             .into_iter()
             .flatten()

@@ -36,13 +36,51 @@ impl<'p> Checker<'p> {
         });
     }
 
+    /// The declared sizes of `e` when it is a variable whose sizes are all integer literals
+    /// (outermost first), as "3" or "2 × 3".
+    pub(super) fn literal_sizes(&self, e: &Expr) -> Option<String> {
+        let ExprKind::Var(name) = &e.kind else {
+            return None;
+        };
+        let info = self.scopes.lookup(name)?;
+        if info.sizes.is_empty() || info.sizes.iter().any(|s| s.parse::<u64>().is_err()) {
+            return None;
+        }
+        Some(info.sizes.join(" × "))
+    }
+
+    /// Reports [`SemanticError::LiteralSizeMismatch`] when `a` and `b` are variables declared
+    /// with different literal sizes (issue 13, item 9: such a model used to fail only at run
+    /// time, as "initialisation failed").
+    pub(super) fn literal_sizes_agree(&mut self, a: &Expr, b: &Expr, context: &str, span: Span) {
+        if let (Some(x), Some(y)) = (self.literal_sizes(a), self.literal_sizes(b))
+            && x != y
+        {
+            self.err(SemanticError::LiteralSizeMismatch {
+                lhs: pretty::expr(a),
+                lhs_size: x,
+                rhs: pretty::expr(b),
+                rhs_size: y,
+                context: context.to_string(),
+                span,
+            });
+        }
+    }
+
     /// The type of `e`, or `None` after reporting an error in it.
     pub(super) fn expr(&mut self, e: &Expr) -> Option<Type> {
         match &e.kind {
             ExprKind::IntLit(_) => Some(Type::INT),
             ExprKind::RealLit(_) => Some(Type::REAL),
             ExprKind::Var(name) => match self.scopes.lookup(name) {
-                Some(info) => Some(info.ty),
+                Some(info) => {
+                    if matches!(self.block, Block::TransformedParameters | Block::Model)
+                        && self.func.is_none()
+                    {
+                        self.used_in_density.insert(name.clone());
+                    }
+                    Some(info.ty)
+                }
                 None => {
                     self.undeclared(name, e.span);
                     None
@@ -54,6 +92,22 @@ impl<'p> Checker<'p> {
                 let (l, r) = (l?, r?);
                 match operators::binary(*op, l, r) {
                     Ok(t) => {
+                        if matches!(op, BinOp::IntDiv | BinOp::Mod | BinOp::Div)
+                            && l.is_int()
+                            && r.is_int()
+                            && matches!(rhs.kind, ExprKind::IntLit(0))
+                        {
+                            self.err(SemanticError::DivisionByZero {
+                                expr: pretty::expr(e),
+                                span: e.span,
+                            });
+                        }
+                        if matches!(op, BinOp::Add | BinOp::Sub | BinOp::EltMul | BinOp::EltDiv)
+                            && !l.is_scalar()
+                            && !r.is_scalar()
+                        {
+                            self.literal_sizes_agree(lhs, rhs, &format!("`{}`", pretty::expr(e)), e.span);
+                        }
                         if *op == BinOp::Div && l.is_int() && r.is_int() {
                             let (a, b) = (pretty::expr(lhs), pretty::expr(rhs));
                             self.warnings.push(Warning::IntegerDivision {

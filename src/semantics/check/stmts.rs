@@ -435,6 +435,15 @@ impl<'p> Checker<'p> {
             });
         } else {
             self.check_dist_params(sig, sig.name, args, &arg_tys, 1);
+            // a univariate family vectorises elementwise: the sizes must agree
+            let context = format!("the arguments of `{}`", sig.name);
+            for a in args {
+                if self.literal_sizes(lhs).is_some_and(|s| !s.contains('×'))
+                    && self.literal_sizes(a).is_some_and(|s| !s.contains('×'))
+                {
+                    self.literal_sizes_agree(lhs, a, &context, span);
+                }
+            }
         }
 
         if let Some(t) = lhs_ty {

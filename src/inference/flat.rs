@@ -1,0 +1,155 @@
+//! Flat directions of a log density: unconstrained coordinates along which L does not change
+//! over a wide region, so that the posterior is improper there (a parameter that enters only a
+//! flat region of the likelihood, or a likelihood with no observations under flat priors).
+//! Issue 13, item 2: methods must not report a posterior or an optimum along such a direction.
+//!
+//! Both checks cost O(d) gradient evaluations or fewer and run only when the fit's own evidence
+//! calls for them (a Hessian that is not negative definite), or on a fixed number of draws.
+
+use super::density::LogDensity;
+
+/// |∂L/∂ζ_i| at or below `FLAT_GRAD · (1 + ‖∇L‖∞)` counts as zero ([X], a design decision):
+/// a smooth density that depends on ζ_i has a gradient of exactly (or nearly) zero in that
+/// coordinate only on a set of measure zero, so zero at every probe means L ignores ζ_i there.
+pub const FLAT_GRAD: f64 = 1e-12;
+
+/// Steps along ±e_i of [`flat_at_point`], on the unconstrained scale: probing out to 100 units
+/// (e^100 for a positive parameter) is "a wide region" by any posterior's scale.
+pub const FLAT_STEPS: [f64; 3] = [1.0, 10.0, 100.0];
+
+/// Number of draws at which [`flat_in_draws`] evaluates the gradient.
+pub const FLAT_DRAWS: usize = 40;
+
+fn grad_at(density: &dyn LogDensity, z: &[f64]) -> Option<Vec<f64>> {
+    let mut g = vec![0.0; z.len()];
+    match density.log_density_grad(z, &mut g) {
+        Ok(v) if v.is_finite() && g.iter().all(|x| x.is_finite()) => Some(g),
+        _ => None,
+    }
+}
+
+fn is_zero(g: &[f64], i: usize) -> bool {
+    let scale = 1.0 + g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    g[i].abs() <= FLAT_GRAD * scale
+}
+
+/// The coordinates i along which L is flat on one side of `point` (length d): ∂L/∂ζ_i ≈ 0
+/// (see [`FLAT_GRAD`]) at `point` and at `point ± t·e_i` for every t in [`FLAT_STEPS`], on the
+/// + side or on the − side. Only the `candidates` are probed (e.g. the coordinates where the
+/// Hessian's row is zero), at 1 + 6 gradient evaluations each at most. A probe where L or its
+/// gradient is not finite ends that side (not flat).
+pub fn flat_at_point(density: &dyn LogDensity, point: &[f64], candidates: &[usize]) -> Vec<usize> {
+    let Some(g0) = grad_at(density, point) else {
+        return Vec::new();
+    };
+    candidates
+        .iter()
+        .copied()
+        .filter(|&i| is_zero(&g0, i))
+        .filter(|&i| {
+            [1.0, -1.0].iter().any(|&sign| {
+                FLAT_STEPS.iter().all(|&t| {
+                    let mut z = point.to_vec();
+                    z[i] += sign * t;
+                    grad_at(density, &z).is_some_and(|g| is_zero(&g, i))
+                })
+            })
+        })
+        .collect()
+}
+
+/// The coordinates of a negative Hessian `neg_h` (d × d, row-major) whose row is zero to
+/// rounding relative to the largest entry: the candidates for [`flat_at_point`].
+pub fn null_rows(neg_h: &[f64], d: usize) -> Vec<usize> {
+    let scale = neg_h.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    (0..d)
+        .filter(|&i| {
+            (0..d).all(|j| {
+                let v = neg_h[i * d + j];
+                v.is_finite() && v.abs() <= 1e-8 * (1.0 + scale)
+            })
+        })
+        .collect()
+}
+
+/// The coordinates i along which the gradient is ≈ 0 (see [`FLAT_GRAD`]) at every one of up to
+/// [`FLAT_DRAWS`] draws spread over `draws` (each of length d), while the draws differ in ζ_i:
+/// L does not change along ζ_i over the region the fit visited. Draws where L or its gradient
+/// is not finite are skipped; with fewer than 5 usable draws nothing is reported.
+pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
+    use rayon::prelude::*;
+    if draws.is_empty() {
+        return Vec::new();
+    }
+    let d = draws[0].len();
+    let step = draws.len().div_ceil(FLAT_DRAWS).max(1);
+    let picked: Vec<&[f64]> = draws.iter().step_by(step).copied().collect();
+    let grads: Vec<(usize, Vec<f64>)> = picked
+        .par_iter()
+        .enumerate()
+        .filter_map(|(k, z)| grad_at(density, z).map(|g| (k, g)))
+        .collect();
+    if grads.len() < 5 {
+        return Vec::new();
+    }
+    (0..d)
+        .filter(|&i| {
+            let lo = grads.iter().map(|(k, _)| picked[*k][i]).fold(f64::INFINITY, f64::min);
+            let hi = grads.iter().map(|(k, _)| picked[*k][i]).fold(f64::NEG_INFINITY, f64::max);
+            hi > lo && grads.iter().all(|(_, g)| is_zero(g, i))
+        })
+        .collect()
+}
+
+/// Names for unconstrained coordinates: `names[i]` when there is one name per coordinate (every
+/// parameter a scalar or a vector without a constraint that changes the dimension), else
+/// `zeta[i]` (1-based).
+pub fn coordinate_names(names: &[String], d: usize, coords: &[usize]) -> Vec<String> {
+    coords
+        .iter()
+        .map(|&i| {
+            if names.len() == d {
+                names[i].clone()
+            } else {
+                format!("zeta[{}]", i + 1)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::DensityError;
+
+    /// L(x, y) = −x²/2 − (max(y, 10) − 10)²/2: flat in y below 10.
+    struct HalfFlat;
+    impl LogDensity for HalfFlat {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn log_density(&self, t: &[f64]) -> Result<f64, DensityError> {
+            let u = t[1].max(10.0) - 10.0;
+            Ok(-0.5 * t[0] * t[0] - 0.5 * u * u)
+        }
+        fn log_density_grad(&self, t: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+            let u = t[1].max(10.0) - 10.0;
+            g[0] = -t[0];
+            g[1] = -u;
+            Ok(-0.5 * t[0] * t[0] - 0.5 * u * u)
+        }
+    }
+
+    #[test]
+    fn a_half_flat_coordinate_is_found_and_a_curved_one_is_not() {
+        assert_eq!(flat_at_point(&HalfFlat, &[0.0, 1.0], &[0, 1]), vec![1]);
+        let draws: Vec<Vec<f64>> = (0..50).map(|k| vec![k as f64 * 0.1 - 2.0, -(k as f64)]).collect();
+        let refs: Vec<&[f64]> = draws.iter().map(|v| v.as_slice()).collect();
+        assert_eq!(flat_in_draws(&HalfFlat, &refs), vec![1]);
+        // draws above 10 in y: the density curves there
+        let draws: Vec<Vec<f64>> = (0..50).map(|k| vec![0.5, 11.0 + k as f64]).collect();
+        let refs: Vec<&[f64]> = draws.iter().map(|v| v.as_slice()).collect();
+        assert!(flat_in_draws(&HalfFlat, &refs).is_empty());
+        assert_eq!(null_rows(&[1.0, 0.0, 0.0, 0.0], 2), vec![1]);
+    }
+}
