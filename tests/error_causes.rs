@@ -128,10 +128,11 @@ fn what_check_accepts_runs_rng_in_transformed_data_is_refused_and_matrix_divisio
     // mdivide_right (values against numpy in tests/linalg_gp.rs).
     for (expr, value) in [("A \\ v", 1.75), ("v' / A", 1.625), ("A / A", 2.0)] {
         let text = format!(
-            "data {{ matrix[2, 2] A; vector[2] v; }}\nparameters {{ real mu; }}\nmodel {{\n  target += sum({expr});\n}}\n"
+            "data {{ matrix[2, 2] A; vector[2] v; }}\nparameters {{ real mu; }}\nmodel {{\n  target += sum({expr}) - 0.5 * mu^2;\n}}\n"
         );
         assert_eq!(check_errors(&text), "", "`{expr}`");
-        // A = [[2, 1], [0, 4]], v = [3, 2]: A⁻¹v = [1.25, 0.5], v'A⁻¹ = [1.5, 0.125], A A⁻¹ = I.
+        // A = [[2, 1], [0, 4]], v = [3, 2]: A⁻¹v = [1.25, 0.5], v'A⁻¹ = [1.5, 0.125], A A⁻¹ = I;
+        // evaluated at mu = 0, where the −½mu² term (which makes mu a used parameter) is 0.
         let m = common::compile_source(
             "div.bayes",
             &text,

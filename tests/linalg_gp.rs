@@ -27,6 +27,9 @@ parameters {
 model {
   matrix[3, 3] S = tcrossprod(A) + diag_matrix(rep_vector(1, 3));
   target += EXPR;
+  // every parameter appears in the log density (a parameter in no statement is an error);
+  // the term adds 0 to the value and to every partial
+  target += 0 * (sum(A) + sum(B) + sum(b) + sum(c) + sigma + l + p + sum(z));
 }";
 
 /// The test point: A, B (column-major), b, c, sigma, l, p, z (as in the Python script).

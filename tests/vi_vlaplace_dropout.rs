@@ -104,6 +104,33 @@ impl MinibatchDensity for Glm {
             rows: Some(rows.to_vec()),
         }))
     }
+    /// ℓ_i and ∇ℓ_i from the one-row batch: its value is π + N·ℓ_i, so ℓ_i = (batch − π)/N.
+    fn log_lik_grads(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        values: &mut [f64],
+        grads: &mut [f64],
+    ) -> Result<(), DensityError> {
+        let n = self.y.len() as f64;
+        let mut pg = [0.0; 2];
+        let prior = self.prior_grad(theta, &mut pg)?;
+        for (k, &i) in rows.iter().enumerate() {
+            let mut g = [0.0; 2];
+            let v = self.batch(&[i])?.log_density_grad(theta, &mut g)?;
+            values[k] = (v - prior) / n;
+            for j in 0..2 {
+                grads[2 * k + j] = (g[j] - pg[j]) / n;
+            }
+        }
+        Ok(())
+    }
+    /// The N(0, I) prior.
+    fn prior_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        grad[0] = -theta[0];
+        grad[1] = -theta[1];
+        Ok(-0.5 * (theta[0] * theta[0] + theta[1] * theta[1]))
+    }
 }
 
 fn close(got: f64, want: f64, tol: f64, what: &str) {
