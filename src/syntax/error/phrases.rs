@@ -35,6 +35,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::data_qualifier => "`data`",
         Rule::var_decl => "a declaration such as `real x;`",
         Rule::annotation => "an annotation such as `@dropout(0.1)`",
+        Rule::annotation_name => "an annotation name such as `dropout`",
         Rule::decl_name | Rule::reserved_name => "a variable name",
         Rule::old_dims => "`[`",
         Rule::assign_eq => "`=`",
