@@ -122,7 +122,7 @@ pub fn run(args: DiagnoseArgs) -> i32 {
         format!("drawn uniform(-{r}, {r}) with seed {}", args.seed, r = args.init)
     };
     println!(
-        "gradient test on the unconstrained scale, {point}; epsilon = {}, error = {}",
+        "gradient test on the unconstrained scale, {point}; epsilon = {}, accepted error = {} × max(1, |gradient|) + rounding",
         args.epsilon, args.error
     );
     println!("log density = {lp}\n");

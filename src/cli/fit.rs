@@ -325,8 +325,13 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                 println!("note: {note}");
             }
             println!(
-                "posterior summary from {} draws of the fitted Gaussian (constrained scale):\n",
-                result.draws.n_draws()
+                "posterior summary from {} draws of {} (constrained scale):\n",
+                result.draws.n_draws(),
+                if result.method == fit::Method::Mcdropout {
+                    "MC dropout (masked weights; parameters without @dropout are point estimates)"
+                } else {
+                    "the fitted Gaussian"
+                }
             );
             let rows = summary::summarize(&result.draws, false);
             print!("{}", summary::format_table(&rows, false));

@@ -385,7 +385,8 @@ pub struct PathResult {
     pub approximation: Option<LowRankGaussian>,
     /// Its ELBO estimate from K draws (−∞ when `approximation` is `None`).
     pub elbo: f64,
-    /// The iterate l whose q_l was chosen (0 when none).
+    /// The point l of the path (0 = the start; L-BFGS's confirming probes count as points) whose
+    /// q_l was chosen (0 when none).
     pub best_iteration: usize,
     /// L-BFGS iterations of the path.
     pub iterations: usize,
