@@ -1,0 +1,274 @@
+//! The survey's variational methods in the fit pipeline (`specs/survey_vi.md`): variational
+//! Laplace, MC dropout, and the Gaussian methods on the shared core (IVON, BBB, BBVI, MGVB,
+//! EMGVB, NGVI, NG-BBVI, VON, Vadam, VOGN), each started as QBVI is ([`vi_start`]) and ended by
+//! [`finish_gaussian_fit`] or [`finish_gaussian`].
+
+use super::*;
+
+/// The error of `method` with message `e`.
+fn algorithm(method: Method) -> impl Fn(&dyn fmt::Display) -> FitError {
+    move |e: &dyn fmt::Display| FitError::Algorithm {
+        method,
+        message: e.to_string(),
+    }
+}
+
+/// Runs `options.method`, one of the survey's methods; `start` is when the fit started.
+///
+/// Errors: see [`FitError`]; another method is an internal error.
+pub(super) fn fit_survey(
+    model: &Model,
+    options: &FitOptions,
+    monitor: &Monitor<'_>,
+    start: Instant,
+) -> Result<FitResult, FitError> {
+    let seed = options.seed;
+    match options.method {
+        Method::Vlaplace => {
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let d = init.len();
+            let mut s = options.vlaplace.clone();
+            s.common.seed = seed;
+            if s.init_curvature.is_none() {
+                s.init_curvature = start_point
+                    .precision
+                    .as_ref()
+                    .map(|p| (0..d).map(|i| p[i * d + i]).collect());
+            }
+            let mut progress = vi_progress(monitor);
+            let fit = match &options.minibatch {
+                None => vlaplace::fit_vlaplace(model, &init, &s, &mut progress),
+                Some(plan) => {
+                    let mm = minibatch_model(model, plan, Method::Vlaplace)?;
+                    vlaplace::fit_vlaplace_minibatch(&mm, &init, &s, &plan.settings, &mut progress)
+                }
+            }
+            .map_err(|e| algorithm(Method::Vlaplace)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let out =
+                finish_gaussian_fit(model, options, &fit, s.common.window, start_point.no_mode)?;
+            Ok(out.into_result(Method::Vlaplace, seed, FitDetails::Qbvi(fit), seconds))
+        }
+        Method::Mcdropout => {
+            let units: Vec<DropoutUnit> = model
+                .dropout_sites()
+                .into_iter()
+                .flat_map(|site| {
+                    let keep = 1.0 - site.rate;
+                    site.units
+                        .into_iter()
+                        .map(move |coords| DropoutUnit { coords, keep })
+                })
+                .collect();
+            if units.is_empty() {
+                return Err(FitError::Algorithm {
+                    method: Method::Mcdropout,
+                    message: mcdropout::NO_DROPOUT_SITE.into(),
+                });
+            }
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let mut s = options.mcdropout.clone();
+            s.common.seed = seed;
+            s.units = units;
+            let mut progress = vi_progress(monitor);
+            let fit = match &options.minibatch {
+                None => mcdropout::fit_mcdropout(model, &init, &s, &mut progress),
+                Some(plan) => {
+                    let mm = minibatch_model(model, plan, Method::Mcdropout)?;
+                    mcdropout::fit_mcdropout_minibatch(
+                        &mm,
+                        &init,
+                        &s,
+                        &plan.settings,
+                        &mut progress,
+                    )
+                }
+            }
+            .map_err(|e| algorithm(Method::Mcdropout)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            // q is discrete (no density): no PSIS k̂; log_g__ is the mask's log probability.
+            let mut o = options.clone();
+            o.psis_draws = 0;
+            let trace = fit
+                .summary
+                .elbo_trace
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| (i + 1, e, f64::NAN))
+                .collect();
+            let out = finish_gaussian(
+                model,
+                &o,
+                |n, rng| fit.sample(n, rng),
+                |z| fit.log_mask_probability(z),
+                Some(&fit.summary.mean),
+                trace,
+                None,
+            )?;
+            Ok(out.into_result(
+                Method::Mcdropout,
+                seed,
+                FitDetails::Qbvi(fit.summary),
+                seconds,
+            ))
+        }
+        m if m.is_survey() => {
+            let start_point = vi_start(model, options.vi_init, seed)?;
+            let init = start_point.mean.clone();
+            let d = init.len();
+            // The diagonal of the Laplace precision, when the start found a mode ([X], as QBVI).
+            let diag: Option<Vec<f64>> = start_point
+                .precision
+                .as_ref()
+                .map(|p| (0..d).map(|i| p[i * d + i]).collect())
+                .filter(|v: &Vec<f64>| v.iter().all(|x| *x > 0.0 && x.is_finite()));
+            let mut progress = vi_progress(monitor);
+            let sd = diag
+                .as_ref()
+                .map(|p| p.iter().map(|x| 1.0 / x.sqrt()).collect::<Vec<f64>>());
+            let mm = match &options.minibatch {
+                Some(plan) => Some(minibatch_model(model, plan, m)?),
+                None if m.needs_rows() => {
+                    return Err(FitError::Algorithm {
+                        method: m,
+                        message: format!(
+                            "{m} needs per-observation gradients, so a model whose log density \
+                             the compiler has split over its rows (a minibatch plan, \
+                             docs/minibatch.md); use ivon or ngvi --diagonal, which need only \
+                             the gradient of the log density"
+                        ),
+                    });
+                }
+                None => None,
+            };
+            // Batches of M < N rows; M = N is the full-batch loop.
+            let batches = options
+                .minibatch
+                .as_ref()
+                .filter(|p| p.settings.batch_size < p.n_obs)
+                .map(|p| &p.settings);
+            let result: Result<GaussianFit, ViError> = match m {
+                Method::Ivon => {
+                    let mut s = options.ivon.clone();
+                    s.common.seed = seed;
+                    if let (Some(mm), Some(_), true) = (&mm, batches, s.ess == 1.0) {
+                        // Minibatch: N is known, so the spec's λ = N (§17), the mean loss
+                        // −L̂_B/N and σ = 1/√(N(h + δ)); with λ = 1 and h₀ = 1 a random start
+                        // of the diabetes BNN had σ = 1 per weight and diverged in 4 steps.
+                        s.ess = crate::inference::MinibatchDensity::n_obs(mm) as f64;
+                    }
+                    if s.init_hessian.is_none() {
+                        s.init_hessian = diag.map(|p| p.iter().map(|x| x / s.ess).collect());
+                    }
+                    match (&mm, batches) {
+                        (Some(mm), Some(ms)) => {
+                            ivon::fit_ivon_minibatch(mm, &init, &s, ms, &mut progress)
+                        }
+                        _ => ivon::fit_ivon(model, &init, &s, &mut progress),
+                    }
+                }
+                Method::Bbb => {
+                    let mut s = options.bbb.clone();
+                    s.common.seed = seed;
+                    if s.init_sd.is_none() {
+                        s.init_sd = sd;
+                    }
+                    match (&mm, batches) {
+                        (Some(mm), Some(ms)) => {
+                            bbb::fit_bbb_minibatch(mm, &init, &s, ms, &mut progress)
+                        }
+                        _ => bbb::fit_bbb(model, &init, &s, &mut progress),
+                    }
+                }
+                Method::Ngbbvi => {
+                    let mut s = options.ngbbvi.clone();
+                    s.common.seed = seed;
+                    if s.init_sd.is_none() {
+                        s.init_sd = sd;
+                    }
+                    ngbbvi::fit_ngbbvi(model, &init, &s, &mut progress)
+                }
+                Method::Von => {
+                    let mut s = options.von.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    match (&mm, batches) {
+                        (Some(mm), Some(ms)) => {
+                            von::fit_von_minibatch(mm, &init, &s, ms, &mut progress)
+                        }
+                        _ => von::fit_von(model, &init, &s, &mut progress),
+                    }
+                }
+                Method::Vadam => {
+                    let mut s = options.vadam.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = diag;
+                    }
+                    let plan = options.minibatch.as_ref().expect("checked above");
+                    let mm = mm.as_ref().expect("checked above");
+                    vadam::fit_vadam(mm, &init, &s, &plan.settings, &mut progress)
+                }
+                Method::Vogn => {
+                    let mut s = options.vogn.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = diag;
+                    }
+                    let mm = mm.as_ref().expect("checked above");
+                    vogn::fit_vogn(mm, &init, &s, batches, &mut progress)
+                }
+                Method::Bbvi => {
+                    let mut s = options.bbvi.clone();
+                    s.common.seed = seed;
+                    if s.init_sd.is_none() {
+                        s.init_sd = sd;
+                    }
+                    bbvi::fit_bbvi(model, &init, &s, &mut progress)
+                }
+                Method::Ngvi => {
+                    let mut s = options.ngvi.clone();
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    ngvi::fit_ngvi(model, &init, &s, &mut progress)
+                }
+                _ => {
+                    let mut s = if m == Method::Mgvb {
+                        options.mgvb.clone()
+                    } else {
+                        options.emgvb.clone()
+                    };
+                    s.common.seed = seed;
+                    if s.init_precision.is_none() {
+                        s.init_precision = start_point.precision.clone();
+                    }
+                    if m == Method::Mgvb {
+                        mgvb::fit_mgvb(model, &init, &s, &mut progress)
+                    } else {
+                        emgvb::fit_emgvb(model, &init, &s, &mut progress)
+                    }
+                }
+            };
+            let fit = result.map_err(|e| algorithm(m)(&e))?;
+            let seconds = start.elapsed().as_secs_f64();
+            let out = finish_gaussian_fit(
+                model,
+                options,
+                &fit,
+                options.ivon.common.window,
+                start_point.no_mode.clone(),
+            )?;
+            Ok(out.into_result(m, seed, FitDetails::Qbvi(fit), seconds))
+        }
+        m => Err(FitError::Algorithm {
+            method: m,
+            message: "internal: not one of the survey's methods".into(),
+        }),
+    }
+}
