@@ -178,7 +178,8 @@ pub struct FitArgs {
     pub max_iter: u64,
     /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
     /// IVON, BBB, BBVI, NG-BBVI, Vadam, VOGN: the learning rate (defaults 0.1, 0.01, 0.2, 0.01,
-    /// 0.001 and 0.1); MGVB, EMGVB: β₀ (0.01); NGVI, VON: β (0.05).
+    /// 0.001 and 0.1); MGVB, EMGVB: β₀ (0.01); NGVI, VON: β (0.05). NUTS, HMC: the initial
+    /// step size ε̄ > 0 before Stan's heuristic and dual averaging adapt it (default 1).
     #[arg(long, allow_negative_numbers = true, help_heading = "Variational inference")]
     pub step_size: Option<f64>,
     /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
@@ -263,10 +264,16 @@ pub struct FitArgs {
 /// Checks of the options that clap cannot express (ranges, flags that do not apply to the
 /// chosen method), shared by [`run`] and the REPL's `:fit`.
 pub fn check_args(args: &FitArgs) -> Result<(), String> {
-    if let Some(b) = args.step_size
-        && !(b > 0.0 && b < 1.0)
-    {
-        return Err(format!("--step-size must be in (0, 1), got {b}"));
+    let hmc_method = matches!(args.method, MethodArg::Nuts | MethodArg::Hmc);
+    if let Some(b) = args.step_size {
+        if hmc_method && !(b > 0.0 && b.is_finite()) {
+            return Err(format!(
+                "--step-size (the initial HMC step size) must be a positive number, got {b}"
+            ));
+        }
+        if !hmc_method && !(b > 0.0 && b < 1.0) {
+            return Err(format!("--step-size must be in (0, 1), got {b}"));
+        }
     }
     if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
         return Err(format!(
@@ -368,8 +375,8 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         (
             "--step-size",
             args.step_size.is_some(),
-            method == M::Qbvi || method.is_survey(),
-            "qbvi and the survey methods",
+            method == M::Qbvi || method.is_survey() || hmc,
+            "qbvi, nuts, hmc and the survey methods",
         ),
         (
             "--random-init",
@@ -487,6 +494,11 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     } else {
         Covariance::for_dimension(dim)
     };
+    if let Some(b) = args.step_size
+        && matches!(method, fit::Method::Nuts | fit::Method::Hmc)
+    {
+        o.mcmc.step_size = b;
+    }
     if let Some(b) = args.step_size {
         o.ngvi.step_size = b;
         o.mgvb.step_size = b;
@@ -593,6 +605,7 @@ mod option_tests {
             ("--num-elbo-draws", _) => format!("{}", o.pathfinder.num_elbo_draws),
             ("--init", _) => format!("{} {:?}", o.mcmc.init_radius, o.mcmc_init),
             ("--max-iter", _) => format!("{}", o.qbvi.max_iter),
+            ("--step-size", M::Nuts | M::Hmc) => format!("{}", o.mcmc.step_size),
             ("--step-size", _) => format!("{:?}", o.qbvi.step_size),
             ("--random-init", _) => format!("{:?}", o.vi_init),
             ("--psis-resample", _) => format!("{}", o.psis_resample),
@@ -686,6 +699,7 @@ mod option_tests {
             ("mh", &["--adapt-delta", "0.95"][..]),
             ("hmc", &["--max-depth", "5"][..]),
             ("nuts", &["--n-leapfrog", "5"][..]),
+            ("mh", &["--step-size", "0.5"][..]),
             ("nuts", &["--jacobian"][..]),
             ("nuts", &["--num-paths", "2"][..]),
             ("pathfinder", &["--psis-resample"][..]),
