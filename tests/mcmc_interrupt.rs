@@ -2,7 +2,7 @@
 //! different iterations and some never reach sampling; `fit::fit` drops the chains without
 //! post-warmup draws and trims the others to the shortest (`fit::trim_interrupted`), so the
 //! summary (R-hat, ESS) can be computed. One rayon thread runs the chains in order, which makes
-//! the stopping points deterministic. Also: MCMC refuses a model with no parameters.
+//! the stopping points deterministic. Also: every method refuses a model with no parameters.
 
 mod common;
 
@@ -125,6 +125,22 @@ fn mcmc_refuses_a_model_without_parameters() {
                 .to_string();
             assert!(e.contains("no parameters (d = 0)"), "{e}");
             assert!(e.contains(expect), "{e}");
+        }
+        // and every other method refuses it with the same cause, instead of "invalid
+        // settings" (QBVI) or "converged" (optimize)
+        for method in [
+            Method::Qbvi,
+            Method::Qnvb,
+            Method::Optimize,
+            Method::Laplace,
+            Method::Pathfinder,
+            Method::Vadam,
+            Method::Ngbbvi,
+        ] {
+            let e = fit::fit(&model, &FitOptions::new(method, 1), &monitor)
+                .expect_err("d = 0 cannot be fitted")
+                .to_string();
+            assert!(e.contains("no parameters (d = 0)"), "{method}: {e}");
         }
     }
 }

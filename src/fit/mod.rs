@@ -703,6 +703,16 @@ pub fn fit(
 ) -> Result<FitResult, FitError> {
     check_mh_dimension(model.dim(), options.method)?;
     check_memory(model, options)?;
+    if model.dim() == 0 && !options.method.is_mcmc() {
+        // Without parameters there is no density to approximate or maximise; the MCMC
+        // branch gives its own message (fixed_param sampling).
+        return Err(FitError::Algorithm {
+            method: options.method,
+            message: "the model has no parameters (d = 0): there is nothing to fit or \
+                      approximate; declare parameters in a `parameters` block"
+                .into(),
+        });
+    }
     let seed = options.seed;
     let start = Instant::now();
     let algorithm = |method: Method| {
