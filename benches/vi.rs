@@ -129,8 +129,20 @@ fn comparison_table() {
 /// does not know (a method of another branch) is skipped with a note, so the list can name
 /// every method of issue 11.
 const SURVEY_METHODS: &[&str] = &[
-    "qbvi", "qnvb", "ivon", "bbb", "bbvi", "ngvi", "mgvb", "emgvb", "vlaplace", "mcdropout",
-    "vadam", "vogn", "von", "ngbbvi",
+    "qbvi",
+    "qnvb",
+    "ivon",
+    "bbb",
+    "bbvi",
+    "ngvi",
+    "mgvb",
+    "emgvb",
+    "vlaplace",
+    "mcdropout",
+    "vadam",
+    "vogn",
+    "von",
+    "ngbbvi",
 ];
 
 /// Full-covariance methods, skipped on the BNN (O(d³) per step at d = 602).
@@ -202,16 +214,16 @@ fn survey_tables() {
         let data = pipeline::load_data(&[root_dir().join("examples/labour/labour.csv")])
             .expect("labour data");
         let mut sources = SourceMap::new();
-        let checked = pipeline::check_source(&mut sources, "labour_dropout.bayes", &text)
-            .expect("checks");
+        let checked =
+            pipeline::check_source(&mut sources, "labour_dropout.bayes", &text).expect("checks");
         pipeline::compile(&checked, &sources, &data).expect("compiles")
     };
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let data = pipeline::load_data(&[root.join("../shared/data/bnn/diabetes_train.csv")])
         .expect("diabetes data loads");
     let mut sources = SourceMap::new();
-    let checked = pipeline::check_source_in(&mut sources, "bnn.bayes", BNN, None)
-        .expect("the BNN checks");
+    let checked =
+        pipeline::check_source_in(&mut sources, "bnn.bayes", BNN, None).expect("the BNN checks");
     let bnn = pipeline::compile(&checked, &sources, &data).expect("the BNN compiles");
     // The BNN rows start at the spec's random point (no mode search: at d = 602 its three
     // finite-difference Hessians would dominate a capped run's time per iteration).
@@ -231,7 +243,10 @@ fn survey_tables() {
         let is_bnn = psis == 0;
         for &name in SURVEY_METHODS {
             if is_bnn && FULL_COVARIANCE.contains(&name) {
-                println!("| {name} | skipped: full covariance at d = {} | | | | |", model.dim());
+                println!(
+                    "| {name} | skipped: full covariance at d = {} | | | | |",
+                    model.dim()
+                );
                 continue;
             }
             let mut flags = extra.clone();
@@ -274,7 +289,11 @@ fn survey_tables() {
             };
             println!(
                 "| {name}{} | {:.3} | {:.3} | {iters} ({stop}) | {} | {} |",
-                if flags.contains(&"--diagonal") { " --diagonal" } else { "" },
+                if flags.contains(&"--diagonal") {
+                    " --diagonal"
+                } else {
+                    ""
+                },
                 r.seconds,
                 1e3 * r.seconds / iters.max(1) as f64,
                 r.vi.as_ref()

@@ -51,9 +51,16 @@ fn nuts_step_size_is_any_positive_number() {
             .expect("run bayesc")
     };
     let ok = run("1.5");
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let bad = run("-1");
     let err = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(2), "{err}");
-    assert!(err.contains("initial HMC step size) must be a positive number, got -1"), "{err}");
+    assert!(
+        err.contains("initial HMC step size) must be a positive number, got -1"),
+        "{err}"
+    );
 }

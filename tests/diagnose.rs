@@ -28,7 +28,10 @@ fn labour_gradient_agrees() {
         "4",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("agrees with finite differences in all 8 coordinates"), "{out}");
+    assert!(
+        out.contains("agrees with finite differences in all 8 coordinates"),
+        "{out}"
+    );
     assert_eq!(out.lines().filter(|l| l.contains("`beta`")).count(), 7);
 }
 
@@ -48,7 +51,10 @@ fn kink_is_flagged() {
     let (code, out, err) = bayesc(&["diagnose", model.to_str().unwrap(), "--init", "0"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("MISMATCH"), "{out}");
-    assert!(out.contains("differs from finite differences in 1 of 2 coordinates (`x`)"), "{out}");
+    assert!(
+        out.contains("differs from finite differences in 1 of 2 coordinates (`x`)"),
+        "{out}"
+    );
     let (code, _, err) = bayesc(&["diagnose", model.to_str().unwrap(), "--epsilon", "0"]);
     assert_eq!(code, 2);
     assert!(err.contains("--epsilon must be a positive number"), "{err}");

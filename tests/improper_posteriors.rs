@@ -32,8 +32,24 @@ fn a_parameter_in_no_statement_is_an_error_at_its_declaration() {
     // QBVI used to "converge" at seed-dependent values of x (993, 317, 378)
     for cmd in [
         vec!["check", "unused.bayes", "--data", "unused.json"],
-        vec!["fit", "unused.bayes", "--data", "unused.json", "--method", "qbvi", "-q"],
-        vec!["fit", "unused.bayes", "--data", "unused.json", "--method", "optimize", "-q"],
+        vec![
+            "fit",
+            "unused.bayes",
+            "--data",
+            "unused.json",
+            "--method",
+            "qbvi",
+            "-q",
+        ],
+        vec![
+            "fit",
+            "unused.bayes",
+            "--data",
+            "unused.json",
+            "--method",
+            "optimize",
+            "-q",
+        ],
     ] {
         let (ok, text) = bayesc(&cmd);
         assert!(!ok, "{text}");
@@ -49,42 +65,117 @@ fn a_parameter_in_no_statement_is_an_error_at_its_declaration() {
 #[test]
 fn a_parameter_only_in_a_flat_region_is_named_by_every_method() {
     // x enters only through fmax(x, 10): the density is flat for x < 10
-    let (ok, text) = bayesc(&["fit", "flat_region.bayes", "--method", "optimize", "--seed", "1", "-q"]);
-    assert!(ok, "{text}");
-    assert!(text.contains("WARNING: no optimum: the log density does not change along x"), "{text}");
-    assert!(!says_converged(&text), "{text}");
-    let (ok, text) = bayesc(&["fit", "flat_region.bayes", "--method", "laplace", "--seed", "1", "-q"]);
-    assert!(!ok, "{text}");
-    assert!(text.contains("improper: the log density does not change along x"), "{text}");
-    for m in ["qbvi", "qnvb"] {
-        let (ok, text) = bayesc(&["fit", "flat_region.bayes", "--method", m, "--seed", "1", "-q"]);
-        assert!(ok, "{m}: {text}");
-        assert!(!says_converged(&text), "{m}: {text}");
-        assert!(text.contains("drifts along x") || text.contains("moving along x"), "{m}: {text}");
-    }
     let (ok, text) = bayesc(&[
-        "fit", "flat_region.bayes", "--method", "nuts", "--seed", "1", "--warmup", "200",
-        "--samples", "200", "-q",
+        "fit",
+        "flat_region.bayes",
+        "--method",
+        "optimize",
+        "--seed",
+        "1",
+        "-q",
     ]);
     assert!(ok, "{text}");
-    assert!(text.contains("the log density does not change along x anywhere the chains went"), "{text}");
+    assert!(
+        text.contains("WARNING: no optimum: the log density does not change along x"),
+        "{text}"
+    );
+    assert!(!says_converged(&text), "{text}");
+    let (ok, text) = bayesc(&[
+        "fit",
+        "flat_region.bayes",
+        "--method",
+        "laplace",
+        "--seed",
+        "1",
+        "-q",
+    ]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("improper: the log density does not change along x"),
+        "{text}"
+    );
+    for m in ["qbvi", "qnvb"] {
+        let (ok, text) = bayesc(&[
+            "fit",
+            "flat_region.bayes",
+            "--method",
+            m,
+            "--seed",
+            "1",
+            "-q",
+        ]);
+        assert!(ok, "{m}: {text}");
+        assert!(!says_converged(&text), "{m}: {text}");
+        assert!(
+            text.contains("drifts along x") || text.contains("moving along x"),
+            "{m}: {text}"
+        );
+    }
+    let (ok, text) = bayesc(&[
+        "fit",
+        "flat_region.bayes",
+        "--method",
+        "nuts",
+        "--seed",
+        "1",
+        "--warmup",
+        "200",
+        "--samples",
+        "200",
+        "-q",
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("the log density does not change along x anywhere the chains went"),
+        "{text}"
+    );
 }
 
 #[test]
 fn zero_rows_with_flat_priors_has_no_optimum_and_no_posterior() {
     let (ok, text) = bayesc(&[
-        "fit", "zero_rows.bayes", "--data", "zero_rows.json", "--method", "optimize", "--seed", "1", "-q",
+        "fit",
+        "zero_rows.bayes",
+        "--data",
+        "zero_rows.json",
+        "--method",
+        "optimize",
+        "--seed",
+        "1",
+        "-q",
     ]);
     assert!(ok, "{text}");
-    assert!(text.contains("WARNING: no optimum: the log density does not change along mu, sigma"), "{text}");
+    assert!(
+        text.contains("WARNING: no optimum: the log density does not change along mu, sigma"),
+        "{text}"
+    );
     assert!(!says_converged(&text), "{text}");
     let (ok, text) = bayesc(&[
-        "fit", "zero_rows.bayes", "--data", "zero_rows.json", "--method", "nuts", "--seed", "1", "-q",
+        "fit",
+        "zero_rows.bayes",
+        "--data",
+        "zero_rows.json",
+        "--method",
+        "nuts",
+        "--seed",
+        "1",
+        "-q",
     ]);
     assert!(ok, "{text}");
-    assert!(text.contains("does not change along mu anywhere the chains went"), "{text}");
+    assert!(
+        text.contains("does not change along mu anywhere the chains went"),
+        "{text}"
+    );
     let (_, text) = bayesc(&[
-        "fit", "zero_rows.bayes", "--data", "zero_rows.json", "--method", "qnvb", "--seed", "1", "-q",
+        "fit",
+        "zero_rows.bayes",
+        "--data",
+        "zero_rows.json",
+        "--method",
+        "qnvb",
+        "--seed",
+        "1",
+        "-q",
     ]);
     assert!(!says_converged(&text), "{text}");
     assert!(text.contains("mu, sigma"), "{text}");
@@ -101,9 +192,15 @@ fn reversed_bounds_and_division_by_a_literal_zero_are_compile_errors() {
     .unwrap();
     let (ok, text) = bayesc(&["check", p.to_str().unwrap()]);
     assert!(!ok);
-    assert!(text.contains("the bounds of `w` are in the wrong order"), "{text}");
+    assert!(
+        text.contains("the bounds of `w` are in the wrong order"),
+        "{text}"
+    );
     assert!(text.contains("m.bayes:1:14"), "{text}");
-    assert!(text.contains("integer division by zero in `3 %/% 0`"), "{text}");
+    assert!(
+        text.contains("integer division by zero in `3 %/% 0`"),
+        "{text}"
+    );
     assert!(text.contains("m.bayes:2:17"), "{text}");
 }
 
@@ -124,5 +221,8 @@ fn literal_sizes_that_disagree_are_compile_errors() {
         text.contains("`y` has size 3 but `mu` has size 2 in the arguments of `normal`"),
         "{text}"
     );
-    assert!(text.contains("`a` has size 3 but `mu` has size 2 in `a + mu`"), "{text}");
+    assert!(
+        text.contains("`a` has size 3 but `mu` has size 2 in `a + mu`"),
+        "{text}"
+    );
 }

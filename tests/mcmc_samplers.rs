@@ -492,21 +492,34 @@ fn static_hmc_default_warmup_costs_like_nuts() {
     let target = Gaussian::new(vec![0.0; 4], scales.clone(), 0.3);
     let var: Vec<f64> = scales.iter().map(|s| s * s).collect();
     let gradients = |method: Method| {
-        let jitter = if matches!(method, Method::StaticHmc { .. }) { 0.5 } else { 0.0 };
+        let jitter = if matches!(method, Method::StaticHmc { .. }) {
+            0.5
+        } else {
+            0.0
+        };
         let settings = McmcSettings {
             method,
             seed: 11,
             jitter,
             ..McmcSettings::default()
         };
-        let out = sample(&target, &settings, &[], &no_progress(), &AtomicBool::new(false))
-            .unwrap();
+        let out = sample(
+            &target,
+            &settings,
+            &[],
+            &no_progress(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
         check_moments(&out, &target.mean, &var);
         out.chains.iter().map(|c| c.n_gradients).sum::<u64>() as f64
     };
     let nuts = gradients(Method::Nuts);
     let hmc = gradients(Method::StaticHmc { n_leapfrog: None });
-    assert!(hmc < 3.0 * nuts, "static HMC used {hmc} gradients, NUTS {nuts}");
+    assert!(
+        hmc < 3.0 * nuts,
+        "static HMC used {hmc} gradients, NUTS {nuts}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

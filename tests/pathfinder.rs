@@ -21,7 +21,6 @@ fn run(model: &bayesc::graph::Model, options: &FitOptions) -> fit::FitResult {
     fit::fit(model, options, &monitor).expect("the fit runs")
 }
 
-
 /// A correlated Gaussian N(m, C) in d = 6 with scales 0.1 … 10.
 struct Gaussian {
     mean: Vec<f64>,
@@ -108,7 +107,12 @@ fn gaussian_target_is_recovered() {
     for q in &fit.components {
         for i in 0..d {
             let z = (q.mean[i] - target.mean[i]).abs() / sd(i);
-            assert!(z < 0.02, "mean[{i}] {} vs {} ({z:.4} sd)", q.mean[i], target.mean[i]);
+            assert!(
+                z < 0.02,
+                "mean[{i}] {} vs {} ({z:.4} sd)",
+                q.mean[i],
+                target.mean[i]
+            );
         }
         // KL(q ‖ p) = ½ [tr(PΣ) − d + δᵀPδ + log|C| − log|Σ|], δ = μ_q − m
         let cov = q.covariance();
@@ -118,11 +122,20 @@ fn gaussian_target_is_recovered() {
             (0..d).map(|i| 2.0 * l.L()[(i, i)].ln()).sum::<f64>()
         };
         let tr: f64 = (0..d)
-            .map(|i| (0..d).map(|j| target.precision[i * d + j] * cov[j * d + i]).sum::<f64>())
+            .map(|i| {
+                (0..d)
+                    .map(|j| target.precision[i * d + j] * cov[j * d + i])
+                    .sum::<f64>()
+            })
             .sum();
         let delta: Vec<f64> = (0..d).map(|i| q.mean[i] - target.mean[i]).collect();
         let quad: f64 = (0..d)
-            .map(|i| delta[i] * (0..d).map(|j| target.precision[i * d + j] * delta[j]).sum::<f64>())
+            .map(|i| {
+                delta[i]
+                    * (0..d)
+                        .map(|j| target.precision[i * d + j] * delta[j])
+                        .sum::<f64>()
+            })
             .sum();
         let kl = 0.5 * (tr - d as f64 + quad + log_det(&target.cov) - log_det(&cov));
         eprintln!("KL(q ‖ p) = {kl:.4}");
@@ -140,7 +153,11 @@ fn gaussian_target_is_recovered() {
     let log_z = 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln() + 0.5 * log_det_c;
     for p in &fit.paths {
         eprintln!("ELBO {} vs log Z {log_z}", p.elbo);
-        assert!((p.elbo - log_z).abs() < 0.05, "ELBO {} vs log Z {log_z}", p.elbo);
+        assert!(
+            (p.elbo - log_z).abs() < 0.05,
+            "ELBO {} vs log Z {log_z}",
+            p.elbo
+        );
     }
 }
 
@@ -231,13 +248,23 @@ fn cli_output_layout_and_flags() {
         .arg(&out)
         .output()
         .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let stdout = String::from_utf8_lossy(&status.stdout);
-    assert!(stdout.contains("2 of 2 paths found an approximation"), "{stdout}");
+    assert!(
+        stdout.contains("2 of 2 paths found an approximation"),
+        "{stdout}"
+    );
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("# method = pathfinder"));
     let header = text.lines().find(|l| !l.starts_with('#')).unwrap();
-    assert!(header.starts_with("lp_approx__,lp__,alpha,beta.1"), "{header}");
+    assert!(
+        header.starts_with("lp_approx__,lp__,alpha,beta.1"),
+        "{header}"
+    );
     let rows = text.lines().filter(|l| !l.starts_with('#')).count() - 1;
     assert_eq!(rows, 200);
     let refused = Command::new(bin)
@@ -255,7 +282,10 @@ fn cli_output_layout_and_flags() {
         .unwrap();
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("--num-paths applies to --method pathfinder"), "{err}");
+    assert!(
+        err.contains("--num-paths applies to --method pathfinder"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -24,9 +24,16 @@ model {
 
 fn setup() -> (Model, bayesc::fit::MinibatchPlan) {
     let n = 12;
-    let x: Vec<String> = (0..n).map(|i| format!("{}", -1.0 + 0.2 * i as f64)).collect();
+    let x: Vec<String> = (0..n)
+        .map(|i| format!("{}", -1.0 + 0.2 * i as f64))
+        .collect();
     let y: Vec<String> = (0..n)
-        .map(|i| format!("{}", 0.3 + 0.8 * (-1.0 + 0.2 * i as f64) + 0.3 * (1.7 * i as f64).sin()))
+        .map(|i| {
+            format!(
+                "{}",
+                0.3 + 0.8 * (-1.0 + 0.2 * i as f64) + 0.3 * (1.7 * i as f64).sin()
+            )
+        })
         .collect();
     let json = format!(
         "{{\"N\": {n}, \"x\": [{}], \"y\": [{}]}}",
@@ -96,6 +103,12 @@ fn per_row_gradients_match_finite_differences_and_sum_to_the_full_gradient() {
     assert_eq!(v2, vec![values[7], values[2]]);
     assert_eq!(&g2[..d], &grads[7 * d..8 * d]);
     // Bad input is an error, not a panic.
-    assert!(mm.log_lik_grads(&theta, &[n], &mut v2[..1], &mut g2[..d]).is_err());
-    assert!(mm.log_lik_grads(&theta, &[0, 1], &mut v2[..1], &mut g2).is_err());
+    assert!(
+        mm.log_lik_grads(&theta, &[n], &mut v2[..1], &mut g2[..d])
+            .is_err()
+    );
+    assert!(
+        mm.log_lik_grads(&theta, &[0, 1], &mut v2[..1], &mut g2)
+            .is_err()
+    );
 }

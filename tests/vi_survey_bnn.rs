@@ -38,7 +38,11 @@ fn test_rmse(method: &str) -> f64 {
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&st.stdout).to_string();
-    assert!(st.status.success(), "{out}{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let seconds = start.elapsed().as_secs_f64();
     let st = std::process::Command::new(bin)
         .arg("predict")
@@ -51,7 +55,11 @@ fn test_rmse(method: &str) -> f64 {
         .arg(&pred)
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let y: Vec<f64> = std::fs::read_to_string(data.join("diabetes_test.csv"))
         .unwrap()
         .lines()
@@ -64,7 +72,10 @@ fn test_rmse(method: &str) -> f64 {
         .skip(1)
         .map(|l| {
             let mut f = l.split(',');
-            (f.next().unwrap().to_string(), f.next().unwrap().parse().unwrap())
+            (
+                f.next().unwrap().to_string(),
+                f.next().unwrap().parse().unwrap(),
+            )
         })
         .collect();
     let mse = (0..y.len())
@@ -85,12 +96,18 @@ fn test_rmse(method: &str) -> f64 {
 #[ignore]
 fn diabetes_bnn_minibatch_ivon_test_rmse() {
     let rmse = test_rmse("ivon");
-    assert!(rmse < 1.0 && (rmse - 0.709).abs() < 0.15, "test RMSE {rmse}");
+    assert!(
+        rmse < 1.0 && (rmse - 0.709).abs() < 0.15,
+        "test RMSE {rmse}"
+    );
 }
 
 #[test]
 #[ignore]
 fn diabetes_bnn_minibatch_vogn_test_rmse() {
     let rmse = test_rmse("vogn");
-    assert!(rmse < 1.0 && (rmse - 0.709).abs() < 0.15, "test RMSE {rmse}");
+    assert!(
+        rmse < 1.0 && (rmse - 0.709).abs() < 0.15,
+        "test RMSE {rmse}"
+    );
 }

@@ -35,8 +35,9 @@ fn fit_moments(
 ) {
     let mut sources = bayesc::syntax::source::SourceMap::new();
     let root = common::root();
-    let checked = bayesc::pipeline::check_file(&mut sources, &root.join("examples/labour/model.bayes"))
-        .unwrap_or_else(|_| panic!("labour checks"));
+    let checked =
+        bayesc::pipeline::check_file(&mut sources, &root.join("examples/labour/model.bayes"))
+            .unwrap_or_else(|_| panic!("labour checks"));
     let data = bayesc::pipeline::load_data(&[root.join("examples/labour/labour.csv")])
         .unwrap_or_else(|_| panic!("labour data loads"));
     let model = bayesc::pipeline::compile(&checked, &sources, &data)
@@ -44,15 +45,9 @@ fn fit_moments(
     assert_eq!(model.dim(), 8);
     // Vadam and VOGN need the rows (a minibatch plan), as do batches.
     let mut options = options.clone();
-    options.minibatch = bayesc::pipeline::plan_for_method(
-        &checked,
-        &data,
-        &model,
-        options.method,
-        batch,
-        None,
-    )
-    .unwrap_or_else(|_| panic!("labour splits over its rows"));
+    options.minibatch =
+        bayesc::pipeline::plan_for_method(&checked, &data, &model, options.method, batch, None)
+            .unwrap_or_else(|_| panic!("labour splits over its rows"));
     let options = &options;
     let never = std::sync::atomic::AtomicBool::new(false);
     let monitor = fit::Monitor {
@@ -81,7 +76,8 @@ fn fit_moments(
         let draws = q.sample(200, &mut bayesc::inference::rng::stream(5, 0));
         let mut p = vec![0.0; d];
         for z in &draws {
-            mm.log_lik_grads(z, &rows, &mut v, &mut g).expect("per-row gradients");
+            mm.log_lik_grads(z, &rows, &mut v, &mut g)
+                .expect("per-row gradients");
             for j in 0..d {
                 p[j] += (0..n).map(|i| g[i * d + j].powi(2)).sum::<f64>() / draws.len() as f64;
             }

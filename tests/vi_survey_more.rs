@@ -79,7 +79,11 @@ impl Glm {
         Glm {
             x: t.iter().map(|&t| [1.0, t]).collect(),
             y: (1..=30)
-                .map(|i| f64::from(u8::from(0.6 + 1.2 * t[i - 1] + 1.5 * (1.7 * i as f64).sin() > 0.0)))
+                .map(|i| {
+                    f64::from(u8::from(
+                        0.6 + 1.2 * t[i - 1] + 1.5 * (1.7 * i as f64).sin() > 0.0,
+                    ))
+                })
                 .collect(),
             logistic: true,
         }
@@ -339,9 +343,7 @@ fn vadam_average(m: usize, steps: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
     let mut batches = EpochBatches::new(glm.n_obs(), m, seed).unwrap();
     let (mut mu, mut prec) = (Mean::new(2), Mean::new(2));
     for t in 0..steps {
-        vadam
-            .step(&glm, batches.next_batch().0, &mut rng)
-            .unwrap();
+        vadam.step(&glm, batches.next_batch().0, &mut rng).unwrap();
         if t >= steps / 2 {
             mu.add(&vadam.mean);
             prec.add(&vadam.precision());
@@ -427,7 +429,9 @@ fn vogn_warns_when_gauss_newton_is_not_the_hessian() {
     let mode = [0.5733945, 1.3759339];
     let fit = fit_vogn(&glm, &mode, &settings, None, &mut |_| Control::Continue).unwrap();
     assert!(
-        fit.notes.iter().any(|n| n.contains("Gauss-Newton") && n.contains("ivon")),
+        fit.notes
+            .iter()
+            .any(|n| n.contains("Gauss-Newton") && n.contains("ivon")),
         "{:?}",
         fit.notes
     );
@@ -441,7 +445,11 @@ fn vogn_warns_when_gauss_newton_is_not_the_hessian() {
         ..settings.clone()
     };
     let fit = fit_vogn(&glm, &mode, &laplace, None, &mut |_| Control::Continue).unwrap();
-    assert!(fit.notes.iter().any(|n| n.contains("0.66 times")), "{:?}", fit.notes);
+    assert!(
+        fit.notes.iter().any(|n| n.contains("0.66 times")),
+        "{:?}",
+        fit.notes
+    );
     let (mut v, mut g) = (vec![0.0; 30], vec![0.0; 60]);
     let rows: Vec<usize> = (0..30).collect();
     glm.log_lik_grads(&mode, &rows, &mut v, &mut g).unwrap();

@@ -216,7 +216,13 @@ fn vlaplace_t4_paper_form_is_the_diagonal_fisher_laplace_at_the_map() {
 #[test]
 fn vlaplace_t4_default_differentiates_through_the_curvature() {
     let fit = fit_vlaplace(&Glm::t4(), &[0.0, 0.0], &vl_settings(3000), &mut never).unwrap();
-    check_vl(&fit, [0.681154, 1.290624], [0.173851, 0.169643], 0.01, "T4 variant");
+    check_vl(
+        &fit,
+        [0.681154, 1.290624],
+        [0.173851, 0.169643],
+        0.01,
+        "T4 variant",
+    );
 }
 
 /// §4 T2 with keep probabilities p = (1, 0.9): M* = (0.783190, 1.079253). As the spec's
@@ -323,11 +329,21 @@ fn dropout_construct_gives_the_closed_form_predictive_and_is_reproducible() {
     };
     // a is never dropped; b is 0 or M₂
     let m2 = b.iter().copied().fold(0.0f64, f64::max);
-    eprintln!("M = ({}, {m2}), mean b {}, var f {}", mean(&col("a")), mean(&b), var(&f));
+    eprintln!(
+        "M = ({}, {m2}), mean b {}, var f {}",
+        mean(&col("a")),
+        mean(&b),
+        var(&f)
+    );
     assert!(b.iter().all(|x| *x == 0.0 || *x == m2));
     close(m2, 1.079253, 0.01, "M₂ of the end-to-end fit");
     rel(mean(&b), 0.971328, 0.03, "mean of b draws (p·M₂)");
-    rel(var(&f), 0.104831, 0.12, "predictive variance of a + b at t = 1");
+    rel(
+        var(&f),
+        0.104831,
+        0.12,
+        "predictive variance of a + b at t = 1",
+    );
     close(mean(&col("a")), 0.783190, 0.01, "a (never dropped)");
     let again = run(&model, &o).unwrap();
     assert_eq!(again.draws.chains, r.draws.chains, "same seed, same draws");
@@ -345,7 +361,10 @@ fn mcdropout_without_a_dropout_site_says_what_to_add() {
     let e = run(&model, &FitOptions::new(Method::Mcdropout, 1))
         .expect_err("no dropout site")
         .to_string();
-    assert!(e.contains("@dropout(0.1)") && e.contains("--method ivon"), "{e}");
+    assert!(
+        e.contains("@dropout(0.1)") && e.contains("--method ivon"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -19,17 +19,113 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const TOKENS: &[&str] = &[
-    "data", "transformed data", "parameters", "transformed parameters", "model",
-    "generated quantities", "functions", "{", "}", "(", ")", "[", "]", ";", ",", "|", "~", "=",
-    "+=", "+", "-", "*", "/", "%/%", "%", "^", ".*", "./", "'", "\\", "<", ">", "<=", ">=", "==",
-    "!=", "&&", "||", "!", "?", ":", "int", "real", "vector", "row_vector", "matrix", "array",
-    "simplex", "ordered", "cov_matrix", "cholesky_factor_corr", "lower", "upper", "offset",
-    "multiplier", "for", "in", "while", "if", "else", "return", "break", "continue", "target",
-    "print", "reject", "T", "N", "y", "x", "mu", "sigma", "theta", "alpha", "0", "1", "-1", "2.5",
-    "1e300", "-1e-300", "inf", "nan", "18446744073709551616", "normal", "normal_lpdf",
-    "bernoulli_logit", "poisson", "exp", "log", "sum", "rep_vector", "size", "log_sum_exp",
-    "_rng", "normal_rng", "include", "\"timeseries.bayes\"", "//", "/*", "*/", "#", "\n", " ",
-    "\t", "é", "\u{0}", "\u{feff}",
+    "data",
+    "transformed data",
+    "parameters",
+    "transformed parameters",
+    "model",
+    "generated quantities",
+    "functions",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ";",
+    ",",
+    "|",
+    "~",
+    "=",
+    "+=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%/%",
+    "%",
+    "^",
+    ".*",
+    "./",
+    "'",
+    "\\",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "==",
+    "!=",
+    "&&",
+    "||",
+    "!",
+    "?",
+    ":",
+    "int",
+    "real",
+    "vector",
+    "row_vector",
+    "matrix",
+    "array",
+    "simplex",
+    "ordered",
+    "cov_matrix",
+    "cholesky_factor_corr",
+    "lower",
+    "upper",
+    "offset",
+    "multiplier",
+    "for",
+    "in",
+    "while",
+    "if",
+    "else",
+    "return",
+    "break",
+    "continue",
+    "target",
+    "print",
+    "reject",
+    "T",
+    "N",
+    "y",
+    "x",
+    "mu",
+    "sigma",
+    "theta",
+    "alpha",
+    "0",
+    "1",
+    "-1",
+    "2.5",
+    "1e300",
+    "-1e-300",
+    "inf",
+    "nan",
+    "18446744073709551616",
+    "normal",
+    "normal_lpdf",
+    "bernoulli_logit",
+    "poisson",
+    "exp",
+    "log",
+    "sum",
+    "rep_vector",
+    "size",
+    "log_sum_exp",
+    "_rng",
+    "normal_rng",
+    "include",
+    "\"timeseries.bayes\"",
+    "//",
+    "/*",
+    "*/",
+    "#",
+    "\n",
+    " ",
+    "\t",
+    "é",
+    "\u{0}",
+    "\u{feff}",
 ];
 
 fn pick<'a, R: Rng>(rng: &mut R, xs: &[&'a str]) -> &'a str {
@@ -37,7 +133,9 @@ fn pick<'a, R: Rng>(rng: &mut R, xs: &[&'a str]) -> &'a str {
 }
 
 fn gen_expr<R: Rng>(rng: &mut R, depth: usize) -> String {
-    let atoms = ["x", "y", "mu", "sigma", "N", "1", "0", "2.5", "-3", "1e308", "theta[1]", "y[N]"];
+    let atoms = [
+        "x", "y", "mu", "sigma", "N", "1", "0", "2.5", "-3", "1e308", "theta[1]", "y[N]",
+    ];
     if depth == 0 || rng.random_bool(0.3) {
         return pick(rng, &atoms).to_string();
     }
@@ -45,17 +143,44 @@ fn gen_expr<R: Rng>(rng: &mut R, depth: usize) -> String {
         0 => format!(
             "{} {} {}",
             gen_expr(rng, depth - 1),
-            pick(rng, &["+", "-", "*", "/", "^", ".*", "./", "%/%", "%", "<", "==", "&&", "\\"]),
+            pick(
+                rng,
+                &[
+                    "+", "-", "*", "/", "^", ".*", "./", "%/%", "%", "<", "==", "&&", "\\"
+                ]
+            ),
             gen_expr(rng, depth - 1)
         ),
         1 => format!(
             "{}({})",
-            pick(rng, &["exp", "log", "sum", "sqrt", "log_sum_exp", "normal_lpdf", "atan2", "rep_vector", "size", "foo"]),
-            (0..rng.random_range(0..4)).map(|_| gen_expr(rng, depth - 1)).collect::<Vec<_>>().join(", ")
+            pick(
+                rng,
+                &[
+                    "exp",
+                    "log",
+                    "sum",
+                    "sqrt",
+                    "log_sum_exp",
+                    "normal_lpdf",
+                    "atan2",
+                    "rep_vector",
+                    "size",
+                    "foo"
+                ]
+            ),
+            (0..rng.random_range(0..4))
+                .map(|_| gen_expr(rng, depth - 1))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         2 => format!("({})", gen_expr(rng, depth - 1)),
         3 => format!("-{}", gen_expr(rng, depth - 1)),
-        4 => format!("{} ? {} : {}", gen_expr(rng, depth - 1), gen_expr(rng, depth - 1), gen_expr(rng, depth - 1)),
+        4 => format!(
+            "{} ? {} : {}",
+            gen_expr(rng, depth - 1),
+            gen_expr(rng, depth - 1),
+            gen_expr(rng, depth - 1)
+        ),
         _ => format!("{}'", gen_expr(rng, depth - 1)),
     }
 }
@@ -70,8 +195,20 @@ fn gen_type<R: Rng>(rng: &mut R) -> String {
         _ => format!("array[{}] real", gen_expr(rng, 1)),
     };
     if rng.random_bool(0.4) {
-        let b = format!("<lower={}{}>", gen_expr(rng, 1), if rng.random_bool(0.5) { format!(", upper={}", gen_expr(rng, 1)) } else { String::new() });
-        base.replacen(' ', &format!("{b} "), 1).replacen("real", &format!("real{b}"), usize::from(!base.contains(' ')))
+        let b = format!(
+            "<lower={}{}>",
+            gen_expr(rng, 1),
+            if rng.random_bool(0.5) {
+                format!(", upper={}", gen_expr(rng, 1))
+            } else {
+                String::new()
+            }
+        );
+        base.replacen(' ', &format!("{b} "), 1).replacen(
+            "real",
+            &format!("real{b}"),
+            usize::from(!base.contains(' ')),
+        )
     } else {
         base
     }
@@ -79,19 +216,58 @@ fn gen_type<R: Rng>(rng: &mut R) -> String {
 
 fn gen_stmt<R: Rng>(rng: &mut R, depth: usize) -> String {
     match rng.random_range(0..7) {
-        0 => format!("{} ~ {}({}, {});", gen_expr(rng, 2), pick(rng, &["normal", "poisson", "beta", "foo", "bernoulli_logit"]), gen_expr(rng, 2), gen_expr(rng, 2)),
+        0 => format!(
+            "{} ~ {}({}, {});",
+            gen_expr(rng, 2),
+            pick(
+                rng,
+                &["normal", "poisson", "beta", "foo", "bernoulli_logit"]
+            ),
+            gen_expr(rng, 2),
+            gen_expr(rng, 2)
+        ),
         1 => format!("target += {};", gen_expr(rng, 3)),
-        2 if depth > 0 => format!("for (i in 1:{}) {{ {} }}", gen_expr(rng, 1), gen_stmt(rng, depth - 1)),
-        3 if depth > 0 => format!("if ({}) {{ {} }} else {{ {} }}", gen_expr(rng, 2), gen_stmt(rng, depth - 1), gen_stmt(rng, depth - 1)),
-        4 if depth > 0 => format!("while ({}) {{ {} }}", gen_expr(rng, 2), gen_stmt(rng, depth - 1)),
-        5 => format!("{} z{} = {};", gen_type(rng), rng.random_range(0..3), gen_expr(rng, 2)),
-        _ => format!("{} = {};", pick(rng, &["x", "y", "mu", "z0"]), gen_expr(rng, 2)),
+        2 if depth > 0 => format!(
+            "for (i in 1:{}) {{ {} }}",
+            gen_expr(rng, 1),
+            gen_stmt(rng, depth - 1)
+        ),
+        3 if depth > 0 => format!(
+            "if ({}) {{ {} }} else {{ {} }}",
+            gen_expr(rng, 2),
+            gen_stmt(rng, depth - 1),
+            gen_stmt(rng, depth - 1)
+        ),
+        4 if depth > 0 => format!(
+            "while ({}) {{ {} }}",
+            gen_expr(rng, 2),
+            gen_stmt(rng, depth - 1)
+        ),
+        5 => format!(
+            "{} z{} = {};",
+            gen_type(rng),
+            rng.random_range(0..3),
+            gen_expr(rng, 2)
+        ),
+        _ => format!(
+            "{} = {};",
+            pick(rng, &["x", "y", "mu", "z0"]),
+            gen_expr(rng, 2)
+        ),
     }
 }
 
 fn gen_program<R: Rng>(rng: &mut R) -> String {
     let mut s = String::new();
-    for block in ["functions", "data", "transformed data", "parameters", "transformed parameters", "model", "generated quantities"] {
+    for block in [
+        "functions",
+        "data",
+        "transformed data",
+        "parameters",
+        "transformed parameters",
+        "model",
+        "generated quantities",
+    ] {
         if !rng.random_bool(0.5) {
             continue;
         }
@@ -99,9 +275,18 @@ fn gen_program<R: Rng>(rng: &mut R) -> String {
         s.push_str(" {\n");
         for _ in 0..rng.random_range(0..5) {
             if matches!(block, "data" | "parameters") {
-                s.push_str(&format!("  {} {};\n", gen_type(rng), pick(rng, &["x", "y", "mu", "sigma", "N", "theta"])));
+                s.push_str(&format!(
+                    "  {} {};\n",
+                    gen_type(rng),
+                    pick(rng, &["x", "y", "mu", "sigma", "N", "theta"])
+                ));
             } else if block == "functions" {
-                s.push_str(&format!("  real f{}(real a) {{ {} return {}; }}\n", rng.random_range(0..3), gen_stmt(rng, 1), gen_expr(rng, 2)));
+                s.push_str(&format!(
+                    "  real f{}(real a) {{ {} return {}; }}\n",
+                    rng.random_range(0..3),
+                    gen_stmt(rng, 1),
+                    gen_expr(rng, 2)
+                ));
             } else {
                 s.push_str(&format!("  {}\n", gen_stmt(rng, 2)));
             }
@@ -151,9 +336,14 @@ fn mutate<R: Rng>(rng: &mut R, text: &str, tokens: &[&str]) -> String {
 
 fn corpus(ext: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut stack = vec![std::path::PathBuf::from("examples"), std::path::PathBuf::from("tests/fixtures")];
+    let mut stack = vec![
+        std::path::PathBuf::from("examples"),
+        std::path::PathBuf::from("tests/fixtures"),
+    ];
     while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -163,7 +353,14 @@ fn corpus(ext: &str) -> Vec<String> {
                 && t.len() < 200_000
             {
                 // big data files: keep the first 4 kB (whole lines)
-                let cut = if t.len() > 4096 { t[..t.floor_char_boundary(4096)].rsplit_once('\n').map_or(t.as_str(), |x| x.0).to_string() } else { t };
+                let cut = if t.len() > 4096 {
+                    t[..t.floor_char_boundary(4096)]
+                        .rsplit_once('\n')
+                        .map_or(t.as_str(), |x| x.0)
+                        .to_string()
+                } else {
+                    t
+                };
                 out.push(cut);
             }
         }
@@ -175,12 +372,41 @@ fn corpus(ext: &str) -> Vec<String> {
 fn gen_csv<R: Rng>(rng: &mut R) -> String {
     let cols = rng.random_range(0..5);
     let names = ["y", "x", "N", "", "\"q\"", "a b", "y", "é"];
-    let mut s = (0..cols).map(|_| pick(rng, &names)).collect::<Vec<_>>().join(pick(rng, &[",", ";", ",,"]));
+    let mut s = (0..cols)
+        .map(|_| pick(rng, &names))
+        .collect::<Vec<_>>()
+        .join(pick(rng, &[",", ";", ",,"]));
     s.push('\n');
     for _ in 0..rng.random_range(0..6) {
-        let vals = ["1", "-2", "3.5", "", "NA", "nan", "inf", "-inf", "1e400", "18446744073709551616", "9007199254740993", "\"7\"", "x", " 4 ", "\"", "0x10"];
-        let k = if rng.random_bool(0.8) { cols } else { rng.random_range(0..7) };
-        s.push_str(&(0..k).map(|_| pick(rng, &vals)).collect::<Vec<_>>().join(","));
+        let vals = [
+            "1",
+            "-2",
+            "3.5",
+            "",
+            "NA",
+            "nan",
+            "inf",
+            "-inf",
+            "1e400",
+            "18446744073709551616",
+            "9007199254740993",
+            "\"7\"",
+            "x",
+            " 4 ",
+            "\"",
+            "0x10",
+        ];
+        let k = if rng.random_bool(0.8) {
+            cols
+        } else {
+            rng.random_range(0..7)
+        };
+        s.push_str(
+            &(0..k)
+                .map(|_| pick(rng, &vals))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
         s.push_str(pick(rng, &["\n", "\r\n", "\n\n", ""]));
     }
     s
@@ -188,19 +414,55 @@ fn gen_csv<R: Rng>(rng: &mut R) -> String {
 
 fn gen_json<R: Rng>(rng: &mut R, depth: usize) -> String {
     if depth == 0 || rng.random_bool(0.3) {
-        return pick(rng, &["1", "-2.5", "1e400", "18446744073709551616", "true", "null", "\"x\"", "\"inf\"", "\"NaN\"", "[]", "{}", "0"]).to_string();
+        return pick(
+            rng,
+            &[
+                "1",
+                "-2.5",
+                "1e400",
+                "18446744073709551616",
+                "true",
+                "null",
+                "\"x\"",
+                "\"inf\"",
+                "\"NaN\"",
+                "[]",
+                "{}",
+                "0",
+            ],
+        )
+        .to_string();
     }
     if rng.random_bool(0.5) {
-        format!("[{}]", (0..rng.random_range(0..4)).map(|_| gen_json(rng, depth - 1)).collect::<Vec<_>>().join(","))
+        format!(
+            "[{}]",
+            (0..rng.random_range(0..4))
+                .map(|_| gen_json(rng, depth - 1))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
     } else {
-        format!("{{{}}}", (0..rng.random_range(0..4)).map(|_| format!("\"{}\": {}", pick(rng, &["N", "y", "x", "N", ""]), gen_json(rng, depth - 1))).collect::<Vec<_>>().join(","))
+        format!(
+            "{{{}}}",
+            (0..rng.random_range(0..4))
+                .map(|_| format!(
+                    "\"{}\": {}",
+                    pick(rng, &["N", "y", "x", "N", ""]),
+                    gen_json(rng, depth - 1)
+                ))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
     }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let target = args.get(1).cloned().unwrap_or_else(|| "parser".into());
-    let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let seed: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
     let models = corpus("bayes");
     let csvs = corpus("csv");
@@ -211,25 +473,32 @@ fn main() {
     let panics = AtomicU64::new(0);
     let start = Instant::now();
     std::thread::scope(|scope| {
-        scope.spawn(|| loop {
-            std::thread::sleep(Duration::from_millis(500));
-            if done.load(Ordering::Relaxed) >= n {
-                return;
-            }
-            if let Some((t, input)) = current.lock().unwrap().as_ref()
-                && t.elapsed() > Duration::from_secs(10)
-            {
-                eprintln!("HANG (> 10 s) on input:\n{input:?}");
-                std::process::exit(2);
+        scope.spawn(|| {
+            loop {
+                std::thread::sleep(Duration::from_millis(500));
+                if done.load(Ordering::Relaxed) >= n {
+                    return;
+                }
+                if let Some((t, input)) = current.lock().unwrap().as_ref()
+                    && t.elapsed() > Duration::from_secs(10)
+                {
+                    eprintln!("HANG (> 10 s) on input:\n{input:?}");
+                    std::process::exit(2);
+                }
             }
         });
         for i in 0..n {
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i);
+            let mut rng =
+                Xoshiro256PlusPlus::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i);
             let input = match target.as_str() {
                 "parser" => {
                     if rng.random_bool(0.5) || models.is_empty() {
                         let g = gen_program(&mut rng);
-                        if rng.random_bool(0.3) { mutate(&mut rng, &g, TOKENS) } else { g }
+                        if rng.random_bool(0.3) {
+                            mutate(&mut rng, &g, TOKENS)
+                        } else {
+                            g
+                        }
                     } else {
                         let base = &models[rng.random_range(0..models.len())];
                         mutate(&mut rng, base, TOKENS)
@@ -240,16 +509,28 @@ fn main() {
                         gen_csv(&mut rng)
                     } else {
                         let k = rng.random_range(0..csvs.len());
-                        mutate(&mut rng, &csvs[k], &[",", "\n", "\"", "1e999", "NA", "-", "."])
+                        mutate(
+                            &mut rng,
+                            &csvs[k],
+                            &[",", "\n", "\"", "1e999", "NA", "-", "."],
+                        )
                     }
                 }
                 _ => {
                     if rng.random_bool(0.5) || jsons.is_empty() {
                         let g = gen_json(&mut rng, 4);
-                        if rng.random_bool(0.3) { mutate(&mut rng, &g, &["{", "}", "[", "]", ",", ":", "\"", "1e999"]) } else { g }
+                        if rng.random_bool(0.3) {
+                            mutate(&mut rng, &g, &["{", "}", "[", "]", ",", ":", "\"", "1e999"])
+                        } else {
+                            g
+                        }
                     } else {
                         let k = rng.random_range(0..jsons.len());
-                        mutate(&mut rng, &jsons[k], &["{", "}", "[", "]", ",", ":", "\"", "1e999", "null"])
+                        mutate(
+                            &mut rng,
+                            &jsons[k],
+                            &["{", "}", "[", "]", ",", ":", "\"", "1e999", "null"],
+                        )
                     }
                 }
             };
@@ -257,8 +538,12 @@ fn main() {
             let r = catch_unwind(AssertUnwindSafe(|| match target.as_str() {
                 "parser" => {
                     let mut sources = bayesc::syntax::source::SourceMap::new();
-                    if let Err(f) = bayesc::pipeline::check_source_in(&mut sources, "fuzz.bayes", &input, Some(std::path::Path::new("/nonexistent")))
-                    {
+                    if let Err(f) = bayesc::pipeline::check_source_in(
+                        &mut sources,
+                        "fuzz.bayes",
+                        &input,
+                        Some(std::path::Path::new("/nonexistent")),
+                    ) {
                         let _ = f.into_reports();
                     }
                 }

@@ -60,11 +60,17 @@ pub fn finite_difference_gradient(density: &dyn LogDensity, zeta: &[f64], eps: f
 /// a model, data or evaluation error), 2 for bad arguments.
 pub fn run(args: DiagnoseArgs) -> i32 {
     if !(args.epsilon > 0.0 && args.epsilon.is_finite()) {
-        eprintln!("error: --epsilon must be a positive number, got {}", args.epsilon);
+        eprintln!(
+            "error: --epsilon must be a positive number, got {}",
+            args.epsilon
+        );
         return super::EXIT_USAGE;
     }
     if !(args.error > 0.0 && args.error.is_finite()) {
-        eprintln!("error: --error must be a positive number, got {}", args.error);
+        eprintln!(
+            "error: --error must be a positive number, got {}",
+            args.error
+        );
         return super::EXIT_USAGE;
     }
     if !(args.init >= 0.0 && args.init.is_finite()) {
@@ -119,7 +125,11 @@ pub fn run(args: DiagnoseArgs) -> i32 {
     let point = if args.init == 0.0 {
         "at the origin".to_string()
     } else {
-        format!("drawn uniform(-{r}, {r}) with seed {}", args.seed, r = args.init)
+        format!(
+            "drawn uniform(-{r}, {r}) with seed {}",
+            args.seed,
+            r = args.init
+        )
     };
     println!(
         "gradient test on the unconstrained scale, {point}; epsilon = {}, accepted error = {} × max(1, |gradient|) + rounding",
@@ -127,7 +137,12 @@ pub fn run(args: DiagnoseArgs) -> i32 {
     );
     println!("log density = {lp}\n");
     let names: Vec<String> = (0..d).map(|i| model.coordinate_name(i)).collect();
-    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(10);
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(10);
     println!(
         "{:>5}  {:<w$} {:>14} {:>16} {:>16} {:>12}",
         "idx", "coordinate", "value", "model", "finite diff", "error"

@@ -262,9 +262,10 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                 // smoothed ELBO, not at an optimum (issue 13, item 2)
                 StopReason::ExitRule
                     if fit.skipped_steps == 0
-                        && result.vi.as_ref().is_some_and(|v| {
-                            v.collapsed.is_empty() && !v.unbounded.is_empty()
-                        }) =>
+                        && result
+                            .vi
+                            .as_ref()
+                            .is_some_and(|v| v.collapsed.is_empty() && !v.unbounded.is_empty()) =>
                 {
                     println!(
                         "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but \
@@ -272,7 +273,11 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                          to converge to; smoothed ELBO = {:.3}",
                         fit.iterations,
                         result.seconds,
-                        result.vi.as_ref().map(|v| v.unbounded.join(", ")).unwrap_or_default(),
+                        result
+                            .vi
+                            .as_ref()
+                            .map(|v| v.unbounded.join(", "))
+                            .unwrap_or_default(),
                         fit.best_smoothed_elbo
                     )
                 }
@@ -348,7 +353,11 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                          below), so there is no optimum to converge to",
                         fit.iterations,
                         result.seconds,
-                        result.vi.as_ref().map(|v| v.unbounded.join(", ")).unwrap_or_default()
+                        result
+                            .vi
+                            .as_ref()
+                            .map(|v| v.unbounded.join(", "))
+                            .unwrap_or_default()
                     )
                 }
                 QnvbStop::Converged => println!(

@@ -180,7 +180,11 @@ pub struct FitArgs {
     /// IVON, BBB, BBVI, NG-BBVI, Vadam, VOGN: the learning rate (defaults 0.1, 0.01, 0.2, 0.01,
     /// 0.001 and 0.1); MGVB, EMGVB: β₀ (0.01); NGVI, VON: β (0.05). NUTS, HMC: the initial
     /// step size ε̄ > 0 before Stan's heuristic and dual averaging adapt it (default 1).
-    #[arg(long, allow_negative_numbers = true, help_heading = "Variational inference")]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        help_heading = "Variational inference"
+    )]
     pub step_size: Option<f64>,
     /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
     /// smoothed value is empty until its window is full) to FILE as CSV. Laplace has no
@@ -209,7 +213,12 @@ pub struct FitArgs {
     /// MCMC: where the chains start: a number R (uniform(−R, R) on the unconstrained scale;
     /// default 2, Stan's; 0 starts at zero) or `pathfinder` (one importance-resampled draw of
     /// multi-path Pathfinder per chain, as Stan can; the Pathfinder flags apply).
-    #[arg(long, value_name = "R|pathfinder", allow_hyphen_values = true, help_heading = "MCMC")]
+    #[arg(
+        long,
+        value_name = "R|pathfinder",
+        allow_hyphen_values = true,
+        help_heading = "MCMC"
+    )]
     pub init: Option<String>,
     /// MCMC: number of chains, run in parallel.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
@@ -224,7 +233,12 @@ pub struct FitArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub thin: u64,
     /// NUTS/HMC: target acceptance statistic of the step-size adaptation, in (0, 1).
-    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true, help_heading = "MCMC")]
+    #[arg(
+        long,
+        default_value_t = 0.8,
+        allow_negative_numbers = true,
+        help_heading = "MCMC"
+    )]
     pub adapt_delta: f64,
     /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]
@@ -371,7 +385,12 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ),
         ("--num-paths", args.num_paths != 4, pf, "pathfinder"),
         ("--history-size", args.history_size != 6, pf, "pathfinder"),
-        ("--num-elbo-draws", args.num_elbo_draws != 25, pf, "pathfinder"),
+        (
+            "--num-elbo-draws",
+            args.num_elbo_draws != 25,
+            pf,
+            "pathfinder",
+        ),
         (
             "--step-size",
             args.step_size.is_some(),

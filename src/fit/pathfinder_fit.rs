@@ -61,7 +61,9 @@ pub(super) fn pathfinder_inits(
     use rand::RngExt;
     let fail = |message: String| FitError::Algorithm {
         method: Method::Pathfinder,
-        message: format!("{message} (needed for --init pathfinder; remove it to start the chains at random)"),
+        message: format!(
+            "{message} (needed for --init pathfinder; remove it to start the chains at random)"
+        ),
     };
     let settings = PathfinderSettings {
         seed: options.seed,

@@ -94,8 +94,14 @@ pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
     }
     (0..d)
         .filter(|&i| {
-            let lo = grads.iter().map(|(k, _)| picked[*k][i]).fold(f64::INFINITY, f64::min);
-            let hi = grads.iter().map(|(k, _)| picked[*k][i]).fold(f64::NEG_INFINITY, f64::max);
+            let lo = grads
+                .iter()
+                .map(|(k, _)| picked[*k][i])
+                .fold(f64::INFINITY, f64::min);
+            let hi = grads
+                .iter()
+                .map(|(k, _)| picked[*k][i])
+                .fold(f64::NEG_INFINITY, f64::max);
             hi > lo && grads.iter().all(|(_, g)| is_zero(g, i))
         })
         .collect()
@@ -143,7 +149,9 @@ mod tests {
     #[test]
     fn a_half_flat_coordinate_is_found_and_a_curved_one_is_not() {
         assert_eq!(flat_at_point(&HalfFlat, &[0.0, 1.0], &[0, 1]), vec![1]);
-        let draws: Vec<Vec<f64>> = (0..50).map(|k| vec![k as f64 * 0.1 - 2.0, -(k as f64)]).collect();
+        let draws: Vec<Vec<f64>> = (0..50)
+            .map(|k| vec![k as f64 * 0.1 - 2.0, -(k as f64)])
+            .collect();
         let refs: Vec<&[f64]> = draws.iter().map(|v| v.as_slice()).collect();
         assert_eq!(flat_in_draws(&HalfFlat, &refs), vec![1]);
         // draws above 10 in y: the density curves there

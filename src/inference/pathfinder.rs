@@ -704,7 +704,12 @@ mod tests {
         }
         for i in 0..d * d {
             let tol = 0.02 * (sigma[(i / d) * d + i / d] * sigma[(i % d) * d + i % d]).sqrt();
-            assert!((acc[i] - sigma[i]).abs() < tol, "{i}: {} vs {}", acc[i], sigma[i]);
+            assert!(
+                (acc[i] - sigma[i]).abs() < tol,
+                "{i}: {} vs {}",
+                acc[i],
+                sigma[i]
+            );
         }
     }
 }

@@ -351,7 +351,8 @@ fn write_pathfinder_csv(
         ("max_lbfgs_iters", p.optimize.max_iter.to_string()),
         ("psis_resample", "true".to_string()),
     ];
-    let config = stan_csv::cmdstan_config_lines(model_name, "pathfinder", &settings, options.seed, 1);
+    let config =
+        stan_csv::cmdstan_config_lines(model_name, "pathfinder", &settings, options.seed, 1);
     let values: Vec<f64> = result
         .approx_log_densities
         .iter()

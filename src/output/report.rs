@@ -30,7 +30,10 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
                     if o.mcmc.init_radius == 0.0 {
                         "at zero on the unconstrained scale".to_string()
                     } else {
-                        format!("uniform(-{r}, {r}) on the unconstrained scale", r = o.mcmc.init_radius)
+                        format!(
+                            "uniform(-{r}, {r}) on the unconstrained scale",
+                            r = o.mcmc.init_radius
+                        )
                     }
                 )),
             fit::McmcInit::Random => {}
@@ -265,7 +268,9 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             match m {
                 fit::Method::Mh => String::new(),
                 fit::Method::Hmc => match o.mcmc.method {
-                    mcmc::Method::StaticHmc { n_leapfrog: Some(n) } => {
+                    mcmc::Method::StaticHmc {
+                        n_leapfrog: Some(n),
+                    } => {
                         format!("adapt_delta = {}; {n} leapfrog steps; ", o.mcmc.adapt_delta)
                     }
                     _ => format!(
@@ -536,7 +541,10 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
 /// line per path with its L-BFGS run and the iterate whose Gaussian it kept, and which paths
 /// failed. Pathfinder has no convergence claim of its own: how good the mixture is, is what
 /// the PSIS k̂ below the summary says. Ends with a newline.
-pub fn pathfinder_text(result: &FitResult, fit: &crate::inference::pathfinder::PathfinderFit) -> String {
+pub fn pathfinder_text(
+    result: &FitResult,
+    fit: &crate::inference::pathfinder::PathfinderFit,
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(

@@ -366,15 +366,14 @@ impl<'p> Checker<'p> {
         let unused: Vec<SemanticError> = if !has_density {
             Vec::new()
         } else {
-            self
-            .params
-            .iter()
-            .filter(|(n, _)| !self.used_in_density.contains(n))
-            .map(|(n, s)| SemanticError::UnusedParameter {
-                name: n.clone(),
-                span: *s,
-            })
-            .collect()
+            self.params
+                .iter()
+                .filter(|(n, _)| !self.used_in_density.contains(n))
+                .map(|(n, s)| SemanticError::UnusedParameter {
+                    name: n.clone(),
+                    span: *s,
+                })
+                .collect()
         };
         self.errors.extend(unused);
     }

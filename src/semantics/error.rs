@@ -366,7 +366,9 @@ pub enum SemanticError {
         span: Span,
     },
     /// Constant bounds with lower ≥ upper: the declared set is empty (or a point).
-    #[error("the bounds of `{name}` are in the wrong order: lower = {lower} is not below upper = {upper}")]
+    #[error(
+        "the bounds of `{name}` are in the wrong order: lower = {lower} is not below upper = {upper}"
+    )]
     BoundsReversed {
         /// The variable declared.
         name: String,
@@ -736,7 +738,9 @@ impl ToDiagnostic for SemanticError {
             }
             BoundsReversed { span, .. } => {
                 labels.push(primary(*span, "no value satisfies these bounds"));
-                notes.push("help: write the smaller value as `lower` and the larger as `upper`".into());
+                notes.push(
+                    "help: write the smaller value as `lower` and the larger as `upper`".into(),
+                );
             }
             DivisionByZero { span, .. } => {
                 labels.push(primary(*span, "the divisor is 0"));

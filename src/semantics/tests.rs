@@ -395,15 +395,15 @@ fn sizes_are_int_data() {
 #[test]
 fn a_parameter_in_no_statement_of_the_density_is_an_error_unless_bounded() {
     // issue 13, item 2: its posterior is the improper flat prior
-    match one_error("parameters { real a; real b; } model { a ~ normal(0, 1); } generated quantities { real c = b; }") {
+    match one_error(
+        "parameters { real a; real b; } model { a ~ normal(0, 1); } generated quantities { real c = b; }",
+    ) {
         SemanticError::UnusedParameter { name, .. } => assert_eq!(name, "b"),
         e => panic!("{e:?}"),
     }
     // a bounded one is uniform (proper); one used through a transformed parameter counts
-    let out = run(
-        "parameters { real a; real<lower=0, upper=1> p; real z; } \
-         transformed parameters { real w = 2 * z; } model { a ~ normal(0, 1); w ~ normal(0, 1); }",
-    );
+    let out = run("parameters { real a; real<lower=0, upper=1> p; real z; } \
+         transformed parameters { real w = 2 * z; } model { a ~ normal(0, 1); w ~ normal(0, 1); }");
     assert!(out.errors.is_empty(), "{:#?}", out.errors);
     match one_error("parameters { real<lower=2, upper=2> a; } model { a ~ normal(0, 1); }") {
         SemanticError::BoundsReversed { name, .. } => assert_eq!(name, "a"),

@@ -277,7 +277,8 @@ impl McDropoutFit {
             .map(|j| (keep[j] * (1.0 - keep[j]) * weights[j] * weights[j]).max(1e-300))
             .collect();
         record_fit.precision = var.iter().map(|v| 1.0 / v).collect();
-        record_fit.factor = Factor::Diagonal(record_fit.precision.iter().map(|p| p.sqrt()).collect());
+        record_fit.factor =
+            Factor::Diagonal(record_fit.precision.iter().map(|p| p.sqrt()).collect());
         record_fit.mean = mean;
         record_fit.covariance = var;
         McDropoutFit {
@@ -307,7 +308,11 @@ impl McDropoutFit {
             .iter()
             .map(|u| {
                 let dropped = u.coords.iter().all(|&j| zeta[j] == 0.0);
-                if dropped { (1.0 - u.keep).ln() } else { u.keep.ln() }
+                if dropped {
+                    (1.0 - u.keep).ln()
+                } else {
+                    u.keep.ln()
+                }
             })
             .sum()
     }

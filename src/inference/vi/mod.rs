@@ -35,9 +35,9 @@ pub mod mgvb;
 pub mod ngbbvi;
 pub mod ngvi;
 pub mod vadam;
+pub mod vlaplace;
 pub mod vogn;
 pub mod von;
-pub mod vlaplace;
 
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;

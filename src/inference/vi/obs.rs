@@ -13,8 +13,8 @@
 use rand::RngExt;
 use rand_distr::StandardNormal;
 
-use super::{HALF_LN_2PI, ViError};
 use super::reparam::MAX_REDRAWS;
+use super::{HALF_LN_2PI, ViError};
 use crate::inference::MinibatchDensity;
 use crate::inference::hessian::finite_diff_step;
 use crate::inference::rng::StreamRng;

@@ -107,7 +107,12 @@ impl Vadam {
         let prior_curv = prior_curvature(density, init)?;
         let p0 = match &settings.init_precision {
             Some(p) if p.len() == d => p.clone(),
-            Some(p) => return bad(format!("init_precision has length {}, expected {d}", p.len())),
+            Some(p) => {
+                return bad(format!(
+                    "init_precision has length {}, expected {d}",
+                    p.len()
+                ));
+            }
             None => vec![settings.p_init; d],
         };
         if p0.iter().any(|p| !(*p > 0.0 && p.is_finite())) {
@@ -183,7 +188,8 @@ impl Vadam {
             let lambda = self.prior_curv[i] / self.n;
             self.m[i] = b1 * self.m[i] + (1.0 - b1) * (self.g[i] - prior_g[i] / self.n);
             self.s[i] = b2 * self.s[i] + (1.0 - b2) * self.g2[i];
-            self.mean[i] -= self.settings.lr * (self.m[i] / c1) / ((self.s[i] / c2).sqrt() + lambda);
+            self.mean[i] -=
+                self.settings.lr * (self.m[i] / c1) / ((self.s[i] / c2).sqrt() + lambda);
         }
         Ok(lb)
     }

@@ -241,7 +241,12 @@ impl Vlaplace {
         let how = settings.curvature_for(d);
         let (curvature, started) = match &settings.init_curvature {
             Some(h) if h.len() == d && h.iter().all(|x| x.is_finite()) => (h.clone(), true),
-            Some(h) => return bad(format!("init_curvature has length {}, expected {d}", h.len())),
+            Some(h) => {
+                return bad(format!(
+                    "init_curvature has length {}, expected {d}",
+                    h.len()
+                ));
+            }
             None => (vec![1.0; d], false),
         };
         Ok(Vlaplace {
@@ -322,7 +327,8 @@ impl Vlaplace {
             *h = beta * *h + (1.0 - beta) * c;
         }
         self.started = true;
-        self.adam.step(&grad, self.settings.lr, None, &mut self.step);
+        self.adam
+            .step(&grad, self.settings.lr, None, &mut self.step);
         for (m, s) in self.mean.iter_mut().zip(&self.step) {
             *m += s;
         }
@@ -551,8 +557,10 @@ mod tests {
             g[0] = -a[0] * z[0] - 0.3 * z[1];
             g[1] = -a[1] * z[1] - 0.3 * z[0];
             g[2] = -a[2] * z[2];
-            Ok(-0.5 * (a[0] * z[0] * z[0] + a[1] * z[1] * z[1] + a[2] * z[2] * z[2])
-                - 0.3 * z[0] * z[1])
+            Ok(
+                -0.5 * (a[0] * z[0] * z[0] + a[1] * z[1] * z[1] + a[2] * z[2] * z[2])
+                    - 0.3 * z[0] * z[1],
+            )
         }
     }
 
@@ -566,8 +574,16 @@ mod tests {
             assert!((got - want).abs() < 1e-6, "{got} vs {want}");
         }
         // Hutchinson: E[v ⊙ Hv] = diag H; the off-diagonal 0.3 adds ±0.3 noise per probe.
-        diagonal_curvature(&Quad, &mu, Curvature::Hutchinson, 4000, &mut rng, &mut c, None)
-            .unwrap();
+        diagonal_curvature(
+            &Quad,
+            &mu,
+            Curvature::Hutchinson,
+            4000,
+            &mut rng,
+            &mut c,
+            None,
+        )
+        .unwrap();
         for (got, want) in c.iter().zip([2.0, 5.0, 0.5]) {
             assert!((got - want).abs() < 0.03, "{got} vs {want}");
         }

@@ -101,7 +101,12 @@ impl Vogn {
             .collect();
         let p0 = match &settings.init_precision {
             Some(p) if p.len() == d => p.clone(),
-            Some(p) => return bad(format!("init_precision has length {}, expected {d}", p.len())),
+            Some(p) => {
+                return bad(format!(
+                    "init_precision has length {}, expected {d}",
+                    p.len()
+                ));
+            }
             None => vec![settings.p0; d],
         };
         if p0.iter().any(|p| !(*p > 0.0 && p.is_finite())) {
@@ -252,8 +257,8 @@ fn gauss_newton_check(
         .map_err(ViError::Density)?;
     let mut worst: Option<(usize, f64)> = None;
     for j in 0..d {
-        let ef: f64 = (0..n).map(|i| grads[i * d + j].powi(2)).sum::<f64>()
-            + n as f64 * prior_curv_over_n[j];
+        let ef: f64 =
+            (0..n).map(|i| grads[i * d + j].powi(2)).sum::<f64>() + n as f64 * prior_curv_over_n[j];
         let r = ef / hessian_diag[j];
         let off = r.max(1.0 / r);
         if off > GAUSS_NEWTON_MISMATCH && worst.is_none_or(|(_, w)| off > w.max(1.0 / w)) {

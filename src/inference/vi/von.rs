@@ -274,9 +274,7 @@ impl Von {
                         .map(|i| {
                             self.q.mean[i]
                                 + beta
-                                    * (0..d)
-                                        .map(|j| sigma[i * d + j] * self.grad[j])
-                                        .sum::<f64>()
+                                    * (0..d).map(|j| sigma[i * d + j] * self.grad[j]).sum::<f64>()
                         })
                         .collect::<Vec<f64>>();
                     (mean, p)

@@ -147,9 +147,7 @@ impl<'p> Checker<'p> {
         let structured = is_structured(&d.ty.base);
         if structured || !d.ty.constraint.is_empty() {
             self.err(bad(
-                format!(
-                    "`@dropout` needs an unconstrained parameter, but `{name}` is constrained"
-                ),
+                format!("`@dropout` needs an unconstrained parameter, but `{name}` is constrained"),
                 "dropping sets a coordinate of the unconstrained scale to 0, which is \
                  meaningful for weights but not for a scale or a simplex; annotate the \
                  unconstrained weights instead",

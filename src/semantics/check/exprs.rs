@@ -106,7 +106,12 @@ impl<'p> Checker<'p> {
                             && !l.is_scalar()
                             && !r.is_scalar()
                         {
-                            self.literal_sizes_agree(lhs, rhs, &format!("`{}`", pretty::expr(e)), e.span);
+                            self.literal_sizes_agree(
+                                lhs,
+                                rhs,
+                                &format!("`{}`", pretty::expr(e)),
+                                e.span,
+                            );
                         }
                         if *op == BinOp::Div && l.is_int() && r.is_int() {
                             let (a, b) = (pretty::expr(lhs), pretty::expr(rhs));
