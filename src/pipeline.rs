@@ -164,7 +164,8 @@ pub fn compile_unobserved(
 /// `files` gives runtime errors their location in the model ("model.bayes:14:3").
 ///
 /// Memory: a variable bound to a whole CSV column or JSON array shares the source's buffer with
-/// the model; a matrix bound from CSV columns is copied once (and transposed in place), so that
+/// the model; a matrix bound from CSV columns is copied once, column by column (the graph's
+/// column-major layout, so never transposed), so that
 /// dropping `sources` afterwards leaves the model holding the data's only copy.
 pub fn compile(
     checked: &Checked,

@@ -114,7 +114,10 @@ fn matrix_columns_and_sizes_from_two_files() {
     assert_eq!(*value(&b, "K").values, vec![3.0]);
     let x = value(&b, "X");
     assert_eq!(x.dims, vec![2, 3]);
-    assert_eq!(*x.values, vec![0.5, 1.0, 2.0, 1.5, -1.0, 3.0]);
+    // A matrix bound from CSV columns is held column-major (its columns appended whole): the
+    // rows are (0.5, 1.0, 2.0) and (1.5, -1.0, 3.0).
+    assert!(x.column_major);
+    assert_eq!(*x.values, vec![0.5, 1.5, 1.0, -1.0, 2.0, 3.0]);
     let z = value(&b, "Z");
     assert_eq!(z.dims, vec![2, 2]);
     assert_eq!(*z.values, vec![10.0, 20.0, 11.0, 21.0]);
@@ -613,4 +616,21 @@ fn a_directory_or_a_missing_file_is_named_as_such() {
     assert!(e.message.contains("cannot read"), "{}", e.message);
     let e = load(&dir.path().join("absent")).unwrap_err();
     assert!(e.message.contains("does not exist"), "{}", e.message);
+}
+
+#[test]
+fn bound_of_a_column_major_matrix_names_its_row_and_column() {
+    // X is bound column-major from X.1, X.2; the bad value is on data row 3 (line 4), in X.2.
+    let e = bind_err(
+        "data { int N; matrix<lower=0>[N, 2] X; }",
+        &[csv(
+            "x.csv",
+            "X.1,X.2\n1.0,2.0\n3.0,4.0\n5.0,-6.0\n7.0,8.0\n",
+        )],
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("-6") && text.contains("X.2") && text.contains("row 3"),
+        "{text}"
+    );
 }

@@ -64,6 +64,7 @@ fn labour_timing() {
             dims: vec![],
             values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
+            column_major: false,
         },
     );
     for (k, nm) in names.iter().enumerate() {
@@ -73,6 +74,7 @@ fn labour_timing() {
                 dims: vec![n],
                 values: std::sync::Arc::new(cols[k].clone()),
                 is_int: k == 0,
+                column_major: false,
             },
         );
     }
@@ -132,6 +134,7 @@ model {
             dims: vec![],
             values: std::sync::Arc::new(vec![r.len() as f64]),
             is_int: true,
+            column_major: false,
         },
     );
     bd.values.insert(
@@ -140,6 +143,7 @@ model {
             dims: vec![r.len()],
             values: std::sync::Arc::new(r),
             is_int: false,
+            column_major: false,
         },
     );
     let m = Model::new(&parse_program(src, 0).unwrap(), &bd).unwrap();

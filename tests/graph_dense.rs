@@ -26,6 +26,7 @@ model {{ target += {expr}; }}"
         dims,
         values: std::sync::Arc::new(values),
         is_int: false,
+        column_major: false,
     };
     bd.values.insert(
         "X".into(),
@@ -44,6 +45,7 @@ model {{ target += {expr}; }}"
             dims: vec![4],
             values: std::sync::Arc::new(vec![1.0, 3.0, 2.0, 3.0]),
             is_int: true,
+            column_major: false,
         },
     );
     Model::new(&prog, &bd).unwrap_or_else(|e| panic!("{expr}: {e}"))
@@ -238,6 +240,7 @@ model {
             dims: vec![],
             values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
+            column_major: false,
         },
     );
     bd.values.insert(
@@ -246,6 +249,7 @@ model {
             dims: vec![n, 3],
             values: std::sync::Arc::new((0..3 * n).map(|i| ((i as f64) * 0.77).cos()).collect()),
             is_int: false,
+            column_major: false,
         },
     );
     bd.values.insert(
@@ -254,6 +258,7 @@ model {
             dims: vec![n],
             values: std::sync::Arc::new((0..n).map(|i| ((i as f64) * 1.9).sin()).collect()),
             is_int: false,
+            column_major: false,
         },
     );
     let m = Model::new(&prog, &bd).unwrap();
@@ -275,6 +280,7 @@ fn nn_data() -> BoundData {
                 dims,
                 values: std::sync::Arc::new(values),
                 is_int,
+                column_major: false,
             },
         );
     };

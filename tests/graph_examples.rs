@@ -40,6 +40,7 @@ fn json_data(path: &Path) -> BoundData {
                 dims,
                 values: std::sync::Arc::new(values),
                 is_int,
+                column_major: false,
             },
         );
     }
@@ -145,6 +146,7 @@ fn csv_data(path: &Path, size: &str) -> BoundData {
             dims: vec![],
             values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
+            column_major: false,
         },
     );
     for (h, c) in headers.iter().zip(cols) {
@@ -156,6 +158,7 @@ fn csv_data(path: &Path, size: &str) -> BoundData {
                     dims: vec![n],
                     values: std::sync::Arc::new(c),
                     is_int,
+                    column_major: false,
                 },
             );
         }

@@ -20,6 +20,7 @@ fn scalar_int(n: usize) -> DataValue {
         dims: vec![],
         values: std::sync::Arc::new(vec![n as f64]),
         is_int: true,
+        column_major: false,
     }
 }
 
@@ -28,6 +29,7 @@ fn vector(xs: Vec<f64>, is_int: bool) -> DataValue {
         dims: vec![xs.len()],
         values: std::sync::Arc::new(xs),
         is_int,
+        column_major: false,
     }
 }
 
@@ -556,6 +558,7 @@ model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * 
             dims: vec![2, 3],
             values: std::sync::Arc::new(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
             is_int: false,
+            column_major: false,
         },
     );
     // Row-major data: D = [[1, 7], [3, 4]].
@@ -565,6 +568,7 @@ model { target += -0.5 * dot_self(to_vector(S)) + d[2, 3] * a[2][1] + D[1, 2] * 
             dims: vec![2, 2],
             values: std::sync::Arc::new(vec![1.0, 7.0, 3.0, 4.0]),
             is_int: false,
+            column_major: false,
         },
     );
     let m = compile(src, &bd);

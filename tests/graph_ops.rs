@@ -61,6 +61,7 @@ model {{ target += {expr}; }}"
             dims: vec![4, 3],
             values: std::sync::Arc::new(P0.x.iter().flatten().copied().collect()),
             is_int: false,
+            column_major: false,
         },
     );
     bd.values.insert(
@@ -69,6 +70,7 @@ model {{ target += {expr}; }}"
             dims: vec![3],
             values: std::sync::Arc::new(P0.d.to_vec()),
             is_int: false,
+            column_major: false,
         },
     );
     Model::new(&prog, &bd).unwrap_or_else(|e| panic!("{expr}: {e}"))

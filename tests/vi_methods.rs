@@ -329,6 +329,7 @@ fn delta_method_standard_error_through_a_log_transform() {
             dims: vec![],
             values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
+            column_major: false,
         },
     );
     data.values.insert(
@@ -337,6 +338,7 @@ fn delta_method_standard_error_through_a_log_transform() {
             dims: vec![n],
             values: std::sync::Arc::new(y.clone()),
             is_int: false,
+            column_major: false,
         },
     );
     let prog = bayesc::syntax::parser::parse_program(src, 0).unwrap();
@@ -377,6 +379,7 @@ fn qnvb_reaches_the_mean_field_optimum_of_a_gaussian_regression() {
         dims: vec![v.len()],
         values: std::sync::Arc::new(v.to_vec()),
         is_int: false,
+        column_major: false,
     };
     let mut data = BoundData::default();
     data.values.insert(
@@ -385,6 +388,7 @@ fn qnvb_reaches_the_mean_field_optimum_of_a_gaussian_regression() {
             dims: vec![],
             values: std::sync::Arc::new(vec![n as f64]),
             is_int: true,
+            column_major: false,
         },
     );
     data.values.insert("x".into(), vector(&x));

@@ -134,10 +134,12 @@ enum Provenance<'a> {
         src: &'a CsvSource,
         col: usize,
     },
-    /// Row-major over (rows, `cols.len()`).
+    /// Row-major over (rows, `cols.len()`), or column-major when `column_major` holds the
+    /// number of rows.
     Columns {
         src: &'a CsvSource,
         cols: Vec<usize>,
+        column_major: Option<usize>,
     },
     Json {
         src: &'a JsonSource,
@@ -156,7 +158,19 @@ impl Locate for Provenance<'_> {
             Provenance::Column { src, col } => {
                 format!("{}, column `{}`", src.row_location(flat), src.header[*col])
             }
-            Provenance::Columns { src, cols } => {
+            Provenance::Columns {
+                src,
+                cols,
+                column_major: Some(rows),
+            } => {
+                let rows = (*rows).max(1);
+                format!(
+                    "{}, column `{}`",
+                    src.row_location(flat % rows),
+                    src.header[cols[(flat / rows).min(cols.len().saturating_sub(1))]]
+                )
+            }
+            Provenance::Columns { src, cols, .. } => {
                 let k = cols.len().max(1);
                 format!(
                     "{}, column `{}`",
@@ -175,7 +189,7 @@ impl Locate for Provenance<'_> {
             Provenance::Column { src, col } => {
                 format!("{}, column `{}`", src.name, src.header[*col])
             }
-            Provenance::Columns { src, cols } => format!(
+            Provenance::Columns { src, cols, .. } => format!(
                 "{}, columns {}",
                 src.name,
                 column_range(src, cols.iter().copied())
@@ -296,7 +310,14 @@ impl<'a> Binder<'a> {
         if dims.is_empty() {
             self.origins.insert(name.to_string(), prov.origin());
         }
-        self.insert(name, dims, values, is_int);
+        let column_major = matches!(
+            prov,
+            Provenance::Columns {
+                column_major: Some(_),
+                ..
+            }
+        );
+        self.insert_ordered(name, dims, values, is_int, column_major);
         Ok(())
     }
 
@@ -323,12 +344,24 @@ impl<'a> Binder<'a> {
     }
 
     fn insert(&mut self, name: &str, dims: Vec<usize>, values: Arc<Vec<f64>>, is_int: bool) {
+        self.insert_ordered(name, dims, values, is_int, false);
+    }
+
+    fn insert_ordered(
+        &mut self,
+        name: &str,
+        dims: Vec<usize>,
+        values: Arc<Vec<f64>>,
+        is_int: bool,
+        column_major: bool,
+    ) {
         self.bound.values.insert(
             name.to_string(),
             DataValue {
                 dims,
                 values,
                 is_int,
+                column_major,
             },
         );
     }
@@ -714,19 +747,35 @@ impl<'a> Binder<'a> {
         }
         self.check_rows(decl, dims, exprs, src, &format!("columns {found}"))?;
         let mut values = Vec::with_capacity(dims[0] * k);
-        for row in 0..dims[0] {
+        // A `matrix` is stored column-major, the graph's layout: its columns are appended
+        // whole (no transposition later). Other 2-D shapes (arrays of vectors, 2-D arrays) are
+        // row-major.
+        let column_major =
+            matches!(decl.ty.base, SizedBase::Matrix(..)) && decl.ty.array_dims.is_empty();
+        if column_major {
             for &(_, c) in cols {
-                let v = src.columns[c].values[row];
-                if !v.is_finite() {
+                let column = &src.columns[c].values[..dims[0]];
+                if let Some(row) = column.iter().position(|v| !v.is_finite()) {
                     return Err(cell_value(src, c, row, name).expect_err("a non-finite cell"));
                 }
-                values.push(v);
+                values.extend_from_slice(column);
+            }
+        } else {
+            for row in 0..dims[0] {
+                for &(_, c) in cols {
+                    let v = src.columns[c].values[row];
+                    if !v.is_finite() {
+                        return Err(cell_value(src, c, row, name).expect_err("a non-finite cell"));
+                    }
+                    values.push(v);
+                }
             }
         }
         let values = Arc::new(values);
         let prov = Provenance::Columns {
             src,
             cols: cols.iter().map(|&(_, c)| c).collect(),
+            column_major: column_major.then_some(dims[0]),
         };
         Ok((values, prov))
     }

@@ -268,6 +268,7 @@ mod tests {
                 dims: vec![],
                 values: vec![10.0].into(),
                 is_int: true,
+                column_major: false,
             },
         );
         env.values.insert(
@@ -276,6 +277,7 @@ mod tests {
                 dims: vec![],
                 values: vec![0.5].into(),
                 is_int: false,
+                column_major: false,
             },
         );
         env

@@ -11,7 +11,8 @@ use std::sync::Arc;
 ///
 /// `dims` are the declared sizes, outermost first: `[]` for a scalar, `[N]` for `vector[N]` or
 /// `array[N] int`, `[R, C]` for `matrix[R, C]`, `[N, K]` for `array[N] vector[K]`.
-/// `values` holds the elements in row-major (C) order over `dims`, integers stored exactly as f64.
+/// `values` holds the elements in row-major (C) order over `dims` (a matrix bound from CSV columns:
+/// column-major, see [`DataValue::column_major`]), integers stored exactly as f64.
 /// It is shared, not copied: a variable bound to a whole CSV column or JSON array holds the
 /// source's buffer, and the compiled model holds the same one (docs/memory.md).
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +21,10 @@ pub struct DataValue {
     pub values: Arc<Vec<f64>>,
     /// True when declared `int` (every value is then an exact integer).
     pub is_int: bool,
+    /// True when a `matrix` is held column-major instead (each column contiguous, the graph's
+    /// layout): a matrix bound from CSV columns `X.1 … X.K` is built by appending its columns,
+    /// so that it is never transposed (docs/memory.md).
+    pub column_major: bool,
 }
 
 /// All data variables of a program after binding, by name.
@@ -111,7 +116,8 @@ pub fn load(path: &Path) -> Result<DataSource, DataError> {
     })?;
     if is_csv {
         // streamed: the text is never held whole
-        return csv::parse_reader(&shown, file).map(DataSource::Csv);
+        let size = file.metadata().ok().map(|m| m.len());
+        return csv::parse_reader_sized(&shown, file, size).map(DataSource::Csv);
     }
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut std::io::BufReader::new(file), &mut bytes).map_err(|e| {

@@ -1,7 +1,7 @@
 //! Bernoulli distribution: log p(n | θ) = n log θ + (1 − n) log(1 − θ), n ∈ {0, 1}.
 
-use super::args::requirement::{BINARY, PROBABILITY};
-use super::args::{Arg, DistError, Hoisted, Term, binary, check_each, probability};
+use super::args::requirement::PROBABILITY;
+use super::args::{Arg, DistError, Hoisted, Term, check_each, probability};
 use super::registry::Family;
 use rand::Rng;
 use rand_distr::Distribution;
@@ -15,7 +15,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// ∂/∂θ = 1/θ for n = 1 and −1/(1 − θ) for n = 0. The variate is data (no partial).
 /// Errors: n not 0 or 1, θ outside [0, 1] or NaN.
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::Bernoulli.sig(), args, 0, BINARY, binary)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var[1] {

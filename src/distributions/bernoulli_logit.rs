@@ -1,8 +1,8 @@
 //! Bernoulli distribution on the logit scale: log p(n | α) = n log σ(α) + (1 − n) log σ(−α),
 //! σ the logistic sigmoid.
 
-use super::args::requirement::{BINARY, NOT_NAN};
-use super::args::{Arg, DistError, Term, binary, check_each};
+use super::args::requirement::NOT_NAN;
+use super::args::{Arg, DistError, Term, check_each};
 use super::registry::Family;
 use super::special::{inv_logit, logit_terms};
 use rand::Rng;
@@ -21,7 +21,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// any finite or infinite α. ∂/∂α = n − σ(α). The variate is data (no partial).
 /// Errors: n not 0 or 1, α NaN.
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::BernoulliLogit.sig(), args, 0, BINARY, binary)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var[1] {

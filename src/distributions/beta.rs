@@ -1,8 +1,8 @@
 //! Beta distribution: log p(y | a, b) = log Γ(a + b) − log Γ(a) − log Γ(b) + (a − 1) log y
 //! + (b − 1) log(1 − y).
 
-use super::args::requirement::{POSITIVE_FINITE, PROBABILITY};
-use super::args::{Arg, DistError, Term, check_each, positive_finite, probability};
+use super::args::requirement::POSITIVE_FINITE;
+use super::args::{Arg, DistError, Term, check_each, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
 use rand::Rng;
@@ -27,7 +27,6 @@ fn xlogy(cm1: f64, log_x: f64) -> f64 {
 /// ∂/∂b = ψ(a + b) − ψ(b) + log(1 − y).
 /// Errors: y outside [0, 1] or NaN, a or b not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::Beta.sig(), args, 0, PROBABILITY, probability)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

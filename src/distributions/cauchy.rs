@@ -21,8 +21,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// With w = 2z / (σ(1 + z²)): ∂/∂y = −w, ∂/∂μ = w, ∂/∂σ = −1/σ + w z.
 /// Errors: y NaN, μ not finite, σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::Cauchy.sig();
-    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

@@ -19,8 +19,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// ∂/∂y = −sign(y − μ)/σ, ∂/∂μ = sign(y − μ)/σ (sign(0) = 0, as Stan), ∂/∂σ = −1/σ + |y − μ|/σ².
 /// Errors: y or μ not finite, σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::DoubleExponential.sig();
-    check_each(sig, args, 0, FINITE, f64::is_finite)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

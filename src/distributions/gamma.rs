@@ -1,8 +1,8 @@
 //! Gamma distribution with shape α and rate β: log p(y | α, β) = α log β − log Γ(α)
 //! + (α − 1) log y − β y.
 
-use super::args::requirement::{NONNEGATIVE, POSITIVE_FINITE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite};
+use super::args::requirement::POSITIVE_FINITE;
+use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
 use rand::Rng;
@@ -22,7 +22,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// density is −∞ (zero partials).
 /// Errors: y negative or NaN, α or β not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::Gamma.sig(), args, 0, NONNEGATIVE, nonnegative)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

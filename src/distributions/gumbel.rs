@@ -19,8 +19,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// With g = ∂/∂z = e^{−z} − 1: ∂/∂y = g/β, ∂/∂μ = −g/β, ∂/∂β = −(1 + g z)/β.
 /// Errors: y NaN, μ not finite, β not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::Gumbel.sig();
-    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

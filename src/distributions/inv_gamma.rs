@@ -1,10 +1,8 @@
 //! Inverse gamma distribution with shape α and scale β: log p(y | α, β) = α log β − log Γ(α)
 //! − (α + 1) log y − β/y.
 
-use super::args::requirement::{NONNEGATIVE, POSITIVE_FINITE};
-use super::args::{
-    Arg, DistError, Hoisted, Term, check_each, nonnegative, positive_finite, zero_density,
-};
+use super::args::requirement::POSITIVE_FINITE;
+use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite, zero_density};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
 use rand::Rng;
@@ -23,7 +21,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// density is 0: value −∞ with zero partials (Stan returns LOG_ZERO).
 /// Errors: y negative or NaN, α or β not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::InvGamma.sig(), args, 0, NONNEGATIVE, nonnegative)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

@@ -21,8 +21,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// overflow). With g = ∂/∂z = −tanh(z/2): ∂/∂y = g/σ, ∂/∂μ = −g/σ, ∂/∂σ = −(1 + g z)/σ.
 /// Errors: y or μ not finite, σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::Logistic.sig();
-    check_each(sig, args, 0, FINITE, f64::is_finite)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

@@ -22,8 +22,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// density is 0: the value is −∞ with zero partials (Stan returns LOG_ZERO).
 /// Errors: y negative or NaN, μ not finite, σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::Lognormal.sig();
-    check_each(sig, args, 0, NONNEGATIVE, nonnegative)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

@@ -76,10 +76,29 @@ pub fn log_density(
     is_var: &[bool],
     propto: bool,
 ) -> Result<Term, DistError> {
+    log_density_checked(family, args, is_var, propto, false)
+}
+
+/// As [`log_density`], with `variate_checked = true` when the caller has already checked the
+/// variate against [`variate_support`] (a data outcome checked once when the model was built,
+/// issue 16 "data checks once"): the per-element support check of `args[0]` is then skipped.
+/// Parameters are always checked.
+///
+/// Errors: those of [`log_density`].
+pub fn log_density_checked(
+    family: Family,
+    args: &[Arg],
+    is_var: &[bool],
+    propto: bool,
+    variate_checked: bool,
+) -> Result<Term, DistError> {
     let sig = family.sig();
     args::check_arity(sig, args, is_var)?;
     let n = args::broadcast_len(sig, args)?;
     check_integer_args_are_data(sig, is_var)?;
+    if !variate_checked {
+        check_variate(family, &args[0])?;
+    }
     match family {
         Family::Normal => normal::lpdf(args, is_var, propto, n),
         Family::StudentT => student_t::lpdf(args, is_var, propto, n),
@@ -101,6 +120,46 @@ pub fn log_density(
         Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
         Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
         Family::Gumbel => gumbel::lpdf(args, is_var, propto, n),
+    }
+}
+
+/// The support of `family`'s variate as Stan Math checks it in `*_lpdf`/`*_lpmf`: the
+/// requirement phrase and the elementwise test (e.g. bernoulli: "0 or 1"; poisson: "a nonnegative
+/// integer"; normal: "not nan"). `None` for the binomial families, whose bound on the successes
+/// depends on the number of trials (they check it themselves).
+pub fn variate_support(family: Family) -> Option<(&'static str, fn(f64) -> bool)> {
+    use args::requirement::*;
+    use args::{binary, count, nonnegative, probability};
+    fn not_nan(x: f64) -> bool {
+        !x.is_nan()
+    }
+    Some(match family {
+        Family::Normal | Family::StudentT | Family::Cauchy | Family::Gumbel | Family::Uniform => {
+            (NOT_NAN, not_nan)
+        }
+        Family::DoubleExponential | Family::Logistic => (FINITE, f64::is_finite),
+        Family::Exponential
+        | Family::Gamma
+        | Family::InvGamma
+        | Family::Lognormal
+        | Family::Weibull => (NONNEGATIVE, nonnegative),
+        Family::Beta => (PROBABILITY, probability),
+        Family::Bernoulli | Family::BernoulliLogit => (BINARY, binary),
+        Family::Poisson | Family::PoissonLog | Family::NegBinomial2 => (COUNT, count),
+        Family::Binomial | Family::BinomialLogit => return None,
+    })
+}
+
+/// Checks every element of the variate `y` against [`variate_support`]`(family)`.
+///
+/// Errors: a [`DistError`] naming the function and the first element outside the support
+/// (1-based, e.g. "bernoulli_logit_lpmf: Random variable[3] is 2, but must be 0 or 1").
+pub fn check_variate(family: Family, y: &Arg) -> Result<(), DistError> {
+    match variate_support(family) {
+        Some((requirement, ok)) => {
+            args::check_each(family.sig(), std::slice::from_ref(y), 0, requirement, ok)
+        }
+        None => Ok(()),
     }
 }
 

@@ -1,8 +1,8 @@
 //! Negative binomial distribution with mean μ and precision φ (Stan's `neg_binomial_2`):
 //! log p(n | μ, φ) = log Γ(n + φ) − log n! − log Γ(φ) + n log(μ/(μ + φ)) + φ log(φ/(μ + φ)).
 
-use super::args::requirement::{COUNT, POSITIVE_FINITE};
-use super::args::{Arg, DistError, Term, check_each, count, positive_finite};
+use super::args::requirement::POSITIVE_FINITE;
+use super::args::{Arg, DistError, Term, check_each, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
 use rand::Rng;
@@ -52,7 +52,6 @@ fn gamma_ratio(k: f64, phi: f64, need_digamma: bool) -> (f64, f64) {
 /// ∂/∂μ = n/μ − (n + φ)/(μ + φ); ∂/∂φ = ψ(n + φ) − ψ(φ) − log1p(μ/φ) + (μ − n)/(μ + φ).
 /// Errors: n not a nonnegative integer, μ or φ not positive finite.
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::NegBinomial2.sig(), args, 0, COUNT, count)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var[1] && !is_var[2] {

@@ -20,8 +20,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// Partials: ∂/∂y = −z/σ, ∂/∂μ = z/σ, ∂/∂σ = (z² − 1)/σ with z = (y − μ)/σ.
 /// Errors: y NaN, μ not finite, σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::Normal.sig();
-    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
     check_params(args)?;
     let (y, mu, sigma) = (args[0], args[1], args[2]);
     let mut term = Term::zeros(args, is_var);

@@ -1,7 +1,7 @@
 //! Poisson distribution: log p(n | λ) = n log λ − λ − log n!.
 
-use super::args::requirement::{COUNT, NONNEGATIVE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, count, nonnegative, zero_density};
+use super::args::requirement::NONNEGATIVE;
+use super::args::{Arg, DistError, Hoisted, Term, check_each, nonnegative, zero_density};
 use super::registry::Family;
 use super::special::lgamma;
 use rand::Rng;
@@ -18,7 +18,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// gives −∞ (as Stan's LOG_ZERO), with zero partials.
 /// Errors: n not a nonnegative integer, λ negative or NaN.
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::Poisson.sig(), args, 0, COUNT, count)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var[1] {

@@ -1,7 +1,7 @@
 //! Poisson distribution on the log scale: log p(n | α) = n α − e^α − log n!.
 
-use super::args::requirement::{COUNT, NOT_NAN};
-use super::args::{Arg, DistError, Term, check_each, count, zero_density};
+use super::args::requirement::NOT_NAN;
+use super::args::{Arg, DistError, Term, check_each, zero_density};
 use super::registry::Family;
 use super::special::lgamma;
 use rand::Rng;
@@ -17,7 +17,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// with zero partials.
 /// Errors: n not a nonnegative integer, α NaN.
 pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::PoissonLog.sig(), args, 0, COUNT, count)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var[1] {

@@ -1,7 +1,7 @@
 //! Student-t distribution: log p(y | ν, μ, σ) = log Γ((ν+1)/2) − log Γ(ν/2) − ½ log(νπ) − log σ
 //! − (ν+1)/2 · log(1 + z²/ν), z = (y − μ)/σ.
 
-use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
+use super::args::requirement::{FINITE, POSITIVE_FINITE};
 use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
 use super::registry::Family;
 use super::special::{digamma, lgamma};
@@ -24,8 +24,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// ∂/∂ν = ½(ψ((ν+1)/2) − ψ(ν/2)) − 1/(2ν) − ½ log(1 + z²/ν) + (ν+1) z² / (2ν(ν + z²)).
 /// Errors: y NaN, ν or σ not positive finite, μ not finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    let sig = Family::StudentT.sig();
-    check_each(sig, args, 0, NOT_NAN, |x| !x.is_nan())?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

@@ -36,7 +36,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// Inside: ∂/∂y = 0, ∂/∂α = 1/(β − α), ∂/∂β = −1/(β − α).
 /// Errors: y NaN, α or β not finite, β ≤ α.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::Uniform.sig(), args, 0, NOT_NAN, |x| !x.is_nan())?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

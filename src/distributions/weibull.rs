@@ -22,7 +22,6 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 /// y = +∞ the log density is −∞ (zero partials).
 /// Errors: y negative or NaN, α or σ not positive finite.
 pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Term, DistError> {
-    check_each(Family::Weibull.sig(), args, 0, NONNEGATIVE, nonnegative)?;
     check_params(args)?;
     let mut term = Term::zeros(args, is_var);
     if propto && !is_var.iter().any(|&v| v) {

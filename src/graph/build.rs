@@ -74,7 +74,11 @@ impl Model {
                     span: d.span,
                 });
             }
-            let xs = data_to_storage(dv.values, base);
+            let xs = if dv.column_major {
+                dv.values
+            } else {
+                data_to_storage(dv.values, base)
+            };
             let data = if ty.int {
                 Data::Int(xs)
             } else {
@@ -253,7 +257,8 @@ impl Model {
         let model_body: Result<Vec<St>, GraphError> =
             program.model.iter().map(|s| c.stmt(s)).collect();
         c.pop();
-        let model_body = model_body?;
+        let mut model_body = model_body?;
+        fuse::plan_model(&mut model_body, &globals, &global_names)?;
         let (gq_body, gqs) = Self::lower_outputs(
             &mut c,
             &program.generated_quantities,
@@ -276,6 +281,7 @@ impl Model {
             funcs,
             files: Vec::new(),
             fast_loops: true,
+            fuse_glm: true,
         })
     }
 

@@ -333,6 +333,7 @@ impl Compiler {
                             family: distributions::Family::Normal,
                             args: vec![Ex::Int(0), Ex::Int(1)],
                             trunc: None,
+                            plan: Default::default(),
                         },
                         span,
                     });
@@ -401,6 +402,7 @@ impl Compiler {
                     family: sig.family,
                     args: self.exprs(args)?,
                     trunc,
+                    plan: Default::default(),
                 }
             }
             StmtKind::TargetPlus(e) => StKind::TargetPlus(self.expr(e)?),

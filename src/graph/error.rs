@@ -29,6 +29,14 @@ pub enum GraphError {
         message: String,
         span: Span,
     },
+    /// The data outcome of an unconditional `~` statement has a value outside the family's
+    /// support (e.g. 2 for a Bernoulli outcome), found when the model was built.
+    #[error("data variable `{name}`: {message}")]
+    OutsideSupport {
+        name: String,
+        message: String,
+        span: Span,
+    },
     /// A failure while evaluating `transformed data` or a declared size. `origin` is the
     /// statement inside a user-defined function where it arose, if it arose in one.
     #[error("{message}")]
@@ -48,6 +56,7 @@ impl GraphError {
             | GraphError::UnknownVariable { span, .. }
             | GraphError::MissingData { span, .. }
             | GraphError::BadData { span, .. }
+            | GraphError::OutsideSupport { span, .. }
             | GraphError::Eval { span, .. } => *span,
         }
     }
@@ -68,6 +77,12 @@ impl ToDiagnostic for GraphError {
                 Some("add a column or entry with this name to the data file"),
             ),
             GraphError::BadData { .. } => ("declared here", None),
+            GraphError::OutsideSupport { .. } => (
+                "the outcome of this statement",
+                Some(
+                    "check the data file's values for this variable, or choose a distribution whose support contains them",
+                ),
+            ),
             GraphError::Eval { .. } => ("while evaluating this", None),
         };
         let mut d = Diagnostic::error()

@@ -18,6 +18,7 @@ use super::value::{Fault, R, Value};
 mod call;
 mod density;
 mod expr;
+mod glm;
 pub(crate) mod matrix;
 mod multivariate;
 mod stmt;
@@ -74,6 +75,9 @@ pub struct Ctx<'a> {
     pub pointwise: Option<Vec<f64>>,
     /// Run `for` loops as compiled scalar kernels where possible (see [`Ctx::use_fast_path`]).
     pub fast_loops: bool,
+    /// Run `~` statements planned as generalised linear models as one fused pass
+    /// ([`super::ir::TildePlan::glm`]).
+    pub fuse_glm: bool,
 }
 
 /// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
@@ -111,6 +115,7 @@ impl<'a> Ctx<'a> {
             normalised: false,
             pointwise: None,
             fast_loops: true,
+            fuse_glm: true,
         }
     }
 

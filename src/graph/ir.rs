@@ -384,6 +384,8 @@ pub enum StKind {
         args: Vec<Ex>,
         /// `T[lower, upper]`, either bound optional.
         trunc: Option<(Option<Ex>, Option<Ex>)>,
+        /// What model construction learnt about the statement (`super::fuse`).
+        plan: TildePlan,
     },
     TargetPlus(Ex),
     For {
@@ -423,6 +425,29 @@ pub enum StKind {
     Return(Option<Ex>),
     /// A (void) function call used as a statement.
     ExprStmt(Ex),
+}
+
+/// What [`super::fuse::plan_model`] found out about a `~` statement once the data were bound.
+#[derive(Clone, Debug, Default)]
+pub struct TildePlan {
+    /// The variate is data (or transformed data) and every element is inside the family's
+    /// support ([`crate::distributions::variate_support`]): the check is not repeated at each
+    /// evaluation (issue 16, "data checks once").
+    pub variate_checked: bool,
+    /// The statement has the shape `y ~ family(α + X · β, …)` with `X` a data matrix: it runs
+    /// as one fused pass over the rows (`super::fuse`), without N-vectors on the tape.
+    pub glm: Option<Box<GlmShape>>,
+}
+
+/// The parts of `y ~ family(α + X · β, …)` ([`TildePlan::glm`]).
+#[derive(Clone, Debug)]
+pub struct GlmShape {
+    /// The global holding the `N × K` data matrix `X` (column-major).
+    pub x: u32,
+    /// The intercept `α` (a scalar), when the linear predictor has one.
+    pub alpha: Option<Ex>,
+    /// The coefficient vector `β` (K elements).
+    pub beta: Ex,
 }
 
 /// A lowered user-defined function: its own slot frame, parameter slots and body.

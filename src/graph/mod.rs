@@ -9,6 +9,7 @@
 //! paths return the same value. `generated quantities` run in [`Model::write_array`].
 
 mod build;
+mod fuse;
 mod outputs;
 
 pub mod batch;
@@ -108,6 +109,8 @@ pub struct Model {
     files: Vec<Option<(String, Vec<usize>)>>,
     /// Run eligible `for` loops as compiled scalar kernels (default `true`).
     fast_loops: bool,
+    /// Run `y ~ family(α + X · β, …)` as one fused pass (default `true`; `fuse`).
+    fuse_glm: bool,
 }
 
 thread_local! {
@@ -480,6 +483,7 @@ impl Model {
             let mut ctx = Ctx::new(globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
             ctx.fast_loops = self.fast_loops;
+            ctx.fuse_glm = self.fuse_glm;
             let mut lj = Vec::new();
             let r = (|| -> Result<(), Located> {
                 self.bind_params(&mut ctx, &mut lj)?;
@@ -608,6 +612,33 @@ impl Model {
     /// benchmarks of the fast path.
     pub fn set_fast_loops(&mut self, on: bool) {
         self.fast_loops = on;
+    }
+
+    /// Turns the fused pass of `y ~ family(α + X · β, …)` (`fuse`) on (the default) or off.
+    /// Off, such statements run as a matrix–vector product node, a sum node and a log-density
+    /// node; the log density and gradient agree to rounding, so this exists for tests and
+    /// benchmarks of the fused pass.
+    pub fn set_fused_glm(&mut self, on: bool) {
+        self.fuse_glm = on;
+    }
+
+    /// The number of `~` statements of the model block that run as a fused pass (`fuse`).
+    pub fn fused_statements(&self) -> usize {
+        fn walk(st: &St) -> usize {
+            match &st.kind {
+                StKind::Tilde { plan, .. } => plan.glm.is_some() as usize,
+                StKind::Block(v) => v.iter().map(walk).sum(),
+                StKind::Fast { plain, .. } => walk(plain),
+                StKind::For { body, .. }
+                | StKind::ForEach { body, .. }
+                | StKind::While { body, .. } => walk(body),
+                StKind::If {
+                    then, otherwise, ..
+                } => walk(then) + otherwise.as_deref().map_or(0, walk),
+                _ => 0,
+            }
+        }
+        self.model_body.iter().map(walk).sum()
     }
 }
 

@@ -21,6 +21,18 @@ impl Ctx<'_> {
 
     /// A log density, log CDF or log CCDF as one tape node holding its partials.
     pub fn density(&mut self, family: Family, vals: &[Value], kind: Kind) -> R<S> {
+        self.density_checked(family, vals, kind, false)
+    }
+
+    /// As [`Ctx::density`]; `variate_checked` skips the support check of the variate, which
+    /// model construction has done once ([`super::super::ir::TildePlan::variate_checked`]).
+    pub fn density_checked(
+        &mut self,
+        family: Family,
+        vals: &[Value],
+        kind: Kind,
+        variate_checked: bool,
+    ) -> R<S> {
         let sig = family.sig();
         // Built only for error messages (no allocation on the success path).
         let fname = || match kind {
@@ -106,7 +118,9 @@ impl Ctx<'_> {
             is_var
         };
         let term = match kind {
-            Kind::Density(propto) => distributions::log_density(family, args, flags, propto),
+            Kind::Density(propto) => {
+                distributions::log_density_checked(family, args, flags, propto, variate_checked)
+            }
             Kind::Cdf(complement) => distributions::log_cdf(family, args, flags, complement),
         }
         .map_err(|e| Fault::domain(e.to_string()))?;

@@ -45,14 +45,28 @@ impl Ctx<'_> {
                 family,
                 args,
                 trunc,
+                plan,
             } => {
+                let propto = !self.normalised;
+                if let Some(shape) = &plan.glm
+                    && trunc.is_none()
+                    && self.pointwise.is_none()
+                    && self.fuse_glm
+                    && let Some(s) = self
+                        .glm_tilde(shape, lhs, *family, args, propto, plan.variate_checked)
+                        .map_err(loc)?
+                {
+                    self.add_target(&Value::from_s(s));
+                    return Ok(Flow::Normal);
+                }
                 let mut vals = Vec::with_capacity(args.len() + 1);
                 vals.push(self.eval(lhs).map_err(loc)?);
                 for a in args {
                     vals.push(self.eval(a).map_err(loc)?);
                 }
-                let propto = !self.normalised;
-                let s = self.lpdf(*family, &vals, propto).map_err(loc)?;
+                let s = self
+                    .density_checked(*family, &vals, Kind::Density(propto), plan.variate_checked)
+                    .map_err(loc)?;
                 self.add_target(&Value::from_s(s));
                 if self.pointwise.is_some() {
                     self.observe_tilde(*family, &vals, trunc.as_ref())

@@ -307,6 +307,7 @@ impl Bld<'_> {
                 family,
                 args,
                 trunc: None,
+                ..
             } => {
                 let mut all = Vec::with_capacity(args.len() + 1);
                 all.push(lhs.clone());
