@@ -4,6 +4,10 @@
 //! interpreter (`Model::set_fast_loops(false)`), against a hand-written Rust GARCH(1,1) loop with
 //! its analytic (forward-mode) gradient.
 //!
+//! A synthetic logistic regression `y ~ bernoulli_logit(alpha + X * beta)` with K = 7 and
+//! N = 10³, 10⁴ and 10⁵ rows (written to the temporary directory) compares the fused GLM pass
+//! (`src/graph/eval/glm.rs`, the default) with the unfused nodes (`Model::set_fused_glm(false)`).
+//!
 //! Run with `cargo bench --bench graph` (optionally a filter: `cargo bench --bench graph garch`).
 //! Prints numbers (best of several timed blocks); asserts nothing about time.
 
@@ -52,8 +56,77 @@ fn garch_hand(r: &[f64], var0: f64, p: &[f64; 4], grad: &mut [f64; 4]) -> f64 {
     lp
 }
 
+/// The logistic regression log density of the synthetic cases, written by hand: `x` is the
+/// N × 7 design column-major, `p` = (alpha, beta₁ … beta₇) at which lp = Σᵢ yᵢηᵢ − log(1 + e^ηᵢ)
+/// with ηᵢ = alpha + xᵢ·beta, plus the normal(0, 5) and normal(0, 2) priors (constants dropped),
+/// and its gradient (Xᵀ(y − σ(η)) and Σ(y − σ(η)) for the intercept). Blocked over 512 rows so
+/// that the predictor stays in cache; the inner loops are plain slices that LLVM vectorises.
+fn logistic_hand(x: &[f64], y: &[f64], p: &[f64; 8], grad: &mut [f64; 8]) -> f64 {
+    let n = y.len();
+    let mut lp = -0.5 * (p[0] / 5.0).powi(2);
+    grad[0] = -p[0] / 25.0;
+    for j in 1..8 {
+        lp -= 0.5 * (p[j] / 2.0).powi(2);
+        grad[j] = -p[j] / 4.0;
+    }
+    let mut eta = [0.0f64; 512];
+    let mut r = 0;
+    while r < n {
+        let nb = 512.min(n - r);
+        let eta = &mut eta[..nb];
+        eta.fill(p[0]);
+        for j in 0..7 {
+            let col = &x[j * n + r..j * n + r + nb];
+            for (e, &v) in eta.iter_mut().zip(col) {
+                *e += v * p[j + 1];
+            }
+        }
+        let yb = &y[r..r + nb];
+        for (e, &yi) in eta.iter_mut().zip(yb) {
+            let a = *e;
+            let t = (-a.abs()).exp();
+            lp += yi * a - (a.max(0.0) + t.ln_1p());
+            let s = if a >= 0.0 {
+                1.0 / (1.0 + t)
+            } else {
+                t / (1.0 + t)
+            };
+            *e = yi - s; // the adjoint of η
+        }
+        grad[0] += eta.iter().sum::<f64>();
+        for j in 0..7 {
+            let col = &x[j * n + r..j * n + r + nb];
+            grad[j + 1] += col.iter().zip(eta.iter()).map(|(a, b)| a * b).sum::<f64>();
+        }
+        r += nb;
+    }
+    lp
+}
+
+/// Reads a synthetic logistic CSV (y, X.1 … X.7) into (X column-major, y).
+fn read_logistic(path: &str) -> (Vec<f64>, Vec<f64>) {
+    let mut rdr = csv::Reader::from_path(path).expect("synthetic data");
+    let rows: Vec<Vec<f64>> = rdr
+        .records()
+        .map(|rec| {
+            rec.expect("record")
+                .iter()
+                .map(|c| c.parse::<f64>().expect("number"))
+                .collect()
+        })
+        .collect();
+    let n = rows.len();
+    let mut x = vec![0.0; 7 * n];
+    for (i, r) in rows.iter().enumerate() {
+        for j in 0..7 {
+            x[j * n + i] = r[j + 1];
+        }
+    }
+    (x, rows.iter().map(|r| r[0]).collect())
+}
+
 /// Best time of `blocks` blocks of `reps` calls, in µs per call (after a warm-up block).
-fn micros(reps: usize, mut f: impl FnMut()) -> f64 {
+fn micros(reps: usize, f: &mut dyn FnMut()) -> f64 {
     for _ in 0..reps.div_ceil(4) {
         f();
     }
@@ -66,6 +139,49 @@ fn micros(reps: usize, mut f: impl FnMut()) -> f64 {
         best = best.min(t.elapsed().as_secs_f64());
     }
     best / reps as f64 * 1e6
+}
+
+/// Writes a logistic regression with `n` rows (y, X.1 … X.7; deterministic values) and its
+/// model to the temporary directory; returns their absolute paths.
+fn logistic_files(n: usize) -> (String, String) {
+    let dir = std::env::temp_dir().join("bayesc_graph_bench");
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let model = dir.join("logistic.bayes");
+    std::fs::write(
+        &model,
+        "data { int<lower=0> N; matrix[N, 7] X; array[N] int<lower=0, upper=1> y; }\n\
+         parameters { real alpha; vector[7] beta; }\n\
+         model { alpha ~ normal(0, 5); beta ~ normal(0, 2); y ~ bernoulli_logit(alpha + X * beta); }\n",
+    )
+    .expect("write model");
+    let data = dir.join(format!("logistic_{n}.csv"));
+    let mut text = String::from("y,X.1,X.2,X.3,X.4,X.5,X.6,X.7\n");
+    let mut s: u64 = 12345;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    };
+    for _ in 0..n {
+        let x: Vec<f64> = (0..7).map(|_| next()).collect();
+        let eta: f64 = 0.3
+            + x.iter()
+                .enumerate()
+                .map(|(j, v)| (j as f64 - 3.0) * 0.25 * v)
+                .sum::<f64>();
+        let y = (next() * 0.5 + 0.5 < 1.0 / (1.0 + (-eta).exp())) as u8;
+        text.push_str(&y.to_string());
+        for v in x {
+            text.push_str(&format!(",{v:.6}"));
+        }
+        text.push('\n');
+    }
+    std::fs::write(&data, text).expect("write data");
+    (
+        model.to_string_lossy().into_owned(),
+        data.to_string_lossy().into_owned(),
+    )
 }
 
 fn compile(root: &Path, model: &str, data: &str) -> bayesc::graph::Model {
@@ -109,10 +225,26 @@ fn main() {
         ),
     ];
     println!(
-        "{:<16} {:>14} {:>18} {:>22}",
-        "model", "µs/log_density", "µs/log_density_grad", "interpreter µs/grad"
+        "{:<16} {:>14} {:>18} {:>22} {:>18}",
+        "model", "µs/log_density", "µs/log_density_grad", "interpreter µs/grad", "unfused µs/grad"
     );
-    for (name, model, data, reps) in cases {
+    let synthetic: Vec<(String, String)> = [1_000usize, 10_000, 100_000]
+        .iter()
+        .map(|&n| logistic_files(n))
+        .collect();
+    let mut cases: Vec<(String, String, String, usize)> = cases
+        .iter()
+        .map(|&(a, b, c, r)| (a.to_string(), b.to_string(), c.to_string(), r))
+        .collect();
+    for ((model, data), (n, reps)) in
+        synthetic
+            .iter()
+            .zip([(1_000, 2000), (10_000, 300), (100_000, 30)])
+    {
+        cases.push((format!("logistic_N{n}"), model.clone(), data.clone(), reps));
+    }
+    for (name, model, data, reps) in &cases {
+        let name = name.as_str();
         if filter.as_deref().is_some_and(|f| !name.contains(f)) {
             continue;
         }
@@ -120,6 +252,8 @@ fn main() {
         let m = compile(&root, model, data);
         let mut interp = compile(&root, model, data);
         interp.set_fast_loops(false);
+        let mut unfused = compile(&root, model, data);
+        unfused.set_fused_glm(false);
         let d = m.dim();
         let theta: Vec<f64> = match name {
             // mu, log omega, logit alpha1, logit(beta1 / (1 - alpha1))
@@ -128,16 +262,47 @@ fn main() {
         };
         let mut grad = vec![0.0; d];
         m.log_density_grad(&theta, &mut grad).expect("finite");
-        let v = micros(reps, || {
+        // GRAPH_BENCH_ONLY=value|fused|interpreter|unfused|hand times one variant only (the others
+        // print NaN), so that `perf stat` can count its instructions alone.
+        let only = std::env::var("GRAPH_BENCH_ONLY").ok();
+        let run = |what: &str| only.as_deref().is_none_or(|o| o == what);
+        let micros = |what: &str, reps: usize, f: &mut dyn FnMut()| {
+            if run(what) { micros(reps, f) } else { f64::NAN }
+        };
+        let v = micros("value", reps, &mut || {
             black_box(m.log_density(black_box(&theta)).ok());
         });
-        let g = micros(reps, || {
+        let g = micros("fused", reps, &mut || {
             black_box(m.log_density_grad(black_box(&theta), &mut grad).ok());
         });
-        let gi = micros(reps, || {
+        let gi = micros("interpreter", reps, &mut || {
             black_box(interp.log_density_grad(black_box(&theta), &mut grad).ok());
         });
-        println!("{name:<16} {v:>14.2} {g:>18.2} {gi:>22.2}");
+        let gu = micros("unfused", reps, &mut || {
+            black_box(unfused.log_density_grad(black_box(&theta), &mut grad).ok());
+        });
+        println!("{name:<16} {v:>14.2} {g:>18.2} {gi:>22.2} {gu:>18.2}");
+        if name.starts_with("logistic_N") {
+            let (x, y) = read_logistic(data);
+            let p: [f64; 8] = std::array::from_fn(|i| theta[i]);
+            let mut gh = [0.0; 8];
+            let lh = logistic_hand(&x, &y, &p, &mut gh);
+            let lm = m.log_density_grad(&theta, &mut grad).expect("finite");
+            assert!(
+                (lh - lm).abs() <= 1e-9 * lm.abs(),
+                "hand-written {lh} vs graph {lm}"
+            );
+            let h = micros("hand", reps, &mut || {
+                black_box(logistic_hand(&x, &y, black_box(&p), &mut gh));
+            });
+            println!(
+                "{:<16} {:>14} {:>18.2}   graph / hand = {:.2}",
+                format!("{name} (hand)"),
+                "",
+                h,
+                g / h
+            );
+        }
     }
     if filter.as_deref().is_none_or(|f| "garch_hand".contains(f)) {
         let mut rdr =
@@ -151,7 +316,7 @@ fn main() {
         let var0 = r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
         let p = [0.05, 0.02, 0.1, 0.85];
         let mut g = [0.0; 4];
-        let t = micros(1000 * scale / 10, || {
+        let t = micros(1000 * scale / 10, &mut || {
             black_box(garch_hand(black_box(&r), var0, black_box(&p), &mut g));
         });
         println!("{:<16} {:>14} {:>18.2}", "garch (hand)", "", t);
