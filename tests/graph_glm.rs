@@ -83,27 +83,11 @@ fn check_at(fused: &Model, plain: &Model, theta: &[f64]) {
     // h = 1e-4: the log densities are sums over N = 1100 rows (|value| up to 1e4), so a smaller
     // step loses digits to cancellation; the truncation error is O(h²). At most 12 coordinates
     // (the first and last six) are checked.
-    let h = 1e-4;
     let coords: Vec<usize> = (0..d).filter(|&i| i < 6 || i + 6 >= d).collect();
-    for i in coords {
-        let (mut tp, mut tm) = (theta.to_vec(), theta.to_vec());
-        tp[i] += h;
-        tm[i] -= h;
-        let fd = (fused.log_density(&tp).unwrap() - fused.log_density(&tm).unwrap()) / (2.0 * h);
-        assert!(
-            (fd - gf[i]).abs() <= 1e-5 * (1.0 + gf[i].abs()),
-            "gradient[{i}] {} vs finite difference {fd}",
-            gf[i]
-        );
-    }
+    common::assert_gradient_fd(fused, theta, &gf, 1e-4, &coords);
 }
 
-fn points(d: usize) -> Vec<Vec<f64>> {
-    vec![
-        (0..d).map(|i| 0.1 + 0.05 * i as f64).collect(),
-        (0..d).map(|i| -0.3 + 0.11 * ((i * 7) % 5) as f64).collect(),
-    ]
-}
+use common::points;
 
 const DATA_BLOCK: &str = "data { int N; int K; matrix[N, K] X; ";
 

@@ -48,27 +48,11 @@ fn check_at(fast: &Model, slow: &Model, theta: &[f64]) {
             gs[i]
         );
     }
-    let h = 1e-5;
-    for i in 0..d {
-        let mut tp = theta.to_vec();
-        let mut tm = theta.to_vec();
-        tp[i] += h;
-        tm[i] -= h;
-        let fd = (fast.log_density(&tp).unwrap() - fast.log_density(&tm).unwrap()) / (2.0 * h);
-        assert!(
-            (fd - gf[i]).abs() <= 1e-5 * (1.0 + gf[i].abs()),
-            "gradient[{i}] {} vs finite difference {fd}",
-            gf[i]
-        );
-    }
+    let all: Vec<usize> = (0..d).collect();
+    common::assert_gradient_fd(fast, theta, &gf, 1e-5, &all);
 }
 
-fn points(d: usize) -> Vec<Vec<f64>> {
-    vec![
-        (0..d).map(|i| 0.1 + 0.05 * i as f64).collect(),
-        (0..d).map(|i| -0.3 + 0.11 * ((i * 7) % 5) as f64).collect(),
-    ]
-}
+use common::points;
 
 #[test]
 fn garch_kernel_matches_interpreter() {

@@ -190,3 +190,30 @@ pub fn read_mle(file: &str) -> std::collections::HashMap<String, (f64, f64)> {
 pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs()
 }
+
+/// Asserts that `grad` (the gradient of `m`'s log density at `theta`) matches central finite
+/// differences with step `h` at the coordinates `coords`, to 1e-5 × (1 + |grad[i]|).
+#[allow(dead_code)]
+pub fn assert_gradient_fd(m: &Model, theta: &[f64], grad: &[f64], h: f64, coords: &[usize]) {
+    use bayesc::inference::LogDensity;
+    for &i in coords {
+        let (mut tp, mut tm) = (theta.to_vec(), theta.to_vec());
+        tp[i] += h;
+        tm[i] -= h;
+        let fd = (m.log_density(&tp).unwrap() - m.log_density(&tm).unwrap()) / (2.0 * h);
+        assert!(
+            (fd - grad[i]).abs() <= 1e-5 * (1.0 + grad[i].abs()),
+            "gradient[{i}] {} vs finite difference {fd}",
+            grad[i]
+        );
+    }
+}
+
+/// Two evaluation points in d dimensions used by the graph tests.
+#[allow(dead_code)]
+pub fn points(d: usize) -> Vec<Vec<f64>> {
+    vec![
+        (0..d).map(|i| 0.1 + 0.05 * i as f64).collect(),
+        (0..d).map(|i| -0.3 + 0.11 * ((i * 7) % 5) as f64).collect(),
+    ]
+}
