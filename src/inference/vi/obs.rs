@@ -160,6 +160,35 @@ pub(crate) fn prior_curvature(
     Ok(out)
 }
 
+/// The initial diagonal precision of the natural-gradient methods on per-observation
+/// gradients (Vadam, VOGN; `specs/survey_vi.md` §3): `given` when set (d values), else
+/// `default` in every coordinate.
+///
+/// Errors: [`ViError::InvalidSettings`] when `given` does not have d values, or a precision is
+/// not positive and finite.
+pub(crate) fn initial_diag_precision(
+    given: Option<&[f64]>,
+    default: f64,
+    d: usize,
+) -> Result<Vec<f64>, ViError> {
+    let p0 = match given {
+        Some(p) if p.len() == d => p.to_vec(),
+        Some(p) => {
+            return Err(ViError::InvalidSettings(format!(
+                "init_precision has length {}, expected {d}",
+                p.len()
+            )));
+        }
+        None => vec![default; d],
+    };
+    if p0.iter().any(|p| !(*p > 0.0 && p.is_finite())) {
+        return Err(ViError::InvalidSettings(
+            "initial precisions must be positive and finite".into(),
+        ));
+    }
+    Ok(p0)
+}
+
 /// Iterations between refreshes of the prior curvature at the current mean ([X]: the
 /// curvature of a Gaussian prior on ζ is constant, and 2d evaluations per step would dominate
 /// the cost of a small batch at large d).

@@ -19,7 +19,10 @@
 //! bayesc's default batch is therefore M = 1, the paper's Fig. 1 setting; `--batch-size`
 //! changes it and with it the variances (a fit note says so).
 
-use super::obs::{LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, prior_curvature, prior_gradient};
+use super::obs::{
+    LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, initial_diag_precision, prior_curvature,
+    prior_gradient,
+};
 use super::reparam::{check_initial_point, run_minibatch};
 use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::MinibatchDensity;
@@ -105,19 +108,7 @@ impl Vadam {
         }
         let n = density.n_obs() as f64;
         let prior_curv = prior_curvature(density, init)?;
-        let p0 = match &settings.init_precision {
-            Some(p) if p.len() == d => p.clone(),
-            Some(p) => {
-                return bad(format!(
-                    "init_precision has length {}, expected {d}",
-                    p.len()
-                ));
-            }
-            None => vec![settings.p_init; d],
-        };
-        if p0.iter().any(|p| !(*p > 0.0 && p.is_finite())) {
-            return bad("initial precisions must be positive and finite".into());
-        }
+        let p0 = initial_diag_precision(settings.init_precision.as_deref(), settings.p_init, d)?;
         // s = (p_init − τ₀)/N, kept positive.
         let s = p0
             .iter()

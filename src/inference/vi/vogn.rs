@@ -23,7 +23,10 @@
 //! (the fit driver says to use `ivon` or `ngvi`). The initial s comes from the diagonal of the
 //! Laplace precision when the driver found one ([X]).
 
-use super::obs::{LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, prior_curvature, prior_gradient};
+use super::obs::{
+    LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, initial_diag_precision, prior_curvature,
+    prior_gradient,
+};
 use super::reparam::{ElboProbe, check_initial_point, run_averaged, run_minibatch};
 use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::MinibatchDensity;
@@ -99,19 +102,7 @@ impl Vogn {
             .iter()
             .map(|c| c / n)
             .collect();
-        let p0 = match &settings.init_precision {
-            Some(p) if p.len() == d => p.clone(),
-            Some(p) => {
-                return bad(format!(
-                    "init_precision has length {}, expected {d}",
-                    p.len()
-                ));
-            }
-            None => vec![settings.p0; d],
-        };
-        if p0.iter().any(|p| !(*p > 0.0 && p.is_finite())) {
-            return bad("initial precisions must be positive and finite".into());
-        }
+        let p0 = initial_diag_precision(settings.init_precision.as_deref(), settings.p0, d)?;
         // p = N(s + λ̃) ⇒ s = p/N − λ̃, kept positive.
         let s = p0
             .iter()
