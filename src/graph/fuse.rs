@@ -16,7 +16,7 @@ use crate::distributions::{self, Family};
 use crate::syntax::ast::BinOp;
 
 use super::error::GraphError;
-use super::ir::{Ex, GlmShape, St, StKind};
+use super::ir::{Ex, Fusion, GlmShape, St, StKind};
 use super::value::{Base, Data, Value};
 
 /// Fills in the [`super::ir::TildePlan`] of every `~` statement of `body` (the lowered model
@@ -52,42 +52,30 @@ fn plan(st: &mut St, g: &Globals, unconditional: bool) -> Result<(), GraphError>
             family,
             args,
             plan,
-            ..
+            trunc,
         } => {
             let Ex::Global(gi) = lhs else { return Ok(()) };
-            let var = &globals[*gi as usize];
-            let Some(values) = data_values(var) else {
+            plan.variate_checked = check_variate(g, *gi, *family, unconditional, span)?;
+            if trunc.is_none() {
+                let fusion = fusion(*family, lhs, args, true, plan.variate_checked, globals);
+                wrap(st, fusion);
+            }
+        }
+        StKind::TargetPlus(Ex::Lpdf {
+            family,
+            propto,
+            args,
+        }) => {
+            let Some(Ex::Global(gi)) = args.first() else {
                 return Ok(());
             };
-            match distributions::variate_support(*family) {
-                None => {}
-                Some((requirement, ok)) => {
-                    let bad = values.iter().position(|&x| !x.is_nan() && !ok(x));
-                    match bad {
-                        Some(i) if unconditional => {
-                            let name = &g.names[*gi as usize];
-                            let which = match var {
-                                Value::T(_) => format!("{name}[{}]", i + 1),
-                                _ => name.clone(),
-                            };
-                            return Err(GraphError::OutsideSupport {
-                                name: name.clone(),
-                                message: format!(
-                                    "{which} is {}, but as the outcome of `{}` it must be {requirement}",
-                                    values[i],
-                                    family.sig().name
-                                ),
-                                span,
-                            });
-                        }
-                        Some(_) => {}
-                        None => plan.variate_checked = !values.iter().any(|x| x.is_nan()),
-                    }
-                }
-            }
-            if let Some(shape) = glm_shape(*family, args, globals, values.len()) {
-                plan.glm = Some(Box::new(shape));
-            }
+            // The normalised `_lpdf` checks its variate at each evaluation on the unfused path
+            // (its planned `~` twin is what skips it), so the check made here serves the fused
+            // pass only; an unconditional violation is reported at build time all the same.
+            let checked = check_variate(g, *gi, *family, unconditional, span)?;
+            let (lhs, rest) = (args[0].clone(), args[1..].to_vec());
+            let fusion = fusion(*family, &lhs, &rest, *propto, checked, globals);
+            wrap(st, fusion);
         }
         StKind::Block(v) => {
             for s in v {
@@ -109,6 +97,91 @@ fn plan(st: &mut St, g: &Globals, unconditional: bool) -> Result<(), GraphError>
         _ => {}
     }
     Ok(())
+}
+
+/// Replaces `st` by a [`StKind::Fused`] that falls back to it, when there is a fusion.
+fn wrap(st: &mut St, fusion: Option<Fusion>) {
+    if let Some(fusion) = fusion {
+        let span = st.span;
+        let plain = std::mem::replace(
+            st,
+            St {
+                kind: StKind::Break,
+                span,
+            },
+        );
+        *st = St {
+            kind: StKind::Fused {
+                fusion: Box::new(fusion),
+                plain: Box::new(plain),
+            },
+            span,
+        };
+    }
+}
+
+/// Checks the data variate (global `gi`) of a `family` statement against the family's support:
+/// `true` when every element is inside it (and none is NaN, the mark of an unobserved value).
+///
+/// Errors: [`GraphError::OutsideSupport`] for an element outside the support when the
+/// statement runs `unconditionally`.
+fn check_variate(
+    g: &Globals,
+    gi: u32,
+    family: Family,
+    unconditional: bool,
+    span: crate::syntax::Span,
+) -> Result<bool, GraphError> {
+    let var = &g.globals[gi as usize];
+    let Some(values) = data_values(var) else {
+        return Ok(false);
+    };
+    let Some((requirement, ok)) = distributions::variate_support(family) else {
+        return Ok(false);
+    };
+    match values.iter().position(|&x| !x.is_nan() && !ok(x)) {
+        Some(i) if unconditional => {
+            let name = &g.names[gi as usize];
+            let which = match var {
+                Value::T(_) => format!("{name}[{}]", i + 1),
+                _ => name.clone(),
+            };
+            Err(GraphError::OutsideSupport {
+                name: name.clone(),
+                message: format!(
+                    "{which} is {}, but as the outcome of `{}` it must be {requirement}",
+                    values[i],
+                    family.sig().name
+                ),
+                span,
+            })
+        }
+        Some(_) => Ok(false),
+        None => Ok(!values.iter().any(|x| x.is_nan())),
+    }
+}
+
+/// The fusion of a statement `lhs ~ family(args…)` (or its `target +=` form), when it has a
+/// generalised-linear-model shape.
+fn fusion(
+    family: Family,
+    lhs: &Ex,
+    args: &[Ex],
+    propto: bool,
+    variate_checked: bool,
+    globals: &[Value],
+) -> Option<Fusion> {
+    let Ex::Global(gi) = lhs else { return None };
+    let n = data_values(&globals[*gi as usize])?.len();
+    let shape = glm_shape(family, args, globals, n)?;
+    Some(Fusion {
+        shape,
+        lhs: lhs.clone(),
+        family,
+        args: args.to_vec(),
+        propto,
+        variate_checked,
+    })
 }
 
 /// The values of a data or transformed data container (scalars are cheap to check at each

@@ -409,6 +409,12 @@ pub enum StKind {
         otherwise: Option<Box<St>>,
     },
     Block(Vec<St>),
+    /// A statement (`plain`) that runs as the fused pass of a generalised linear model when its
+    /// values at run time allow it (`super::fuse`), else as `plain`.
+    Fused {
+        fusion: Box<Fusion>,
+        plain: Box<St>,
+    },
     /// A `for` loop (`plain`) that may run as a compiled scalar kernel (`super::kernel`); the
     /// interpreter runs `plain` when it cannot.
     Fast {
@@ -434,9 +440,23 @@ pub struct TildePlan {
     /// support ([`crate::distributions::variate_support`]): the check is not repeated at each
     /// evaluation (issue 16, "data checks once").
     pub variate_checked: bool,
-    /// The statement has the shape `y ~ family(α + X · β, …)` with `X` a data matrix: it runs
-    /// as one fused pass over the rows (`super::fuse`), without N-vectors on the tape.
-    pub glm: Option<Box<GlmShape>>,
+}
+
+/// A log-density statement of generalised-linear-model shape, `y ~ family(α + X · β, …)` or
+/// `target += family_lpdf(y | α + X · β, …)` with `X` a data matrix and `y` data, which runs as
+/// one fused pass over the rows ([`StKind::Fused`]; `super::eval::glm`).
+#[derive(Clone, Debug)]
+pub struct Fusion {
+    pub shape: GlmShape,
+    /// The variate `y`.
+    pub lhs: Ex,
+    pub family: Family,
+    /// The family's parameters, the linear predictor first (as in the statement).
+    pub args: Vec<Ex>,
+    /// `true` drops constant terms (`~`, `_lupdf`); `false` is the normalised `_lpdf`.
+    pub propto: bool,
+    /// As [`TildePlan::variate_checked`].
+    pub variate_checked: bool,
 }
 
 /// The parts of `y ~ family(α + X · β, …)` ([`TildePlan::glm`]).

@@ -622,11 +622,11 @@ impl Model {
         self.fuse_glm = on;
     }
 
-    /// The number of `~` statements of the model block that run as a fused pass (`fuse`).
+    /// The number of statements of the model block planned as a fused pass (`fuse`).
     pub fn fused_statements(&self) -> usize {
         fn walk(st: &St) -> usize {
             match &st.kind {
-                StKind::Tilde { plan, .. } => plan.glm.is_some() as usize,
+                StKind::Fused { .. } => 1,
                 StKind::Block(v) => v.iter().map(walk).sum(),
                 StKind::Fast { plain, .. } => walk(plain),
                 StKind::For { body, .. }

@@ -16,9 +16,9 @@
 
 use std::sync::Arc;
 
-use crate::distributions::{self, Arg, Family};
+use crate::distributions::{self, Arg};
 
-use super::super::ir::{Ex, GlmShape};
+use super::super::ir::Fusion;
 use super::super::tape::S;
 use super::super::value::{Base, Data, R, Value};
 
@@ -87,23 +87,17 @@ impl Ctx<'_> {
         })
     }
 
-    /// Runs `lhs ~ family(α + X · β, args[1..])` as the fused pass of `shape`, returning the
-    /// log-density term, or `Ok(None)` when the values at run time do not have the fused shape
+    /// Runs the statement of `fusion` (`y ~ family(α + X · β, args[1..])` or its `target +=`
+    /// form; `propto` drops constant terms) as the fused pass, returning the log-density term, or `Ok(None)` when the values at run time do not have the fused shape
     /// (α not a scalar or N-vector, β not a K-vector, the variate not N values, a parameter not
     /// a scalar or N-vector) or when the family reports an error: the caller then runs the
     /// general path, which evaluates the same statement and words any error as usual.
     ///
-    /// `variate_checked`: the variate was checked against the family's support when the model
-    /// was built ([`super::super::ir::TildePlan::variate_checked`]).
-    pub(super) fn glm_tilde(
-        &mut self,
-        shape: &GlmShape,
-        lhs: &Ex,
-        family: Family,
-        args: &[Ex],
-        propto: bool,
-        variate_checked: bool,
-    ) -> R<Option<S>> {
+    /// The variate was checked against the family's support when the model was built when
+    /// `fusion.variate_checked`.
+    pub(super) fn glm_tilde(&mut self, fusion: &Fusion, propto: bool) -> R<Option<S>> {
+        let (shape, lhs, family, args) = (&fusion.shape, &fusion.lhs, fusion.family, &fusion.args);
+        let variate_checked = fusion.variate_checked;
         let Value::T(xt) = &self.globals[shape.x as usize] else {
             return Ok(None);
         };

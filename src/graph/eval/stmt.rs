@@ -48,17 +48,6 @@ impl Ctx<'_> {
                 plan,
             } => {
                 let propto = !self.normalised;
-                if let Some(shape) = &plan.glm
-                    && trunc.is_none()
-                    && self.pointwise.is_none()
-                    && self.fuse_glm
-                    && let Some(s) = self
-                        .glm_tilde(shape, lhs, *family, args, propto, plan.variate_checked)
-                        .map_err(loc)?
-                {
-                    self.add_target(&Value::from_s(s));
-                    return Ok(Flow::Normal);
-                }
                 let mut vals = Vec::with_capacity(args.len() + 1);
                 vals.push(self.eval(lhs).map_err(loc)?);
                 for a in args {
@@ -156,6 +145,18 @@ impl Ctx<'_> {
                 }
             }
             StKind::Block(sts) => return self.exec_all(sts),
+            StKind::Fused { fusion, plain } => {
+                // `~` inside a user density called as `foo_lpdf` keeps its constants.
+                let propto = fusion.propto && !self.normalised;
+                if self.fuse_glm
+                    && self.pointwise.is_none()
+                    && let Some(s) = self.glm_tilde(fusion, propto).map_err(loc)?
+                {
+                    self.add_target(&Value::from_s(s));
+                    return Ok(Flow::Normal);
+                }
+                return self.exec(plain);
+            }
             StKind::Fast { cache, plain } => {
                 if self.use_fast_path()
                     && let Some(k) = cache.get(plain, &self.env, self.globals)

@@ -31,7 +31,7 @@ pub(super) fn collect_written(st: &St, out: &mut HashSet<u32>) {
             }
         }
         StKind::Block(sts) => sts.iter().for_each(|s| collect_written(s, out)),
-        StKind::Fast { plain, .. } => collect_written(plain, out),
+        StKind::Fast { plain, .. } | StKind::Fused { plain, .. } => collect_written(plain, out),
         _ => {}
     }
 }
@@ -295,7 +295,7 @@ impl Bld<'_> {
 
     fn stmt(&mut self, st: &St) -> Option<()> {
         match &st.kind {
-            StKind::Fast { plain, .. } => self.stmt(plain),
+            StKind::Fast { plain, .. } | StKind::Fused { plain, .. } => self.stmt(plain),
             StKind::Block(sts) => {
                 for s in sts {
                     self.stmt(s)?;
