@@ -198,7 +198,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let cases: [(&str, &str, &str, usize); 4] = [
+    let cases: [(&str, &str, &str, usize); 5] = [
         (
             "garch",
             "examples/garch/model.bayes",
@@ -222,6 +222,12 @@ fn main() {
             "examples/labour/model.bayes",
             "examples/labour/labour.csv",
             500,
+        ),
+        (
+            "diamonds",
+            "examples/posteriordb/diamonds-diamonds/model.bayes",
+            "examples/posteriordb/diamonds-diamonds/data.json",
+            100,
         ),
     ];
     println!(

@@ -24,7 +24,7 @@ fn noise(n: usize, seed: u64) -> Vec<f64> {
 }
 
 /// JSON data: N rows, an N × K matrix X, and an outcome `y` made by `outcome` from the row's
-/// linear predictor. N = 1100 spans three blocks of the fused pass (512 rows each).
+/// linear predictor. N = 1100 spans two blocks of the fused pass (1024 rows each).
 fn data(n: usize, k: usize, outcome: impl Fn(f64, usize) -> String) -> String {
     let x = noise(n * k, 7);
     let rows: Vec<String> = (0..n)

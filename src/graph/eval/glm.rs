@@ -16,6 +16,9 @@
 
 use std::sync::Arc;
 
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+
 use crate::distributions::{self, Arg};
 
 use super::super::ir::Fusion;
@@ -24,8 +27,9 @@ use super::super::value::{Base, Data, R, Value};
 
 use super::*;
 
-/// Rows per block: the predictor, the variate and the columns of one block stay in cache.
-const BLOCK: usize = 512;
+/// Rows per block: the predictor, the variate and the block's rows of X stay in cache. Both
+/// products of a block (X_b·β and X_bᵀ·∂η) are faer matrix–vector products.
+const BLOCK: usize = 1024;
 
 /// Arguments of a fused family: the variate, the linear predictor and up to two more.
 const MAX_ARGS: usize = 4;
@@ -197,11 +201,24 @@ impl Ctx<'_> {
                 Some(Col::Scalar(a)) => eta.fill(*a),
                 Some(Col::Rows(a)) => eta.copy_from_slice(&a[r0..r0 + nb]),
             }
-            for (j, &b) in beta_vals.iter().enumerate() {
-                let col = &xs[j * n + r0..j * n + r0 + nb];
-                for (e, &x) in eta.iter_mut().zip(col) {
-                    *e += x * b;
-                }
+            // The block's rows of X: nb × k, column-major with column stride n.
+            let xb = (k > 0).then(|| {
+                MatRef::from_column_major_slice_with_stride(
+                    &xs[r0..r0 + (k - 1) * n + nb],
+                    nb,
+                    k,
+                    n,
+                )
+            });
+            if let Some(xb) = xb {
+                matmul(
+                    MatMut::from_column_major_slice_mut(eta, nb, 1),
+                    Accum::Add,
+                    xb,
+                    MatRef::from_column_major_slice(&beta_vals, k, 1),
+                    1.0,
+                    Par::Seq,
+                );
             }
             // (y, η, rest…) on the stack: the families with a fused pass have at most two
             // parameters besides the location.
@@ -226,11 +243,18 @@ impl Ctx<'_> {
                 let d_eta = &term.partials[1];
                 if !d_eta.is_empty() {
                     // A block of one row returns its partial as a scalar of length 1 too.
-                    if !g_beta.is_empty() {
-                        for (j, g) in g_beta.iter_mut().enumerate() {
-                            let col = &xs[j * n + r0..j * n + r0 + nb];
-                            *g += col.iter().zip(d_eta).map(|(x, d)| x * d).sum::<f64>();
-                        }
+                    if let Some(xb) = xb
+                        && !g_beta.is_empty()
+                    {
+                        // ∂/∂β += X_blockᵀ · ∂/∂η_block
+                        matmul(
+                            MatMut::from_column_major_slice_mut(&mut g_beta, k, 1),
+                            Accum::Add,
+                            xb.transpose(),
+                            MatRef::from_column_major_slice(d_eta, nb, 1),
+                            1.0,
+                            Par::Seq,
+                        );
                     }
                     match g_alpha.len() {
                         0 => {}
