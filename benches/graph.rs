@@ -5,7 +5,7 @@
 //! its analytic (forward-mode) gradient.
 //!
 //! A synthetic logistic regression `y ~ bernoulli_logit(alpha + X * beta)` with K = 7 and
-//! N = 10³, 10⁴ and 10⁵ rows (written to the temporary directory) compares the fused GLM pass
+//! N = 10³ … 10⁶ rows (written to the temporary directory) compares the fused GLM pass
 //! (`src/graph/eval/glm.rs`, the default) with the unfused nodes (`Model::set_fused_glm(false)`).
 //!
 //! Run with `cargo bench --bench graph` (optionally a filter: `cargo bench --bench graph garch`).
@@ -155,6 +155,12 @@ fn logistic_files(n: usize) -> (String, String) {
     )
     .expect("write model");
     let data = dir.join(format!("logistic_{n}.csv"));
+    if data.exists() {
+        return (
+            model.to_string_lossy().into_owned(),
+            data.to_string_lossy().into_owned(),
+        );
+    }
     let mut text = String::from("y,X.1,X.2,X.3,X.4,X.5,X.6,X.7\n");
     let mut s: u64 = 12345;
     let mut next = || {
@@ -234,7 +240,7 @@ fn main() {
         "{:<16} {:>14} {:>18} {:>22} {:>18}",
         "model", "µs/log_density", "µs/log_density_grad", "interpreter µs/grad", "unfused µs/grad"
     );
-    let synthetic: Vec<(String, String)> = [1_000usize, 10_000, 100_000]
+    let synthetic: Vec<(String, String)> = [1_000usize, 10_000, 100_000, 1_000_000]
         .iter()
         .map(|&n| logistic_files(n))
         .collect();
