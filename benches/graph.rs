@@ -251,7 +251,7 @@ fn main() {
     for ((model, data), (n, reps)) in
         synthetic
             .iter()
-            .zip([(1_000, 2000), (10_000, 300), (100_000, 30)])
+            .zip([(1_000, 2000), (10_000, 300), (100_000, 30), (1_000_000, 3)])
     {
         cases.push((format!("logistic_N{n}"), model.clone(), data.clone(), reps));
     }
