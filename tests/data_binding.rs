@@ -634,3 +634,29 @@ fn bound_of_a_column_major_matrix_names_its_row_and_column() {
         "{text}"
     );
 }
+
+#[test]
+fn outcome_outside_its_family_support_names_file_row_and_column() {
+    // No declared bound on y: the `~` statement's family gives the support.
+    let model = "data { int N; array[N] int y; vector[N] x; }\nparameters { real a; }\nmodel { a ~ normal(0, 1); y ~ poisson_log(a * x); }";
+    let e = bind_err(model, &[csv("counts.csv", "y,x\n0,0.1\n3,0.2\n-1,0.3\n")]);
+    let text = e.to_string();
+    assert!(
+        text.contains("counts.csv row 3")
+            && text.contains("column `y`")
+            && text.contains("-1")
+            && text.contains("poisson_log")
+            && text.contains("nonnegative integer"),
+        "{text}"
+    );
+    // Inside a loop the statement's outcome is an element, not the variable: not checked here.
+    let looped = "data { int N; array[N] int y; vector[N] x; }\nparameters { real a; }\nmodel { for (n in 1:N) y[n] ~ poisson_log(a * x[n]); }";
+    let program = parse(looped);
+    assert!(
+        bind(
+            &program,
+            &[csv("counts.csv", "y,x\n0,0.1\n3,0.2\n-1,0.3\n")]
+        )
+        .is_ok()
+    );
+}

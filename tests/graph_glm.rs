@@ -226,8 +226,30 @@ fn outcome_outside_support_is_a_data_error_at_build() {
         .iter()
         .map(|d| bayesc::syntax::report::render_plain(&sources, d))
         .collect();
+    // Reported by the binder, which knows where the value came from.
     assert!(
-        text.contains("y[3] is 2") && text.contains("0 or 1") && text.contains("bernoulli_logit"),
+        text.contains("d.json")
+            && text.contains(": 2, but `y` is the outcome of `bernoulli_logit`")
+            && text.contains("0 or 1"),
+        "{text}"
+    );
+    // A transformed-data outcome is checked when the model is built.
+    let td = "data { int N; array[N] int y0; vector[N] x; }\ntransformed data { array[N] int y = y0; }\nparameters { real a; real b; }\nmodel { a ~ normal(0, 1); b ~ normal(0, 1); y ~ bernoulli_logit(a + b * x); }";
+    let checked = bayesc::pipeline::check_source(&mut sources, "td.bayes", td).unwrap();
+    let data = vec![bayesc::data::DataSource::Json(
+        bayesc::data::json::parse_json("d.json", &json.replace("\"y\"", "\"y0\"")).unwrap(),
+    )];
+    let err = match bayesc::pipeline::compile(&checked, &sources, &data) {
+        Ok(_) => panic!("transformed-data y[3] = 2 must be refused for bernoulli_logit"),
+        Err(e) => e,
+    };
+    let text: String = err
+        .into_reports()
+        .iter()
+        .map(|d| bayesc::syntax::report::render_plain(&sources, d))
+        .collect();
+    assert!(
+        text.contains("y[3] is 2") && text.contains("0 or 1"),
         "{text}"
     );
     // Inside a branch the statement may never run: the model builds, and evaluation reports it.

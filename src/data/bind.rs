@@ -8,7 +8,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
+use crate::distributions::Family;
+use crate::syntax::Span;
+use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, Stmt, StmtKind, VarDecl};
 
 use super::constraints::{Locate, check_structure};
 use super::csv::{Cell, CsvSource, KEPT_CELLS};
@@ -23,7 +25,33 @@ const INT_MAX: f64 = i32::MAX as f64;
 
 /// Binds `sources` to the `data` block of `program`; see [`bind_decls`].
 pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls(&program.data, sources)
+    bind_decls_inner(&program.data, sources, None, outcomes(program))
+}
+
+/// The data outcomes of the model block's unconditional `~` statements (top level, or in plain
+/// blocks): variable name → (family, statement span), the first statement of each name.
+/// Binding checks each such variable against its family's support
+/// ([`crate::distributions::variate_support`]), so that a value the distribution cannot
+/// produce (2 for a Bernoulli outcome) is reported with its file, row and column.
+fn outcomes(program: &Program) -> HashMap<String, (Family, Span)> {
+    fn walk(stmts: &[Stmt], out: &mut HashMap<String, (Family, Span)>) {
+        for st in stmts {
+            match &st.kind {
+                StmtKind::Tilde { lhs, dist, .. } => {
+                    if let (ExprKind::Var(name), Some(sig)) =
+                        (&lhs.kind, crate::distributions::lookup(&dist.name))
+                    {
+                        out.entry(name.clone()).or_insert((sig.family, st.span));
+                    }
+                }
+                StmtKind::Block(inner) => walk(inner, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(&program.model, &mut out);
+    out
 }
 
 /// Binds `sources` to the data declarations `decls`, in declaration order.
@@ -39,7 +67,7 @@ pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, Data
 /// non-integer, missing cell, bound or constraint violation), each naming file, row and column
 /// (or key and element) and carrying the declaration's span.
 pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls_inner(decls, sources, None)
+    bind_decls_inner(decls, sources, None, HashMap::new())
 }
 
 /// Binds `sources` to the `data` block of `program` as [`bind`] does, except that the variable
@@ -55,13 +83,14 @@ pub fn bind_unobserved(
     sources: &[DataSource],
     unobserved: &str,
 ) -> Result<BoundData, DataError> {
-    bind_decls_inner(&program.data, sources, Some(unobserved))
+    bind_decls_inner(&program.data, sources, Some(unobserved), outcomes(program))
 }
 
 fn bind_decls_inner(
     decls: &[VarDecl],
     sources: &[DataSource],
     unobserved: Option<&str>,
+    outcomes: HashMap<String, (Family, Span)>,
 ) -> Result<BoundData, DataError> {
     let mut binder = Binder {
         decls,
@@ -70,6 +99,7 @@ fn bind_decls_inner(
         origins: HashMap::new(),
         inferred: HashSet::new(),
         unobserved,
+        outcomes,
     };
     for (i, decl) in decls.iter().enumerate() {
         binder
@@ -210,6 +240,40 @@ impl Provenance<'_> {
     }
 }
 
+/// Checks the values of `decl`, the outcome of `family` at the `~` statement `span`, against
+/// the family's support; NaN (an unobserved value) is left alone.
+///
+/// Errors: [`DataErrorKind::ConstraintViolation`] naming the first value outside the support
+/// with its file, row and column (or key and element), and pointing at the statement.
+fn check_outcome(
+    decl: &VarDecl,
+    family: Family,
+    span: Span,
+    values: &[f64],
+    prov: &Provenance,
+) -> Result<(), DataError> {
+    let Some((requirement, ok)) = crate::distributions::variate_support(family) else {
+        return Ok(());
+    };
+    let Some(i) = values.iter().position(|&x| !x.is_nan() && !ok(x)) else {
+        return Ok(());
+    };
+    let name = &decl.name.name;
+    let fam = family.sig().name;
+    Err(DataError::new(
+        DataErrorKind::ConstraintViolation,
+        format!(
+            "{}: {}, but `{name}` is the outcome of `{fam}`, whose values must be {requirement}",
+            prov.locate(i),
+            values[i]
+        ),
+    )
+    .with_primary(span, format!("`{name}` is the outcome of `{fam}` here"))
+    .with_help(format!(
+        "correct the data, or choose a distribution whose support contains the values of `{name}`"
+    )))
+}
+
 struct Binder<'a> {
     decls: &'a [VarDecl],
     sources: &'a [DataSource],
@@ -220,6 +284,8 @@ struct Binder<'a> {
     inferred: HashSet<String>,
     /// A variable that may be absent (bound as NaN); see [`bind_unobserved`].
     unobserved: Option<&'a str>,
+    /// Outcomes of unconditional `~` statements, checked against their family's support.
+    outcomes: HashMap<String, (Family, Span)>,
 }
 
 /// The declared dims of a declaration with the expression that gave each one.
@@ -307,6 +373,9 @@ impl<'a> Binder<'a> {
             }
         };
         self.check_values(decl, &dims, &values, &prov)?;
+        if let Some(&(family, span)) = self.outcomes.get(name) {
+            check_outcome(decl, family, span, &values, &prov)?;
+        }
         if dims.is_empty() {
             self.origins.insert(name.to_string(), prov.origin());
         }
