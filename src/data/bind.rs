@@ -22,8 +22,11 @@ use super::{BoundData, DataSource, DataValue};
 const INT_MAX: f64 = i32::MAX as f64;
 
 /// Binds `sources` to the `data` block of `program`; see [`bind_decls`].
+/// Also checks the parameters' bounds that the data fix (lower < upper, see
+/// `param_bounds`), so that bounds reversed in the data file are a data error here rather
+/// than a failure of every evaluation of the model.
 pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls(&program.data, sources)
+    bind_decls_inner(&program.data, sources, None, &program.parameters)
 }
 
 /// Binds `sources` to the data declarations `decls`, in declaration order.
@@ -39,7 +42,7 @@ pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, Data
 /// non-integer, missing cell, bound or constraint violation), each naming file, row and column
 /// (or key and element) and carrying the declaration's span.
 pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls_inner(decls, sources, None)
+    bind_decls_inner(decls, sources, None, &[])
 }
 
 /// Binds `sources` to the `data` block of `program` as [`bind`] does, except that the variable
@@ -55,13 +58,19 @@ pub fn bind_unobserved(
     sources: &[DataSource],
     unobserved: &str,
 ) -> Result<BoundData, DataError> {
-    bind_decls_inner(&program.data, sources, Some(unobserved))
+    bind_decls_inner(
+        &program.data,
+        sources,
+        Some(unobserved),
+        &program.parameters,
+    )
 }
 
 fn bind_decls_inner(
     decls: &[VarDecl],
     sources: &[DataSource],
     unobserved: Option<&str>,
+    params: &[VarDecl],
 ) -> Result<BoundData, DataError> {
     let mut binder = Binder {
         decls,
@@ -76,6 +85,7 @@ fn bind_decls_inner(
             .bind_one(i, decl)
             .map_err(|e| e.with_declaration(decl.span))?;
     }
+    super::param_bounds::check_parameter_bounds(params, &binder.bound, &binder.origins)?;
     Ok(binder.bound)
 }
 
@@ -293,9 +303,7 @@ impl<'a> Binder<'a> {
             }
         };
         self.check_values(decl, &dims, &values, &prov)?;
-        if dims.is_empty() {
-            self.origins.insert(name.to_string(), prov.origin());
-        }
+        self.origins.insert(name.to_string(), prov.origin());
         self.insert(name, dims, values, is_int);
         Ok(())
     }
@@ -880,6 +888,17 @@ impl<'a> Binder<'a> {
             .as_ref()
             .map(|e| eval_bound(e, &self.bound, name))
             .transpose()?;
+        if let (Some(lo), Some(hi)) = (lower, upper)
+            && lo > hi
+        {
+            return Err(super::param_bounds::reversed(
+                decl,
+                "data variable",
+                None,
+                (lo, hi),
+                &self.origins,
+            ));
+        }
         let bound_help =
             "correct the value in the data file, or change the bound in the declaration";
         for (i, &v) in values.iter().enumerate() {
