@@ -388,6 +388,41 @@ fn mc_dropout_marks_point_estimates_and_does_not_claim_convergence() {
         out.contains("`point` marks quantities that do not vary across the draws (a)"),
         "{out}"
     );
+    // the REPL says the same
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("repl")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc repl");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b":load m.bayes\n:data d.json\n:fit mcdropout --seed 1\n:diagnostics\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let repl = stdout(&o);
+    assert!(!repl.contains("converged"), "{repl}");
+    assert!(
+        repl.contains("draws from MC dropout's masks on point-estimate weights"),
+        "{repl}"
+    );
+    assert!(
+        repl.contains("MC dropout fits the weights as a point estimate"),
+        "{repl}"
+    );
+    assert!(repl.contains("stop reason: training finished"), "{repl}");
+    let a_row: Vec<&str> = repl
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("a"))
+        .expect("a row for `a`")
+        .split_whitespace()
+        .collect();
+    assert_eq!(a_row[2], "point", "{repl}");
 }
 
 #[test]

@@ -78,6 +78,7 @@ pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
         fit::Method::Qnvb => "the fitted mean-field Gaussian",
         fit::Method::Laplace => "the Laplace approximation",
         fit::Method::Pathfinder => "the Pathfinder mixture (PSIS-resampled)",
+        fit::Method::Mcdropout => "MC dropout's masks on point-estimate weights",
         _ => "the fitted Gaussian",
     };
     let batch = match &o.minibatch {
