@@ -304,7 +304,10 @@ fn a_second_ctrl_c_exits_a_model_that_never_returns() {
     let model = dir.path().join("loop.bayes");
     std::fs::write(
         &model,
-        "parameters { real mu; }\nmodel { real x = 0; while (1) { x += 1; } mu ~ normal(0, 1); }\n",
+        // 10^10 iterations in one evaluation: a `for` loop does not look at Ctrl-C (a literal
+        // `while (1)` is now a compile error, and a `while` loop stops at the first Ctrl-C:
+        // tests/error_causes_cli.rs)
+        "parameters { real mu; }\nmodel { real x = 0; for (i in 1:100000) { for (j in 1:100000) { x += 1; } } mu ~ normal(0, 1); }\n",
     )
     .unwrap();
     let mut run = Interruptible::start(&["fit", model.to_str().unwrap()]);

@@ -108,7 +108,10 @@ pub fn run(args: FitArgs) -> i32 {
     // of a model whose log density never returns (e.g. `while (1) {}`). (Installing the handler
     // fails only if one is already installed.)
     STOP.store(false, Ordering::SeqCst);
+    crate::inference::interrupt::clear();
     let _ = ctrlc::set_handler(|| {
+        // also stops a long `while` loop inside one evaluation of the model
+        crate::inference::interrupt::request();
         if STOP.swap(true, Ordering::SeqCst) {
             eprintln!("\ninterrupted twice: exiting without output");
             std::process::exit(130);
@@ -258,6 +261,19 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
     match &result.details {
         FitDetails::Qbvi(fit) => {
             match fit.stop {
+                // MC dropout: a point estimate of the weights, no posterior to converge
+                StopReason::ExitRule
+                    if result.method == fit::Method::Mcdropout && fit.skipped_steps == 0 =>
+                {
+                    println!(
+                        "{}",
+                        crate::output::report::mcdropout_stop_line(
+                            fit.iterations,
+                            result.seconds,
+                            fit.best_smoothed_elbo
+                        )
+                    )
+                }
                 // q drifts along an improper direction: the exit rule fired on a plateau of the
                 // smoothed ELBO, not at an optimum (issue 13, item 2)
                 StopReason::ExitRule
@@ -329,17 +345,24 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
             for note in &fit.notes {
                 println!("note: {note}");
             }
-            println!(
-                "posterior summary from {} draws of {} (constrained scale):\n",
-                result.draws.n_draws(),
-                if result.method == fit::Method::Mcdropout {
-                    "MC dropout (masked weights; parameters without @dropout are point estimates)"
-                } else {
-                    "the fitted Gaussian"
-                }
-            );
-            let rows = summary::summarize(&result.draws, false);
-            print!("{}", summary::format_table(&rows, false));
+            if result.method == fit::Method::Mcdropout {
+                println!(
+                    "summary of {} stochastic forward passes of MC dropout (masked weights; \
+                     parameters without @dropout are point estimates) (constrained scale):\n",
+                    result.draws.n_draws()
+                );
+            } else {
+                println!(
+                    "posterior summary from {} draws of the fitted Gaussian (constrained scale):\n",
+                    result.draws.n_draws()
+                );
+            }
+            if result.method == fit::Method::Mcdropout {
+                print!("{}", crate::output::report::mcdropout_table(&result.draws));
+            } else {
+                let rows = summary::summarize(&result.draws, false);
+                print!("{}", summary::format_table(&rows, false));
+            }
             print!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Qnvb(fit) => {

@@ -63,14 +63,24 @@ enum Command {
 
 /// Runs the command line in `std::env::args` and returns the process exit code.
 pub fn run() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (mut cli, matches) = match parsed {
+        Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
             let _ = e.print();
             return code;
         }
     };
+    // which options were typed (not defaulted): `check_args` refuses those of other methods
+    if let (Command::Fit(args) | Command::Optimize(args), Some((_, sub))) =
+        (&mut cli.command, matches.subcommand())
+    {
+        args.note_explicit(sub, &[]);
+    }
     match cli.command {
         Command::Fit(args) => fit::run(args),
         Command::Optimize(mut args) => {

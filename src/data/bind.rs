@@ -10,48 +10,35 @@ use std::sync::Arc;
 
 use crate::distributions::Family;
 use crate::syntax::Span;
-use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, Stmt, StmtKind, VarDecl};
+use crate::syntax::ast::{Expr, ExprKind, Program, SizedBase, VarDecl};
 
-use super::constraints::{Locate, check_structure};
+use super::constraints::Locate;
 use super::csv::{Cell, CsvSource, KEPT_CELLS};
 use super::error::{DataError, DataErrorKind, count};
-use super::eval::{eval_bound, eval_size, expr_string, type_string};
+use super::eval::{eval_size, expr_string, type_string};
 use super::json::{JsonArray, JsonSource};
 use super::suggest::best_match;
 use super::{BoundData, DataSource, DataValue};
+
+mod checks;
+
+use checks::{check_outcome, outcomes};
 
 /// Largest magnitude of a Stan `int` (32-bit, as in Stan).
 const INT_MAX: f64 = i32::MAX as f64;
 
 /// Binds `sources` to the `data` block of `program`; see [`bind_decls`].
+/// Also checks the parameters' bounds that the data fix (lower < upper, see
+/// `param_bounds`), so that bounds reversed in the data file are a data error here rather
+/// than a failure of every evaluation of the model.
 pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls_inner(&program.data, sources, None, outcomes(program))
-}
-
-/// The data outcomes of the model block's unconditional `~` statements (top level, or in plain
-/// blocks): variable name → (family, statement span), the first statement of each name.
-/// Binding checks each such variable against its family's support
-/// ([`crate::distributions::variate_support`]), so that a value the distribution cannot
-/// produce (2 for a Bernoulli outcome) is reported with its file, row and column.
-fn outcomes(program: &Program) -> HashMap<String, (Family, Span)> {
-    fn walk(stmts: &[Stmt], out: &mut HashMap<String, (Family, Span)>) {
-        for st in stmts {
-            match &st.kind {
-                StmtKind::Tilde { lhs, dist, .. } => {
-                    if let (ExprKind::Var(name), Some(sig)) =
-                        (&lhs.kind, crate::distributions::lookup(&dist.name))
-                    {
-                        out.entry(name.clone()).or_insert((sig.family, st.span));
-                    }
-                }
-                StmtKind::Block(inner) => walk(inner, out),
-                _ => {}
-            }
-        }
-    }
-    let mut out = HashMap::new();
-    walk(&program.model, &mut out);
-    out
+    bind_decls_inner(
+        &program.data,
+        sources,
+        None,
+        &program.parameters,
+        outcomes(program),
+    )
 }
 
 /// Binds `sources` to the data declarations `decls`, in declaration order.
@@ -67,7 +54,7 @@ fn outcomes(program: &Program) -> HashMap<String, (Family, Span)> {
 /// non-integer, missing cell, bound or constraint violation), each naming file, row and column
 /// (or key and element) and carrying the declaration's span.
 pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls_inner(decls, sources, None, HashMap::new())
+    bind_decls_inner(decls, sources, None, &[], HashMap::new())
 }
 
 /// Binds `sources` to the `data` block of `program` as [`bind`] does, except that the variable
@@ -83,13 +70,20 @@ pub fn bind_unobserved(
     sources: &[DataSource],
     unobserved: &str,
 ) -> Result<BoundData, DataError> {
-    bind_decls_inner(&program.data, sources, Some(unobserved), outcomes(program))
+    bind_decls_inner(
+        &program.data,
+        sources,
+        Some(unobserved),
+        &program.parameters,
+        outcomes(program),
+    )
 }
 
 fn bind_decls_inner(
     decls: &[VarDecl],
     sources: &[DataSource],
     unobserved: Option<&str>,
+    params: &[VarDecl],
     outcomes: HashMap<String, (Family, Span)>,
 ) -> Result<BoundData, DataError> {
     let mut binder = Binder {
@@ -106,6 +100,7 @@ fn bind_decls_inner(
             .bind_one(i, decl)
             .map_err(|e| e.with_declaration(decl.span))?;
     }
+    super::param_bounds::check_parameter_bounds(params, &binder.bound, &binder.origins)?;
     Ok(binder.bound)
 }
 
@@ -240,40 +235,6 @@ impl Provenance<'_> {
     }
 }
 
-/// Checks the values of `decl`, the outcome of `family` at the `~` statement `span`, against
-/// the family's support; NaN (an unobserved value) is left alone.
-///
-/// Errors: [`DataErrorKind::ConstraintViolation`] naming the first value outside the support
-/// with its file, row and column (or key and element), and pointing at the statement.
-fn check_outcome(
-    decl: &VarDecl,
-    family: Family,
-    span: Span,
-    values: &[f64],
-    prov: &Provenance,
-) -> Result<(), DataError> {
-    let Some((requirement, ok)) = crate::distributions::variate_support(family) else {
-        return Ok(());
-    };
-    let Some(i) = values.iter().position(|&x| !x.is_nan() && !ok(x)) else {
-        return Ok(());
-    };
-    let name = &decl.name.name;
-    let fam = family.sig().name;
-    Err(DataError::new(
-        DataErrorKind::ConstraintViolation,
-        format!(
-            "{}: {}, but `{name}` is the outcome of `{fam}`, whose values must be {requirement}",
-            prov.locate(i),
-            values[i]
-        ),
-    )
-    .with_primary(span, format!("`{name}` is the outcome of `{fam}` here"))
-    .with_help(format!(
-        "correct the data, or choose a distribution whose support contains the values of `{name}`"
-    )))
-}
-
 struct Binder<'a> {
     decls: &'a [VarDecl],
     sources: &'a [DataSource],
@@ -376,9 +337,7 @@ impl<'a> Binder<'a> {
         if let Some(&(family, span)) = self.outcomes.get(name) {
             check_outcome(decl, family, span, &values, &prov)?;
         }
-        if dims.is_empty() {
-            self.origins.insert(name.to_string(), prov.origin());
-        }
+        self.origins.insert(name.to_string(), prov.origin());
         let column_major = matches!(
             prov,
             Provenance::Columns {
@@ -917,116 +876,6 @@ impl<'a> Binder<'a> {
         };
         Err(DataError::new(DataErrorKind::SizeMismatch, msg)
             .with_help("make the declared sizes agree with the data"))
-    }
-
-    /// Integer values, bounds and structured constraints.
-    fn check_values(
-        &self,
-        decl: &VarDecl,
-        dims: &[usize],
-        values: &[f64],
-        prov: &Provenance,
-    ) -> Result<(), DataError> {
-        let name = &decl.name.name;
-        let ty = type_string(&decl.ty);
-        // JSON may spell "NaN" and "Infinity" (Stan's JSON format). NaN is refused everywhere
-        // and infinities in containers (observations, where they make every log density NaN or
-        // -inf); an infinite scalar (e.g. a bound, `"U": "Infinity"`) is kept as Stan keeps it.
-        let bad = |v: &f64| v.is_nan() || (v.is_infinite() && !dims.is_empty());
-        if let Some(i) = values.iter().position(bad) {
-            let v = values[i];
-            let (kind, what) = if v.is_nan() {
-                (
-                    DataErrorKind::MissingValue,
-                    "a missing value (NaN)".to_string(),
-                )
-            } else {
-                (
-                    DataErrorKind::NotFinite,
-                    format!("`{v}`, not a finite number"),
-                )
-            };
-            return Err(DataError::new(
-                kind,
-                format!(
-                    "{}: {what}, but `{name}` needs finite values",
-                    prov.locate(i)
-                ),
-            )
-            .with_help(
-                "replace the value with a finite number, or remove the observation; missing and \
-                 infinite values are not supported in data",
-            ));
-        }
-        if matches!(decl.ty.base, SizedBase::Int) {
-            for (i, &v) in values.iter().enumerate() {
-                if !(v.is_finite() && v.fract() == 0.0) {
-                    return Err(DataError::new(
-                        DataErrorKind::NotAnInteger,
-                        format!(
-                            "{}: {v} is not an integer, but `{name}` is declared `{ty}`",
-                            prov.locate(i)
-                        ),
-                    )
-                    .with_help(format!(
-                        "fix the value, or declare `{name}` with `real` in place of `int` if \
-                         fractional values are intended"
-                    )));
-                }
-                if v.abs() > INT_MAX {
-                    return Err(DataError::new(
-                        DataErrorKind::NotAnInteger,
-                        format!(
-                            "{}: {v} is outside the range of `int` (at most {} in magnitude), \
-                             and `{name}` is declared `{ty}`",
-                            prov.locate(i),
-                            i32::MAX
-                        ),
-                    )
-                    .with_help(format!("declare `{name}` with `real` in place of `int`")));
-                }
-            }
-        }
-        let c = &decl.ty.constraint;
-        let lower = c
-            .lower
-            .as_ref()
-            .map(|e| eval_bound(e, &self.bound, name))
-            .transpose()?;
-        let upper = c
-            .upper
-            .as_ref()
-            .map(|e| eval_bound(e, &self.bound, name))
-            .transpose()?;
-        let bound_help =
-            "correct the value in the data file, or change the bound in the declaration";
-        for (i, &v) in values.iter().enumerate() {
-            if let Some(lo) = lower
-                && !(v >= lo)
-            {
-                return Err(DataError::new(
-                    DataErrorKind::BoundViolation,
-                    format!(
-                        "{}: {v} is below the lower bound {lo} of `{name}` (declared `{ty}`)",
-                        prov.locate(i)
-                    ),
-                )
-                .with_help(bound_help));
-            }
-            if let Some(hi) = upper
-                && !(v <= hi)
-            {
-                return Err(DataError::new(
-                    DataErrorKind::BoundViolation,
-                    format!(
-                        "{}: {v} is above the upper bound {hi} of `{name}` (declared `{ty}`)",
-                        prov.locate(i)
-                    ),
-                )
-                .with_help(bound_help));
-            }
-        }
-        check_structure(decl, dims, values, prov)
     }
 }
 

@@ -39,6 +39,7 @@ pub mod csv;
 pub mod error;
 pub mod eval;
 pub mod json;
+mod param_bounds;
 pub mod suggest;
 
 use std::path::Path;

@@ -273,6 +273,35 @@ pub struct FitArgs {
     /// equal to the CSV row count).
     #[arg(long, value_name = "NAME", help_heading = "Minibatching")]
     pub batch_over: Option<String>,
+    /// The ids (field names, e.g. `num_paths`) of the options given explicitly on the command
+    /// line, filled by [`FitArgs::note_explicit`] from clap's value sources; an option given at
+    /// its default value is still "given", and [`check_args`] refuses it for a method that
+    /// does not use it.
+    #[arg(skip)]
+    pub explicit: Vec<String>,
+}
+
+impl FitArgs {
+    /// Records which options `matches` (the matches these arguments were parsed from) took
+    /// from the command line rather than from their defaults (clap's
+    /// [`clap::parser::ValueSource::CommandLine`]), skipping the ids in `except` (options a
+    /// caller supplied itself, e.g. the REPL's `:set` defaults).
+    pub fn note_explicit(&mut self, matches: &clap::ArgMatches, except: &[&str]) {
+        self.explicit = matches
+            .ids()
+            .map(|id| id.as_str())
+            .filter(|id| {
+                matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+                    && !except.contains(id)
+            })
+            .map(str::to_string)
+            .collect();
+    }
+
+    /// Whether the option with clap id `id` (the field name) was given explicitly.
+    fn given(&self, id: &str) -> bool {
+        self.explicit.iter().any(|e| e == id)
+    }
 }
 
 /// Checks of the options that clap cannot express (ranges, flags that do not apply to the
@@ -341,8 +370,9 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     if args.batch_over.is_some() && args.batch_size.is_none() {
         return Err("--batch-over names the rows to minibatch; it needs --batch-size".into());
     }
-    // Flags of other methods would be silently ignored: refuse them. Flags with defaults count
-    // as given when they differ from the default.
+    // Flags of other methods would be silently ignored: refuse them. A flag with a default
+    // counts as given when it was on the command line (`FitArgs::explicit`, even at its
+    // default value) or differs from the default.
     use fit::Method as M;
     let mcmc = method.is_mcmc();
     let hmc = matches!(method, M::Nuts | M::Hmc);
@@ -352,7 +382,7 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ("--init", init.is_some(), mcmc, "nuts, hmc, mh"),
         (
             "--draws",
-            args.draws != 1000,
+            args.draws != 1000 || args.given("draws"),
             method.is_variational(),
             "qbvi, qnvb, laplace and the survey methods",
         ),
@@ -370,7 +400,7 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ),
         (
             "--mc-samples",
-            args.mc_samples != 100,
+            args.mc_samples != 100 || args.given("mc_samples"),
             matches!(
                 method,
                 M::Qbvi | M::Bbvi | M::Mgvb | M::Emgvb | M::Ngbbvi | M::Vadam
@@ -379,15 +409,25 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ),
         (
             "--max-iter",
-            args.max_iter != 5000,
+            args.max_iter != 5000 || args.given("max_iter"),
             matches!(method, M::Qbvi | M::Qnvb | M::Pathfinder) || method.is_survey(),
             "qbvi, qnvb, pathfinder and the survey methods",
         ),
-        ("--num-paths", args.num_paths != 4, pf, "pathfinder"),
-        ("--history-size", args.history_size != 6, pf, "pathfinder"),
+        (
+            "--num-paths",
+            args.num_paths != 4 || args.given("num_paths"),
+            pf,
+            "pathfinder",
+        ),
+        (
+            "--history-size",
+            args.history_size != 6 || args.given("history_size"),
+            pf,
+            "pathfinder",
+        ),
         (
             "--num-elbo-draws",
-            args.num_elbo_draws != 25,
+            args.num_elbo_draws != 25 || args.given("num_elbo_draws"),
             pf,
             "pathfinder",
         ),
@@ -403,18 +443,38 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             matches!(method, M::Qbvi | M::Qnvb) || method.is_survey(),
             "qbvi, qnvb and the survey methods",
         ),
-        ("--chains", args.chains != 4, mcmc, "nuts, hmc, mh"),
+        (
+            "--chains",
+            args.chains != 4 || args.given("chains"),
+            mcmc,
+            "nuts, hmc, mh",
+        ),
         ("--warmup", args.warmup.is_some(), mcmc, "nuts, hmc, mh"),
         ("--samples", args.samples.is_some(), mcmc, "nuts, hmc, mh"),
-        ("--thin", args.thin != 1, mcmc, "nuts, hmc, mh"),
-        ("--adapt-delta", args.adapt_delta != 0.8, hmc, "nuts, hmc"),
+        (
+            "--thin",
+            args.thin != 1 || args.given("thin"),
+            mcmc,
+            "nuts, hmc, mh",
+        ),
+        (
+            "--adapt-delta",
+            args.adapt_delta != 0.8 || args.given("adapt_delta"),
+            hmc,
+            "nuts, hmc",
+        ),
         (
             "--max-depth",
-            args.max_depth != 10,
+            args.max_depth != 10 || args.given("max_depth"),
             method == M::Nuts,
             "nuts",
         ),
-        ("--metric", args.metric != MetricArg::Auto, hmc, "nuts, hmc"),
+        (
+            "--metric",
+            args.metric != MetricArg::Auto || args.given("metric"),
+            hmc,
+            "nuts, hmc",
+        ),
         ("--dense", args.dense, hmc, "nuts, hmc"),
         (
             "--n-leapfrog",
@@ -605,9 +665,15 @@ mod option_tests {
     fn parse(extra: &[&str]) -> FitArgs {
         let mut argv = vec!["bayesc", "m.bayes"];
         argv.extend_from_slice(extra);
-        Wrapper::try_parse_from(argv)
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Wrapper::command()
+            .try_get_matches_from(argv)
+            .expect("test arguments parse");
+        let mut args = Wrapper::from_arg_matches(&matches)
             .expect("test arguments parse")
-            .fit
+            .fit;
+        args.note_explicit(&matches, &[]);
+        args
     }
 
     /// The part of the options that `method` reads for `flag`, as text.
@@ -721,6 +787,18 @@ mod option_tests {
             ("mh", &["--step-size", "0.5"][..]),
             ("nuts", &["--jacobian"][..]),
             ("nuts", &["--num-paths", "2"][..]),
+            // given at their defaults: refused by presence, not by value
+            ("nuts", &["--num-paths", "4"][..]),
+            ("nuts", &["--history-size", "6"][..]),
+            ("qbvi", &["--chains", "4"][..]),
+            ("qbvi", &["--adapt-delta", "0.8"][..]),
+            ("qbvi", &["--metric", "auto"][..]),
+            ("nuts", &["--draws", "1000"][..]),
+            ("nuts", &["--max-iter", "5000"][..]),
+            ("laplace", &["--mc-samples", "100"][..]),
+            ("hmc", &["--max-depth", "10"][..]),
+            ("optimize", &["--thin", "1"][..]),
+            ("mh", &["--num-elbo-draws", "25"][..]),
             ("pathfinder", &["--psis-resample"][..]),
             ("qbvi", &["--init", "1"][..]),
             ("nuts", &["--init", "-1"][..]),

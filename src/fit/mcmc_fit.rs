@@ -52,8 +52,13 @@ pub(super) fn fit_mcmc(
         McmcInit::Pathfinder => pathfinder_fit::pathfinder_inits(model, options)?,
     };
     let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
-    let mut out = mcmc::sample(model, &settings, &inits, &progress, monitor.stop)
-        .map_err(|e| algorithm(options.method)(&e))?;
+    let mut out = mcmc::sample(model, &settings, &inits, &progress, monitor.stop).map_err(|e| {
+        match e {
+            // the model fails at every point (a size mismatch, an index out of range)
+            mcmc::McmcError::Density { error, .. } if !error.recoverable => FitError::Model(error),
+            e => algorithm(options.method)(&e),
+        }
+    })?;
     let names = model.parameter_names();
     if names.len() == model.dim() {
         for n in out.flat.iter_mut() {

@@ -504,6 +504,10 @@ pub enum FitError {
     /// No initial point with a finite log density (the message names the failing statement).
     #[error("initialisation failed: {0}")]
     Init(DensityError),
+    /// The model cannot be evaluated at any point: an unrecoverable error of the density
+    /// (e.g. a size mismatch in an assignment, an index out of range), with its location.
+    #[error("the model cannot be evaluated: {0}")]
+    Model(DensityError),
     /// The algorithm failed.
     #[error("{method} failed: {message}")]
     Algorithm { method: Method, message: String },
@@ -513,6 +517,19 @@ pub enum FitError {
     /// The requested draws would not fit in memory ([`check_memory`]).
     #[error("{0}")]
     TooLarge(String),
+}
+
+impl FitError {
+    /// The error of a failed random initialisation: [`FitError::Init`] when every attempted
+    /// point was rejected, [`FitError::Model`] when the density failed unrecoverably (no point
+    /// would do; issue 13, item 9: a size mismatch used to read "initialisation failed").
+    pub fn from_init(e: DensityError) -> FitError {
+        if e.recoverable || crate::inference::init::is_exhausted(&e) {
+            FitError::Init(e)
+        } else {
+            FitError::Model(e)
+        }
+    }
 }
 
 /// What [`finish_gaussian`] computes for a fitted Gaussian approximation.

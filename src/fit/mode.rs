@@ -13,7 +13,7 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     use faer::linalg::solvers::DenseSolveCore;
     let density = model.with_jacobian(options.jacobian);
     let init = crate::inference::init::random_init(&density, &mut stream(options.seed, 0))
-        .map_err(FitError::Init)?;
+        .map_err(FitError::from_init)?;
     let lbfgs = optimize::optimize(&density, &init, &options.optimize).map_err(|e| {
         FitError::Algorithm {
             method: Method::Optimize,
@@ -171,8 +171,8 @@ pub(super) struct ViStart {
 /// found by [`find_mode`] or, when there is none (or with `ViInit::Random`), the random point
 /// uniform(−2, 2) of stream 0 of `seed` with Σ₀ = 0.01·I (specs/qbvi.md §11).
 pub(super) fn vi_start(model: &Model, how: ViInit, seed: u64) -> Result<ViStart, FitError> {
-    let random =
-        crate::inference::init::random_init(model, &mut stream(seed, 0)).map_err(FitError::Init)?;
+    let random = crate::inference::init::random_init(model, &mut stream(seed, 0))
+        .map_err(FitError::from_init)?;
     if how == ViInit::Random {
         return Ok(ViStart {
             mean: random,

@@ -11,6 +11,17 @@ pub const INIT_RADIUS: f64 = 2.0;
 /// Number of attempts before giving up (Stan's default, specs/nuts.md §3).
 pub const MAX_INIT_ATTEMPTS: usize = 100;
 
+/// How the error of [`random_init`] after [`MAX_INIT_ATTEMPTS`] failures begins; see
+/// [`is_exhausted`].
+const NO_VALID_INIT: &str = "no valid initial point found";
+
+/// Whether `e` is [`random_init`]'s error after every attempt failed (each point was rejected),
+/// as opposed to an unrecoverable error of the model itself (e.g. a size mismatch or an index
+/// out of range), which no initial point avoids.
+pub fn is_exhausted(e: &DensityError) -> bool {
+    e.message.starts_with(NO_VALID_INIT)
+}
+
 /// Draws ζ ~ uniform(−2, 2)^d until log density and gradient are finite.
 ///
 /// Errors: after [`MAX_INIT_ATTEMPTS`] failures, an unrecoverable [`DensityError`] whose message
@@ -30,13 +41,21 @@ pub fn random_init(
             .collect();
         match density.log_density_grad(&zeta, &mut grad) {
             Ok(lp) if lp.is_finite() && grad.iter().all(|g| g.is_finite()) => return Ok(zeta),
-            Ok(lp) => last = Some(format!("log density {lp} or its gradient is not finite")),
+            Ok(lp) if !lp.is_finite() => last = Some(format!("the log density is {lp}")),
+            Ok(_) => {
+                let i = grad.iter().position(|g| !g.is_finite()).unwrap_or(0);
+                last = Some(format!(
+                    "the gradient of the log density with respect to {} is {}",
+                    density.coordinate_name(i),
+                    grad[i]
+                ))
+            }
             Err(e) if !e.recoverable => return Err(e),
             Err(e) => last = Some(e.to_string()),
         }
     }
     Err(DensityError::fatal(format!(
-        "no valid initial point found after {MAX_INIT_ATTEMPTS} attempts drawing uniform(-{INIT_RADIUS}, {INIT_RADIUS}) \
+        "{NO_VALID_INIT} after {MAX_INIT_ATTEMPTS} attempts drawing uniform(-{INIT_RADIUS}, {INIT_RADIUS}) \
          on the unconstrained scale; last problem: {}",
         last.unwrap_or_default()
     )))

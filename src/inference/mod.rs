@@ -7,6 +7,7 @@ pub mod flat;
 pub mod hessian;
 pub mod hmc;
 pub mod init;
+pub mod interrupt;
 pub mod laplace;
 pub mod mcmc;
 pub mod mh;

@@ -576,3 +576,41 @@ pub fn pathfinder_text(
     );
     s
 }
+
+/// The line that replaces "converged" for an MC dropout fit whose training stopped by the exit
+/// rule: MC dropout trains the weights to a point estimate, so the rule's firing says nothing
+/// about a posterior (issue 13, item 9).
+pub fn mcdropout_stop_line(iterations: usize, seconds: f64, objective: f64) -> String {
+    format!(
+        "training finished: the exit rule fired after {iterations} iterations ({seconds:.2} s); \
+         smoothed training objective = {objective:.3}. MC dropout fits the weights as a point \
+         estimate, not a posterior"
+    )
+}
+
+/// The summary table of an MC dropout fit and the note under it: the sd of a parameter
+/// without `@dropout` is `point` (its draws are one value); the sd of a `@dropout` parameter is
+/// the spread of its dropout masks, and only predictive quantities are approximately Bayesian.
+pub fn mcdropout_table(draws: &crate::inference::draws::Draws) -> String {
+    let rows = summary::summarize(draws, false);
+    let mut s = summary::format_table_marking(&rows, false, &summary::is_point_estimate);
+    let points: Vec<&str> = rows
+        .iter()
+        .filter(|r| summary::is_point_estimate(r))
+        .map(|r| r.name.as_str())
+        .collect();
+    s.push_str(
+        "\nnote: MC dropout (Gal & Ghahramani 2016) gives a point estimate of the weights, not a \
+         posterior over them: the sd of a @dropout parameter is the spread of its dropout \
+         masks, not posterior uncertainty, and only predictive quantities (generated \
+         quantities, `bayesc predict`) are approximately Bayesian\n",
+    );
+    if !points.is_empty() {
+        s.push_str(&format!(
+            "note: `point` marks quantities that do not vary across the draws ({}): parameters \
+             without @dropout and what depends only on them\n",
+            points.join(", ")
+        ));
+    }
+    s
+}

@@ -123,6 +123,23 @@ fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
 /// for MCMC also `MCSE` (3 significant digits), `ESS_bulk`, `ESS_tail` (whole numbers) and
 /// `R_hat` (3 decimals). Missing values print as `NA`. Ends with a newline.
 pub fn format_table(rows: &[SummaryRow], mcmc: bool) -> String {
+    format_table_marking(rows, mcmc, &|_| false)
+}
+
+/// Whether a row's draws do not vary: sd at rounding level (≤ 1e-9·max(1, |mean|)), as for
+/// a parameter that a method fits as a point estimate (MC dropout's weights without
+/// `@dropout`).
+pub fn is_point_estimate(r: &SummaryRow) -> bool {
+    r.sd.is_finite() && r.sd <= 1e-9 * r.mean.abs().max(1.0)
+}
+
+/// [`format_table`], with `point` in the sd column of the rows for which `point` holds (their
+/// draws are a point estimate, not a posterior: the rounding-level sd would read as certainty).
+pub fn format_table_marking(
+    rows: &[SummaryRow],
+    mcmc: bool,
+    point: &dyn Fn(&SummaryRow) -> bool,
+) -> String {
     let mut header = vec!["name", "mean", "sd", "5%", "50%", "95%"];
     if mcmc {
         header.extend(["MCSE", "ESS_bulk", "ESS_tail", "R_hat"]);
@@ -132,7 +149,11 @@ pub fn format_table(rows: &[SummaryRow], mcmc: bool) -> String {
         let mut c = vec![
             r.name.clone(),
             format_sig(r.mean, 4),
-            format_sig(r.sd, 4),
+            if point(r) {
+                "point".to_string()
+            } else {
+                format_sig(r.sd, 4)
+            },
             format_sig(r.q5, 4),
             format_sig(r.q50, 4),
             format_sig(r.q95, 4),

@@ -103,6 +103,30 @@ pub fn history_path() -> Option<PathBuf> {
     Some(dir.join("history"))
 }
 
+/// Input typed on the terminal while a command (a fit) ran: rustyline would read only the
+/// first of several such lines and lose the rest, so it is discarded instead (`tcflush`) and
+/// the caller says so. Returns the number of bytes discarded, `None` when there were none (or
+/// off Unix).
+fn discard_typeahead() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut pending: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int through the valid pointer; tcflush takes a file
+        // descriptor and a constant. Both only query or drop the terminal's input queue.
+        unsafe {
+            if libc::ioctl(libc::STDIN_FILENO, libc::FIONREAD, &mut pending) != 0 || pending <= 0 {
+                return None;
+            }
+            libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH);
+        }
+        Some(pending as usize)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// Runs the interactive loop until `:quit` or Ctrl-D; returns the exit code (0).
 pub fn run(session: &mut Session) -> i32 {
     let mut editor: Editor<ReplHelper, DefaultHistory> = match Editor::new() {
@@ -134,6 +158,12 @@ pub fn run(session: &mut Session) -> i32 {
                     eprint!("{}", out.text);
                 } else {
                     print!("{}", out.text);
+                }
+                if let Some(n) = discard_typeahead() {
+                    eprintln!(
+                        "note: {n} byte(s) typed while that command ran were discarded (the line \
+                         editor cannot replay them); type the next command at the prompt"
+                    );
                 }
                 if let Some(h) = editor.helper_mut() {
                     h.words = session.completion_words();

@@ -155,6 +155,20 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "generated quantities",
 ];
 
+/// Whether `input` starts like a block, one or two words and `{` (`paramters {`, `transformed
+/// paramters {`), though [`block_rank`] found no block keyword: a misspelled block name.
+fn looks_like_block(input: &str) -> bool {
+    let Some((head, _)) = input.split_once('{') else {
+        return false;
+    };
+    let words: Vec<&str> = head.split_whitespace().collect();
+    (1..=2).contains(&words.len())
+        && words.iter().all(|w| {
+            w.starts_with(|c: char| c.is_ascii_alphabetic())
+                && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 /// The rank of the block that `input` begins with (index into [`BLOCK_KEYWORDS`]), if any.
 pub fn block_rank(input: &str) -> Option<usize> {
     let t = input.trim_start();
@@ -225,6 +239,8 @@ impl Interrupt {
     pub fn interrupt(&self) -> bool {
         if self.fitting.load(Ordering::SeqCst) {
             self.stop.store(true, Ordering::SeqCst);
+            // also stops a long `while` loop inside one evaluation of the model
+            crate::inference::interrupt::request();
             true
         } else {
             false
@@ -373,6 +389,13 @@ impl Session {
         }
         if let Some(rank) = block_rank(line) {
             return self.model_text(line, rank);
+        }
+        // `paramters { … }`: a misspelled block name gets the parser's did-you-mean, as in
+        // `bayesc check`, not an expression error
+        if looks_like_block(line)
+            && let Err(f) = pipeline::check_source(&mut self.sources, "<repl>", line)
+        {
+            return Output::error(self.render(f));
         }
         self.typed.clear();
         self.typed_rank = None;

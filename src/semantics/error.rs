@@ -404,6 +404,36 @@ pub enum SemanticError {
         /// Primary label: the expression.
         span: Span,
     },
+    /// A literal argument of a distribution outside that parameter's support, e.g.
+    /// `normal(mu, -1)`: every evaluation would fail (issue 13, item 9).
+    #[error("argument {position} of `{function}` ({role}) is {value}, but it must be {support}")]
+    LiteralOutsideSupport {
+        /// 1-based position of the argument in the call.
+        position: usize,
+        /// The function or family as written, e.g. `normal` or `normal_lpdf`.
+        function: String,
+        /// The parameter's name in Stan's wording, lower-case first ("scale parameter").
+        role: String,
+        /// The literal as written.
+        value: String,
+        /// The support in words ("positive", "in [0, 1]").
+        support: String,
+        /// A value that is in the support, for the fix.
+        example: String,
+        /// Primary label: the argument.
+        span: Span,
+    },
+    /// `while` with a constant true condition and no `break`, `return` or `reject` in its body:
+    /// the loop never ends (issue 13, item 9).
+    #[error(
+        "this `while` loop never ends: its condition `{cond}` is always true and its body has no `break`, `return` or `reject`"
+    )]
+    EndlessLoop {
+        /// The condition as written.
+        cond: String,
+        /// Primary label: the condition.
+        span: Span,
+    },
     /// A user-defined function defined twice.
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
@@ -457,7 +487,9 @@ impl SemanticError {
             | UnusedParameter { span, .. }
             | BoundsReversed { span, .. }
             | DivisionByZero { span, .. }
-            | LiteralSizeMismatch { span, .. } => *span,
+            | LiteralSizeMismatch { span, .. }
+            | LiteralOutsideSupport { span, .. }
+            | EndlessLoop { span, .. } => *span,
         }
     }
 }
@@ -748,6 +780,26 @@ impl ToDiagnostic for SemanticError {
             LiteralSizeMismatch { span, .. } => {
                 labels.push(primary(*span, "the sizes differ"));
                 notes.push("help: declare both with the same size".into());
+            }
+            LiteralOutsideSupport {
+                span,
+                support,
+                example,
+                ..
+            } => {
+                labels.push(primary(*span, format!("must be {support}")));
+                notes.push(format!(
+                    "help: every evaluation of the density would fail; use a value that is \
+                     {support}, e.g. `{example}`"
+                ));
+            }
+            EndlessLoop { span, .. } => {
+                labels.push(primary(*span, "always true"));
+                notes.push(
+                    "help: loop on a condition that becomes false, e.g. `while (i <= n)`, or \
+                     leave the loop with `break` (a `for` loop is often what is meant)"
+                        .into(),
+                );
             }
         }
         Diagnostic::error()

@@ -121,17 +121,34 @@ impl Ctx<'_> {
                     }
                 }
             }
-            StKind::While { cond, body } => loop {
-                let c = self.eval(cond).map_err(loc)?;
-                if !truthy(self.tape, &c).map_err(loc)? {
-                    break;
+            StKind::While { cond, body } => {
+                // A loop that runs for long inside one evaluation never returns to the fit's
+                // stop flag: after WHILE_CHECK_EVERY iterations, and every as many after, it
+                // looks at the Ctrl-C flag itself and stops the fit with a model error.
+                const WHILE_CHECK_EVERY: u64 = 1 << 16;
+                let mut iterations: u64 = 0;
+                loop {
+                    let c = self.eval(cond).map_err(loc)?;
+                    if !truthy(self.tape, &c).map_err(loc)? {
+                        break;
+                    }
+                    iterations += 1;
+                    if iterations.is_multiple_of(WHILE_CHECK_EVERY)
+                        && crate::inference::interrupt::requested()
+                    {
+                        return Err(loc(Fault::fatal(format!(
+                            "interrupted (Ctrl-C) inside this `while` loop after {iterations} \
+                             iterations in one evaluation of the log density; check that its \
+                             condition becomes false"
+                        ))));
+                    }
+                    match self.exec(body)? {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        _ => {}
+                    }
                 }
-                match self.exec(body)? {
-                    Flow::Break => break,
-                    Flow::Return => return Ok(Flow::Return),
-                    _ => {}
-                }
-            },
+            }
             StKind::If {
                 cond,
                 then,

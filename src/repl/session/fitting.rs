@@ -152,18 +152,27 @@ impl Session {
             .map(|a| a.split('=').next().unwrap_or(a))
             .collect();
         let method_given = argv.len() > 1 || given.contains(&"method");
+        // the `:set` defaults added below are not "typed" options (clap ids use `_`)
+        let mut from_defaults: Vec<String> = Vec::new();
         for (k, v) in &self.defaults {
             if given.contains(&k.as_str()) || (k == "method" && method_given) {
                 continue;
             }
+            from_defaults.push(k.replace('-', "_"));
             argv.push(format!("--{k}"));
             if let Some(v) = v {
                 argv.push(v.clone());
             }
         }
         argv.extend(rest.iter().map(|s| s.to_string()));
-        let parsed = FitLine::try_parse_from(&argv)
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = FitLine::command()
+            .try_get_matches_from(&argv)
             .map_err(|e| e.render().to_string().trim_end().to_string())?;
+        let mut parsed = FitLine::from_arg_matches(&matches)
+            .map_err(|e| e.render().to_string().trim_end().to_string())?;
+        let except: Vec<&str> = from_defaults.iter().map(String::as_str).collect();
+        parsed.args.note_explicit(&matches, &except);
         check_args(&parsed.args).map_err(|m| format!("error: {m}"))?;
         Ok(parsed.args)
     }

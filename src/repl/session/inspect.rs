@@ -233,7 +233,15 @@ impl Session {
             let _ = writeln!(
                 s,
                 "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
-                stop_reason(q.stop, q.skipped_steps),
+                if f.result.method == fit::Method::Mcdropout
+                    && q.stop == StopReason::ExitRule
+                    && q.skipped_steps == 0
+                {
+                    "training finished (the exit rule fired; MC dropout's weights are a point \
+                     estimate, not a posterior)"
+                } else {
+                    stop_reason(q.stop, q.skipped_steps)
+                },
                 q.iterations,
                 q.returned_iteration,
                 q.best_smoothed_elbo,

@@ -78,6 +78,7 @@ pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
         fit::Method::Qnvb => "the fitted mean-field Gaussian",
         fit::Method::Laplace => "the Laplace approximation",
         fit::Method::Pathfinder => "the Pathfinder mixture (PSIS-resampled)",
+        fit::Method::Mcdropout => "MC dropout's masks on point-estimate weights",
         _ => "the fitted Gaussian",
     };
     let batch = match &o.minibatch {
@@ -132,6 +133,7 @@ pub(super) fn run_fit(
         }
     };
     stop.store(false, Ordering::SeqCst);
+    crate::inference::interrupt::clear();
     fitting.store(true, Ordering::SeqCst);
     let monitor = Monitor {
         on_progress: &on_progress,
@@ -172,20 +174,35 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             return s;
         }
         FitDetails::Qbvi(q) => {
-            let _ = writeln!(
-                s,
-                "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
-                match (&r.vi, q.stop) {
-                    (Some(v), StopReason::ExitRule) if !v.unbounded.is_empty() => {
-                        "NOT converged (the exit rule fired while q drifts along an improper \
+            if r.method == fit::Method::Mcdropout
+                && q.stop == StopReason::ExitRule
+                && q.skipped_steps == 0
+            {
+                let _ = writeln!(
+                    s,
+                    "{}",
+                    crate::output::report::mcdropout_stop_line(
+                        q.iterations,
+                        r.seconds,
+                        q.best_smoothed_elbo
+                    )
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
+                    match (&r.vi, q.stop) {
+                        (Some(v), StopReason::ExitRule) if !v.unbounded.is_empty() => {
+                            "NOT converged (the exit rule fired while q drifts along an improper \
                          direction, see below)"
-                    }
-                    _ => stop_reason(q.stop, q.skipped_steps),
-                },
-                q.iterations,
-                r.seconds,
-                q.best_smoothed_elbo
-            );
+                        }
+                        _ => stop_reason(q.stop, q.skipped_steps),
+                    },
+                    q.iterations,
+                    r.seconds,
+                    q.best_smoothed_elbo
+                );
+            }
         }
         FitDetails::Qnvb(q) => {
             use crate::inference::qnvb::QnvbStop;
@@ -228,10 +245,14 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
         }
     }
     s.push('\n');
-    s.push_str(&summary::format_table(
-        &summary::summarize(&r.draws, false),
-        false,
-    ));
+    if r.method == fit::Method::Mcdropout {
+        s.push_str(&crate::output::report::mcdropout_table(&r.draws));
+    } else {
+        s.push_str(&summary::format_table(
+            &summary::summarize(&r.draws, false),
+            false,
+        ));
+    }
     s.push_str(&vi_diagnostics_text(r));
     s
 }

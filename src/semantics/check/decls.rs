@@ -275,6 +275,21 @@ impl<'p> Checker<'p> {
                         help: promotion_help(ty, t),
                     });
                 }
+                // `vector[2] c = b;` with `b` declared `vector[3]`: can never run
+                if !sizes.is_empty()
+                    && sizes.iter().all(|s| s.parse::<u64>().is_ok())
+                    && let Some(found) = self.value_literal_sizes(init)
+                    && found != sizes.join(" × ")
+                {
+                    self.err(SemanticError::LiteralSizeMismatch {
+                        lhs: name.clone(),
+                        lhs_size: sizes.join(" × "),
+                        rhs: pretty::expr(init),
+                        rhs_size: found,
+                        context: format!("the declaration of `{name}`"),
+                        span: init.span,
+                    });
+                }
                 let deps = self.param_deps(init);
                 self.deps.entry(name.clone()).or_default().extend(deps);
             }

@@ -123,6 +123,21 @@ impl<'p> Checker<'p> {
                 });
                 continue;
             }
+            // A literal outside the support: the density can never be evaluated.
+            if let Some(v) = literal_value(a)
+                && let Some((support, example)) = literal_support(p.support, v)
+            {
+                self.err(SemanticError::LiteralOutsideSupport {
+                    position: k + first_arg,
+                    function: fname.into(),
+                    role: lowercase_first(p.name),
+                    value: pretty::expr(a),
+                    support: support.into(),
+                    example: example.into(),
+                    span: a.span,
+                });
+                continue;
+            }
             // A bare parameter as, say, a scale: its bounds should enforce the support.
             if let ExprKind::Var(name) = &a.kind
                 && let Some(info) = self.scopes.lookup(name)
@@ -318,4 +333,37 @@ impl<'p> Checker<'p> {
     }
 
     // ----- expressions ---------------------------------------------------------------------
+}
+
+/// The value of a numeric literal, possibly negated (`-1`, `+0.5`); `None` for anything else.
+fn literal_value(e: &Expr) -> Option<f64> {
+    match &e.kind {
+        ExprKind::IntLit(n) => Some(*n as f64),
+        ExprKind::RealLit(x) => Some(*x),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            operand,
+        } => literal_value(operand).map(|x| -x),
+        ExprKind::Unary {
+            op: UnOp::Plus,
+            operand,
+        } => literal_value(operand),
+        _ => None,
+    }
+}
+
+/// When the constant `v` lies outside `support` (as a distribution's parameter: a probability
+/// may be 0 or 1), the support in words and a value inside it; `None` when `v` is allowed.
+fn literal_support(support: Support, v: f64) -> Option<(&'static str, &'static str)> {
+    let integer = v.fract() == 0.0;
+    let (ok, words, example) = match support {
+        Support::Real => (v.is_finite(), "finite", "0"),
+        Support::Positive => (v > 0.0 && v.is_finite(), "positive", "1"),
+        Support::NonNegative => (v >= 0.0 && v.is_finite(), "non-negative", "0"),
+        Support::UnitInterval => ((0.0..=1.0).contains(&v), "in [0, 1]", "0.5"),
+        Support::Count => (integer && v >= 0.0, "a non-negative integer", "1"),
+        Support::Binary => (v == 0.0 || v == 1.0, "0 or 1", "1"),
+        Support::Integer => (integer, "an integer", "0"),
+    };
+    (!ok).then_some((words, example))
 }

@@ -49,6 +49,24 @@ impl<'p> Checker<'p> {
         Some(info.sizes.join(" × "))
     }
 
+    /// [`Self::literal_sizes`], also for a vector literal `[a, b, c]` or its transpose (its
+    /// element count).
+    pub(super) fn value_literal_sizes(&self, e: &Expr) -> Option<String> {
+        let flat = |es: &[Expr]| {
+            es.iter()
+                .all(|x| !matches!(x.kind, ExprKind::RowVectorLit(_)))
+                .then(|| es.len().to_string())
+        };
+        match &e.kind {
+            ExprKind::RowVectorLit(es) => flat(es),
+            ExprKind::Transpose(inner) => match &inner.kind {
+                ExprKind::RowVectorLit(es) => flat(es),
+                _ => None,
+            },
+            _ => self.literal_sizes(e),
+        }
+    }
+
     /// Reports [`SemanticError::LiteralSizeMismatch`] when `a` and `b` are variables declared
     /// with different literal sizes (issue 13, item 9: such a model used to fail only at run
     /// time, as "initialisation failed").

@@ -90,6 +90,16 @@ impl<'p> Checker<'p> {
             }
             StmtKind::While { cond, body } => {
                 self.expect_scalar(cond, "the condition of `while`");
+                if matches!(cond.kind, ExprKind::IntLit(n) if n != 0)
+                    || matches!(cond.kind, ExprKind::RealLit(x) if x != 0.0)
+                {
+                    if !leaves_loop(body) {
+                        self.err(SemanticError::EndlessLoop {
+                            cond: pretty::expr(cond),
+                            span: cond.span,
+                        });
+                    }
+                }
                 self.loop_depth += 1;
                 self.nested(body);
                 self.loop_depth -= 1;
@@ -454,4 +464,24 @@ impl<'p> Checker<'p> {
             self.check_uniform_bounds(lhs, &args[0], &args[1], span);
         }
     }
+}
+
+/// Whether `body` (a loop body) contains a `break` of this loop (not of a nested loop), a
+/// `return` or a `reject` — a way out of `while (1)`.
+fn leaves_loop(body: &Stmt) -> bool {
+    fn walk(s: &Stmt, nested: bool) -> bool {
+        match &s.kind {
+            StmtKind::Break => !nested,
+            StmtKind::Return(_) | StmtKind::Reject(_) => true,
+            StmtKind::For { body, .. }
+            | StmtKind::ForEach { body, .. }
+            | StmtKind::While { body, .. } => walk(body, true),
+            StmtKind::If {
+                then, otherwise, ..
+            } => walk(then, nested) || otherwise.as_ref().is_some_and(|o| walk(o, nested)),
+            StmtKind::Block(sts) => sts.iter().any(|s| walk(s, nested)),
+            _ => false,
+        }
+    }
+    walk(body, false)
 }

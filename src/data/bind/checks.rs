@@ -1,0 +1,199 @@
+//! The checks of bound values: integers, bounds, structured constraints, and the support of
+//! the model's data outcomes (`~` statements). Part of the binder ([`super`]).
+
+// Checks are written `!(v >= lo)` on purpose: a NaN value must fail them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::collections::HashMap;
+
+use crate::distributions::Family;
+use crate::syntax::Span;
+use crate::syntax::ast::{ExprKind, Program, SizedBase, Stmt, StmtKind, VarDecl};
+
+use super::super::constraints::{Locate, check_structure};
+use super::super::error::{DataError, DataErrorKind};
+use super::super::eval::{eval_bound, type_string};
+use super::{Binder, INT_MAX, Provenance};
+
+/// The data outcomes of the model block's unconditional `~` statements (top level, or in plain
+/// blocks): variable name → (family, statement span), the first statement of each name.
+/// Binding checks each such variable against its family's support
+/// ([`crate::distributions::variate_support`]), so that a value the distribution cannot
+/// produce (2 for a Bernoulli outcome) is reported with its file, row and column.
+pub(super) fn outcomes(program: &Program) -> HashMap<String, (Family, Span)> {
+    fn walk(stmts: &[Stmt], out: &mut HashMap<String, (Family, Span)>) {
+        for st in stmts {
+            match &st.kind {
+                StmtKind::Tilde { lhs, dist, .. } => {
+                    if let (ExprKind::Var(name), Some(sig)) =
+                        (&lhs.kind, crate::distributions::lookup(&dist.name))
+                    {
+                        out.entry(name.clone()).or_insert((sig.family, st.span));
+                    }
+                }
+                StmtKind::Block(inner) => walk(inner, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(&program.model, &mut out);
+    out
+}
+
+/// Checks the values of `decl`, the outcome of `family` at the `~` statement `span`, against
+/// the family's support; NaN (an unobserved value) is left alone.
+///
+/// Errors: [`DataErrorKind::ConstraintViolation`] naming the first value outside the support
+/// with its file, row and column (or key and element), and pointing at the statement.
+pub(super) fn check_outcome(
+    decl: &VarDecl,
+    family: Family,
+    span: Span,
+    values: &[f64],
+    prov: &Provenance,
+) -> Result<(), DataError> {
+    let Some((requirement, ok)) = crate::distributions::variate_support(family) else {
+        return Ok(());
+    };
+    let Some(i) = values.iter().position(|&x| !x.is_nan() && !ok(x)) else {
+        return Ok(());
+    };
+    let name = &decl.name.name;
+    let fam = family.sig().name;
+    Err(DataError::new(
+        DataErrorKind::ConstraintViolation,
+        format!(
+            "{}: {}, but `{name}` is the outcome of `{fam}`, whose values must be {requirement}",
+            prov.locate(i),
+            values[i]
+        ),
+    )
+    .with_primary(span, format!("`{name}` is the outcome of `{fam}` here"))
+    .with_help(format!(
+        "correct the data, or choose a distribution whose support contains the values of `{name}`"
+    )))
+}
+
+impl Binder<'_> {
+    /// Integer values, bounds and structured constraints.
+    pub(super) fn check_values(
+        &self,
+        decl: &VarDecl,
+        dims: &[usize],
+        values: &[f64],
+        prov: &Provenance,
+    ) -> Result<(), DataError> {
+        let name = &decl.name.name;
+        let ty = type_string(&decl.ty);
+        // JSON may spell "NaN" and "Infinity" (Stan's JSON format). NaN is refused everywhere
+        // and infinities in containers (observations, where they make every log density NaN or
+        // -inf); an infinite scalar (e.g. a bound, `"U": "Infinity"`) is kept as Stan keeps it.
+        let bad = |v: &f64| v.is_nan() || (v.is_infinite() && !dims.is_empty());
+        if let Some(i) = values.iter().position(bad) {
+            let v = values[i];
+            let (kind, what) = if v.is_nan() {
+                (
+                    DataErrorKind::MissingValue,
+                    "a missing value (NaN)".to_string(),
+                )
+            } else {
+                (
+                    DataErrorKind::NotFinite,
+                    format!("`{v}`, not a finite number"),
+                )
+            };
+            return Err(DataError::new(
+                kind,
+                format!(
+                    "{}: {what}, but `{name}` needs finite values",
+                    prov.locate(i)
+                ),
+            )
+            .with_help(
+                "replace the value with a finite number, or remove the observation; missing and \
+                 infinite values are not supported in data",
+            ));
+        }
+        if matches!(decl.ty.base, SizedBase::Int) {
+            for (i, &v) in values.iter().enumerate() {
+                if !(v.is_finite() && v.fract() == 0.0) {
+                    return Err(DataError::new(
+                        DataErrorKind::NotAnInteger,
+                        format!(
+                            "{}: {v} is not an integer, but `{name}` is declared `{ty}`",
+                            prov.locate(i)
+                        ),
+                    )
+                    .with_help(format!(
+                        "fix the value, or declare `{name}` with `real` in place of `int` if \
+                         fractional values are intended"
+                    )));
+                }
+                if v.abs() > INT_MAX {
+                    return Err(DataError::new(
+                        DataErrorKind::NotAnInteger,
+                        format!(
+                            "{}: {v} is outside the range of `int` (at most {} in magnitude), \
+                             and `{name}` is declared `{ty}`",
+                            prov.locate(i),
+                            i32::MAX
+                        ),
+                    )
+                    .with_help(format!("declare `{name}` with `real` in place of `int`")));
+                }
+            }
+        }
+        let c = &decl.ty.constraint;
+        let lower = c
+            .lower
+            .as_ref()
+            .map(|e| eval_bound(e, &self.bound, name))
+            .transpose()?;
+        let upper = c
+            .upper
+            .as_ref()
+            .map(|e| eval_bound(e, &self.bound, name))
+            .transpose()?;
+        if let (Some(lo), Some(hi)) = (lower, upper)
+            && lo > hi
+        {
+            return Err(super::super::param_bounds::reversed(
+                decl,
+                "data variable",
+                None,
+                (lo, hi),
+                &self.origins,
+            ));
+        }
+        let bound_help =
+            "correct the value in the data file, or change the bound in the declaration";
+        for (i, &v) in values.iter().enumerate() {
+            if let Some(lo) = lower
+                && !(v >= lo)
+            {
+                return Err(DataError::new(
+                    DataErrorKind::BoundViolation,
+                    format!(
+                        "{}: {v} is below the lower bound {lo} of `{name}` (declared `{ty}`)",
+                        prov.locate(i)
+                    ),
+                )
+                .with_help(bound_help));
+            }
+            if let Some(hi) = upper
+                && !(v <= hi)
+            {
+                return Err(DataError::new(
+                    DataErrorKind::BoundViolation,
+                    format!(
+                        "{}: {v} is above the upper bound {hi} of `{name}` (declared `{ty}`)",
+                        prov.locate(i)
+                    ),
+                )
+                .with_help(bound_help));
+            }
+        }
+        check_structure(decl, dims, values, prov)
+    }
+}

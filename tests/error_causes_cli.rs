@@ -1,0 +1,453 @@
+//! Errors that name their cause, end to end through the `bayesc` binary (issue 13, item 9, and
+//! testers' findings): bounds that the data put in the wrong order are a data error at binding;
+//! a literal argument outside a distribution's support and assignments of literal sizes that
+//! disagree are compile-time errors; a size mismatch known only from the data is a model error,
+//! not an initialisation failure; a NaN gradient at the random start names the parameter;
+//! options of other methods are refused even at their default values; `while (1) {}` is a
+//! compile error and Ctrl-C stops a long `while` loop; MC dropout does not claim convergence
+//! of a posterior; a misspelled block name at the REPL prompt gets the did-you-mean.
+
+use std::process::{Command, Output};
+
+fn run(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run bayesc")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A folder holding `files` (name, text).
+fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).expect("write");
+    }
+    dir
+}
+
+fn assert_fails_with(o: &Output, wanted: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for w in wanted {
+        assert!(err.contains(w), "missing {w:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn bounds_reversed_by_the_data_are_a_data_error_at_binding() {
+    let dir = folder(&[
+        (
+            "p.bayes",
+            "data { real a; real b; }\nparameters { real<lower=a, upper=b> x; }\nmodel { x ~ normal(0, 1); }\n",
+        ),
+        ("p.json", r#"{"a": 2, "b": 1}"#),
+        (
+            "v.bayes",
+            "data { int N; vector[N] lo; vector[N] hi; }\nparameters { vector<lower=lo, upper=hi>[N] x; }\nmodel { x ~ normal(0, 1); }\n",
+        ),
+        ("v.json", r#"{"N": 3, "lo": [0, 0, 3], "hi": [1, 1, 2]}"#),
+        (
+            "d.bayes",
+            "data { real a; real b; real<lower=a, upper=b> z; }\nparameters { real x; }\nmodel { x ~ normal(z, 1); }\n",
+        ),
+        ("d.json", r#"{"a": 2, "b": 1, "z": 1.5}"#),
+        (
+            "y.bayes",
+            "data { int N; vector<lower=0>[N] y; }\nparameters { real x; }\nmodel { y ~ normal(x, 1); }\n",
+        ),
+        ("y.json", r#"{"N": 2, "y": [1, -2]}"#),
+    ]);
+    let d = dir.path();
+    // `check --data` refuses what `fit` would refuse, before any fitting
+    for cmd in [&["check"][..], &["fit", "--seed", "1"][..]] {
+        let mut args = cmd.to_vec();
+        args.extend(["p.bayes", "--data", "p.json"]);
+        let o = run(d, &args);
+        assert_fails_with(
+            &o,
+            &[
+                "the bounds of parameter `x`",
+                "lower = `a` = 2 is not below upper = `b` = 1",
+                "`a` from p.json, key `a`",
+                "p.bayes:2:14",
+            ],
+        );
+        assert!(!stderr(&o).contains("initialisation"), "{}", stderr(&o));
+    }
+    let o = run(d, &["fit", "v.bayes", "--data", "v.json", "--seed", "1"]);
+    assert_fails_with(
+        &o,
+        &[
+            "element 3 of parameter `x`",
+            "lower = `lo` = 3 is not below upper = `hi` = 2",
+            "from v.json, key `lo`",
+        ],
+    );
+    let o = run(d, &["check", "d.bayes", "--data", "d.json"]);
+    assert_fails_with(
+        &o,
+        &["the bounds of data variable `z`", "from d.json, key `b`"],
+    );
+    // data outside its declared bound (this already worked; kept as a regression test)
+    let o = run(d, &["check", "y.bayes", "--data", "y.json"]);
+    assert_fails_with(
+        &o,
+        &["y.json", "`y[2]`", "-2 is below the lower bound 0 of `y`"],
+    );
+}
+
+#[test]
+fn a_literal_argument_outside_the_support_is_a_compile_error_at_the_argument() {
+    let dir = folder(&[(
+        "m.bayes",
+        "data { int N; vector[N] y; array[N] int k; }\nparameters { real mu; real<lower=0> sigma; }\nmodel {\n  mu ~ normal(0, 1);\n  sigma ~ exponential(0);\n  y ~ normal(mu, -1);\n  target += normal_lpdf(y | mu, -2.5);\n  k ~ bernoulli(1.5);\n}\n",
+    )]);
+    let o = run(dir.path(), &["check", "m.bayes"]);
+    assert_fails_with(
+        &o,
+        &[
+            "argument 1 of `exponential` (inverse scale parameter) is 0, but it must be positive",
+            "m.bayes:5:23",
+            "argument 2 of `normal` (scale parameter) is -1, but it must be positive",
+            "m.bayes:6:18",
+            "argument 3 of `normal_lpdf` (scale parameter) is -2.5",
+            "argument 1 of `bernoulli` (probability parameter) is 1.5, but it must be in [0, 1]",
+            "use a value that is positive, e.g. `1`",
+        ],
+    );
+    // values inside the support pass
+    let ok = folder(&[(
+        "m.bayes",
+        "data { int N; array[N] int k; }\nparameters { real mu; }\nmodel {\n  mu ~ normal(0, 2.5);\n  k ~ bernoulli(1);\n  mu ~ student_t(3, -1, 1);\n}\n",
+    )]);
+    let o = run(ok.path(), &["check", "m.bayes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn assignment_sizes_that_disagree_name_both_sizes() {
+    let dir = folder(&[
+        (
+            "lit.bayes",
+            "parameters { real mu; }\nmodel {\n  vector[3] b = [1, 2, 3]';\n  vector[2] c = b;\n  vector[2] e = [1, 2, 3]';\n  mu ~ normal(sum(c) + sum(e), 1);\n}\n",
+        ),
+        (
+            "data.bayes",
+            "data { int N; vector[N] b; }\nparameters { real mu; }\nmodel {\n  vector[2] c = b;\n  mu ~ normal(sum(c), 1);\n}\n",
+        ),
+        ("data.json", r#"{"N": 3, "b": [1, 2, 3]}"#),
+    ]);
+    let d = dir.path();
+    // both sizes literal: compile time, at the assigned value
+    let o = run(d, &["check", "lit.bayes"]);
+    assert_fails_with(
+        &o,
+        &[
+            "`c` has size 2 but `b` has size 3 in the declaration of `c`",
+            "lit.bayes:4:17",
+            "`e` has size 2 but `[1, 2, 3]'` has size 3 in the declaration of `e`",
+        ],
+    );
+    // sizes from the data: a model error at the first evaluation, for every kind of method
+    for method in ["qbvi", "optimize", "nuts", "laplace"] {
+        let o = run(
+            d,
+            &[
+                "fit",
+                "data.bayes",
+                "--data",
+                "data.json",
+                "--method",
+                method,
+                "--seed",
+                "1",
+            ],
+        );
+        assert_fails_with(
+            &o,
+            &[
+                "the model cannot be evaluated: size mismatch: declared vector[2], assigned vector[3]",
+                "data.bayes:4:3",
+            ],
+        );
+        assert!(!stderr(&o).contains("initialisation"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_nan_gradient_at_the_random_start_names_the_parameter() {
+    // sqrt(x² − x²) = sqrt(0): the value is 0 everywhere, its derivative 0·∞ = NaN
+    let dir = folder(&[(
+        "g.bayes",
+        "parameters { real mu; real x; }\nmodel {\n  mu ~ normal(0, 1);\n  x ~ normal(0, 1);\n  target += sqrt(square(x) - square(x));\n}\n",
+    )]);
+    let o = run(dir.path(), &["fit", "g.bayes", "--seed", "1"]);
+    assert_fails_with(
+        &o,
+        &["the gradient of the log density with respect to `x` is NaN"],
+    );
+    assert!(!stderr(&o).contains("coordinate 2"), "{}", stderr(&o));
+}
+
+#[test]
+fn options_of_other_methods_are_refused_even_at_their_default_values() {
+    let dir = folder(&[(
+        "m.bayes",
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+    )]);
+    let d = dir.path();
+    for (method, flag) in [
+        ("nuts", ["--num-paths", "4"]),
+        ("qbvi", ["--chains", "4"]),
+        ("optimize", ["--draws", "1000"]),
+        ("mh", ["--adapt-delta", "0.8"]),
+    ] {
+        let o = run(d, &["fit", "m.bayes", "--method", method, flag[0], flag[1]]);
+        let err = stderr(&o);
+        // a usage error: exit code 2
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("{} applies to", flag[0])), "{err}");
+    }
+    // `bayesc optimize` too
+    let o = run(d, &["optimize", "m.bayes", "--num-paths", "4"]);
+    assert!(
+        stderr(&o).contains("--num-paths applies to --method pathfinder"),
+        "{}",
+        stderr(&o)
+    );
+    // an option the method uses, given at its default, is fine
+    let o = run(
+        d,
+        &[
+            "fit",
+            "m.bayes",
+            "--method",
+            "pathfinder",
+            "--num-paths",
+            "4",
+            "--seed",
+            "1",
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn a_literally_endless_while_loop_is_a_compile_error() {
+    let dir = folder(&[
+        (
+            "w.bayes",
+            "parameters { real mu; }\nmodel {\n  while (1) {}\n  mu ~ normal(0, 1);\n}\n",
+        ),
+        // a way out (break, even inside an if) or a non-literal condition passes
+        (
+            "ok.bayes",
+            "parameters { real mu; }\nmodel {\n  int i = 0;\n  while (1) { i += 1; if (i > 3) break; }\n  while (1.0) { for (j in 1:2) { } break; }\n  mu ~ normal(0, 1);\n}\n",
+        ),
+        // a `break` of a nested loop does not leave the outer one
+        (
+            "nested.bayes",
+            "parameters { real mu; }\nmodel {\n  while (1) { for (j in 1:2) { break; } }\n  mu ~ normal(0, 1);\n}\n",
+        ),
+    ]);
+    let d = dir.path();
+    let o = run(d, &["check", "w.bayes"]);
+    assert_fails_with(
+        &o,
+        &[
+            "this `while` loop never ends: its condition `1` is always true",
+            "w.bayes:3:10",
+        ],
+    );
+    let o = run(d, &["check", "nested.bayes"]);
+    assert_fails_with(&o, &["never ends"]);
+    let o = run(d, &["check", "ok.bayes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// A `while` loop that never ends but is not literally endless: one Ctrl-C stops the fit with
+/// an error naming the loop (before, the fit hung until a second Ctrl-C killed the process).
+#[cfg(unix)]
+#[test]
+fn one_ctrl_c_stops_a_long_while_loop_with_a_clear_message() {
+    use std::io::{BufRead, Read};
+    let dir = folder(&[(
+        "w.bayes",
+        "parameters { real mu; }\nmodel {\n  real i = 1;\n  while (i > 0) {\n    i += 1;\n  }\n  mu ~ normal(0, 1);\n}\n",
+    )]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(["fit", "w.bayes", "--seed", "1"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.starts_with("method = "), "{first}");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(child.try_wait().unwrap().is_none(), "the loop should run");
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "still running 20 s after one Ctrl-C"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("interrupted (Ctrl-C) inside this `while` loop"),
+        "{err}"
+    );
+    assert!(err.contains("w.bayes:4:3"), "{err}");
+}
+
+#[test]
+fn mc_dropout_marks_point_estimates_and_does_not_claim_convergence() {
+    let t: Vec<String> = (1..=20).map(|i| format!("{}", i as f64 / 20.0)).collect();
+    let y: Vec<String> = (1..=20)
+        .map(|i| {
+            let i = i as f64;
+            format!("{}", 0.5 + 1.5 * i / 20.0 + 0.4 * (2.3 * i).sin())
+        })
+        .collect();
+    let json = format!(
+        "{{\"N\": 20, \"t\": [{}], \"y\": [{}]}}",
+        t.join(", "),
+        y.join(", ")
+    );
+    let dir = folder(&[
+        (
+            "m.bayes",
+            "data { int<lower=0> N; vector[N] t; vector[N] y; }\nparameters { real a; @dropout(0.1) real b; }\nmodel { a ~ normal(0, 1); b ~ normal(0, 1); y ~ normal(a + b * t, 0.5); }\ngenerated quantities { real f_new = a + b; }\n",
+        ),
+        ("d.json", &json),
+    ]);
+    let o = run(
+        dir.path(),
+        &[
+            "fit",
+            "m.bayes",
+            "--data",
+            "d.json",
+            "--method",
+            "mcdropout",
+            "--seed",
+            "1",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!out.contains("converged"), "{out}");
+    assert!(
+        out.contains("MC dropout fits the weights as a point estimate"),
+        "{out}"
+    );
+    assert!(out.contains("only predictive quantities"), "{out}");
+    // `a` (no @dropout) is a point: its sd column says so; `b` and `f_new` vary with the masks
+    let row = |name: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name} in {out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(row("a")[2], "point", "{out}");
+    let sd_b: f64 = row("b")[2].parse().unwrap();
+    let sd_f: f64 = row("f_new")[2].parse().unwrap();
+    // Bernoulli(0.9) masks on b ≈ 1.08: sd = √(0.9·0.1)·1.08 ≈ 0.32
+    assert!((sd_b - 0.32).abs() < 0.05, "{sd_b}");
+    assert!((sd_f - sd_b).abs() < 1e-9, "{sd_f} {sd_b}");
+    assert!(
+        out.contains("`point` marks quantities that do not vary across the draws (a)"),
+        "{out}"
+    );
+    // the REPL says the same
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("repl")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc repl");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b":load m.bayes\n:data d.json\n:fit mcdropout --seed 1\n:diagnostics\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let repl = stdout(&o);
+    assert!(!repl.contains("converged"), "{repl}");
+    assert!(
+        repl.contains("draws from MC dropout's masks on point-estimate weights"),
+        "{repl}"
+    );
+    assert!(
+        repl.contains("MC dropout fits the weights as a point estimate"),
+        "{repl}"
+    );
+    assert!(repl.contains("stop reason: training finished"), "{repl}");
+    let a_row: Vec<&str> = repl
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("a"))
+        .expect("a row for `a`")
+        .split_whitespace()
+        .collect();
+    assert_eq!(a_row[2], "point", "{repl}");
+}
+
+#[test]
+fn a_misspelled_block_at_the_repl_prompt_gets_the_did_you_mean() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("repl")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc repl");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"paramters { real mu; }\ntransformed paramters { real nu = 1; }\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = stdout(&o);
+    assert!(out.contains("unknown block `paramters`"), "{out}");
+    assert!(out.contains("did you mean `parameters`?"), "{out}");
+    assert!(!out.contains("expected end of file"), "{out}");
+    assert!(
+        out.contains("did you mean `transformed parameters`?"),
+        "{out}"
+    );
+}
