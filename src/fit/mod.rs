@@ -9,8 +9,8 @@ mod pathfinder_fit;
 mod survey_fit;
 mod vi_checks;
 
-use mode::*;
 pub use limits::*;
+use mode::*;
 pub use vi_checks::*;
 
 use std::fmt;
