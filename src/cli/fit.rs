@@ -8,13 +8,14 @@ use rand::RngExt;
 
 pub use crate::fit::args::{FitArgs, MethodArg};
 use crate::fit::args::{check_args, options_from_args};
-use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
+use crate::fit::{self, FitDetails, FitOptions, FitResult, McmcStream, Monitor, ProgressEvent};
 use crate::inference::LogDensity;
 use crate::inference::qbvi::StopReason;
 use crate::inference::qnvb::QnvbStop;
 use crate::output::fit_files::{write_elbo, write_outputs};
 use crate::output::progress::DelayedBar;
 use crate::output::report::{mcmc_text, optimize_text, settings_line, vi_diagnostics_text_with};
+use crate::output::stan_stream::ChainFiles;
 use crate::output::summary;
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
@@ -109,6 +110,9 @@ pub fn run(args: FitArgs) -> i32 {
     // fails only if one is already installed.)
     STOP.store(false, Ordering::SeqCst);
     crate::inference::interrupt::clear();
+    // SIGTERM (`kill`, a batch scheduler's time limit) stops the fit the same way.
+    #[cfg(unix)]
+    install_sigterm_handler();
     let _ = ctrlc::set_handler(|| {
         // also stops a long `while` loop inside one evaluation of the model
         crate::inference::interrupt::request();
@@ -118,6 +122,20 @@ pub fn run(args: FitArgs) -> i32 {
         }
         eprintln!("\ninterrupted: stopping at the next iteration (Ctrl-C again to quit at once)");
     });
+    // MCMC draws go to the chain files as they are made (issue 13 item 7)
+    let streamed = args
+        .output
+        .as_ref()
+        .filter(|_| options.method.is_mcmc())
+        .map(|path| {
+            ChainFiles::new(
+                path,
+                &args.model,
+                &options,
+                &fit::draw_names(&model),
+                model.dim(),
+            )
+        });
     let result = {
         let mcmc_total = (options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains;
         let (len, template) = if options.method.is_mcmc() {
@@ -169,13 +187,21 @@ pub fn run(args: FitArgs) -> i32 {
             on_progress: &on_progress,
             stop: &STOP,
         };
-        let r = fit::fit(&model, &options, &monitor);
+        let r = fit::fit_with_stream(
+            &model,
+            &options,
+            &monitor,
+            streamed.as_ref().map(|f| f as &dyn McmcStream),
+        );
         bar.finish();
         r
     };
     let result = match result {
         Ok(r) => r,
         Err(e) => {
+            if let Some(files) = streamed {
+                files.discard();
+            }
             eprintln!("error: {e}");
             return super::EXIT_ERROR;
         }
@@ -197,8 +223,20 @@ pub fn run(args: FitArgs) -> i32 {
     if no_draws && (args.output.is_some() || args.save_fit.is_some()) {
         println!("\nnothing written: the fit has no draws");
     }
-    if let Some(path) = args.output.as_ref().filter(|_| !no_draws) {
-        match write_outputs(path, &result, &options, &args.model) {
+    if let Some(path) = args.output.as_ref() {
+        let written = match streamed {
+            Some(files) => files.finish(&result),
+            None if no_draws => Ok(Vec::new()),
+            None => write_outputs(path, &result, &options, &args.model),
+        };
+        match written {
+            Ok(files) if files.is_empty() => {}
+            Ok(files) if fit_was_interrupted(&result) => println!(
+                "\ndraws written to {} (incomplete: each ends with `# interrupted: {} of {} draws`)",
+                files.join(", "),
+                result.draws.n_draws(),
+                options.mcmc.samples.div_ceil(options.mcmc.thin)
+            ),
             Ok(files) => println!("\ndraws written to {}", files.join(", ")),
             Err(e) => {
                 eprintln!("error: cannot write draws to `{}`: {e}", path.display());
@@ -221,11 +259,42 @@ pub fn run(args: FitArgs) -> i32 {
         println!("fit saved to {}", path.display());
     }
     if fit_was_interrupted(&result) {
-        // The conventional exit status of a process stopped by SIGINT (128 + 2), so that
-        // scripts do not take an incomplete fit for a finished one.
-        return EXIT_INTERRUPTED;
+        // The conventional exit status of a process stopped by SIGINT (128 + 2) or SIGTERM
+        // (128 + 15), so that scripts do not take an incomplete fit for a finished one.
+        return if TERMINATED.load(Ordering::SeqCst) {
+            EXIT_TERMINATED
+        } else {
+            EXIT_INTERRUPTED
+        };
     }
     0
+}
+
+/// Exit status after SIGTERM stopped a fit (its partial results were printed and written).
+const EXIT_TERMINATED: i32 = 143;
+
+/// Set by the SIGTERM handler (with [`STOP`]).
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+
+/// Makes SIGTERM stop the fit as Ctrl-C does: the first one raises [`STOP`] (the chains stop at
+/// their next iteration and what was sampled is kept and written, marked incomplete), a second
+/// one exits at once with status 143. The handler only stores atomics and calls `write(2)` and
+/// `_exit`, which are async-signal-safe.
+#[cfg(unix)]
+fn install_sigterm_handler() {
+    extern "C" fn on_sigterm(_signal: libc::c_int) {
+        TERMINATED.store(true, Ordering::SeqCst);
+        if STOP.swap(true, Ordering::SeqCst) {
+            // SAFETY: `_exit` is async-signal-safe.
+            unsafe { libc::_exit(EXIT_TERMINATED) };
+        }
+        let msg = b"\nterminated (SIGTERM): stopping at the next iteration; the draws made so far are kept (SIGTERM again to quit at once)\n";
+        // SAFETY: `write` is async-signal-safe; `msg` is a valid buffer of that length.
+        unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    }
+    let handler: extern "C" fn(libc::c_int) = on_sigterm;
+    // SAFETY: installs a handler that only touches atomics and async-signal-safe calls.
+    unsafe { libc::signal(libc::SIGTERM, handler as libc::sighandler_t) };
 }
 
 /// Exit status after Ctrl-C stopped a fit (its partial results were printed and written).

@@ -2,6 +2,80 @@
 //! (`inference::mcmc`), their starts (`McmcInit`), constrained draws and interrupted runs.
 
 use super::*;
+use crate::inference::mcmc::DrawSink;
+use std::sync::Mutex;
+
+/// Receives an MCMC fit's output as the chains make it, on the constrained scale (for
+/// streaming the draws to files: `output::stan_stream`). Called from the chains' threads;
+/// chain `c`'s (0-based) calls come in order: [`McmcStream::start`], [`McmcStream::adapted`]
+/// when its warmup ends, one [`McmcStream::row`] per kept post-warmup draw, and
+/// [`McmcStream::finish`].
+pub trait McmcStream: Sync {
+    /// Chain `chain` starts; `dense`: whether its metric (MH: proposal shape) is dense.
+    fn start(&self, chain: usize, dense: bool);
+    /// Its warmup ended with this step size and inverse metric (length d, or d² row-major
+    /// when `dense`), the values the chain's [`McmcOutput`] will hold.
+    fn adapted(&self, chain: usize, step_size: f64, inv_metric: &[f64], dense: bool);
+    /// A kept draw: `sampler` in the order of `inference::mcmc::sampler_columns`, `values` the
+    /// constrained parameters, transformed parameters and generated quantities ([`draw_names`]
+    /// order), exactly the row [`FitResult::draws`] will hold.
+    fn row(&self, chain: usize, sampler: &[f64], values: &[f64]);
+    /// The chain ended (finished or stopped), with its warmup and sampling wall-clock seconds.
+    fn finish(&self, chain: usize, warmup_seconds: f64, sampling_seconds: f64);
+}
+
+/// One chain's constrained rows, computed as its draws arrive.
+struct ChainRows {
+    /// Stream 1000 + c of the seed, as [`constrained_draws`] uses.
+    rng: StreamRng,
+    /// Kept rows × k values.
+    values: Vec<f64>,
+    /// The first failure of `write_array`; later draws of the chain are then ignored.
+    error: Option<DensityError>,
+}
+
+/// Maps each chain's unconstrained draws through the model as they are made (the same values,
+/// in the same order, as [`constrained_draws`] afterwards), keeps them, and forwards them to the
+/// optional [`McmcStream`].
+struct Constrainer<'a> {
+    model: &'a Model,
+    chains: Vec<Mutex<ChainRows>>,
+    stream: Option<&'a dyn McmcStream>,
+}
+
+impl DrawSink for Constrainer<'_> {
+    fn start(&self, chain: usize, dense: bool) {
+        if let Some(s) = self.stream {
+            s.start(chain, dense);
+        }
+    }
+    fn adapted(&self, chain: usize, step_size: f64, inv_metric: &[f64], dense: bool) {
+        if let Some(s) = self.stream {
+            s.adapted(chain, step_size, inv_metric, dense);
+        }
+    }
+    fn draw(&self, chain: usize, sampler: &[f64], q: &[f64]) {
+        let mut rows = self.chains[chain].lock().unwrap_or_else(|e| e.into_inner());
+        if rows.error.is_some() {
+            return;
+        }
+        let rows = &mut *rows;
+        match self.model.write_array(q, true, true, &mut rows.rng) {
+            Ok(v) => {
+                if let Some(s) = self.stream {
+                    s.row(chain, sampler, &v);
+                }
+                rows.values.extend(v);
+            }
+            Err(e) => rows.error = Some(e),
+        }
+    }
+    fn finish(&self, chain: usize, warmup_seconds: f64, sampling_seconds: f64) {
+        if let Some(s) = self.stream {
+            s.finish(chain, warmup_seconds, sampling_seconds);
+        }
+    }
+}
 
 /// The error of `method` with message `e`.
 fn algorithm(method: Method) -> impl Fn(&dyn fmt::Display) -> FitError {
@@ -12,7 +86,8 @@ fn algorithm(method: Method) -> impl Fn(&dyn fmt::Display) -> FitError {
 }
 
 /// Runs `options.method` (NUTS, HMC or MH) with `options.mcmc`; `start` is when the fit
-/// started. An interrupted run is trimmed by [`trim_interrupted`].
+/// started; `stream` receives the draws as they are made. An interrupted run is trimmed by
+/// [`trim_interrupted`].
 ///
 /// Errors: see [`FitError`]; d = 0 is an algorithm error.
 pub(super) fn fit_mcmc(
@@ -20,6 +95,7 @@ pub(super) fn fit_mcmc(
     options: &FitOptions,
     monitor: &Monitor<'_>,
     start: Instant,
+    stream: Option<&dyn McmcStream>,
 ) -> Result<FitResult, FitError> {
     let seed = options.seed;
     let mut settings = McmcSettings {
@@ -52,13 +128,25 @@ pub(super) fn fit_mcmc(
         McmcInit::Pathfinder => pathfinder_fit::pathfinder_inits(model, options)?,
     };
     let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
-    let mut out = mcmc::sample(model, &settings, &inits, &progress, monitor.stop).map_err(|e| {
-        match e {
+    let sink = Constrainer {
+        model,
+        chains: (0..settings.chains)
+            .map(|c| {
+                Mutex::new(ChainRows {
+                    rng: crate::inference::rng::stream(seed, 1000 + c as u64),
+                    values: Vec::new(),
+                    error: None,
+                })
+            })
+            .collect(),
+        stream,
+    };
+    let mut out = mcmc::sample_with_sink(model, &settings, &inits, &progress, monitor.stop, &sink)
+        .map_err(|e| match e {
             // the model fails at every point (a size mismatch, an index out of range)
             mcmc::McmcError::Density { error, .. } if !error.recoverable => FitError::Model(error),
             e => algorithm(options.method)(&e),
-        }
-    })?;
+        })?;
     let names = model.parameter_names();
     if names.len() == model.dim() {
         for n in out.flat.iter_mut() {
@@ -72,19 +160,20 @@ pub(super) fn fit_mcmc(
         }
     }
     let seconds = start.elapsed().as_secs_f64();
-    let d = out.dim;
-    let chains: Vec<Vec<Vec<f64>>> = out
-        .chains
-        .iter()
-        .map(|c| {
-            if d == 0 {
-                vec![Vec::new(); c.stats.len()]
-            } else {
-                c.draws.chunks(d).map(<[f64]>::to_vec).collect()
-            }
-        })
-        .collect();
-    let mut draws = constrained_draws(model, &chains, seed).map_err(FitError::Constrain)?;
+    // the constrained rows were made as the draws came (`Constrainer`): the same values as
+    // `constrained_draws` gives afterwards
+    let mut rows = Vec::with_capacity(sink.chains.len());
+    for m in sink.chains {
+        let r = m.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = r.error {
+            return Err(FitError::Constrain(e));
+        }
+        rows.push(r.values);
+    }
+    let mut draws = Draws {
+        names: draw_names(model),
+        chains: rows,
+    };
     if out.interrupted {
         trim_interrupted(&mut out, &mut draws);
     }

@@ -10,6 +10,7 @@ mod survey_fit;
 mod vi_checks;
 
 pub use limits::*;
+pub use mcmc_fit::McmcStream;
 use mode::*;
 pub use vi_checks::*;
 
@@ -606,18 +607,6 @@ fn finish_gaussian(
     })
 }
 
-/// Runs `options.method` on `model`.
-///
-/// Random streams of `options.seed` (`inference::rng::stream`): 0 the initial point, 1 the
-/// reported draws of a variational fit, 2 the draws of q for the PSIS diagnostic, 3 the uniform
-/// of importance resampling, 4 the draws of the unboundedness check, 1000 + c generated quantities of chain c.
-///
-/// An MCMC run stopped by `monitor.stop` is returned trimmed by [`trim_interrupted`] (chains
-/// without post-warmup draws dropped, the others cut to the shortest; possibly no chains).
-/// MCMC on a model with no parameters (d = 0) is an error ([`FitError::Algorithm`]).
-///
-/// Errors: see [`FitError`]. Reproducible: the same `options` give the same result whatever the
-/// number of threads.
 /// The model under a minibatch plan.
 fn minibatch_model<'m>(
     model: &'m Model,
@@ -629,10 +618,38 @@ fn minibatch_model<'m>(
         .map_err(|message| FitError::Algorithm { method, message })
 }
 
+/// Runs `options.method` on `model`.
+///
+/// Random streams of `options.seed` (`inference::rng::stream`): 0 the initial point, 1 the
+/// reported draws of a variational fit, 2 the draws of q for the PSIS diagnostic, 3 the uniform
+/// of importance resampling, 4 the draws of the unboundedness check, 1000 + c generated quantities of chain c; an MCMC
+/// chain c restarted after a collapsed warmup uses 10 000 + 16c + a for its restart a
+/// (`inference::chain`).
+///
+/// An MCMC run stopped by `monitor.stop` is returned trimmed by [`trim_interrupted`] (chains
+/// without post-warmup draws dropped, the others cut to the shortest; possibly no chains).
+/// MCMC on a model with no parameters (d = 0) is an error ([`FitError::Algorithm`]).
+///
+/// Errors: see [`FitError`]. Reproducible: the same `options` give the same result whatever the
+/// number of threads.
 pub fn fit(
     model: &Model,
     options: &FitOptions,
     monitor: &Monitor<'_>,
+) -> Result<FitResult, FitError> {
+    fit_with_stream(model, options, monitor, None)
+}
+
+/// [`fit`], also handing an MCMC fit's draws to `stream` as they are made (issue 13 item 7:
+/// `bayesc fit --output` writes them to the chain files at once, so an interrupted run keeps
+/// them); other methods ignore `stream`. The result is the same as [`fit`]'s.
+///
+/// Errors: as [`fit`].
+pub fn fit_with_stream(
+    model: &Model,
+    options: &FitOptions,
+    monitor: &Monitor<'_>,
+    stream: Option<&dyn McmcStream>,
 ) -> Result<FitResult, FitError> {
     check_mh_dimension(model.dim(), options.method)?;
     check_memory(model, options)?;
@@ -816,7 +833,7 @@ pub fn fit(
                 approx_mean_row: None,
             })
         }
-        _ => mcmc_fit::fit_mcmc(model, options, monitor, start),
+        _ => mcmc_fit::fit_mcmc(model, options, monitor, start, stream),
     }
 }
 

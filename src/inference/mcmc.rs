@@ -30,17 +30,12 @@
 //! assert_eq!(out.chains[1].stats.treedepth.len(), 100);
 //! ```
 
+use crate::inference::chain::run_chain;
 use crate::inference::density::{DensityError, LogDensity};
-use crate::inference::hmc::{
-    AdaptiveHmc, INITIAL_STEP_SIZE, Kernel, Metric, Nuts, PhasePoint, StaticHmc, TransitionError,
-    TransitionStats,
-};
-use crate::inference::mh::{AdaptiveMh, MhOptions};
-use crate::inference::rng::{StreamRng, stream};
-use rand::RngExt;
+use crate::inference::hmc::{INITIAL_STEP_SIZE, Metric, TransitionStats};
+use crate::inference::mh::MhOptions;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 /// Initial-value attempts per chain before giving up. `specs/nuts.md` §3, Stan's
 /// `initialize.hpp`.
@@ -371,6 +366,15 @@ pub enum McmcError {
         /// "posterior is improper" or "no acceptable small step size".
         message: String,
     },
+    /// The chain's warmup collapsed (its step size fell to almost nothing, or it stopped
+    /// moving) from every start tried (issue 13 item 8; [`crate::inference::chain`]).
+    #[error("chain {chain}: {message}")]
+    Stuck {
+        /// Chain number, 1-based.
+        chain: usize,
+        /// The cause, the starts tried and the coordinate with the largest gradient.
+        message: String,
+    },
     /// An unrecoverable error from the log density.
     #[error("chain {chain}: {error}")]
     Density {
@@ -402,7 +406,7 @@ pub struct SamplerStats {
 }
 
 impl SamplerStats {
-    fn push(&mut self, s: &TransitionStats, hmc: bool) {
+    pub(crate) fn push(&mut self, s: &TransitionStats, hmc: bool) {
         self.lp.push(s.log_density);
         self.accept_stat.push(s.accept_stat);
         if hmc {
@@ -488,6 +492,9 @@ pub struct ChainOutput {
     /// Leapfrog steps (gradient evaluations) of all transitions, warmup and sampling, whether or
     /// not their draws are kept; 0 for Metropolis-Hastings.
     pub n_gradients: u64,
+    /// One note per time the chain's warmup collapsed and the chain was started afresh
+    /// (issue 13 item 8), e.g. "chain 2 was re-initialised …"; empty normally.
+    pub restarts: Vec<String>,
 }
 
 /// The result of [`sample`].
@@ -596,13 +603,27 @@ pub fn sample(
     progress: &(dyn Fn(ChainProgress) + Sync),
     stop: &AtomicBool,
 ) -> Result<McmcOutput, McmcError> {
+    sample_with_sink(density, settings, inits, progress, stop, &NoSink)
+}
+
+/// [`sample`], also handing each chain's header facts, adaptation and kept post-warmup draws to
+/// `sink` as they are made (for streaming them to files; [`DrawSink`]). The draws and the
+/// output are the same as [`sample`]'s.
+pub fn sample_with_sink(
+    density: &dyn LogDensity,
+    settings: &McmcSettings,
+    inits: &[Vec<f64>],
+    progress: &(dyn Fn(ChainProgress) + Sync),
+    stop: &AtomicBool,
+    sink: &dyn DrawSink,
+) -> Result<McmcOutput, McmcError> {
     let dim = density.dim();
     settings.validate(dim, inits)?;
     let results: Vec<Result<(ChainOutput, bool), McmcError>> = (0..settings.chains)
         .into_par_iter()
         .map(|c| {
             let init = inits.get(c).map(|v| v.as_slice());
-            run_chain(density, settings, init, c, progress, stop)
+            run_chain(density, settings, init, c, progress, stop, sink)
         })
         .collect();
     let mut chains = Vec::with_capacity(settings.chains);
@@ -628,307 +649,43 @@ pub fn sample(
     })
 }
 
-/// Find an initial point for chain `chain` (0-based) per `specs/nuts.md` §3: `init` is tried
-/// once; otherwise up to [`MAX_INIT_ATTEMPTS`] uniform(−R, R) draws. `need_gradient` also
-/// requires a finite gradient (HMC).
-fn initialize(
-    density: &dyn LogDensity,
-    init: Option<&[f64]>,
-    radius: f64,
-    need_gradient: bool,
-    chain: usize,
-    rng: &mut StreamRng,
-) -> Result<PhasePoint, McmcError> {
-    let d = density.dim();
-    let mut z = PhasePoint::new(d);
-    let attempts = if init.is_some() { 1 } else { MAX_INIT_ATTEMPTS };
-    let mut message = String::new();
-    // whether `message` names a statement of the model (a density error with a location)
-    let mut named = false;
-    for _ in 0..attempts {
-        match init {
-            Some(v) => z.q.copy_from_slice(v),
-            None => {
-                for q in z.q.iter_mut() {
-                    *q = if radius > 0.0 {
-                        rng.random_range(-radius..radius)
-                    } else {
-                        0.0
-                    };
-                }
-            }
-        }
-        let result = if need_gradient {
-            density.log_density_grad(&z.q, &mut z.grad)
-        } else {
-            density.log_density(&z.q)
-        };
-        match result {
-            Ok(lp) if !lp.is_finite() => {
-                message = format!("the log density is {lp} at the initial values");
-                named = false;
-            }
-            Ok(lp) => {
-                if need_gradient && let Some(i) = z.grad.iter().position(|g| !g.is_finite()) {
-                    message = format!(
-                        "the gradient of the log density with respect to {} is {} at the initial values",
-                        density.coordinate_name(i),
-                        z.grad[i]
-                    );
-                    named = false;
-                    continue;
-                }
-                z.log_density = lp;
-                return Ok(z);
-            }
-            Err(e) if e.recoverable => {
-                named = e.location.is_some();
-                message = e.to_string();
-            }
-            Err(error) => {
-                return Err(McmcError::Density {
-                    chain: chain + 1,
-                    error,
-                });
-            }
-        }
-    }
-    let what = if named {
-        "the statement named above"
-    } else {
-        "every statement of the model"
-    };
-    Err(McmcError::Initialization {
-        chain: chain + 1,
-        attempts,
-        message: format!(
-            "{message}. Check that {what} can have a finite log density for parameter values \
-             near zero on the unconstrained scale (bounds, positive scales, data in the support)"
-        ),
-    })
-}
-
-/// CPU time of the calling thread in seconds, from the first field of Linux's
-/// `/proc/thread-self/schedstat` (nanoseconds on CPU); `None` where unavailable.
-fn thread_cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(ns * 1e-9)
-}
-
-/// One chain's sampler.
-enum ChainSampler {
-    Hmc(Box<AdaptiveHmc>),
-    Mh(Box<AdaptiveMh>),
-}
-
-impl ChainSampler {
-    fn step(
-        &mut self,
-        density: &dyn LogDensity,
-        rng: &mut StreamRng,
-        warmup: Option<usize>,
-    ) -> Result<TransitionStats, TransitionError> {
-        match self {
-            ChainSampler::Hmc(h) => match warmup {
-                Some(c) => h.warmup_iteration(density, rng, c),
-                None => h.transition(density, rng),
-            },
-            ChainSampler::Mh(m) => {
-                let s = m.iterate(density, rng, warmup)?;
-                Ok(TransitionStats {
-                    log_density: s.log_density,
-                    accept_stat: s.accept_prob,
-                    step_size: m.scale(),
-                    tree_depth: 0,
-                    n_leapfrog: 0,
-                    divergent: false,
-                    energy: f64::NAN,
-                })
-            }
-        }
-    }
-
-    fn position(&self) -> &[f64] {
-        match self {
-            ChainSampler::Hmc(h) => h.position(),
-            ChainSampler::Mh(m) => m.position(),
-        }
+/// The sampler columns a chain of `method` reports, in Stan's order: `lp__`, `accept_stat__`,
+/// and for HMC/NUTS `stepsize__`, `treedepth__`, `n_leapfrog__`, `divergent__`, `energy__`
+/// (the order of [`SamplerStats::columns`] and of [`DrawSink::draw`]'s `sampler` values).
+pub fn sampler_columns(method: &Method) -> &'static [&'static str] {
+    match method {
+        Method::Mh => &["lp__", "accept_stat__"],
+        _ => &[
+            "lp__",
+            "accept_stat__",
+            "stepsize__",
+            "treedepth__",
+            "n_leapfrog__",
+            "divergent__",
+            "energy__",
+        ],
     }
 }
 
-fn run_chain(
-    density: &dyn LogDensity,
-    settings: &McmcSettings,
-    init: Option<&[f64]>,
-    chain: usize,
-    progress: &(dyn Fn(ChainProgress) + Sync),
-    stop: &AtomicBool,
-) -> Result<(ChainOutput, bool), McmcError> {
-    let d = density.dim();
-    let mut rng = stream(settings.seed, chain as u64 + 1);
-    let is_hmc = settings.method != Method::Mh;
-    let start = initialize(density, init, settings.init_radius, is_hmc, chain, &mut rng)?;
-    let map_err = |e: TransitionError| match e {
-        TransitionError::Density(error) => McmcError::Density {
-            chain: chain + 1,
-            error,
-        },
-        TransitionError::StepSize(message) => McmcError::StepSize {
-            chain: chain + 1,
-            message,
-        },
-    };
-    let mut sampler = if is_hmc {
-        let kernel = match settings.method {
-            Method::StaticHmc { n_leapfrog } => Kernel::Static(StaticHmc::new(d), n_leapfrog),
-            _ => Kernel::Nuts(Box::new(Nuts::new(d, settings.max_depth))),
-        };
-        let dense = settings.dense(d);
-        let mut metric = if dense {
-            Metric::unit_dense(d)
-        } else {
-            Metric::unit_diag(d)
-        };
-        match (&settings.inv_metric, dense) {
-            (Some(m), true) => {
-                // Validated as positive-definite in `McmcSettings::validate`.
-                metric.set_dense(m);
-            }
-            (Some(m), false) => metric.set_diag(m),
-            (None, _) => {}
-        }
-        let mut h = AdaptiveHmc::new(
-            kernel,
-            metric,
-            start,
-            settings.step_size,
-            settings.adapt_delta,
-            settings.warmup,
-            settings.jitter,
-        );
-        if let Method::StaticHmc { n_leapfrog: None } = settings.method {
-            h = h.adapt_with_nuts(Nuts::new(d, settings.max_depth));
-        }
-        h.init_step_size(density, &mut rng).map_err(map_err)?;
-        ChainSampler::Hmc(Box::new(h))
-    } else {
-        ChainSampler::Mh(Box::new(AdaptiveMh::new(
-            start.q,
-            start.log_density,
-            settings.mh.clone(),
-            settings.warmup,
-        )))
-    };
-
-    let total = settings.warmup + settings.samples;
-    let report_every = (total / 100).max(1);
-    let kept = |n: usize| n.div_ceil(settings.thin);
-    let mut out = ChainOutput {
-        draws: Vec::with_capacity(kept(settings.samples) * d),
-        stats: SamplerStats::default(),
-        warmup_draws: Vec::new(),
-        warmup_stats: SamplerStats::default(),
-        step_size: 0.0,
-        inv_metric: Vec::new(),
-        dense: false,
-        divergences: 0,
-        warmup_divergences: 0,
-        max_treedepth_hits: 0,
-        warmup_seconds: 0.0,
-        sampling_seconds: 0.0,
-        warmup_cpu_seconds: None,
-        sampling_cpu_seconds: None,
-        n_gradients: 0,
-    };
-    let mut interrupted = false;
-    let t0 = Instant::now();
-    let cpu0 = thread_cpu_seconds();
-    let mut done = 0;
-    for c in 0..settings.warmup {
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        let s = sampler.step(density, &mut rng, Some(c)).map_err(map_err)?;
-        out.n_gradients += u64::from(s.n_leapfrog);
-        done = c + 1;
-        out.warmup_divergences += s.divergent as usize;
-        if settings.save_warmup && c % settings.thin == 0 {
-            out.warmup_draws.extend_from_slice(sampler.position());
-            out.warmup_stats.push(&s, is_hmc);
-        }
-        if (c + 1) % report_every == 0 {
-            progress(ChainProgress {
-                chain,
-                iteration: c + 1,
-                total,
-                warmup: true,
-                divergences: 0,
-            });
-        }
-    }
-    if settings.warmup > 0 {
-        match &mut sampler {
-            ChainSampler::Hmc(h) => h.finish_warmup(),
-            ChainSampler::Mh(m) => m.finish_warmup(),
-        }
-    }
-    out.warmup_seconds = t0.elapsed().as_secs_f64();
-    let cpu1 = thread_cpu_seconds();
-    out.warmup_cpu_seconds = cpu0.zip(cpu1).map(|(a, b)| b - a);
-    let t1 = Instant::now();
-    if !interrupted {
-        for i in 0..settings.samples {
-            if stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break;
-            }
-            let s = sampler.step(density, &mut rng, None).map_err(map_err)?;
-            out.n_gradients += u64::from(s.n_leapfrog);
-            out.divergences += s.divergent as usize;
-            if is_hmc
-                && matches!(settings.method, Method::Nuts)
-                && s.tree_depth as usize >= settings.max_depth
-            {
-                out.max_treedepth_hits += 1;
-            }
-            if i % settings.thin == 0 {
-                out.draws.extend_from_slice(sampler.position());
-                out.stats.push(&s, is_hmc);
-            }
-            done = settings.warmup + i + 1;
-            if done % report_every == 0 {
-                progress(ChainProgress {
-                    chain,
-                    iteration: done,
-                    total,
-                    warmup: false,
-                    divergences: out.divergences,
-                });
-            }
-        }
-    }
-    out.sampling_seconds = t1.elapsed().as_secs_f64();
-    out.sampling_cpu_seconds = cpu1.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
-    progress(ChainProgress {
-        chain,
-        iteration: done,
-        total,
-        warmup: done < settings.warmup,
-        divergences: out.divergences,
-    });
-    match &sampler {
-        ChainSampler::Hmc(h) => {
-            out.step_size = h.step_size;
-            out.inv_metric = h.metric.inverse_metric().to_vec();
-            out.dense = matches!(h.metric, Metric::Dense { .. });
-        }
-        ChainSampler::Mh(m) => {
-            out.step_size = m.scale();
-            out.inv_metric = m.shape().to_vec();
-            out.dense = settings.mh.dense;
-        }
-    }
-    Ok((out, interrupted))
+/// Receives what the chains make, as they make it (issue 13 item 7: draws streamed to files so
+/// an interrupted run keeps them). Called from the chains' threads; the calls of one chain come
+/// from one thread, in order: [`DrawSink::start`], then (if warmup ends)
+/// [`DrawSink::adapted`], the kept post-warmup draws, and [`DrawSink::finish`]. Chain indices
+/// are 0-based. The default methods do nothing.
+pub trait DrawSink: Sync {
+    /// Chain `chain` starts; `dense` says whether its metric (MH: proposal shape) is dense.
+    fn start(&self, _chain: usize, _dense: bool) {}
+    /// Warmup ended with the adapted step size (MH: proposal scale) and inverse metric (MH:
+    /// shape), as [`ChainOutput::step_size`] and [`ChainOutput::inv_metric`] will hold them.
+    fn adapted(&self, _chain: usize, _step_size: f64, _inv_metric: &[f64], _dense: bool) {}
+    /// A kept post-warmup draw: `sampler` in the order of [`sampler_columns`], `q` the
+    /// unconstrained position (length d).
+    fn draw(&self, _chain: usize, _sampler: &[f64], _q: &[f64]) {}
+    /// The chain ended (finished or stopped), with its warmup and sampling wall-clock seconds.
+    fn finish(&self, _chain: usize, _warmup_seconds: f64, _sampling_seconds: f64) {}
 }
+
+/// A [`DrawSink`] that ignores everything.
+pub struct NoSink;
+
+impl DrawSink for NoSink {}

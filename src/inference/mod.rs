@@ -1,6 +1,7 @@
 //! Inference algorithms. They see a model only through [`density::LogDensity`].
 
 pub mod adapt;
+pub mod chain;
 pub mod density;
 pub mod draws;
 pub mod flat;

@@ -1,7 +1,7 @@
 //! The files a fit writes: draws in Stan's CSV layout (one file per chain for MCMC; CmdStan's
 //! `variational`, `laplace` and `optimize` layouts otherwise) and the ELBO trace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::fit::{self, FitDetails, FitOptions, FitResult};
 use crate::inference::qbvi::Covariance;
@@ -14,12 +14,7 @@ pub fn write_outputs(
     options: &FitOptions,
     model: &Path,
 ) -> std::io::Result<Vec<String>> {
-    // the model's name, as CmdStan writes it (cmdstanpy uses it as a prefix of temporary
-    // folder names, so a path would put folders beside the model file)
-    let model_name = model
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".to_string());
+    let model_name = model_name(model);
     match &result.details {
         FitDetails::Qbvi(_) | FitDetails::Qnvb(_) | FitDetails::Laplace(_) => {
             write_approximation_csv(path, result, options, &model_name)?;
@@ -54,20 +49,11 @@ pub fn write_outputs(
             Ok(vec![path.display().to_string()])
         }
         FitDetails::Mcmc(out) => {
-            let stem = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "draws".into());
-            let ext = path
-                .extension()
-                .map(|e| e.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "csv".into());
-            let dir = path.parent().unwrap_or(Path::new(""));
             let mut files = Vec::new();
             // Write every chain to its final name only after all succeeded would need a
             // transaction; each file is written atomically, and a failure stops at once.
             for (c, chain) in out.chains.iter().enumerate() {
-                let file = dir.join(format!("{stem}_{}.{ext}", c + 1));
+                let file = mcmc_chain_path(path, c);
                 let cols = chain.stats.columns();
                 let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
                 let n = chain.stats.len();
@@ -75,68 +61,12 @@ pub fn write_outputs(
                 for i in 0..n {
                     values.extend(cols.iter().map(|(_, v)| v[i]));
                 }
-                let (algorithm, engine) = match options.method {
-                    fit::Method::Nuts => ("hmc", "nuts"),
-                    fit::Method::Hmc => ("hmc", "static"),
-                    _ => ("metropolis", "random_walk"),
-                };
                 // an interrupted run (trimmed by `fit::trim_interrupted`): the kept count
-                let num_samples = if out.interrupted {
-                    n * options.mcmc.thin
-                } else {
-                    options.mcmc.samples
-                };
-                let settings = vec![
-                    ("num_samples", num_samples.to_string()),
-                    ("num_warmup", options.mcmc.warmup.to_string()),
-                    ("thin", options.mcmc.thin.to_string()),
-                    ("save_warmup", "false".to_string()),
-                    ("adapt_delta", options.mcmc.adapt_delta.to_string()),
-                    ("max_depth", options.mcmc.max_depth.to_string()),
-                    (
-                        "metric",
-                        if chain.dense {
-                            "dense_e".into()
-                        } else {
-                            "diag_e".into()
-                        },
-                    ),
-                    ("algorithm", algorithm.to_string()),
-                    ("engine", engine.to_string()),
-                ];
-                let mut config = stan_csv::cmdstan_config_lines(
-                    &model_name,
-                    "sample",
-                    &settings,
-                    result.seed,
-                    c + 1,
-                );
-                if out.interrupted {
-                    config.push(format!(
-                        "interrupted after {n} draws (Ctrl-C; {} draws were requested)",
-                        options.mcmc.samples.div_ceil(options.mcmc.thin)
-                    ));
-                }
-                let adaptation = if chain.dense {
-                    let d = out.dim;
-                    let mut lines = vec![
-                        "Adaptation terminated".to_string(),
-                        format!("Step size = {}", chain.step_size),
-                        "Elements of inverse mass matrix:".to_string(),
-                    ];
-                    for r in 0..d {
-                        lines.push(
-                            chain.inv_metric[r * d..(r + 1) * d]
-                                .iter()
-                                .map(|v| v.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        );
-                    }
-                    lines
-                } else {
-                    stan_csv::nuts_adaptation_lines(chain.step_size, &chain.inv_metric)
-                };
+                let kept = out.interrupted.then_some(n);
+                let config =
+                    mcmc_config_lines(&model_name, options, result.seed, c, chain.dense, kept);
+                let adaptation =
+                    mcmc_adaptation_lines(chain.step_size, &chain.inv_metric, chain.dense, out.dim);
                 let footer = stan_csv::timing_lines(chain.warmup_seconds, chain.sampling_seconds);
                 let layout = stan_csv::StanCsvLayout {
                     config_lines: &config,
@@ -153,6 +83,109 @@ pub fn write_outputs(
             Ok(files)
         }
     }
+}
+
+/// The model's name as CmdStan writes it in the `model = …` comment: the file stem of `model`
+/// (cmdstanpy uses it as a prefix of temporary folder names, so a path would put folders
+/// beside the model file); `model` if there is none.
+pub fn model_name(model: &Path) -> String {
+    model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".to_string())
+}
+
+/// The file of MCMC chain `c` (0-based) for `--output path`: `path`'s folder, stem `_c+1`, and
+/// extension (default `csv`), e.g. `out/x.csv` → `out/x_1.csv`.
+pub fn mcmc_chain_path(path: &Path, c: usize) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "draws".into());
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "csv".into());
+    let dir = path.parent().unwrap_or(Path::new(""));
+    dir.join(format!("{stem}_{}.{ext}", c + 1))
+}
+
+/// The configuration comment lines of MCMC chain `c` (0-based) in CmdStan's `sample` layout
+/// ([`stan_csv::cmdstan_config_lines`]); `dense`: the chain's metric. `kept` is `None` for a
+/// run that finished (`num_samples` the requested count) and `Some(n)` for an interrupted one
+/// trimmed to n draws per chain (`num_samples = n·thin`, and a line saying so).
+pub fn mcmc_config_lines(
+    model_name: &str,
+    options: &FitOptions,
+    seed: u64,
+    c: usize,
+    dense: bool,
+    kept: Option<usize>,
+) -> Vec<String> {
+    let (algorithm, engine) = match options.method {
+        fit::Method::Nuts => ("hmc", "nuts"),
+        fit::Method::Hmc => ("hmc", "static"),
+        _ => ("metropolis", "random_walk"),
+    };
+    let num_samples = match kept {
+        Some(n) => n * options.mcmc.thin,
+        None => options.mcmc.samples,
+    };
+    let settings = vec![
+        ("num_samples", num_samples.to_string()),
+        ("num_warmup", options.mcmc.warmup.to_string()),
+        ("thin", options.mcmc.thin.to_string()),
+        ("save_warmup", "false".to_string()),
+        ("adapt_delta", options.mcmc.adapt_delta.to_string()),
+        ("max_depth", options.mcmc.max_depth.to_string()),
+        (
+            "metric",
+            if dense {
+                "dense_e".into()
+            } else {
+                "diag_e".into()
+            },
+        ),
+        ("algorithm", algorithm.to_string()),
+        ("engine", engine.to_string()),
+    ];
+    let mut config = stan_csv::cmdstan_config_lines(model_name, "sample", &settings, seed, c + 1);
+    if let Some(n) = kept {
+        config.push(format!(
+            "interrupted after {n} draws (Ctrl-C or SIGTERM; {} draws were requested)",
+            options.mcmc.samples.div_ceil(options.mcmc.thin)
+        ));
+    }
+    config
+}
+
+/// The adaptation comment lines of an MCMC chain (after the header): CmdStan's diagonal layout
+/// ([`stan_csv::nuts_adaptation_lines`]), or for a dense d × d `inv_metric` (row-major) its
+/// `Elements of inverse mass matrix:` and one line per row.
+pub fn mcmc_adaptation_lines(
+    step_size: f64,
+    inv_metric: &[f64],
+    dense: bool,
+    d: usize,
+) -> Vec<String> {
+    if !dense {
+        return stan_csv::nuts_adaptation_lines(step_size, inv_metric);
+    }
+    let mut lines = vec![
+        "Adaptation terminated".to_string(),
+        format!("Step size = {step_size}"),
+        "Elements of inverse mass matrix:".to_string(),
+    ];
+    for r in 0..d {
+        lines.push(
+            inv_metric[r * d..(r + 1) * d]
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    lines
 }
 
 /// Writes a QBVI, QNVB or Laplace fit in the layout of CmdStan's `variational` / `laplace`

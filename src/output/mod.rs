@@ -9,6 +9,7 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod stan_csv;
+pub mod stan_stream;
 pub mod summary;
 
 use std::fs::{self, File};

@@ -397,6 +397,10 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
             result.seconds, options.mcmc.chains
         );
     }
+    // chains whose warmup collapsed and were started afresh (issue 13 item 8)
+    for note in out.chains.iter().flat_map(|c| &c.restarts) {
+        let _ = writeln!(s, "note: {note}");
+    }
     let rows = summary::summarize(&result.draws, true);
     s.push('\n');
     s.push_str(&summary::format_table(&rows, true));

@@ -149,6 +149,11 @@ impl AdaptiveHmc {
         &self.current.q
     }
 
+    /// ∇L at the current position (length d).
+    pub fn gradient(&self) -> &[f64] {
+        &self.current.grad
+    }
+
     /// The step-size initialisation heuristic of `specs/nuts.md` §4, from the current position.
     /// Only ε̄ changes. Errors: "posterior is improper" (ε̄ > 10⁷), "no acceptable small step
     /// size" (ε̄ = 0), or an unrecoverable density error.
