@@ -8,10 +8,12 @@ mod mode;
 mod pathfinder_fit;
 mod survey_fit;
 mod vi_checks;
+pub mod vi_gate;
 
 pub use limits::*;
 use mode::*;
 pub use vi_checks::*;
+pub use vi_gate::{ViGate, ViVerdict, judge, khat_number};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -260,8 +262,9 @@ pub struct FitOptions {
     pub jacobian: bool,
     /// `Method::Optimize` only: classical (default) or robust (sandwich) standard errors.
     pub std_errors: StdErrorKind,
-    /// Draws of the fitted q used for the PSIS k̂ of a variational fit (default 1000; at least
-    /// 25; 0 skips the diagnostic).
+    /// Draws of the fitted q used for the PSIS k̂ and the reliability gate of a variational fit
+    /// (default 4000, in [`vi_gate::PSIS_BATCHES`] batches; at least 25; 0 skips the
+    /// diagnostic).
     pub psis_draws: usize,
     /// Report `vi_draws` draws importance-resampled (systematic resampling with the Pareto-
     /// smoothed weights) from the `psis_draws` draws of q, instead of fresh draws of q.
@@ -352,7 +355,7 @@ impl FitOptions {
             optimize: OptimizeSettings::default(),
             jacobian: false,
             std_errors: StdErrorKind::Hessian,
-            psis_draws: 1000,
+            psis_draws: 4000,
             psis_resample: false,
             minibatch: None,
             covariance_by_dimension: false,
