@@ -4,6 +4,7 @@
 pub mod args;
 mod limits;
 mod mcmc_fit;
+pub mod mh_length;
 mod mode;
 mod pathfinder_fit;
 mod survey_fit;
@@ -306,6 +307,10 @@ pub struct FitOptions {
     pub pathfinder: PathfinderSettings,
     /// Where MCMC chains start.
     pub mcmc_init: McmcInit,
+    /// Metropolis–Hastings only: choose the number of draws from measured mixing, starting
+    /// from `mcmc.samples` ([`mh_length`]; `bayesc fit --method mh` without `--samples`).
+    /// Default false: exactly `mcmc.samples` draws.
+    pub mh_auto_length: bool,
 }
 
 /// Where the chains of an MCMC fit start.
@@ -367,6 +372,7 @@ impl FitOptions {
             ngvi: NgviSettings::default(),
             pathfinder: PathfinderSettings::default(),
             mcmc_init: McmcInit::Random,
+            mh_auto_length: false,
             ngbbvi: NgbbviSettings::default(),
             von: VonSettings::default(),
             vadam: VadamSettings::default(),
@@ -449,6 +455,10 @@ pub struct FitResult {
     /// PSIS k̂, ELBO estimate and trace of a variational fit (QBVI, QNVB, Laplace); `None` for
     /// MCMC and optimisation, or when `psis_draws` is 0.
     pub vi: Option<ViDiagnostics>,
+    /// Metropolis–Hastings with [`FitOptions::mh_auto_length`]: the length chosen and why, or
+    /// a line starting "WARNING" when the budget ran out (with the length estimated to be
+    /// needed). `None` otherwise.
+    pub run_length: Option<String>,
     /// Per reported draw of a variational or Laplace fit, in the order of `draws`:
     /// (log p(ζ), log q(ζ)) on the unconstrained scale, log p the model's log density with the
     /// Jacobian adjustment (NaN where it cannot be evaluated), log q normalised. CmdStan's
@@ -541,6 +551,7 @@ impl GaussianOutputs {
             details,
             seconds,
             vi: self.vi,
+            run_length: None,
             approx_log_densities: self.approx_log_densities,
             approx_mean_row: self.approx_mean_row,
         }
@@ -798,9 +809,13 @@ pub fn fit(
                 details: FitDetails::Optimize(fit),
                 seconds,
                 vi: None,
+                run_length: None,
                 approx_log_densities: Vec::new(),
                 approx_mean_row: None,
             })
+        }
+        Method::Mh if options.mh_auto_length => {
+            mh_length::fit_mh_auto(model, options, monitor, start)
         }
         _ => mcmc_fit::fit_mcmc(model, options, monitor, start),
     }

@@ -381,6 +381,9 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
             out.chains.len(),
             result.seconds,
         );
+        if let Some(l) = &result.run_length {
+            let _ = writeln!(s, "{l}");
+        }
     } else if kept == 0 {
         let _ = writeln!(
             s,
