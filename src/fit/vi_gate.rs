@@ -258,3 +258,54 @@ fn shifts(draws: &[Vec<f64>], fit: &Psis, names: &[String], gate: &mut ViGate) {
     gate.mean_shift = best_mean.map(|(j, v)| (name(j), v));
     gate.sd_shift = best_sd.map(|(j, v)| (name(j), v));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::std_normal_quantile;
+
+    /// S quasi-random draws of q = N(0, 1) in one coordinate (a shuffled quantile grid) and
+    /// the log ratios of a target N(mu, s²), constants dropped.
+    fn case(s: usize, mu: f64, sd: f64) -> (Vec<Vec<f64>>, Vec<f64>) {
+        let z: Vec<f64> = (0..s)
+            .map(|i| std_normal_quantile(((i * 7919) % s) as f64 / s as f64 + 0.5 / s as f64))
+            .collect();
+        let lr = z
+            .iter()
+            .map(|&x| -0.5 * ((x - mu) / sd).powi(2) + 0.5 * x * x)
+            .collect();
+        (z.into_iter().map(|x| vec![x]).collect(), lr)
+    }
+
+    fn verdict(mu: f64, sd: f64) -> ViGate {
+        let (draws, lr) = case(4000, mu, sd);
+        let fit = psis(&lr).unwrap();
+        judge(&draws, &lr, &fit, &["x".to_string()])
+    }
+
+    #[test]
+    fn a_too_narrow_q_makes_the_means_unreliable() {
+        // target sd 2.5 against q sd 1: the reweighted sd grows, and k = 1 − 1/6.25 = 0.84
+        let g = verdict(0.0, 2.5);
+        assert_eq!(g.verdict, ViVerdict::MeansUnreliable, "{g:?}");
+        assert_eq!(g.khat_batches.len(), PSIS_BATCHES);
+    }
+
+    #[test]
+    fn a_shifted_q_makes_the_means_unreliable() {
+        // target N(0.6, 1): reweighting moves the mean by about 0.6 sd
+        let g = verdict(0.6, 1.0);
+        assert_eq!(g.verdict, ViVerdict::MeansUnreliable, "{g:?}");
+        let (name, shift) = g.mean_shift.clone().unwrap();
+        assert_eq!(name, "x");
+        assert!((shift - 0.6).abs() < 0.15, "{g:?}");
+    }
+
+    #[test]
+    fn a_slightly_wider_q_is_reliable() {
+        // target sd 0.9: bounded ratios (k < 0), reweighting changes the sd by 10 %
+        let g = verdict(0.0, 0.9);
+        assert_eq!(g.verdict, ViVerdict::Reliable, "{g:?}");
+        assert!(g.log_ratio_sd < 0.2, "{g:?}");
+    }
+}
