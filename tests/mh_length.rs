@@ -85,3 +85,27 @@ fn explicit_samples_keep_the_exact_length() {
         assert_eq!(row(&auto, i), row(&fixed, i), "x[{i}]");
     }
 }
+
+#[test]
+fn an_exhausted_budget_warns_with_the_length_needed() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(["fit", "bimodal.bayes", "--method", "mh", "--seed", "1"])
+        .current_dir(common::root().join("tests/fixtures/mh"))
+        .output()
+        .expect("run bayesc");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}");
+    assert_eq!(draws_per_chain(&text), 20000, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("WARNING: run length: the budget (20000 draws per chain) ran out"))
+        .unwrap_or_else(|| panic!("no budget warning in\n{text}"));
+    let needed: f64 = line
+        .split("about ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no length in {line}"));
+    assert!(needed > 20000.0, "{line}");
+    assert!(line.contains("--samples"), "{line}");
+}
