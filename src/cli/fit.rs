@@ -126,7 +126,9 @@ pub fn run(args: FitArgs) -> i32 {
     let streamed = args
         .output
         .as_ref()
-        .filter(|_| options.method.is_mcmc())
+        // (not MH's automatic length, which reruns its chains in rounds: the last round's draws
+        // are written at the end)
+        .filter(|_| options.method.is_mcmc() && !options.mh_auto_length)
         .map(|path| {
             ChainFiles::new(
                 path,
@@ -218,6 +220,10 @@ pub fn run(args: FitArgs) -> i32 {
                 return super::EXIT_ERROR;
             }
         }
+    }
+    if options.mh_auto_length && !result.draws.chains.is_empty() {
+        // the draws files' configuration records the length the rounds chose
+        options.mcmc.samples = result.draws.n_draws() * options.mcmc.thin;
     }
     let no_draws = result.draws.chains.is_empty();
     if no_draws && (args.output.is_some() || args.save_fit.is_some()) {

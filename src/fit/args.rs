@@ -625,6 +625,8 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     if let Some(s) = args.samples {
         o.mcmc.samples = s as usize;
     }
+    // MH without --samples: the length comes from measured mixing (fit::mh_length)
+    o.mh_auto_length = method == fit::Method::Mh && args.samples.is_none();
     o.mcmc.thin = args.thin as usize;
     o.mcmc.adapt_delta = args.adapt_delta;
     o.mcmc.max_depth = args.max_depth as usize;

@@ -184,6 +184,7 @@ pub(super) fn fit_mcmc(
         details: FitDetails::Mcmc(Box::new(out)),
         seconds,
         vi: None,
+        run_length: None,
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
     })

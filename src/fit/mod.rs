@@ -4,15 +4,18 @@
 pub mod args;
 mod limits;
 mod mcmc_fit;
+pub mod mh_length;
 mod mode;
 mod pathfinder_fit;
 mod survey_fit;
 mod vi_checks;
+pub mod vi_gate;
 
 pub use limits::*;
 pub use mcmc_fit::McmcStream;
 use mode::*;
 pub use vi_checks::*;
+pub use vi_gate::{ViGate, ViVerdict, judge, khat_number};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -261,8 +264,9 @@ pub struct FitOptions {
     pub jacobian: bool,
     /// `Method::Optimize` only: classical (default) or robust (sandwich) standard errors.
     pub std_errors: StdErrorKind,
-    /// Draws of the fitted q used for the PSIS k̂ of a variational fit (default 1000; at least
-    /// 25; 0 skips the diagnostic).
+    /// Draws of the fitted q used for the PSIS k̂ and the reliability gate of a variational fit
+    /// (default 4000, in [`vi_gate::PSIS_BATCHES`] batches; at least 25; 0 skips the
+    /// diagnostic).
     pub psis_draws: usize,
     /// Report `vi_draws` draws importance-resampled (systematic resampling with the Pareto-
     /// smoothed weights) from the `psis_draws` draws of q, instead of fresh draws of q.
@@ -304,6 +308,10 @@ pub struct FitOptions {
     pub pathfinder: PathfinderSettings,
     /// Where MCMC chains start.
     pub mcmc_init: McmcInit,
+    /// Metropolis–Hastings only: choose the number of draws from measured mixing, starting
+    /// from `mcmc.samples` ([`mh_length`]; `bayesc fit --method mh` without `--samples`).
+    /// Default false: exactly `mcmc.samples` draws.
+    pub mh_auto_length: bool,
 }
 
 /// Where the chains of an MCMC fit start.
@@ -353,7 +361,7 @@ impl FitOptions {
             optimize: OptimizeSettings::default(),
             jacobian: false,
             std_errors: StdErrorKind::Hessian,
-            psis_draws: 1000,
+            psis_draws: 4000,
             psis_resample: false,
             minibatch: None,
             covariance_by_dimension: false,
@@ -365,6 +373,7 @@ impl FitOptions {
             ngvi: NgviSettings::default(),
             pathfinder: PathfinderSettings::default(),
             mcmc_init: McmcInit::Random,
+            mh_auto_length: false,
             ngbbvi: NgbbviSettings::default(),
             von: VonSettings::default(),
             vadam: VadamSettings::default(),
@@ -447,6 +456,10 @@ pub struct FitResult {
     /// PSIS k̂, ELBO estimate and trace of a variational fit (QBVI, QNVB, Laplace); `None` for
     /// MCMC and optimisation, or when `psis_draws` is 0.
     pub vi: Option<ViDiagnostics>,
+    /// Metropolis–Hastings with [`FitOptions::mh_auto_length`]: the length chosen and why, or
+    /// a line starting "WARNING" when the budget ran out (with the length estimated to be
+    /// needed). `None` otherwise.
+    pub run_length: Option<String>,
     /// Per reported draw of a variational or Laplace fit, in the order of `draws`:
     /// (log p(ζ), log q(ζ)) on the unconstrained scale, log p the model's log density with the
     /// Jacobian adjustment (NaN where it cannot be evaluated), log q normalised. CmdStan's
@@ -556,6 +569,7 @@ impl GaussianOutputs {
             details,
             seconds,
             vi: self.vi,
+            run_length: None,
             approx_log_densities: self.approx_log_densities,
             approx_mean_row: self.approx_mean_row,
         }
@@ -829,9 +843,15 @@ pub fn fit_with_stream(
                 details: FitDetails::Optimize(fit),
                 seconds,
                 vi: None,
+                run_length: None,
                 approx_log_densities: Vec::new(),
                 approx_mean_row: None,
             })
+        }
+        // MH's automatic length reruns the chains in rounds: nothing is streamed (the caller
+        // writes the final round's draws at the end).
+        Method::Mh if options.mh_auto_length => {
+            mh_length::fit_mh_auto(model, options, monitor, start)
         }
         _ => mcmc_fit::fit_mcmc(model, options, monitor, start, stream),
     }

@@ -38,6 +38,9 @@ pub struct ViDiagnostics {
     /// which the log density does not decay, i.e. the posterior is improper there. Empty
     /// otherwise.
     pub unbounded: Vec<String>,
+    /// What of the summary can be trusted, and why ([`super::vi_gate`]: k̂ over replicate
+    /// batches, the sd of the log ratios, the PSIS ESS and the reweighted means and sds).
+    pub gate: ViGate,
 }
 
 /// The warning for a non-empty [`ViDiagnostics::collapsed`] list; `list` names the collapsed
@@ -386,15 +389,13 @@ pub(super) fn vi_draws(
         return Ok((zetas, None));
     }
     let q_draws = sample(s, &mut stream(seed, 2));
-    let (fit, elbo) = psis_of(model, &log_q, &q_draws).map_err(|message| FitError::Algorithm {
-        method: options.method,
-        message,
-    })?;
-    let khat = match fit.khat {
-        KHat::Estimate(k) => k,
-        KHat::Undefined => f64::NEG_INFINITY,
-        KHat::FitFailed | KHat::NonFinite => f64::INFINITY,
-    };
+    let (fit, elbo, ratios) =
+        psis_ratios(model, &log_q, &q_draws).map_err(|message| FitError::Algorithm {
+            method: options.method,
+            message,
+        })?;
+    let khat = khat_number(fit.khat);
+    let gate = judge(&q_draws, &ratios, &fit, &model.parameter_names());
     let resample = options.psis_resample && fit.ess.is_finite();
     let zetas = if resample {
         use rand::RngExt;
@@ -418,6 +419,7 @@ pub(super) fn vi_draws(
             collapsed: Vec::new(),
             no_mode: None,
             unbounded: Vec::new(),
+            gate,
         }),
     ))
 }
@@ -430,6 +432,15 @@ pub(super) fn psis_of(
     log_q: &(impl Fn(&[f64]) -> f64 + Sync),
     draws: &[Vec<f64>],
 ) -> Result<(Psis, f64), String> {
+    psis_ratios(model, log_q, draws).map(|(fit, elbo, _)| (fit, elbo))
+}
+
+/// [`psis_of`], also returning the log ratios (same order as `draws`).
+pub(super) fn psis_ratios(
+    model: &Model,
+    log_q: &(impl Fn(&[f64]) -> f64 + Sync),
+    draws: &[Vec<f64>],
+) -> Result<(Psis, f64, Vec<f64>), String> {
     use rayon::prelude::*;
     let pairs: Vec<(f64, f64)> = draws
         .par_iter()
@@ -455,5 +466,5 @@ pub(super) fn psis_of(
             fit.khat = KHat::Undefined;
         }
     }
-    Ok((fit, elbo))
+    Ok((fit, elbo, ratios))
 }

@@ -381,6 +381,9 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
             out.chains.len(),
             result.seconds,
         );
+        if let Some(l) = &result.run_length {
+            let _ = writeln!(s, "{l}");
+        }
     } else if kept == 0 {
         let _ = writeln!(
             s,
@@ -468,10 +471,9 @@ pub fn optimize_table(fit: &fit::OptimizeFit) -> String {
     out
 }
 
-/// Fraction of the PSIS draws below which the PSIS effective sample size alone makes the
-/// approximation unreliable ([X], a design decision: 10 %, from the cases in the comment of
-/// [`vi_diagnostics_text_with`]; well-fitting approximations on the examples give 79–99 %).
-pub const PSIS_ESS_FLOOR: f64 = 0.1;
+/// Fraction of the PSIS draws below which the PSIS ESS alone makes the means unreliable
+/// (defined with the rest of the gate in [`fit::vi_gate`]).
+pub use crate::fit::vi_gate::PSIS_ESS_FLOOR;
 
 /// PSIS k̂, its verdict (or the collapse warning, [`fit::ViDiagnostics::collapsed`]) and the
 /// ELBO estimate of a variational fit, as printed after the summary table by `bayesc fit` and
@@ -492,10 +494,24 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
     } else {
         format!("{:.3}", vi.khat)
     };
+    let batches = &vi.gate.khat_batches;
+    let spread = if batches.len() > 1 && vi.khat.is_finite() {
+        let lo = batches.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = batches.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!(
+            ", {} batches of {}: {}-{}",
+            batches.len(),
+            vi.n_draws / batches.len(),
+            fmt_khat(lo),
+            fmt_khat(hi)
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "\nPSIS k-hat = {khat} ({} draws of the approximation; PSIS ESS = {:.0}); ELBO estimate = {:.3}",
-        vi.n_draws, vi.psis_ess, vi.elbo
+        "\nPSIS k-hat = {khat} ({} draws of the approximation{spread}; PSIS ESS = {:.0}; sd of log p - log q = {:.3}); ELBO estimate = {:.3}",
+        vi.n_draws, vi.psis_ess, vi.gate.log_ratio_sd, vi.elbo
     );
     if !vi.collapsed.is_empty() {
         let list: Vec<String> = vi
@@ -508,28 +524,24 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
             "{}",
             fit::collapse_warning_for(&list.join(", "), unpriored)
         );
-    } else if vi.khat > fit::KHAT_BAD {
-        let _ = writeln!(
-            s,
-            "WARNING: PSIS k-hat > {}: the approximation is unreliable; use --method nuts",
-            fit::KHAT_BAD
-        );
-    } else if vi.psis_ess < PSIS_ESS_FLOOR * vi.n_draws as f64 {
-        // k̂ estimates the tail of the weights; when a few draws carry most of the weight the
-        // bulk of q is already far from the posterior (seen: k̂ 0.66 with ESS 42 of 1000 for a
-        // mean-field fit 8× too narrow, k̂ 0.68 with ESS 79 for a biased eight-schools fit).
-        let _ = writeln!(
-            s,
-            "WARNING: PSIS ESS = {:.0} of {} draws: a few draws carry most of the importance weight, so the approximation is far from the posterior whatever k-hat says; use --method nuts",
-            vi.psis_ess, vi.n_draws
-        );
-    } else if vi.khat > fit::KHAT_OK {
-        let _ = writeln!(
-            s,
-            "note: PSIS k-hat is between {} and {}: the approximation is usable, but tail quantities may be inaccurate",
-            fit::KHAT_OK,
-            fit::KHAT_BAD
-        );
+    } else {
+        match vi.gate.verdict {
+            fit::ViVerdict::MeansUnreliable => {
+                let _ = writeln!(
+                    s,
+                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}). Use --method nuts.",
+                    vi.gate.reasons.join("; ")
+                );
+            }
+            fit::ViVerdict::TailsUnreliable => {
+                let _ = writeln!(
+                    s,
+                    "note: the tails of the approximation are unreliable ({}): means, sds and central intervals are usable; extreme quantiles and tail probabilities are not (use --method nuts for those).",
+                    vi.gate.reasons.join("; ")
+                );
+            }
+            fit::ViVerdict::Reliable => {}
+        }
     }
     let not_converged = fit::vi_not_converged(&result.details);
     if let Some(m) = fit::start_message_for(vi, not_converged.as_deref(), unpriored) {
@@ -539,6 +551,15 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
         s.push_str("the draws were importance-resampled with the Pareto-smoothed weights\n");
     }
     s
+}
+
+/// A batch k̂ for the range in the report: "-inf" for constant ratios.
+fn fmt_khat(k: f64) -> String {
+    if k == f64::NEG_INFINITY {
+        "-inf".to_string()
+    } else {
+        format!("{k:.2}")
+    }
 }
 
 /// What a Pathfinder fit prints before its summary (shared by `bayesc fit` and the REPL): one
