@@ -276,18 +276,14 @@ fn a_literally_endless_while_loop_is_a_compile_error() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
-/// A `while` loop that never ends but is not literally endless: one Ctrl-C stops the fit with
-/// an error naming the loop (before, the fit hung until a second Ctrl-C killed the process).
+/// Runs `bayesc fit` on `model` (file `name`), sends one SIGINT after 700 ms and returns the
+/// exit status and standard error (the fit must stop within 20 s of the one Ctrl-C).
 #[cfg(unix)]
-#[test]
-fn one_ctrl_c_stops_a_long_while_loop_with_a_clear_message() {
+fn fit_and_interrupt_once(name: &str, model: &str) -> (std::process::ExitStatus, String) {
     use std::io::{BufRead, Read};
-    let dir = folder(&[(
-        "w.bayes",
-        "parameters { real mu; }\nmodel {\n  real i = 1;\n  while (i > 0) {\n    i += 1;\n  }\n  mu ~ normal(0, 1);\n}\n",
-    )]);
+    let dir = folder(&[(name, model)]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(["fit", "w.bayes", "--seed", "1"])
+        .args(["fit", name, "--seed", "1"])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -319,12 +315,40 @@ fn one_ctrl_c_stops_a_long_while_loop_with_a_clear_message() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
+    (status, err)
+}
+
+/// A `while` loop that never ends but is not literally endless: one Ctrl-C stops the fit with
+/// an error naming the loop (before, the fit hung until a second Ctrl-C killed the process).
+#[cfg(unix)]
+#[test]
+fn one_ctrl_c_stops_a_long_while_loop_with_a_clear_message() {
+    let (status, err) = fit_and_interrupt_once(
+        "w.bayes",
+        "parameters { real mu; }\nmodel {\n  real i = 1;\n  while (i > 0) {\n    i += 1;\n  }\n  mu ~ normal(0, 1);\n}\n",
+    );
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
         err.contains("interrupted (Ctrl-C) inside this `while` loop"),
         "{err}"
     );
     assert!(err.contains("w.bayes:4:3"), "{err}");
+}
+
+/// The same for a `for` loop of 10^10 iterations in one evaluation, whether it runs as a
+/// compiled kernel (which gives up and lets the interpreter report it) or interpreted.
+#[cfg(unix)]
+#[test]
+fn one_ctrl_c_stops_a_long_for_loop_with_a_clear_message() {
+    let (status, err) = fit_and_interrupt_once(
+        "f.bayes",
+        "parameters { real mu; }\nmodel {\n  real x = 0;\n  for (i in 1:100000) {\n    for (j in 1:100000) {\n      x += 1;\n    }\n  }\n  mu ~ normal(0, 1);\n}\n",
+    );
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("interrupted (Ctrl-C) inside this `for` loop"),
+        "{err}"
+    );
 }
 
 #[test]

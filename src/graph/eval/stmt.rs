@@ -77,6 +77,11 @@ impl Ctx<'_> {
                 let lo = as_int(&self.eval(lo).map_err(loc)?, "loop bound").map_err(loc)?;
                 let hi = as_int(&self.eval(hi).map_err(loc)?, "loop bound").map_err(loc)?;
                 for i in lo..=hi {
+                    if (i - lo + 1) % LOOP_CHECK_EVERY as i64 == 0
+                        && crate::inference::interrupt::requested()
+                    {
+                        return Err(loc(interrupted("for", (i - lo) as u64)));
+                    }
                     self.env[*slot as usize] = Value::Int(i);
                     match self.exec(body)? {
                         Flow::Break => break,
@@ -123,9 +128,8 @@ impl Ctx<'_> {
             }
             StKind::While { cond, body } => {
                 // A loop that runs for long inside one evaluation never returns to the fit's
-                // stop flag: after WHILE_CHECK_EVERY iterations, and every as many after, it
+                // stop flag: after LOOP_CHECK_EVERY iterations, and every as many after, it
                 // looks at the Ctrl-C flag itself and stops the fit with a model error.
-                const WHILE_CHECK_EVERY: u64 = 1 << 16;
                 let mut iterations: u64 = 0;
                 loop {
                     let c = self.eval(cond).map_err(loc)?;
@@ -133,14 +137,10 @@ impl Ctx<'_> {
                         break;
                     }
                     iterations += 1;
-                    if iterations.is_multiple_of(WHILE_CHECK_EVERY)
+                    if iterations.is_multiple_of(LOOP_CHECK_EVERY)
                         && crate::inference::interrupt::requested()
                     {
-                        return Err(loc(Fault::fatal(format!(
-                            "interrupted (Ctrl-C) inside this `while` loop after {iterations} \
-                             iterations in one evaluation of the log density; check that its \
-                             condition becomes false"
-                        ))));
+                        return Err(loc(interrupted("while", iterations)));
                     }
                     match self.exec(body)? {
                         Flow::Break => break,
@@ -495,4 +495,22 @@ impl Ctx<'_> {
         }
         Ok(())
     }
+}
+
+/// Iterations of a `for` or `while` loop between looks at the Ctrl-C flag
+/// ([`crate::inference::interrupt`]): a loop that runs long inside one evaluation of the log
+/// density never returns to the fit's own stop flag.
+const LOOP_CHECK_EVERY: u64 = 1 << 16;
+
+/// The error of a loop stopped by Ctrl-C after `iterations` iterations.
+fn interrupted(kind: &str, iterations: u64) -> Fault {
+    let hint = if kind == "while" {
+        "check that its condition becomes false"
+    } else {
+        "check its bounds"
+    };
+    Fault::fatal(format!(
+        "interrupted (Ctrl-C) inside this `{kind}` loop after {iterations} iterations in one \
+         evaluation of the log density; {hint}"
+    ))
 }

@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use crate::distributions::{self, Arg};
 
+/// Iterations of a kernel's loop between looks at the Ctrl-C flag.
+const LOOP_CHECK_EVERY: i64 = 1 << 16;
+
 use super::super::scalar::{B, U};
 use super::super::tape::Tape;
 use super::super::value::{Base, Data, Slots, Value, single_offset};
@@ -466,6 +469,11 @@ impl Rt<'_, '_> {
                 break;
             }
             it += 1;
+            // A Ctrl-C during a very long loop: give up, so that the interpreter re-runs the
+            // loop and reports the interruption at the statement (`eval::stmt`).
+            if (it - lo) % LOOP_CHECK_EVERY == 0 && crate::inference::interrupt::requested() {
+                return Err(Stop);
+            }
         }
         Ok(())
     }
