@@ -6,20 +6,8 @@
 
 mod common;
 
-use std::process::Command;
-
 fn bayesc(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(args)
-        .current_dir(common::root().join("tests/fixtures/improper"))
-        .output()
-        .expect("run bayesc");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    common::run_bayesc_in("tests/fixtures/improper", args)
 }
 
 /// A line that starts with "converged".

@@ -4,21 +4,11 @@
 
 mod common;
 
-use std::process::Command;
-
 fn fit(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .arg("fit")
-        .args(args)
-        .current_dir(common::root().join("tests/fixtures/khat"))
-        .output()
-        .expect("run bayesc");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
+    let mut all = vec!["fit"];
+    all.extend_from_slice(args);
+    let (ok, text) = common::run_bayesc_in("tests/fixtures/khat", &all);
+    assert!(ok, "{text}");
     text
 }
 

@@ -217,3 +217,20 @@ pub fn points(d: usize) -> Vec<Vec<f64>> {
         (0..d).map(|i| -0.3 + 0.11 * ((i * 7) % 5) as f64).collect(),
     ]
 }
+
+/// Runs the built `bayesc` with `args` in `dir` (relative to the repository root); returns
+/// whether it exited 0 and its standard output followed by its standard error.
+#[allow(dead_code)]
+pub fn run_bayesc_in(dir: &str, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(root().join(dir))
+        .output()
+        .expect("run bayesc");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
