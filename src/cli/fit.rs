@@ -287,13 +287,43 @@ static TERMINATED: AtomicBool = AtomicBool::new(false);
 /// one exits at once with status 143. The handler only stores atomics and calls `write(2)` and
 /// `_exit`, which are async-signal-safe.
 #[cfg(unix)]
+/// Milliseconds of the monotonic clock (`clock_gettime` is async-signal-safe).
+#[cfg(unix)]
+fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1000 + (ts.tv_nsec as u64) / 1_000_000
+}
+
+/// When the first SIGTERM arrived (monotonic ms; 0 before any).
+#[cfg(unix)]
+static FIRST_SIGTERM_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A SIGTERM within this many milliseconds of the first is the same request delivered twice.
+#[cfg(unix)]
+const SIGNAL_REPEAT_MS: u64 = 1000;
+
 fn install_sigterm_handler() {
     extern "C" fn on_sigterm(_signal: libc::c_int) {
         TERMINATED.store(true, Ordering::SeqCst);
+        // also stops a long `while` or `for` loop inside one evaluation (an atomic store)
+        crate::inference::interrupt::request();
+        let now = monotonic_ms();
+        let first = FIRST_SIGTERM_MS.load(Ordering::SeqCst);
+        if first != 0 && now.saturating_sub(first) < SIGNAL_REPEAT_MS {
+            // The same termination delivered twice (GNU `timeout` signals the process and
+            // its group): not a second request.
+            return;
+        }
         if STOP.swap(true, Ordering::SeqCst) {
             // SAFETY: `_exit` is async-signal-safe.
             unsafe { libc::_exit(EXIT_TERMINATED) };
         }
+        FIRST_SIGTERM_MS.store(now.max(1), Ordering::SeqCst);
         let msg = b"\nterminated (SIGTERM): stopping at the next iteration; the draws made so far are kept (SIGTERM again to quit at once)\n";
         // SAFETY: `write` is async-signal-safe; `msg` is a valid buffer of that length.
         unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
