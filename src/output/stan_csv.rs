@@ -120,7 +120,8 @@ pub fn write_stan_csv(path: &Path, layout: &StanCsvLayout<'_>) -> io::Result<()>
     })
 }
 
-fn comment(w: &mut dyn Write, line: &str) -> io::Result<()> {
+/// Writes `# line` (or `#` for an empty line): a comment line of Stan's CSV layout.
+pub(super) fn comment(w: &mut dyn Write, line: &str) -> io::Result<()> {
     if line.is_empty() {
         writeln!(w, "#")
     } else {
