@@ -24,8 +24,7 @@ use super::fit_files::{
     mcmc_adaptation_lines, mcmc_chain_path, mcmc_config_lines, model_name, write_outputs,
 };
 use super::format_f64_roundtrip;
-use super::stan_csv::comment;
-use super::stan_csv::{timing_lines, to_stan_name};
+use super::stan_csv::{comment, timing_lines, to_stan_name};
 use crate::fit::{FitDetails, FitOptions, FitResult, McmcStream, Method};
 use crate::inference::mcmc;
 
