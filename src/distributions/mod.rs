@@ -150,6 +150,18 @@ pub fn variate_support(family: Family) -> Option<(&'static str, fn(f64) -> bool)
     })
 }
 
+/// The first observed element of `values` outside `family`'s support, with the support's
+/// requirement phrase: `(index, requirement)`. NaN (an unobserved value) is skipped; `None`
+/// when every element is inside, or the family has no elementwise support
+/// ([`variate_support`]). Used to check data outcomes once, at binding or model build.
+pub fn outside_support(family: Family, values: &[f64]) -> Option<(usize, &'static str)> {
+    let (requirement, ok) = variate_support(family)?;
+    values
+        .iter()
+        .position(|&x| !x.is_nan() && !ok(x))
+        .map(|i| (i, requirement))
+}
+
 /// Checks every element of the variate `y` against [`variate_support`]`(family)`.
 ///
 /// Errors: a [`DistError`] naming the function and the first element outside the support

@@ -136,11 +136,11 @@ fn check_variate(
     let Some(values) = data_values(var) else {
         return Ok(false);
     };
-    let Some((requirement, ok)) = distributions::variate_support(family) else {
+    if distributions::variate_support(family).is_none() {
         return Ok(false);
-    };
-    match values.iter().position(|&x| !x.is_nan() && !ok(x)) {
-        Some(i) if unconditional => {
+    }
+    match distributions::outside_support(family, values) {
+        Some((i, requirement)) if unconditional => {
             let name = &g.names[gi as usize];
             let which = match var {
                 Value::T(_) => format!("{name}[{}]", i + 1),

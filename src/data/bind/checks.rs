@@ -53,10 +53,7 @@ pub(super) fn check_outcome(
     values: &[f64],
     prov: &Provenance,
 ) -> Result<(), DataError> {
-    let Some((requirement, ok)) = crate::distributions::variate_support(family) else {
-        return Ok(());
-    };
-    let Some(i) = values.iter().position(|&x| !x.is_nan() && !ok(x)) else {
+    let Some((i, requirement)) = crate::distributions::outside_support(family, values) else {
         return Ok(());
     };
     let name = &decl.name.name;
