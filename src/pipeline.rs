@@ -195,6 +195,13 @@ pub fn minibatch_plan(
     over: Option<&str>,
 ) -> Result<MinibatchPlan, Failure> {
     let plain = |msg: String| Failure::Reported(vec![Diagnostic::error().with_message(msg)]);
+    if let Some(name) = model.imputed_variables().first() {
+        return Err(plain(format!(
+            "--batch-size: `{name}` has missing entries, imputed by parameters that belong to \
+             their rows; a minibatch would leave each of them out of most updates, so fit on the \
+             full data (drop --batch-size)"
+        )));
+    }
     let program = &checked.program;
     let candidates = separability::candidate_axes(program);
     let axis = match over {

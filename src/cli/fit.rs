@@ -102,6 +102,9 @@ pub fn run(args: FitArgs) -> i32 {
     drop(data);
     if !args.quiet {
         println!("{}", settings_line(&options, model.dim()));
+        if let Some(note) = crate::output::report::imputed_note(&model.imputed_entries()) {
+            println!("{note}");
+        }
     }
 
     // Ctrl-C stops the fit at its next iteration; the draws made so far are reported, marked

@@ -715,7 +715,8 @@ impl<'a> Binder<'a> {
         }
         let column = &src.columns[col].values;
         let rows = src.n_rows().min(dims.first().copied().unwrap_or(1));
-        if let Some(row) = column[..rows].iter().position(|v| !v.is_finite()) {
+        let bad = bad_cell(decl);
+        if let Some(row) = column[..rows].iter().position(bad) {
             return Err(cell_value(src, col, row, name).expect_err("a non-finite cell is an error"));
         }
         // The whole column: shared with the source, not copied.
@@ -780,10 +781,11 @@ impl<'a> Binder<'a> {
         // row-major.
         let column_major =
             matches!(decl.ty.base, SizedBase::Matrix(..)) && decl.ty.array_dims.is_empty();
+        let bad = bad_cell(decl);
         if column_major {
             for &(_, c) in cols {
                 let column = &src.columns[c].values[..dims[0]];
-                if let Some(row) = column.iter().position(|v| !v.is_finite()) {
+                if let Some(row) = column.iter().position(bad) {
                     return Err(cell_value(src, c, row, name).expect_err("a non-finite cell"));
                 }
                 values.extend_from_slice(column);
@@ -792,7 +794,7 @@ impl<'a> Binder<'a> {
             for row in 0..dims[0] {
                 for &(_, c) in cols {
                     let v = src.columns[c].values[row];
-                    if !v.is_finite() {
+                    if bad(&v) {
                         return Err(cell_value(src, c, row, name).expect_err("a non-finite cell"));
                     }
                     values.push(v);
@@ -879,6 +881,22 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// Whether `decl` may have missing entries (`@missing`: the fit imputes them,
+/// docs/missing_data.md).
+pub(super) fn allows_missing(decl: &VarDecl) -> bool {
+    decl.annotations.iter().any(|a| a.name.name == "missing")
+}
+
+/// The test for a CSV value that `decl` cannot take: not finite, or infinite only when the
+/// declaration allows missing entries (a missing cell is NaN).
+fn bad_cell(decl: &VarDecl) -> fn(&f64) -> bool {
+    if allows_missing(decl) {
+        |v| v.is_infinite()
+    } else {
+        |v| !v.is_finite()
+    }
+}
+
 /// The value of data row `row` of column `col`, or the error for a missing or non-numeric cell.
 fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64, DataError> {
     let loc = || format!("{}, column `{}`", src.row_location(row), src.header[col]);
@@ -910,7 +928,8 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
             )
             .with_help(
                 "fill in the value, or remove the row (sizes inferred from the row count follow); \
-                 missing values are not supported in data",
+                 or declare the variable `@missing` to impute its missing entries \
+                 (docs/missing_data.md)",
             ))
         }
         Some(Cell::Text(raw)) => Err(DataError::new(

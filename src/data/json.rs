@@ -261,7 +261,8 @@ fn flatten(
                 out.push(f64::NEG_INFINITY);
                 Ok(())
             }
-            "nan" => {
+            // a missing entry: refused at binding unless the variable is `@missing`
+            "nan" | "na" => {
                 out.push(f64::NAN);
                 Ok(())
             }
@@ -277,6 +278,11 @@ fn flatten(
                  may be strings",
             )),
         },
+        Value::Null => {
+            // a missing entry, as `"NA"`
+            out.push(f64::NAN);
+            Ok(())
+        }
         _ => Err(DataError::new(
             DataErrorKind::InvalidJsonValue,
             format!(

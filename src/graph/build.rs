@@ -30,6 +30,7 @@ impl Model {
         tape.reset(false);
 
         // data
+        let mut pending_imputed = Vec::new();
         for d in &program.data {
             let ty = c.decl_ty(&d.ty, false)?;
             let (arr, base) = {
@@ -84,6 +85,23 @@ impl Model {
             } else {
                 Data::Real(xs)
             };
+            let imputed = d.annotations.iter().any(|a| a.name.name == "missing")
+                && !ty.int
+                && matches!(&data, Data::Real(xs) if xs.iter().any(|x| x.is_nan()));
+            if imputed {
+                let Data::Real(xs) = &data else {
+                    unreachable!("checked real")
+                };
+                let (offsets, indices) = impute::missing_entries(&arr, base, xs);
+                // The observed values live under an internal name; `name` itself is the
+                // completed variable, a top-level slot bound after the parameters.
+                let internal = format!("{name}__observed");
+                c.bind_global(&internal, globals.len() as u32);
+                global_names.push(internal);
+                pending_imputed.push((d, globals.len(), arr.clone(), base, offsets, indices));
+                globals.push(Value::from_tensor(Tensor { arr, base, data }));
+                continue;
+            }
             let v = Value::from_tensor(Tensor { arr, base, data });
             c.bind_global(name, globals.len() as u32);
             global_names.push(name.clone());
@@ -233,10 +251,49 @@ impl Model {
                     .annotations
                     .iter()
                     .find(|a| a.name.name == "dropout")
-                    .map(|a| a.value),
+                    .and_then(|a| a.value),
                 span: d.span,
             });
             dim += free;
+        }
+
+        // imputed data: one parameter per missing entry, then the completed variable's slot
+        let mut imputed = Vec::new();
+        for (d, observed, arr, base, offsets, indices) in pending_imputed {
+            let k = &d.ty.constraint;
+            let lower = k.lower.as_ref().map(|e| c.expr(e)).transpose()?;
+            let upper = k.upper.as_ref().map(|e| c.expr(e)).transpose()?;
+            let transform = match (lower, upper) {
+                (None, None) => Transform::Identity,
+                (Some(l), None) => Transform::Lower(l),
+                (None, Some(u)) => Transform::Upper(u),
+                (Some(l), Some(u)) => Transform::LowerUpper(l, u),
+            };
+            let name = &d.name.name;
+            let n_missing = offsets.len();
+            let slot = c.declare_local(&format!("{name}__missing"));
+            imputed.push(impute::Imputed {
+                name: name.clone(),
+                slot: c.declare_local(name),
+                observed,
+                param: params.len(),
+                arr,
+                base,
+                offsets,
+                indices,
+            });
+            params.push(ParamInfo {
+                name: format!("{name}_missing"),
+                slot,
+                arr: Vec::new(),
+                base: Base::Vector(n_missing),
+                offset: dim,
+                free: n_missing,
+                transform,
+                dropout: None,
+                span: d.span,
+            });
+            dim += n_missing;
         }
 
         // transformed parameters (top-level scope: visible in model and generated quantities)
@@ -282,6 +339,7 @@ impl Model {
             files: Vec::new(),
             fast_loops: true,
             fuse_glm: true,
+            imputed,
         })
     }
 

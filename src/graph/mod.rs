@@ -10,6 +10,7 @@
 
 mod build;
 mod fuse;
+mod impute;
 mod outputs;
 
 pub mod batch;
@@ -41,6 +42,7 @@ pub use error::GraphError;
 
 use compile::Compiler;
 use eval::{Ctx, Located, check_shape};
+pub use impute::ImputedEntry;
 use ir::{Ex, St, StKind, Transform};
 use tape::{S, Tape};
 use value::{Base, Data, Fault, Tensor, Value, stan_order_names, stan_order_offsets};
@@ -111,6 +113,8 @@ pub struct Model {
     fast_loops: bool,
     /// Run `y ~ family(α + X · β, …)` as one fused pass (default `true`; `fuse`).
     fuse_glm: bool,
+    /// `@missing` data variables with missing entries (`impute`).
+    imputed: Vec<impute::Imputed>,
 }
 
 thread_local! {
@@ -418,6 +422,7 @@ impl Model {
             let v = value::tensor_from_s(ctx.tape, p.arr.clone(), p.base, &xs);
             ctx.env[p.slot as usize] = v;
         }
+        self.bind_imputed(ctx);
         Ok(())
     }
 

@@ -15,6 +15,39 @@ fn vi_start_text(o: &FitOptions) -> &'static str {
     }
 }
 
+/// The note that names the parameters standing for missing data entries
+/// (`Model::imputed_entries`, docs/missing_data.md), one line per `@missing` variable: how many
+/// entries, their parameter, and the first few of the map; `None` when no data is missing.
+pub fn imputed_note(entries: &[crate::graph::ImputedEntry]) -> Option<String> {
+    if entries.is_empty() {
+        return None;
+    }
+    let mut lines = Vec::new();
+    let mut rest = entries;
+    while let Some(first) = rest.first() {
+        let base = first.parameter.split('[').next().unwrap_or("");
+        let n = rest
+            .iter()
+            .take_while(|e| e.parameter.split('[').next() == Some(base))
+            .count();
+        let (these, tail) = rest.split_at(n);
+        let var = these[0].entry.split('[').next().unwrap_or("");
+        let shown: Vec<String> = these
+            .iter()
+            .take(4)
+            .map(|e| format!("{} = {}", e.parameter, e.entry))
+            .collect();
+        let more = if n > 4 { ", …" } else { "" };
+        lines.push(format!(
+            "imputed: {var} has {n} missing {}, fitted as {base}[1..{n}] in {var}'s order ({}{more})",
+            if n == 1 { "entry" } else { "entries" },
+            shown.join(", ")
+        ));
+        rest = tail;
+    }
+    Some(lines.join("\n"))
+}
+
 /// One line naming the method and its settings.
 pub fn settings_line(o: &FitOptions, d: usize) -> String {
     let mut line = method_settings(o, d);

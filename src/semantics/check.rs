@@ -269,6 +269,9 @@ pub(super) struct Checker<'p> {
     params: Vec<(String, Span)>,
     /// Parameters that appear on the left of `~` or in a `target +=`.
     has_prior: HashSet<String>,
+    /// `@missing` data variables (name, declaration span): each must be the variate of a
+    /// distribution statement.
+    imputed: Vec<(String, Span)>,
     /// Names referenced in the `transformed parameters` and `model` blocks (the statements
     /// that make up the log density).
     used_in_density: HashSet<String>,
@@ -290,6 +293,7 @@ impl<'p> Checker<'p> {
             func: None,
             params: Vec::new(),
             has_prior: HashSet::new(),
+            imputed: Vec::new(),
             used_in_density: HashSet::new(),
             deps: HashMap::new(),
         }
@@ -376,6 +380,16 @@ impl<'p> Checker<'p> {
                 .collect()
         };
         self.errors.extend(unused);
+        let unmodelled: Vec<SemanticError> = self
+            .imputed
+            .iter()
+            .filter(|(n, _)| has_density && !self.has_prior.contains(n))
+            .map(|(n, s)| SemanticError::ImputedWithoutDistribution {
+                name: n.clone(),
+                span: *s,
+            })
+            .collect();
+        self.errors.extend(unmodelled);
     }
 
     fn err(&mut self, e: SemanticError) {

@@ -434,6 +434,33 @@ pub enum SemanticError {
         /// Primary label: the condition.
         span: Span,
     },
+    /// A `@missing` data variable used where only data is known (other data declarations,
+    /// `transformed data`, parameter declarations): its missing entries are parameters, known
+    /// from `transformed parameters` on (docs/missing_data.md).
+    #[error(
+        "`{name}` has missing entries, which are imputed as parameters, so it cannot be used in the `{block}` block"
+    )]
+    ImputedTooEarly {
+        /// The variable.
+        name: String,
+        /// The block of the use.
+        block: String,
+        /// Primary label: the use.
+        span: Span,
+        /// The declaration (secondary label).
+        decl_span: Span,
+    },
+    /// A `@missing` data variable that is the variate of no distribution statement: its
+    /// imputed entries would have an improper flat density (docs/missing_data.md).
+    #[error(
+        "`{name}` is declared `@missing`, but no statement gives it a distribution, so its imputed entries would have an improper flat density"
+    )]
+    ImputedWithoutDistribution {
+        /// The variable.
+        name: String,
+        /// Primary label: its declaration.
+        span: Span,
+    },
     /// A user-defined function defined twice.
     #[error("function `{name}` is already defined")]
     FunctionRedefinition {
@@ -489,7 +516,9 @@ impl SemanticError {
             | DivisionByZero { span, .. }
             | LiteralSizeMismatch { span, .. }
             | LiteralOutsideSupport { span, .. }
-            | EndlessLoop { span, .. } => *span,
+            | EndlessLoop { span, .. }
+            | ImputedTooEarly { span, .. }
+            | ImputedWithoutDistribution { span, .. } => *span,
         }
     }
 }
@@ -791,6 +820,25 @@ impl ToDiagnostic for SemanticError {
                 notes.push(format!(
                     "help: every evaluation of the density would fail; use a value that is \
                      {support}, e.g. `{example}`"
+                ));
+            }
+            ImputedTooEarly {
+                span, decl_span, ..
+            } => {
+                labels.push(primary(*span, "its missing entries are not known here"));
+                labels.push(secondary(*decl_span, "declared `@missing` here"));
+                notes.push(
+                    "help: compute what needs it in `transformed parameters`, `model` or \
+                     `generated quantities`; sizes and transformed data may use only complete data"
+                        .into(),
+                );
+            }
+            ImputedWithoutDistribution { name, span } => {
+                labels.push(primary(*span, "no distribution for its missing entries"));
+                notes.push(format!(
+                    "help: model the variable in the `model` block, e.g. \
+                     `{name} ~ normal(mu_{name}, sigma_{name});` with those two as parameters; \
+                     its observed entries then inform the model of the missing ones"
                 ));
             }
             EndlessLoop { span, .. } => {

@@ -17,6 +17,10 @@ pub use crate::syntax::suggest::SUGGESTION_THRESHOLD;
 pub enum Origin {
     /// Declared in `data`: read-only everywhere.
     Data,
+    /// Declared `@missing` in `data`: read-only, and its missing entries are parameters, so it
+    /// counts as depending on parameters and is visible only from `transformed parameters` on
+    /// (docs/missing_data.md).
+    ImputedData,
     /// Declared at the top of `transformed data`: assigned there only.
     TransformedData,
     /// Declared in `parameters`: never assigned.
@@ -41,6 +45,7 @@ impl Origin {
     pub fn describe(self) -> &'static str {
         match self {
             Origin::Data => "data variable",
+            Origin::ImputedData => "data variable with missing entries",
             Origin::TransformedData => "transformed data variable",
             Origin::Parameter => "parameter",
             Origin::TransformedParameter => "transformed parameter",

@@ -115,19 +115,21 @@ pub struct VarDecl {
     pub name: Ident,
     /// The initialiser, if any (not allowed in `data` and `parameters`).
     pub init: Option<Expr>,
-    /// Annotations written before the type, e.g. `@dropout(0.2)` (checked by the semantic
-    /// pass: only `dropout`, only on parameters).
+    /// Annotations written before the type, e.g. `@dropout(0.2)` or `@missing` (checked by the
+    /// semantic pass: `dropout` only on parameters, `missing` only on data).
     pub annotations: Vec<Annotation>,
     pub span: Span,
 }
 
-/// `@name(value)` before a declaration: metadata a method reads, not part of the model's log
-/// density (`@dropout(p)` marks a parameter's units for MC dropout, docs/variational.md).
+/// `@name(value)` or `@name` before a declaration: metadata, not itself part of the model's log
+/// density (`@dropout(p)` marks a parameter's units for MC dropout, docs/variational.md;
+/// `@missing` lets a data variable have missing entries, which the fit imputes,
+/// docs/missing_data.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Annotation {
     pub name: Ident,
-    /// The numeric argument.
-    pub value: f64,
+    /// The numeric argument, if written.
+    pub value: Option<f64>,
     pub span: Span,
 }
 

@@ -353,8 +353,7 @@ impl Builder {
                     let name = self.ident(inner.next().expect("annotation has a name"));
                     let value = inner
                         .find(|q| matches!(q.as_rule(), Rule::real_lit | Rule::int_lit))
-                        .map(|q| q.as_str().parse::<f64>().unwrap_or(f64::NAN))
-                        .expect("annotation has a number");
+                        .map(|q| q.as_str().parse::<f64>().unwrap_or(f64::NAN));
                     annotations.push(Annotation { name, value, span });
                 }
                 Rule::sized_type => ty = Some(self.sized_type(p)?),

@@ -53,7 +53,20 @@ pub(super) fn check_outcome(
     values: &[f64],
     prov: &Provenance,
 ) -> Result<(), DataError> {
-    let Some((i, requirement)) = crate::distributions::outside_support(family, values) else {
+    // Missing entries of a `@missing` variable are imputed inside the support.
+    let found = if values.iter().any(|v| v.is_nan()) {
+        let kept: Vec<(usize, f64)> = values
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, v)| !v.is_nan())
+            .collect();
+        let xs: Vec<f64> = kept.iter().map(|&(_, v)| v).collect();
+        crate::distributions::outside_support(family, &xs).map(|(j, r)| (kept[j].0, r))
+    } else {
+        crate::distributions::outside_support(family, values)
+    };
+    let Some((i, requirement)) = found else {
         return Ok(());
     };
     let name = &decl.name.name;
@@ -86,7 +99,8 @@ impl Binder<'_> {
         // JSON may spell "NaN" and "Infinity" (Stan's JSON format). NaN is refused everywhere
         // and infinities in containers (observations, where they make every log density NaN or
         // -inf); an infinite scalar (e.g. a bound, `"U": "Infinity"`) is kept as Stan keeps it.
-        let bad = |v: &f64| v.is_nan() || (v.is_infinite() && !dims.is_empty());
+        let missing_ok = super::allows_missing(decl);
+        let bad = |v: &f64| (v.is_nan() && !missing_ok) || (v.is_infinite() && !dims.is_empty());
         if let Some(i) = values.iter().position(bad) {
             let v = values[i];
             let (kind, what) = if v.is_nan() {
@@ -108,12 +122,15 @@ impl Binder<'_> {
                 ),
             )
             .with_help(
-                "replace the value with a finite number, or remove the observation; missing and \
-                 infinite values are not supported in data",
+                "replace the value with a finite number, or remove the observation; to impute \
+                 missing values, declare the variable `@missing` (docs/missing_data.md)",
             ));
         }
         if matches!(decl.ty.base, SizedBase::Int) {
             for (i, &v) in values.iter().enumerate() {
+                if v.is_nan() && missing_ok {
+                    continue;
+                }
                 if !(v.is_finite() && v.fract() == 0.0) {
                     return Err(DataError::new(
                         DataErrorKind::NotAnInteger,
@@ -166,6 +183,10 @@ impl Binder<'_> {
         let bound_help =
             "correct the value in the data file, or change the bound in the declaration";
         for (i, &v) in values.iter().enumerate() {
+            if v.is_nan() {
+                // a missing entry of a `@missing` variable (others were refused above)
+                continue;
+            }
             if let Some(lo) = lower
                 && !(v >= lo)
             {

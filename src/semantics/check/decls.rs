@@ -110,8 +110,10 @@ impl<'p> Checker<'p> {
 
     /// Checks a declaration and adds it to the current scope. `top` is true for block-level
     /// declarations (constraints allowed, sizes must be data).
-    /// `@dropout(p)`: the only annotation; on an unconstrained `real`, `vector`, `row_vector` or
-    /// `matrix` parameter (or an array of them), with a drop rate 0 < p < 1.
+    /// The annotations: `@dropout(p)` on an unconstrained `real`, `vector`, `row_vector` or
+    /// `matrix` parameter (or an array of them), with a drop rate 0 < p < 1; `@missing` on a
+    /// real-valued data variable (`real`, `vector`, `row_vector`, `matrix` or arrays of them,
+    /// bounds allowed), whose missing entries the fit imputes (docs/missing_data.md).
     fn annotation(&mut self, a: &crate::syntax::ast::Annotation, d: &VarDecl, origin: Origin) {
         let name = &d.name.name;
         let bad = |message: String, hint: &str| SemanticError::BadAnnotation {
@@ -119,13 +121,26 @@ impl<'p> Checker<'p> {
             span: a.span,
             hint: hint.to_string(),
         };
+        if a.name.name == "missing" {
+            self.missing_annotation(a, d, origin);
+            return;
+        }
         if a.name.name != "dropout" {
             self.err(bad(
                 format!("unknown annotation `@{}`", a.name.name),
-                "the only annotation is `@dropout(p)` on a parameter (MC dropout's drop rate)",
+                "the annotations are `@dropout(p)` on a parameter (MC dropout's drop rate) and \
+                 `@missing` on a data variable (its missing entries are imputed)",
             ));
             return;
         }
+        let Some(p) = a.value else {
+            self.err(bad(
+                "`@dropout` needs its drop rate, e.g. `@dropout(0.1)`".into(),
+                "p is the probability that a unit is dropped (as PyTorch's `Dropout(p)`); \
+                 0.05 to 0.5 are usual",
+            ));
+            return;
+        };
         if origin != Origin::Parameter {
             self.err(bad(
                 format!("`@dropout` applies to parameters, but `{name}` is not one"),
@@ -134,12 +149,9 @@ impl<'p> Checker<'p> {
             ));
             return;
         }
-        if !(a.value > 0.0 && a.value < 1.0) {
+        if !(p > 0.0 && p < 1.0) {
             self.err(bad(
-                format!(
-                    "the drop rate of `@dropout` must lie strictly between 0 and 1, got {}",
-                    a.value
-                ),
+                format!("the drop rate of `@dropout` must lie strictly between 0 and 1, got {p}"),
                 "p is the probability that a unit is dropped (as PyTorch's `Dropout(p)`); \
                  0.05 to 0.5 are usual",
             ));
@@ -155,6 +167,54 @@ impl<'p> Checker<'p> {
         }
     }
 
+    /// `@missing`: no argument, on a real-valued data variable without offset/multiplier or a
+    /// structured type (the imputed entries are parameters with the declared bounds).
+    fn missing_annotation(
+        &mut self,
+        a: &crate::syntax::ast::Annotation,
+        d: &VarDecl,
+        origin: Origin,
+    ) {
+        let name = &d.name.name;
+        let bad = |message: String, hint: &str| SemanticError::BadAnnotation {
+            message,
+            span: a.span,
+            hint: hint.to_string(),
+        };
+        if a.value.is_some() {
+            self.err(bad(
+                "`@missing` takes no argument".into(),
+                "write `@missing vector[N] x;`",
+            ));
+            return;
+        }
+        if origin != Origin::ImputedData {
+            self.err(bad(
+                format!("`@missing` applies to data variables, but `{name}` is not one"),
+                "annotate a covariate or outcome declared in the `data` block, e.g. \
+                 `@missing vector[N] x;`; its `NA` cells become parameters that the fit imputes",
+            ));
+            return;
+        }
+        let c = &d.ty.constraint;
+        if matches!(d.ty.base, SizedBase::Int) {
+            self.err(bad(
+                format!("`@missing` needs real values, but `{name}` is declared `int`"),
+                "imputed entries are continuous parameters; a discrete variable with missing \
+                 entries must be marginalised by hand (sum its probabilities over its values)",
+            ));
+        } else if is_structured(&d.ty.base) || c.offset.is_some() || c.multiplier.is_some() {
+            self.err(bad(
+                format!(
+                    "`@missing` applies to `real`, `vector`, `row_vector` and `matrix` data (and \
+                     arrays of them), with at most `lower`/`upper` bounds; `{name}` is not one"
+                ),
+                "declare the variable as a plain real-valued type; its imputed entries follow \
+                 its bounds",
+            ));
+        }
+    }
+
     pub(super) fn decl(&mut self, d: &VarDecl, top: bool) {
         let name = &d.name.name;
         let origin = if top {
@@ -162,6 +222,12 @@ impl<'p> Checker<'p> {
         } else {
             Origin::Local
         };
+        let origin =
+            if origin == Origin::Data && d.annotations.iter().any(|a| a.name.name == "missing") {
+                Origin::ImputedData
+            } else {
+                origin
+            };
         let base = Type::base_of_sized(&d.ty.base);
         let ty = Type::array(base, d.ty.array_dims.len());
 
@@ -241,6 +307,18 @@ impl<'p> Checker<'p> {
                             base.keyword()
                         )),
                     });
+                } else if origin == Origin::ImputedData && !t.is_scalar() {
+                    self.err(SemanticError::TypeMismatch {
+                        what: format!("a bound of the `@missing` variable `{name}`"),
+                        expected: "`int` or `real`".into(),
+                        found: t.to_string(),
+                        span: e.span,
+                        help: Some(
+                            "the imputed entries share one bound; for entry-wise bounds, \
+                             declare the variable without them and bound the imputation model"
+                                .into(),
+                        ),
+                    });
                 }
             }
         }
@@ -295,6 +373,19 @@ impl<'p> Checker<'p> {
             }
         }
 
+        // `x_missing` is the output name of `@missing x`'s imputed entries
+        if let Some((_, previous)) = self
+            .imputed
+            .iter()
+            .find(|(n, _)| format!("{n}_missing") == *name)
+        {
+            self.err(SemanticError::Redeclaration {
+                name: name.clone(),
+                span: d.name.span,
+                previous: *previous,
+            });
+            return;
+        }
         if let Some(prev) = self.scopes.lookup(name) {
             let previous = prev.decl_span;
             self.err(SemanticError::Redeclaration {
@@ -314,6 +405,9 @@ impl<'p> Checker<'p> {
             );
         if origin == Origin::Parameter && base != Base::Int && !proper_flat {
             self.params.push((name.clone(), d.name.span));
+        }
+        if origin == Origin::ImputedData {
+            self.imputed.push((name.clone(), d.name.span));
         }
         self.scopes.declare(
             name,

@@ -51,7 +51,10 @@ impl<'p> Checker<'p> {
             return;
         }
         if let Some((name, i)) = &info
-            && matches!(i.origin, Origin::Data | Origin::TransformedData)
+            && matches!(
+                i.origin,
+                Origin::Data | Origin::ImputedData | Origin::TransformedData
+            )
         {
             let lo = i.lower.as_ref().and_then(pretty::constant_value);
             let hi = i.upper.as_ref().and_then(pretty::constant_value);
@@ -262,7 +265,8 @@ impl<'p> Checker<'p> {
         let mut out = BTreeSet::new();
         for (v, _) in vars {
             match self.scopes.lookup(v).map(|i| i.origin) {
-                Some(Origin::Parameter) => {
+                // a `@missing` variable's imputed entries are its own parameters
+                Some(Origin::Parameter | Origin::ImputedData) => {
                     out.insert(v.to_string());
                 }
                 Some(_) => {
@@ -282,7 +286,9 @@ impl<'p> Checker<'p> {
         collect_vars(e, &mut vars);
         vars.iter()
             .any(|(v, _)| match self.scopes.lookup(v).map(|i| i.origin) {
-                Some(Origin::Parameter | Origin::TransformedParameter) => true,
+                Some(Origin::Parameter | Origin::TransformedParameter | Origin::ImputedData) => {
+                    true
+                }
                 Some(Origin::FunctionArg { data_only }) => !data_only,
                 Some(_) => self.deps.get(*v).is_some_and(|d| !d.is_empty()),
                 None => false,

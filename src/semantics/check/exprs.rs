@@ -92,6 +92,23 @@ impl<'p> Checker<'p> {
             ExprKind::RealLit(_) => Some(Type::REAL),
             ExprKind::Var(name) => match self.scopes.lookup(name) {
                 Some(info) => {
+                    if info.origin == Origin::ImputedData
+                        && self.func.is_none()
+                        && matches!(
+                            self.block,
+                            Block::Data | Block::TransformedData | Block::Parameters
+                        )
+                    {
+                        let err = SemanticError::ImputedTooEarly {
+                            name: name.clone(),
+                            block: self.block.name().into(),
+                            span: e.span,
+                            decl_span: info.decl_span,
+                        };
+                        let ty = info.ty;
+                        self.err(err);
+                        return Some(ty);
+                    }
                     if matches!(self.block, Block::TransformedParameters | Block::Model)
                         && self.func.is_none()
                     {

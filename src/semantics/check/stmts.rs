@@ -278,9 +278,11 @@ impl<'p> Checker<'p> {
             return;
         };
         let allowed = match info.origin {
-            Origin::Data | Origin::Parameter | Origin::LoopVar | Origin::FunctionArg { .. } => {
-                false
-            }
+            Origin::Data
+            | Origin::ImputedData
+            | Origin::Parameter
+            | Origin::LoopVar
+            | Origin::FunctionArg { .. } => false,
             Origin::TransformedData => self.block == Block::TransformedData && self.func.is_none(),
             Origin::TransformedParameter => {
                 self.block == Block::TransformedParameters && self.func.is_none()
@@ -292,7 +294,7 @@ impl<'p> Checker<'p> {
         };
         if !allowed {
             let help = match info.origin {
-                Origin::Data => format!(
+                Origin::Data | Origin::ImputedData => format!(
                     "data is read-only; declare a copy in `transformed data`, e.g. `{} = {name};`, and assign to that",
                     sized_decl(info.ty, &info.sizes, &format!("{name}_2"))
                 ),
