@@ -210,8 +210,51 @@ impl SavedFit {
     ///
     /// Errors: [`PredictError::ParameterMismatch`] when the model's parameter names differ from
     /// the saved ones; [`PredictError::Density`] when a value lies outside its support.
+    ///
+    /// The imputed entries of `@missing` training data (`x_missing[k]`, docs/missing_data.md)
+    /// belong to the training rows: they are dropped from the draws. New data with missing
+    /// entries is refused, since imputing new rows needs a fit that includes them.
     pub fn unconstrained_draws(&self, model: &Model) -> Result<Vec<Vec<f64>>, PredictError> {
         let names = model.parameter_names();
+        if let Some(v) = model.imputed_variables().first() {
+            return Err(PredictError::ParameterMismatch {
+                saved: self.parameter_names.len(),
+                model: names.len(),
+                detail: format!(
+                    "the new data has missing entries in `{v}` (declared `@missing`), whose \
+                     imputed values would be new parameters; give complete rows, or refit with \
+                     the new rows in the data"
+                ),
+            });
+        }
+        let imputed: Vec<String> = model
+            .missing_declared()
+            .iter()
+            .map(|v| format!("{v}_missing["))
+            .collect();
+        let keep: Vec<usize> = (0..self.parameter_names.len())
+            .filter(|&i| {
+                !imputed
+                    .iter()
+                    .any(|p| self.parameter_names[i].starts_with(p.as_str()))
+            })
+            .collect();
+        if keep.len() < self.parameter_names.len() {
+            let kept: Vec<String> = keep
+                .iter()
+                .map(|&i| self.parameter_names[i].clone())
+                .collect();
+            let reduced = SavedFit {
+                parameter_names: kept,
+                draws: self
+                    .draws
+                    .iter()
+                    .map(|row| keep.iter().map(|&i| row[i]).collect())
+                    .collect(),
+                ..self.clone()
+            };
+            return reduced.unconstrained_draws(model);
+        }
         if names != self.parameter_names {
             let detail = match names
                 .iter()

@@ -299,3 +299,77 @@ fn complete_data_in_a_missing_variable_adds_no_parameter() {
     let want = -0.5 * 0.3f64.powi(2) - 0.5 * [0.7f64, 0.2, 1.7].iter().map(|d| d * d).sum::<f64>();
     assert!((lp - want).abs() < 1e-12, "{lp} vs {want}");
 }
+
+/// A fit with imputed training rows predicts on complete new rows (the imputed entries belong to
+/// the training rows and are dropped), and refuses new rows with missing entries.
+#[test]
+fn predict_after_imputation_uses_the_fitted_parameters_only() {
+    let dir = std::env::temp_dir().join(format!("bayesc_missing_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = std::fs::read_to_string(common::root().join("examples/missing_data/model.bayes"))
+        .unwrap()
+        + "generated quantities { vector[N] y_hat = a + b * x; }\n";
+    std::fs::write(dir.join("g.bayes"), model).unwrap();
+    let data =
+        std::fs::read_to_string(common::root().join("examples/missing_data/data.csv")).unwrap();
+    std::fs::write(dir.join("d.csv"), &data).unwrap();
+    let head: Vec<&str> = data.lines().take(6).collect();
+    assert!(
+        head.iter().any(|l| l.starts_with("NA")),
+        "rows 1–5 have a missing x"
+    );
+    let complete: Vec<String> = head.iter().map(|l| l.replace("NA", "0.5")).collect();
+    std::fs::write(dir.join("new.csv"), complete.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join("new_na.csv"), head.join("\n") + "\n").unwrap();
+    let d = dir.to_str().unwrap();
+    let (ok, text) = common::run_bayesc_in(
+        d,
+        &[
+            "fit",
+            "g.bayes",
+            "--data",
+            "d.csv",
+            "--method",
+            "optimize",
+            "--seed",
+            "1",
+            "--save-fit",
+            "fit.json",
+        ],
+    );
+    assert!(ok, "{text}");
+    let (ok, text) = common::run_bayesc_in(
+        d,
+        &[
+            "predict", "g.bayes", "--fit", "fit.json", "--data", "new.csv",
+        ],
+    );
+    assert!(ok, "{text}");
+    // the first row whose x was NA now has x = 0.5: y_hat = a + 0.5 b ≈ 0.405 + 0.762 at the
+    // optimum (README's posterior means a = 0.405, b = 1.523)
+    let j = head.iter().position(|l| l.starts_with("NA")).unwrap();
+    let name = format!("y_hat[{j}],");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&name))
+        .unwrap_or_else(|| panic!("no row {name} in:\n{text}"));
+    let mean: f64 = row.split(',').nth(1).unwrap().parse().unwrap();
+    assert!((mean - 1.166).abs() < 0.05, "{row}");
+    let (ok, text) = common::run_bayesc_in(
+        d,
+        &[
+            "predict",
+            "g.bayes",
+            "--fit",
+            "fit.json",
+            "--data",
+            "new_na.csv",
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        text.contains("the new data has missing entries in `x`"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -340,6 +340,12 @@ impl Model {
             fast_loops: true,
             fuse_glm: true,
             imputed,
+            missing_declared: program
+                .data
+                .iter()
+                .filter(|d| d.annotations.iter().any(|a| a.name.name == "missing"))
+                .map(|d| d.name.name.clone())
+                .collect(),
         })
     }
 

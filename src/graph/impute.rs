@@ -107,6 +107,12 @@ impl Model {
         out
     }
 
+    /// The names of the data variables declared `@missing`, whether or not the data bound to
+    /// this model has missing entries.
+    pub fn missing_declared(&self) -> &[String] {
+        &self.missing_declared
+    }
+
     /// The names of the data variables with imputed entries.
     pub fn imputed_variables(&self) -> Vec<&str> {
         self.imputed.iter().map(|im| im.name.as_str()).collect()

@@ -115,6 +115,8 @@ pub struct Model {
     fuse_glm: bool,
     /// `@missing` data variables with missing entries (`impute`).
     imputed: Vec<impute::Imputed>,
+    /// The data variables declared `@missing` (with or without missing entries).
+    missing_declared: Vec<String>,
 }
 
 thread_local! {
