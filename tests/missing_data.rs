@@ -5,11 +5,10 @@
 
 mod common;
 
-use bayesc::fit::{self, FitOptions, Method};
+use bayesc::fit::{FitOptions, Method};
 use bayesc::graph::Model;
 use bayesc::inference::LogDensity;
 use bayesc::pipeline;
-use bayesc::syntax::report::render_plain;
 use bayesc::syntax::source::SourceMap;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
@@ -20,12 +19,7 @@ fn nuts(m: &Model) -> impl Fn(&str) -> Vec<f64> {
     options.mcmc.chains = 2;
     options.mcmc.warmup = 400;
     options.mcmc.samples = 600;
-    let never = std::sync::atomic::AtomicBool::new(false);
-    let monitor = fit::Monitor {
-        on_progress: &|_| {},
-        stop: &never,
-    };
-    let r = fit::fit(m, &options, &monitor).expect("NUTS runs");
+    let r = common::fit_quietly(m, &options);
     move |n: &str| {
         let j = r
             .draws
@@ -59,14 +53,7 @@ fn errors(model: &str, json: &str) -> String {
         )];
         pipeline::compile(&checked, &sources, &data).map(|_| ())
     });
-    match result {
-        Ok(()) => String::new(),
-        Err(f) => f
-            .into_reports()
-            .iter()
-            .map(|d| render_plain(&sources, d))
-            .collect(),
-    }
+    common::rendered(&sources, result)
 }
 
 /// With the imputation model's parameters fixed, each missing entry's posterior is that

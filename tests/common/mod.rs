@@ -234,3 +234,26 @@ pub fn run_bayesc_in(dir: &str, args: &[&str]) -> (bool, String) {
     );
     (out.status.success(), text)
 }
+
+/// Runs `options` on `m` with a monitor that never stops and shows no progress; panics with the
+/// error when the fit fails.
+pub fn fit_quietly(m: &Model, options: &bayesc::fit::FitOptions) -> bayesc::fit::FitResult {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let monitor = bayesc::fit::Monitor {
+        on_progress: &|_| {},
+        stop: &never,
+    };
+    bayesc::fit::fit(m, options, &monitor).unwrap_or_else(|e| panic!("the fit failed: {e}"))
+}
+
+/// The diagnostics of a failed pipeline step, rendered as plain text (empty for `Ok`).
+pub fn rendered<T>(sources: &SourceMap, result: Result<T, pipeline::Failure>) -> String {
+    match result {
+        Ok(_) => String::new(),
+        Err(f) => f
+            .into_reports()
+            .iter()
+            .map(|d| render_plain(sources, d))
+            .collect(),
+    }
+}
