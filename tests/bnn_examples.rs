@@ -126,11 +126,12 @@ fn boston_short_fit_scores_continuous_outcome() {
     assert!(rmse > 0.0 && rmse < 9.19, "{out}");
 }
 
-/// The README's digits run with minibatch QNVB (M = 64, seed 1): measured 0.944 with 200 draws,
-/// short of issue 10's 95 % target, so this checks ≥ 0.94 (the README's claim).
+/// The README's digits run with minibatch QNVB (M = 64, seed 1): issue 10's bar is ≥ 95 % test
+/// accuracy; measured 0.978 and ECE 0.035 with 200 draws (N(0, 1) output-weight prior; 0.944 and
+/// ECE 0.245 under the old N(0, 1/H)). Checks ≥ 0.95 and ECE < 0.1.
 #[test]
 #[ignore]
-fn digits_readme_run_reaches_94_percent() {
+fn digits_readme_run_reaches_95_percent() {
     let out = fit_and_predict(
         "examples/digits/model.bayes",
         "examples/digits/digits_train.csv",
@@ -138,7 +139,8 @@ fn digits_readme_run_reaches_94_percent() {
         "64",
         "20000",
     );
-    assert!(metric(&out, "accuracy (argmax class)") >= 0.94, "{out}");
+    assert!(metric(&out, "accuracy (argmax class)") >= 0.95, "{out}");
+    assert!(metric(&out, "ECE (10 bins, top label)") < 0.1, "{out}");
 }
 
 /// The README's two-moons run: ≥ 95 % test accuracy with minibatch QNVB (M = 50, seed 1).

@@ -393,6 +393,8 @@ fn mc_dropout_marks_point_estimates_and_does_not_claim_convergence() {
         "{out}"
     );
     assert!(out.contains("only predictive quantities"), "{out}");
+    // its draws are masked point weights, not draws of a fitted Gaussian (issue 11)
+    assert!(!out.contains("Gaussian"), "{out}");
     // `a` (no @dropout) is a point: its sd column says so; `b` and `f_new` vary with the masks
     let row = |name: &str| -> Vec<String> {
         out.lines()
@@ -431,6 +433,7 @@ fn mc_dropout_marks_point_estimates_and_does_not_claim_convergence() {
     let o = child.wait_with_output().unwrap();
     let repl = stdout(&o);
     assert!(!repl.contains("converged"), "{repl}");
+    assert!(!repl.contains("Gaussian"), "{repl}");
     assert!(
         repl.contains("draws from MC dropout's masks on point-estimate weights"),
         "{repl}"

@@ -111,3 +111,43 @@ fn diabetes_bnn_minibatch_vogn_test_rmse() {
         "test RMSE {rmse}"
     );
 }
+
+/// Issue 10's bar for diagonal QBVI (test RMSE within 0.05 of 0.713) is not met: from the random
+/// start the score-function estimate is so noisy (step × Var(L − log q)/N_s ≈ 10³ at the first
+/// iteration, M = 64) that the precision update blows up and q collapses to a point at its
+/// start. This checks that the fit says so: no "converged", the noise note naming the cause,
+/// and the collapse warning (measured: 504 iterations, 4.5 CPU-s).
+#[test]
+#[ignore]
+fn diabetes_bnn_minibatch_diagonal_qbvi_reports_its_collapse() {
+    let data = common::root().join("../shared/data/bnn");
+    let model = common::root().join("tests/fixtures/bnn_diabetes.bayes");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .arg(&model)
+        .arg("--data")
+        .arg(data.join("diabetes_train.csv"))
+        .args([
+            "--method",
+            "qbvi",
+            "--diagonal",
+            "--batch-size",
+            "64",
+            "--seed",
+            "1",
+            "--random-init",
+            "--draws",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&st.stdout).to_string();
+    assert!(st.status.success(), "{out}");
+    assert!(!out.contains("\nconverged"), "{out}");
+    assert!(
+        out.contains("the score-function gradient was too noisy for the step size"),
+        "{out}"
+    );
+    assert!(out.contains("collapsed to a point"), "{out}");
+    assert!(out.contains("(602 parameters in all)"), "{out}");
+}

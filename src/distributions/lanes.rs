@@ -64,6 +64,47 @@ pub fn tanh(x: f64) -> f64 {
     if x.is_nan() || a < 1e-9 { x } else { t }
 }
 
+/// y_i = tanh(x_i) ([`tanh`]) and, when given, d_i = 1 − y_i² for slices of one length: the
+/// graph's tanh node. On x86-64 CPUs with AVX2 the same loop runs compiled for AVX2 (4 lanes
+/// instead of SSE2's 2; on the diabetes BNN's NUTS run tanh was half of the CPU time). Without
+/// FMA enabled no multiply-add is fused, so both paths perform the same IEEE operations and
+/// return bit-identical results (tested), keeping draws independent of the CPU.
+pub fn tanh_slices(xs: &[f64], ys: &mut [f64], ds: Option<&mut [f64]>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { tanh_slices_avx2(xs, ys, ds) };
+            return;
+        }
+    }
+    tanh_slices_generic(xs, ys, ds);
+}
+
+#[inline(always)]
+fn tanh_slices_generic(xs: &[f64], ys: &mut [f64], ds: Option<&mut [f64]>) {
+    match ds {
+        Some(ds) => {
+            for ((y, d), &x) in ys.iter_mut().zip(ds.iter_mut()).zip(xs) {
+                let f = tanh(x);
+                *y = f;
+                *d = 1.0 - f * f;
+            }
+        }
+        None => {
+            for (y, &x) in ys.iter_mut().zip(xs) {
+                *y = tanh(x);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn tanh_slices_avx2(xs: &[f64], ys: &mut [f64], ds: Option<&mut [f64]>) {
+    tanh_slices_generic(xs, ys, ds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +116,28 @@ mod tests {
         }
         let (ia, ib) = (a.to_bits() as i64, b.to_bits() as i64);
         (ia - ib).unsigned_abs()
+    }
+
+    #[test]
+    fn tanh_slices_matches_tanh_bit_for_bit() {
+        // Whatever path `tanh_slices` takes on this CPU, it equals the scalar function exactly.
+        let xs: Vec<f64> = (0..=4001)
+            .map(|i| -25.0 + 50.0 * i as f64 / 4001.0)
+            .chain([0.0, -0.0, 1e-300, -3e-12, f64::INFINITY, f64::NEG_INFINITY])
+            .collect();
+        let (mut ys, mut ds) = (vec![0.0; xs.len()], vec![0.0; xs.len()]);
+        tanh_slices(&xs, &mut ys, Some(&mut ds));
+        let mut ys2 = vec![0.0; xs.len()];
+        tanh_slices(&xs, &mut ys2, None);
+        for i in 0..xs.len() {
+            let f = tanh(xs[i]);
+            assert_eq!(ys[i].to_bits(), f.to_bits(), "x = {}", xs[i]);
+            assert_eq!(ys2[i].to_bits(), f.to_bits(), "x = {}", xs[i]);
+            assert_eq!(ds[i].to_bits(), (1.0 - f * f).to_bits(), "x = {}", xs[i]);
+        }
+        let mut nan = [0.0];
+        tanh_slices(&[f64::NAN], &mut nan, None);
+        assert!(nan[0].is_nan());
     }
 
     #[test]

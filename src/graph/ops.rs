@@ -28,10 +28,7 @@ pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
                     let x = tape.contiguous(ix);
                     // One monomorphised loop per common activation; the rest through `U::eval`.
                     let out = match u {
-                        U::Tanh => tape.map1(x, n, |x| {
-                            let f = crate::distributions::lanes::tanh(x);
-                            (f, 1.0 - f * f)
-                        }),
+                        U::Tanh => tape.map1_with(x, n, crate::distributions::lanes::tanh_slices),
                         U::Exp => tape.map1(x, n, |x| {
                             let f = x.exp();
                             (f, f)

@@ -344,6 +344,37 @@ impl Tape {
         out
     }
 
+    /// [`Tape::map1`] with the loop written by the caller: `fill(xs, ys, ds)` writes the `n`
+    /// values into `ys` and, while recording, their derivatives into `ds` (`None` otherwise).
+    /// For loops that need their own code generation (e.g. [`crate::distributions::lanes::
+    /// tanh_slices`]). Returns the first of `n` output slots; one [`Node::Map`].
+    pub fn map1_with(
+        &mut self,
+        x: u32,
+        n: usize,
+        fill: impl FnOnce(&[f64], &mut [f64], Option<&mut [f64]>),
+    ) -> u32 {
+        let out = self.alloc(n);
+        let (lo, hi) = self.val.split_at_mut(out as usize);
+        let xs = &lo[x as usize..x as usize + n];
+        if self.recording {
+            let p = self.cparts.len();
+            self.cparts.resize(p + n, 0.0);
+            fill(xs, &mut hi[..n], Some(&mut self.cparts[p..p + n]));
+            if n > 0 {
+                self.nodes.push(Node::Map {
+                    out,
+                    x,
+                    n: n as u32,
+                    p: p as u32,
+                });
+            }
+        } else {
+            fill(xs, &mut hi[..n], None);
+        }
+        out
+    }
+
     /// Appends `n` partials to the partials buffer and returns them for the caller to fill;
     /// then [`Tape::push_dot`] closes the node. Only while recording.
     pub fn parts_scratch(&mut self, n: usize) -> &mut [f64] {

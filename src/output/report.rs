@@ -547,15 +547,10 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
         vi.n_draws, vi.psis_ess, vi.gate.log_ratio_sd, vi.elbo
     );
     if !vi.collapsed.is_empty() {
-        let list: Vec<String> = vi
-            .collapsed
-            .iter()
-            .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
-            .collect();
         let _ = writeln!(
             s,
             "{}",
-            fit::collapse_warning_for(&list.join(", "), unpriored)
+            fit::collapse_warning_for(&collapsed_list(&vi.collapsed), unpriored)
         );
     } else {
         match vi.gate.verdict {
@@ -672,3 +667,27 @@ pub fn mcdropout_table(draws: &crate::inference::draws::Draws) -> String {
     }
     s
 }
+
+/// At most [`COLLAPSED_SHOWN`] collapsed parameters by name (mean and sd), then how many more:
+/// a network whose q collapsed everywhere has hundreds, and a list of them all hides the
+/// message.
+fn collapsed_list(collapsed: &[(String, f64, f64)]) -> String {
+    let shown: Vec<String> = collapsed
+        .iter()
+        .take(COLLAPSED_SHOWN)
+        .map(|(n, m, sd)| format!("`{n}` (mean {m:.3e}, sd {sd:.1e})"))
+        .collect();
+    let rest = collapsed.len().saturating_sub(COLLAPSED_SHOWN);
+    if rest == 0 {
+        shown.join(", ")
+    } else {
+        format!(
+            "{} and {rest} more ({} parameters in all)",
+            shown.join(", "),
+            collapsed.len()
+        )
+    }
+}
+
+/// How many collapsed parameters the warning names.
+const COLLAPSED_SHOWN: usize = 8;
