@@ -43,20 +43,79 @@ impl<'a> Arg<'a> {
 /// The result of a vectorised log density: the summed value and, for each argument with
 /// `is_var[k]`, the partial derivatives ∂value/∂arg_k (length 1 for a scalar argument, summed
 /// over the broadcast; length N for a vector argument). `partials[k]` is empty when `!is_var[k]`.
+///
+/// The buffers of [`Term::zeros`] come from a per-thread pool and go back to it when the term
+/// is dropped, so a log density evaluated again and again (every gradient of a model) allocates
+/// nothing once the pool holds buffers of the sizes it needs (issue 12, allocation-free
+/// evaluation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Term {
     pub value: f64,
     pub partials: Vec<Vec<f64>>,
 }
 
+/// Most buffers kept in each per-thread pool of [`Term`] partials.
+const POOL_MAX: usize = 64;
+
+thread_local! {
+    /// Spare per-argument partial buffers and spare outer lists of [`Term::partials`].
+    static POOL: std::cell::RefCell<(Vec<Vec<f64>>, Vec<Vec<Vec<f64>>>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let mut outer = std::mem::take(&mut self.partials);
+        if outer.capacity() == 0 {
+            return;
+        }
+        // `try_with`: at thread exit the pool may already be gone; then the buffers are freed.
+        let _ = POOL.try_with(|p| {
+            let Ok(mut p) = p.try_borrow_mut() else {
+                return;
+            };
+            let (inner, lists) = &mut *p;
+            for v in outer.drain(..) {
+                if v.capacity() > 0 && inner.len() < POOL_MAX {
+                    inner.push(v);
+                }
+            }
+            if lists.len() < POOL_MAX {
+                lists.push(std::mem::take(&mut outer));
+            }
+        });
+    }
+}
+
 impl Term {
-    /// A zero term with partial buffers sized for `args` (empty for non-var arguments).
+    /// A zero term with partial buffers sized for `args` (empty for non-var arguments), taken
+    /// from the per-thread pool when it has some.
     pub fn zeros(args: &[Arg], is_var: &[bool]) -> Term {
-        let partials = args
-            .iter()
-            .zip(is_var)
-            .map(|(a, &v)| if v { vec![0.0; a.len()] } else { Vec::new() })
-            .collect();
+        let pooled = POOL.try_with(|p| {
+            let mut p = p.try_borrow_mut().ok()?;
+            let (inner, lists) = &mut *p;
+            let mut outer = lists.pop().unwrap_or_default();
+            outer.clear();
+            for (a, &v) in args.iter().zip(is_var) {
+                if v {
+                    let mut b = inner.pop().unwrap_or_default();
+                    b.clear();
+                    b.resize(a.len(), 0.0);
+                    outer.push(b);
+                } else {
+                    outer.push(Vec::new());
+                }
+            }
+            Some(outer)
+        });
+        let partials = match pooled {
+            Ok(Some(p)) => p,
+            _ => args
+                .iter()
+                .zip(is_var)
+                .map(|(a, &v)| if v { vec![0.0; a.len()] } else { Vec::new() })
+                .collect(),
+        };
         Term {
             value: 0.0,
             partials,

@@ -101,13 +101,20 @@ fn truthy(tape: &Tape, v: &Value) -> R<bool> {
 
 impl<'a> Ctx<'a> {
     /// A fresh context with `n_slots` local slots.
+    /// The environment and target buffers are the tape's spares when it has them (see
+    /// [`Ctx::recycle`]), so a reused tape makes a context without allocating.
     pub fn new(globals: &'a [Value], n_slots: usize, tape: &'a mut Tape) -> Self {
+        let mut env = std::mem::take(&mut tape.spare_env);
+        env.clear();
+        env.resize(n_slots, Value::Int(0));
+        let mut target_v = std::mem::take(&mut tape.spare_target);
+        target_v.clear();
         Ctx {
             globals,
-            env: vec![Value::Int(0); n_slots],
+            env,
             tape,
             target_c: 0.0,
-            target_v: Vec::new(),
+            target_v,
             rng: None,
             funcs: &[],
             ret: None,
@@ -117,6 +124,18 @@ impl<'a> Ctx<'a> {
             fast_loops: true,
             fuse_glm: true,
         }
+    }
+
+    /// Ends the context, giving its environment buffer back to the tape (emptied, so that
+    /// the values it held are released now) for the next [`Ctx::new`]; returns the slots of
+    /// the log density's terms.
+    pub fn recycle(mut self) -> Vec<u32> {
+        let mut env = std::mem::take(&mut self.env);
+        for v in env.drain(..) {
+            super::value::recycle_value(v);
+        }
+        self.tape.spare_env = env;
+        std::mem::take(&mut self.target_v)
     }
 
     /// Whether `for` loops may run as compiled scalar kernels (`super::kernel`). The single

@@ -314,8 +314,11 @@ impl Model {
                 span: p.span,
             };
             let n = p.arr.iter().product::<usize>() * p.base.size();
-            let u: Vec<S> = (0..p.free).map(|i| S::V((p.offset + i) as u32)).collect();
-            let bound = |ctx: &mut Ctx, e: &Option<Ex>| -> Result<Option<Value>, Located> {
+            // The unconstrained coordinates as scalars (built as a list only for the
+            // transforms that take them in blocks).
+            let u = |i: usize| S::V((p.offset + i) as u32);
+            let u_list = || -> Vec<S> { (0..p.free).map(u).collect() };
+            let bound = |ctx: &mut Ctx, e: Option<&Ex>| -> Result<Option<Value>, Located> {
                 match e {
                     Some(e) => {
                         let v = ctx.eval(e).map_err(loc)?;
@@ -338,52 +341,56 @@ impl Model {
                     Some(v) => v.elem(i),
                 }
             };
-            let xs: Vec<S> = match &p.transform {
-                Transform::Identity => u,
+            // The tape's spare buffer: no allocation per evaluation for the elementwise
+            // transforms.
+            let mut xs = std::mem::take(&mut ctx.tape.spare_s);
+            xs.clear();
+            match &p.transform {
+                Transform::Identity => xs.extend((0..n).map(u)),
                 Transform::Lower(l) => {
-                    let lb = bound(ctx, &Some(l.clone()))?;
-                    (0..n)
-                        .map(|i| transforms::lb_constrain(ctx.tape, u[i], at(&lb, i, 0.0), log_jac))
-                        .collect()
+                    let lb = bound(ctx, Some(l))?;
+                    for i in 0..n {
+                        let x = transforms::lb_constrain(ctx.tape, u(i), at(&lb, i, 0.0), log_jac);
+                        xs.push(x);
+                    }
                 }
                 Transform::Upper(h) => {
-                    let ub = bound(ctx, &Some(h.clone()))?;
-                    (0..n)
-                        .map(|i| transforms::ub_constrain(ctx.tape, u[i], at(&ub, i, 0.0), log_jac))
-                        .collect()
+                    let ub = bound(ctx, Some(h))?;
+                    for i in 0..n {
+                        let x = transforms::ub_constrain(ctx.tape, u(i), at(&ub, i, 0.0), log_jac);
+                        xs.push(x);
+                    }
                 }
                 Transform::LowerUpper(l, h) => {
-                    let lb = bound(ctx, &Some(l.clone()))?;
-                    let ub = bound(ctx, &Some(h.clone()))?;
-                    let mut xs = Vec::with_capacity(n);
+                    let lb = bound(ctx, Some(l))?;
+                    let ub = bound(ctx, Some(h))?;
                     for i in 0..n {
                         let (a, b) = (at(&lb, i, 0.0), at(&ub, i, 0.0));
                         xs.push(
-                            transforms::lub_constrain(ctx.tape, u[i], a, b, log_jac)
+                            transforms::lub_constrain(ctx.tape, u(i), a, b, log_jac)
                                 .map_err(loc)?,
                         );
                     }
-                    xs
                 }
                 Transform::Affine(o, m) => {
-                    let ov = bound(ctx, o)?;
-                    let mv = bound(ctx, m)?;
-                    let mut xs = Vec::with_capacity(n);
+                    let ov = bound(ctx, o.as_ref())?;
+                    let mv = bound(ctx, m.as_ref())?;
                     for i in 0..n {
                         let (a, b) = (at(&ov, i, 0.0), at(&mv, i, 1.0));
                         xs.push(
-                            transforms::affine_constrain(ctx.tape, u[i], a, b, log_jac)
+                            transforms::affine_constrain(ctx.tape, u(i), a, b, log_jac)
                                 .map_err(loc)?,
                         );
                     }
-                    xs
                 }
                 Transform::Ordered | Transform::PositiveOrdered => {
                     let k = p.base.size();
                     let pos = matches!(p.transform, Transform::PositiveOrdered);
-                    u.chunks(k.max(1))
-                        .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac))
-                        .collect()
+                    let u = u_list();
+                    xs.extend(
+                        u.chunks(k.max(1))
+                            .flat_map(|c| transforms::ordered_constrain(ctx.tape, c, pos, log_jac)),
+                    );
                 }
                 Transform::CholeskyCorr
                 | Transform::CholeskyCov
@@ -391,7 +398,7 @@ impl Model {
                 | Transform::CorrMatrix => {
                     let (k, _) = p.base.matrix_dims();
                     let per = p.free / (n / (k * k).max(1)).max(1);
-                    let mut xs = Vec::with_capacity(n);
+                    let u = u_list();
                     for c in 0..n / (k * k).max(1) {
                         let y = &u[c * per..(c + 1) * per];
                         xs.extend(match p.transform {
@@ -407,21 +414,23 @@ impl Model {
                             _ => transforms::cov_matrix_constrain(ctx.tape, y, k, log_jac),
                         });
                     }
-                    xs
                 }
                 Transform::Simplex => {
                     let k = p.base.size();
                     if k == 1 {
                         // simplex[1] has no free coordinate: every element is 1.
-                        vec![S::C(1.0); n]
+                        xs.resize(n, S::C(1.0));
                     } else {
-                        u.chunks(k - 1)
-                            .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac))
-                            .collect()
+                        let u = u_list();
+                        xs.extend(
+                            u.chunks(k - 1)
+                                .flat_map(|c| transforms::simplex_constrain(ctx.tape, c, log_jac)),
+                        );
                     }
                 }
-            };
+            }
             let v = value::tensor_from_s(ctx.tape, p.arr.clone(), p.base, &xs);
+            ctx.tape.spare_s = xs;
             ctx.env[p.slot as usize] = v;
         }
         self.bind_imputed(ctx);
@@ -491,7 +500,8 @@ impl Model {
             ctx.funcs = &self.funcs;
             ctx.fast_loops = self.fast_loops;
             ctx.fuse_glm = self.fuse_glm;
-            let mut lj = Vec::new();
+            let mut lj = std::mem::take(&mut ctx.tape.spare_s2);
+            lj.clear();
             let r = (|| -> Result<(), Located> {
                 self.bind_params(&mut ctx, &mut lj)?;
                 if jacobian {
@@ -530,16 +540,17 @@ impl Model {
                 }
                 Ok(())
             })();
+            ctx.tape.spare_s2 = lj;
             r.map_err(|l| self.density_error(l))?;
             let value = ctx.target_value();
             if value.is_nan() {
                 return Err(DensityError::recoverable("log density is NaN"));
             }
-            let seeds = std::mem::take(&mut ctx.target_v);
-            drop(ctx);
+            let seeds = ctx.recycle();
             if let Some(g) = grad {
                 tape.gradient(&seeds, g);
             }
+            tape.spare_target = seeds;
             Ok(value)
         })
     }

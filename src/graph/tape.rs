@@ -12,7 +12,7 @@ use std::sync::Arc;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::kernel::{self, KernelBuffers};
-use super::value::Slots;
+use super::value::{Slots, Value};
 
 /// One real scalar seen by the interpreter: a constant, or a slot of the tape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -122,6 +122,20 @@ pub struct Tape {
     /// When false, no nodes or partials are stored (the value-only path); values still are, so
     /// that both paths see the same `is_var` flags and return the same value.
     pub recording: bool,
+    /// The environment buffer of the last evaluation context, kept for the next
+    /// (`eval::Ctx::new`, `eval::Ctx::recycle`).
+    pub(crate) spare_env: Vec<Value>,
+    /// The target-slot buffer of the last evaluation, kept for the next.
+    pub(crate) spare_target: Vec<u32>,
+    /// The argument buffer of the last `~` statement, kept for the next.
+    pub(crate) spare_vals: Vec<Value>,
+    /// Scalar buffers of the parameter transforms (`Model::bind_params`) and of the
+    /// Jacobian terms, kept for the next evaluation.
+    pub(crate) spare_s: Vec<S>,
+    pub(crate) spare_s2: Vec<S>,
+    /// Empty argument buffers of built-in calls, one per nesting level in use so far
+    /// (`eval::expr`: a call takes one and gives it back).
+    pub(crate) spare_args: Vec<Vec<Value>>,
 }
 
 impl Tape {

@@ -212,7 +212,144 @@ pub enum Value {
     Real(f64),
     Var(u32),
     /// Boxed so that scalar values (the inner loops) stay small.
-    T(Box<Tensor>),
+    T(TBox),
+}
+
+/// Most boxes kept in the per-thread pool of [`TBox`].
+const TBOX_POOL_MAX: usize = 256;
+
+thread_local! {
+    /// Spare tensor boxes, emptied ([`Tensor::EMPTY`]), for [`TBox::new`].
+    static TBOX_POOL: std::cell::RefCell<Vec<Box<Tensor>>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
+}
+
+thread_local! {
+    /// Spare uniquely owned buffers of reals, for [`pooled_reals`].
+    static REALS_POOL: std::cell::RefCell<Vec<Arc<Vec<f64>>>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
+}
+
+/// A uniquely owned buffer of `n` copies of `fill`, reusing a buffer given back by
+/// [`recycle_reals`] when there is one (the declarations of local containers in the model block
+/// run at every evaluation; issue 12, allocation-free evaluation).
+pub fn pooled_reals(n: usize, fill: f64) -> Arc<Vec<f64>> {
+    let pooled = REALS_POOL
+        .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+        .ok()
+        .flatten();
+    if let Some(mut a) = pooled
+        && let Some(v) = Arc::get_mut(&mut a)
+    {
+        v.clear();
+        v.resize(n, fill);
+        return a;
+    }
+    Arc::new(vec![fill; n])
+}
+
+/// Gives a buffer of reals back for [`pooled_reals`] when nothing else shares it (else just
+/// drops this reference).
+pub fn recycle_reals(mut a: Arc<Vec<f64>>) {
+    if Arc::get_mut(&mut a).is_none() {
+        return;
+    }
+    let _ = REALS_POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut()
+            && p.len() < 64
+        {
+            p.push(a);
+        }
+    });
+}
+
+/// Gives the buffers of reals held by `v` back for [`pooled_reals`] (see [`recycle_reals`]).
+pub fn recycle_value(v: Value) {
+    if let Value::T(t) = v {
+        let t = t.into_inner();
+        if let Data::Real(a) = t.data {
+            recycle_reals(a);
+        }
+    }
+}
+
+impl Tensor {
+    /// A tensor that owns nothing (what a pooled box holds while it waits).
+    const EMPTY: Tensor = Tensor {
+        arr: Vec::new(),
+        base: Base::Scalar,
+        data: Data::Var(Slots::Range { start: 0, n: 0 }),
+    };
+}
+
+/// The box of a [`Value::T`]: a `Box<Tensor>` taken from, and given back to, a per-thread pool,
+/// so that the interpreter's vector temporaries allocate nothing once an evaluation has been
+/// run (issue 12, allocation-free evaluation). On drop the tensor's own buffers are released at
+/// once (the pooled box holds [`Tensor::EMPTY`]); only the box itself is kept.
+#[derive(Debug)]
+pub struct TBox(Option<Box<Tensor>>);
+
+impl TBox {
+    /// Boxes `t`, reusing a pooled box when there is one.
+    pub fn new(t: Tensor) -> TBox {
+        let pooled = TBOX_POOL
+            .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten();
+        match pooled {
+            Some(mut b) => {
+                *b = t;
+                TBox(Some(b))
+            }
+            None => TBox(Some(Box::new(t))),
+        }
+    }
+
+    /// The tensor, moved out of the box (the box goes back to the pool).
+    pub fn into_inner(mut self) -> Tensor {
+        std::mem::replace(&mut *self, Tensor::EMPTY)
+    }
+}
+
+impl Drop for TBox {
+    fn drop(&mut self) {
+        let Some(mut b) = self.0.take() else { return };
+        *b = Tensor::EMPTY;
+        let _ = TBOX_POOL.try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut()
+                && p.len() < TBOX_POOL_MAX
+            {
+                p.push(b);
+            }
+        });
+    }
+}
+
+impl Clone for TBox {
+    fn clone(&self) -> TBox {
+        TBox::new((**self).clone())
+    }
+}
+
+impl std::ops::Deref for TBox {
+    type Target = Tensor;
+    #[inline(always)]
+    fn deref(&self) -> &Tensor {
+        self.0
+            .as_deref()
+            .expect("a TBox holds its box until dropped")
+    }
+}
+
+impl std::ops::DerefMut for TBox {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Tensor {
+        self.0
+            .as_deref_mut()
+            .expect("a TBox holds its box until dropped")
+    }
 }
 
 /// An index after evaluation (1-based, unchecked).
@@ -289,7 +426,7 @@ impl Value {
                 Data::Var(v) => Value::Var(v.at(0)),
             }
         } else {
-            Value::T(Box::new(t))
+            Value::T(TBox::new(t))
         }
     }
 
@@ -375,6 +512,19 @@ impl Value {
 /// Builds a tensor from scalars: constant storage if none is a variable, else slots (constants
 /// become leaves).
 pub fn tensor_from_s(tape: &mut Tape, arr: Vec<usize>, base: Base, elems: &[S]) -> Value {
+    // A bare scalar, and consecutive slots, need no list (no allocation).
+    if arr.is_empty() && base == Base::Scalar && elems.len() == 1 {
+        return Value::from_s(elems[0]);
+    }
+    if let Some(&S::V(first)) = elems.first()
+        && elems
+            .iter()
+            .enumerate()
+            .all(|(i, s)| *s == S::V(first.wrapping_add(i as u32)))
+    {
+        let data = Data::Var(Slots::range(first, elems.len()));
+        return Value::from_tensor(Tensor { arr, base, data });
+    }
     let data = if elems.iter().all(|s| matches!(s, S::C(_))) {
         Data::Real(Arc::new(
             elems

@@ -84,7 +84,14 @@ impl Ctx<'_> {
             Sum | Prod | Mean | Sd | Variance | LogSumExp | Min | Max | DotSelf => {
                 arity(1)?;
                 let x = &v[0];
-                let xs = x.values(tape);
+                // Constant storage is read in place (no copy).
+                let xs: std::borrow::Cow<[f64]> = match x {
+                    Value::T(t) => match &t.data {
+                        Data::Real(a) | Data::Int(a) => std::borrow::Cow::Borrowed(&a[..]),
+                        Data::Var(_) => std::borrow::Cow::Owned(x.values(tape)),
+                    },
+                    _ => std::borrow::Cow::Owned(x.values(tape)),
+                };
                 let n = xs.len();
                 match b {
                     Sum => {
@@ -311,13 +318,24 @@ impl Ctx<'_> {
             ToVector | ToRowVector | ToArray1d => {
                 arity(1)?;
                 let n = v[0].num_elements();
-                let offs: Vec<usize> = (0..n).collect();
                 let (arr, base) = match b {
                     ToVector => (vec![], Base::Vector(n)),
                     ToRowVector => (vec![], Base::RowVector(n)),
                     _ => (vec![n], Base::Scalar),
                 };
-                let r = permute(&v[0], &offs, arr, base);
+                // Storage order is the result's order: the data as it is, reshaped (no copy
+                // of a tensor's slots or values).
+                let r = match &v[0] {
+                    Value::T(t) => Value::from_tensor(Tensor {
+                        arr,
+                        base,
+                        data: t.data.clone(),
+                    }),
+                    x => {
+                        let offs: Vec<usize> = (0..n).collect();
+                        permute(x, &offs, arr, base)
+                    }
+                };
                 if b == ToArray1d { r } else { to_real(r) }
             }
             ToMatrix => match v.len() {

@@ -166,23 +166,29 @@ impl Ctx<'_> {
                 Value::Int(!truthy(self.tape, &v)? as i64)
             }
             Ex::Call(b, args) => {
-                let mut vals = Vec::with_capacity(args.len());
+                let mut vals = self.tape.spare_args.pop().unwrap_or_default();
                 for a in args {
                     vals.push(self.eval(a)?);
                 }
-                self.call(*b, &vals)?
+                let r = self.call(*b, &vals);
+                vals.clear();
+                self.tape.spare_args.push(vals);
+                r?
             }
             Ex::Lpdf {
                 family,
                 propto,
                 args,
             } => {
-                let mut vals = Vec::with_capacity(args.len());
+                let mut vals = self.tape.spare_args.pop().unwrap_or_default();
                 for a in args {
                     vals.push(self.eval(a)?);
                 }
                 let propto = *propto && !self.normalised;
-                Value::from_s(self.lpdf(*family, &vals, propto)?)
+                let r = self.lpdf(*family, &vals, propto);
+                vals.clear();
+                self.tape.spare_args.push(vals);
+                Value::from_s(r?)
             }
             Ex::UserCall(fi, args) => {
                 let funcs = self.funcs;

@@ -34,10 +34,92 @@ const BLOCK: usize = 1024;
 /// Arguments of a fused family: the variate, the linear predictor and up to two more.
 const MAX_ARGS: usize = 4;
 
+/// A buffer of the fused pass taken from a per-thread pool and given back when dropped, so
+/// that the pass allocates nothing once it has run (issue 12, allocation-free evaluation).
+struct Buf<T: Pooled>(Vec<T>);
+
+/// Element types with a per-thread pool of spare [`Buf`] vectors.
+trait Pooled: Copy + 'static {
+    fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>>;
+}
+
+thread_local! {
+    static F64_POOL: std::cell::RefCell<Vec<Vec<f64>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static U32_POOL: std::cell::RefCell<Vec<Vec<u32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Pooled for f64 {
+    fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<f64>>>> {
+        &F64_POOL
+    }
+}
+
+impl Pooled for u32 {
+    fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<u32>>>> {
+        &U32_POOL
+    }
+}
+
+impl<T: Pooled> Buf<T> {
+    /// An empty buffer (a pooled one when there is one).
+    fn new() -> Buf<T> {
+        let v = T::pool()
+            .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        Buf(v)
+    }
+
+    /// `n` copies of `x`.
+    fn filled(n: usize, x: T) -> Buf<T> {
+        let mut b = Buf::new();
+        b.0.resize(n, x);
+        b
+    }
+
+    /// The values of `it`.
+    fn from_iter(it: impl IntoIterator<Item = T>) -> Buf<T> {
+        let mut b = Buf::new();
+        b.0.extend(it);
+        b
+    }
+}
+
+impl<T: Pooled> Drop for Buf<T> {
+    fn drop(&mut self) {
+        let mut v = std::mem::take(&mut self.0);
+        if v.capacity() == 0 {
+            return;
+        }
+        v.clear();
+        let _ = T::pool().try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut()
+                && p.len() < 32
+            {
+                p.push(v);
+            }
+        });
+    }
+}
+
+impl<T: Pooled> std::ops::Deref for Buf<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.0
+    }
+}
+
+impl<T: Pooled> std::ops::DerefMut for Buf<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        &mut self.0
+    }
+}
+
 /// A real argument as the fused pass reads it: a scalar, or one value per row.
 enum Col {
     Scalar(f64),
-    Rows(Vec<f64>),
+    Rows(Buf<f64>),
 }
 
 impl Col {
@@ -53,7 +135,7 @@ impl Col {
 /// depends on parameters (`None` for data).
 struct Input {
     col: Col,
-    slots: Option<Vec<u32>>,
+    slots: Option<Buf<u32>>,
 }
 
 impl Ctx<'_> {
@@ -68,7 +150,7 @@ impl Ctx<'_> {
                 },
                 S::V(i) => Input {
                     col: Col::Scalar(self.tape.val[i as usize]),
-                    slots: Some(vec![i]),
+                    slots: Some(Buf::filled(1, i)),
                 },
             });
         }
@@ -78,13 +160,15 @@ impl Ctx<'_> {
         }
         Some(match &t.data {
             Data::Real(xs) | Data::Int(xs) => Input {
-                col: Col::Rows(xs.to_vec()),
+                col: Col::Rows(Buf::from_iter(xs.iter().copied())),
                 slots: None,
             },
             Data::Var(ix) => {
-                let slots: Vec<u32> = ix.iter().collect();
+                let slots = Buf::from_iter(ix.iter());
                 Input {
-                    col: Col::Rows(slots.iter().map(|&i| self.tape.val[i as usize]).collect()),
+                    col: Col::Rows(Buf::from_iter(
+                        slots.iter().map(|&i| self.tape.val[i as usize]),
+                    )),
                     slots: Some(slots),
                 }
             }
@@ -112,8 +196,17 @@ impl Ctx<'_> {
             Data::Real(a) | Data::Int(a) => a.clone(),
             Data::Var(_) => return Ok(None),
         };
-        let y = self.eval(lhs)?;
-        let ys: Arc<Vec<f64>> = match &y {
+        // A data outcome is read in place (no clone of its value).
+        let globals = self.globals;
+        let owned;
+        let y: &Value = match lhs {
+            super::super::ir::Ex::Global(g) => &globals[*g as usize],
+            e => {
+                owned = self.eval(e)?;
+                &owned
+            }
+        };
+        let ys: Arc<Vec<f64>> = match y {
             Value::T(t) if t.data.len() == n => match &t.data {
                 Data::Real(a) | Data::Int(a) => a.clone(),
                 Data::Var(_) => return Ok(None),
@@ -140,57 +233,71 @@ impl Ctx<'_> {
         if args.is_empty() || args.len() + 1 > MAX_ARGS {
             return Ok(None);
         }
-        let mut rest = Vec::with_capacity(args.len() - 1);
-        for a in &args[1..] {
+        // The further arguments (at most MAX_ARGS − 2), on the stack.
+        let mut rest_buf: [Option<Input>; MAX_ARGS - 2] = [None, None];
+        let n_rest = args.len() - 1;
+        for (j, a) in args[1..].iter().enumerate() {
             let v = self.eval(a)?;
             match self.glm_input(&v, n) {
-                Some(i) => rest.push(i),
+                Some(i) => rest_buf[j] = Some(i),
                 None => return Ok(None),
             }
         }
-        let beta_vals: Vec<f64> = match &beta.col {
-            Col::Scalar(x) => vec![*x],
-            Col::Rows(v) => v.clone(),
+        let rest: [&Input; MAX_ARGS - 2] = match &rest_buf {
+            [Some(a), Some(b)] => [a, b],
+            [Some(a), None] => [a, a],
+            _ => [&beta, &beta],
+        };
+        let rest = &rest[..n_rest];
+        let beta_vals: Buf<f64> = match &beta.col {
+            Col::Scalar(x) => Buf::filled(1, *x),
+            Col::Rows(v) => Buf::from_iter(v.iter().copied()),
         };
         let eta_var = beta.slots.is_some() || alpha.as_ref().is_some_and(|a| a.slots.is_some());
         // The flags of the family's arguments: (y, η, rest…).
-        let mut is_var = vec![false, eta_var];
-        is_var.extend(rest.iter().map(|r| r.slots.is_some()));
+        let mut is_var_buf = [false; MAX_ARGS];
+        is_var_buf[1] = eta_var;
+        for (f, r) in is_var_buf[2..].iter_mut().zip(rest) {
+            *f = r.slots.is_some();
+        }
+        let is_var = &is_var_buf[..2 + n_rest];
         if !is_var.iter().any(|&b| b) {
             return Ok(None);
         }
         let recording = self.tape.recording;
         // Accumulated partials: β (K), α (1 or N), and each further argument (1 or N).
-        let mut g_beta = vec![
-            0.0;
+        let mut g_beta = Buf::filled(
             if recording && beta.slots.is_some() {
                 k
             } else {
                 0
-            }
-        ];
+            },
+            0.0,
+        );
         let mut g_alpha = match &alpha {
             Some(Input {
                 col,
                 slots: Some(_),
-            }) if recording => vec![
-                0.0;
+            }) if recording => Buf::filled(
                 match col {
                     Col::Scalar(_) => 1,
                     Col::Rows(_) => n,
-                }
-            ],
-            _ => Vec::new(),
+                },
+                0.0,
+            ),
+            _ => Buf::new(),
         };
-        let mut g_rest: Vec<Vec<f64>> = rest
-            .iter()
-            .map(|r| match (&r.slots, &r.col, recording) {
-                (Some(_), Col::Scalar(_), true) => vec![0.0],
-                (Some(_), Col::Rows(_), true) => vec![0.0; n],
-                _ => Vec::new(),
-            })
-            .collect();
-        let mut eta = vec![0.0; BLOCK.min(n.max(1))];
+        let g_size = |r: &Input| match (&r.slots, &r.col, recording) {
+            (Some(_), Col::Scalar(_), true) => 1,
+            (Some(_), Col::Rows(_), true) => n,
+            _ => 0,
+        };
+        let mut g_rest: [Buf<f64>; MAX_ARGS - 2] = [Buf::new(), Buf::new()];
+        for (g, r) in g_rest.iter_mut().zip(rest) {
+            g.resize(g_size(r), 0.0);
+        }
+        let g_rest = &mut g_rest[..n_rest];
+        let mut eta = Buf::filled(BLOCK.min(n.max(1)), 0.0);
         let mut value = 0.0;
         let mut r0 = 0;
         while r0 < n {
@@ -215,7 +322,7 @@ impl Ctx<'_> {
                     MatMut::from_column_major_slice_mut(eta, nb, 1),
                     Accum::Add,
                     xb,
-                    MatRef::from_column_major_slice(&beta_vals, k, 1),
+                    MatRef::from_column_major_slice(&beta_vals[..], k, 1),
                     1.0,
                     Par::Seq,
                 );
@@ -225,13 +332,13 @@ impl Ctx<'_> {
             let mut block_args = [Arg::Scalar(0.0); MAX_ARGS];
             block_args[0] = Arg::Vector(&ys[r0..r0 + nb]);
             block_args[1] = Arg::Vector(eta);
-            for (a, r) in block_args[2..].iter_mut().zip(&rest) {
+            for (a, r) in block_args[2..].iter_mut().zip(rest) {
                 *a = r.col.block(r0, nb);
             }
             let term = match distributions::log_density_checked(
                 family,
                 &block_args[..2 + rest.len()],
-                &is_var,
+                is_var,
                 propto,
                 variate_checked,
             ) {
@@ -248,7 +355,7 @@ impl Ctx<'_> {
                     {
                         // ∂/∂β += X_blockᵀ · ∂/∂η_block
                         matmul(
-                            MatMut::from_column_major_slice_mut(&mut g_beta, k, 1),
+                            MatMut::from_column_major_slice_mut(&mut g_beta[..], k, 1),
                             Accum::Add,
                             xb.transpose(),
                             MatRef::from_column_major_slice(d_eta, nb, 1),
@@ -279,7 +386,7 @@ impl Ctx<'_> {
         let base = self.tape.entries_base();
         let mut entries = 0;
         let mut push =
-            |tape: &mut super::super::tape::Tape, slots: &Option<Vec<u32>>, g: &[f64]| {
+            |tape: &mut super::super::tape::Tape, slots: &Option<Buf<u32>>, g: &[f64]| {
                 if let Some(slots) = slots {
                     for (&s, &d) in slots.iter().zip(g) {
                         tape.entry(s, d);
@@ -291,7 +398,7 @@ impl Ctx<'_> {
         if let Some(a) = &alpha {
             push(self.tape, &a.slots, &g_alpha);
         }
-        for (r, g) in rest.iter().zip(&g_rest) {
+        for (r, g) in rest.iter().zip(g_rest.iter()) {
             push(self.tape, &r.slots, g);
         }
         self.tape.finish(out, 1, entries, base);

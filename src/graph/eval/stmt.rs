@@ -48,7 +48,9 @@ impl Ctx<'_> {
                 plan,
             } => {
                 let propto = !self.normalised;
-                let mut vals = Vec::with_capacity(args.len() + 1);
+                // The tape's spare buffer (no allocation per statement once it has grown).
+                let mut vals = std::mem::take(&mut self.tape.spare_vals);
+                vals.clear();
                 vals.push(self.eval(lhs).map_err(loc)?);
                 for a in args {
                     vals.push(self.eval(a).map_err(loc)?);
@@ -65,6 +67,8 @@ impl Ctx<'_> {
                     self.truncate(*family, &mut vals, lo.as_ref(), hi.as_ref())
                         .map_err(loc)?;
                 }
+                vals.clear();
+                self.tape.spare_vals = vals;
             }
             StKind::TargetPlus(e) => {
                 let v = self.eval(e).map_err(loc)?;
@@ -268,7 +272,7 @@ impl Ctx<'_> {
                 let data = if ty.int {
                     Data::Int(Arc::new(vec![0.0; n]))
                 } else {
-                    Data::Real(Arc::new(vec![f64::NAN; n]))
+                    Data::Real(super::super::value::pooled_reals(n, f64::NAN))
                 };
                 Ok(Value::from_tensor(Tensor { arr, base, data }))
             }

@@ -10,7 +10,7 @@ const LOOP_CHECK_EVERY: i64 = 1 << 16;
 
 use super::super::scalar::{B, U};
 use super::super::tape::Tape;
-use super::super::value::{Base, Data, Slots, Value, single_offset};
+use super::super::value::{Base, Data, Slots, Value, pooled_reals, recycle_reals, single_offset};
 
 use super::*;
 
@@ -519,7 +519,21 @@ pub fn run(
     };
     // Check types, lay out memory, build container views.
     let mut n_mem = k.n_cells as usize;
-    let mut crt: Vec<CRt> = Vec::with_capacity(k.conts.len());
+    // Container views on the stack for the usual few containers (no allocation per run).
+    const NO_VIEW: CRt<'static> = CRt {
+        view: View::Const(&[]),
+        arr: &[],
+        base: Base::Scalar,
+        len: 0,
+    };
+    let mut crt_stack: [CRt; 16] = [NO_VIEW; 16];
+    let mut crt_heap: Vec<CRt> = Vec::new();
+    let crt: &mut [CRt] = if k.conts.len() <= crt_stack.len() {
+        &mut crt_stack[..k.conts.len()]
+    } else {
+        crt_heap.resize(k.conts.len(), NO_VIEW);
+        &mut crt_heap
+    };
     for v in &k.vars {
         let Some(val) = value_of(v.src) else {
             return false;
@@ -528,7 +542,7 @@ pub fn run(
             return false;
         }
     }
-    for d in &k.conts {
+    for (ci, d) in k.conts.iter().enumerate() {
         let Some(Value::T(t)) = value_of(d.src) else {
             return false;
         };
@@ -543,12 +557,12 @@ pub fn run(
                 Data::Var(ix) => View::Var(ix),
             }
         };
-        crt.push(CRt {
+        crt[ci] = CRt {
             view,
             arr: &t.arr,
             base: t.base,
             len,
-        });
+        };
     }
     if n_mem >= TAPE_BIT as usize {
         return false;
@@ -585,7 +599,7 @@ pub fn run(
             _ => {}
         }
     }
-    for (c, (d, r)) in k.conts.iter().zip(&crt).enumerate() {
+    for (c, (d, r)) in k.conts.iter().zip(crt.iter()).enumerate() {
         if let View::Var(_) = r.view {
             cact[c] = 1;
         }
@@ -628,7 +642,7 @@ pub fn run(
             normalised,
             terms: &mut terms,
             n_var_terms: 0,
-            crt: &crt,
+            crt,
             val,
             segs: &mut kb.segs,
             parts: &mut kb.parts,
@@ -646,7 +660,7 @@ pub fn run(
         kb.parts.truncate(p0);
         kb.addrs.truncate(a0);
     }
-    drop(crt);
+    drop(crt_heap);
     if ok {
         write_back(
             k,
@@ -689,10 +703,12 @@ pub(super) fn write_back(
     (target_c, target_v): (&mut f64, &mut Vec<u32>),
 ) {
     let recording = tape.recording;
-    let mut io_in: Vec<u32> = Vec::new();
-    let mut io_out: Vec<u32> = Vec::new();
+    // Inputs then outputs go straight into the kernel buffers' `io` (dropped again below when
+    // nothing is recorded).
+    let i0 = tape.kb.io.len();
     // Inputs: parameter-dependent scalars and written containers as they were on entry.
     if recording {
+        let io_in = &mut tape.kb.io;
         let mut mem_base = k.n_cells as usize;
         for v in &k.vars {
             let Src::Local(slot) = v.src else { continue };
@@ -714,6 +730,7 @@ pub(super) fn write_back(
             }
         }
     }
+    let i1 = tape.kb.io.len();
     let mut mem_base = k.n_cells as usize;
     for v in &k.vars {
         let Src::Local(slot) = v.src else { continue };
@@ -728,12 +745,19 @@ pub(super) fn write_back(
                 if cact[c as usize] != 0 {
                     let out = tape.alloc(n);
                     tape.val[out as usize..out as usize + n].copy_from_slice(xs);
-                    t.data = Data::Var(Slots::range(out, n));
-                    io_out.extend([mem_base as u32, out, n as u32]);
+                    let old = std::mem::replace(&mut t.data, Data::Var(Slots::range(out, n)));
+                    if let Data::Real(a) = old {
+                        recycle_reals(a);
+                    }
+                    tape.kb.io.extend([mem_base as u32, out, n as u32]);
                 } else {
                     match &mut t.data {
                         Data::Real(a) => Arc::make_mut(a).copy_from_slice(xs),
-                        data => *data = Data::Real(Arc::new(xs.to_vec())),
+                        data => {
+                            let mut a = pooled_reals(n, 0.0);
+                            Arc::make_mut(&mut a).copy_from_slice(xs);
+                            *data = Data::Real(a);
+                        }
                     }
                 }
                 mem_base += n;
@@ -743,7 +767,7 @@ pub(super) fn write_back(
                 let x = m[c as usize];
                 *cur = if act[c as usize] != 0 {
                     let out = tape.leaf(x);
-                    io_out.extend([c, out, 1]);
+                    tape.kb.io.extend([c, out, 1]);
                     Value::Var(out)
                 } else {
                     Value::Real(x)
@@ -767,12 +791,9 @@ pub(super) fn write_back(
         }
     }
     let kb = tape.kernel_parts().1;
-    if recording && (!io_out.is_empty() || n_var > 0) {
-        let i0 = kb.io.len() as u32;
-        kb.io.extend_from_slice(&io_in);
-        let i1 = kb.io.len() as u32;
-        kb.io.extend_from_slice(&io_out);
-        let i2 = kb.io.len() as u32;
+    let i2 = kb.io.len();
+    if recording && (i2 > i1 || n_var > 0) {
+        let (i0, i1, i2) = (i0 as u32, i1 as u32, i2 as u32);
         kb.recs.push(KernelRecord {
             kernel: k.clone(),
             segs: (s0 as u32, kb.segs.len() as u32),
@@ -787,6 +808,7 @@ pub(super) fn write_back(
         tape.push_kernel_node(r);
     } else {
         // Nothing downstream depends on this run: drop its trace.
+        kb.io.truncate(i0);
         kb.segs.truncate(s0);
         kb.parts.truncate(p0);
         kb.addrs.truncate(a0);
