@@ -62,6 +62,7 @@ fn run(model: &Model, name: &'static str, method: Method, diagonal: bool) -> Row
         FitDetails::Laplace(l) => format!("{} L-BFGS", l.optimization.iterations),
         FitDetails::Mcmc(m) => format!("{} chains", m.chains.len()),
         FitDetails::Optimize(o) => format!("{}", o.lbfgs.iterations),
+        FitDetails::Pathfinder(p) => format!("{} paths", p.paths.len()),
     };
     Row {
         method: name,
