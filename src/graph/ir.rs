@@ -332,11 +332,15 @@ pub enum OdeMethod {
 pub struct OdeEx {
     /// The solver's name as called (for messages).
     pub name: &'static str,
+    /// Which integrator.
     pub method: OdeMethod,
     /// The system function (index into the model's function table).
     pub func: u32,
+    /// The initial state (a vector; its size is the number of states).
     pub y0: Ex,
+    /// The initial time (data).
     pub t0: Ex,
+    /// The output times (data: an array of reals after `t0`, non-decreasing).
     pub ts: Ex,
     /// `rtol, atol, max_num_steps` of the `_tol` forms.
     pub tol: Option<Box<[Ex; 3]>>,
