@@ -10,7 +10,7 @@ use crate::syntax::ast::{
 };
 
 use super::error::GraphError;
-use super::ir::{BaseEx, DeclTy, Ex, FuncIr, IxEx, PArg, St, StKind, builtin};
+use super::ir::{BaseEx, DeclTy, Ex, FuncIr, IxEx, OdeEx, OdeMethod, PArg, St, StKind, builtin};
 
 /// Where a name lives.
 #[derive(Clone, Copy, Debug)]
@@ -155,6 +155,9 @@ impl Compiler {
     fn call(&self, name: &ast::Ident, args: &[Expr]) -> Result<Ex, GraphError> {
         let n = name.name.as_str();
         let span = name.span;
+        if crate::semantics::is_ode_solver(n) && !self.funcs.contains_key(n) {
+            return self.ode_call(n, args, span);
+        }
         if let Some(kind) = n.strip_prefix("std_normal_") {
             let mut a = self.exprs(args)?;
             let family = distributions::Family::Normal;
@@ -251,6 +254,47 @@ impl Compiler {
             name: n.to_string(),
             span,
         })
+    }
+
+    /// Lowers `ode_rk45(f, y0, t0, ts, ...)` and the other solvers (checked by
+    /// `semantics::check::ode`): the first argument names the system function.
+    fn ode_call(&self, n: &str, args: &[Expr], span: Span) -> Result<Ex, GraphError> {
+        let (name, method) = match n {
+            "ode_rk45" => ("ode_rk45", OdeMethod::Rk45),
+            "ode_rk45_tol" => ("ode_rk45_tol", OdeMethod::Rk45),
+            "ode_bdf" => ("ode_bdf", OdeMethod::Bdf),
+            _ => ("ode_bdf_tol", OdeMethod::Bdf),
+        };
+        let fixed = if n.ends_with("_tol") { 7 } else { 4 };
+        let func = match args.first().map(|a| &a.kind) {
+            Some(ExprKind::Var(f)) => self.funcs.get(f).copied(),
+            _ => None,
+        };
+        let (Some(func), true) = (func, args.len() >= fixed) else {
+            return Err(GraphError::UnknownFunction {
+                name: n.to_string(),
+                span,
+            });
+        };
+        let tol = if fixed == 7 {
+            Some(Box::new([
+                self.expr(&args[4])?,
+                self.expr(&args[5])?,
+                self.expr(&args[6])?,
+            ]))
+        } else {
+            None
+        };
+        Ok(Ex::Ode(Box::new(OdeEx {
+            name,
+            method,
+            func,
+            y0: self.expr(&args[1])?,
+            t0: self.expr(&args[2])?,
+            ts: self.expr(&args[3])?,
+            tol,
+            args: self.exprs(&args[fixed..])?,
+        })))
     }
 
     /// Lowers a sized type (constraints are handled by the caller).

@@ -21,6 +21,7 @@ mod expr;
 mod glm;
 pub(crate) mod matrix;
 mod multivariate;
+mod ode;
 mod stmt;
 
 pub use call::{append_row, check_shape};

@@ -308,11 +308,44 @@ pub enum Ex {
         family: MvFamily,
         args: Vec<Ex>,
     },
+    /// `ode_rk45(f, y0, t0, ts, ...)`, `ode_bdf(…)` and their `_tol` forms
+    /// (`super::ode`).
+    Ode(Box<OdeEx>),
     Index(Box<Ex>, Vec<IxEx>),
     Ternary(Box<Ex>, Box<Ex>, Box<Ex>),
     RowVec(Vec<Ex>),
     Array(Vec<Ex>),
     Transpose(Box<Ex>),
+}
+
+/// The integrator of an ODE solver call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OdeMethod {
+    /// `ode_rk45`: adaptive Dormand–Prince 5(4).
+    Rk45,
+    /// `ode_bdf`: variable-order, variable-step BDF (orders 1–5).
+    Bdf,
+}
+
+/// A lowered ODE solver call: `method(f, y0, t0, ts[, rtol, atol, max_num_steps], args...)`.
+#[derive(Clone, Debug)]
+pub struct OdeEx {
+    /// The solver's name as called (for messages).
+    pub name: &'static str,
+    /// Which integrator.
+    pub method: OdeMethod,
+    /// The system function (index into the model's function table).
+    pub func: u32,
+    /// The initial state (a vector; its size is the number of states).
+    pub y0: Ex,
+    /// The initial time (data).
+    pub t0: Ex,
+    /// The output times (data: an array of reals after `t0`, non-decreasing).
+    pub ts: Ex,
+    /// `rtol, atol, max_num_steps` of the `_tol` forms.
+    pub tol: Option<Box<[Ex; 3]>>,
+    /// The trailing arguments, passed to `func` after `t` and `y`.
+    pub args: Vec<Ex>,
 }
 
 /// A lowered index.

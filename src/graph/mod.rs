@@ -20,6 +20,7 @@ pub(crate) mod eval;
 pub(crate) mod ir;
 pub(crate) mod kernel;
 pub(crate) mod linalg;
+pub mod ode;
 pub(crate) mod ops;
 pub mod pointwise;
 pub mod scalar;

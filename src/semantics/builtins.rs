@@ -475,6 +475,30 @@ pub static BUILTINS: &[Builtin] = &[
         Some(5),
         "(array[] real | array[] vector x, real sigma, real l, real p) -> matrix; (x1, x2, real sigma, real l, real p) -> matrix: sigma^2 exp(-2 sin^2(pi r / p) / l^2)",
     ),
+    b(
+        "ode_rk45",
+        4,
+        None,
+        "(f, vector y0, real t0, array[] real ts, ...) -> array[] vector: the solution of y' = f(t, y, ...) at the times ts (non-stiff: adaptive Dormand-Prince 5(4); rtol 1e-6, atol 1e-6, max_num_steps 10^6 per output interval); f is a function of the `functions` block, vector f(real t, vector y, ...)",
+    ),
+    b(
+        "ode_rk45_tol",
+        7,
+        None,
+        "(f, vector y0, real t0, array[] real ts, data real rtol, data real atol, int max_num_steps, ...) -> array[] vector: ode_rk45 with explicit tolerances",
+    ),
+    b(
+        "ode_bdf",
+        4,
+        None,
+        "(f, vector y0, real t0, array[] real ts, ...) -> array[] vector: as ode_rk45, for stiff systems (variable-order, variable-step BDF of orders 1-5 with Newton iterations; rtol 1e-10, atol 1e-10, max_num_steps 10^8, as Stan's)",
+    ),
+    b(
+        "ode_bdf_tol",
+        7,
+        None,
+        "(f, vector y0, real t0, array[] real ts, data real rtol, data real atol, int max_num_steps, ...) -> array[] vector: ode_bdf with explicit tolerances",
+    ),
 ];
 
 /// The built-in called `name`.

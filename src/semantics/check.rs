@@ -5,6 +5,7 @@ mod calls;
 mod decls;
 mod dists;
 mod exprs;
+pub(crate) mod ode;
 mod stmts;
 
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -328,6 +328,22 @@ pub enum SemanticError {
         /// Primary label: where the problem is.
         span: Span,
     },
+    /// A misused ODE solver call (`ode_rk45`, `ode_bdf`, their `_tol` forms): the system
+    /// function, an argument's type, or a data-only argument (Stan Functions Reference,
+    /// "Ordinary Differential Equation (ODE) Solvers").
+    #[error("`{function}`: {problem}")]
+    BadOdeCall {
+        /// The solver called.
+        function: String,
+        /// What is wrong, e.g. "the initial time `t0` must be data".
+        problem: String,
+        /// Primary label: where the problem is.
+        span: Span,
+        /// The label text under the span.
+        label: String,
+        /// How to fix it.
+        help: String,
+    },
     /// `_lcdf`/`_lccdf` or truncation on a family without a log CDF.
     #[error("`{family}` has no log CDF, which {what} needs")]
     NoLogCdf {
@@ -508,6 +524,7 @@ impl SemanticError {
             | NonVoidStatement { span, .. }
             | VoidInExpression { span, .. }
             | NonDataArgument { span, .. }
+            | BadOdeCall { span, .. }
             | NoLogCdf { span, .. }
             | DeclaredInLaterBlock { span, .. }
             | FunctionRedefinition { span, .. }
@@ -761,6 +778,12 @@ impl ToDiagnostic for SemanticError {
                      argument"
                         .into(),
                 );
+            }
+            BadOdeCall {
+                span, label, help, ..
+            } => {
+                labels.push(primary(*span, label.clone()));
+                notes.push(format!("help: {help}"));
             }
             DeclaredInLaterBlock {
                 name,

@@ -39,6 +39,7 @@ pub mod reference;
 pub mod types;
 pub mod warnings;
 
+pub(crate) use check::ode::is_ode_solver;
 pub use error::SemanticError;
 pub use types::{Base, Type};
 pub use warnings::Warning;

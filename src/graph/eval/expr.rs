@@ -199,6 +199,7 @@ impl Ctx<'_> {
                 }
                 self.call_user(f, vals)?
             }
+            Ex::Ode(o) => self.ode(o)?,
             Ex::NormalisedUserCall(fi, args) => {
                 let funcs = self.funcs;
                 let f = &funcs[*fi as usize];

@@ -10,8 +10,17 @@ impl<'p> Checker<'p> {
         conditional: bool,
         span: Span,
     ) -> CallType {
-        let tys: Vec<Option<Type>> = args.iter().map(|a| self.expr(a)).collect();
         let fname = name.name.as_str();
+        if super::ode::is_ode_solver(fname) && self.user_function(fname).is_none() {
+            if conditional {
+                self.err(SemanticError::ConditionalNotAllowed {
+                    name: fname.into(),
+                    span: name.span,
+                });
+            }
+            return self.ode_call(fname, args, span);
+        }
+        let tys: Vec<Option<Type>> = args.iter().map(|a| self.expr(a)).collect();
 
         if fname.ends_with("_rng") && !self.rng_allowed() {
             let place = match &self.func {
