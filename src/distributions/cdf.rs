@@ -3,8 +3,10 @@
 //!
 //! Only families whose CDF and its gradient in every argument are available in closed form are
 //! offered: normal, lognormal, cauchy, logistic, double_exponential, exponential, weibull,
-//! uniform, gumbel. Families whose CDF needs an incomplete gamma or beta function (gamma, inv_gamma,
-//! beta, student_t, poisson, binomial, neg_binomial_2) are deliberately absent: their shape
+//! uniform, gumbel, frechet, pareto, pareto_type_2, exp_mod_normal, and beta_binomial (a finite
+//! sum of its mass). Families whose CDF needs an incomplete gamma or beta function (gamma, inv_gamma,
+//! beta, student_t, poisson, binomial, neg_binomial_2), Owen's T (skew_normal) or a Bessel series
+//! (von_mises) are deliberately absent: their shape
 //! gradients are not implemented, and a CDF with wrong gradients is worse than none.
 
 use super::args::{self, Arg, DistError, Term};
@@ -40,6 +42,11 @@ pub fn log_cdf(
         Family::Weibull => super::weibull::lcdf(args, is_var, complement, n),
         Family::Uniform => super::uniform::lcdf(args, is_var, complement, n),
         Family::Gumbel => super::gumbel::lcdf(args, is_var, complement, n),
+        Family::Frechet => super::frechet::lcdf(args, is_var, complement, n),
+        Family::Pareto => super::pareto::lcdf(args, is_var, complement, n),
+        Family::ParetoType2 => super::pareto_type_2::lcdf(args, is_var, complement, n),
+        Family::ExpModNormal => super::exp_mod_normal::lcdf(args, is_var, complement, n),
+        Family::BetaBinomial => super::beta_binomial::lcdf(args, is_var, complement, n),
         Family::StudentT
         | Family::Gamma
         | Family::InvGamma
@@ -50,7 +57,9 @@ pub fn log_cdf(
         | Family::BinomialLogit
         | Family::Poisson
         | Family::PoissonLog
-        | Family::NegBinomial2 => {
+        | Family::NegBinomial2
+        | Family::SkewNormal
+        | Family::VonMises => {
             return Err(DistError {
                 function,
                 message: "not available (no log CDF with gradients is implemented for this family)"
@@ -74,6 +83,11 @@ pub fn has_log_cdf(family: Family) -> bool {
             | Family::Weibull
             | Family::Uniform
             | Family::Gumbel
+            | Family::Frechet
+            | Family::Pareto
+            | Family::ParetoType2
+            | Family::ExpModNormal
+            | Family::BetaBinomial
     )
 }
 

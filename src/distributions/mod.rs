@@ -12,7 +12,9 @@
 //!   `gamma(α = shape, β = rate)`, `inv_gamma(α = shape, β = scale)`, `beta(a, b)`,
 //!   `uniform(α, β)`, `weibull(α = shape, σ = scale)`;
 //! - discrete: `bernoulli(θ)`, `bernoulli_logit(α)`, `binomial(N, θ)`, `binomial_logit(N, α)`,
-//!   `poisson(λ)`, `poisson_log(α)`, `neg_binomial_2(μ, φ)`.
+//!   `poisson(λ)`, `poisson_log(α)`, `neg_binomial_2(μ, φ)`, `beta_binomial(N, α, β)`;
+//! - more continuous: `gumbel(μ, β)`, `skew_normal(ξ, ω, α)`, `frechet(α, σ)`,
+//!   `pareto(y_min, α)`, `pareto_type_2(μ, λ, α)`, `exp_mod_normal(μ, σ, λ)`, `von_mises(μ, κ)`.
 //!
 //! - multivariate and categorical (own table and entry points, in [`multivariate`]):
 //!   `multi_normal`, `multi_normal_cholesky`, `lkj_corr_cholesky`, `dirichlet`, `categorical`,
@@ -27,12 +29,15 @@ pub mod args;
 pub mod bernoulli;
 pub mod bernoulli_logit;
 pub mod beta;
+pub mod beta_binomial;
 pub mod binomial;
 pub mod binomial_logit;
 pub mod cauchy;
 pub mod cdf;
 pub mod double_exponential;
+pub mod exp_mod_normal;
 pub mod exponential;
+pub mod frechet;
 pub mod gamma;
 pub mod gumbel;
 pub mod inv_gamma;
@@ -42,12 +47,16 @@ pub mod lognormal;
 pub mod multivariate;
 pub mod neg_binomial_2;
 pub mod normal;
+pub mod pareto;
+pub mod pareto_type_2;
 pub mod poisson;
 pub mod poisson_log;
 pub mod registry;
+pub mod skew_normal;
 pub mod special;
 pub mod student_t;
 pub mod uniform;
+pub mod von_mises;
 pub mod weibull;
 
 #[cfg(test)]
@@ -120,6 +129,13 @@ pub fn log_density_checked(
         Family::PoissonLog => poisson_log::lpmf(args, is_var, propto, n),
         Family::NegBinomial2 => neg_binomial_2::lpmf(args, is_var, propto, n),
         Family::Gumbel => gumbel::lpdf(args, is_var, propto, n),
+        Family::BetaBinomial => beta_binomial::lpmf(args, is_var, propto, n),
+        Family::SkewNormal => skew_normal::lpdf(args, is_var, propto, n),
+        Family::Frechet => frechet::lpdf(args, is_var, propto, n),
+        Family::Pareto => pareto::lpdf(args, is_var, propto, n),
+        Family::ParetoType2 => pareto_type_2::lpdf(args, is_var, propto, n),
+        Family::ExpModNormal => exp_mod_normal::lpdf(args, is_var, propto, n),
+        Family::VonMises => von_mises::lpdf(args, is_var, propto, n),
     }
 }
 
@@ -134,9 +150,16 @@ pub fn variate_support(family: Family) -> Option<(&'static str, fn(f64) -> bool)
         !x.is_nan()
     }
     Some(match family {
-        Family::Normal | Family::StudentT | Family::Cauchy | Family::Gumbel | Family::Uniform => {
-            (NOT_NAN, not_nan)
-        }
+        Family::Normal
+        | Family::StudentT
+        | Family::Cauchy
+        | Family::Gumbel
+        | Family::Uniform
+        | Family::SkewNormal
+        | Family::ExpModNormal
+        | Family::Pareto => (NOT_NAN, not_nan),
+        Family::VonMises => (FINITE, f64::is_finite),
+        Family::Frechet => ("positive", |x: f64| x > 0.0),
         Family::DoubleExponential | Family::Logistic => (FINITE, f64::is_finite),
         Family::Exponential
         | Family::Gamma
@@ -146,7 +169,8 @@ pub fn variate_support(family: Family) -> Option<(&'static str, fn(f64) -> bool)
         Family::Beta => (PROBABILITY, probability),
         Family::Bernoulli | Family::BernoulliLogit => (BINARY, binary),
         Family::Poisson | Family::PoissonLog | Family::NegBinomial2 => (COUNT, count),
-        Family::Binomial | Family::BinomialLogit => return None,
+        Family::BetaBinomial => (COUNT, count),
+        Family::Binomial | Family::BinomialLogit | Family::ParetoType2 => return None,
     })
 }
 
@@ -224,6 +248,13 @@ pub fn rng<R: rand::Rng + ?Sized>(
         Family::PoissonLog => poisson_log::check_params(&args),
         Family::NegBinomial2 => neg_binomial_2::check_params(&args),
         Family::Gumbel => gumbel::check_params(&args),
+        Family::BetaBinomial => beta_binomial::check_params(&args),
+        Family::SkewNormal => skew_normal::check_params(&args),
+        Family::Frechet => frechet::check_params(&args),
+        Family::Pareto => pareto::check_params(&args),
+        Family::ParetoType2 => pareto_type_2::check_params(&args),
+        Family::ExpModNormal => exp_mod_normal::check_params(&args),
+        Family::VonMises => von_mises::check_params(&args),
     };
     checked.map_err(|e| DistError {
         function,
@@ -251,6 +282,13 @@ pub fn rng<R: rand::Rng + ?Sized>(
         Family::PoissonLog => poisson_log::rng(p, rng)?,
         Family::NegBinomial2 => neg_binomial_2::rng(p, rng)?,
         Family::Gumbel => gumbel::rng(p, rng),
+        Family::BetaBinomial => beta_binomial::rng(p, rng),
+        Family::SkewNormal => skew_normal::rng(p, rng),
+        Family::Frechet => frechet::rng(p, rng),
+        Family::Pareto => pareto::rng(p, rng),
+        Family::ParetoType2 => pareto_type_2::rng(p, rng),
+        Family::ExpModNormal => exp_mod_normal::rng(p, rng),
+        Family::VonMises => von_mises::rng(p, rng),
     })
 }
 

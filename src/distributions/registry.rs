@@ -73,6 +73,13 @@ pub enum Family {
     PoissonLog,
     NegBinomial2,
     Gumbel,
+    BetaBinomial,
+    SkewNormal,
+    Frechet,
+    Pareto,
+    ParetoType2,
+    ExpModNormal,
+    VonMises,
 }
 
 const fn p(name: &'static str, support: Support) -> ParamSig {
@@ -243,6 +250,52 @@ pub static FAMILIES: &[FamilySig] = &[
         Family::NegBinomial2,
     ),
     continuous("gumbel", Support::Real, &[LOCATION, SCALE], Family::Gumbel),
+    discrete(
+        "beta_binomial",
+        Support::Count,
+        &[
+            p("Population size parameter", Support::Count),
+            p("First prior sample size parameter", Support::Positive),
+            p("Second prior sample size parameter", Support::Positive),
+        ],
+        Family::BetaBinomial,
+    ),
+    continuous(
+        "skew_normal",
+        Support::Real,
+        &[LOCATION, SCALE, p("Shape parameter", Support::Real)],
+        Family::SkewNormal,
+    ),
+    continuous(
+        "frechet",
+        Support::Positive,
+        &[p("Shape parameter", Support::Positive), SCALE],
+        Family::Frechet,
+    ),
+    continuous(
+        "pareto",
+        Support::Positive,
+        &[SCALE, p("Shape parameter", Support::Positive)],
+        Family::Pareto,
+    ),
+    continuous(
+        "pareto_type_2",
+        Support::Real,
+        &[LOCATION, SCALE, p("Shape parameter", Support::Positive)],
+        Family::ParetoType2,
+    ),
+    continuous(
+        "exp_mod_normal",
+        Support::Real,
+        &[LOCATION, SCALE, p("Inv_scale parameter", Support::Positive)],
+        Family::ExpModNormal,
+    ),
+    continuous(
+        "von_mises",
+        Support::Real,
+        &[LOCATION, p("Scale parameter", Support::NonNegative)],
+        Family::VonMises,
+    ),
 ];
 
 impl Family {
@@ -310,7 +363,7 @@ mod tests {
             assert_eq!(lookup(row.name).map(|r| r.family), Some(row.family));
             assert_eq!(row.discrete, row.variate.is_integer(), "{}", row.name);
         }
-        assert_eq!(FAMILIES.len(), 20);
+        assert_eq!(FAMILIES.len(), 27);
     }
 
     #[test]

@@ -128,6 +128,52 @@ pub fn std_normal_lcdf_deriv(z: f64) -> f64 {
     (-0.5 * z * z - HALF_LOG_TWO_PI - std_normal_lcdf(z)).exp()
 }
 
+/// log I₀(κ) and the ratio I₁(κ)/I₀(κ) = d/dκ log I₀(κ) for κ ≥ 0 (modified Bessel functions of
+/// the first kind, Abramowitz & Stegun 9.6.10 and 9.7.1).
+///
+/// For κ ≤ 30 the power series Iᵥ(κ) = Σₘ (κ/2)^{2m+ν} / (m! (m+ν)!) is summed to convergence
+/// (all terms positive, so it is accurate to rounding); above, the asymptotic expansion
+/// Iᵥ(κ) ≈ e^κ/√(2πκ) · Σₖ (−1)^k aₖ(ν)/κ^k with aₖ(ν) = Πⱼ₌₁ᵏ (4ν² − (2j − 1)²) / (k! 8^k),
+/// truncated after 12 terms (its error is below 1e-17 relative for κ > 30).
+pub fn log_bessel_i0_and_ratio(kappa: f64) -> (f64, f64) {
+    if kappa <= 30.0 {
+        let h = 0.25 * kappa * kappa;
+        let (mut t0, mut s0) = (1.0f64, 1.0f64);
+        let (mut t1, mut s1) = (0.5 * kappa, 0.5 * kappa);
+        let mut m = 1.0;
+        while t0 > 1e-17 * s0 || t1 > 1e-17 * s1 {
+            t0 *= h / (m * m);
+            t1 *= h / (m * (m + 1.0));
+            s0 += t0;
+            s1 += t1;
+            m += 1.0;
+        }
+        (s0.ln(), s1 / s0)
+    } else {
+        let series = |nu2: f64| {
+            let (mut term, mut sum) = (1.0f64, 1.0f64);
+            for k in 1..=12 {
+                let kf = k as f64;
+                let odd = 2.0 * kf - 1.0;
+                term *= -(4.0 * nu2 - odd * odd) / (kf * 8.0 * kappa);
+                sum += term;
+            }
+            sum
+        };
+        let (a0, a1) = (series(0.0), series(1.0));
+        (
+            kappa - 0.5 * (2.0 * std::f64::consts::PI * kappa).ln() + a0.ln(),
+            a1 / a0,
+        )
+    }
+}
+
+/// log B(a, b) = log Γ(a) + log Γ(b) − log Γ(a + b).
+#[inline]
+pub fn lbeta(a: f64, b: f64) -> f64 {
+    lgamma(a) + lgamma(b) - lgamma(a + b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,6 +200,107 @@ fn rows() -> Vec<Row> {
     ] {
         r.push(row(Family::Gumbel, &[y, mu, b], expected));
     }
+    // The families of issue 14, against scipy 1.17.1 (tests/distributions_univariate_more.rs
+    // has the calls): betabinom(N, a, b).logpmf(k), skewnorm(α, loc, scale).logpdf,
+    // invweibull(α, scale=σ).logpdf, pareto(α, scale=y_min).logpdf, lomax(α, loc, scale).logpdf,
+    // exponnorm(1/(σλ), loc, scale).logpdf, vonmises(κ, loc).logpdf.
+    for (family, args, expected) in [
+        (
+            Family::BetaBinomial,
+            vec![3.0, 10.0, 2.5, 4.0],
+            -1.841_916_511_408_370_6,
+        ),
+        (
+            Family::BetaBinomial,
+            vec![0.0, 7.0, 0.7, 1.3],
+            -1.360_661_222_060_793_9,
+        ),
+        (
+            Family::SkewNormal,
+            vec![0.3, -0.2, 1.5, 2.0],
+            -0.977_823_006_860_756_1,
+        ),
+        (
+            Family::SkewNormal,
+            vec![-1.7, 0.4, 0.8, -3.5],
+            -3.447_960_301_330_517,
+        ),
+        (
+            Family::Frechet,
+            vec![1.3, 2.5, 0.9],
+            -0.664_178_819_246_069_1,
+        ),
+        (Family::Frechet, vec![7.0, 4.0, 2.0], -5.577_331_551_962_709),
+        (Family::Pareto, vec![2.5, 1.2, 3.0], -2.019_585_968_446_647),
+        (Family::Pareto, vec![40.0, 2.0, 1.5], -7.777_012_756_336_759),
+        (
+            Family::ParetoType2,
+            vec![1.5, 0.2, 2.0, 3.0],
+            -1.597_636_043_541_792,
+        ),
+        (
+            Family::ParetoType2,
+            vec![25.0, 3.0, 4.0, 0.8],
+            -4.978_681_830_856_964_5,
+        ),
+        (
+            Family::ExpModNormal,
+            vec![1.0, 0.3, 0.7, 1.5],
+            -0.827_126_587_261_195_5,
+        ),
+        (
+            Family::ExpModNormal,
+            vec![-2.0, 0.0, 1.0, 0.4],
+            -4.840_212_398_744_827,
+        ),
+        (
+            Family::VonMises,
+            vec![0.4, -0.3, 2.0],
+            -1.132_186_233_323_324_8,
+        ),
+        (
+            Family::VonMises,
+            vec![2.9, 0.1, 0.5],
+            -2.370_537_955_929_155_5,
+        ),
+        (
+            Family::BetaBinomial,
+            vec![12.0, 12.0, 3.0, 0.5],
+            -0.837_866_886_589_803_4,
+        ),
+        (
+            Family::SkewNormal,
+            vec![2.0, 0.0, 1.0, 0.0],
+            -2.918_938_533_204_672_7,
+        ),
+        (
+            Family::Frechet,
+            vec![0.2, 1.1, 3.0],
+            -14.981_688_032_145_394,
+        ),
+        (
+            Family::Pareto,
+            vec![1.0, 0.5, 0.7],
+            -0.841_877_970_330_694_1,
+        ),
+        (
+            Family::ParetoType2,
+            vec![0.0, -1.0, 0.5, 1.2],
+            -1.541_478_297_715_941_8,
+        ),
+        (
+            Family::ExpModNormal,
+            vec![6.0, 1.0, 0.5, 3.0],
+            -12.776_387_711_331_89,
+        ),
+        (
+            Family::VonMises,
+            vec![-1.0, -1.2, 40.0],
+            0.124_999_185_887_963_55,
+        ),
+    ] {
+        r.push(row(family, &args, expected));
+    }
     r
 }
 

@@ -128,18 +128,22 @@ pub fn functions_markdown() -> String {
             .iter()
             .map(|p| format!("{} ({})", p.name.to_lowercase(), shape(p.shape)))
             .collect();
-        let rng: Vec<String> = f.rng_params.iter().map(|p| p.name.to_lowercase()).collect();
+        let rng = match f.rng_params {
+            Some(ps) => {
+                let names: Vec<String> = ps.iter().map(|p| p.name.to_lowercase()).collect();
+                format!(", `{}_rng({})`", f.name, names.join(", "))
+            }
+            None => String::new(),
+        };
         let _ = writeln!(
             w,
-            "- `{}`: variate {} ({}); parameters {}; functions `{}_{d}`, `{}_{u}`, `{}_rng({})`",
+            "- `{}`: variate {} ({}); parameters {}; functions `{}_{d}`, `{}_{u}`{rng}",
             f.name,
             f.variate.name.to_lowercase(),
             shape(f.variate.shape),
             params.join(", "),
             f.name,
             f.name,
-            f.name,
-            rng.join(", ")
         );
     }
     s

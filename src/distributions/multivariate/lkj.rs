@@ -134,7 +134,10 @@ pub fn rng<R: Rng + ?Sized>(
     if !(kf >= 1.0) {
         return Err(err(
             sig,
-            format!("{} is {kf}, but must be positive", sig.rng_params[0].name),
+            format!(
+                "{} is {kf}, but must be positive",
+                sig.rng_params.map_or("Dimension", |p| p[0].name)
+            ),
         ));
     }
     let k = kf as usize;
@@ -157,4 +160,71 @@ pub fn rng<R: Rng + ?Sized>(
         l[i + i * k] = rest.max(0.0).sqrt();
     }
     Ok(MvDraw::Matrix { k, data: l })
+}
+
+/// `lkj_corr_lpdf(Ω | η)` into `term`: log LKJ(Ω | η) = (η − 1) log det Ω − log c_K(η) (the
+/// same normaliser as the Cholesky form, whose density is this one times the Jacobian of
+/// Ω = L Lᵀ). ∂/∂Ω = (η − 1) Ω⁻¹ (every entry), ∂/∂η = log det Ω − ∂ log c_K/∂η.
+/// Errors: η not positive finite, Ω not square, not symmetric, not unit-diagonal or not
+/// positive definite.
+pub fn corr_lpdf(
+    sig: &MvSig,
+    args: &[MvArg],
+    is_var: &[bool],
+    propto: bool,
+    term: &mut Term,
+) -> Result<(), DistError> {
+    let (om, eta_arg) = (&args[0], &args[1]);
+    if om.array.is_some() || eta_arg.data.len() != 1 {
+        return Err(err(
+            sig,
+            "expects one matrix and a real shape parameter".into(),
+        ));
+    }
+    let eta = eta_arg.data[0];
+    let k = check_shape(sig, eta, om)?;
+    let l = super::matrix_checks::corr_cholesky(sig, om.data, k, sig.variate.name)?;
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(());
+    }
+    let log_det = 2.0 * super::matrix_checks::log_diag_sum(&l, k);
+    if !propto || is_var[0] || is_var[1] {
+        term.value += (eta - 1.0) * log_det;
+    }
+    if !propto || is_var[1] {
+        let (c, dc) = log_normaliser(k, eta);
+        term.value -= c;
+        if is_var[1] {
+            term.partials[1][0] += log_det - dc;
+        }
+    }
+    if is_var[0] {
+        let inv = super::linalg::inverse_from_cholesky(&l, k);
+        for (p, x) in term.partials[0].iter_mut().zip(inv) {
+            *p += (eta - 1.0) * x;
+        }
+    }
+    Ok(())
+}
+
+/// `lkj_corr_rng(K, η)`: Ω = L Lᵀ for L a draw of [`rng`]. Errors: as [`rng`].
+pub fn corr_rng<R: Rng + ?Sized>(
+    sig: &MvSig,
+    params: &[MvArg],
+    rng_: &mut R,
+) -> Result<MvDraw, DistError> {
+    let (k, l) = match rng(sig, params, rng_)? {
+        MvDraw::Matrix { k, data } => (k, data),
+        other => return Ok(other),
+    };
+    let mut om = vec![0.0; k * k];
+    for c in 0..k {
+        for r in 0..k {
+            om[r + c * k] = (0..=r.min(c)).map(|p| l[r + p * k] * l[c + p * k]).sum();
+        }
+    }
+    for i in 0..k {
+        om[i + i * k] = 1.0;
+    }
+    Ok(MvDraw::Matrix { k, data: om })
 }

@@ -13,18 +13,28 @@
 //! - `lkj_corr_cholesky(L | η)` — L the Cholesky factor of a K × K correlation matrix;
 //! - `dirichlet(θ | α)` — θ a simplex (or array of simplexes);
 //! - `categorical(y | θ)`, `categorical_logit(y | β)` — y an int or array of ints in 1..K;
-//! - `ordered_logistic(k | η, c)` — k an int or ints in 1..K, η a real or a vector, c the
-//!   K − 1 ordered cut-points (a vector or an array of vectors).
+//! - `ordered_logistic(k | η, c)`, `ordered_probit(k | η, c)` — k an int or ints in 1..K, η a
+//!   real or a vector, c the K − 1 ordered cut-points (a vector or an array of vectors);
+//! - `lkj_corr(Ω | η)`, `multi_normal_prec(y | μ, Ω)`, `multi_student_t(y | ν, μ, Σ)`,
+//!   `multi_gp_cholesky(y | L, w)`, `wishart(W | ν, S)`, `wishart_cholesky(L_W | ν, L_S)`,
+//!   `inv_wishart(W | ν, S)`;
+//! - the GLMs `poisson_log_glm(y | x, α, β)`, `bernoulli_logit_glm(y | x, α, β)`,
+//!   `categorical_logit_glm(y | x, α, β)` ([`glm`]).
 
 // Argument checks are written `!(x >= lo)` on purpose: NaN fails them.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod categorical;
 pub mod dirichlet;
+pub mod glm;
 pub mod linalg;
 pub mod lkj;
+pub mod matrix_checks;
 pub mod normal;
 pub mod ordered_logistic;
+pub mod ordered_probit;
+pub mod student_t;
+pub mod wishart;
 
 #[cfg(test)]
 mod tests;
@@ -49,6 +59,28 @@ pub enum MvFamily {
     CategoricalLogit,
     /// `ordered_logistic(k | η, c)`.
     OrderedLogistic,
+    /// `ordered_probit(k | η, c)`.
+    OrderedProbit,
+    /// `lkj_corr(Ω | η)`.
+    LkjCorr,
+    /// `multi_normal_prec(y | μ, Ω)`, Ω the precision matrix.
+    MultiNormalPrec,
+    /// `multi_student_t(y | ν, μ, Σ)`.
+    MultiStudentT,
+    /// `multi_gp_cholesky(y | L, w)`.
+    MultiGpCholesky,
+    /// `wishart(W | ν, S)`.
+    Wishart,
+    /// `wishart_cholesky(L_W | ν, L_S)`.
+    WishartCholesky,
+    /// `inv_wishart(W | ν, S)`.
+    InvWishart,
+    /// `poisson_log_glm(y | x, α, β)`.
+    PoissonLogGlm,
+    /// `bernoulli_logit_glm(y | x, α, β)`.
+    BernoulliLogitGlm,
+    /// `categorical_logit_glm(y | x, α, β)`.
+    CategoricalLogitGlm,
 }
 
 /// The shapes an argument of a multivariate family accepts (checked by semantics).
@@ -95,8 +127,10 @@ pub struct MvSig {
     pub variate: MvParam,
     /// The parameters of the density, in call order.
     pub params: &'static [MvParam],
-    /// The parameters of `<name>_rng` (differs from `params` only for `lkj_corr_cholesky_rng(K, η)`).
-    pub rng_params: &'static [MvParam],
+    /// The parameters of `<name>_rng` (they differ from `params` for the LKJ families, whose
+    /// `_rng` takes the dimension K); `None` for families that Stan gives no `_rng`
+    /// (`multi_normal_prec`, `multi_gp_cholesky` and the GLMs).
+    pub rng_params: Option<&'static [MvParam]>,
 }
 
 const fn mp(name: &'static str, shape: Shape) -> MvParam {
@@ -105,6 +139,10 @@ const fn mp(name: &'static str, shape: Shape) -> MvParam {
 
 const MVN_Y: MvParam = mp("Random variable", Shape::Vectors);
 const MVN_MU: MvParam = mp("Location parameter", Shape::Vectors);
+const DOF: MvParam = mp("Degrees of freedom parameter", Shape::Real);
+const GLM_X: MvParam = mp("Matrix of independent variables", Shape::Matrix);
+const GLM_ALPHA: MvParam = mp("Intercept", Shape::Reals);
+const GLM_BETA: MvParam = mp("Weight vector", Shape::Vector);
 
 /// The table of multivariate families, one row each.
 pub static MV_FAMILIES: &[MvSig] = &[
@@ -114,7 +152,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         discrete: false,
         variate: MVN_Y,
         params: &[MVN_MU, mp("Covariance matrix", Shape::Matrix)],
-        rng_params: &[MVN_MU, mp("Covariance matrix", Shape::Matrix)],
+        rng_params: Some(&[MVN_MU, mp("Covariance matrix", Shape::Matrix)]),
     },
     MvSig {
         name: "multi_normal_cholesky",
@@ -125,10 +163,10 @@ pub static MV_FAMILIES: &[MvSig] = &[
             MVN_MU,
             mp("Cholesky factor of covariance matrix", Shape::Matrix),
         ],
-        rng_params: &[
+        rng_params: Some(&[
             MVN_MU,
             mp("Cholesky factor of covariance matrix", Shape::Matrix),
-        ],
+        ]),
     },
     MvSig {
         name: "lkj_corr_cholesky",
@@ -136,10 +174,10 @@ pub static MV_FAMILIES: &[MvSig] = &[
         discrete: false,
         variate: mp("Random variable", Shape::Matrix),
         params: &[mp("Shape parameter", Shape::Real)],
-        rng_params: &[
+        rng_params: Some(&[
             mp("Dimension", Shape::Int),
             mp("Shape parameter", Shape::Real),
-        ],
+        ]),
     },
     MvSig {
         name: "dirichlet",
@@ -147,7 +185,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         discrete: false,
         variate: mp("probabilities", Shape::Vectors),
         params: &[mp("prior sample sizes", Shape::Vectors)],
-        rng_params: &[mp("prior sample sizes", Shape::Vector)],
+        rng_params: Some(&[mp("prior sample sizes", Shape::Vector)]),
     },
     MvSig {
         name: "categorical",
@@ -155,7 +193,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         discrete: true,
         variate: mp("Number of categories", Shape::Ints),
         params: &[mp("Probabilities parameter", Shape::Vector)],
-        rng_params: &[mp("Probabilities parameter", Shape::Vector)],
+        rng_params: Some(&[mp("Probabilities parameter", Shape::Vector)]),
     },
     MvSig {
         name: "categorical_logit",
@@ -163,7 +201,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         discrete: true,
         variate: mp("categorical outcome out of support", Shape::Ints),
         params: &[mp("log odds parameter", Shape::LogOdds)],
-        rng_params: &[mp("log odds parameter", Shape::Vector)],
+        rng_params: Some(&[mp("log odds parameter", Shape::Vector)]),
     },
     MvSig {
         name: "ordered_logistic",
@@ -174,10 +212,114 @@ pub static MV_FAMILIES: &[MvSig] = &[
             mp("Location parameter", Shape::Reals),
             mp("Cut-points", Shape::Vectors),
         ],
-        rng_params: &[
+        rng_params: Some(&[
             mp("Location parameter", Shape::Real),
             mp("Cut-points", Shape::Vector),
+        ]),
+    },
+    MvSig {
+        name: "ordered_probit",
+        family: MvFamily::OrderedProbit,
+        discrete: true,
+        variate: mp("Random variable", Shape::Ints),
+        params: &[
+            mp("Location parameter", Shape::Reals),
+            mp("Cut-points", Shape::Vectors),
         ],
+        rng_params: Some(&[
+            mp("Location parameter", Shape::Real),
+            mp("Cut-points", Shape::Vector),
+        ]),
+    },
+    MvSig {
+        name: "lkj_corr",
+        family: MvFamily::LkjCorr,
+        discrete: false,
+        variate: mp("Correlation matrix", Shape::Matrix),
+        params: &[mp("Shape parameter", Shape::Real)],
+        rng_params: Some(&[
+            mp("Dimension", Shape::Int),
+            mp("Shape parameter", Shape::Real),
+        ]),
+    },
+    MvSig {
+        name: "multi_normal_prec",
+        family: MvFamily::MultiNormalPrec,
+        discrete: false,
+        variate: MVN_Y,
+        params: &[MVN_MU, mp("Precision matrix", Shape::Matrix)],
+        rng_params: None,
+    },
+    MvSig {
+        name: "multi_student_t",
+        family: MvFamily::MultiStudentT,
+        discrete: false,
+        variate: MVN_Y,
+        params: &[DOF, MVN_MU, mp("Scale parameter", Shape::Matrix)],
+        rng_params: Some(&[DOF, MVN_MU, mp("Scale parameter", Shape::Matrix)]),
+    },
+    MvSig {
+        name: "multi_gp_cholesky",
+        family: MvFamily::MultiGpCholesky,
+        discrete: false,
+        variate: mp("Random variable", Shape::Matrix),
+        params: &[
+            mp("Cholesky decomposition of kernel matrix", Shape::Matrix),
+            mp("Kernel scales", Shape::Vector),
+        ],
+        rng_params: None,
+    },
+    MvSig {
+        name: "wishart",
+        family: MvFamily::Wishart,
+        discrete: false,
+        variate: mp("Random variable", Shape::Matrix),
+        params: &[DOF, mp("Scale parameter", Shape::Matrix)],
+        rng_params: Some(&[DOF, mp("Scale parameter", Shape::Matrix)]),
+    },
+    MvSig {
+        name: "wishart_cholesky",
+        family: MvFamily::WishartCholesky,
+        discrete: false,
+        variate: mp("Cholesky random variable", Shape::Matrix),
+        params: &[DOF, mp("Cholesky scale matrix", Shape::Matrix)],
+        rng_params: Some(&[DOF, mp("Cholesky scale matrix", Shape::Matrix)]),
+    },
+    MvSig {
+        name: "inv_wishart",
+        family: MvFamily::InvWishart,
+        discrete: false,
+        variate: mp("Random variable", Shape::Matrix),
+        params: &[DOF, mp("Scale parameter", Shape::Matrix)],
+        rng_params: Some(&[DOF, mp("Scale parameter", Shape::Matrix)]),
+    },
+    MvSig {
+        name: "poisson_log_glm",
+        family: MvFamily::PoissonLogGlm,
+        discrete: true,
+        variate: mp("Vector of dependent variables", Shape::Ints),
+        params: &[GLM_X, GLM_ALPHA, GLM_BETA],
+        rng_params: None,
+    },
+    MvSig {
+        name: "bernoulli_logit_glm",
+        family: MvFamily::BernoulliLogitGlm,
+        discrete: true,
+        variate: mp("Vector of dependent variables", Shape::Ints),
+        params: &[GLM_X, GLM_ALPHA, GLM_BETA],
+        rng_params: None,
+    },
+    MvSig {
+        name: "categorical_logit_glm",
+        family: MvFamily::CategoricalLogitGlm,
+        discrete: true,
+        variate: mp("categorical outcome out of support", Shape::Ints),
+        params: &[
+            GLM_X,
+            mp("Intercept", Shape::Vector),
+            mp("Matrix of weights", Shape::Matrix),
+        ],
+        rng_params: None,
     },
 ];
 
@@ -201,7 +343,8 @@ impl MvSig {
         )
     }
 
-    fn arg_name(&self, k: usize) -> &'static str {
+    /// The name of argument `k` in error messages (0 is the variate).
+    pub fn arg_name(&self, k: usize) -> &'static str {
         if k == 0 {
             self.variate.name
         } else {
@@ -226,7 +369,7 @@ pub fn lookup_function(name: &str) -> Option<(&'static MvSig, FunctionKind)> {
         "lpmf" if sig.discrete => FunctionKind::LogDensity,
         "lupdf" if !sig.discrete => FunctionKind::UnnormalisedLogDensity,
         "lupmf" if sig.discrete => FunctionKind::UnnormalisedLogDensity,
-        "rng" => FunctionKind::Rng,
+        "rng" if sig.rng_params.is_some() => FunctionKind::Rng,
         _ => return None,
     };
     Some((sig, kind))
@@ -394,6 +537,24 @@ pub fn log_density(
             categorical::logit_lpmf(sig, args, is_var, propto, &mut term)?
         }
         MvFamily::OrderedLogistic => ordered_logistic::lpmf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::OrderedProbit => ordered_probit::lpmf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::LkjCorr => lkj::corr_lpdf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::MultiNormalPrec => student_t::prec_lpdf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::MultiStudentT => student_t::lpdf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::MultiGpCholesky => {
+            student_t::gp_cholesky_lpdf(sig, args, is_var, propto, &mut term)?
+        }
+        MvFamily::Wishart | MvFamily::InvWishart => {
+            wishart::lpdf(sig, args, is_var, propto, &mut term)?
+        }
+        MvFamily::WishartCholesky => wishart::cholesky_lpdf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::PoissonLogGlm => glm::poisson_log_lpmf(sig, args, is_var, propto, &mut term)?,
+        MvFamily::BernoulliLogitGlm => {
+            glm::bernoulli_logit_lpmf(sig, args, is_var, propto, &mut term)?
+        }
+        MvFamily::CategoricalLogitGlm => {
+            glm::categorical_logit_lpmf(sig, args, is_var, propto, &mut term)?
+        }
     }
     Ok(term)
 }
@@ -408,12 +569,19 @@ pub fn rng<R: rand::Rng + ?Sized>(
 ) -> Result<MvDraw, DistError> {
     let sig = family.sig();
     let function = format!("{}_rng", sig.name);
-    if params.len() != sig.rng_params.len() {
+    let Some(rng_params) = sig.rng_params else {
+        return Err(DistError {
+            function,
+            message: "is not available (Stan has no random number generator for this family)"
+                .to_string(),
+        });
+    };
+    if params.len() != rng_params.len() {
         return Err(DistError {
             function,
             message: format!(
                 "expects {} arguments, got {}",
-                sig.rng_params.len(),
+                rng_params.len(),
                 params.len()
             ),
         });
@@ -432,6 +600,20 @@ pub fn rng<R: rand::Rng + ?Sized>(
             categorical::rng(sig, params, rng).map_err(rename)
         }
         MvFamily::OrderedLogistic => ordered_logistic::rng(sig, params, rng).map_err(rename),
+        MvFamily::OrderedProbit => ordered_probit::rng(sig, params, rng).map_err(rename),
+        MvFamily::LkjCorr => lkj::corr_rng(sig, params, rng).map_err(rename),
+        MvFamily::MultiStudentT => student_t::rng(sig, params, rng).map_err(rename),
+        MvFamily::Wishart | MvFamily::InvWishart | MvFamily::WishartCholesky => {
+            wishart::rng(sig, params, rng).map_err(rename)
+        }
+        MvFamily::MultiNormalPrec
+        | MvFamily::MultiGpCholesky
+        | MvFamily::PoissonLogGlm
+        | MvFamily::BernoulliLogitGlm
+        | MvFamily::CategoricalLogitGlm => Err(DistError {
+            function: format!("{}_rng", sig.name),
+            message: "is not available".to_string(),
+        }),
     }
 }
 

@@ -15,17 +15,28 @@ use rand_distr::{Distribution, StandardNormal};
 const HALF_LOG_TWO_PI: f64 = 0.918_938_533_204_672_8;
 
 /// Shapes of (y, μ, matrix): K, the number of observations N.
-fn sizes(sig: &MvSig, args: &[MvArg]) -> Result<(usize, usize), DistError> {
+pub(super) fn sizes(sig: &MvSig, args: &[MvArg]) -> Result<(usize, usize), DistError> {
+    sizes_at(sig, args, [0, 1, 2])
+}
+
+/// As [`sizes`] for (y, μ, matrix) = (args[0], args[1], args[2]) whose positions in `sig`'s
+/// argument list (for error messages) are `pos`.
+pub(super) fn sizes_at(
+    sig: &MvSig,
+    args: &[MvArg],
+    pos: [usize; 3],
+) -> Result<(usize, usize), DistError> {
     let (y, mu, m) = (&args[0], &args[1], &args[2]);
-    let ky = vector_len(sig, y, 0)?;
-    let kmu = vector_len(sig, mu, 1)?;
+    let (mu_name, m_name) = (sig.arg_name(pos[1]), sig.arg_name(pos[2]));
+    let ky = vector_len(sig, y, pos[0])?;
+    let kmu = vector_len(sig, mu, pos[1])?;
     let n = broadcast_count(sig, args, &[0, 1])?;
     if m.rows != m.cols {
         return Err(err(
             sig,
             format!(
-                "Expecting a square matrix; rows of {} ({}) and columns of {} ({}) must match in size",
-                sig.params[1].name, m.rows, sig.params[1].name, m.cols
+                "Expecting a square matrix; rows of {m_name} ({}) and columns of {m_name} ({}) must match in size",
+                m.rows, m.cols
             ),
         ));
     }
@@ -33,8 +44,8 @@ fn sizes(sig: &MvSig, args: &[MvArg]) -> Result<(usize, usize), DistError> {
         return Err(err(
             sig,
             format!(
-                "size of {} ({ky}) and size of {} ({kmu}) must match in size",
-                sig.variate.name, sig.params[0].name
+                "size of {} ({ky}) and size of {mu_name} ({kmu}) must match in size",
+                sig.variate.name
             ),
         ));
     }
@@ -42,13 +53,13 @@ fn sizes(sig: &MvSig, args: &[MvArg]) -> Result<(usize, usize), DistError> {
         return Err(err(
             sig,
             format!(
-                "size of {} ({ky}) and rows of {} ({}) must match in size",
-                sig.variate.name, sig.params[1].name, m.rows
+                "size of {} ({ky}) and rows of {m_name} ({}) must match in size",
+                sig.variate.name, m.rows
             ),
         ));
     }
-    check_finite(sig, mu, 1)?;
-    check_not_nan(sig, y, 0)?;
+    check_finite(sig, mu, pos[1])?;
+    check_not_nan(sig, y, pos[0])?;
     Ok((ky, n))
 }
 

@@ -12,7 +12,7 @@ use crate::distributions::special::{log1m_exp, logit_terms};
 use rand::Rng;
 
 /// Stan's `check_ordered` and `check_finite` on one cut-point vector.
-fn check_cuts(sig: &MvSig, c: &[f64]) -> Result<(), DistError> {
+pub(super) fn check_cuts(sig: &MvSig, c: &[f64]) -> Result<(), DistError> {
     let name = sig.params[1].name;
     for (i, &x) in c.iter().enumerate() {
         if !x.is_finite() {
@@ -61,6 +61,9 @@ fn one(y: usize, eta: f64, c: &[f64]) -> (f64, f64, f64, f64) {
     }
 }
 
+/// log p(y | η, c) of one outcome with (∂/∂η, ∂/∂c_{y−1}, ∂/∂c_y), for 1-based y.
+pub(super) type OneFn = fn(usize, f64, &[f64]) -> (f64, f64, f64, f64);
+
 /// `ordered_logistic_lpmf(k | η, c)` into `term`: k an int or array of N ints, η a real or a
 /// vector of N, c one vector or an array of N vectors of K − 1 cut-points. Errors: an outcome
 /// outside 1..K, η not finite, cut-points not finite or not strictly increasing, sizes that do
@@ -71,6 +74,19 @@ pub fn lpmf(
     is_var: &[bool],
     propto: bool,
     term: &mut Term,
+) -> Result<(), DistError> {
+    lpmf_with(sig, args, is_var, propto, term, one)
+}
+
+/// The shared body of the ordered families ([`lpmf`], `ordered_probit`): argument checks and
+/// broadcasting, with `one` giving each outcome's log mass and partials.
+pub(super) fn lpmf_with(
+    sig: &MvSig,
+    args: &[MvArg],
+    is_var: &[bool],
+    propto: bool,
+    term: &mut Term,
+    one: OneFn,
 ) -> Result<(), DistError> {
     let (y, eta, cuts) = (&args[0], &args[1], &args[2]);
     let kc = vector_len(sig, cuts, 2)?;
@@ -173,6 +189,17 @@ pub fn rng<R: Rng + ?Sized>(
     sig: &MvSig,
     params: &[MvArg],
     rng: &mut R,
+) -> Result<MvDraw, DistError> {
+    rng_with(sig, params, rng, one)
+}
+
+/// The shared `_rng` of the ordered families: the probabilities of 1..K from `one`, then an
+/// inverse-CDF draw.
+pub(super) fn rng_with<R: Rng + ?Sized>(
+    sig: &MvSig,
+    params: &[MvArg],
+    rng: &mut R,
+    one: OneFn,
 ) -> Result<MvDraw, DistError> {
     let (eta, cuts) = (params[0].data[0], &params[1]);
     vector_len(sig, cuts, 2)?;

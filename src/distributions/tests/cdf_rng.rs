@@ -60,6 +60,12 @@ fn cdf_rows() -> Vec<(Family, Vec<f64>, f64, f64, f64)> {
     // Gumbel: scipy 1.17 `gumbel_r.logcdf` and `gumbel_r.logsf` (loc = mu, scale = beta).
     r.push((Family::Gumbel, vec![0.3, -0.2, 1.5], -0.716_531_310_573_789_3, -0.670_297_396_655_822_2, 1e-10));
     r.push((Family::Gumbel, vec![10.0, 0.0, 3.0], -0.035_673_993_347_252_395, -3.351_117_304_160_919, 1e-10));
+    // issue 14 families: scipy 1.17.1 logcdf/logsf of invweibull, pareto, lomax, exponnorm
+    // (beta_binomial's integer variate has no difference here; its CDF is checked, with the calls, in tests/distributions_univariate_more.rs)
+    r.push((Family::Frechet, vec![1.3, 2.5, 0.9], -0.398_793_336_339_439_86, -1.112_090_873_280_892_7, 1e-10));
+    r.push((Family::Pareto, vec![2.5, 1.2, 3.0], -0.117_199_206_118_020_26, -2.201_907_525_240_601_5, 1e-10));
+    r.push((Family::ParetoType2, vec![1.5, 0.2, 2.0, 3.0], -0.251_815_430_295_393_55, -1.502_325_863_737_467_5, 1e-10));
+    r.push((Family::ExpModNormal, vec![1.0, 0.3, 0.7, 1.5], -0.598_184_841_413_435_2, -0.798_082_721_882_054, 1e-9));
     r
 }
 
@@ -176,6 +182,12 @@ fn rng_rows() -> Vec<(Family, Vec<f64>, f64, f64)> {
         (Family::NegBinomial2, vec![4.0, 2.5], 4.0, 4.0 + 16.0 / 2.5),
         // Gumbel(1, 2): mean μ + γβ, variance π²β²/6.
         (Family::Gumbel, vec![1.0, 2.0], 1.0 + 0.577_215_664_901_532_9 * 2.0, std::f64::consts::PI.powi(2) * 4.0 / 6.0),
+        // beta_binomial(10, 2, 3): mean Nα/(α+β), variance Nαβ(α+β+N)/((α+β)²(α+β+1))
+        (Family::BetaBinomial, vec![10.0, 2.0, 3.0], 4.0, 10.0 * 6.0 * 15.0 / (25.0 * 6.0)),
+        // exp_mod_normal(0.5, 1, 2): mean μ + 1/λ, variance σ² + 1/λ²
+        (Family::ExpModNormal, vec![0.5, 1.0, 2.0], 1.0, 1.25),
+        // pareto_type_2(0, 1, 6): mean λ/(α − 1), variance λ²α/((α−1)²(α−2))
+        (Family::ParetoType2, vec![0.0, 1.0, 6.0], 0.2, 6.0 / 100.0),
     ]
 }
 

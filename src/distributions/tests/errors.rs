@@ -118,6 +118,18 @@ fn invalid_rows() -> Vec<(Family, Vec<f64>, &'static str)> {
         (Family::PoissonLog, vec![1.0, nan], "poisson_log_lpmf: Log rate parameter is NaN, but must be not nan"),
         (Family::NegBinomial2, vec![1.0, 1.0, 0.0], "neg_binomial_2_lpmf: Precision parameter is 0, but must be positive finite"),
         (Family::NegBinomial2, vec![1.0, -2.0, 1.0], "neg_binomial_2_lpmf: Location parameter is -2, but must be positive finite"),
+        (Family::BetaBinomial, vec![1.0, 3.0, 0.0, 1.0], "beta_binomial_lpmf: First prior sample size parameter is 0, but must be positive finite"),
+        (Family::BetaBinomial, vec![1.5, 3.0, 1.0, 1.0], "beta_binomial_lpmf: Random variable is 1.5, but must be a nonnegative integer"),
+        (Family::SkewNormal, vec![0.0, 0.0, -1.0, 1.0], "skew_normal_lpdf: Scale parameter is -1, but must be positive finite"),
+        (Family::SkewNormal, vec![0.0, 0.0, 1.0, nan], "skew_normal_lpdf: Shape parameter is NaN, but must be finite"),
+        (Family::Frechet, vec![-1.0, 1.0, 1.0], "frechet_lpdf: Random variable is -1, but must be positive"),
+        (Family::Frechet, vec![1.0, 0.0, 1.0], "frechet_lpdf: Shape parameter is 0, but must be positive finite"),
+        (Family::Pareto, vec![2.0, -1.0, 1.0], "pareto_lpdf: Scale parameter is -1, but must be positive finite"),
+        (Family::ParetoType2, vec![0.0, 1.0, 1.0, 1.0], "pareto_type_2_lpdf: Random variable is 0, but must be greater than or equal to the location 1"),
+        (Family::ParetoType2, vec![2.0, 1.0, 0.0, 1.0], "pareto_type_2_lpdf: Scale parameter is 0, but must be positive finite"),
+        (Family::ExpModNormal, vec![0.0, 0.0, 1.0, -2.0], "exp_mod_normal_lpdf: Inv_scale parameter is -2, but must be positive finite"),
+        (Family::VonMises, vec![0.0, 0.0, -1.0], "von_mises_lpdf: Scale parameter is -1, but must be nonnegative and finite"),
+        (Family::VonMises, vec![f64::INFINITY, 0.0, 1.0], "von_mises_lpdf: Random variable is inf, but must be finite"),
     ]
 }
 
@@ -267,6 +279,7 @@ fn discrete_masses_sum_to_one() {
         (Family::Poisson, vec![3.5], 200),
         (Family::PoissonLog, vec![1.2], 200),
         (Family::NegBinomial2, vec![4.0, 2.5], 2000),
+        (Family::BetaBinomial, vec![15.0, 0.6, 2.2], 15),
     ];
     for (family, params, max) in cases {
         let total: f64 = (0..=max)

@@ -168,7 +168,21 @@ impl Checker<'_> {
                 fixed: conditional_form(fname, args),
             });
         }
-        let params = if is_rng { sig.rng_params } else { sig.params };
+        let params = if is_rng {
+            match sig.rng_params {
+                Some(p) => p,
+                None => {
+                    self.err(SemanticError::UnknownFunction {
+                        name: fname.into(),
+                        span,
+                        suggestion: None,
+                    });
+                    return CallType::Error;
+                }
+            }
+        } else {
+            sig.params
+        };
         let n_expected = params.len() + usize::from(!is_rng);
         if args.len() != n_expected {
             let expected = super::expected_arity(is_rng, n_expected, &names(params));
@@ -187,11 +201,25 @@ impl Checker<'_> {
                     let dims = tys[0].map_or(0, |t| t.dims);
                     Type::array(Base::Vector, dims)
                 }
-                MvFamily::Dirichlet => Type::VECTOR,
-                MvFamily::LkjCorrCholesky => Type::MATRIX,
-                MvFamily::Categorical | MvFamily::CategoricalLogit | MvFamily::OrderedLogistic => {
-                    Type::INT
+                MvFamily::MultiStudentT => {
+                    let dims = tys[1].map_or(0, |t| t.dims);
+                    Type::array(Base::Vector, dims)
                 }
+                MvFamily::Dirichlet => Type::VECTOR,
+                MvFamily::LkjCorrCholesky
+                | MvFamily::LkjCorr
+                | MvFamily::Wishart
+                | MvFamily::WishartCholesky
+                | MvFamily::InvWishart => Type::MATRIX,
+                MvFamily::Categorical
+                | MvFamily::CategoricalLogit
+                | MvFamily::OrderedLogistic
+                | MvFamily::OrderedProbit => Type::INT,
+                MvFamily::MultiNormalPrec
+                | MvFamily::MultiGpCholesky
+                | MvFamily::PoissonLogGlm
+                | MvFamily::BernoulliLogitGlm
+                | MvFamily::CategoricalLogitGlm => return CallType::Error,
             })
         } else {
             self.mv_shapes(fname, std::slice::from_ref(&sig.variate), args, tys, 1);
