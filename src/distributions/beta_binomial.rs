@@ -52,7 +52,13 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
             return Ok(super::args::zero_density(args, is_var));
         }
         let (v, da, db) = one(k, m, a, b);
-        value += if propto { v - log_choose(m, k) } else { v };
+        // a mass is at most 1: rounding of the log-beta differences at extreme α, β can
+        // push the sum just above 0 (binomial caps the same way)
+        value += if propto {
+            v - log_choose(m, k)
+        } else {
+            v.min(0.0)
+        };
         term.add_partial(2, i, da);
         term.add_partial(3, i, db);
     }

@@ -23,17 +23,49 @@ pub fn check_params(args: &[Arg]) -> Result<(), DistError> {
 
 /// A = λ(μ − y) + λ²σ²/2 + log Φ(−v) and its partials (∂y, ∂μ, ∂σ, ∂λ), r = φ(−v)/Φ(−v):
 /// ∂y = −λ + r/σ, ∂μ = λ − r/σ, ∂σ = λ²σ − r(λ − (μ − y)/σ²), ∂λ = (μ − y) + λσ² − rσ.
+///
+/// With z = (μ − y)/σ, v = z + λσ. For v > 0 the first two terms and log Φ(−v) cancel (both
+/// grow like v²/2), so A is computed as −z²/2 + g(v) with g(v) = log Φ(−v) + v²/2, which stays
+/// finite where the naive sum gives ∞ − ∞ at extreme arguments.
 fn a_term(y: f64, mu: f64, s: f64, l: f64) -> (f64, [f64; 4]) {
-    let v = (mu - y) / s + l * s;
+    let z = (mu - y) / s;
+    let ls = l * s;
+    let v = z + ls;
     let r = std_normal_lcdf_deriv(-v);
-    let value = l * (mu - y) + 0.5 * l * l * s * s + std_normal_lcdf(-v);
+    let value = if v > 0.0 {
+        -0.5 * z * z + lcdf_plus_half_square(v)
+    } else {
+        // λσ(z + λσ/2), or λ(μ − y) when λσ underflows (z may then be infinite)
+        let quadratic = if ls == 0.0 {
+            l * (mu - y)
+        } else {
+            ls * (z + 0.5 * ls)
+        };
+        quadratic + std_normal_lcdf(-v)
+    };
+    // r underflows to 0 far in Φ's upper tail; its terms are then 0 even where their other
+    // factor overflows
+    let rt = |x: f64| if r == 0.0 { 0.0 } else { r * x };
     let grads = [
-        -l + r / s,
-        l - r / s,
-        l * l * s - r * (l - (mu - y) / (s * s)),
-        (mu - y) + l * s * s - r * s,
+        -l + rt(1.0 / s),
+        l - rt(1.0 / s),
+        l * (ls - r) + rt(z / s),
+        (mu - y) + s * (ls - r),
     ];
     (value, grads)
+}
+
+/// g(v) = log Φ(−v) + v²/2 for v > 0: directly below 37, and from the asymptotic series of
+/// Φ's tail above (Abramowitz & Stegun 26.2.12; the form `std_normal_lcdf` uses there), so
+/// that v² is never formed where it could overflow.
+fn lcdf_plus_half_square(v: f64) -> f64 {
+    if v < 37.0 {
+        std_normal_lcdf(-v) + 0.5 * v * v
+    } else {
+        let v2 = v * v;
+        let series = 1.0 - 1.0 / v2 + 3.0 / (v2 * v2) - 15.0 / (v2 * v2 * v2);
+        -v.ln() - HALF_LOG_TWO_PI + series.ln()
+    }
 }
 
 /// Exponentially modified normal log density summed over `n` elements; args = (y, μ, σ, λ).

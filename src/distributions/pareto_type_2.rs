@@ -73,7 +73,8 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         let d = l + r;
         term.add_partial(0, i, -(a + 1.0) / d);
         term.add_partial(1, i, (a + 1.0) / d);
-        term.add_partial(2, i, -1.0 / l + (a + 1.0) * r / (l * d));
+        // −1/λ + (α + 1) r / (λ d), written so that λ d cannot underflow to 0 at tiny λ
+        term.add_partial(2, i, ((a + 1.0) * (r / d) - 1.0) / l);
         term.add_partial(3, i, 1.0 / a - big_l);
     }
     term.value = value;

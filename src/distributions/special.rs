@@ -124,8 +124,17 @@ pub fn std_normal_lcdf(z: f64) -> f64 {
 
 /// d/dz log Φ(z) = φ(z)/Φ(z), computed from logs so that it stays accurate (≈ −z) in the far
 /// lower tail.
+///
+/// Below −37 it is −z / s(z) with the series s of `std_normal_lcdf` (Φ(z) ≈ φ(z) s(z) / (−z)),
+/// so that z² is never formed where it could overflow.
 pub fn std_normal_lcdf_deriv(z: f64) -> f64 {
-    (-0.5 * z * z - HALF_LOG_TWO_PI - std_normal_lcdf(z)).exp()
+    if z < -37.0 {
+        let z2 = z * z;
+        let series = 1.0 - 1.0 / z2 + 3.0 / (z2 * z2) - 15.0 / (z2 * z2 * z2);
+        -z / series
+    } else {
+        (-0.5 * z * z - HALF_LOG_TWO_PI - std_normal_lcdf(z)).exp()
+    }
 }
 
 /// log I₀(κ) and the ratio I₁(κ)/I₀(κ) = d/dκ log I₀(κ) for κ ≥ 0 (modified Bessel functions of

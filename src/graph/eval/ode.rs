@@ -57,11 +57,11 @@ impl VectorField for UserField<'_> {
         for &v in &self.theta {
             self.tape.leaf(v);
         }
-        let state = Value::T(Box::new(Tensor {
+        let state = Value::from_tensor(Tensor {
             arr: Vec::new(),
             base: Base::Vector(n),
             data: Data::Var(Slots::range(0, n)),
-        }));
+        });
         let mut vals = Vec::with_capacity(2 + self.args.len());
         vals.push(Value::Real(t));
         vals.push(state);
@@ -209,11 +209,11 @@ impl Ctx<'_> {
             local_args.push(match a {
                 Value::Var(s) => Value::Var(remap(*s)),
                 Value::T(t) => match &t.data {
-                    Data::Var(slots) => Value::T(Box::new(Tensor {
+                    Data::Var(slots) => Value::from_tensor(Tensor {
                         arr: t.arr.clone(),
                         base: t.base,
                         data: Data::Var(Slots::List(slots.iter().map(&mut remap).collect())),
-                    })),
+                    }),
                     _ => a.clone(),
                 },
                 _ => a.clone(),
