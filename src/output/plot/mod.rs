@@ -247,15 +247,6 @@ pub struct LoadedDraws {
     pub warmup_dropped: usize,
 }
 
-/// The setting `key = value` of a Stan CSV file's configuration comments (CmdStan may append
-/// ` (Default)`).
-fn config_value<'a>(file: &'a stan_csv::StanCsv, key: &str) -> Option<&'a str> {
-    file.config_lines.iter().find_map(|l| {
-        let rest = l.trim().strip_prefix(key)?.trim_start().strip_prefix('=')?;
-        rest.split_whitespace().next()
-    })
-}
-
 /// Reads Stan CSV draws files (one per chain of one fit, as `bayesc fit --output` and CmdStan
 /// write them) and drops the warmup rows of files written with `save_warmup = 1` (the first
 /// ⌈num_warmup / thin⌉ rows).
@@ -273,24 +264,8 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
         let f = stan_csv::read_stan_csv(p).map_err(|e| PlotError::new(e.to_string()))?;
         files.push(f);
     }
-    let mut warmup = 0;
-    for f in &mut files {
-        let saved = matches!(config_value(f, "save_warmup"), Some("1" | "true"));
-        if saved && !f.is_variational() {
-            let n_w: usize = config_value(f, "num_warmup")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let thin: usize = config_value(f, "thin")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1)
-                .max(1);
-            let drop = n_w.div_ceil(thin).min(f.n_draws);
-            f.values.drain(..drop * f.names.len());
-            f.sampler_values.drain(..drop * f.sampler_names.len());
-            f.n_draws -= drop;
-            warmup = drop;
-        }
-    }
+    // the reader drops the warmup rows of `save_warmup` files
+    let warmup = files.iter().map(|f| f.warmup_draws).max().unwrap_or(0);
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let draws = stan_csv::draws_from_files(&files, &refs)
         .map_err(|e| PlotError::new(format!("{e}; give the chains of one fit")))?;
