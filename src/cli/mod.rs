@@ -50,7 +50,7 @@ enum Command {
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
     /// Draw a trace, rank, pair, density, forest, ELBO or posterior predictive plot of saved
-    /// draws files as SVG.
+    /// draws files as SVG or PNG.
     Plot(plot::PlotArgs),
     /// Interactive session: load or type a model, fit it, inspect and compare posteriors
     /// (reads commands from standard input when it is not a terminal).
