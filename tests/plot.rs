@@ -440,8 +440,8 @@ fn bad_input_gets_clear_errors() {
         "at least two",
     );
     fails(
-        &["plot", c1, "-o", &f.dir.join("x.png").display().to_string()],
-        "only SVG",
+        &["plot", c1, "-o", &f.dir.join("x.pdf").display().to_string()],
+        "must end in `.svg` or `.png`",
     );
     assert!(!Path::new(&out).exists());
 }

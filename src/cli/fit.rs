@@ -20,11 +20,74 @@ use crate::output::summary;
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
 
+/// Puts the output files of `args` into `--output-dir` (module docs of [`FitArgs::output_dir`]):
+/// creates the folder, checks that a file can be made in it, and rewrites `output`,
+/// `elbo_output` and `save_fit` (relative names inside it; the draws default to
+/// `<model stem>.csv`). Errors: the message to print.
+fn apply_output_dir(args: &mut FitArgs) -> Result<(), String> {
+    let Some(dir) = args.output_dir.clone() else {
+        return Ok(());
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--output-dir `{}` is a file, not a folder",
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create --output-dir `{}`: {e}", dir.display()))?;
+    let probe = dir.join(format!(".bayesc-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+        }
+        Err(e) => {
+            return Err(format!(
+                "--output-dir `{}` is not writable: {e}",
+                dir.display()
+            ));
+        }
+    }
+    let inside = |p: &std::path::PathBuf| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            dir.join(p)
+        }
+    };
+    let stem = crate::output::fit_files::model_name(&args.model);
+    args.output = Some(
+        args.output
+            .as_ref()
+            .map(inside)
+            .unwrap_or_else(|| dir.join(format!("{stem}.csv"))),
+    );
+    args.elbo_output = args.elbo_output.as_ref().map(inside);
+    args.save_fit = args.save_fit.as_ref().map(inside);
+    Ok(())
+}
+
+/// Prints CmdStan's progress line for chain `chain` (0-based) at `iteration` of `total`
+/// (`--refresh`): `Chain [1] Iteration:  100 / 2000 [  5%]  (Warmup)`.
+fn refresh_line(chain: usize, iteration: usize, total: usize, warmup: bool) -> String {
+    let width = total.to_string().len();
+    let pct = (100 * iteration).checked_div(total).unwrap_or(100);
+    format!(
+        "Chain [{}] Iteration: {iteration:>width$} / {total} [{pct:>3}%]  ({})",
+        chain + 1,
+        if warmup { "Warmup" } else { "Sampling" }
+    )
+}
+
 /// Runs the fit; returns the exit code.
-pub fn run(args: FitArgs) -> i32 {
+pub fn run(mut args: FitArgs) -> i32 {
     if let Err(msg) = check_args(&args) {
         eprintln!("error: {msg}");
         return super::EXIT_USAGE;
+    }
+    if let Err(msg) = apply_output_dir(&mut args) {
+        eprintln!("error: {msg}");
+        return super::EXIT_ERROR;
     }
     if let Some(n) = args.threads {
         // The global pool can be set once per process; `bayesc fit` runs one fit.
@@ -86,6 +149,14 @@ pub fn run(args: FitArgs) -> i32 {
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
     let mut options = options_from_args(&args, model.dim(), seed);
     options.mcmc.gradient_work = Some(model.gradient_work());
+    if model.dim() == 0 && options.method.is_mcmc() && options.method != fit::Method::FixedParam {
+        // as CmdStan: nothing to sample, so the generated quantities are simulated
+        println!(
+            "note: the model has no parameters: running fixed_param sampling (the generated \
+             quantities are drawn afresh each iteration; warmup and sampler settings do not apply)"
+        );
+        options.method = fit::Method::FixedParam;
+    }
     match pipeline::plan_for_method(
         &checked,
         &data,
@@ -142,7 +213,13 @@ pub fn run(args: FitArgs) -> i32 {
             )
         });
     let result = {
-        let mcmc_total = (options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains;
+        // fixed_param runs no warmup
+        let warmup = if options.method == fit::Method::FixedParam {
+            0
+        } else {
+            options.mcmc.warmup
+        };
+        let mcmc_total = (warmup + options.mcmc.samples) * options.mcmc.chains;
         let (len, template) = if options.method.is_mcmc() {
             (
                 mcmc_total as u64,
@@ -165,7 +242,14 @@ pub fn run(args: FitArgs) -> i32 {
             )
         };
         let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
-        let bar = DelayedBar::new(len, template, !args.quiet && iterative);
+        // --refresh N: CmdStan's progress lines instead of the bar (N = 0: none)
+        let refresh = args
+            .refresh
+            .filter(|_| options.method.is_mcmc() && !args.quiet);
+        let bar = DelayedBar::new(len, template, !args.quiet && iterative && refresh.is_none());
+        let last_line: Vec<AtomicUsize> = (0..options.mcmc.chains)
+            .map(|_| AtomicUsize::new(usize::MAX))
+            .collect();
         let chain_pos: Vec<AtomicUsize> = (0..options.mcmc.chains)
             .map(|_| AtomicUsize::new(0))
             .collect();
@@ -174,6 +258,14 @@ pub fn run(args: FitArgs) -> i32 {
                 Some(s) => format!("smoothed ELBO {s:.3}"),
                 None => format!("ELBO {:.3}", p.elbo),
             }),
+            ProgressEvent::Chain(p) if refresh.is_some() => {
+                let again = last_line
+                    .get(p.chain)
+                    .is_some_and(|l| l.swap(p.iteration, Ordering::Relaxed) == p.iteration);
+                if refresh != Some(0) && !again {
+                    println!("{}", refresh_line(p.chain, p.iteration, p.total, p.warmup));
+                }
+            }
             ProgressEvent::Chain(p) => {
                 if let Some(slot) = chain_pos.get(p.chain) {
                     slot.store(p.iteration, Ordering::Relaxed);

@@ -50,7 +50,7 @@ enum Command {
     /// Recompute the posterior summary from saved draws files.
     Summary(summary::SummaryArgs),
     /// Draw a trace, rank, pair, density, forest, ELBO or posterior predictive plot of saved
-    /// draws files as SVG.
+    /// draws files as SVG or PNG.
     Plot(plot::PlotArgs),
     /// Interactive session: load or type a model, fit it, inspect and compare posteriors
     /// (reads commands from standard input when it is not a terminal).
@@ -63,8 +63,8 @@ enum Command {
 
 /// Runs the command line in `std::env::args` and returns the process exit code.
 pub fn run() -> i32 {
-    use clap::{CommandFactory, FromArgMatches};
-    let parsed = Cli::command()
+    use clap::FromArgMatches;
+    let parsed = command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
     let (mut cli, matches) = match parsed {
@@ -101,6 +101,59 @@ pub fn run() -> i32 {
         Command::Predict(args) => predict::run(args),
         Command::Evaluate(args) => evaluate::run(args),
     }
+}
+
+/// The options of `bayesc fit` that `bayesc optimize` accepts; its `--help` hides the others
+/// (which it refuses when given, as `fit --method optimize` does).
+const OPTIMIZE_FLAGS: &[&str] = &[
+    "model",
+    "data",
+    "seed",
+    "output",
+    "output_dir",
+    "sig_figs",
+    "quiet",
+    "threads",
+    "save_fit",
+    "jacobian",
+    "se",
+    "algorithm",
+    "iter",
+    "tol_obj",
+    "tol_rel_obj",
+    "tol_grad",
+    "tol_rel_grad",
+    "tol_param",
+    "history_size",
+];
+
+/// The clap command of the CLI, with each subcommand's help listing only the options it
+/// accepts (`bayesc optimize` shares `fit`'s arguments but not its sampler and variational
+/// options).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("optimize", |sub| {
+        let ids: Vec<String> = sub
+            .get_arguments()
+            .map(|a| a.get_id().as_str().to_string())
+            .collect();
+        ids.iter().fold(sub, |sub, id| {
+            if OPTIMIZE_FLAGS.contains(&id.as_str()) || id == "help" || id == "version" {
+                if id == "history_size" {
+                    sub.mut_arg(id, |a| {
+                        a.help_heading("Optimization").help(
+                            "Correction pairs in the L-BFGS inverse-Hessian estimate \
+                             (CmdStan's history_size; default 5); lbfgs only",
+                        )
+                    })
+                } else {
+                    sub
+                }
+            } else {
+                sub.mut_arg(id, |a| a.hide(true))
+            }
+        })
+    })
 }
 
 /// Prints a pipeline failure to standard error and returns [`EXIT_ERROR`].

@@ -1,5 +1,5 @@
 //! `bayesc plot`: draw a trace, rank, pair, density, forest, ELBO or posterior predictive plot
-//! of saved draws files (Stan's CSV layout, one per chain) as SVG. The drawing is
+//! of saved draws files (Stan's CSV layout, one per chain) as SVG or PNG. The drawing is
 //! [`crate::output::plot`]'s.
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ pub struct PlotArgs {
     /// trace, rank, pair, density, forest, elbo or ppc.
     #[arg(long, default_value = "trace")]
     pub kind: String,
-    /// The SVG file to write.
+    /// The file to write: `.svg`, or `.png` (the SVG rendered with an embedded font).
     #[arg(short = 'o', long = "output", default_value = "plot.svg")]
     pub output: PathBuf,
     /// Quantities to draw, comma-separated (`alpha,beta[2]`; `beta` selects all its elements).

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::fit::{self, FitOptions};
-use crate::inference::mcmc;
 use crate::inference::qbvi::Covariance;
+use crate::inference::{mcmc, optimize};
 
 /// Inference methods offered by `bayesc fit --method`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -32,6 +32,11 @@ pub enum MethodArg {
     Hmc,
     /// Adaptive random-walk Metropolis-Hastings (gradient-free; for small models).
     Mh,
+    /// No sampling: the parameters stay at their initial values and each iteration draws the
+    /// generated quantities afresh (CmdStan's `fixed_param` sampler; chosen automatically for
+    /// MCMC on a model without parameters). For simulation from generated quantities.
+    #[value(name = "fixed_param", alias = "fixed-param")]
+    FixedParam,
     /// IVON (Shen et al. 2024): mean-field Gaussian by variational online Newton steps with
     /// Price's Hessian estimate; uses gradients. An approximation (survey_vi.md §17).
     Ivon,
@@ -90,6 +95,7 @@ impl From<MethodArg> for fit::Method {
             MethodArg::Nuts => fit::Method::Nuts,
             MethodArg::Hmc => fit::Method::Hmc,
             MethodArg::Mh => fit::Method::Mh,
+            MethodArg::FixedParam => fit::Method::FixedParam,
             MethodArg::Ivon => fit::Method::Ivon,
             MethodArg::Bbb => fit::Method::Bbb,
             MethodArg::Bbvi => fit::Method::Bbvi,
@@ -127,6 +133,21 @@ pub enum MetricArg {
     Diag,
     /// Dense (Stan's `dense_e`).
     Dense,
+    /// The unit metric (Stan's `unit_e`): the identity, not adapted; warmup adapts only the
+    /// step size.
+    Unit,
+}
+
+/// The optimizer of `--method optimize` (`--algorithm`), as CmdStan's `optimize algorithm=…`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    /// L-BFGS (default): a limited-memory inverse-Hessian estimate (`--history-size` pairs).
+    Lbfgs,
+    /// BFGS: a dense inverse-Hessian estimate (O(d²) memory and work per iteration).
+    Bfgs,
+    /// Newton's method with the finite-difference Hessian (made negative definite where it is
+    /// not) and step halving; stops when an iteration gains less than 1e-8 (CmdStan's rule).
+    Newton,
 }
 
 /// Arguments of `bayesc fit`.
@@ -149,6 +170,15 @@ pub struct FitArgs {
     /// (readable by ArviZ, cmdstanpy and `bayesc summary`).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Write every output file (--output, --elbo-output, --save-fit) into DIR, created if
+    /// missing; relative file names are taken inside DIR. Without --output the draws go to
+    /// DIR/<model>.csv (MCMC: DIR/<model>_1.csv, …).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Significant digits of the numbers in the draws files, 1 to 18 (CmdStan's `sig_figs`;
+    /// by default every number is written with the digits that read back to the same value).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=18))]
+    pub sig_figs: Option<u64>,
     /// Do not print the progress bar or the settings line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -200,6 +230,60 @@ pub struct FitArgs {
     /// default: the mode on the constrained scale (penalised MLE; the MLE without priors).
     #[arg(long, help_heading = "Optimization")]
     pub jacobian: bool,
+    /// Optimize: the optimizer, `lbfgs` (default), `bfgs` or `newton` (CmdStan's
+    /// `algorithm`). Newton reads only --iter.
+    #[arg(long, value_enum, help_heading = "Optimization")]
+    pub algorithm: Option<AlgorithmArg>,
+    /// Optimize: maximum number of iterations (CmdStan's `iter`; default 2000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Optimization")]
+    pub iter: Option<u64>,
+    /// Optimize (lbfgs, bfgs): stop when the objective changes by less than this between
+    /// iterations (CmdStan's `tol_obj`; default 1e-12).
+    #[arg(
+        long,
+        value_name = "TOL",
+        allow_negative_numbers = true,
+        help_heading = "Optimization"
+    )]
+    pub tol_obj: Option<f64>,
+    /// Optimize (lbfgs, bfgs): stop when the relative change of the objective,
+    /// |Δf| / max(|f|, |f_prev|, 1), is below this times machine epsilon (CmdStan's
+    /// `tol_rel_obj`; default 1e4).
+    #[arg(
+        long,
+        value_name = "TOL",
+        allow_negative_numbers = true,
+        help_heading = "Optimization"
+    )]
+    pub tol_rel_obj: Option<f64>,
+    /// Optimize (lbfgs, bfgs): stop when the gradient norm is below this (CmdStan's
+    /// `tol_grad`; default 1e-8).
+    #[arg(
+        long,
+        value_name = "TOL",
+        allow_negative_numbers = true,
+        help_heading = "Optimization"
+    )]
+    pub tol_grad: Option<f64>,
+    /// Optimize (lbfgs, bfgs): stop when the relative gradient gᵀHg / max(|f|, 1), with H the
+    /// inverse-Hessian estimate, is below this times machine epsilon (CmdStan's
+    /// `tol_rel_grad`; default 1e7).
+    #[arg(
+        long,
+        value_name = "TOL",
+        allow_negative_numbers = true,
+        help_heading = "Optimization"
+    )]
+    pub tol_rel_grad: Option<f64>,
+    /// Optimize (lbfgs, bfgs): stop when the parameters move by less than this (Euclidean norm
+    /// on the unconstrained scale; CmdStan's `tol_param`; default 1e-8).
+    #[arg(
+        long,
+        value_name = "TOL",
+        allow_negative_numbers = true,
+        help_heading = "Optimization"
+    )]
+    pub tol_param: Option<f64>,
     /// Optimize: standard errors, `hessian` (default; classical inverse negative Hessian, as
     /// Stan and statsmodels) or `robust` (the Huber–White / Bollerslev–Wooldridge sandwich
     /// H⁻¹BH⁻¹ from the per-observation scores, which the arch package reports by default).
@@ -229,6 +313,14 @@ pub struct FitArgs {
     /// MCMC: post-warmup iterations per chain; for mh the default is max(2000, 200·d).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub samples: Option<u64>,
+    /// MCMC: also write the warmup draws to the draws files, before the adaptation comments
+    /// (CmdStan's `save_warmup`); summaries, `bayesc summary` and plots leave them out.
+    #[arg(long, help_heading = "MCMC")]
+    pub save_warmup: bool,
+    /// MCMC: print a progress line per chain every N iterations instead of the progress bar, as
+    /// CmdStan's `refresh` (`Chain [1] Iteration:  100 / 2000 [  5%]  (Warmup)`); 0 prints none.
+    #[arg(long, value_name = "N", help_heading = "MCMC")]
+    pub refresh: Option<u64>,
     /// MCMC: keep every n-th post-warmup draw.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
     pub thin: u64,
@@ -244,8 +336,8 @@ pub struct FitArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC")]
     pub max_depth: u64,
     /// NUTS/HMC: the metric warmup adapts: `auto` (dense when d ≤ 16, or d ≤ 50 with its d² per
-    /// step small next to the gradient; else diagonal), `diag` (Stan's default diag_e) or `dense`
-    /// (dense_e).
+    /// step small next to the gradient; else diagonal), `diag` (Stan's default diag_e), `dense`
+    /// (dense_e) or `unit` (unit_e: the identity, not adapted).
     #[arg(long, value_enum, default_value_t = MetricArg::Auto, help_heading = "MCMC")]
     pub metric: MetricArg,
     /// NUTS/HMC: shorthand for `--metric dense`.
@@ -257,9 +349,10 @@ pub struct FitArgs {
     /// Pathfinder: number of independent L-BFGS paths, run in parallel.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Pathfinder")]
     pub num_paths: u64,
-    /// Pathfinder: correction pairs J in each path's inverse-Hessian estimate.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..=100), help_heading = "Pathfinder")]
-    pub history_size: u64,
+    /// Pathfinder, optimize (lbfgs): correction pairs in the L-BFGS inverse-Hessian estimate
+    /// (default 6 for Pathfinder's paths, 5 for optimize as CmdStan's `history_size`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100), help_heading = "Pathfinder")]
+    pub history_size: Option<u64>,
     /// Pathfinder: draws K per L-BFGS iterate for its ELBO estimate.
     #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Pathfinder")]
     pub num_elbo_draws: u64,
@@ -378,8 +471,62 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     let hmc = matches!(method, M::Nuts | M::Hmc);
     let init = parse_init(args.init.as_deref())?;
     let pf = method == M::Pathfinder || init == Some(InitArg::Pathfinder);
-    let checks: [(&str, bool, bool, &str); 20] = [
-        ("--init", init.is_some(), mcmc, "nuts, hmc, mh"),
+    let optimize = method == M::Optimize;
+    let lbfgs = args.algorithm.is_none_or(|a| a == AlgorithmArg::Lbfgs);
+    let quasi_newton = optimize && args.algorithm != Some(AlgorithmArg::Newton);
+    let adapting = mcmc && method != M::FixedParam;
+    for (flag, value) in [
+        ("--tol-obj", args.tol_obj),
+        ("--tol-rel-obj", args.tol_rel_obj),
+        ("--tol-grad", args.tol_grad),
+        ("--tol-rel-grad", args.tol_rel_grad),
+        ("--tol-param", args.tol_param),
+    ] {
+        if let Some(v) = value
+            && !(v >= 0.0 && v.is_finite())
+        {
+            return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
+        }
+    }
+    if method == M::FixedParam && init == Some(InitArg::Pathfinder) {
+        return Err(
+            "--init pathfinder: fixed_param keeps the parameters at their initial \
+                    values; give a radius R or leave --init out"
+                .into(),
+        );
+    }
+    let tol = "optimize with --algorithm lbfgs or bfgs (newton reads only --iter)";
+    let checks: [(&str, bool, bool, &str); 29] = [
+        ("--init", init.is_some(), mcmc, "nuts, hmc, mh, fixed_param"),
+        (
+            "--algorithm",
+            args.algorithm.is_some(),
+            optimize,
+            "optimize",
+        ),
+        ("--iter", args.iter.is_some(), optimize, "optimize"),
+        ("--tol-obj", args.tol_obj.is_some(), quasi_newton, tol),
+        (
+            "--tol-rel-obj",
+            args.tol_rel_obj.is_some(),
+            quasi_newton,
+            tol,
+        ),
+        ("--tol-grad", args.tol_grad.is_some(), quasi_newton, tol),
+        (
+            "--tol-rel-grad",
+            args.tol_rel_grad.is_some(),
+            quasi_newton,
+            tol,
+        ),
+        ("--tol-param", args.tol_param.is_some(), quasi_newton, tol),
+        ("--save-warmup", args.save_warmup, adapting, "nuts, hmc, mh"),
+        (
+            "--refresh",
+            args.refresh.is_some(),
+            mcmc,
+            "nuts, hmc, mh, fixed_param",
+        ),
         (
             "--draws",
             args.draws != 1000 || args.given("draws"),
@@ -421,9 +568,9 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         ),
         (
             "--history-size",
-            args.history_size != 6 || args.given("history_size"),
-            pf,
-            "pathfinder",
+            args.history_size.is_some(),
+            pf || (optimize && lbfgs),
+            "pathfinder, optimize with --algorithm lbfgs",
         ),
         (
             "--num-elbo-draws",
@@ -447,15 +594,25 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             "--chains",
             args.chains != 4 || args.given("chains"),
             mcmc,
-            "nuts, hmc, mh",
+            "nuts, hmc, mh, fixed_param",
         ),
-        ("--warmup", args.warmup.is_some(), mcmc, "nuts, hmc, mh"),
-        ("--samples", args.samples.is_some(), mcmc, "nuts, hmc, mh"),
+        (
+            "--warmup",
+            args.warmup.is_some(),
+            adapting,
+            "nuts, hmc, mh (fixed_param has no warmup)",
+        ),
+        (
+            "--samples",
+            args.samples.is_some(),
+            mcmc,
+            "nuts, hmc, mh, fixed_param",
+        ),
         (
             "--thin",
             args.thin != 1 || args.given("thin"),
             mcmc,
-            "nuts, hmc, mh",
+            "nuts, hmc, mh, fixed_param",
         ),
         (
             "--adapt-delta",
@@ -595,7 +752,32 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     }
     o.qnvb.max_iter = args.max_iter as usize;
     o.pathfinder.num_paths = args.num_paths as usize;
-    o.pathfinder.history = args.history_size as usize;
+    o.pathfinder.history = args.history_size.unwrap_or(6) as usize;
+    if let Some(m) = args.history_size {
+        o.optimize.history = m as usize;
+    }
+    o.optimize.algorithm = match args.algorithm {
+        None | Some(AlgorithmArg::Lbfgs) => optimize::Algorithm::Lbfgs,
+        Some(AlgorithmArg::Bfgs) => optimize::Algorithm::Bfgs,
+        Some(AlgorithmArg::Newton) => optimize::Algorithm::Newton,
+    };
+    if let Some(n) = args.iter {
+        o.optimize.max_iter = n as usize;
+    }
+    let tolerances = [
+        (args.tol_obj, &mut o.optimize.tol_obj),
+        (args.tol_rel_obj, &mut o.optimize.tol_rel_obj),
+        (args.tol_grad, &mut o.optimize.tol_grad),
+        (args.tol_rel_grad, &mut o.optimize.tol_rel_grad),
+        (args.tol_param, &mut o.optimize.tol_param),
+    ];
+    for (given, setting) in tolerances {
+        if let Some(v) = given {
+            *setting = v;
+        }
+    }
+    o.sig_figs = args.sig_figs.map(|n| n as usize);
+
     o.pathfinder.num_elbo_draws = args.num_elbo_draws as usize;
     if args.max_iter != 5000 {
         // Stan's max_lbfgs_iters (default 1000) per path.
@@ -628,11 +810,14 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     // MH without --samples: the length comes from measured mixing (fit::mh_length)
     o.mh_auto_length = method == fit::Method::Mh && args.samples.is_none();
     o.mcmc.thin = args.thin as usize;
+    o.mcmc.save_warmup = args.save_warmup;
+    o.mcmc.refresh = args.refresh.map(|n| n as usize);
     o.mcmc.adapt_delta = args.adapt_delta;
     o.mcmc.max_depth = args.max_depth as usize;
     o.mcmc.metric = match (args.dense, args.metric) {
         (true, _) | (_, MetricArg::Dense) => mcmc::MetricChoice::Dense,
         (false, MetricArg::Diag) => mcmc::MetricChoice::Diag,
+        (false, MetricArg::Unit) => mcmc::MetricChoice::Unit,
         (false, MetricArg::Auto) => mcmc::MetricChoice::Auto,
     };
     if method == fit::Method::Hmc {
@@ -651,165 +836,5 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
 }
 
 #[cfg(test)]
-mod option_tests {
-    //! Every flag that [`check_args`] accepts for a method must reach a setting that method
-    //! reads in [`options_from_args`] (issue 13, item 6: QNVB ignored `--max-iter`).
-
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(flatten)]
-        fit: FitArgs,
-    }
-
-    fn parse(extra: &[&str]) -> FitArgs {
-        let mut argv = vec!["bayesc", "m.bayes"];
-        argv.extend_from_slice(extra);
-        use clap::{CommandFactory, FromArgMatches};
-        let matches = Wrapper::command()
-            .try_get_matches_from(argv)
-            .expect("test arguments parse");
-        let mut args = Wrapper::from_arg_matches(&matches)
-            .expect("test arguments parse")
-            .fit;
-        args.note_explicit(&matches, &[]);
-        args
-    }
-
-    /// The part of the options that `method` reads for `flag`, as text.
-    fn read(flag: &str, method: fit::Method, o: &FitOptions) -> String {
-        use fit::Method as M;
-        match (flag, method) {
-            ("--draws", _) => format!("{}", o.vi_draws),
-            ("--diagonal", _) => format!("{:?}", o.qbvi.covariance),
-            ("--mc-samples", _) => format!("{}", o.qbvi.n_samples),
-            ("--max-iter", M::Qnvb) => format!("{}", o.qnvb.max_iter),
-            ("--max-iter", M::Pathfinder) => format!("{}", o.pathfinder.optimize.max_iter),
-            ("--num-paths", _) => format!("{}", o.pathfinder.num_paths),
-            ("--history-size", _) => format!("{}", o.pathfinder.history),
-            ("--num-elbo-draws", _) => format!("{}", o.pathfinder.num_elbo_draws),
-            ("--init", _) => format!("{} {:?}", o.mcmc.init_radius, o.mcmc_init),
-            ("--max-iter", _) => format!("{}", o.qbvi.max_iter),
-            ("--step-size", M::Nuts | M::Hmc) => format!("{}", o.mcmc.step_size),
-            ("--step-size", _) => format!("{:?}", o.qbvi.step_size),
-            ("--random-init", _) => format!("{:?}", o.vi_init),
-            ("--psis-resample", _) => format!("{}", o.psis_resample),
-            ("--jacobian", _) => format!("{}", o.jacobian),
-            ("--se", _) => format!("{}", o.std_errors),
-            ("--chains", _) => format!("{}", o.mcmc.chains),
-            ("--warmup", _) => format!("{}", o.mcmc.warmup),
-            ("--samples", _) => format!("{}", o.mcmc.samples),
-            ("--thin", _) => format!("{}", o.mcmc.thin),
-            ("--adapt-delta", _) => format!("{}", o.mcmc.adapt_delta),
-            ("--max-depth", _) => format!("{}", o.mcmc.max_depth),
-            ("--metric" | "--dense", _) => format!("{:?}", o.mcmc.metric),
-            ("--n-leapfrog", _) => format!("{:?}", o.mcmc.method),
-            _ => panic!("no reader for {flag}"),
-        }
-    }
-
-    #[test]
-    fn every_accepted_flag_changes_a_setting_its_method_reads() {
-        let flags: [&[&str]; 24] = [
-            &["--draws", "7"],
-            &["--init", "0.5"],
-            &["--init", "pathfinder"],
-            &["--num-paths", "2"],
-            &["--history-size", "3"],
-            &["--num-elbo-draws", "9"],
-            &["--diagonal"],
-            &["--mc-samples", "7"],
-            &["--max-iter", "7"],
-            &["--step-size", "0.3"],
-            &["--random-init"],
-            &["--psis-resample"],
-            &["--jacobian"],
-            &["--se", "robust"],
-            &["--chains", "2"],
-            &["--warmup", "7"],
-            &["--samples", "7"],
-            &["--thin", "2"],
-            &["--adapt-delta", "0.95"],
-            &["--max-depth", "5"],
-            &["--metric", "diag"],
-            &["--dense"],
-            &["--n-leapfrog", "5"],
-            &["--metric", "dense"],
-        ];
-        let methods = [
-            "qbvi",
-            "qnvb",
-            "laplace",
-            "optimize",
-            "nuts",
-            "hmc",
-            "mh",
-            "pathfinder",
-        ];
-        let mut accepted = 0;
-        let mut failures = Vec::new();
-        for m in methods {
-            let base = parse(&["--method", m]);
-            let method: fit::Method = base.method.into();
-            let o0 = options_from_args(&base, 3, 1);
-            for flag in flags {
-                let mut argv = vec!["--method", m];
-                argv.extend_from_slice(flag);
-                let args = parse(&argv);
-                if check_args(&args).is_err() {
-                    continue;
-                }
-                accepted += 1;
-                let o1 = options_from_args(&args, 3, 1);
-                if read(flag[0], method, &o0) == read(flag[0], method, &o1) {
-                    failures.push(format!(
-                        "--method {m} {}: accepted but ignored",
-                        flag.join(" ")
-                    ));
-                }
-            }
-        }
-        // 6 VI flags × 2 + draws/psis for laplace + optimize's 2 + MCMC's (4 + 5 + 5 + 4 + 1)
-        assert!(accepted >= 30, "only {accepted} accepted pairs");
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-    }
-
-    #[test]
-    fn flags_of_other_methods_are_refused() {
-        for (m, flag) in [
-            ("qnvb", &["--step-size", "0.3"][..]),
-            ("qnvb", &["--mc-samples", "7"][..]),
-            ("laplace", &["--max-iter", "7"][..]),
-            ("optimize", &["--draws", "7"][..]),
-            ("mh", &["--adapt-delta", "0.95"][..]),
-            ("hmc", &["--max-depth", "5"][..]),
-            ("nuts", &["--n-leapfrog", "5"][..]),
-            ("mh", &["--step-size", "0.5"][..]),
-            ("nuts", &["--jacobian"][..]),
-            ("nuts", &["--num-paths", "2"][..]),
-            // given at their defaults: refused by presence, not by value
-            ("nuts", &["--num-paths", "4"][..]),
-            ("nuts", &["--history-size", "6"][..]),
-            ("qbvi", &["--chains", "4"][..]),
-            ("qbvi", &["--adapt-delta", "0.8"][..]),
-            ("qbvi", &["--metric", "auto"][..]),
-            ("nuts", &["--draws", "1000"][..]),
-            ("nuts", &["--max-iter", "5000"][..]),
-            ("laplace", &["--mc-samples", "100"][..]),
-            ("hmc", &["--max-depth", "10"][..]),
-            ("optimize", &["--thin", "1"][..]),
-            ("mh", &["--num-elbo-draws", "25"][..]),
-            ("pathfinder", &["--psis-resample"][..]),
-            ("qbvi", &["--init", "1"][..]),
-            ("nuts", &["--init", "-1"][..]),
-            ("nuts", &["--init", "inits.json"][..]),
-        ] {
-            let mut argv = vec!["--method", m];
-            argv.extend_from_slice(flag);
-            let e = check_args(&parse(&argv)).expect_err("flag of another method");
-            assert!(e.contains(flag[0]), "{e}");
-        }
-    }
-}
+#[path = "args_tests.rs"]
+mod option_tests;

@@ -41,7 +41,7 @@ pub fn draws_memory_bytes(model: &Model, options: &FitOptions) -> u128 {
     let cols = draw_names(model).len() as u128;
     let m = &options.mcmc;
     let rows = match options.method {
-        Method::Nuts | Method::Hmc | Method::Mh => {
+        Method::Nuts | Method::Hmc | Method::Mh | Method::FixedParam => {
             let per_chain = (m.samples as u128).div_ceil(m.thin.max(1) as u128)
                 + if m.save_warmup { m.warmup as u128 } else { 0 };
             m.chains as u128 * per_chain

@@ -20,6 +20,9 @@ pub trait McmcStream: Sync {
     /// constrained parameters, transformed parameters and generated quantities ([`draw_names`]
     /// order), exactly the row [`FitResult::draws`] will hold.
     fn row(&self, chain: usize, sampler: &[f64], values: &[f64]);
+    /// With `save_warmup`: a kept warmup draw, as [`McmcStream::row`]; all of a chain's come
+    /// just before its [`McmcStream::adapted`]. The default ignores them.
+    fn warmup_row(&self, _chain: usize, _sampler: &[f64], _values: &[f64]) {}
     /// The chain ended (finished or stopped), with its warmup and sampling wall-clock seconds.
     fn finish(&self, chain: usize, warmup_seconds: f64, sampling_seconds: f64);
 }
@@ -30,6 +33,11 @@ struct ChainRows {
     rng: StreamRng,
     /// Kept rows × k values.
     values: Vec<f64>,
+    /// Stream 2000 + c of the seed, for the generated quantities of the warmup draws (so that
+    /// saving them leaves the post-warmup draws unchanged).
+    warmup_rng: StreamRng,
+    /// Kept warmup rows × k values (`save_warmup`).
+    warmup_values: Vec<f64>,
     /// The first failure of `write_array`; later draws of the chain are then ignored.
     error: Option<DensityError>,
 }
@@ -66,6 +74,22 @@ impl DrawSink for Constrainer<'_> {
                     s.row(chain, sampler, &v);
                 }
                 rows.values.extend(v);
+            }
+            Err(e) => rows.error = Some(e),
+        }
+    }
+    fn warmup_draw(&self, chain: usize, sampler: &[f64], q: &[f64]) {
+        let mut rows = self.chains[chain].lock().unwrap_or_else(|e| e.into_inner());
+        if rows.error.is_some() {
+            return;
+        }
+        let rows = &mut *rows;
+        match self.model.write_array(q, true, true, &mut rows.warmup_rng) {
+            Ok(v) => {
+                if let Some(s) = self.stream {
+                    s.warmup_row(chain, sampler, &v);
+                }
+                rows.warmup_values.extend(v);
             }
             Err(e) => rows.error = Some(e),
         }
@@ -111,18 +135,6 @@ pub(super) fn fit_mcmc(
         },
         _ => mcmc::Method::Mh,
     };
-    if model.dim() == 0 {
-        return Err(FitError::Algorithm {
-            method: options.method,
-            message: if model.generated_quantity_names().is_empty() {
-                "the model has no parameters (d = 0): there is nothing to sample".into()
-            } else {
-                "the model has no parameters (d = 0), only generated quantities: \
-                         fixed_param sampling is not supported"
-                    .into()
-            },
-        });
-    }
     let inits = match options.mcmc_init {
         McmcInit::Random => Vec::new(),
         McmcInit::Pathfinder => pathfinder_fit::pathfinder_inits(model, options)?,
@@ -135,6 +147,8 @@ pub(super) fn fit_mcmc(
                 Mutex::new(ChainRows {
                     rng: crate::inference::rng::stream(seed, 1000 + c as u64),
                     values: Vec::new(),
+                    warmup_rng: crate::inference::rng::stream(seed, 2000 + c as u64),
+                    warmup_values: Vec::new(),
                     error: None,
                 })
             })
@@ -163,20 +177,29 @@ pub(super) fn fit_mcmc(
     // the constrained rows were made as the draws came (`Constrainer`): the same values as
     // `constrained_draws` gives afterwards
     let mut rows = Vec::with_capacity(sink.chains.len());
+    let mut warmup_rows = Vec::with_capacity(sink.chains.len());
     for m in sink.chains {
         let r = m.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = r.error {
             return Err(FitError::Constrain(e));
         }
         rows.push(r.values);
+        warmup_rows.push(r.warmup_values);
     }
     let mut draws = Draws {
         names: draw_names(model),
         chains: rows,
     };
     if out.interrupted {
+        // the chains `trim_interrupted` keeps: those with post-warmup draws
+        let mut kept = out.chains.iter().map(|c| !c.stats.is_empty());
+        warmup_rows.retain(|_| kept.next().unwrap_or(false));
         trim_interrupted(&mut out, &mut draws);
     }
+    let warmup_draws = settings.save_warmup.then(|| Draws {
+        names: draws.names.clone(),
+        chains: warmup_rows,
+    });
     Ok(FitResult {
         method: options.method,
         seed,
@@ -187,5 +210,43 @@ pub(super) fn fit_mcmc(
         run_length: None,
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
+        warmup_draws,
     })
+}
+
+/// The rule for an interrupted MCMC run (Ctrl-C): its chains stop at different iterations and
+/// some may not have reached sampling (on 2 cores chains 3–4 may not even have started). Chains
+/// with no post-warmup draws are dropped, the others are trimmed to the shortest of them, so that
+/// `draws` (chain c of `draws` is chain c of `out`) and the sampler statistics of `out` stay
+/// rectangular, as R-hat and ESS need. When no chain has post-warmup draws, both are left with
+/// no chains. Generated quantities keep the random streams of their original chain numbers
+/// (they are computed before the trim).
+pub fn trim_interrupted(out: &mut McmcOutput, draws: &mut Draws) {
+    let keep: Vec<bool> = out.chains.iter().map(|c| !c.stats.is_empty()).collect();
+    let n = out
+        .chains
+        .iter()
+        .map(|c| c.stats.len())
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(0);
+    let (d, k) = (out.dim, draws.names.len());
+    let mut flags = keep.iter();
+    out.chains.retain(|_| *flags.next().unwrap_or(&false));
+    let mut flags = keep.iter();
+    draws.chains.retain(|_| *flags.next().unwrap_or(&false));
+    for c in &mut out.chains {
+        let s = &mut c.stats;
+        s.lp.truncate(n);
+        s.accept_stat.truncate(n);
+        s.stepsize.truncate(n);
+        s.treedepth.truncate(n);
+        s.n_leapfrog.truncate(n);
+        s.divergent.truncate(n);
+        s.energy.truncate(n);
+        c.draws.truncate(n * d);
+    }
+    for c in &mut draws.chains {
+        c.truncate(n * k);
+    }
 }

@@ -2,6 +2,7 @@
 //! scale: the step after [`crate::pipeline::compile`], shared by the CLI and the REPL.
 
 pub mod args;
+mod fixed_param;
 mod limits;
 mod mcmc_fit;
 pub mod mh_length;
@@ -12,7 +13,7 @@ mod vi_checks;
 pub mod vi_gate;
 
 pub use limits::*;
-pub use mcmc_fit::McmcStream;
+pub use mcmc_fit::{McmcStream, trim_interrupted};
 use mode::*;
 pub use vi_checks::*;
 pub use vi_gate::{ViGate, ViVerdict, judge, khat_number};
@@ -68,6 +69,10 @@ pub enum Method {
     Hmc,
     /// Adaptive random-walk Metropolis-Hastings.
     Mh,
+    /// CmdStan's `fixed_param` sampler: the parameters stay at their initial values and each
+    /// iteration draws the generated quantities afresh ([`fixed_param`]); also what the MCMC
+    /// methods run on a model without parameters.
+    FixedParam,
     /// IVON, improved variational online Newton (mean-field Gaussian; `specs/survey_vi.md` §17).
     Ivon,
     /// Bayes-by-backprop (mean-field Gaussian, reparameterisation; `specs/survey_vi.md` §5).
@@ -109,7 +114,10 @@ pub enum Method {
 impl Method {
     /// True for the MCMC samplers (several chains, R-hat and ESS apply).
     pub fn is_mcmc(self) -> bool {
-        matches!(self, Method::Nuts | Method::Hmc | Method::Mh)
+        matches!(
+            self,
+            Method::Nuts | Method::Hmc | Method::Mh | Method::FixedParam
+        )
     }
 
     /// True for the methods that fit an approximation q and report the PSIS k̂ of it
@@ -175,6 +183,7 @@ impl fmt::Display for Method {
             Method::Nuts => "nuts",
             Method::Hmc => "hmc",
             Method::Mh => "mh",
+            Method::FixedParam => "fixed_param",
             Method::Ivon => "ivon",
             Method::Bbb => "bbb",
             Method::Bbvi => "bbvi",
@@ -312,6 +321,9 @@ pub struct FitOptions {
     /// from `mcmc.samples` ([`mh_length`]; `bayesc fit --method mh` without `--samples`).
     /// Default false: exactly `mcmc.samples` draws.
     pub mh_auto_length: bool,
+    /// Significant digits of the numbers in the draws files (`--sig-figs`, CmdStan's
+    /// `sig_figs`, 1..=18); `None` (default) writes full round-trip precision.
+    pub sig_figs: Option<usize>,
 }
 
 /// Where the chains of an MCMC fit start.
@@ -374,6 +386,7 @@ impl FitOptions {
             pathfinder: PathfinderSettings::default(),
             mcmc_init: McmcInit::Random,
             mh_auto_length: false,
+            sig_figs: None,
             ngbbvi: NgbbviSettings::default(),
             von: VonSettings::default(),
             vadam: VadamSettings::default(),
@@ -387,8 +400,10 @@ impl FitOptions {
 /// The result of `Method::Optimize`: the optimum on both scales with standard errors.
 #[derive(Clone, Debug)]
 pub struct OptimizeFit {
-    /// The L-BFGS run (its `point` is before the Newton polish).
+    /// The optimizer's run, L-BFGS by default (its `point` is before the Newton polish).
     pub lbfgs: OptimizeResult,
+    /// Which optimizer made `lbfgs` (`--algorithm`).
+    pub algorithm: optimize::Algorithm,
     /// Newton steps of [`optimize::newton_refine`] after L-BFGS (0 when it could not run).
     pub newton_steps: usize,
     /// Whether the Jacobian adjustment was part of the maximised density.
@@ -469,6 +484,10 @@ pub struct FitResult {
     /// `draws`) at the mean of the fitted Gaussian, for QBVI and QNVB: the first row of CmdStan's
     /// variational output. `None` for other methods.
     pub approx_mean_row: Option<Vec<f64>>,
+    /// MCMC with `save_warmup`: the kept warmup draws on the constrained scale, one chain per
+    /// chain of `draws` (same columns; generated quantities from their own random stream, so
+    /// the post-warmup draws are those of a run without `save_warmup`). Never in summaries.
+    pub warmup_draws: Option<Draws>,
 }
 
 /// [`FitResult::approx_log_densities`] of unconstrained draws `zetas` (in parallel) and
@@ -572,6 +591,7 @@ impl GaussianOutputs {
             run_length: None,
             approx_log_densities: self.approx_log_densities,
             approx_mean_row: self.approx_mean_row,
+            warmup_draws: None,
         }
     }
 }
@@ -669,11 +689,12 @@ pub fn fit_with_stream(
     check_memory(model, options)?;
     if model.dim() == 0 && !options.method.is_mcmc() {
         // Without parameters there is no density to approximate or maximise; the MCMC
-        // branch gives its own message (fixed_param sampling).
+        // methods run fixed_param sampling instead.
         return Err(FitError::Algorithm {
             method: options.method,
             message: "the model has no parameters (d = 0): there is nothing to fit or \
-                      approximate; declare parameters in a `parameters` block"
+                      approximate; declare parameters in a `parameters` block, or simulate \
+                      from the generated quantities with --method fixed_param"
                 .into(),
         });
     }
@@ -846,7 +867,14 @@ pub fn fit_with_stream(
                 run_length: None,
                 approx_log_densities: Vec::new(),
                 approx_mean_row: None,
+                warmup_draws: None,
             })
+        }
+        // CmdStan's `fixed_param`, asked for or (as CmdStan) for MCMC on a model without
+        // parameters
+        Method::FixedParam => fixed_param::fit_fixed_param(model, options, monitor, start, stream),
+        m if m.is_mcmc() && model.dim() == 0 => {
+            fixed_param::fit_fixed_param(model, options, monitor, start, stream)
         }
         // MH's automatic length reruns the chains in rounds: nothing is streamed (the caller
         // writes the final round's draws at the end).
@@ -902,43 +930,6 @@ fn finish_gaussian_fit(
         trace,
         no_mode,
     )
-}
-
-/// The rule for an interrupted MCMC run (Ctrl-C): its chains stop at different iterations and
-/// some may not have reached sampling (on 2 cores chains 3–4 may not even have started). Chains
-/// with no post-warmup draws are dropped, the others are trimmed to the shortest of them, so that
-/// `draws` (chain c of `draws` is chain c of `out`) and the sampler statistics of `out` stay
-/// rectangular, as R-hat and ESS need. When no chain has post-warmup draws, both are left with
-/// no chains. Generated quantities keep the random streams of their original chain numbers
-/// (they are computed before the trim).
-pub fn trim_interrupted(out: &mut McmcOutput, draws: &mut Draws) {
-    let keep: Vec<bool> = out.chains.iter().map(|c| !c.stats.is_empty()).collect();
-    let n = out
-        .chains
-        .iter()
-        .map(|c| c.stats.len())
-        .filter(|&n| n > 0)
-        .min()
-        .unwrap_or(0);
-    let (d, k) = (out.dim, draws.names.len());
-    let mut flags = keep.iter();
-    out.chains.retain(|_| *flags.next().unwrap_or(&false));
-    let mut flags = keep.iter();
-    draws.chains.retain(|_| *flags.next().unwrap_or(&false));
-    for c in &mut out.chains {
-        let s = &mut c.stats;
-        s.lp.truncate(n);
-        s.accept_stat.truncate(n);
-        s.stepsize.truncate(n);
-        s.treedepth.truncate(n);
-        s.n_leapfrog.truncate(n);
-        s.divergent.truncate(n);
-        s.energy.truncate(n);
-        c.draws.truncate(n * d);
-    }
-    for c in &mut draws.chains {
-        c.truncate(n * k);
-    }
 }
 
 /// Column names of the draws: parameters, then transformed parameters, then generated quantities.

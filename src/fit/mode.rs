@@ -117,6 +117,7 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         Vec::new()
     };
     Ok(OptimizeFit {
+        algorithm: options.optimize.algorithm,
         converged: lbfgs.converged && flat.is_empty(),
         flat,
         lbfgs,

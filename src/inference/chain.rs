@@ -416,6 +416,9 @@ fn run_attempt(
             settings.warmup,
             settings.jitter,
         );
+        if settings.metric == crate::inference::mcmc::MetricChoice::Unit {
+            h = h.without_metric_adaptation();
+        }
         let nuts_warmup = match settings.method {
             Method::StaticHmc { n_leapfrog: None } => {
                 h = h.adapt_with_nuts(Nuts::new(d, settings.max_depth));
@@ -448,7 +451,11 @@ fn run_attempt(
     };
 
     let total = settings.warmup + settings.samples;
-    let report_every = (total / 100).max(1);
+    let report_every = match settings.refresh {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => (total / 100).max(1),
+    };
     let kept = |n: usize| n.div_ceil(settings.thin);
     let mut out = ChainOutput {
         draws: Vec::with_capacity(kept(settings.samples) * d),
@@ -522,6 +529,13 @@ fn run_attempt(
         }
     }
     if !interrupted {
+        // the kept warmup draws, sent once warmup is over (so that an attempt whose warmup
+        // collapses and is restarted sends none)
+        let cols = out.warmup_stats.columns();
+        for i in 0..out.warmup_stats.len() {
+            let row: Vec<f64> = cols.iter().map(|(_, v)| v[i]).collect();
+            sink.warmup_draw(chain, &row, &out.warmup_draws[i * d..(i + 1) * d]);
+        }
         sink.adapted(chain, out.step_size, &out.inv_metric, out.dense);
     }
     let t1 = Instant::now();

@@ -101,6 +101,9 @@ pub struct McmcSettings {
     pub inv_metric: Option<Vec<f64>>,
     /// Also return the warmup draws and statistics (default false).
     pub save_warmup: bool,
+    /// Report progress every this many iterations per chain (CmdStan's `refresh`; 0: never
+    /// during the run, only when a chain ends); `None` (default): every 1% of the iterations.
+    pub refresh: Option<usize>,
     /// The gradient's work as the number of data values the log density reads per evaluation,
     /// for the [`MetricChoice::Auto`] cost model; `None` (the default) when unknown. Set by the
     /// fit pipeline from the model (`graph::Model::gradient_work`).
@@ -129,6 +132,9 @@ pub enum MetricChoice {
     Diag,
     /// Dense metric, Stan's `dense_e` (windowed covariance estimates, §6).
     Dense,
+    /// The unit metric, Stan's `unit_e`: the identity (or `inv_metric` as given), never
+    /// adapted; warmup tunes only the step size.
+    Unit,
 }
 
 /// Largest d for which [`MetricChoice::Auto`] always adapts a dense metric: the last slow window
@@ -159,7 +165,7 @@ impl McmcSettings {
     /// d² = 676 per step vs 125000 data values per gradient".
     pub fn metric_reason(&self, d: usize) -> (bool, String) {
         match self.metric {
-            MetricChoice::Diag => (false, String::new()),
+            MetricChoice::Diag | MetricChoice::Unit => (false, String::new()),
             MetricChoice::Dense => (true, String::new()),
             MetricChoice::Auto if d <= AUTO_DENSE_MAX_DIM => {
                 (true, format!("auto: d ≤ {AUTO_DENSE_MAX_DIM}"))
@@ -206,6 +212,7 @@ impl Default for McmcSettings {
             step_size: INITIAL_STEP_SIZE,
             inv_metric: None,
             save_warmup: false,
+            refresh: None,
             gradient_work: None,
             mh: MhOptions::default(),
         }
@@ -669,8 +676,8 @@ pub fn sampler_columns(method: &Method) -> &'static [&'static str] {
 
 /// Receives what the chains make, as they make it (issue 13 item 7: draws streamed to files so
 /// an interrupted run keeps them). Called from the chains' threads; the calls of one chain come
-/// from one thread, in order: [`DrawSink::start`], then (if warmup ends)
-/// [`DrawSink::adapted`], the kept post-warmup draws, and [`DrawSink::finish`]. Chain indices
+/// from one thread, in order: [`DrawSink::start`], then (if warmup ends) the kept warmup draws
+/// when saved and [`DrawSink::adapted`], the kept post-warmup draws, and [`DrawSink::finish`]. Chain indices
 /// are 0-based. The default methods do nothing.
 pub trait DrawSink: Sync {
     /// Chain `chain` starts; `dense` says whether its metric (MH: proposal shape) is dense.
@@ -681,6 +688,10 @@ pub trait DrawSink: Sync {
     /// A kept post-warmup draw: `sampler` in the order of [`sampler_columns`], `q` the
     /// unconstrained position (length d).
     fn draw(&self, _chain: usize, _sampler: &[f64], _q: &[f64]) {}
+    /// With [`McmcSettings::save_warmup`]: a kept warmup draw, as [`DrawSink::draw`]. They
+    /// come all at once when warmup ends, just before [`DrawSink::adapted`] (a chain whose
+    /// warmup collapses and restarts sends only the last attempt's).
+    fn warmup_draw(&self, _chain: usize, _sampler: &[f64], _q: &[f64]) {}
     /// The chain ended (finished or stopped), with its warmup and sampling wall-clock seconds.
     fn finish(&self, _chain: usize, _warmup_seconds: f64, _sampling_seconds: f64) {}
 }

@@ -1,6 +1,6 @@
-//! Mode finding: L-BFGS with a strong-Wolfe line search, maximising the log density on the
-//! unconstrained scale (Nocedal & Wright 2006, Algorithms 7.4/7.5 and 3.5/3.6; Stan's
-//! `optimize` convergence tests and defaults).
+//! Mode finding: L-BFGS or BFGS with a strong-Wolfe line search, or Newton's method
+//! ([`super::newton`]), maximising the log density on the unconstrained scale (Nocedal & Wright
+//! 2006, Algorithms 7.4/7.5, 6.1 and 3.5/3.6; Stan's `optimize` convergence tests and defaults).
 //!
 //! Whether the result is a maximum-likelihood estimate or a posterior mode (MAP), and whether the
 //! Jacobian adjustment log|det ∂T/∂ζ| is included, is decided entirely by the [`LogDensity`] the
@@ -9,6 +9,32 @@
 //! that passes a density without the Jacobian term.)
 
 use super::density::{DensityError, LogDensity};
+use super::quasi_newton::Curvature;
+
+/// The optimizer of [`optimize`] (CmdStan's `optimize algorithm=…`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Algorithm {
+    /// L-BFGS: the inverse Hessian from the last [`OptimizeSettings::history`] pairs (default).
+    #[default]
+    Lbfgs,
+    /// BFGS: a dense d × d inverse-Hessian estimate (Nocedal & Wright eq. 6.17); O(d²) memory
+    /// and work per iteration.
+    Bfgs,
+    /// Newton's method with the finite-difference Hessian, its eigenvalues made negative
+    /// where they are not, and step halving ([`super::newton`]). Reads only
+    /// [`OptimizeSettings::max_iter`], as CmdStan's `newton` reads only `iter`.
+    Newton,
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Algorithm::Lbfgs => "lbfgs",
+            Algorithm::Bfgs => "bfgs",
+            Algorithm::Newton => "newton",
+        })
+    }
+}
 
 /// Convergence settings of [`optimize`]. Defaults are Stan's for `optimize` with L-BFGS (CmdStan
 /// `method=optimize algorithm=lbfgs`: `iter=2000`, `tol_obj=1e-12`, `tol_rel_obj=1e4`,
@@ -34,6 +60,9 @@ pub struct OptimizeSettings {
     /// Number m of stored correction pairs (s, y) of L-BFGS (default 5; Nocedal & Wright §7.2
     /// suggest 3–20).
     pub history: usize,
+    /// The optimizer (default [`Algorithm::Lbfgs`]); the tolerances above apply to L-BFGS and
+    /// BFGS, `history` to L-BFGS only.
+    pub algorithm: Algorithm,
 }
 
 impl Default for OptimizeSettings {
@@ -46,6 +75,7 @@ impl Default for OptimizeSettings {
             tol_rel_grad: 1e7,
             tol_param: 1e-8,
             history: 5,
+            algorithm: Algorithm::Lbfgs,
         }
     }
 }
@@ -286,31 +316,9 @@ fn line_search(
     }
 }
 
-/// L-BFGS two-loop recursion (Nocedal & Wright Algorithm 7.4): r = H_k·g with
-/// H_k⁰ = γ_k·I, γ_k = sᵀy / yᵀy (eq. 7.20). `pairs` holds (s, y, 1/yᵀs), oldest first.
-fn two_loop(g: &[f64], pairs: &[(Vec<f64>, Vec<f64>, f64)]) -> Vec<f64> {
-    let mut q = g.to_vec();
-    let mut alphas = vec![0.0; pairs.len()];
-    for (i, (s, y, rho)) in pairs.iter().enumerate().rev() {
-        let a = rho * dot(s, &q);
-        alphas[i] = a;
-        q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
-    }
-    if let Some((s, y, _)) = pairs.last() {
-        let gamma = dot(s, y) / dot(y, y);
-        q.iter_mut().for_each(|v| *v *= gamma);
-    }
-    for (i, (s, y, rho)) in pairs.iter().enumerate() {
-        let b = rho * dot(y, &q);
-        q.iter_mut()
-            .zip(s)
-            .for_each(|(qi, si)| *qi += (alphas[i] - b) * si);
-    }
-    q
-}
-
 /// Maximises L(ζ) = `density.log_density` from `init` by L-BFGS (Nocedal & Wright Algorithm 7.5)
-/// with a strong-Wolfe line search (Algorithms 3.5–3.6), on the unconstrained scale.
+/// or BFGS (Algorithm 6.1) with a strong-Wolfe line search (Algorithms 3.5–3.6), or by Newton's
+/// method ([`super::newton::newton`]) as `settings.algorithm` says, on the unconstrained scale.
 ///
 /// - `init`: starting point, length d = `density.dim()`.
 /// - The first step is tried at α = min(1, 1/‖∇L‖) along the gradient, later ones at α = 1
@@ -345,6 +353,9 @@ pub fn optimize_traced(
     settings: &OptimizeSettings,
     on_iterate: &mut dyn FnMut(&[f64], f64, &[f64]),
 ) -> Result<OptimizeResult, OptimizeError> {
+    if settings.algorithm == Algorithm::Newton {
+        return super::newton::newton(density, init, settings, on_iterate);
+    }
     let mut report = |x: &[f64], f: f64, g: &[f64]| {
         let grad: Vec<f64> = g.iter().map(|v| -v).collect();
         on_iterate(x, -f, &grad);
@@ -379,8 +390,10 @@ pub fn optimize_traced(
     if norm(&g) < settings.tol_grad {
         return Ok(done(x, f, 0, true, "gradient norm below tolerance"));
     }
-    let m = settings.history.max(1);
-    let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = Vec::with_capacity(m);
+    let mut pairs = match settings.algorithm {
+        Algorithm::Bfgs => Curvature::dense(d),
+        _ => Curvature::limited(settings.history),
+    };
     let (mut p, mut alpha_sd) = steepest(&g);
     let mut fresh = true; // p is the steepest-descent direction with no history
     let mut it = 0;
@@ -420,12 +433,9 @@ pub fn optimize_traced(
         report(&x, f, &g);
         let sy = dot(&s, &y);
         if sy > 1e-10 * norm(&s) * norm(&y) {
-            if pairs.len() == m {
-                pairs.remove(0);
-            }
-            pairs.push((s.clone(), y, 1.0 / sy));
+            pairs.update(s.clone(), y, sy);
         }
-        let hg = two_loop(&g, &pairs);
+        let hg = pairs.apply(&g);
         fresh = pairs.is_empty();
         if fresh {
             (p, alpha_sd) = steepest(&g);
@@ -479,16 +489,13 @@ pub fn optimize_traced(
                 report(&x, f, &g);
                 let sy = dot(&s, &y);
                 if sy > 1e-10 * norm(&s) * norm(&y) {
-                    if pairs.len() == m {
-                        pairs.remove(0);
-                    }
-                    pairs.push((s, y, 1.0 / sy));
+                    pairs.update(s, y, sy);
                 }
                 fresh = pairs.is_empty();
                 if fresh {
                     (p, alpha_sd) = steepest(&g);
                 } else {
-                    p = two_loop(&g, &pairs).iter().map(|v| -v).collect();
+                    p = pairs.apply(&g).iter().map(|v| -v).collect();
                 }
                 continue;
             }

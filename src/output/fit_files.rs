@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::fit::{self, FitDetails, FitOptions, FitResult};
+use crate::inference::mcmc;
 use crate::inference::qbvi::Covariance;
 use crate::output::stan_csv;
 
@@ -29,7 +30,7 @@ pub fn write_outputs(
                 &model_name,
                 "optimize",
                 &[
-                    ("algorithm", "lbfgs".to_string()),
+                    ("algorithm", options.optimize.algorithm.to_string()),
                     ("jacobian", fit.jacobian.to_string()),
                     ("save_iterations", "false".to_string()),
                 ],
@@ -44,6 +45,8 @@ pub fn write_outputs(
                 chain: 0,
                 adaptation_lines: &[],
                 footer_lines: &[],
+                warmup_rows: 0,
+                sig_figs: options.sig_figs,
             };
             stan_csv::write_stan_csv(path, &layout)?;
             Ok(vec![path.display().to_string()])
@@ -57,25 +60,47 @@ pub fn write_outputs(
                 let cols = chain.stats.columns();
                 let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
                 let n = chain.stats.len();
-                let mut values = Vec::with_capacity(n * cols.len());
+                // saved warmup rows first (`save_warmup`), then the post-warmup ones
+                let warmup = result.warmup_draws.as_ref().and_then(|w| w.chains.get(c));
+                let warmup_cols = chain.warmup_stats.columns();
+                let n_warmup = if warmup.is_some() {
+                    chain.warmup_stats.len()
+                } else {
+                    0
+                };
+                let mut values = Vec::with_capacity((n_warmup + n) * cols.len());
+                for i in 0..n_warmup {
+                    values.extend(warmup_cols.iter().map(|(_, v)| v[i]));
+                }
                 for i in 0..n {
                     values.extend(cols.iter().map(|(_, v)| v[i]));
                 }
+                let joined = warmup.map(|w| crate::inference::Draws {
+                    names: result.draws.names.clone(),
+                    chains: vec![[w.as_slice(), &result.draws.chains[c]].concat()],
+                });
                 // an interrupted run (trimmed by `fit::trim_interrupted`): the kept count
                 let kept = out.interrupted.then_some(n);
                 let config =
                     mcmc_config_lines(&model_name, options, result.seed, c, chain.dense, kept);
-                let adaptation =
-                    mcmc_adaptation_lines(chain.step_size, &chain.inv_metric, chain.dense, out.dim);
+                let adaptation = mcmc_adaptation_lines(
+                    options,
+                    chain.step_size,
+                    &chain.inv_metric,
+                    chain.dense,
+                    out.dim,
+                );
                 let footer = stan_csv::timing_lines(chain.warmup_seconds, chain.sampling_seconds);
                 let layout = stan_csv::StanCsvLayout {
                     config_lines: &config,
                     sampler_cols: &names,
                     sampler_values: &values,
-                    draws: &result.draws,
-                    chain: c,
+                    draws: joined.as_ref().unwrap_or(&result.draws),
+                    chain: if joined.is_some() { 0 } else { c },
                     adaptation_lines: &adaptation,
                     footer_lines: &footer,
+                    warmup_rows: n_warmup,
+                    sig_figs: options.sig_figs,
                 };
                 stan_csv::write_stan_csv(&file, &layout)?;
                 files.push(file.display().to_string());
@@ -125,30 +150,47 @@ pub fn mcmc_config_lines(
     let (algorithm, engine) = match options.method {
         fit::Method::Nuts => ("hmc", "nuts"),
         fit::Method::Hmc => ("hmc", "static"),
+        fit::Method::FixedParam => ("fixed_param", ""),
         _ => ("metropolis", "random_walk"),
     };
     let num_samples = match kept {
         Some(n) => n * options.mcmc.thin,
         None => options.mcmc.samples,
     };
-    let settings = vec![
+    let fixed = options.method == fit::Method::FixedParam;
+    let mut settings = vec![
         ("num_samples", num_samples.to_string()),
-        ("num_warmup", options.mcmc.warmup.to_string()),
-        ("thin", options.mcmc.thin.to_string()),
-        ("save_warmup", "false".to_string()),
-        ("adapt_delta", options.mcmc.adapt_delta.to_string()),
-        ("max_depth", options.mcmc.max_depth.to_string()),
         (
-            "metric",
-            if dense {
-                "dense_e".into()
+            "num_warmup",
+            if fixed {
+                "0".to_string()
             } else {
-                "diag_e".into()
+                options.mcmc.warmup.to_string()
             },
         ),
-        ("algorithm", algorithm.to_string()),
-        ("engine", engine.to_string()),
+        ("thin", options.mcmc.thin.to_string()),
+        ("save_warmup", options.mcmc.save_warmup.to_string()),
     ];
+    if fixed {
+        settings.push(("algorithm", algorithm.to_string()));
+    } else {
+        let metric = if options.mcmc.metric == mcmc::MetricChoice::Unit
+            && options.method != fit::Method::Mh
+        {
+            "unit_e"
+        } else if dense {
+            "dense_e"
+        } else {
+            "diag_e"
+        };
+        settings.extend([
+            ("adapt_delta", options.mcmc.adapt_delta.to_string()),
+            ("max_depth", options.mcmc.max_depth.to_string()),
+            ("metric", metric.to_string()),
+            ("algorithm", algorithm.to_string()),
+            ("engine", engine.to_string()),
+        ]);
+    }
     let mut config = stan_csv::cmdstan_config_lines(model_name, "sample", &settings, seed, c + 1);
     if let Some(n) = kept {
         config.push(format!(
@@ -159,15 +201,31 @@ pub fn mcmc_config_lines(
     config
 }
 
-/// The adaptation comment lines of an MCMC chain (after the header): CmdStan's diagonal layout
-/// ([`stan_csv::nuts_adaptation_lines`]), or for a dense d × d `inv_metric` (row-major) its
-/// `Elements of inverse mass matrix:` and one line per row.
+/// The adaptation comment lines of an MCMC chain of a fit with `options` (after the header,
+/// or after the saved warmup rows): CmdStan's diagonal layout
+/// ([`stan_csv::nuts_adaptation_lines`]), for a dense d × d `inv_metric` (row-major) its
+/// `Elements of inverse mass matrix:` and one line per row, for the unit metric (`unit_e`) the
+/// step size and `No free parameters for unit metric`, and none for `fixed_param`.
 pub fn mcmc_adaptation_lines(
+    options: &FitOptions,
     step_size: f64,
     inv_metric: &[f64],
     dense: bool,
     d: usize,
 ) -> Vec<String> {
+    if options.method == fit::Method::FixedParam {
+        return Vec::new();
+    }
+    if options.mcmc.metric == mcmc::MetricChoice::Unit && options.method != fit::Method::Mh {
+        return vec![
+            "Adaptation terminated".to_string(),
+            format!(
+                "Step size = {}",
+                crate::output::format_f64_roundtrip(step_size)
+            ),
+            "No free parameters for unit metric".to_string(),
+        ];
+    }
     if !dense {
         return stan_csv::nuts_adaptation_lines(step_size, inv_metric);
     }
@@ -354,6 +412,8 @@ fn write_approximation_csv(
         chain: 0,
         adaptation_lines: &adaptation,
         footer_lines: &[],
+        warmup_rows: 0,
+        sig_figs: options.sig_figs,
     };
     stan_csv::write_stan_csv(path, &layout)
 }
@@ -399,6 +459,8 @@ fn write_pathfinder_csv(
         chain: 0,
         adaptation_lines: &[],
         footer_lines: &[],
+        warmup_rows: 0,
+        sig_figs: options.sig_figs,
     };
     stan_csv::write_stan_csv(path, &layout)
 }

@@ -95,9 +95,67 @@ pub fn format_f64_roundtrip(x: f64) -> String {
     }
 }
 
+/// Formats an f64 with `sig_figs` significant digits as C++'s `std::setprecision(n)` with the
+/// default float format (`%g`), which CmdStan's `sig_figs` uses: fixed notation when the decimal
+/// exponent X satisfies −4 ≤ X < n, scientific (`1.2346e-07`, two exponent digits at least)
+/// otherwise, trailing zeros removed. `None` gives [`format_f64_roundtrip`]. Non-finite values
+/// and zero are written as there. `sig_figs` is clamped to 1..=18.
+pub fn format_f64_sig(x: f64, sig_figs: Option<usize>) -> String {
+    let Some(n) = sig_figs else {
+        return format_f64_roundtrip(x);
+    };
+    if !x.is_finite() || x == 0.0 {
+        return format_f64_roundtrip(x);
+    }
+    let n = n.clamp(1, 18);
+    // the exponent after rounding to n digits (9.9996 at 4 digits is 1.000e1)
+    let sci = format!("{:.*e}", n - 1, x);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let strip = |t: &str| -> String {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if exp < -4 || exp >= n as i32 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", strip(mantissa), exp.abs())
+    } else {
+        let decimals = (n as i32 - 1 - exp).max(0) as usize;
+        strip(&format!("{x:.decimals$}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The strings C++ `std::cout << std::setprecision(n) << x` prints (values checked by
+    /// hand against the `%g` rules of the C standard, §7.21.6.1).
+    #[test]
+    fn significant_figures_follow_printf_g() {
+        let cases: [(f64, usize, &str); 12] = [
+            (3.14159265, 6, "3.14159"),
+            (3.14159265, 3, "3.14"),
+            (-0.000123456789, 6, "-0.000123457"),
+            (1.23456789e-7, 5, "1.2346e-07"),
+            (123456789.0, 6, "1.23457e+08"),
+            (123456.0, 6, "123456"),
+            (2.5, 6, "2.5"),
+            (9.9996, 4, "10"),
+            (100.0, 2, "1e+02"),
+            (0.1, 18, "0.100000000000000006"),
+            (-7.0, 1, "-7"),
+            (1e-5, 3, "1e-05"),
+        ];
+        for (x, n, want) in cases {
+            assert_eq!(format_f64_sig(x, Some(n)), want, "{x} at {n}");
+        }
+        assert_eq!(format_f64_sig(0.1, None), "0.1");
+        assert_eq!(format_f64_sig(f64::NAN, Some(3)), "NaN");
+    }
 
     #[cfg(unix)]
     #[test]

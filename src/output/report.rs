@@ -146,7 +146,8 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Optimize => format!(
-            "method = optimize (L-BFGS + Newton polish, jacobian = {}: {}; se = {}); d = {d} unconstrained parameters; seed = {}",
+            "method = optimize ({} + Newton polish, jacobian = {}: {}; se = {}); d = {d} unconstrained parameters; seed = {}",
+            optimizer_name(o.optimize.algorithm),
             o.jacobian,
             if o.jacobian {
                 "mode of the unconstrained density"
@@ -284,6 +285,17 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.vogn.common.max_iter,
             o.seed
         ),
+        fit::Method::FixedParam => format!(
+            "method = fixed_param (parameters fixed at their initial values, generated quantities drawn afresh each iteration); d = {d} unconstrained parameters; {} chains × {} draws{}; seed = {}",
+            o.mcmc.chains,
+            o.mcmc.samples,
+            if o.mcmc.thin > 1 {
+                format!(", thin = {}", o.mcmc.thin)
+            } else {
+                String::new()
+            },
+            o.seed
+        ),
         fit::Method::Laplace => format!(
             "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); d = {d} unconstrained parameters; seed = {}",
             o.seed
@@ -336,6 +348,16 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
     }
 }
 
+/// The optimizer's name as the reports print it: `L-BFGS`, `BFGS` or `Newton`.
+pub fn optimizer_name(a: crate::inference::optimize::Algorithm) -> &'static str {
+    use crate::inference::optimize::Algorithm;
+    match a {
+        Algorithm::Lbfgs => "L-BFGS",
+        Algorithm::Bfgs => "BFGS",
+        Algorithm::Newton => "Newton",
+    }
+}
+
 /// What `--method optimize` prints (and the REPL's `:fit optimize`): the table of estimates
 /// and standard errors ([`optimize_table`]), the log density at the optimum, the iterations,
 /// the convergence verdict and how the standard errors were computed. Ends with a newline.
@@ -354,8 +376,11 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
     );
     let _ = writeln!(
         s,
-        "iterations: {} L-BFGS + {} Newton steps ({:.2} s)",
-        fit.lbfgs.iterations, fit.newton_steps, result.seconds
+        "iterations: {} {} + {} Newton steps ({:.2} s)",
+        fit.lbfgs.iterations,
+        optimizer_name(fit.algorithm),
+        fit.newton_steps,
+        result.seconds
     );
     if !fit.flat.is_empty() {
         let _ = writeln!(
@@ -371,7 +396,8 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
     } else {
         let _ = writeln!(
             s,
-            "WARNING: L-BFGS did not converge: {}{}",
+            "WARNING: {} did not converge: {}{}",
+            optimizer_name(fit.algorithm),
             fit.lbfgs.message,
             if fit.newton_steps > 0 {
                 " (the Newton polish that followed reached a point where the Hessian is negative definite)"
@@ -440,8 +466,12 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
     let rows = summary::summarize(&result.draws, true);
     s.push('\n');
     s.push_str(&summary::format_table(&rows, true));
-    let mut warnings = out.warnings(&options.mcmc);
-    warnings.extend(hmc_warnings(out, options));
+    let mut warnings = Vec::new();
+    if result.method != fit::Method::FixedParam {
+        // fixed_param has no transitions to diagnose
+        warnings = out.warnings(&options.mcmc);
+        warnings.extend(hmc_warnings(out, options));
+    }
     warnings.extend(summary::convergence_warnings(&rows, k));
     if !warnings.is_empty() {
         s.push_str("\nwarnings:\n");

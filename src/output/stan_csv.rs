@@ -36,7 +36,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::{format_f64_roundtrip, write_atomic};
+use super::{format_f64_roundtrip, format_f64_sig, write_atomic};
 use crate::inference::Draws;
 
 /// What to write into one Stan CSV file (one chain).
@@ -57,6 +57,12 @@ pub struct StanCsvLayout<'a> {
     pub adaptation_lines: &'a [String],
     /// Comment lines after the last draw (timing), without `#`; see [`timing_lines`].
     pub footer_lines: &'a [String],
+    /// How many of the first rows are warmup draws (`save_warmup`): the adaptation lines are
+    /// written after them, as CmdStan does; 0 otherwise.
+    pub warmup_rows: usize,
+    /// Significant digits of the numbers (`--sig-figs`, [`super::format_f64_sig`]); `None`
+    /// for full round-trip precision.
+    pub sig_figs: Option<usize>,
 }
 
 /// Writes one chain in Stan's CSV layout, atomically (module docs; [`super::write_atomic`]).
@@ -101,17 +107,25 @@ pub fn write_stan_csv(path: &Path, layout: &StanCsvLayout<'_>) -> io::Result<()>
             .chain(draws.names.iter().map(|s| to_stan_name(s)))
             .collect();
         writeln!(w, "{}", header.join(","))?;
-        for line in layout.adaptation_lines {
-            comment(w, line)?;
-        }
+        let warmup = layout.warmup_rows.min(n);
         for i in 0..n {
+            if i == warmup {
+                for line in layout.adaptation_lines {
+                    comment(w, line)?;
+                }
+            }
             let row = layout.sampler_values[i * ks..(i + 1) * ks]
                 .iter()
                 .chain(&chain[i * k..(i + 1) * k])
-                .map(|v| format_f64_roundtrip(*v))
+                .map(|v| format_f64_sig(*v, layout.sig_figs))
                 .collect::<Vec<_>>()
                 .join(",");
             writeln!(w, "{row}")?;
+        }
+        if warmup == n {
+            for line in layout.adaptation_lines {
+                comment(w, line)?;
+            }
         }
         for line in layout.footer_lines {
             comment(w, line)?;
@@ -324,8 +338,11 @@ pub struct StanCsv {
     pub names: Vec<String>,
     /// Parameter values, `n_draws × names.len()`, row-major.
     pub values: Vec<f64>,
-    /// Number of draws (data rows).
+    /// Number of draws (data rows), without the warmup rows of a `save_warmup` file.
     pub n_draws: usize,
+    /// Warmup rows dropped ([`read_stan_csv`]: files whose configuration says
+    /// `save_warmup = true` or `1` start with ⌈num_warmup / thin⌉ of them).
+    pub warmup_draws: usize,
 }
 
 impl StanCsv {
@@ -369,7 +386,9 @@ fn strip_comment(line: &str) -> String {
 /// Reads a Stan CSV file (ours or CmdStan's): comments, header, sampler columns (names ending
 /// in `__`) and parameter columns, with names converted back to `beta[1]` form. Values may be
 /// `NaN`, `nan`, `inf`, `+inf`, `-inf`. In variational output ([`StanCsv::is_variational`]) the
-/// first row, the mean of the approximation, is dropped, so `n_draws` counts draws only.
+/// first row, the mean of the approximation, is dropped, so `n_draws` counts draws only; so
+/// are the warmup rows of a file written with `save_warmup` ([`StanCsv::warmup_draws`]), whose
+/// adaptation comments (after those rows) are still read as `adaptation_lines`.
 ///
 /// Errors: [`StanCsvError`] for unreadable files, a missing header, a header without sampler
 /// columns ([`StanCsvError::NotDraws`]), ragged rows or non-numbers.
@@ -408,6 +427,10 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
             header = Some(cols);
             continue;
         };
+        if !out.footer_lines.is_empty() {
+            // comments between rows: the adaptation block after saved warmup rows
+            out.adaptation_lines.append(&mut out.footer_lines);
+        }
         let fields: Vec<&str> = line.split(',').collect();
         if fields.len() != cols.len() {
             return Err(StanCsvError::RowLength {
@@ -456,6 +479,27 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
         out.sampler_values.drain(..out.sampler_names.len());
         out.values.drain(..out.names.len());
         out.n_draws -= 1;
+    }
+    // MCMC files with saved warmup: those rows come first and are not posterior draws
+    let setting = |key: &str| {
+        out.config_lines.iter().find_map(|l| {
+            let rest = l.trim().strip_prefix(key)?.trim_start().strip_prefix('=')?;
+            rest.split_whitespace().next().map(str::to_string)
+        })
+    };
+    if matches!(setting("save_warmup").as_deref(), Some("1" | "true")) && !out.is_variational() {
+        let n_w: usize = setting("num_warmup")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let thin: usize = setting("thin")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1)
+            .max(1);
+        let drop = n_w.div_ceil(thin).min(out.n_draws);
+        out.values.drain(..drop * out.names.len());
+        out.sampler_values.drain(..drop * out.sampler_names.len());
+        out.n_draws -= drop;
+        out.warmup_draws = drop;
     }
     Ok(out)
 }
@@ -563,6 +607,8 @@ mod tests {
                 chain: 1,
                 adaptation_lines: &adapt,
                 footer_lines: &footer,
+                warmup_rows: 0,
+                sig_figs: None,
             },
         )
         .unwrap();
@@ -645,6 +691,8 @@ mod tests {
             chain: 0,
             adaptation_lines: &[],
             footer_lines: &[],
+            warmup_rows: 0,
+            sig_figs: None,
         };
         assert!(write_stan_csv(&path, &layout).is_err());
         assert!(write_stan_csv(&path, &StanCsvLayout { chain: 5, ..layout }).is_err());

@@ -4,7 +4,9 @@
 //! Each chain writes its own file ([`super::fit_files::mcmc_chain_path`]), so chains running in
 //! parallel never share a writer and the rows of a chain are in draw order whatever the thread
 //! count. A chain's file gets, in order: the configuration comments and the column header when
-//! the chain starts; the adaptation comments when its warmup ends; one row per kept post-warmup
+//! the chain starts; with `--save-warmup` the kept warmup rows, all at once when warmup ends
+//! (so that a chain restarted after a collapsed warmup writes only its last attempt's), then
+//! the adaptation comments; one row per kept post-warmup
 //! draw, each written with one `write` call and flushed at once (so after a `kill -9` the file
 //! is readable up to its last row); and the timing footer when the chain ends. A finished run's
 //! files are byte for byte those [`super::fit_files::write_outputs`] writes from the result.
@@ -23,7 +25,7 @@ use std::sync::Mutex;
 use super::fit_files::{
     mcmc_adaptation_lines, mcmc_chain_path, mcmc_config_lines, model_name, write_outputs,
 };
-use super::format_f64_roundtrip;
+use super::format_f64_sig;
 use super::stan_csv::{comment, timing_lines, to_stan_name};
 use crate::fit::{FitDetails, FitOptions, FitResult, McmcStream, Method};
 use crate::inference::mcmc;
@@ -67,7 +69,8 @@ impl ChainFiles {
         dim: usize,
     ) -> Self {
         let method = match options.method {
-            Method::Mh => mcmc::Method::Mh,
+            // fixed_param writes lp__ and accept_stat__, Metropolis's columns
+            Method::Mh | Method::FixedParam => mcmc::Method::Mh,
             _ => mcmc::Method::Nuts,
         };
         let header = mcmc::sampler_columns(&method)
@@ -202,7 +205,7 @@ impl McmcStream for ChainFiles {
     }
 
     fn adapted(&self, chain: usize, step_size: f64, inv_metric: &[f64], dense: bool) {
-        let lines = mcmc_adaptation_lines(step_size, inv_metric, dense, self.dim);
+        let lines = mcmc_adaptation_lines(&self.options, step_size, inv_metric, dense, self.dim);
         self.with(chain, |w| {
             for line in &lines {
                 comment(w, line)?;
@@ -212,14 +215,20 @@ impl McmcStream for ChainFiles {
     }
 
     fn row(&self, chain: usize, sampler: &[f64], values: &[f64]) {
+        let sig_figs = self.options.sig_figs;
         let mut line = sampler
             .iter()
             .chain(values)
-            .map(|v| format_f64_roundtrip(*v))
+            .map(|v| format_f64_sig(*v, sig_figs))
             .collect::<Vec<_>>()
             .join(",");
         line.push('\n');
         self.with(chain, |w| w.write_all(line.as_bytes()));
+    }
+
+    fn warmup_row(&self, chain: usize, sampler: &[f64], values: &[f64]) {
+        // the same row layout; they come before the adaptation comments, as CmdStan's
+        self.row(chain, sampler, values);
     }
 
     fn finish(&self, chain: usize, warmup_seconds: f64, sampling_seconds: f64) {

@@ -144,6 +144,14 @@ impl AdaptiveHmc {
         self
     }
 
+    /// Turns metric adaptation off (Stan's `unit_e`, or any metric kept as given): warmup
+    /// adapts only the step size, by dual averaging over all of warmup without restarts. Call
+    /// before [`AdaptiveHmc::adapt_with_nuts`] (which then keeps the static kernel).
+    pub fn without_metric_adaptation(mut self) -> Self {
+        self.schedule.adapt_metric = false;
+        self
+    }
+
     /// The current position q (unconstrained).
     pub fn position(&self) -> &[f64] {
         &self.current.q

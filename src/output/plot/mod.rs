@@ -2,11 +2,12 @@
 //! pair, density, forest, ELBO and posterior predictive plots. Called by `bayesc plot` (on
 //! Stan CSV draws files, see [`load_draws`]) and by the REPL's `:plot` (on a stored fit).
 //!
-//! Only SVG is written: PNG would need plotters' bitmap backend, whose text needs a TrueType
-//! stack (font-kit, system fonts), too heavy for what it adds; convert the SVG instead.
+//! The plots are drawn as SVG; a `.png` output is that SVG rendered with `resvg` and an
+//! embedded font ([`png`]), so it needs no system fonts.
 
 mod kinds;
 mod panels;
+pub mod png;
 pub mod stats;
 
 use std::path::{Path, PathBuf};
@@ -247,15 +248,6 @@ pub struct LoadedDraws {
     pub warmup_dropped: usize,
 }
 
-/// The setting `key = value` of a Stan CSV file's configuration comments (CmdStan may append
-/// ` (Default)`).
-fn config_value<'a>(file: &'a stan_csv::StanCsv, key: &str) -> Option<&'a str> {
-    file.config_lines.iter().find_map(|l| {
-        let rest = l.trim().strip_prefix(key)?.trim_start().strip_prefix('=')?;
-        rest.split_whitespace().next()
-    })
-}
-
 /// Reads Stan CSV draws files (one per chain of one fit, as `bayesc fit --output` and CmdStan
 /// write them) and drops the warmup rows of files written with `save_warmup = 1` (the first
 /// ⌈num_warmup / thin⌉ rows).
@@ -273,24 +265,8 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
         let f = stan_csv::read_stan_csv(p).map_err(|e| PlotError::new(e.to_string()))?;
         files.push(f);
     }
-    let mut warmup = 0;
-    for f in &mut files {
-        let saved = matches!(config_value(f, "save_warmup"), Some("1" | "true"));
-        if saved && !f.is_variational() {
-            let n_w: usize = config_value(f, "num_warmup")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let thin: usize = config_value(f, "thin")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1)
-                .max(1);
-            let drop = n_w.div_ceil(thin).min(f.n_draws);
-            f.values.drain(..drop * f.names.len());
-            f.sampler_values.drain(..drop * f.sampler_names.len());
-            f.n_draws -= drop;
-            warmup = drop;
-        }
-    }
+    // the reader drops the warmup rows of `save_warmup` files
+    let warmup = files.iter().map(|f| f.warmup_draws).max().unwrap_or(0);
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let draws = stan_csv::draws_from_files(&files, &refs)
         .map_err(|e| PlotError::new(format!("{e}; give the chains of one fit")))?;
@@ -422,30 +398,35 @@ pub fn observed_values(sources: &[DataSource], var: &str) -> Result<Vec<f64>, Pl
     Err(PlotError::new(msg))
 }
 
-/// Writes `svg` to `path` atomically. Errors: a path not ending in `.svg` (PNG is not
-/// supported, see the module docs), or the write failing.
+/// Writes `svg` to `path` atomically, rendered to PNG when `path` ends in `.png`
+/// ([`png::write_png`]). Errors: another extension, or the write failing.
 pub fn write_svg(path: &Path, svg: &str) -> Result<(), PlotError> {
     check_output_path(path)?;
+    if is_png(path) {
+        return png::write_png(path, svg);
+    }
     crate::output::write_atomic(path, |w| w.write_all(svg.as_bytes()))
         .map_err(|e| PlotError::new(format!("cannot write `{}`: {e}", path.display())))
 }
 
-/// Checks that `path` names an SVG file (`.svg`, any case). Errors: another extension, with
-/// advice for PNG.
+/// Whether `path` ends in `.png` (any case): [`write_svg`] then renders the SVG to PNG.
+fn is_png(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+}
+
+/// Checks that `path` names an SVG or PNG file (`.svg` or `.png`, any case). Errors: another
+/// extension.
 pub fn check_output_path(path: &Path) -> Result<(), PlotError> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_lowercase);
     match ext.as_deref() {
-        Some("svg") => Ok(()),
-        Some("png") => Err(PlotError::new(format!(
-            "`{}`: only SVG output is supported (plotters' PNG backend needs a font stack bayesc does \
-             not ship); write `.svg` and convert it, e.g. `rsvg-convert -o plot.png plot.svg`",
-            path.display()
-        ))),
+        Some("svg" | "png") => Ok(()),
         _ => Err(PlotError::new(format!(
-            "`{}`: the output file must end in `.svg`",
+            "`{}`: the output file must end in `.svg` or `.png`",
             path.display()
         ))),
     }

@@ -1,0 +1,195 @@
+//! CmdStan's `fixed_param` sampler: simulation from the generated quantities. Each chain keeps
+//! the parameters at one initial point and every iteration evaluates the transformed
+//! parameters and generated quantities afresh (their `_rng` calls draw new values), so the
+//! draws are independent simulations. It is what `--method fixed_param` runs, and what the
+//! MCMC methods run on a model without parameters (d = 0), as CmdStan switches to it.
+//!
+//! The draws have CmdStan's fixed_param columns `lp__` (the log density at the fixed point,
+//! 0 when d = 0) and `accept_stat__` (always 0), and no warmup. Chain c starts from stream
+//! c + 1 of the seed (uniform(−R, R) on the unconstrained scale, R = `--init`, retried up to
+//! [`MAX_INIT_TRIES`] times for a finite log density) and draws its generated quantities from
+//! stream 1000 + c, as the other samplers do.
+
+use rayon::prelude::*;
+
+use super::*;
+use crate::inference::mcmc::{ChainOutput, McmcOutput, SamplerStats};
+use rand::RngExt;
+
+/// Random starts tried per chain before giving up on a finite log density.
+const MAX_INIT_TRIES: usize = 100;
+
+/// The fixed point of chain `chain`: uniform(−R, R) from stream chain + 1 (zeros when R = 0),
+/// with a finite log density; the log density there.
+fn fixed_point(
+    model: &Model,
+    options: &FitOptions,
+    chain: usize,
+) -> Result<(Vec<f64>, f64), FitError> {
+    let d = model.dim();
+    if d == 0 {
+        return Ok((Vec::new(), 0.0));
+    }
+    let r = options.mcmc.init_radius;
+    let mut rng = stream(options.seed, chain as u64 + 1);
+    let mut last = String::new();
+    for _ in 0..MAX_INIT_TRIES {
+        let q: Vec<f64> = (0..d)
+            .map(|_| {
+                if r > 0.0 {
+                    rng.random_range(-r..r)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        match model.log_density(&q) {
+            Ok(lp) if lp.is_finite() => return Ok((q, lp)),
+            Ok(lp) => last = format!("the log density is {lp}"),
+            Err(e) if e.recoverable => last = e.to_string(),
+            Err(e) => return Err(FitError::Model(e)),
+        }
+    }
+    Err(FitError::Algorithm {
+        method: Method::FixedParam,
+        message: format!(
+            "chain {}: no initial point with a finite log density in {MAX_INIT_TRIES} tries \
+             (last: {last}); give a smaller --init radius",
+            chain + 1
+        ),
+    })
+}
+
+/// Runs `fixed_param` (module docs) with `options.mcmc.chains`, `samples` and `thin`; draws
+/// are sent to `stream` as they are made. Ctrl-C (the monitor's flag) stops every chain at its
+/// next iteration; the chains are then trimmed to a common length ([`trim_interrupted`]).
+///
+/// Errors: [`FitError::Algorithm`] when no finite starting point is found;
+/// [`FitError::Constrain`] when the generated quantities fail; [`FitError::Model`] for an
+/// unrecoverable model error.
+pub(super) fn fit_fixed_param(
+    model: &Model,
+    options: &FitOptions,
+    monitor: &Monitor<'_>,
+    start: Instant,
+    stream: Option<&dyn McmcStream>,
+) -> Result<FitResult, FitError> {
+    let m = &options.mcmc;
+    let d = model.dim();
+    let names = draw_names(model);
+    let k = names.len();
+    let report_every = match m.refresh {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => (m.samples / 100).max(1),
+    };
+    let chains: Vec<Result<(ChainOutput, Vec<f64>, bool), FitError>> = (0..m.chains)
+        .into_par_iter()
+        .map(|c| {
+            let t0 = Instant::now();
+            let (q, lp) = fixed_point(model, options, c)?;
+            if let Some(s) = stream {
+                s.start(c, false);
+            }
+            let mut gq_rng = stream_rng(options.seed, 1000 + c as u64);
+            let mut stats = SamplerStats::default();
+            let mut values = Vec::with_capacity(m.samples.div_ceil(m.thin.max(1)) * k);
+            let mut draws = Vec::new();
+            let mut interrupted = false;
+            let mut done = 0;
+            for i in 0..m.samples {
+                if monitor.stop.load(Ordering::Relaxed) {
+                    interrupted = true;
+                    break;
+                }
+                if i % m.thin.max(1) == 0 {
+                    let row = model
+                        .write_array(&q, true, true, &mut gq_rng)
+                        .map_err(FitError::Constrain)?;
+                    if let Some(s) = stream {
+                        s.row(c, &[lp, 0.0], &row);
+                    }
+                    values.extend_from_slice(&row);
+                    draws.extend_from_slice(&q);
+                    stats.lp.push(lp);
+                    stats.accept_stat.push(0.0);
+                }
+                done = i + 1;
+                if done % report_every == 0 || done == m.samples {
+                    (monitor.on_progress)(ProgressEvent::Chain(mcmc::ChainProgress {
+                        chain: c,
+                        iteration: done,
+                        total: m.samples,
+                        warmup: false,
+                        divergences: 0,
+                    }));
+                }
+            }
+            let seconds = t0.elapsed().as_secs_f64();
+            if let Some(s) = stream {
+                s.finish(c, 0.0, seconds);
+            }
+            let _ = done;
+            let out = ChainOutput {
+                draws,
+                stats,
+                warmup_draws: Vec::new(),
+                warmup_stats: SamplerStats::default(),
+                step_size: 0.0,
+                inv_metric: Vec::new(),
+                dense: false,
+                divergences: 0,
+                warmup_divergences: 0,
+                max_treedepth_hits: 0,
+                warmup_seconds: 0.0,
+                sampling_seconds: seconds,
+                warmup_cpu_seconds: None,
+                sampling_cpu_seconds: None,
+                n_gradients: 0,
+                restarts: Vec::new(),
+            };
+            Ok((out, values, interrupted))
+        })
+        .collect();
+    let mut outputs = Vec::with_capacity(chains.len());
+    let mut rows = Vec::with_capacity(chains.len());
+    let mut interrupted = false;
+    for c in chains {
+        let (out, values, stopped) = c?;
+        outputs.push(out);
+        rows.push(values);
+        interrupted |= stopped;
+    }
+    let mut out = McmcOutput {
+        dim: d,
+        // lp__ and accept_stat__ only, as Metropolis writes them
+        method: mcmc::Method::Mh,
+        chains: outputs,
+        interrupted,
+        flat: Vec::new(),
+    };
+    let mut draws = Draws {
+        names,
+        chains: rows,
+    };
+    if out.interrupted {
+        trim_interrupted(&mut out, &mut draws);
+    }
+    Ok(FitResult {
+        method: Method::FixedParam,
+        seed: options.seed,
+        draws,
+        details: FitDetails::Mcmc(Box::new(out)),
+        seconds: start.elapsed().as_secs_f64(),
+        vi: None,
+        run_length: None,
+        approx_log_densities: Vec::new(),
+        approx_mean_row: None,
+        warmup_draws: None,
+    })
+}
+
+/// Random stream `id` of `seed` (the same streams the other samplers use).
+fn stream_rng(seed: u64, id: u64) -> crate::inference::rng::StreamRng {
+    crate::inference::rng::stream(seed, id)
+}

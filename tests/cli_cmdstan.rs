@@ -1,0 +1,272 @@
+//! CmdStan-style options of `bayesc fit` end to end (issue 14): `--save-warmup`,
+//! `--output-dir`, `--refresh`, `--sig-figs`, `--metric unit`, `--method fixed_param` (also
+//! chosen for a model without parameters), the optimizer's `--algorithm` and tolerances, and
+//! `bayesc optimize --help` listing only its own options.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A regression y = a + b·x + ε, ε ~ N(0, 1), without priors: its mode is the OLS fit.
+const REGRESSION: &str = "data {\n  int<lower=0> N;\n  vector[N] x;\n  vector[N] y;\n}\n\
+parameters {\n  real a;\n  real b;\n}\nmodel {\n  a ~ normal(0, 1000);\n  b ~ normal(0, 1000);\n  \
+y ~ normal(a + b * x, 1);\n}\n";
+
+/// A normal model with a positive scale and generated quantities (for the sampler options).
+const NORMAL: &str = "data {\n  int<lower=0> N;\n  vector[N] y;\n}\nparameters {\n  real mu;\n  \
+real<lower=0> sigma;\n}\nmodel {\n  mu ~ normal(0, 10);\n  sigma ~ normal(0, 5);\n  \
+y ~ normal(mu, sigma);\n}\ngenerated quantities {\n  real y_rep = normal_rng(mu, sigma);\n}\n";
+
+/// Simulation only: no parameters, generated quantities from data.
+const SIMULATE: &str = "data {\n  real mu;\n}\ngenerated quantities {\n  real z = normal_rng(mu, 2);\n  \
+int k = poisson_rng(3);\n}\n";
+
+fn bayesc(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run bayesc")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A scratch folder with the models and data files.
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    std::fs::write(p.join("reg.bayes"), REGRESSION).unwrap();
+    std::fs::write(p.join("normal.bayes"), NORMAL).unwrap();
+    std::fs::write(p.join("sim.bayes"), SIMULATE).unwrap();
+    std::fs::write(p.join("sim.json"), "{\"mu\": 3.0}").unwrap();
+    let mut reg = String::from("x,y\n");
+    let mut norm = String::from("y\n");
+    for i in 0..20 {
+        let x = i as f64 / 4.0;
+        // a fixed, irregular residual pattern
+        let e = ((i * 7919) % 13) as f64 / 6.0 - 1.0;
+        reg.push_str(&format!("{x},{}\n", 1.5 + 0.7 * x + e));
+        norm.push_str(&format!("{}\n", 2.0 + e));
+    }
+    std::fs::write(p.join("reg.csv"), reg).unwrap();
+    std::fs::write(p.join("normal.csv"), norm).unwrap();
+    dir
+}
+
+/// The OLS intercept and slope of the fixture's regression data.
+fn ols(dir: &Path) -> (f64, f64) {
+    let t = std::fs::read_to_string(dir.join("reg.csv")).unwrap();
+    let rows: Vec<(f64, f64)> = t
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (x, y) = l.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect();
+    let n = rows.len() as f64;
+    let mx = rows.iter().map(|r| r.0).sum::<f64>() / n;
+    let my = rows.iter().map(|r| r.1).sum::<f64>() / n;
+    let sxy: f64 = rows.iter().map(|r| (r.0 - mx) * (r.1 - my)).sum();
+    let sxx: f64 = rows.iter().map(|r| (r.0 - mx) * (r.0 - mx)).sum();
+    let b = sxy / sxx;
+    (my - b * mx, b)
+}
+
+/// The estimate of `name` in the optimize table.
+fn estimate(out: &str, name: &str) -> f64 {
+    out.lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next() == Some(name)).then(|| f.next()?.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no estimate of {name} in\n{out}"))
+}
+
+/// The number of optimizer iterations in `iterations: N <ALGO> + …`.
+fn iterations(out: &str) -> usize {
+    out.lines()
+        .find_map(|l| l.strip_prefix("iterations: "))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no iterations line in\n{out}"))
+}
+
+#[test]
+fn each_optimizer_reaches_the_ols_mode() {
+    let dir = fixture();
+    let (a, b) = ols(dir.path());
+    for algo in ["lbfgs", "bfgs", "newton"] {
+        let o = bayesc(
+            dir.path(),
+            &[
+                "optimize",
+                "reg.bayes",
+                "--data",
+                "reg.csv",
+                "--seed",
+                "3",
+                "--algorithm",
+                algo,
+            ],
+        );
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{algo}: {out}");
+        // the prior sd 1000 moves the mode by ~1e-6 of the OLS fit; 6 printed decimals
+        assert!(
+            (estimate(&out, "a") - a).abs() < 2e-5,
+            "{algo}: a vs {a}\n{out}"
+        );
+        assert!(
+            (estimate(&out, "b") - b).abs() < 2e-5,
+            "{algo}: b vs {b}\n{out}"
+        );
+        assert!(out.contains("converged"), "{algo}: {out}");
+        let name = match algo {
+            "lbfgs" => "L-BFGS",
+            "bfgs" => "BFGS",
+            _ => "Newton",
+        };
+        assert!(out.contains(&format!(" {name} + ")), "{algo}: {out}");
+    }
+}
+
+#[test]
+fn a_loose_gradient_tolerance_stops_earlier() {
+    let dir = fixture();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["optimize", "reg.bayes", "--data", "reg.csv", "--seed", "5"];
+        args.extend_from_slice(extra);
+        let o = bayesc(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        text(&o)
+    };
+    // the other tests off, so that only the gradient norm can stop the run
+    let off = [
+        "--tol-obj",
+        "0",
+        "--tol-rel-obj",
+        "0",
+        "--tol-rel-grad",
+        "0",
+        "--tol-param",
+        "0",
+    ];
+    let tight = run(&[&off[..], &["--tol-grad", "1e-8"]].concat());
+    let loose = run(&[&off[..], &["--tol-grad", "10"]].concat());
+    assert!(tight.contains("gradient norm below tolerance"), "{tight}");
+    assert!(loose.contains("gradient norm below tolerance"), "{loose}");
+    assert!(
+        iterations(&loose) < iterations(&tight),
+        "loose {} vs tight {}",
+        iterations(&loose),
+        iterations(&tight)
+    );
+    // --iter caps the run
+    let capped = run(&[&off[..], &["--tol-grad", "0", "--iter", "2"]].concat());
+    assert_eq!(iterations(&capped), 2, "{capped}");
+    assert!(capped.contains("maximum number of iterations"), "{capped}");
+}
+
+#[test]
+fn optimizer_flags_are_checked() {
+    let dir = fixture();
+    for (args, needle) in [
+        (&["--tol-grad", "-1"][..], "--tol-grad must be"),
+        (
+            &["--algorithm", "newton", "--tol-obj", "1e-3"][..],
+            "--tol-obj",
+        ),
+        (
+            &["--algorithm", "bfgs", "--history-size", "7"][..],
+            "--history-size",
+        ),
+        (&["--algorithm", "simplex"][..], "simplex"),
+        (&["--iter", "0"][..], "--iter"),
+    ] {
+        let mut a = vec!["optimize", "reg.bayes", "--data", "reg.csv"];
+        a.extend_from_slice(args);
+        let o = bayesc(dir.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
+    }
+    // optimizer flags are refused for a sampler
+    let o = bayesc(
+        dir.path(),
+        &[
+            "fit",
+            "reg.bayes",
+            "--data",
+            "reg.csv",
+            "--method",
+            "nuts",
+            "--algorithm",
+            "bfgs",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--algorithm applies to"), "{}", text(&o));
+}
+
+#[test]
+fn optimize_help_lists_only_its_options() {
+    let dir = fixture();
+    let o = bayesc(dir.path(), &["optimize", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0));
+    // the option lines of the listing (`  -o, --output <FILE>`, `      --jacobian`)
+    let listed = |flag: &str| {
+        help.lines().any(|l| {
+            let l = l.trim_start();
+            let l = l.split_once(", ").map_or(l, |(_, rest)| rest);
+            l == flag || l.starts_with(&format!("{flag} "))
+        })
+    };
+    for flag in [
+        "--algorithm",
+        "--tol-rel-grad",
+        "--iter",
+        "--jacobian",
+        "--se",
+        "--history-size",
+        "--output-dir",
+        "--sig-figs",
+    ] {
+        assert!(listed(flag), "{flag} missing from\n{help}");
+    }
+    for flag in [
+        "--chains",
+        "--draws",
+        "--adapt-delta",
+        "--num-paths",
+        "--batch-size",
+        "--save-warmup",
+        "--mc-samples",
+        "--method",
+    ] {
+        assert!(!listed(flag), "{flag} listed in\n{help}");
+    }
+    // `fit --help` still lists everything
+    let fit = String::from_utf8_lossy(&bayesc(dir.path(), &["fit", "--help"]).stdout).into_owned();
+    assert!(
+        fit.contains("--chains") && fit.contains("--algorithm"),
+        "{fit}"
+    );
+    // the hidden options are still refused, not silently ignored
+    let o = bayesc(
+        dir.path(),
+        &[
+            "optimize",
+            "reg.bayes",
+            "--data",
+            "reg.csv",
+            "--chains",
+            "2",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
