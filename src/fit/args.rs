@@ -304,6 +304,39 @@ impl FitArgs {
     }
 }
 
+/// `bayesc fit`'s options parsed from words as typed after the model on the command line
+/// (`["--method", "nuts", "--seed", "1"]`) for callers that are not the command line (the
+/// Python package turns its keyword arguments into these words). `model` fills the positional
+/// model path. The options are checked as `bayesc fit` checks them: clap's parsing, then
+/// [`check_args`] (options of other methods refused, also at their default value).
+///
+/// Errors: clap's rendered message (`error: unexpected argument '--foo' found` …) or
+/// `error: ` followed by [`check_args`]'s message — the CLI's wording in both cases.
+pub fn parse_option_words(model: &str, words: &[String]) -> Result<FitArgs, String> {
+    use clap::{CommandFactory, FromArgMatches, Parser};
+    /// `bayesc fit`'s arguments under the CLI's name, without a binary name.
+    #[derive(Parser, Debug)]
+    #[command(
+        name = "bayesc fit",
+        no_binary_name = true,
+        disable_help_flag = true,
+        disable_version_flag = true
+    )]
+    struct Words {
+        #[command(flatten)]
+        args: FitArgs,
+    }
+    let argv = std::iter::once(model.to_string()).chain(words.iter().cloned());
+    let matches = Words::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| e.render().to_string().trim_end().to_string())?;
+    let mut parsed = Words::from_arg_matches(&matches)
+        .map_err(|e| e.render().to_string().trim_end().to_string())?;
+    parsed.args.note_explicit(&matches, &[]);
+    check_args(&parsed.args).map_err(|m| format!("error: {m}"))?;
+    Ok(parsed.args)
+}
+
 /// Checks of the options that clap cannot express (ranges, flags that do not apply to the
 /// chosen method), shared by [`run`] and the REPL's `:fit`.
 pub fn check_args(args: &FitArgs) -> Result<(), String> {
@@ -774,6 +807,24 @@ mod option_tests {
         // 6 VI flags × 2 + draws/psis for laplace + optimize's 2 + MCMC's (4 + 5 + 5 + 4 + 1)
         assert!(accepted >= 30, "only {accepted} accepted pairs");
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn option_words_parse_and_check_as_the_cli() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let args = parse_option_words("m.bayes", &words(&["--method", "nuts", "--seed", "3"]))
+            .expect("valid options");
+        assert_eq!(args.method, MethodArg::Nuts);
+        assert_eq!(args.seed, Some(3));
+        assert!(args.explicit.iter().any(|e| e == "seed"));
+        let err = parse_option_words("m.bayes", &words(&["--method", "nuts", "--num-paths", "4"]))
+            .unwrap_err();
+        assert!(
+            err.starts_with("error: ") && err.contains("--num-paths"),
+            "{err}"
+        );
+        let err = parse_option_words("m.bayes", &words(&["--bogus", "1"])).unwrap_err();
+        assert!(err.contains("unexpected argument '--bogus'"), "{err}");
     }
 
     #[test]
