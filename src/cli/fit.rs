@@ -212,6 +212,7 @@ pub fn run(mut args: FitArgs) -> i32 {
                 model.dim(),
             )
         });
+<<<<<<< HEAD
     let result = {
         // fixed_param runs no warmup
         let warmup = if options.method == fit::Method::FixedParam {
@@ -293,6 +294,15 @@ pub fn run(mut args: FitArgs) -> i32 {
         bar.finish();
         r
     };
+=======
+    let result = fit_with_progress(
+        &model,
+        &options,
+        &STOP,
+        !args.quiet,
+        streamed.as_ref().map(|f| f as &dyn McmcStream),
+    );
+>>>>>>> py15
     let result = match result {
         Ok(r) => r,
         Err(e) => {
@@ -371,6 +381,75 @@ pub fn run(mut args: FitArgs) -> i32 {
     0
 }
 
+/// Runs [`fit::fit_with_stream`] with `bayesc fit`'s progress bar on standard error (shown after
+/// a second, and only when `show_bar` and standard error is a terminal; never for `optimize` and
+/// `laplace`, which do not iterate visibly). Raising `stop` ends the fit at its next iteration,
+/// keeping what was made (the result is then marked interrupted). Shared with the Python
+/// package, whose fits show the same bar.
+///
+/// Errors: those of [`fit::fit_with_stream`].
+pub fn fit_with_progress(
+    model: &crate::graph::Model,
+    options: &FitOptions,
+    stop: &AtomicBool,
+    show_bar: bool,
+    stream: Option<&dyn McmcStream>,
+) -> Result<FitResult, fit::FitError> {
+    let mcmc_total = (options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains;
+    let (len, template) = if options.method.is_mcmc() {
+        (
+            mcmc_total as u64,
+            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]",
+        )
+    } else if options.method == fit::Method::Qnvb {
+        (
+            options.qnvb.max_iter as u64,
+            "{spinner} QNVB iteration {pos}, {msg} [{elapsed}]",
+        )
+    } else if options.method.is_survey() {
+        (
+            options.qbvi.max_iter as u64,
+            "{spinner} iteration {pos}, {msg} [{elapsed}]",
+        )
+    } else {
+        (
+            options.qbvi.max_iter as u64,
+            "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
+        )
+    };
+    let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
+    let bar = DelayedBar::new(len, template, show_bar && iterative);
+    let chain_pos: Vec<AtomicUsize> = (0..options.mcmc.chains)
+        .map(|_| AtomicUsize::new(0))
+        .collect();
+    let on_progress = |e: ProgressEvent| match e {
+        ProgressEvent::Qbvi(p) => bar.update(p.iteration as u64, || match p.smoothed_elbo {
+            Some(s) => format!("smoothed ELBO {s:.3}"),
+            None => format!("ELBO {:.3}", p.elbo),
+        }),
+        ProgressEvent::Chain(p) => {
+            if let Some(slot) = chain_pos.get(p.chain) {
+                slot.store(p.iteration, Ordering::Relaxed);
+            }
+            let pos: usize = chain_pos.iter().map(|a| a.load(Ordering::Relaxed)).sum();
+            bar.update(pos as u64, || {
+                if p.warmup {
+                    "warmup".into()
+                } else {
+                    "sampling".into()
+                }
+            });
+        }
+    };
+    let monitor = Monitor {
+        on_progress: &on_progress,
+        stop,
+    };
+    let r = fit::fit_with_stream(model, options, &monitor, stream);
+    bar.finish();
+    r
+}
+
 /// Exit status after SIGTERM stopped a fit (its partial results were printed and written).
 const EXIT_TERMINATED: i32 = 143;
 
@@ -444,9 +523,11 @@ fn fit_was_interrupted(result: &FitResult) -> bool {
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// For a minibatch fit: how many epochs ran and what the exit rule looked at.
-fn print_epoch_note(epoch_elbo: &[f64], iterations: usize, options: &FitOptions) {
+fn epoch_note(s: &mut String, epoch_elbo: &[f64], iterations: usize, options: &FitOptions) {
+    use std::fmt::Write as _;
     if let (Some(plan), Some(last)) = (&options.minibatch, epoch_elbo.last()) {
-        println!(
+        let _ = writeln!(
+            s,
             "minibatch: {} epochs of {} batches ({iterations} iterations); the exit rule used the \
              full-data ELBO once per epoch (last {last:.3}); the per-iteration ELBO values are \
              batch estimates",
@@ -456,8 +537,33 @@ fn print_epoch_note(epoch_elbo: &[f64], iterations: usize, options: &FitOptions)
     }
 }
 
-/// Prints convergence information and the summary table of a fit.
+/// Prints convergence information and the summary table of a fit ([`result_report`]).
 fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[String]>) {
+    print!("{}", result_report(result, options, unpriored));
+}
+
+/// The text `bayesc fit` prints after a fit (without the settings line): how the method stopped
+/// or converged, notes and warnings, the posterior summary table and the method's diagnostics
+/// (PSIS k̂ for the approximations; R-hat, ESS, divergences for MCMC). `unpriored` names the
+/// parameters without a prior (from [`crate::pipeline::Checked::unpriored`]), which the
+/// variational verdicts mention. The Python package prints the same text.
+pub fn result_report(
+    result: &FitResult,
+    options: &FitOptions,
+    unpriored: Option<&[String]>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    macro_rules! outln {
+        ($($t:tt)*) => {{
+            let _ = writeln!(s, $($t)*);
+        }};
+    }
+    macro_rules! out {
+        ($($t:tt)*) => {{
+            let _ = write!(s, $($t)*);
+        }};
+    }
     match &result.details {
         FitDetails::Qbvi(fit) => {
             match fit.stop {
@@ -465,7 +571,7 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                 StopReason::ExitRule
                     if result.method == fit::Method::Mcdropout && fit.skipped_steps == 0 =>
                 {
-                    println!(
+                    outln!(
                         "{}",
                         crate::output::report::mcdropout_stop_line(
                             fit.iterations,
@@ -483,7 +589,7 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                             .as_ref()
                             .is_some_and(|v| v.collapsed.is_empty() && !v.unbounded.is_empty()) =>
                 {
-                    println!(
+                    outln!(
                         "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but \
                          the approximation is drifting along {} (see below), so there is no optimum \
                          to converge to; smoothed ELBO = {:.3}",
@@ -501,27 +607,34 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                     if fit.skipped_steps == 0
                         && result.vi.as_ref().is_none_or(|v| v.collapsed.is_empty()) =>
                 {
-                    println!(
+                    outln!(
                         "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",
-                        fit.iterations, result.seconds, fit.best_smoothed_elbo
+                        fit.iterations,
+                        result.seconds,
+                        fit.best_smoothed_elbo
                     )
                 }
                 // skipped updates: the smoothed ELBO stopped improving because q stopped moving
-                StopReason::ExitRule if fit.skipped_steps > 0 => println!(
+                StopReason::ExitRule if fit.skipped_steps > 0 => outln!(
                     "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but {} of \
                      them skipped their update (the positive-definiteness guard), so q stopped moving \
                      rather than reaching the optimum; smoothed ELBO = {:.3}. Use --method nuts, or \
                      start elsewhere (--random-init, other --seed).",
-                    fit.iterations, result.seconds, fit.skipped_steps, fit.best_smoothed_elbo
+                    fit.iterations,
+                    result.seconds,
+                    fit.skipped_steps,
+                    fit.best_smoothed_elbo
                 ),
                 // q collapsed to a point (warned about below): the ELBO stopped improving
                 // because q cannot move, not because it reached the optimum
-                StopReason::ExitRule => println!(
+                StopReason::ExitRule => outln!(
                     "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but the \
                      approximation collapsed to a point (see below); smoothed ELBO = {:.3}",
-                    fit.iterations, result.seconds, fit.best_smoothed_elbo
+                    fit.iterations,
+                    result.seconds,
+                    fit.best_smoothed_elbo
                 ),
-                StopReason::MaxIterations => println!(
+                StopReason::MaxIterations => outln!(
                     "WARNING: {} hit the iteration cap ({} iterations, {:.2} s) before the exit rule fired; \
                      the approximation may not have converged. Raise --max-iter or lower --step-size. \
                      Best smoothed ELBO = {:.3}",
@@ -530,47 +643,47 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                     result.seconds,
                     fit.best_smoothed_elbo
                 ),
-                StopReason::Interrupted => println!(
+                StopReason::Interrupted => outln!(
                     "interrupted after {} iterations: the summary describes the approximation at that point",
                     fit.iterations
                 ),
             }
-            print_epoch_note(&fit.epoch_elbo, fit.iterations, options);
+            epoch_note(&mut s, &fit.epoch_elbo, fit.iterations, options);
             if fit.skipped_steps > 0 && fit.stop != StopReason::ExitRule {
-                println!(
+                outln!(
                     "note: the positive-definiteness guard skipped {} update steps",
                     fit.skipped_steps
                 );
             }
             for note in &fit.notes {
-                println!("note: {note}");
+                outln!("note: {note}");
             }
             if result.method == fit::Method::Mcdropout {
-                println!(
+                outln!(
                     "summary of {} stochastic forward passes of MC dropout (masked weights; \
                      parameters without @dropout are point estimates) (constrained scale):\n",
                     result.draws.n_draws()
                 );
             } else {
-                println!(
+                outln!(
                     "posterior summary from {} draws of the fitted Gaussian (constrained scale):\n",
                     result.draws.n_draws()
                 );
             }
             if result.method == fit::Method::Mcdropout {
-                print!("{}", crate::output::report::mcdropout_table(&result.draws));
+                out!("{}", crate::output::report::mcdropout_table(&result.draws));
             } else {
                 let rows = summary::summarize(&result.draws, false);
-                print!("{}", summary::format_table(&rows, false));
+                out!("{}", summary::format_table(&rows, false));
             }
-            print!("{}", vi_diagnostics_text_with(result, unpriored));
+            out!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Qnvb(fit) => {
             match fit.stop {
                 QnvbStop::Converged
                     if result.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty()) =>
                 {
-                    println!(
+                    outln!(
                         "WARNING: not converged: the smoothed ELBO stopped improving after {} \
                          iterations ({:.2} s), but the approximation is drifting along {} (see \
                          below), so there is no optimum to converge to",
@@ -583,49 +696,54 @@ fn print_result(result: &FitResult, options: &FitOptions, unpriored: Option<&[St
                             .unwrap_or_default()
                     )
                 }
-                QnvbStop::Converged => println!(
+                QnvbStop::Converged => outln!(
                     "converged: the smoothed ELBO stopped improving after {} iterations ({:.2} s)",
-                    fit.iterations, result.seconds
+                    fit.iterations,
+                    result.seconds
                 ),
-                QnvbStop::MaxIterations => println!(
+                QnvbStop::MaxIterations => outln!(
                     "WARNING: QNVB hit the iteration cap ({} iterations, {:.2} s) before the smoothed ELBO \
                      stopped improving; the approximation may not have converged",
-                    fit.iterations, result.seconds
+                    fit.iterations,
+                    result.seconds
                 ),
-                QnvbStop::Interrupted => println!(
+                QnvbStop::Interrupted => outln!(
                     "interrupted after {} iterations: the summary describes the approximation at that point",
                     fit.iterations
                 ),
             }
-            print_epoch_note(&fit.epoch_elbo, fit.iterations, options);
-            println!(
+            epoch_note(&mut s, &fit.epoch_elbo, fit.iterations, options);
+            outln!(
                 "posterior summary from {} draws of the fitted mean-field Gaussian (constrained scale):\n",
                 result.draws.n_draws()
             );
             let rows = summary::summarize(&result.draws, false);
-            print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text_with(result, unpriored));
+            out!("{}", summary::format_table(&rows, false));
+            out!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Laplace(fit) => {
-            println!(
+            outln!(
                 "mode found by L-BFGS and Newton steps ({:.2} s; final L-BFGS check: {}); log density at the mode = {:.4}",
-                result.seconds, fit.optimization.message, fit.log_density_at_mode
+                result.seconds,
+                fit.optimization.message,
+                fit.log_density_at_mode
             );
-            println!(
+            outln!(
                 "posterior summary from {} draws of the Laplace approximation (constrained scale):\n",
                 result.draws.n_draws()
             );
             let rows = summary::summarize(&result.draws, false);
-            print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text_with(result, unpriored));
+            out!("{}", summary::format_table(&rows, false));
+            out!("{}", vi_diagnostics_text_with(result, unpriored));
         }
         FitDetails::Pathfinder(fit) => {
-            print!("{}", crate::output::report::pathfinder_text(result, fit));
+            out!("{}", crate::output::report::pathfinder_text(result, fit));
             let rows = summary::summarize(&result.draws, false);
-            print!("{}", summary::format_table(&rows, false));
-            print!("{}", vi_diagnostics_text_with(result, unpriored));
+            out!("{}", summary::format_table(&rows, false));
+            out!("{}", vi_diagnostics_text_with(result, unpriored));
         }
-        FitDetails::Optimize(fit) => print!("{}", optimize_text(result, fit)),
-        FitDetails::Mcmc(out) => print!("{}", mcmc_text(result, out, options)),
+        FitDetails::Optimize(fit) => out!("{}", optimize_text(result, fit)),
+        FitDetails::Mcmc(out) => out!("{}", mcmc_text(result, out, options)),
     }
+    s
 }

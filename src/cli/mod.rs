@@ -9,6 +9,8 @@ mod plot;
 mod predict;
 mod summary;
 
+pub use fit::{fit_with_progress, result_report};
+
 use clap::{Parser, Subcommand};
 
 use crate::pipeline::Failure;

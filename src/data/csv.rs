@@ -158,9 +158,71 @@ impl CsvSource {
     /// How data row `row` (0-based) is named in messages: `labour.csv row 14 (line 15)`.
     pub fn row_location(&self, row: usize) -> String {
         match self.lines.get(row) {
-            Some(line) => format!("{} row {} (line {})", self.name, row + 1, line),
-            None => format!("{} row {}", self.name, row + 1),
+            Some(line) if line > 0 => format!("{} row {} (line {})", self.name, row + 1, line),
+            _ => format!("{} row {}", self.name, row + 1),
         }
+    }
+
+    /// A source built in memory rather than read from a file (the Python package binds a
+    /// pandas DataFrame this way): one column per `(name, values, other)`, `values[r]` the number
+    /// of row `r` (NaN for a cell that is not one) and `other` the cells that are not numbers as
+    /// `(row, text)` for messages (as [`Column::other`], the first [`KEPT_CELLS`] are kept). Rows
+    /// have no file line, so messages name them `NAME row R` (1-based).
+    ///
+    /// Errors: columns of different lengths, or an empty or repeated column name
+    /// ([`DataErrorKind::MalformedCsv`], naming the column).
+    pub fn from_columns(
+        name: &str,
+        columns: Vec<(String, Vec<f64>, Vec<(usize, String)>)>,
+    ) -> Result<CsvSource, DataError> {
+        let n_rows = columns.first().map_or(0, |c| c.1.len());
+        let mut header = Vec::with_capacity(columns.len());
+        let mut out = Vec::with_capacity(columns.len());
+        for (col, values, other) in columns {
+            let bad = |why: String| DataError::new(DataErrorKind::MalformedCsv, why);
+            if col.trim().is_empty() {
+                return Err(bad(format!("{name}: a column has an empty name")));
+            }
+            if header.contains(&col) {
+                return Err(bad(format!(
+                    "{name}: column `{col}` appears more than once"
+                )));
+            }
+            if values.len() != n_rows {
+                return Err(bad(format!(
+                    "{name}: column `{col}` has {} rows, the first column {n_rows}",
+                    values.len()
+                )));
+            }
+            let truncated = other.len() > KEPT_CELLS;
+            let other = other
+                .into_iter()
+                .take(KEPT_CELLS)
+                .map(|(r, text)| {
+                    let cell = match parse_cell(text.as_bytes()) {
+                        Cell::Number(_) => Cell::Text(text),
+                        c => c,
+                    };
+                    (r, cell)
+                })
+                .collect();
+            header.push(col);
+            out.push(Column {
+                values: Arc::new(values),
+                other,
+                truncated,
+            });
+        }
+        let mut lines = LineMap::default();
+        for _ in 0..n_rows {
+            lines.push(0);
+        }
+        Ok(CsvSource {
+            name: name.to_string(),
+            header,
+            columns: out,
+            lines,
+        })
     }
 
     /// The rows `r` with `keep[r]`, as a new source named `name` (same header; line numbers
@@ -559,6 +621,35 @@ fn read_error(name: &str, e: &::csv::Error, window: &Window) -> DataError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_built_in_memory_bind_as_a_file_would() {
+        let src = CsvSource::from_columns(
+            "DataFrame",
+            vec![
+                (
+                    "x".into(),
+                    vec![1.5, 2.0, f64::NAN],
+                    vec![(2, "abc".into())],
+                ),
+                ("y".into(), vec![0.0, 1.0, 1.0], vec![]),
+            ],
+        )
+        .expect("two columns of three rows");
+        assert_eq!(src.n_rows(), 3);
+        assert_eq!(src.header, ["x", "y"]);
+        assert_eq!(src.columns[0].cell(2), Some(Cell::Text("abc".into())));
+        assert_eq!(src.row_location(1), "DataFrame row 2");
+        let err = CsvSource::from_columns(
+            "DataFrame",
+            vec![
+                ("x".into(), vec![1.0], vec![]),
+                ("y".into(), vec![], vec![]),
+            ],
+        )
+        .unwrap_err();
+        assert!(err.message.contains("`y` has 0 rows"), "{}", err.message);
+    }
 
     #[test]
     fn reads_header_cells_and_line_numbers_with_bom_and_blank_lines() {

@@ -49,6 +49,49 @@ impl JsonSource {
     }
 }
 
+impl JsonSource {
+    /// A source built in memory rather than parsed from a file (the Python package binds a
+    /// dict of numpy arrays and scalars this way): each entry is `(key, dims, values)` with
+    /// `dims` outermost first (`[]` for a scalar) and `values` in row-major order, as a JSON
+    /// file's nested arrays give them; messages name elements as for a file shown as `name`
+    /// (``data, key `y`, element `y[3]` ``, 1-based).
+    ///
+    /// Errors: values whose count is not the product of `dims` ([`DataErrorKind::Ragged`]), or a
+    /// repeated key ([`DataErrorKind::MalformedJson`]), naming the key.
+    pub fn from_arrays(
+        name: &str,
+        entries: Vec<(String, Vec<usize>, Vec<f64>)>,
+    ) -> Result<JsonSource, DataError> {
+        let mut map = BTreeMap::new();
+        for (key, dims, values) in entries {
+            let want: usize = dims.iter().product();
+            if values.len() != want {
+                return Err(DataError::new(
+                    DataErrorKind::Ragged,
+                    format!(
+                        "{name}, key `{key}`: {} values for dimensions {dims:?} ({want} expected)",
+                        values.len()
+                    ),
+                ));
+            }
+            let entry = Ok(JsonArray {
+                dims,
+                values: std::sync::Arc::new(values),
+            });
+            if map.insert(key.clone(), entry).is_some() {
+                return Err(DataError::new(
+                    DataErrorKind::MalformedJson,
+                    format!("{name}: key `{key}` appears more than once"),
+                ));
+            }
+        }
+        Ok(JsonSource {
+            name: name.to_string(),
+            entries: map,
+        })
+    }
+}
+
 /// The 0-based multi-index of row-major position `flat` within `dims`.
 pub(crate) fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; dims.len()];
@@ -301,6 +344,27 @@ mod tests {
 
     fn entry(src: &JsonSource, key: &str) -> JsonArray {
         src.entries[key].clone().unwrap()
+    }
+
+    #[test]
+    fn arrays_built_in_memory_name_their_elements() {
+        let src = JsonSource::from_arrays(
+            "data",
+            vec![
+                ("J".into(), vec![], vec![8.0]),
+                ("X".into(), vec![2, 3], (0..6).map(f64::from).collect()),
+            ],
+        )
+        .expect("valid entries");
+        let x = src.entries["X"].as_ref().expect("an array");
+        assert_eq!(x.dims, [2, 3]);
+        assert_eq!(
+            src.element_location("X", &x.dims, 4),
+            "data, key `X`, element `X[2, 2]`"
+        );
+        let err =
+            JsonSource::from_arrays("data", vec![("y".into(), vec![3], vec![1.0])]).unwrap_err();
+        assert!(err.message.contains("key `y`"), "{}", err.message);
     }
 
     #[test]

@@ -397,6 +397,39 @@ impl FitArgs {
     }
 }
 
+/// `bayesc fit`'s options parsed from words as typed after the model on the command line
+/// (`["--method", "nuts", "--seed", "1"]`) for callers that are not the command line (the
+/// Python package turns its keyword arguments into these words). `model` fills the positional
+/// model path. The options are checked as `bayesc fit` checks them: clap's parsing, then
+/// [`check_args`] (options of other methods refused, also at their default value).
+///
+/// Errors: clap's rendered message (`error: unexpected argument '--foo' found` …) or
+/// `error: ` followed by [`check_args`]'s message — the CLI's wording in both cases.
+pub fn parse_option_words(model: &str, words: &[String]) -> Result<FitArgs, String> {
+    use clap::{CommandFactory, FromArgMatches, Parser};
+    /// `bayesc fit`'s arguments under the CLI's name, without a binary name.
+    #[derive(Parser, Debug)]
+    #[command(
+        name = "bayesc fit",
+        no_binary_name = true,
+        disable_help_flag = true,
+        disable_version_flag = true
+    )]
+    struct Words {
+        #[command(flatten)]
+        args: FitArgs,
+    }
+    let argv = std::iter::once(model.to_string()).chain(words.iter().cloned());
+    let matches = Words::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| e.render().to_string().trim_end().to_string())?;
+    let mut parsed = Words::from_arg_matches(&matches)
+        .map_err(|e| e.render().to_string().trim_end().to_string())?;
+    parsed.args.note_explicit(&matches, &[]);
+    check_args(&parsed.args).map_err(|m| format!("error: {m}"))?;
+    Ok(parsed.args)
+}
+
 /// Checks of the options that clap cannot express (ranges, flags that do not apply to the
 /// chosen method), shared by [`run`] and the REPL's `:fit`.
 pub fn check_args(args: &FitArgs) -> Result<(), String> {

@@ -179,3 +179,21 @@ fn flags_of_other_methods_are_refused() {
         assert!(e.contains(flag[0]), "{e}");
     }
 }
+
+#[test]
+fn option_words_parse_and_check_as_the_cli() {
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let args = parse_option_words("m.bayes", &words(&["--method", "nuts", "--seed", "3"]))
+        .expect("valid options");
+    assert_eq!(args.method, MethodArg::Nuts);
+    assert_eq!(args.seed, Some(3));
+    assert!(args.explicit.iter().any(|e| e == "seed"));
+    let err = parse_option_words("m.bayes", &words(&["--method", "nuts", "--num-paths", "4"]))
+        .unwrap_err();
+    assert!(
+        err.starts_with("error: ") && err.contains("--num-paths"),
+        "{err}"
+    );
+    let err = parse_option_words("m.bayes", &words(&["--bogus", "1"])).unwrap_err();
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+}
