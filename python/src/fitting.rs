@@ -93,7 +93,7 @@ pub(crate) fn run(
         interrupt::clear();
         std::thread::scope(|s| {
             let worker = s.spawn(|| {
-                let go = || fit_with_progress(model, opts, &stop, progress, None);
+                let go = || fit_with_progress(model, opts, &stop, progress, None, None);
                 match threads {
                     Some(n) => rayon::ThreadPoolBuilder::new()
                         .num_threads(n)

@@ -212,97 +212,18 @@ pub fn run(mut args: FitArgs) -> i32 {
                 model.dim(),
             )
         });
-<<<<<<< HEAD
-    let result = {
-        // fixed_param runs no warmup
-        let warmup = if options.method == fit::Method::FixedParam {
-            0
-        } else {
-            options.mcmc.warmup
-        };
-        let mcmc_total = (warmup + options.mcmc.samples) * options.mcmc.chains;
-        let (len, template) = if options.method.is_mcmc() {
-            (
-                mcmc_total as u64,
-                "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]",
-            )
-        } else if options.method == fit::Method::Qnvb {
-            (
-                options.qnvb.max_iter as u64,
-                "{spinner} QNVB iteration {pos}, {msg} [{elapsed}]",
-            )
-        } else if options.method.is_survey() {
-            (
-                options.qbvi.max_iter as u64,
-                "{spinner} iteration {pos}, {msg} [{elapsed}]",
-            )
-        } else {
-            (
-                options.qbvi.max_iter as u64,
-                "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
-            )
-        };
-        let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
-        // --refresh N: CmdStan's progress lines instead of the bar (N = 0: none)
-        let refresh = args
-            .refresh
-            .filter(|_| options.method.is_mcmc() && !args.quiet);
-        let bar = DelayedBar::new(len, template, !args.quiet && iterative && refresh.is_none());
-        let last_line: Vec<AtomicUsize> = (0..options.mcmc.chains)
-            .map(|_| AtomicUsize::new(usize::MAX))
-            .collect();
-        let chain_pos: Vec<AtomicUsize> = (0..options.mcmc.chains)
-            .map(|_| AtomicUsize::new(0))
-            .collect();
-        let on_progress = |e: ProgressEvent| match e {
-            ProgressEvent::Qbvi(p) => bar.update(p.iteration as u64, || match p.smoothed_elbo {
-                Some(s) => format!("smoothed ELBO {s:.3}"),
-                None => format!("ELBO {:.3}", p.elbo),
-            }),
-            ProgressEvent::Chain(p) if refresh.is_some() => {
-                let again = last_line
-                    .get(p.chain)
-                    .is_some_and(|l| l.swap(p.iteration, Ordering::Relaxed) == p.iteration);
-                if refresh != Some(0) && !again {
-                    println!("{}", refresh_line(p.chain, p.iteration, p.total, p.warmup));
-                }
-            }
-            ProgressEvent::Chain(p) => {
-                if let Some(slot) = chain_pos.get(p.chain) {
-                    slot.store(p.iteration, Ordering::Relaxed);
-                }
-                let pos: usize = chain_pos.iter().map(|a| a.load(Ordering::Relaxed)).sum();
-                bar.update(pos as u64, || {
-                    if p.warmup {
-                        "warmup".into()
-                    } else {
-                        "sampling".into()
-                    }
-                });
-            }
-        };
-        let monitor = Monitor {
-            on_progress: &on_progress,
-            stop: &STOP,
-        };
-        let r = fit::fit_with_stream(
-            &model,
-            &options,
-            &monitor,
-            streamed.as_ref().map(|f| f as &dyn McmcStream),
-        );
-        bar.finish();
-        r
-    };
-=======
+    // --refresh N: CmdStan's progress lines instead of the bar (N = 0: none)
+    let refresh = args
+        .refresh
+        .filter(|_| options.method.is_mcmc() && !args.quiet);
     let result = fit_with_progress(
         &model,
         &options,
         &STOP,
         !args.quiet,
+        refresh,
         streamed.as_ref().map(|f| f as &dyn McmcStream),
     );
->>>>>>> py15
     let result = match result {
         Ok(r) => r,
         Err(e) => {
@@ -385,7 +306,8 @@ pub fn run(mut args: FitArgs) -> i32 {
 /// a second, and only when `show_bar` and standard error is a terminal; never for `optimize` and
 /// `laplace`, which do not iterate visibly). Raising `stop` ends the fit at its next iteration,
 /// keeping what was made (the result is then marked interrupted). Shared with the Python
-/// package, whose fits show the same bar.
+/// package, whose fits show the same bar. `refresh` (MCMC only, `--refresh N`) prints
+/// CmdStan's progress lines every N iterations instead of the bar (N = 0: none).
 ///
 /// Errors: those of [`fit::fit_with_stream`].
 pub fn fit_with_progress(
@@ -393,9 +315,16 @@ pub fn fit_with_progress(
     options: &FitOptions,
     stop: &AtomicBool,
     show_bar: bool,
+    refresh: Option<u64>,
     stream: Option<&dyn McmcStream>,
 ) -> Result<FitResult, fit::FitError> {
-    let mcmc_total = (options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains;
+    // fixed_param runs no warmup
+    let warmup = if options.method == fit::Method::FixedParam {
+        0
+    } else {
+        options.mcmc.warmup
+    };
+    let mcmc_total = (warmup + options.mcmc.samples) * options.mcmc.chains;
     let (len, template) = if options.method.is_mcmc() {
         (
             mcmc_total as u64,
@@ -418,7 +347,10 @@ pub fn fit_with_progress(
         )
     };
     let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
-    let bar = DelayedBar::new(len, template, show_bar && iterative);
+    let bar = DelayedBar::new(len, template, show_bar && iterative && refresh.is_none());
+    let last_line: Vec<AtomicUsize> = (0..options.mcmc.chains)
+        .map(|_| AtomicUsize::new(usize::MAX))
+        .collect();
     let chain_pos: Vec<AtomicUsize> = (0..options.mcmc.chains)
         .map(|_| AtomicUsize::new(0))
         .collect();
@@ -427,6 +359,14 @@ pub fn fit_with_progress(
             Some(s) => format!("smoothed ELBO {s:.3}"),
             None => format!("ELBO {:.3}", p.elbo),
         }),
+        ProgressEvent::Chain(p) if refresh.is_some() => {
+            let again = last_line
+                .get(p.chain)
+                .is_some_and(|l| l.swap(p.iteration, Ordering::Relaxed) == p.iteration);
+            if refresh != Some(0) && !again {
+                println!("{}", refresh_line(p.chain, p.iteration, p.total, p.warmup));
+            }
+        }
         ProgressEvent::Chain(p) => {
             if let Some(slot) = chain_pos.get(p.chain) {
                 slot.store(p.iteration, Ordering::Relaxed);
