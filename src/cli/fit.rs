@@ -149,7 +149,13 @@ pub fn run(mut args: FitArgs) -> i32 {
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
     let mut options = options_from_args(&args, model.dim(), seed);
     options.mcmc.gradient_work = Some(model.gradient_work());
-    if model.dim() == 0 && options.method.is_mcmc() && options.method != fit::Method::FixedParam {
+    let outputs =
+        model.generated_quantity_names().len() + model.transformed_parameter_names().len();
+    if model.dim() == 0
+        && outputs > 0
+        && options.method.is_mcmc()
+        && options.method != fit::Method::FixedParam
+    {
         // as CmdStan: nothing to sample, so the generated quantities are simulated
         println!(
             "note: the model has no parameters: running fixed_param sampling (the generated \

@@ -662,7 +662,9 @@ fn minibatch_model<'m>(
 ///
 /// An MCMC run stopped by `monitor.stop` is returned trimmed by [`trim_interrupted`] (chains
 /// without post-warmup draws dropped, the others cut to the shortest; possibly no chains).
-/// MCMC on a model with no parameters (d = 0) is an error ([`FitError::Algorithm`]).
+/// MCMC on a model with no parameters (d = 0) and no outputs (transformed parameters or
+/// generated quantities) is an error ([`FitError::Algorithm`]), as is any other method at
+/// d = 0.
 ///
 /// Errors: see [`FitError`]. Reproducible: the same `options` give the same result whatever the
 /// number of threads.
@@ -687,6 +689,17 @@ pub fn fit_with_stream(
 ) -> Result<FitResult, FitError> {
     check_mh_dimension(model.dim(), options.method)?;
     check_memory(model, options)?;
+    let outputs =
+        model.generated_quantity_names().len() + model.transformed_parameter_names().len();
+    if model.dim() == 0 && options.method.is_mcmc() && outputs == 0 {
+        return Err(FitError::Algorithm {
+            method: options.method,
+            message: "the model has no parameters (d = 0) and no generated quantities: there \
+                      is nothing to sample; declare parameters in a `parameters` block, or \
+                      quantities to simulate in `generated quantities`"
+                .into(),
+        });
+    }
     if model.dim() == 0 && !options.method.is_mcmc() {
         // Without parameters there is no density to approximate or maximise; the MCMC
         // methods run fixed_param sampling instead.
