@@ -465,6 +465,20 @@ fn von_mises_matches_scipy_and_its_partials_and_moments() {
         "{c}"
     );
     assert!(s.abs() < 5.0 / (n as f64).sqrt(), "{s}");
+    // huge concentrations (where Best & Fisher's constants overflow) end, with sd 1/√κ
+    for k in [1e8, 1e300] {
+        let ys: Vec<f64> = (0..2000)
+            .map(|_| rng(family("von_mises"), &[mu, k], &mut r).unwrap())
+            .collect();
+        let m = ys.iter().sum::<f64>() / 2000.0;
+        let sd = (ys.iter().map(|y| (y - m).powi(2)).sum::<f64>() / 1999.0).sqrt();
+        // (the centre μ wrapped into [−π, π) carries rounding of order 1e-15)
+        let tol = (5.0 / (k.sqrt() * 2000f64.sqrt())).max(1e-12);
+        assert!((m - mu).abs() < tol, "κ = {k}: mean {m}");
+        if k < 1e20 {
+            assert!((sd * k.sqrt() - 1.0).abs() < 0.1, "κ = {k}: sd {sd}");
+        }
+    }
 }
 
 #[test]

@@ -104,6 +104,9 @@ fn an_uninterrupted_fit_keeps_every_chain() {
     assert_eq!(r.draws.n_draws(), 100);
 }
 
+/// A model with no parameters: MCMC refuses it when there is nothing to sample, and runs
+/// fixed_param sampling (as CmdStan does) when it has generated quantities; every other method
+/// refuses both with the same cause.
 #[test]
 fn mcmc_refuses_a_model_without_parameters() {
     let stop = AtomicBool::new(false);
@@ -111,20 +114,32 @@ fn mcmc_refuses_a_model_without_parameters() {
         on_progress: &|_| {},
         stop: &stop,
     };
-    for (text, expect) in [
-        ("model { }\n", "nothing to sample"),
-        (
-            "generated quantities { real y = normal_rng(0, 1); }\n",
-            "fixed_param sampling is not supported",
-        ),
+    for text in [
+        "model { }\n",
+        "generated quantities { real y = normal_rng(0, 1); }\n",
     ] {
         let model = common::compile_source("empty.bayes", text, None, &[]);
+        let simulates = text.contains("normal_rng");
         for method in [Method::Nuts, Method::Hmc, Method::Mh] {
-            let e = fit::fit(&model, &FitOptions::new(method, 1), &monitor)
-                .expect_err("d = 0 cannot be sampled")
-                .to_string();
-            assert!(e.contains("no parameters (d = 0)"), "{e}");
-            assert!(e.contains(expect), "{e}");
+            let r = fit::fit(&model, &FitOptions::new(method, 1), &monitor);
+            if simulates {
+                // fixed_param: y ~ normal(0, 1) drawn afresh each of the 4 × 1000 iterations
+                let r = r.expect("fixed_param sampling runs");
+                let j = r.draws.position("y").unwrap();
+                let y: Vec<f64> = r.draws.column(j).concat();
+                let n = y.len() as f64;
+                let mean = y.iter().sum::<f64>() / n;
+                let sd = (y.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+                assert!(
+                    y.len() == 4000 && mean.abs() < 0.1 && (sd - 1.0).abs() < 0.05,
+                    "{method}: {} draws, mean {mean}, sd {sd}",
+                    y.len()
+                );
+            } else {
+                let e = r.expect_err("nothing to sample").to_string();
+                assert!(e.contains("no parameters (d = 0)"), "{e}");
+                assert!(e.contains("nothing to sample"), "{e}");
+            }
         }
         // and every other method refuses it with the same cause, instead of "invalid
         // settings" (QBVI) or "converged" (optimize)

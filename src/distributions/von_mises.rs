@@ -65,6 +65,13 @@ pub fn rng<R: Rng + ?Sized>(params: &[f64], rng: &mut R) -> f64 {
     if kappa < 1e-8 {
         return centre + PI * (2.0 * unif(rng) - 1.0);
     }
+    if kappa > 1e6 {
+        // Best & Fisher's constants overflow as κ grows (4κ² is infinite at κ = 1e300, and the
+        // loop below would never accept); there von Mises(μ, κ) is normal(μ, 1/√κ) to O(1/κ)
+        // (Mardia & Jupp 2000, §3.5.4), far below the spread 1e-3 it leaves
+        let z: f64 = rand_distr::StandardNormal.sample(rng);
+        return centre + (z / kappa.sqrt()).clamp(-PI, PI);
+    }
     let tau = 1.0 + (1.0 + 4.0 * kappa * kappa).sqrt();
     let rho = (tau - (2.0 * tau).sqrt()) / (2.0 * kappa);
     let r = (1.0 + rho * rho) / (2.0 * rho);

@@ -121,10 +121,14 @@ impl Binder<'_> {
                     prov.locate(i)
                 ),
             )
-            .with_help(
+            .with_help(if matches!(decl.ty.base, SizedBase::Int) {
+                "replace the value with a number, or remove the observation; a discrete variable \
+                 with missing entries cannot be imputed by `@missing` (marginalise it by summing \
+                 its probabilities over its values)"
+            } else {
                 "replace the value with a finite number, or remove the observation; to impute \
-                 missing values, declare the variable `@missing` (docs/missing_data.md)",
-            ));
+                 missing values, declare the variable `@missing` (docs/missing_data.md)"
+            }));
         }
         if matches!(decl.ty.base, SizedBase::Int) {
             for (i, &v) in values.iter().enumerate() {
