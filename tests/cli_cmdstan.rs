@@ -3,8 +3,10 @@
 //! chosen for a model without parameters), the optimizer's `--algorithm` and tolerances, and
 //! `bayesc optimize --help` listing only its own options.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A regression y = a + b·x + ε, ε ~ N(0, 1), without priors: its mode is the OLS fit.
 const REGRESSION: &str = "data {\n  int<lower=0> N;\n  vector[N] x;\n  vector[N] y;\n}\n\
@@ -21,19 +23,11 @@ const SIMULATE: &str = "data {\n  real mu;\n}\ngenerated quantities {\n  real z 
 int k = poisson_rng(3);\n}\n";
 
 fn bayesc(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run bayesc")
+    common::bayesc_in(dir, args)
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::output_text(o)
 }
 
 /// A scratch folder with the models and data files.

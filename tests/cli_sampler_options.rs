@@ -2,8 +2,10 @@
 //! `--save-warmup`, `--output-dir`, `--refresh`, `--sig-figs`, `--metric unit` and
 //! `fixed_param` sampling (asked for, and chosen for a model without parameters).
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use bayesc::output::stan_csv::read_stan_csv;
 
@@ -17,19 +19,11 @@ const SIMULATE: &str =
     "data {\n  real mu;\n}\ngenerated quantities {\n  real z = normal_rng(mu, 2);\n}\n";
 
 fn bayesc(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run bayesc")
+    common::bayesc_in(dir, args)
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::output_text(o)
 }
 
 fn fixture() -> tempfile::TempDir {

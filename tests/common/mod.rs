@@ -257,3 +257,21 @@ pub fn rendered<T>(sources: &SourceMap, result: Result<T, pipeline::Failure>) ->
             .collect(),
     }
 }
+
+/// Runs the built `bayesc` with `args` in the folder `dir` (any path) and returns its output.
+pub fn bayesc_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run bayesc")
+}
+
+/// A command's standard output followed by its standard error.
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
