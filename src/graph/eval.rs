@@ -16,6 +16,7 @@ use super::tape::{S, Tape};
 use super::value::{Fault, R, Value};
 
 mod call;
+mod dense;
 mod density;
 mod expr;
 mod glm;

@@ -14,6 +14,8 @@ use faer::{Accum, MatMut, MatRef, Par};
 use super::kernel::{self, KernelBuffers};
 use super::value::{Slots, Value};
 
+mod dense;
+
 /// One real scalar seen by the interpreter: a constant, or a slot of the tape.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum S {
@@ -64,6 +66,17 @@ enum Node {
         m: u32,
         k: u32,
         n: u32,
+    },
+    /// `Z = tanh(X · W + 1 bᵀ)` at slots `out .. out + n·h` (`X` is `n × d`, `W` is `d × h`,
+    /// `b` has `h` entries): one node for a dense tanh layer ([`dense`]).
+    DenseTanh {
+        out: u32,
+        x: Opnd,
+        w: Opnd,
+        b: Option<Opnd>,
+        n: u32,
+        d: u32,
+        h: u32,
     },
     /// A run of a scalar kernel (`super::kernel`): record `k` of [`Tape::kb`].
     Kernel(u32),
@@ -117,6 +130,9 @@ pub struct Tape {
     /// have no index lists (`parts` stays aligned with `ins`).
     cparts: Vec<f64>,
     mats: Vec<Arc<Vec<f64>>>,
+    /// Work space of the fused nodes ([`Node::DenseTanh`]'s pre-activation and its adjoint):
+    /// overwritten before it is read, so never cleared or zero-filled between evaluations.
+    scratch: Vec<f64>,
     /// Traces of scalar-kernel runs (`super::kernel`).
     pub(crate) kb: KernelBuffers,
     /// When false, no nodes or partials are stored (the value-only path); values still are, so
@@ -487,6 +503,24 @@ impl Tape {
                     }
                 }
                 Node::Kernel(r) => kernel::backward(&mut self.kb, r, adj),
+                Node::DenseTanh {
+                    out,
+                    x,
+                    w,
+                    b,
+                    n,
+                    d,
+                    h,
+                } => dense::backward(
+                    adj,
+                    &self.val,
+                    &self.mats,
+                    &mut self.scratch,
+                    (out, x, w, b),
+                    n as usize,
+                    d as usize,
+                    h as usize,
+                ),
                 Node::Linalg {
                     op,
                     out,

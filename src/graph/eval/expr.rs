@@ -58,6 +58,11 @@ impl Ctx<'_> {
                 }
             }
             Ex::Call(Builtin::Unary(u), args) if args.len() == 1 => {
+                if *u == U::Tanh
+                    && let Some(z) = self.dense_tanh(&args[0])?
+                {
+                    return Ok(z);
+                }
                 let v = match self.leaf(&args[0]) {
                     Some(v) => v,
                     None => self.eval(&args[0])?,
