@@ -114,6 +114,8 @@ fn table() -> Vec<(&'static str, f64)> {
         ("dot_product(w3, mdivide_right_tri_low(c, A))", -0.52533333333333343),
         ("sum(W23 .* mdivide_right_tri_low(B', A))", 0.76566666666666672),
         ("sum(W33 .* cholesky_decompose(S))", 1.9791258399347955),
+        ("sum(W33 .* multiply_lower_tri_self_transpose(A))", 1.5910000000000004),
+        ("sum(W33 .* multiply_lower_tri_self_transpose(B))", 0.013000000000000012),
         ("sum(W33 .* quad_form_diag(A, b))", -1.1736000000000002),
         ("sum(W23[1:2, 1:2] .* quad_form_sym(S, B))", 13.663910000000001),
         ("quad_form_sym(S, b)", 6.5221),
@@ -182,6 +184,7 @@ fn triangular_solves_ignore_the_upper_triangle() {
     for expr in [
         "dot_product(w3, mdivide_left_tri_low(A, b))",
         "sum(W23 .* mdivide_right_tri_low(B', A))",
+        "sum(W33 .* multiply_lower_tri_self_transpose(A))",
     ] {
         let m = model(expr);
         let t = theta();

@@ -66,10 +66,14 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     Ok(term)
 }
 
+/// The most terms of the mass that [`lcdf`] sums (a population size of 10⁷ is far beyond any
+/// use of a beta-binomial CDF; above it the call is an error rather than a hang).
+const MAX_CDF_TERMS: f64 = 1e7;
+
 /// Beta-binomial log CDF (log P(Y ≤ n)) or log CCDF (log P(Y > n)) summed over `n`
 /// elements; args = (n, N, α, β). Each element is log Σₖ p(k) over k ≤ n (or k > n), summed
 /// stably (log-sum-exp); its partials are Σₖ wₖ ∂ log p(k) with wₖ = p(k) / Σ p. Costs O(N)
-/// per element. Errors: as [`lpmf`].
+/// per element. Errors: as [`lpmf`], and more than [`MAX_CDF_TERMS`] terms to sum.
 pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result<Term, DistError> {
     let sig = Family::BetaBinomial.sig();
     check_each(sig, args, 0, COUNT, count)?;
@@ -91,6 +95,15 @@ pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result
         if !complement && k >= m {
             // P(Y ≤ n) = 1 exactly for n ≥ N (the sum would round)
             continue;
+        }
+        if hi - lo >= MAX_CDF_TERMS {
+            return Err(DistError {
+                function: super::args::function_name(sig),
+                message: format!(
+                    "the CDF sums {} terms of the mass, more than the {MAX_CDF_TERMS} allowed",
+                    hi - lo + 1.0
+                ),
+            });
         }
         let terms: Vec<(f64, f64, f64)> = (lo as u64..=hi as u64)
             .map(|j| one(j as f64, m, a, b))

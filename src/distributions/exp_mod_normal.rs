@@ -106,7 +106,8 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
 /// Log CDF (log(Φ(z) − e^A)) or log CCDF (log(Φ(−z) + e^A)) summed over `n` elements;
 /// args = (y, μ, σ, λ). Partials: (φ(z) ∂z ∓ e^A ∂A) divided by the (C)CDF, with ∂z = (1/σ,
 /// −1/σ, −z/σ, 0). In the far lower tail the log CDF loses relative accuracy to cancellation
-/// between Φ(z) and e^A. Errors: as [`lpdf`].
+/// between Φ(z) and e^A. Errors: as [`lpdf`], and a CDF lost to that cancellation (e^A rounded
+/// above Φ(z), e.g. at λ = 1e-300).
 pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result<Term, DistError> {
     check_each(Family::ExpModNormal.sig(), args, 0, NOT_NAN, |x| {
         !x.is_nan()
@@ -130,9 +131,25 @@ pub fn lcdf(args: &[Arg], is_var: &[bool], complement: bool, n: usize) -> Result
         let (v, sign) = if complement {
             let lp = std_normal_lcdf(-z);
             let hi = lp.max(a);
-            (hi + ((lp - hi).exp() + (a - hi).exp()).ln(), -1.0)
+            // a probability: rounding of the sum must not lift the log above 0
+            (
+                (hi + ((lp - hi).exp() + (a - hi).exp()).ln()).min(0.0),
+                -1.0,
+            )
         } else {
-            (log_diff_exp(std_normal_lcdf(z), a), 1.0)
+            let lp = std_normal_lcdf(z);
+            if a > lp {
+                // Φ(z) − e^A is positive, but rounding put e^A above Φ(z): say so rather than
+                // return the NaN of a log of a negative number
+                return Err(DistError {
+                    function: super::args::function_name(Family::ExpModNormal.sig()),
+                    message: format!(
+                        "the CDF at {y} cancels below double precision (Φ(z) − e^A with \
+                         z = {z}, A = {a})"
+                    ),
+                });
+            }
+            (log_diff_exp(lp, a), 1.0)
         };
         value += v;
         if !v.is_finite() {

@@ -21,7 +21,8 @@
 //!   `categorical_logit`, `ordered_logistic`.
 //!
 //! Entry points: [`log_density`] (value + partials, `propto` as Stan's `~`), [`log_cdf`]
-//! (`_lcdf`/`_lccdf` for the families listed in [`cdf`]), [`rng`] (`_rng`). Argument errors are
+//! (`_lcdf`/`_lccdf` for the families listed in [`cdf`]), [`cdf_function`] (those two and `_cdf`),
+//! [`rng`] (`_rng`). Argument errors are
 //! [`DistError`]s worded as Stan Math's checks ("normal_lpdf: Scale parameter[3] is -0.2, but
 //! must be positive finite").
 
@@ -51,6 +52,7 @@ pub mod pareto;
 pub mod pareto_type_2;
 pub mod poisson;
 pub mod poisson_log;
+pub mod quadrature;
 pub mod registry;
 pub mod skew_normal;
 pub mod special;
@@ -63,7 +65,7 @@ pub mod weibull;
 mod tests;
 
 pub use args::{Arg, DistError, Term};
-pub use cdf::{has_log_cdf, log_cdf};
+pub use cdf::{CdfKind, cdf_function, has_log_cdf, log_cdf};
 pub use registry::{Family, FamilySig, FunctionKind, Support, lookup, lookup_function};
 
 /// The log density (or log mass) of `family`, summed over the broadcast elements.

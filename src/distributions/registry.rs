@@ -308,8 +308,8 @@ impl Family {
     }
 }
 
-/// Which function of a family a call names: `foo_lpdf`/`foo_lpmf` (the density), `foo_lcdf`,
-/// `foo_lccdf` or `foo_rng`.
+/// Which function of a family a call names: `foo_lpdf`/`foo_lpmf` (the density), `foo_cdf`,
+/// `foo_lcdf`, `foo_lccdf` or `foo_rng`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FunctionKind {
     /// `_lpdf` for a continuous family, `_lpmf` for a discrete one (normalised: `propto = false`).
@@ -320,14 +320,17 @@ pub enum FunctionKind {
     LogCdf,
     /// `_lccdf`: log P(Y > y).
     LogCcdf,
+    /// `_cdf`: P(Y ≤ y) (the product over container elements, as Stan).
+    Cdf,
     /// `_rng`: one draw, for generated quantities.
     Rng,
 }
 
-/// Resolves a function name such as `normal_lpdf`, `normal_lupdf`, `poisson_lpmf`, `exponential_lccdf` or
-/// `gamma_rng` to its family and kind. `None` for unknown names, for `_lpdf` on a discrete
-/// family or `_lpmf` on a continuous one (Stan rejects both), and for `_lcdf`/`_lccdf` on a
-/// family without a log CDF (see [`super::cdf::has_log_cdf`]).
+/// Resolves a function name such as `normal_lpdf`, `normal_lupdf`, `poisson_lpmf`,
+/// `exponential_lccdf`, `normal_cdf` or `gamma_rng` to its family and kind. `None` for unknown
+/// names, for `_lpdf` on a discrete family or `_lpmf` on a continuous one (Stan rejects both),
+/// and for `_cdf`/`_lcdf`/`_lccdf` on a family without a log CDF (see
+/// [`super::cdf::has_log_cdf`]).
 pub fn lookup_function(name: &str) -> Option<(&'static FamilySig, FunctionKind)> {
     let (base, suffix) = name.rsplit_once('_')?;
     let sig = lookup(base)?;
@@ -338,6 +341,7 @@ pub fn lookup_function(name: &str) -> Option<(&'static FamilySig, FunctionKind)>
         "lupmf" if sig.discrete => FunctionKind::UnnormalisedLogDensity,
         "lcdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::LogCdf,
         "lccdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::LogCcdf,
+        "cdf" if super::cdf::has_log_cdf(sig.family) => FunctionKind::Cdf,
         "rng" => FunctionKind::Rng,
         _ => return None,
     };
@@ -393,6 +397,11 @@ mod tests {
         assert_eq!(kind("beta_lupmf"), None);
         assert_eq!(kind("normal_lpmf"), None);
         assert_eq!(kind("gamma_lcdf"), None);
+        assert_eq!(
+            kind("normal_cdf"),
+            Some((Family::Normal, FunctionKind::Cdf))
+        );
+        assert_eq!(kind("gamma_cdf"), None);
         assert_eq!(kind("normal"), None);
         assert_eq!(kind("nromal_lpdf"), None);
     }

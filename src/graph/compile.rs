@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::distributions::multivariate;
-use crate::distributions::{self, FunctionKind};
+use crate::distributions::{self, CdfKind, FunctionKind};
 use crate::syntax::Span;
 use crate::syntax::ast::{
     self, Expr, ExprKind, Index, LValue, PrintArg, SizedBase, SizedType, Stmt, StmtKind, UnOp,
@@ -171,11 +171,11 @@ impl Compiler {
                         args: a,
                     }
                 }
-                "lcdf" | "lccdf" if a.len() == 1 => {
+                _ if a.len() == 1 && CdfKind::from_suffix(kind).is_some() => {
                     a.extend(std);
                     Ex::Cdf {
                         family,
-                        complement: kind == "lccdf",
+                        kind: CdfKind::from_suffix(kind).expect("matched in the guard"),
                         args: a,
                     }
                 }
@@ -208,12 +208,17 @@ impl Compiler {
                 },
                 FunctionKind::LogCdf => Ex::Cdf {
                     family,
-                    complement: false,
+                    kind: CdfKind::Lcdf,
                     args,
                 },
                 FunctionKind::LogCcdf => Ex::Cdf {
                     family,
-                    complement: true,
+                    kind: CdfKind::Lccdf,
+                    args,
+                },
+                FunctionKind::Cdf => Ex::Cdf {
+                    family,
+                    kind: CdfKind::Cdf,
                     args,
                 },
                 FunctionKind::Rng => Ex::Rng { family, args },

@@ -39,8 +39,8 @@ pub struct Located {
 pub enum Kind {
     /// The log density; `true` drops constant terms (as `~`).
     Density(bool),
-    /// The log CDF; `true` for the complementary CDF.
-    Cdf(bool),
+    /// A cumulative function: `_cdf`, `_lcdf` or `_lccdf`.
+    Cdf(crate::distributions::CdfKind),
 }
 
 /// Control flow after a statement.

@@ -1,8 +1,8 @@
 //! The lowered program: variables resolved to slots, functions to [`Builtin`]s, distributions
 //! to [`Family`]s. Built once by [`super::compile`], executed by [`super::eval`] at every call.
 
-use crate::distributions::Family;
 use crate::distributions::multivariate::MvFamily;
+use crate::distributions::{CdfKind, Family};
 use crate::syntax::Span;
 use crate::syntax::ast::{AssignOp, BinOp};
 
@@ -71,6 +71,8 @@ pub enum Builtin {
     ColumnsDotProduct,
     Crossprod,
     Tcrossprod,
+    /// `multiply_lower_tri_self_transpose(x)`: L L′ with L the lower triangle of x.
+    MultiplyLowerTriSelfTranspose,
     QuadForm,
     LinspacedVector,
     LogMix,
@@ -233,7 +235,8 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "rows_dot_product" => RowsDotProduct,
         "columns_dot_product" => ColumnsDotProduct,
         "crossprod" => Crossprod,
-        "tcrossprod" | "multiply_lower_tri_self_transpose" => Tcrossprod,
+        "tcrossprod" => Tcrossprod,
+        "multiply_lower_tri_self_transpose" => MultiplyLowerTriSelfTranspose,
         "quad_form" => QuadForm,
         "linspaced_vector" => LinspacedVector,
         "log_mix" => LogMix,
@@ -277,10 +280,10 @@ pub enum Ex {
         propto: bool,
         args: Vec<Ex>,
     },
-    /// `foo_lcdf(y | …)` (`complement = false`) or `foo_lccdf(y | …)`.
+    /// `foo_cdf(y | …)`, `foo_lcdf(y | …)` or `foo_lccdf(y | …)`.
     Cdf {
         family: Family,
-        complement: bool,
+        kind: CdfKind,
         args: Vec<Ex>,
     },
     /// A call to a user-defined function (index into the model's function table). A user

@@ -204,6 +204,12 @@ pub static BUILTINS: &[Builtin] = &[
     b("crossprod", 1, Some(1), "(matrix) -> matrix: x' * x"),
     b("tcrossprod", 1, Some(1), "(matrix) -> matrix: x * x'"),
     b(
+        "multiply_lower_tri_self_transpose",
+        1,
+        Some(1),
+        "(matrix) -> matrix: L * L' with L the lower triangle of x (entries above the diagonal read as 0)",
+    ),
+    b(
         "quad_form",
         2,
         Some(2),
@@ -577,7 +583,11 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
         ("columns_dot_product", [a, b]) if a == b && a.is_linear_algebra() => {
             Some(Type::ROW_VECTOR)
         }
-        ("crossprod" | "tcrossprod", [m]) if *m == Type::MATRIX => Some(Type::MATRIX),
+        ("crossprod" | "tcrossprod" | "multiply_lower_tri_self_transpose", [m])
+            if *m == Type::MATRIX =>
+        {
+            Some(Type::MATRIX)
+        }
         ("quad_form", [a, b]) if *a == Type::MATRIX && *b == Type::MATRIX => Some(Type::MATRIX),
         ("quad_form", [a, b]) if *a == Type::MATRIX && *b == Type::VECTOR => Some(real),
         ("diag_pre_multiply", [v, m])

@@ -96,9 +96,10 @@ enum CallType {
     Error,
 }
 
-/// Suffixes of distribution functions, longest match first within each stem.
+/// Suffixes of distribution functions, longest match first within each stem (`_cdf` after
+/// `_lcdf` and `_lccdf`, of which it is a suffix).
 const DIST_SUFFIXES: &[&str] = &[
-    "_lupdf", "_lupmf", "_lpdf", "_lpmf", "_lccdf", "_lcdf", "_rng",
+    "_lupdf", "_lupmf", "_lpdf", "_lpmf", "_lccdf", "_lcdf", "_cdf", "_rng",
 ];
 
 /// Splits `normal_lpdf` into (`normal`, `_lpdf`).

@@ -271,7 +271,9 @@ pub enum SemanticError {
         fixed: String,
     },
     /// `|` in a call that is not a density or distribution function.
-    #[error("`{name}` does not take `|`; only `_lpdf`, `_lpmf`, `_lcdf` and `_lccdf` calls do")]
+    #[error(
+        "`{name}` does not take `|`; only `_lpdf`, `_lpmf`, `_cdf`, `_lcdf` and `_lccdf` calls do"
+    )]
     ConditionalNotAllowed {
         /// The name involved, as written in the source.
         name: String,
@@ -344,7 +346,7 @@ pub enum SemanticError {
         /// How to fix it.
         help: String,
     },
-    /// `_lcdf`/`_lccdf` or truncation on a family without a log CDF.
+    /// `_cdf`/`_lcdf`/`_lccdf` or truncation on a family without a log CDF.
     #[error("`{family}` has no log CDF, which {what} needs")]
     NoLogCdf {
         /// The distribution family.

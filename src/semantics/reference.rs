@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::distributions::cdf::has_log_cdf;
+use crate::distributions::cdf::{CdfKind, has_log_cdf};
 use crate::distributions::multivariate::{MV_FAMILIES, Shape};
 use crate::distributions::registry::{FAMILIES, Support};
 
@@ -38,6 +38,38 @@ fn shape(s: Shape) -> &'static str {
         Shape::Matrix => "matrix",
         Shape::LogOdds => "vector | row_vector | matrix (one row per outcome)",
     }
+}
+
+/// `` `foo_cdf` ``, `` `foo_lcdf` ``, `` `foo_lccdf` `` for the family `foo`.
+fn cdf_names(family: &str) -> Vec<String> {
+    CdfKind::ALL
+        .iter()
+        .map(|k| format!("`{}`", k.function_name(family)))
+        .collect()
+}
+
+/// The line for a multivariate family without `_rng`: what to write instead.
+fn no_rng(family: &str) -> String {
+    let instead = match family {
+        "multi_normal_prec" => "draw with `multi_normal_rng(mu, inverse_spd(Omega))`".to_string(),
+        "multi_gp_cholesky" => {
+            "draw each row i as `multi_normal_cholesky_rng(rep_vector(0, N), L / sqrt(w[i]))`"
+                .to_string()
+        }
+        f if f.ends_with("_glm") => {
+            let base = f.trim_end_matches("_glm");
+            let rng = match base {
+                "categorical_logit" => "categorical_logit_rng(alpha + (x * beta)[n]')",
+                "poisson_log" => "poisson_log_rng(alpha + x * beta)",
+                _ => "bernoulli_logit_rng(alpha + x * beta)",
+            };
+            format!("simulate from the linear predictor, e.g. `{rng}`")
+        }
+        _ => "none is provided".to_string(),
+    };
+    // Stan Math has a C++ `multi_normal_prec_rng`, but the Stan Functions Reference lists no
+    // `_rng` for this family, nor for `multi_gp_cholesky` and the GLMs.
+    format!("no `{family}_rng` (the Stan Functions Reference lists none): {instead}")
 }
 
 /// The Markdown text of `docs/functions.md`.
@@ -77,13 +109,16 @@ pub fn functions_markdown() -> String {
         "`y ~ foo(θ…)` drops constant terms; `foo_lpdf(y | θ…)` (`_lpmf` for integer \
          variates) keeps them and `foo_lupdf` drops them. The arguments are vectorised: any \
          of them may be a container (`vector`, `row_vector`, `array[]`), the others \
-         broadcast. `foo_rng(θ…)` draws in generated quantities (one draw per element for \
+         broadcast. `foo_cdf(y | θ…)` is P(Y ≤ y), the product over elements for containers \
+         (as Stan); `foo_lcdf` and `foo_lccdf` are log P(Y ≤ y) and log P(Y > y), summed over \
+         elements. `foo_rng(θ…)` draws in generated quantities (one draw per element for \
          container arguments)."
     );
     let _ = writeln!(w);
     let _ = writeln!(
         w,
-        "- `std_normal`: variate real; functions `std_normal_lpdf`, `std_normal_lupdf`, `std_normal_lcdf`, `std_normal_lccdf`, `std_normal_rng()`; the same as `normal(0, 1)`"
+        "- `std_normal`: variate real; functions `std_normal_lpdf`, `std_normal_lupdf`, {}, `std_normal_rng()`; the same as `normal(0, 1)`",
+        cdf_names("std_normal").join(", ")
     );
     let mut fams: Vec<_> = FAMILIES.iter().collect();
     fams.sort_by_key(|f| f.name);
@@ -92,8 +127,7 @@ pub fn functions_markdown() -> String {
         let u = if f.discrete { "lupmf" } else { "lupdf" };
         let mut fns = vec![format!("`{}_{d}`", f.name), format!("`{}_{u}`", f.name)];
         if has_log_cdf(f.family) {
-            fns.push(format!("`{}_lcdf`", f.name));
-            fns.push(format!("`{}_lccdf`", f.name));
+            fns.extend(cdf_names(f.name));
         }
         fns.push(format!("`{}_rng`", f.name));
         let params: Vec<String> = f
@@ -133,7 +167,7 @@ pub fn functions_markdown() -> String {
                 let names: Vec<String> = ps.iter().map(|p| p.name.to_lowercase()).collect();
                 format!(", `{}_rng({})`", f.name, names.join(", "))
             }
-            None => String::new(),
+            None => format!("; {}", no_rng(f.name)),
         };
         let _ = writeln!(
             w,

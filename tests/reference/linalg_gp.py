@@ -65,6 +65,8 @@ out = {
     "tri_right_vec": w3 @ np.linalg.solve(L.T, c),
     "tri_right_mat": (W23 * np.linalg.solve(L.T, B).T).sum(),
     "cholesky": (W33 * np.linalg.cholesky(S)).sum(),
+    "lower_tri_self_transpose": (W33 * (np.tril(A) @ np.tril(A).T)).sum(),
+    "lower_tri_self_transpose_3x2": (W33 * (np.tril(B) @ np.tril(B).T)).sum(),
     "quad_form_diag": (W33 * (np.diag(b) @ A @ np.diag(b))).sum(),
     "quad_form_sym_mat": (W23[:2, :2] * (B.T @ S @ B)).sum(),
     "quad_form_sym_vec": b @ S @ b,

@@ -639,6 +639,12 @@ impl Ctx<'_> {
                     matmul(tape, &ones, &p)?
                 }
             }
+            MultiplyLowerTriSelfTranspose => {
+                arity(1)?;
+                let l = matrix::lower_triangle(tape, &v[0])?;
+                let t = transpose(&l)?;
+                matmul(tape, &l, &t)?
+            }
             Crossprod | Tcrossprod => {
                 arity(1)?;
                 let t = transpose(&v[0])?;

@@ -37,8 +37,7 @@ impl Ctx<'_> {
         // Built only for error messages (no allocation on the success path).
         let fname = || match kind {
             Kind::Density(_) => distributions::args::function_name(sig),
-            Kind::Cdf(false) => format!("{}_lcdf", sig.name),
-            Kind::Cdf(true) => format!("{}_lccdf", sig.name),
+            Kind::Cdf(c) => c.function_name(sig.name),
         };
         if vals.len() != sig.params.len() + 1 {
             return Err(Fault::fatal(format!(
@@ -121,7 +120,7 @@ impl Ctx<'_> {
             Kind::Density(propto) => {
                 distributions::log_density_checked(family, args, flags, propto, variate_checked)
             }
-            Kind::Cdf(complement) => distributions::log_cdf(family, args, flags, complement),
+            Kind::Cdf(c) => distributions::cdf_function(family, args, flags, c),
         }
         .map_err(|e| Fault::domain(e.to_string()))?;
         if term.value.is_nan() {
@@ -203,7 +202,11 @@ impl Ctx<'_> {
             Ok(Value::from_s(c.density(
                 family,
                 vals,
-                Kind::Cdf(complement),
+                Kind::Cdf(if complement {
+                    distributions::CdfKind::Lccdf
+                } else {
+                    distributions::CdfKind::Lcdf
+                }),
             )?))
         };
         let norm = match (lo, hi) {

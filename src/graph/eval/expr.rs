@@ -217,16 +217,12 @@ impl Ctx<'_> {
                 self.normalised = outer;
                 r?
             }
-            Ex::Cdf {
-                family,
-                complement,
-                args,
-            } => {
+            Ex::Cdf { family, kind, args } => {
                 let mut vals = Vec::with_capacity(args.len());
                 for a in args {
                     vals.push(self.eval(a)?);
                 }
-                Value::from_s(self.density(*family, &vals, Kind::Cdf(*complement))?)
+                Value::from_s(self.density(*family, &vals, Kind::Cdf(*kind))?)
             }
             Ex::Rng { family, args } => {
                 let mut vals = Vec::with_capacity(args.len());

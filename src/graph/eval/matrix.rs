@@ -192,6 +192,39 @@ pub(super) fn quad_form_diag(tape: &mut Tape, m: &Value, v: &Value) -> R<Value> 
     map_binary(tape, B::Mul, m, &outer, "quad_form_diag")
 }
 
+/// The lower triangle of the matrix `m` (r × c, any shape): element (i, j) of `m` where j ≤ i and
+/// 0 above the diagonal, so `multiply_lower_tri_self_transpose(m)` (Stan Functions Reference,
+/// "Linear algebra functions") never reads the upper triangle (it may hold anything, NaN
+/// included, as a matrix filled only below its diagonal does) and its gradient has no entries
+/// there.
+///
+/// Errors: `m` is not a matrix.
+pub(super) fn lower_triangle(tape: &mut Tape, m: &Value) -> R<Value> {
+    let (r, c) = match m.shape() {
+        ([], Base::Matrix(r, c)) => (r, c),
+        _ => {
+            return Err(Fault::fatal(format!(
+                "multiply_lower_tri_self_transpose needs a matrix, found {}",
+                m.describe()
+            )));
+        }
+    };
+    let zero = if m.is_var() {
+        S::V(tape.leaf(0.0))
+    } else {
+        S::C(0.0)
+    };
+    let e: Vec<S> = (0..r * c)
+        .map(|k| if k / r <= k % r { m.elem(k) } else { zero })
+        .collect();
+    Ok(super::super::value::tensor_from_s(
+        tape,
+        vec![],
+        Base::Matrix(r, c),
+        &e,
+    ))
+}
+
 /// `v` with its elements viewed as `base` (same storage).
 fn reshape(v: &Value, base: Base) -> Value {
     match v {

@@ -104,6 +104,7 @@ pub(super) const REDUCTIONS: &[&str] = &[
     "columns_dot_self",
     "crossprod",
     "tcrossprod",
+    "multiply_lower_tri_self_transpose",
     "quad_form",
     "quad_form_diag",
     "quad_form_sym",

@@ -155,7 +155,7 @@ impl<'p> Checker<'p> {
         CallType::Error
     }
 
-    /// `std_normal_lpdf(y)`, `_lupdf`, `_lcdf`, `_lccdf` (one argument, the `|` optional) and
+    /// `std_normal_lpdf(y)`, `_lupdf`, `_cdf`, `_lcdf`, `_lccdf` (one argument, the `|` optional) and
     /// `std_normal_rng()`: the standard normal, `normal(0, 1)`, without parameters.
     pub(super) fn std_normal_call(
         &mut self,
@@ -283,7 +283,7 @@ impl<'p> Checker<'p> {
             }
             _ => {}
         }
-        if matches!(suffix, "_lcdf" | "_lccdf") && !has_log_cdf(sig.family) {
+        if matches!(suffix, "_cdf" | "_lcdf" | "_lccdf") && !has_log_cdf(sig.family) {
             self.err(SemanticError::NoLogCdf {
                 family: sig.name.into(),
                 what: format!("`{fname}`"),

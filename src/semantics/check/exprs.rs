@@ -380,18 +380,25 @@ impl<'p> Checker<'p> {
         let mut user: Vec<String> = self.functions.keys().cloned().collect();
         user.sort();
         names.extend(user);
-        for s in ["_lpdf", "_lupdf", "_lcdf", "_lccdf", "_rng"] {
-            names.push(format!("{STD_NORMAL}{s}"));
+        let cdfs = crate::distributions::CdfKind::ALL;
+        for s in ["lpdf", "lupdf", "rng"]
+            .into_iter()
+            .chain(cdfs.iter().map(|k| k.suffix()))
+        {
+            names.push(format!("{STD_NORMAL}_{s}"));
         }
         for f in registry::FAMILIES {
-            let density = if f.discrete { "_lpmf" } else { "_lpdf" };
-            let cdfs: &[&str] = if has_log_cdf(f.family) {
-                &["_lcdf", "_lccdf"]
+            let density = if f.discrete { "lpmf" } else { "lpdf" };
+            let with_cdfs = if has_log_cdf(f.family) {
+                &cdfs[..]
             } else {
                 &[]
             };
-            for s in [density, "_rng"].iter().chain(cdfs) {
-                names.push(format!("{}{s}", f.name));
+            for s in [density, "rng"]
+                .into_iter()
+                .chain(with_cdfs.iter().map(|k| k.suffix()))
+            {
+                names.push(format!("{}_{s}", f.name));
             }
         }
         names

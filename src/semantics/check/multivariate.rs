@@ -145,7 +145,7 @@ impl Checker<'_> {
                     span,
                 });
             }
-            "_lcdf" | "_lccdf" => {
+            "_cdf" | "_lcdf" | "_lccdf" => {
                 self.err(SemanticError::NoLogCdf {
                     family: sig.name.into(),
                     what: format!("`{fname}`"),
