@@ -72,6 +72,13 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
             fit::McmcInit::Random => {}
         }
     }
+    if let Some(f) = &o.init_file {
+        line.push_str(&format!(
+            "; starting from the initial values in {} (parameters it leaves out: uniform(-{r}, {r}) on the unconstrained scale)",
+            f.display(),
+            r = o.mcmc.init_radius
+        ));
+    }
     match &o.minibatch {
         None => line,
         Some(p) if p.settings.batch_size >= p.n_obs => format!(
