@@ -541,3 +541,79 @@ fn bad_init_files_name_the_file_the_variable_and_the_element() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+#[test]
+fn optimize_header_lists_the_tolerances_as_cmdstan() {
+    let dir = fixture();
+    let p = dir.path();
+    let o = bayesc(
+        p,
+        &[
+            "optimize",
+            "reg.bayes",
+            "--data",
+            "reg.csv",
+            "--seed",
+            "1",
+            "--tol-grad",
+            "0.001",
+            "--history-size",
+            "7",
+            "-o",
+            "o.csv",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let h = std::fs::read_to_string(p.join("o.csv")).unwrap();
+    let want = "#   optimize\n#     algorithm = lbfgs (Default)\n#       lbfgs\n\
+                #         tol_obj = 1e-12 (Default)\n#         tol_rel_obj = 10000 (Default)\n\
+                #         tol_grad = 0.001\n#         tol_rel_grad = 10000000 (Default)\n\
+                #         tol_param = 1e-8 (Default)\n#         history_size = 7\n\
+                #     jacobian = false (Default)\n#     iter = 2000 (Default)\n";
+    assert!(h.contains(want), "{h}");
+    // BFGS: the tolerances without history_size; Newton: none
+    let o = bayesc(
+        p,
+        &[
+            "optimize",
+            "reg.bayes",
+            "--data",
+            "reg.csv",
+            "--algorithm",
+            "bfgs",
+            "--tol-param",
+            "1e-6",
+            "--iter",
+            "50",
+            "-o",
+            "b.csv",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let h = std::fs::read_to_string(p.join("b.csv")).unwrap();
+    assert!(h.contains("#     algorithm = bfgs\n#       bfgs\n"), "{h}");
+    assert!(h.contains("#         tol_param = 1e-6\n"), "{h}");
+    assert!(
+        !h.contains("history_size") && h.contains("#     iter = 50\n"),
+        "{h}"
+    );
+    let o = bayesc(
+        p,
+        &[
+            "optimize",
+            "reg.bayes",
+            "--data",
+            "reg.csv",
+            "--algorithm",
+            "newton",
+            "-o",
+            "n.csv",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let h = std::fs::read_to_string(p.join("n.csv")).unwrap();
+    assert!(
+        h.contains("#     algorithm = newton\n#     jacobian"),
+        "{h}"
+    );
+}
