@@ -67,8 +67,10 @@ fn fixed_point(
 }
 
 /// Runs `fixed_param` (module docs) with `options.mcmc.chains`, `samples` and `thin`; draws
-/// are sent to `stream` as they are made. Ctrl-C (the monitor's flag) stops every chain at its
-/// next iteration; the chains are then trimmed to a common length ([`trim_interrupted`]).
+/// are sent to `stream` as they are made. Ctrl-C or SIGTERM (the monitor's flag) stops every
+/// chain at its next iteration, also from inside a long loop of the generated quantities (the
+/// evaluation stops at `inference::interrupt`'s flag and its draw is dropped); the chains are
+/// then trimmed to a common length ([`trim_interrupted`]).
 ///
 /// Errors: [`FitError::Algorithm`] when no finite starting point is found;
 /// [`FitError::Constrain`] when the generated quantities fail; [`FitError::Model`] for an
@@ -115,9 +117,19 @@ pub(super) fn fit_fixed_param(
                     break;
                 }
                 if i % m.thin.max(1) == 0 {
-                    let row = model
-                        .write_array(&q, true, true, &mut gq_rng)
-                        .map_err(FitError::Constrain)?;
+                    let row = match model.write_array(&q, true, true, &mut gq_rng) {
+                        Ok(row) => row,
+                        // Ctrl-C or SIGTERM inside a long loop of the generated quantities
+                        // (`inference::interrupt`): that draw is dropped, the earlier ones kept
+                        Err(_)
+                            if monitor.stop.load(Ordering::Relaxed)
+                                || crate::inference::interrupt::requested() =>
+                        {
+                            interrupted = true;
+                            break;
+                        }
+                        Err(e) => return Err(FitError::Constrain(e)),
+                    };
                     if let Some(s) = stream {
                         s.row(c, &[lp, 0.0], &row);
                     }
