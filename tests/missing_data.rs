@@ -360,3 +360,35 @@ fn predict_after_imputation_uses_the_fitted_parameters_only() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A scalar `@missing real z` given as null: its one parameter and its entry carry no index,
+/// and the note says so (it used to print `z[]`).
+#[test]
+fn a_missing_scalar_is_named_without_an_index() {
+    let model = "data { @missing real z; } parameters { real mu; } \
+                 model { mu ~ normal(0, 1); z ~ normal(mu, 1); }\n";
+    let m = common::compile_source("model.bayes", model, Some(r#"{"z": null}"#), &[]);
+    assert_eq!(m.dim(), 2);
+    let entries = m.imputed_entries();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].entry, "z");
+    // the note names the parameter as its draws column is named
+    let names = m.parameter_names();
+    assert!(names.contains(&entries[0].parameter), "{names:?}");
+    let note = bayesc::output::report::imputed_note(&entries).expect("a note");
+    assert!(!note.contains("z[]"), "{note}");
+    assert!(note.contains("imputed: z "), "{note}");
+    assert!(note.contains(&entries[0].parameter), "{note}");
+}
+
+/// Declaring `w_missing` beside `@missing w` is one error (the name clash), not followed by
+/// "undeclared `w_missing`" at its uses.
+#[test]
+fn a_missing_name_clash_does_not_cascade() {
+    let model = "data { int N; @missing vector[N] w; } parameters { real w_missing; } \
+                 model { w_missing ~ normal(0, 1); w ~ normal(w_missing, 1); }";
+    let text = errors(model, r#"{"N": 3, "w": [1.0, null, 2.0]}"#);
+    assert!(text.contains("w_missing"), "{text}");
+    assert_eq!(text.matches("error").count(), 1, "{text}");
+    assert!(!text.contains("undeclared"), "{text}");
+}

@@ -314,3 +314,38 @@ fn nuts_from_pathfinder_inits() {
         assert!(z < 0.15, "{}: {z:.3} sd", r.name);
     }
 }
+
+#[test]
+fn resampled_draws_are_not_called_wrong_when_khat_is_low() {
+    // labour, seed 2: the mixture's mean of beta[1] is off by ~0.23 sd, which the gate
+    // catches; the draws shown are PSIS-resampled (k-hat ≈ 0.35), and those match NUTS
+    let (ok, text) = common::run_bayesc_in(
+        ".",
+        &[
+            "fit",
+            "examples/labour/model.bayes",
+            "--data",
+            "examples/labour/labour.csv",
+            "--method",
+            "pathfinder",
+            "--seed",
+            "2",
+        ],
+    );
+    assert!(ok, "{text}");
+    let khat: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("PSIS k-hat = "))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no k-hat in\n{text}"));
+    assert!(khat < 0.7, "{text}");
+    assert!(!text.contains("Use --method nuts"), "{text}");
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("note: the fitted approximation itself is off"))
+        .unwrap_or_else(|| panic!("no resampling note in\n{text}"));
+    assert!(
+        note.contains("beta[1]") && note.contains("PSIS-resampled") && note.contains("k-hat < 0.7"),
+        "{note}"
+    );
+}

@@ -127,6 +127,7 @@ const OPTIMIZE_FLAGS: &[&str] = &[
     "tol_rel_grad",
     "tol_param",
     "history_size",
+    "init",
 ];
 
 /// The clap command of the CLI, with each subcommand's help listing only the options it

@@ -294,15 +294,14 @@ pub struct FitArgs {
     #[arg(long, help_heading = "Variational inference")]
     pub random_init: bool,
 
-    /// MCMC: where the chains start: a number R (uniform(−R, R) on the unconstrained scale;
+    /// Where the fit starts. MCMC: a number R (uniform(−R, R) on the unconstrained scale;
     /// default 2, Stan's; 0 starts at zero) or `pathfinder` (one importance-resampled draw of
-    /// multi-path Pathfinder per chain, as Stan can; the Pathfinder flags apply).
-    #[arg(
-        long,
-        value_name = "R|pathfinder",
-        allow_hyphen_values = true,
-        help_heading = "MCMC"
-    )]
+    /// multi-path Pathfinder per chain, as Stan can; the Pathfinder flags apply). Any method:
+    /// a JSON file of initial values on the constrained scale, laid out as a data file
+    /// (CmdStan's `init=FILE`); parameters it leaves out start uniform(−2, 2) on the
+    /// unconstrained scale. With several chains (Pathfinder: paths), FILE_1.json, FILE_2.json,
+    /// … are read when FILE_1.json exists, as CmdStan does; else FILE serves every chain.
+    #[arg(long, value_name = "R|pathfinder|FILE", allow_hyphen_values = true)]
     pub init: Option<String>,
     /// MCMC: number of chains, run in parallel.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC")]
@@ -521,6 +520,18 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
         }
     }
+    if let Some(InitArg::File(f)) = &init {
+        // the files exist (CmdStan's per-chain names: `fit::inits::init_files`)
+        let n = if method == M::Pathfinder {
+            args.num_paths
+        } else if mcmc {
+            args.chains
+        } else {
+            1
+        };
+        fit::inits::init_files(f, n as usize)?;
+    }
+    let init_file = matches!(init, Some(InitArg::File(_)));
     if method == M::FixedParam && init == Some(InitArg::Pathfinder) {
         return Err(
             "--init pathfinder: fixed_param keeps the parameters at their initial \
@@ -530,7 +541,12 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
     }
     let tol = "optimize with --algorithm lbfgs or bfgs (newton reads only --iter)";
     let checks: [(&str, bool, bool, &str); 29] = [
-        ("--init", init.is_some(), mcmc, "nuts, hmc, mh, fixed_param"),
+        (
+            "--init R|pathfinder",
+            init.is_some(),
+            mcmc || init_file,
+            "nuts, hmc, mh, fixed_param (a JSON file of initial values applies to every method)",
+        ),
         (
             "--algorithm",
             args.algorithm.is_some(),
@@ -685,15 +701,18 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
 }
 
 /// The value of `--init`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum InitArg {
     /// uniform(−R, R).
     Radius(f64),
     /// Pathfinder draws.
     Pathfinder,
+    /// A JSON file of initial values (`fit::inits`).
+    File(PathBuf),
 }
 
-/// Parses `--init`: a finite number ≥ 0, or `pathfinder`.
+/// Parses `--init`: a finite number ≥ 0, `pathfinder`, or else the name of a JSON file of
+/// initial values (CmdStan's rule: what does not read as a number is a file name).
 fn parse_init(value: Option<&str>) -> Result<Option<InitArg>, String> {
     let Some(v) = value else { return Ok(None) };
     if v.eq_ignore_ascii_case("pathfinder") {
@@ -701,10 +720,11 @@ fn parse_init(value: Option<&str>) -> Result<Option<InitArg>, String> {
     }
     match v.parse::<f64>() {
         Ok(r) if r >= 0.0 && r.is_finite() => Ok(Some(InitArg::Radius(r))),
-        _ => Err(format!(
+        Ok(_) => Err(format!(
             "--init takes a radius R ≥ 0 (chains start uniform(−R, R) on the unconstrained \
-             scale) or `pathfinder`, got `{v}`; initial values from a file are not supported"
+             scale), `pathfinder`, or a JSON file of initial values; got `{v}`"
         )),
+        Err(_) => Ok(Some(InitArg::File(PathBuf::from(v)))),
     }
 }
 
@@ -830,6 +850,7 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     match parse_init(args.init.as_deref()) {
         Ok(Some(InitArg::Radius(r))) => o.mcmc.init_radius = r,
         Ok(Some(InitArg::Pathfinder)) => o.mcmc_init = fit::McmcInit::Pathfinder,
+        Ok(Some(InitArg::File(f))) => o.init_file = Some(f),
         // refused by `check_args`
         Ok(None) | Err(_) => {}
     }

@@ -7,7 +7,7 @@
 //! The draws have CmdStan's fixed_param columns `lp__` (the log density at the fixed point,
 //! 0 when d = 0) and `accept_stat__` (always 0), and no warmup. Chain c starts from stream
 //! c + 1 of the seed (uniform(−R, R) on the unconstrained scale, R = `--init`, retried up to
-//! [`MAX_INIT_TRIES`] times for a finite log density) and draws its generated quantities from
+//! [`MAX_INIT_TRIES`] times for a finite log density), or at the values of `--init FILE` and draws its generated quantities from
 //! stream 1000 + c, as the other samplers do.
 
 use rayon::prelude::*;
@@ -19,16 +19,22 @@ use rand::RngExt;
 /// Random starts tried per chain before giving up on a finite log density.
 const MAX_INIT_TRIES: usize = 100;
 
-/// The fixed point of chain `chain`: uniform(−R, R) from stream chain + 1 (zeros when R = 0),
-/// with a finite log density; the log density there.
+/// The fixed point of chain `chain`: `given` (from `--init FILE`), else uniform(−R, R) from
+/// stream chain + 1 (zeros when R = 0) with a finite log density; the log density there.
 fn fixed_point(
     model: &Model,
     options: &FitOptions,
     chain: usize,
+    given: Option<&[f64]>,
 ) -> Result<(Vec<f64>, f64), FitError> {
     let d = model.dim();
     if d == 0 {
         return Ok((Vec::new(), 0.0));
+    }
+    if let Some(q) = given {
+        // `--init FILE`: checked finite by `inits::initial_point`
+        let lp = model.log_density(q).map_err(FitError::Model)?;
+        return Ok((q.to_vec(), lp));
     }
     let r = options.mcmc.init_radius;
     let mut rng = stream(options.seed, chain as u64 + 1);
@@ -61,8 +67,10 @@ fn fixed_point(
 }
 
 /// Runs `fixed_param` (module docs) with `options.mcmc.chains`, `samples` and `thin`; draws
-/// are sent to `stream` as they are made. Ctrl-C (the monitor's flag) stops every chain at its
-/// next iteration; the chains are then trimmed to a common length ([`trim_interrupted`]).
+/// are sent to `stream` as they are made. Ctrl-C or SIGTERM (the monitor's flag) stops every
+/// chain at its next iteration, also from inside a long loop of the generated quantities (the
+/// evaluation stops at `inference::interrupt`'s flag and its draw is dropped); the chains are
+/// then trimmed to a common length ([`trim_interrupted`]).
 ///
 /// Errors: [`FitError::Algorithm`] when no finite starting point is found;
 /// [`FitError::Constrain`] when the generated quantities fail; [`FitError::Model`] for an
@@ -83,11 +91,17 @@ pub(super) fn fit_fixed_param(
         Some(n) => n,
         None => (m.samples / 100).max(1),
     };
+    let starts = if d > 0 {
+        inits::user_starts(model, options, m.chains)?
+    } else {
+        None
+    };
     let chains: Vec<Result<(ChainOutput, Vec<f64>, bool), FitError>> = (0..m.chains)
         .into_par_iter()
         .map(|c| {
             let t0 = Instant::now();
-            let (q, lp) = fixed_point(model, options, c)?;
+            let given = starts.as_ref().and_then(|s| s.get(c)).map(Vec::as_slice);
+            let (q, lp) = fixed_point(model, options, c, given)?;
             if let Some(s) = stream {
                 s.start(c, false);
             }
@@ -103,9 +117,19 @@ pub(super) fn fit_fixed_param(
                     break;
                 }
                 if i % m.thin.max(1) == 0 {
-                    let row = model
-                        .write_array(&q, true, true, &mut gq_rng)
-                        .map_err(FitError::Constrain)?;
+                    let row = match model.write_array(&q, true, true, &mut gq_rng) {
+                        Ok(row) => row,
+                        // Ctrl-C or SIGTERM inside a long loop of the generated quantities
+                        // (`inference::interrupt`): that draw is dropped, the earlier ones kept
+                        Err(_)
+                            if monitor.stop.load(Ordering::Relaxed)
+                                || crate::inference::interrupt::requested() =>
+                        {
+                            interrupted = true;
+                            break;
+                        }
+                        Err(e) => return Err(FitError::Constrain(e)),
+                    };
                     if let Some(s) = stream {
                         s.row(c, &[lp, 0.0], &row);
                     }

@@ -136,7 +136,9 @@ pub(super) fn fit_mcmc(
         _ => mcmc::Method::Mh,
     };
     let inits = match options.mcmc_init {
-        McmcInit::Random => Vec::new(),
+        McmcInit::Random => {
+            inits::user_starts(model, options, settings.chains)?.unwrap_or_default()
+        }
         McmcInit::Pathfinder => pathfinder_fit::pathfinder_inits(model, options)?,
     };
     let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod fixed_param;
+pub mod inits;
 mod limits;
 mod mcmc_fit;
 pub mod mh_length;
@@ -324,6 +325,13 @@ pub struct FitOptions {
     /// Significant digits of the numbers in the draws files (`--sig-figs`, CmdStan's
     /// `sig_figs`, 1..=18); `None` (default) writes full round-trip precision.
     pub sig_figs: Option<usize>,
+    /// `--init FILE`: a JSON file of initial values on the constrained scale ([`inits`]; with
+    /// several chains or paths, CmdStan's `FILE_1.json` … convention). Every method starts
+    /// there: the MCMC chains, fixed_param's fixed point, the optimizer, Laplace's mode search,
+    /// the variational methods' start (the mode search from it, or the point itself with
+    /// `ViInit::Random`) and Pathfinder's paths. Parameters it leaves out start uniform(−R, R)
+    /// with R = `mcmc.init_radius`. `None` (default): random starts.
+    pub init_file: Option<std::path::PathBuf>,
 }
 
 /// Where the chains of an MCMC fit start.
@@ -387,6 +395,7 @@ impl FitOptions {
             mcmc_init: McmcInit::Random,
             mh_auto_length: false,
             sig_figs: None,
+            init_file: None,
             ngbbvi: NgbbviSettings::default(),
             von: VonSettings::default(),
             vadam: VadamSettings::default(),
@@ -550,6 +559,10 @@ pub enum FitError {
     /// The requested draws would not fit in memory ([`check_memory`]).
     #[error("{0}")]
     TooLarge(String),
+    /// The initial values of `--init FILE` cannot be used ([`inits`]): the message names the
+    /// file and the variable (and element) at fault.
+    #[error("{0}")]
+    InitValues(String),
 }
 
 impl FitError {
@@ -721,7 +734,12 @@ pub fn fit_with_stream(
     };
     match options.method {
         Method::Qbvi => {
-            let start_point = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(
+                model,
+                options.vi_init,
+                seed,
+                inits::user_start(model, options)?,
+            )?;
             let init = start_point.mean.clone();
             let mut settings = QbviSettings {
                 seed,
@@ -754,7 +772,12 @@ pub fn fit_with_stream(
         }
         m if m.is_survey() => survey_fit::fit_survey(model, options, monitor, start),
         Method::Qnvb => {
-            let start_point = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(
+                model,
+                options.vi_init,
+                seed,
+                inits::user_start(model, options)?,
+            )?;
             let init = start_point.mean.clone();
             let mut settings = QnvbSettings {
                 seed,
@@ -806,7 +829,12 @@ pub fn fit_with_stream(
             Ok(out.into_result(Method::Qnvb, seed, FitDetails::Qnvb(fit), seconds))
         }
         Method::Laplace => {
-            let start_point = vi_start(model, ViInit::Mode, seed)?;
+            let start_point = vi_start(
+                model,
+                ViInit::Mode,
+                seed,
+                inits::user_start(model, options)?,
+            )?;
             if let Some(reason) = start_point
                 .no_mode
                 .filter(|r| r.starts_with(mode::INTERPOLATION))

@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// `Method::Optimize`: L-BFGS from a random point (stream 0), Newton polish, the Hessian of the
+/// `Method::Optimize`: L-BFGS from a random point (stream 0) or the `--init FILE` point, Newton polish, the Hessian of the
 /// maximised density there and delta-method standard errors on the constrained scale (the
 /// sandwich of a robust covariance transforms like the classical one at an interior optimum).
 ///
@@ -12,8 +12,11 @@ use super::*;
 pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<OptimizeFit, FitError> {
     use faer::linalg::solvers::DenseSolveCore;
     let density = model.with_jacobian(options.jacobian);
-    let init = crate::inference::init::random_init(&density, &mut stream(options.seed, 0))
-        .map_err(FitError::from_init)?;
+    let init = match super::inits::user_start(model, options)? {
+        Some(z) => z,
+        None => crate::inference::init::random_init(&density, &mut stream(options.seed, 0))
+            .map_err(FitError::from_init)?,
+    };
     let lbfgs = optimize::optimize(&density, &init, &options.optimize).map_err(|e| {
         FitError::Algorithm {
             method: Method::Optimize,
@@ -171,9 +174,20 @@ pub(super) struct ViStart {
 /// The start of a variational fit (see [`ViInit`]): the Laplace approximation at the mode
 /// found by [`find_mode`] or, when there is none (or with `ViInit::Random`), the random point
 /// uniform(−2, 2) of stream 0 of `seed` with Σ₀ = 0.01·I (specs/qbvi.md §11).
-pub(super) fn vi_start(model: &Model, how: ViInit, seed: u64) -> Result<ViStart, FitError> {
-    let random = crate::inference::init::random_init(model, &mut stream(seed, 0))
-        .map_err(FitError::from_init)?;
+///
+/// `start` (from `--init FILE`, [`super::inits::user_start`]) replaces the random point: the
+/// mode search starts there, and `ViInit::Random` starts at it.
+pub(super) fn vi_start(
+    model: &Model,
+    how: ViInit,
+    seed: u64,
+    start: Option<Vec<f64>>,
+) -> Result<ViStart, FitError> {
+    let random = match start {
+        Some(z) => z,
+        None => crate::inference::init::random_init(model, &mut stream(seed, 0))
+            .map_err(FitError::from_init)?,
+    };
     if how == ViInit::Random {
         return Ok(ViStart {
             mean: random,

@@ -18,6 +18,8 @@ pub(super) fn fit_pathfinder(
     let seed = options.seed;
     let settings = PathfinderSettings {
         seed,
+        inits: inits::user_starts(model, options, options.pathfinder.num_paths)?
+            .unwrap_or_default(),
         ..options.pathfinder.clone()
     };
     let fit = pathfinder::pathfinder(model, &settings).map_err(|e| FitError::Algorithm {

@@ -25,7 +25,12 @@ pub(super) fn fit_survey(
     let seed = options.seed;
     match options.method {
         Method::Vlaplace => {
-            let start_point = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(
+                model,
+                options.vi_init,
+                seed,
+                inits::user_start(model, options)?,
+            )?;
             let init = start_point.mean.clone();
             let d = init.len();
             let mut s = options.vlaplace.clone();
@@ -67,7 +72,12 @@ pub(super) fn fit_survey(
                     message: mcdropout::NO_DROPOUT_SITE.into(),
                 });
             }
-            let start_point = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(
+                model,
+                options.vi_init,
+                seed,
+                inits::user_start(model, options)?,
+            )?;
             let init = start_point.mean.clone();
             let mut s = options.mcdropout.clone();
             s.common.seed = seed;
@@ -115,7 +125,12 @@ pub(super) fn fit_survey(
             ))
         }
         m if m.is_survey() => {
-            let start_point = vi_start(model, options.vi_init, seed)?;
+            let start_point = vi_start(
+                model,
+                options.vi_init,
+                seed,
+                inits::user_start(model, options)?,
+            )?;
             let init = start_point.mean.clone();
             let d = init.len();
             // The diagonal of the Laplace precision, when the start found a mode ([X], as QBVI).

@@ -70,6 +70,13 @@ pub const LOG_SD_SHIFT_MAX: f64 = 0.223;
 /// about e^(−sd²) = 78 % there). Measured: 0.05–0.3 on the false alarms, ≥ 0.6 on the misses.
 pub const LOG_RATIO_SD_MAX: f64 = 0.5;
 
+/// k̂ below which importance resampling with the Pareto-smoothed weights corrects the draws of
+/// an approximation whose means or sds are off (Vehtari et al. 2024: the PSIS estimate is then
+/// reliable). The report of a resampled fit (Pathfinder, `--psis-resample`) uses it, together
+/// with a PSIS ESS of at least [`PSIS_ESS_FLOOR`] of the draws, to say that the draws shown are
+/// already corrected instead of warning.
+pub const PSIS_KHAT_RESAMPLE_OK: f64 = 0.7;
+
 /// What of a variational summary can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ViVerdict {

@@ -95,12 +95,23 @@ impl Model {
     pub fn imputed_entries(&self) -> Vec<ImputedEntry> {
         let mut out = Vec::new();
         for im in &self.imputed {
-            let p = &self.params[im.param].name;
+            let info = &self.params[im.param];
+            let p = &info.name;
+            // a scalar parameter (the entry of a scalar `@missing real z`) has no index
+            let scalar = info.arr.is_empty() && info.base == Base::Scalar;
             for (k, ix) in im.indices.iter().enumerate() {
                 let ix: Vec<String> = ix.iter().map(|i| i.to_string()).collect();
                 out.push(ImputedEntry {
-                    parameter: format!("{p}[{}]", k + 1),
-                    entry: format!("{}[{}]", im.name, ix.join(",")),
+                    parameter: if scalar {
+                        p.clone()
+                    } else {
+                        format!("{p}[{}]", k + 1)
+                    },
+                    entry: if ix.is_empty() {
+                        im.name.clone()
+                    } else {
+                        format!("{}[{}]", im.name, ix.join(","))
+                    },
                 });
             }
         }

@@ -12,6 +12,7 @@ mod build;
 mod fuse;
 mod impute;
 mod outputs;
+mod unconstrain;
 
 pub mod batch;
 pub(crate) mod compile;
@@ -46,6 +47,7 @@ use eval::{Ctx, Located, check_shape};
 pub use impute::ImputedEntry;
 use ir::{Ex, St, StKind, Transform};
 use tape::{S, Tape};
+pub use unconstrain::{ParamLayout, UnconstrainFault};
 use value::{Base, Data, Fault, Tensor, Value, stan_order_names, stan_order_offsets};
 
 /// One declared parameter.

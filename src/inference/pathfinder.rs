@@ -49,6 +49,9 @@ pub struct PathfinderSettings {
     pub optimize: OptimizeSettings,
     /// Seed: path i uses random stream 20 + i of it (its start, then its ELBO draws).
     pub seed: u64,
+    /// Starting points (unconstrained, length d each): path i starts at `inits[i]` when there
+    /// is one (`--init FILE`), else at a random point. Default empty.
+    pub inits: Vec<Vec<f64>>,
 }
 
 impl Default for PathfinderSettings {
@@ -62,6 +65,7 @@ impl Default for PathfinderSettings {
                 ..OptimizeSettings::default()
             },
             seed: 0,
+            inits: Vec::new(),
         }
     }
 }
@@ -403,6 +407,18 @@ pub fn single_path(
     settings: &PathfinderSettings,
     rng: &mut StreamRng,
 ) -> Result<PathResult, DensityError> {
+    single_path_from(density, settings, rng, None)
+}
+
+/// [`single_path`] from `start` when given (else a random start drawn from `rng`).
+///
+/// Errors: as [`single_path`].
+pub fn single_path_from(
+    density: &dyn LogDensity,
+    settings: &PathfinderSettings,
+    rng: &mut StreamRng,
+    start: Option<&[f64]>,
+) -> Result<PathResult, DensityError> {
     let failed = |message: String| PathResult {
         approximation: None,
         elbo: f64::NEG_INFINITY,
@@ -410,7 +426,10 @@ pub fn single_path(
         iterations: 0,
         message,
     };
-    let init = match random_init(density, rng) {
+    let init = match start
+        .map(|z| Ok(z.to_vec()))
+        .unwrap_or_else(|| random_init(density, rng))
+    {
         Ok(z) => z,
         Err(e) if e.recoverable => return Ok(failed(e.to_string())),
         Err(e) => return Err(e),
@@ -565,7 +584,12 @@ pub fn pathfinder(
         .into_par_iter()
         .map(|i| {
             let mut rng = stream(settings.seed, 20 + i as u64);
-            single_path(density, settings, &mut rng)
+            single_path_from(
+                density,
+                settings,
+                &mut rng,
+                settings.inits.get(i).map(Vec::as_slice),
+            )
         })
         .collect::<Result<_, _>>()
         .map_err(PathfinderError::Density)?;

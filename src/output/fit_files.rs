@@ -26,17 +26,8 @@ pub fn write_outputs(
             Ok(vec![path.display().to_string()])
         }
         FitDetails::Optimize(fit) => {
-            let config = stan_csv::cmdstan_config_lines(
-                &model_name,
-                "optimize",
-                &[
-                    ("algorithm", options.optimize.algorithm.to_string()),
-                    ("jacobian", fit.jacobian.to_string()),
-                    ("save_iterations", "false".to_string()),
-                ],
-                result.seed,
-                1,
-            );
+            let mut config = optimize_config_lines(&model_name, options, fit.jacobian, result.seed);
+            add_init(&mut config, options, 0, 1);
             let layout = stan_csv::StanCsvLayout {
                 config_lines: &config,
                 sampler_cols: &["lp__"],
@@ -107,6 +98,86 @@ pub fn write_outputs(
             }
             Ok(files)
         }
+    }
+}
+
+/// `value (Default)` when `value` equals `default`, as CmdStan marks the settings left at
+/// their defaults; `value` otherwise.
+fn marked<T: PartialEq + std::fmt::Display>(value: T, default: T) -> String {
+    if value == default {
+        format!("{value} (Default)")
+    } else {
+        value.to_string()
+    }
+}
+
+/// The configuration comment lines of an optimize fit in CmdStan's layout: the algorithm with
+/// its settings nested under it (L-BFGS: the five tolerances and `history_size`; BFGS: the
+/// tolerances; Newton: none), then `jacobian`, `iter` and `save_iterations`, each value marked
+/// `(Default)` when it is CmdStan's default (e.g. `algorithm = lbfgs (Default)`,
+/// `tol_rel_grad = 10000000 (Default)`).
+pub fn optimize_config_lines(
+    model_name: &str,
+    options: &FitOptions,
+    jacobian: bool,
+    seed: u64,
+) -> Vec<String> {
+    use crate::inference::optimize::{Algorithm, OptimizeSettings};
+    let o = &options.optimize;
+    let d = OptimizeSettings::default();
+    let mut config = stan_csv::cmdstan_config_lines(
+        model_name,
+        "optimize",
+        &[
+            ("algorithm", marked(o.algorithm, Algorithm::Lbfgs)),
+            ("jacobian", marked(jacobian, false)),
+            ("iter", marked(o.max_iter, d.max_iter)),
+            ("save_iterations", "false (Default)".to_string()),
+        ],
+        seed,
+        1,
+    );
+    let mut nested = Vec::new();
+    if o.algorithm != Algorithm::Newton {
+        nested.push(format!("      {}", o.algorithm));
+        for (k, v, dv) in [
+            ("tol_obj", o.tol_obj, d.tol_obj),
+            ("tol_rel_obj", o.tol_rel_obj, d.tol_rel_obj),
+            ("tol_grad", o.tol_grad, d.tol_grad),
+            ("tol_rel_grad", o.tol_rel_grad, d.tol_rel_grad),
+            ("tol_param", o.tol_param, d.tol_param),
+        ] {
+            let shown = crate::output::format_f64_roundtrip(v);
+            nested.push(format!(
+                "        {k} = {shown}{}",
+                if v == dv { " (Default)" } else { "" }
+            ));
+        }
+        if o.algorithm == Algorithm::Lbfgs {
+            nested.push(format!(
+                "        history_size = {}",
+                marked(o.history, d.history)
+            ));
+        }
+    }
+    let at = config
+        .iter()
+        .position(|l| l.starts_with("    algorithm = "))
+        .map_or(config.len(), |i| i + 1);
+    config.splice(at..at, nested);
+    config
+}
+
+/// Adds `init = FILE` ([`stan_csv::add_init_line`]) for `--init FILE`: the file chain `c`
+/// (0-based) of `n` read (CmdStan's per-chain `FILE_c.json` when they exist). Nothing without
+/// an init file.
+pub fn add_init(config: &mut Vec<String>, options: &FitOptions, c: usize, n: usize) {
+    if let Some(f) = &options.init_file {
+        let used = fit::inits::init_files(f, n)
+            .ok()
+            .and_then(|v| v.get(c).cloned())
+            .unwrap_or_else(|| f.clone());
+        stan_csv::add_init_line(config, &used.display().to_string());
     }
 }
 
@@ -192,6 +263,7 @@ pub fn mcmc_config_lines(
         ]);
     }
     let mut config = stan_csv::cmdstan_config_lines(model_name, "sample", &settings, seed, c + 1);
+    add_init(&mut config, options, c, options.mcmc.chains);
     if let Some(n) = kept {
         config.push(format!(
             "interrupted after {n} draws (Ctrl-C or SIGTERM; {} draws were requested)",
@@ -380,7 +452,8 @@ fn write_approximation_csv(
     if let Some(vi) = &result.vi {
         settings.push(("psis_resample", vi.resampled.to_string()));
     }
-    let config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
+    let mut config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
+    add_init(&mut config, options, 0, 1);
     let mut draws = result.draws.clone();
     let mut values = Vec::with_capacity((n + 1) * cols.len());
     if let (false, Some(row)) = (laplace, &result.approx_mean_row) {
@@ -444,8 +517,9 @@ fn write_pathfinder_csv(
         ("max_lbfgs_iters", p.optimize.max_iter.to_string()),
         ("psis_resample", "true".to_string()),
     ];
-    let config =
+    let mut config =
         stan_csv::cmdstan_config_lines(model_name, "pathfinder", &settings, options.seed, 1);
+    add_init(&mut config, options, 0, p.num_paths);
     let values: Vec<f64> = result
         .approx_log_densities
         .iter()

@@ -38,6 +38,14 @@ pub fn imputed_note(entries: &[crate::graph::ImputedEntry]) -> Option<String> {
             .map(|e| format!("{} = {}", e.parameter, e.entry))
             .collect();
         let more = if n > 4 { ", …" } else { "" };
+        if n == 1 && !these[0].parameter.contains('[') && !these[0].entry.contains('[') {
+            // a scalar `@missing real z`: one parameter, no indices
+            lines.push(format!(
+                "imputed: {var} is missing, fitted as the parameter {base}"
+            ));
+            rest = tail;
+            continue;
+        }
         lines.push(format!(
             "imputed: {var} has {n} missing {}, fitted as {base}[1..{n}] in {var}'s order ({}{more})",
             if n == 1 { "entry" } else { "entries" },
@@ -71,6 +79,13 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
                 )),
             fit::McmcInit::Random => {}
         }
+    }
+    if let Some(f) = &o.init_file {
+        line.push_str(&format!(
+            "; starting from the initial values in {} (parameters it leaves out: uniform(-{r}, {r}) on the unconstrained scale)",
+            f.display(),
+            r = o.mcmc.init_radius
+        ));
     }
     match &o.minibatch {
         None => line,
@@ -584,6 +599,30 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
         );
     } else {
         match vi.gate.verdict {
+            // The draws shown are importance-resampled (Pathfinder always, `--psis-resample`):
+            // the reweighting that revealed the error of q has already corrected it, which is
+            // sound while k̂ < PSIS_KHAT_RESAMPLE_OK (Vehtari et al. 2024).
+            fit::ViVerdict::MeansUnreliable
+                if vi.resampled
+                    && vi.khat < fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
+                    && vi.psis_ess >= PSIS_ESS_FLOOR * vi.n_draws as f64 =>
+            {
+                let _ = writeln!(
+                    s,
+                    "note: the fitted approximation itself is off in its means and sds, not only its tails ({}); the draws shown are PSIS-resampled, which corrects this while k-hat < {} (here {khat}), so the summary above is usable",
+                    vi.gate.reasons.join("; "),
+                    fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
+                );
+            }
+            fit::ViVerdict::MeansUnreliable if vi.resampled => {
+                let _ = writeln!(
+                    s,
+                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}), and with k-hat = {khat} the PSIS resampling of the draws shown cannot correct it (it needs k-hat < {} and a PSIS ESS of at least {:.0}). Use --method nuts.",
+                    vi.gate.reasons.join("; "),
+                    fit::vi_gate::PSIS_KHAT_RESAMPLE_OK,
+                    PSIS_ESS_FLOOR * vi.n_draws as f64
+                );
+            }
             fit::ViVerdict::MeansUnreliable => {
                 let _ = writeln!(
                     s,

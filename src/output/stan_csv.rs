@@ -189,6 +189,17 @@ pub fn cmdstan_config_lines(
     out
 }
 
+/// Adds CmdStan's top-level `init = <value>` line (e.g. the file of `--init FILE`) to
+/// configuration lines made by [`cmdstan_config_lines`], where CmdStan writes it: after the
+/// method's settings and `id`, before `random`.
+pub fn add_init_line(config: &mut Vec<String>, init: &str) {
+    let at = config
+        .iter()
+        .position(|l| l == "random")
+        .unwrap_or(config.len());
+    config.insert(at, format!("init = {init}"));
+}
+
 /// Adaptation comment lines as CmdStan writes them after the header for NUTS/HMC with a
 /// diagonal metric: `Adaptation terminated`, `Step size = …`, `Diagonal elements of inverse mass
 /// matrix:` and the diagonal, comma-separated (full precision).

@@ -384,9 +384,9 @@ impl<'p> Checker<'p> {
                 span: d.name.span,
                 previous: *previous,
             });
-            return;
-        }
-        if let Some(prev) = self.scopes.lookup(name) {
+            // still declared below (nothing else has the name), so that its uses do not
+            // cascade into "undeclared `x_missing`" errors
+        } else if let Some(prev) = self.scopes.lookup(name) {
             let previous = prev.decl_span;
             self.err(SemanticError::Redeclaration {
                 name: name.clone(),
