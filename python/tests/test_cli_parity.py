@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,17 @@ import pandas as pd
 import pytest
 
 import bayesc
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
 
 LABOUR = EXAMPLES / "labour"
+
+
+def _columns(path: str) -> dict[str, np.ndarray]:
+    """The columns of a Stan CSV file, each number parsed by Python's correctly rounded float()
+    (pandas 3 deprecates its exact `float_precision="round_trip"` parser)."""
+    header, *rows = [l.split(",") for l in _rows(path)]
+    values = np.array([[float(v) for v in r] for r in rows])
+    return {name: values[:, j] for j, name in enumerate(header)}
 
 
 def _rows(path: str) -> list[str]:
@@ -51,14 +60,54 @@ def test_draws_byte_identical_to_cli(cli_run, py_fit: bayesc.Fit, tmp_path: Path
         ra, rb = _rows(a), _rows(b)
         assert len(ra) == 1001  # header + 1000 draws
         assert ra == rb
-    # and the arrays are exactly the numbers in the CLI's files
-    first = pd.read_csv(cli_files[0], comment="#", float_precision="round_trip")
-    assert np.array_equal(first["beta.1"].to_numpy(), py_fit.draws["beta"][0, :, 0])
-    assert np.array_equal(first["lp__"].to_numpy(), py_fit.sample_stats["lp__"][0])
+    # and fit.draws / fit.sample_stats are exactly the numbers in the CLI's files: every
+    # column of every chain, parsed at full precision, equal as float64 (not approximately)
+    flat = py_fit.draws_array()
+    assert flat.shape == (4, 1000, 8)
+    for c, path in enumerate(cli_files):
+        cli = _columns(path)
+        for j, name in enumerate(py_fit.names):
+            col = name.replace("[", ".").replace("]", "").replace(",", ".")
+            assert np.array_equal(cli[col], flat[c, :, j]), (c, name)
+        for stat, values in py_fit.sample_stats.items():
+            assert np.array_equal(cli[stat], values[c]), (c, stat)
+        assert np.array_equal(cli["beta.3"], py_fit.draws["beta"][c, :, 2])
+    assert set(py_fit.sample_stats) >= {"lp__", "accept_stat__", "stepsize__", "divergent__"}
+
+
+def _readme_script() -> str:
+    """The Python script of README.md's "Python" section, as printed there."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("\n## Python\n") :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```", start)]
+
+
+def test_readme_script_prints_the_clis_summary(cli_run, tmp_path: Path) -> None:
+    """README's script, run as written from a folder holding `examples/`: it prints the
+    summary table `bayesc fit … --method nuts --seed 1` prints, and its `fit.save` files have
+    the CLI's draws byte for byte."""
+    stdout, cli_files = cli_run
+    script = _readme_script()
+    assert 'method="nuts", seed=1' in script and len(script.strip().splitlines()) <= 12
+    (tmp_path / "examples").symlink_to(EXAMPLES)
+    (tmp_path / "readme.py").write_text(script)
+    run = subprocess.run(
+        [sys.executable, "readme.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.rstrip("\n").splitlines()
+    table, divergences = "\n".join(lines[:-1]), lines[-1]
+    assert table.startswith("name") or "mean" in table.splitlines()[0], table
+    assert len(table.splitlines()) >= 9  # header + alpha + beta[1..7]
+    assert table in stdout
+    assert divergences.startswith("[") and len(divergences.strip("[]").split(",")) == 4
+    for c, cli in enumerate(cli_files, start=1):
+        assert _rows(str(tmp_path / f"labour_{c}.csv")) == _rows(cli)
 
 
 def test_dataframe_gives_the_same_draws(py_fit: bayesc.Fit) -> None:
-    df = pd.read_csv(LABOUR / "labour.csv", float_precision="round_trip")
+    df = pd.read_csv(LABOUR / "labour.csv")
     fit = bayesc.Model(LABOUR / "model.bayes").fit(data=df, method="nuts", seed=1, progress=False)
     assert np.array_equal(fit.draws_array(), py_fit.draws_array())
 
@@ -100,6 +149,12 @@ def test_arviz_summary_agrees_with_bayesc_summary(bayesc_bin: str, cli_run, py_f
         assert round(azs.loc[az_name, "r_hat"], 2) == round(mine.loc[name, "R_hat"], 2), name
         assert abs(azs.loc[az_name, "ess_bulk"] - mine.loc[name, "ESS_bulk"]) < 0.005, name
         assert abs(azs.loc[az_name, "ess_tail"] - mine.loc[name, "ESS_tail"]) < 0.005, name
-        # … and `bayesc summary` prints those values (R-hat to 3 decimals, ESS as integers)
-        assert cli.loc[name, "R_hat"] == pytest.approx(mine.loc[name, "R_hat"], abs=0.0005)
-        assert cli.loc[name, "ESS_bulk"] == pytest.approx(mine.loc[name, "ESS_bulk"], abs=0.5)
+        # … and `bayesc summary`, run on the CLI's files, prints those values (R-hat to 3
+        # decimals, ESS as whole numbers), so ArviZ agrees with what it prints to its precision
+        assert cli.loc[name, "R_hat"] == pytest.approx(mine.loc[name, "R_hat"], abs=0.0005 + 1e-12)
+        assert cli.loc[name, "ESS_bulk"] == pytest.approx(mine.loc[name, "ESS_bulk"], abs=0.5 + 1e-9)
+        assert cli.loc[name, "ESS_tail"] == pytest.approx(mine.loc[name, "ESS_tail"], abs=0.5 + 1e-9)
+        assert abs(azs.loc[az_name, "r_hat"] - cli.loc[name, "R_hat"]) <= 0.0005 + 0.005, name
+        assert abs(azs.loc[az_name, "ess_bulk"] - cli.loc[name, "ESS_bulk"]) <= 0.5 + 0.005, name
+        assert abs(azs.loc[az_name, "ess_tail"] - cli.loc[name, "ESS_tail"]) <= 0.5 + 0.005, name
+    assert set(cli.index) == set(mine.index)

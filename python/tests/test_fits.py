@@ -90,7 +90,10 @@ def test_ctrl_c_stops_the_fit_and_keeps_its_draws(tmp_path) -> None:
     script.write_text(
         textwrap.dedent(
             f"""
-            import sys, warnings
+            import signal, sys, warnings
+            # Python's own Ctrl-C handler, as in a terminal: a child started with SIGINT ignored
+            # (a CI job or `cmd &` from a script) would otherwise inherit SIG_IGN and keep it
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             import bayesc
             model = bayesc.Model({str(EXAMPLES / "labour" / "model.bayes")!r})
             print("ready", flush=True)
@@ -110,6 +113,9 @@ def test_ctrl_c_stops_the_fit_and_keeps_its_draws(tmp_path) -> None:
 
     time.sleep(6)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == 0, out
     assert "interrupted True" in out and "draws True" in out and "warned True" in out, out

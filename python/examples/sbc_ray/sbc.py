@@ -69,6 +69,53 @@ def chi2_uniform(r: np.ndarray) -> tuple[float, float, np.ndarray]:
     return float(stat), float(p), counts
 
 
+def text_histogram(k: str, counts: np.ndarray, width: int = 40) -> str:
+    """The rank histogram of `k` as text: one row per bin (its ranks, count, a bar), with the
+    count expected under uniformity and the 99% band of one bin's Binomial(n, 1/BINS) count."""
+    from scipy import stats
+
+    n = int(counts.sum())
+    lo, hi = stats.binom.ppf([0.005, 0.995], n, 1 / BINS)
+    top = max(int(counts.max()), int(hi))
+    rows = [f"rank histogram of {k} ({n} fits; expected {n / BINS:g} per bin, 99% band {lo:g}-{hi:g}):"]
+    for b, c in enumerate(counts):
+        bar = "#" * round(width * c / top)
+        first, last = b * (L + 1) // BINS, (b + 1) * (L + 1) // BINS - 1
+        flag = "" if lo <= c <= hi else "  <- outside the band"
+        rows.append(f"  {first:>2}-{last:<2} {c:>4} {bar}{flag}")
+    return "\n".join(rows)
+
+
+def plot_histograms(path: Path, rk: dict[str, np.ndarray]) -> None:
+    """The rank histograms as a picture (SVG or PNG by `path`'s suffix), drawn as Talts et al.
+    (2018, figure 1) do: the bin counts as bars over the grey 99% band of a uniform's counts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy import stats
+
+    fig, axes = plt.subplots(1, len(rk), figsize=(4.2 * len(rk), 3.2), sharey=True)
+    for ax, (k, r) in zip(np.atleast_1d(axes), rk.items()):
+        counts = np.bincount(r * BINS // (L + 1), minlength=BINS)
+        n = int(counts.sum())
+        lo, hi = stats.binom.ppf([0.005, 0.995], n, 1 / BINS)
+        ax.axhspan(lo, hi, color="0.85", zorder=0, label="99% band (uniform)")
+        ax.axhline(n / BINS, color="0.5", lw=1, zorder=1)
+        edges = np.arange(BINS) * (L + 1) / BINS
+        ax.bar(edges, counts, width=(L + 1) / BINS, align="edge", color="#4c72b0", edgecolor="white", zorder=2)
+        _, p = stats.chisquare(counts)
+        ax.set_title(f"{k}: χ² p = {p:.3f}")
+        ax.set_xlabel(f"rank of the true {k} among L = {L} draws")
+        ax.set_xlim(0, L + 1)
+    np.atleast_1d(axes)[0].set_ylabel("simulations")
+    np.atleast_1d(axes)[0].legend(loc="lower left", fontsize=8)
+    fig.suptitle(f"SBC of eight schools: {n} NUTS fits, {BINS} bins", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def run_loop(model: bayesc.Model, datasets: list[dict]) -> list[dict]:
     """The same fits one after another in this process (each fit's 4 chains on all cores)."""
     return [
@@ -96,9 +143,16 @@ def main() -> int:
     ap.add_argument(
         "--address",
         default=None,
-        help="Ray cluster address ('auto' for a running `ray start --head`); default: start a local Ray",
+        help="Ray cluster address: 'auto' (the cluster `ray start` started on this machine) or "
+        "HEAD_IP:6379; default: ray.init()'s own choice ($RAY_ADDRESS, else the latest local "
+        "`ray start` cluster, else a new local Ray instance)",
     )
     ap.add_argument("--json", type=Path, help="write the results (p-values, times) to this file")
+    ap.add_argument(
+        "--plot",
+        type=Path,
+        help="draw the rank histograms to this .svg or .png file (needs matplotlib)",
+    )
     args = ap.parse_args()
 
     model = bayesc.Model(HERE / "model.bayes")
@@ -133,8 +187,13 @@ def main() -> int:
     for k in ("mu", "tau"):
         stat, p, counts = chi2_uniform(rk[k])
         report[f"chi2_{k}"], report[f"p_{k}"] = stat, p
+        report[f"counts_{k}"] = counts.tolist()
+        print(text_histogram(k, counts))
         print(f"{k:>4}: rank counts in {BINS} bins {counts.tolist()}  χ²({BINS - 1}) = {stat:.2f}, p = {p:.3f}")
         ok &= p >= 0.01
+    if args.plot:
+        plot_histograms(args.plot, rk)
+        print(f"rank histograms drawn to {args.plot}")
     report["divergences"] = int(sum(r["divergences"] for r in results))
     print(f"divergent transitions over all fits: {report['divergences']}")
     for key in ("ray_seconds", "loop_seconds"):
