@@ -1,9 +1,9 @@
-//! Minibatch IVON and VOGN on the diabetes BNN (tests/fixtures/bnn_diabetes.bayes: H = 50,
+//! Minibatch IVON, VOGN and QBVI on the diabetes BNN (tests/fixtures/bnn_diabetes.bayes: H = 50,
 //! d = 602; ../shared/data/bnn/, standardised y): the test RMSE of the posterior-predictive
 //! mean must beat the prior predictive's (≈ 1, the sd of standardised y) and come within 0.15
-//! of minibatch QNVB's 0.709 (tests/minibatch.rs). Slow (602-parameter fits and 1000
-//! predictive draws each): run with
-//! `cargo test --release --test vi_survey_bnn -- --ignored --nocapture`.
+//! of minibatch QNVB's 0.709 (tests/minibatch.rs); QBVI's must be within 0.05 of 0.713 (issue
+//! 10). The IVON and VOGN fits are slow (602-parameter fits and 1000 predictive draws each): run
+//! them with `cargo test --release --test vi_survey_bnn -- --ignored --nocapture`.
 
 mod common;
 
@@ -112,14 +112,24 @@ fn diabetes_bnn_minibatch_vogn_test_rmse() {
     );
 }
 
-/// Issue 10's bar for diagonal QBVI (test RMSE within 0.05 of 0.713) is not met: from the random
-/// start the score-function estimate is so noisy (step × Var(L − log q)/N_s ≈ 10³ at the first
-/// iteration, M = 64) that the precision update blows up and q collapses to a point at its
+/// Issue 10's bar for diagonal QBVI: test RMSE within 0.05 of NumPyro SVI's 0.713. At d = 602
+/// QBVI's default is the diagonal family with the gradient (Bonnet/Price) estimator; measured
+/// (seed 1, M = 64, random start): 0.707 after 580 iterations, 0.20 s of fitting (seeds 2 and 3:
+/// 0.704, 0.705). Not ignored: about a second in all.
+#[test]
+fn diabetes_bnn_minibatch_qbvi_test_rmse() {
+    let rmse = test_rmse("qbvi");
+    assert!((rmse - 0.713).abs() < 0.05, "test RMSE {rmse}");
+}
+
+/// The paper's values-only estimator (`--estimator score`) cannot fit this network: from the
+/// random start the score-function estimate is so noisy (step × Var(L − log q)/N_s ≈ 10³ at the
+/// first iteration, M = 64) that the precision update blows up and q collapses to a point at its
 /// start. This checks that the fit says so: no "converged", the noise note naming the cause,
 /// and the collapse warning (measured: 504 iterations, 4.5 CPU-s).
 #[test]
 #[ignore]
-fn diabetes_bnn_minibatch_diagonal_qbvi_reports_its_collapse() {
+fn diabetes_bnn_minibatch_diagonal_qbvi_score_estimator_reports_its_collapse() {
     let data = common::root().join("../shared/data/bnn");
     let model = common::root().join("tests/fixtures/bnn_diabetes.bayes");
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
@@ -131,6 +141,8 @@ fn diabetes_bnn_minibatch_diagonal_qbvi_reports_its_collapse() {
             "--method",
             "qbvi",
             "--diagonal",
+            "--estimator",
+            "score",
             "--batch-size",
             "64",
             "--seed",

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::fit::{self, FitOptions};
-use crate::inference::qbvi::Covariance;
+use crate::inference::qbvi::{self, Covariance};
 use crate::inference::{mcmc, optimize};
 
 /// Inference methods offered by `bayesc fit --method`.
@@ -138,6 +138,20 @@ pub enum MetricArg {
     Unit,
 }
 
+/// QBVI's estimator of the natural gradient (`--estimator`), as
+/// [`crate::inference::qbvi::Estimator`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EstimatorArg {
+    /// `score` for d ≤ 50, `gradient` above, where the score-function estimate's noise is too
+    /// large for the step size (docs/bnn_methods.md).
+    Auto,
+    /// The paper's values-only score-function estimate with control variates (qbvi.md §5).
+    Score,
+    /// The Bonnet/Price (Stein) estimates from ∇L at the same draws (qbvi.md §3.2); N_s
+    /// defaults to 10.
+    Gradient,
+}
+
 /// The optimizer of `--method optimize` (`--algorithm`), as CmdStan's `optimize algorithm=…`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AlgorithmArg {
@@ -199,8 +213,13 @@ pub struct FitArgs {
     /// QBVI, VON: use a full-covariance Gaussian (default when d ≤ 50).
     #[arg(long, help_heading = "Variational inference")]
     pub full: bool,
+    /// QBVI: how the natural gradient is estimated: `score` (the paper's, from log-density
+    /// values), `gradient` (from ∇L by the Bonnet/Price identities) or `auto` (score for
+    /// d ≤ 50, gradient above).
+    #[arg(long, value_enum, default_value_t = EstimatorArg::Auto, help_heading = "Variational inference")]
+    pub estimator: EstimatorArg,
     /// QBVI, BBVI, MGVB, EMGVB, NG-BBVI, Vadam: Monte Carlo draws per iteration (N_s, S, K;
-    /// MGVB, EMGVB and NG-BBVI default to 50, Vadam to 1).
+    /// QBVI's gradient estimator defaults to 10, MGVB, EMGVB and NG-BBVI to 50, Vadam to 1).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference")]
     pub mc_samples: u64,
     /// QBVI, QNVB and the survey methods: maximum number of iterations (Vadam: 100 000).
@@ -480,7 +499,9 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
              uses the inverse negative Hessian)"
         ));
     }
-    if args.batch_size.is_some() && !method.takes_batches(args.diagonal) {
+    // QBVI and VON minibatch their diagonal family: asked for, or chosen by d (> 50) when
+    // neither --full nor --diagonal is given (checked again once d is known).
+    if args.batch_size.is_some() && !method.takes_batches(args.diagonal || !args.full) {
         return Err(format!(
             "--batch-size applies to --method {}, not {}; the other methods need the full \
              data at every step",
@@ -540,7 +561,7 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
         );
     }
     let tol = "optimize with --algorithm lbfgs or bfgs (newton reads only --iter)";
-    let checks: [(&str, bool, bool, &str); 29] = [
+    let checks: [(&str, bool, bool, &str); 30] = [
         (
             "--init R|pathfinder",
             init.is_some(),
@@ -593,6 +614,12 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             args.full,
             matches!(method, M::Qbvi | M::Von),
             "qbvi, von",
+        ),
+        (
+            "--estimator",
+            args.estimator != EstimatorArg::Auto,
+            matches!(method, M::Qbvi),
+            "qbvi",
         ),
         (
             "--mc-samples",
@@ -745,6 +772,20 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         Covariance::for_dimension(dim)
     };
     o.qbvi.n_samples = args.mc_samples as usize;
+    o.qbvi.estimator = match args.estimator {
+        EstimatorArg::Score => qbvi::Estimator::Score,
+        EstimatorArg::Gradient => qbvi::Estimator::Gradient,
+        EstimatorArg::Auto if dim > qbvi::FULL_COVARIANCE_MAX_DIM => qbvi::Estimator::Gradient,
+        EstimatorArg::Auto => qbvi::Estimator::Score,
+    };
+    if o.qbvi.estimator == qbvi::Estimator::Gradient
+        && args.mc_samples == 100
+        && !args.given("mc_samples")
+    {
+        // Gradient-based draws are d times as informative as values; NGVI's S = 10
+        // (survey_vi.md §9) is the default.
+        o.qbvi.n_samples = 10;
+    }
     o.qbvi.step_size = args.step_size;
     o.qbvi.max_iter = args.max_iter as usize;
     o.ivon.common.max_iter = args.max_iter as usize;

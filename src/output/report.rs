@@ -126,7 +126,7 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
 fn method_settings(o: &FitOptions, d: usize) -> String {
     match o.method {
         fit::Method::Qbvi => format!(
-            "method = qbvi (covariance = {}, residual form, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
+            "method = qbvi (covariance = {}, residual form{}, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
             match (o.qbvi.covariance, o.covariance_by_dimension) {
                 (Covariance::Diagonal, false) => "diagonal".to_string(),
                 (Covariance::Full, false) => "full".to_string(),
@@ -138,6 +138,11 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                     "full (auto: d ≤ {}; --diagonal to override)",
                     crate::inference::qbvi::FULL_COVARIANCE_MAX_DIM
                 ),
+            },
+            match o.qbvi.estimator {
+                crate::inference::qbvi::Estimator::Score => "",
+                crate::inference::qbvi::Estimator::Gradient =>
+                    ", gradient estimator (Bonnet/Price identities; --estimator score for the paper's)",
             },
             if o.vi_init == fit::ViInit::Mode {
                 "Laplace at the mode, random if there is none"

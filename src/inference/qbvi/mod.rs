@@ -17,7 +17,8 @@
 //! iterations); only the N_s log-density evaluations run in parallel (rayon), and their results
 //! are collected in draw order, so a fit is bit-identical for any number of threads.
 //!
-//! Options: the paper's conjugate form, with a Gaussian prior on ζ entering through its natural
+//! Options: gradient-based estimates of the same natural gradient ([`Estimator::Gradient`], a
+//! departure for large d, see there), the paper's conjugate form, with a Gaussian prior on ζ entering through its natural
 //! parameter ([`Form::Conjugate`], §2.3, §3.3, §4), and exact control-variate denominators
 //! ([`QbviSettings::analytic_denominators`], §5.4).
 //!
@@ -52,7 +53,7 @@ use crate::inference::minibatch::{EpochBatches, EpochElbo, EpochExit, MinibatchS
 use crate::inference::rng;
 use crate::inference::vi::{
     Batch, ConjugatePrior, ControlVariates, DiagonalGaussian, Family, FullGaussian, RunRecord,
-    Tracker, ViError,
+    Tracker, ViError, stein_directions,
 };
 
 pub use crate::inference::vi::{
@@ -82,6 +83,24 @@ pub enum Form {
         /// P₀ = Σ₀⁻¹, d×d row-major, symmetric positive definite.
         prior_precision: Vec<f64>,
     },
+}
+
+/// How the natural-gradient directions E_q[a·f] and E_q[B·f] are estimated each iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Estimator {
+    /// The paper's values-only score-function estimate with lagged control variates
+    /// (`specs/qbvi.md` §5.1–§5.3): only L is evaluated. The default.
+    Score,
+    /// [X], a departure from the paper for models with gradients: the same two expectations by
+    /// the Bonnet/Price (Stein) identities of §3.2, E[a·f] = E[∇L] and
+    /// E[B·f] = −E[P(ζ − μ)∇Lᵀ] − P (residual form; [`super::vi`]'s `stein_directions`, as NGVI
+    /// uses them, `specs/survey_vi.md` §9), from ∇L at the same draws; no control variates.
+    /// The step is the plain P + βG where it is positive definite, with the §8.1 retraction as
+    /// a guard only (as NGVI). Why: the score estimate's noise grows with d and with the spread
+    /// of L − log q; on the diabetes BNN (d = 602) it is 10³ times what the step size tolerates
+    /// (docs/bnn_methods.md), while the gradient estimate's noise stays that of ∇L. bayesc's
+    /// driver uses it for d > 50.
+    Gradient,
 }
 
 /// Settings of a QBVI fit. `Default` gives the defaults of `specs/qbvi.md` §11.
@@ -129,6 +148,8 @@ pub struct QbviSettings {
     /// independent pairs). Used with the residual form only: in the conjugate form f = ℓ keeps
     /// its curvature and the B estimates would get noisier. Default `true`.
     pub antithetic: bool,
+    /// The estimator of the natural gradient. Default [`Estimator::Score`] (the paper's).
+    pub estimator: Estimator,
 }
 
 impl Default for QbviSettings {
@@ -147,6 +168,7 @@ impl Default for QbviSettings {
             analytic_denominators: false,
             keep_best: true,
             antithetic: true,
+            estimator: Estimator::Score,
         }
     }
 }
@@ -211,7 +233,8 @@ impl From<ViError> for QbviError {
 
 /// Fits q by QBVI (`specs/qbvi.md` §12; §4 for the diagonal family).
 ///
-/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used. With
+/// - `density`: L(ζ), the log joint on the unconstrained scale; only values are used (and
+///   gradients with [`Estimator::Gradient`]). With
 ///   [`Form::Conjugate`] it is the log-likelihood ℓ(ζ) alone (the prior is in the settings).
 /// - `init`: the initial mean μ_0, length `density.dim()`; L must be finite there.
 /// - `progress`: called after every iteration; returning [`Control::Stop`] ends the fit with
@@ -255,7 +278,9 @@ pub fn fit_qbvi_minibatch(
 ) -> Result<QbviFit, QbviError> {
     if settings.covariance != Covariance::Diagonal {
         return Err(QbviError::InvalidSettings(
-            "minibatch QBVI needs the diagonal family".into(),
+            "minibatch QBVI needs the diagonal family, and the full covariance is the default \
+             for d ≤ 50: add --diagonal"
+                .into(),
         ));
     }
     if settings.form != Form::Residual {
@@ -435,7 +460,11 @@ fn run<F: Family>(
     let n = settings.n_samples;
     let k = q.n_directions();
     let beta = settings.effective_step_size(d);
+    let gradient = settings.estimator == Estimator::Gradient;
     let mut batch = Batch::new(n, d, k);
+    if gradient {
+        batch = batch.with_gradients();
+    }
     batch.antithetic = settings.antithetic && n % 2 == 0 && prior.is_none();
     let mut cv = ControlVariates::new(k);
     let mut g = vec![0.0; k];
@@ -453,18 +482,21 @@ fn run<F: Family>(
         )),
         None => None,
     };
-    // Pilot batch at t = 0: only its control-variate coefficients are used (§5.5).
-    let mut pilot_rng = rng::stream(settings.seed, 0);
-    let (view, _) = next_view(&mut batches)?;
-    batch.draw(&q, view.as_deref().unwrap_or(density), &mut pilot_rng, 0)?;
-    if analytic {
-        q.direction_variances(&mut variances);
+    // Pilot batch at t = 0: only its control-variate coefficients are used (§5.5). The
+    // gradient estimator has no control variates and draws no pilot batch.
+    if !gradient {
+        let mut pilot_rng = rng::stream(settings.seed, 0);
+        let (view, _) = next_view(&mut batches)?;
+        batch.draw(&q, view.as_deref().unwrap_or(density), &mut pilot_rng, 0)?;
+        if analytic {
+            q.direction_variances(&mut variances);
+        }
+        cv.estimate(
+            &batch.u,
+            integrand(&batch, prior.is_some()),
+            analytic.then_some(&variances[..]),
+        );
     }
-    cv.estimate(
-        &batch.u,
-        integrand(&batch, prior.is_some()),
-        analytic.then_some(&variances[..]),
-    );
 
     let mut rng = rng::stream(settings.seed, 1);
     let mut tracker = Tracker::new(
@@ -477,15 +509,26 @@ fn run<F: Family>(
     for t in 1..=settings.max_iter {
         let (view, epoch_end) = next_view(&mut batches)?;
         batch.draw(&q, view.as_deref().unwrap_or(density), &mut rng, t)?;
-        // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
-        let h = integrand(&batch, prior.is_some());
-        noise.observe(t, h, beta);
-        cv.gradient(&batch.u, h, &mut g);
-        if analytic {
-            // Exact denominators at the parameters that drew this batch (§5.4).
-            q.direction_variances(&mut variances);
+        if gradient {
+            stein_directions(&batch.u, &batch.grad, d, &mut g);
+            if prior.is_none() {
+                // Residual form: E[B·f] has −∇² log q = P subtracted (the conjugate form adds
+                // P₀ − P below instead).
+                for (gk, pk) in g[d..].iter_mut().zip(q.precision_packed()) {
+                    *gk -= pk;
+                }
+            }
+        } else {
+            // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
+            let h = integrand(&batch, prior.is_some());
+            noise.observe(t, h, beta);
+            cv.gradient(&batch.u, h, &mut g);
+            if analytic {
+                // Exact denominators at the parameters that drew this batch (§5.4).
+                q.direction_variances(&mut variances);
+            }
+            cv.estimate(&batch.u, h, analytic.then_some(&variances[..]));
         }
-        cv.estimate(&batch.u, h, analytic.then_some(&variances[..]));
         // LB_t = mean of L − log q (§7.1); in the residual form that is exactly f (§12).
         let lb = match prior {
             None => batch.f.iter().sum::<f64>() / n as f64,
@@ -541,7 +584,12 @@ fn run<F: Family>(
         if let Some(p) = prior {
             q.add_conjugate_prior(p, &mut g);
         }
-        if !q.step(&g, beta, MAX_HALVINGS) {
+        let stepped = if gradient {
+            q.step_guarded(&g, beta, MAX_HALVINGS)
+        } else {
+            q.step(&g, beta, MAX_HALVINGS)
+        };
+        if !stepped {
             tracker.record.skipped_steps += 1;
         }
     }
@@ -597,7 +645,8 @@ impl NoiseRecord {
                  draws reached {:.3e}, so step size x variance / N_s = {:.2e} > 1, where the \
                  precision update is driven by noise and q collapses; start nearer the \
                  posterior (the start at the mode where the density has one), raise \
-                 --mc-samples, or use a gradient-based method (qnvb, ivon)",
+                 --mc-samples, or estimate the same natural gradient from gradients \
+                 (--estimator gradient, the default for d > 50)",
                 self.count, self.first, self.worst.1, self.worst.0
             )
         })

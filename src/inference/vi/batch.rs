@@ -29,6 +29,8 @@ pub(crate) struct Batch {
     pub(crate) value: Vec<f64>,
     /// f_s = value_s − log q(ζ_s).
     pub(crate) f: Vec<f64>,
+    /// ∇L(ζ_s) (N×d row-major) when [`Batch::with_gradients`] was called; empty otherwise.
+    pub(crate) grad: Vec<f64>,
 }
 
 impl Batch {
@@ -42,7 +44,15 @@ impl Batch {
             log_density: vec![Ok(0.0); n],
             value: vec![0.0; n],
             f: vec![0.0; n],
+            grad: Vec::new(),
         }
+    }
+
+    /// Makes [`Batch::draw`] evaluate ∇L at every draw too (into `grad`), for the gradient
+    /// (Stein/Price) estimators of the natural gradient (`specs/qbvi.md` §3.2).
+    pub(crate) fn with_gradients(mut self) -> Self {
+        self.grad = vec![0.0; self.zeta.len()];
+        self
     }
 
     /// Draws a batch from q with finite f, redrawing up to [`MAX_REDRAWS`] times (§6).
@@ -70,10 +80,28 @@ impl Batch {
                 }
             }
             q.prepare(&self.eps, &mut self.zeta, &mut self.log_q, &mut self.u);
-            self.zeta
-                .par_chunks(d)
-                .zip(self.log_density.par_iter_mut())
-                .for_each(|(z, out)| *out = density.log_density(z));
+            if self.grad.is_empty() {
+                self.zeta
+                    .par_chunks(d)
+                    .zip(self.log_density.par_iter_mut())
+                    .for_each(|(z, out)| *out = density.log_density(z));
+            } else {
+                self.zeta
+                    .par_chunks(d)
+                    .zip(self.grad.par_chunks_mut(d))
+                    .zip(self.log_density.par_iter_mut())
+                    .for_each(|((z, g), out)| {
+                        *out = density.log_density_grad(z, g).and_then(|v| {
+                            if g.iter().all(|x| x.is_finite()) {
+                                Ok(v)
+                            } else {
+                                Err(DensityError::recoverable(format!(
+                                    "the gradient of the log density {v} is not finite"
+                                )))
+                            }
+                        })
+                    });
+            }
             let mut ok = true;
             for (s, r) in self.log_density.iter().enumerate() {
                 match r {

@@ -95,6 +95,44 @@ impl ControlVariates {
     }
 }
 
+/// The natural-gradient directions estimated from gradients instead of values, by the
+/// Bonnet/Price (Stein) identities of `specs/qbvi.md` §3.2 — E[a·f] = E[∇f] and
+/// E[B·f] = E[−∇²f] = −E[P(ζ − μ)∇fᵀ] — as NGVI uses them (`specs/survey_vi.md` §9):
+/// g_a = (1/N)·Σ_s ∇L(ζ_s) and g_B = −sym((1/N)·Σ_s v_s∇L(ζ_s)ᵀ), packed as the family's
+/// B-directions (the diagonal's i, the full family's (i, j ≥ i)); v_s = P(ζ_s − μ) is the first
+/// d entries of row s of `u` (the a-direction, [`super::Family::prepare`]). For f = L − log q
+/// the −P of −∇² log q is not included: the caller subtracts P (residual form) or adds the
+/// conjugate prior's P₀ − P.
+///
+/// Shapes: `u` N×K row-major (K = 2d diagonal, d + d(d+1)/2 full), `grad` N×d row-major, `g`
+/// length K (overwritten).
+pub(crate) fn stein_directions(u: &[f64], grad: &[f64], d: usize, g: &mut [f64]) {
+    let k = g.len();
+    let n = grad.len() / d;
+    g.iter_mut().for_each(|x| *x = 0.0);
+    for s in 0..n {
+        let v = &u[s * k..s * k + d];
+        let gr = &grad[s * d..(s + 1) * d];
+        for i in 0..d {
+            g[i] += gr[i] / n as f64;
+        }
+        // Diagonal family: K = 2d (for d = 1 both packings coincide).
+        if k == 2 * d {
+            for i in 0..d {
+                g[d + i] -= v[i] * gr[i] / n as f64;
+            }
+        } else {
+            let mut idx = d;
+            for i in 0..d {
+                for j in i..d {
+                    g[idx] -= 0.5 * (v[i] * gr[j] + v[j] * gr[i]) / n as f64;
+                    idx += 1;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ pub mod von;
 
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;
-pub(crate) use estimator::ControlVariates;
+pub(crate) use estimator::{ControlVariates, stein_directions};
 pub(crate) use exit::{RunRecord, Tracker, WindowAverage};
 pub(crate) use family::{Family, HALF_LN_2PI};
 pub(crate) use full::{FullGaussian, cholesky_lower};

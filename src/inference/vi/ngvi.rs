@@ -11,6 +11,7 @@
 //! step of the shared Gaussian families ([`super::Family`]) that QBVI takes with its score
 //! estimates; NGVI feeds it gradient-based ones. Needs ∇L. Defaults [X]: β = 0.05, S = 10.
 
+use super::estimator::stein_directions;
 use super::reparam::check_initial_point;
 use super::{
     Control, Covariance, DiagonalGaussian, Family, FullGaussian, GaussianFit, Progress, RunRecord,
@@ -90,7 +91,7 @@ impl<F: Family> State<F> {
             zeta: vec![0.0; n * d],
             log_q: vec![0.0; n],
             u: vec![0.0; n * k],
-            grad: vec![0.0; d],
+            grad: vec![0.0; n * d],
             g: vec![0.0; k],
         })
     }
@@ -103,7 +104,7 @@ impl<F: Family> State<F> {
         rng: &mut StreamRng,
         t: usize,
     ) -> Result<f64, ViError> {
-        let (d, k, n) = (self.q.dim(), self.q.n_directions(), self.n);
+        let (d, n) = (self.q.dim(), self.n);
         let mut last = String::new();
         'redraw: for _ in 0..super::reparam::MAX_REDRAWS {
             for e in self.eps.iter_mut() {
@@ -111,12 +112,12 @@ impl<F: Family> State<F> {
             }
             self.q
                 .prepare(&self.eps, &mut self.zeta, &mut self.log_q, &mut self.u);
-            self.g.iter_mut().for_each(|x| *x = 0.0);
             let mut lb = 0.0;
             for s in 0..n {
                 let z = &self.zeta[s * d..(s + 1) * d];
-                match density.log_density_grad(z, &mut self.grad) {
-                    Ok(v) if v.is_finite() && self.grad.iter().all(|g| g.is_finite()) => {
+                let grad = &mut self.grad[s * d..(s + 1) * d];
+                match density.log_density_grad(z, grad) {
+                    Ok(v) if v.is_finite() && grad.iter().all(|g| g.is_finite()) => {
                         lb += (v - self.log_q[s]) / n as f64;
                     }
                     Ok(v) => {
@@ -129,28 +130,8 @@ impl<F: Family> State<F> {
                     }
                     Err(e) => return Err(ViError::Density(e)),
                 }
-                // u = (v, …) with v = P(ζ − μ); the packed B-directions index (i, j ≥ i) for the
-                // full family and i for the diagonal one.
-                let v = &self.u[s * k..s * k + d];
-                for i in 0..d {
-                    self.g[i] += self.grad[i] / n as f64;
-                }
-                // Diagonal family: K = 2d (for d = 1 both packings coincide).
-                if k == 2 * d {
-                    for i in 0..d {
-                        self.g[d + i] -= v[i] * self.grad[i] / n as f64;
-                    }
-                } else {
-                    let mut idx = d;
-                    for i in 0..d {
-                        for j in i..d {
-                            self.g[idx] -=
-                                0.5 * (v[i] * self.grad[j] + v[j] * self.grad[i]) / n as f64;
-                            idx += 1;
-                        }
-                    }
-                }
             }
+            stein_directions(&self.u, &self.grad, d, &mut self.g);
             // G_B = −P − sym(mean v∇Lᵀ).
             self.subtract_precision();
             if !self.q.step_guarded(&self.g, self.beta, MAX_HALVINGS) {

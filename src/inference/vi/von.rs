@@ -467,7 +467,9 @@ pub fn fit_von_minibatch(
 ) -> Result<GaussianFit, ViError> {
     if settings.covariance != Covariance::Diagonal {
         return Err(ViError::InvalidSettings(
-            "minibatch VON needs the diagonal family (--diagonal)".into(),
+            "minibatch VON needs the diagonal family, and the full covariance is the default for \
+             d ≤ 50: add --diagonal"
+                .into(),
         ));
     }
     settings.common.validate(density.dim(), init)?;
