@@ -572,3 +572,52 @@ fn an_interrupted_multi_chain_fit_is_kept() {
     assert!(ok(&mut s, ":diagnostics big").contains("INTERRUPTED"));
     assert!(value(&ok(&mut s, "mean(mu)")).abs() < 0.2);
 }
+
+/// `:fit` honours `bayesc fit`'s output flags: `--output` writes the draws in Stan's CSV
+/// layout (one file per chain), `--output-dir` places them (named after the model) with the
+/// ELBO trace, a missing folder is refused before the fit, and flags without a meaning in the
+/// REPL (`--refresh`, `--threads`) are refused instead of ignored.
+#[test]
+fn fit_writes_the_files_its_flags_ask_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(1, 2);\n}",
+    );
+    let out = dir.path().join("draws.csv");
+    let text = ok(
+        &mut s,
+        &format!(
+            ":fit nuts --chains 2 --warmup 200 --samples 300 --seed 1 --output {}",
+            out.display()
+        ),
+    );
+    assert!(text.contains("draws written to"), "{text}");
+    for c in 1..=2 {
+        let file = dir.path().join(format!("draws_{c}.csv"));
+        let csv = std::fs::read_to_string(&file).unwrap();
+        assert!(csv.contains("method = sample"), "{csv}");
+        let rows = csv
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("lp__"))
+            .count();
+        assert_eq!(rows, 300, "{}", file.display());
+    }
+    let od = dir.path().join("run");
+    let text = ok(
+        &mut s,
+        &format!(
+            ":fit qbvi --seed 1 --output-dir {} --elbo-output elbo.csv",
+            od.display()
+        ),
+    );
+    assert!(text.contains("ELBO trace written"), "{text}");
+    assert!(od.join("repl.csv").is_file(), "{text}");
+    assert!(od.join("elbo.csv").is_file(), "{text}");
+    let e = err(&mut s, ":fit laplace --output /nonexistent-folder/x.csv");
+    assert!(e.contains("does not exist"), "{e}");
+    assert!(err(&mut s, ":fit nuts --refresh 10").contains("--refresh"));
+    assert!(err(&mut s, ":fit nuts --threads 1").contains("RAYON_NUM_THREADS"));
+}

@@ -1,7 +1,6 @@
 //! `bayesc fit`: compile a model against data, run an inference method, print the summary and
 //! write the requested outputs.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rand::RngExt;
@@ -12,60 +11,15 @@ use crate::fit::{self, FitDetails, FitOptions, FitResult, McmcStream, Monitor, P
 use crate::inference::LogDensity;
 use crate::inference::qbvi::StopReason;
 use crate::inference::qnvb::QnvbStop;
-use crate::output::fit_files::{write_elbo, write_outputs};
+use crate::output::fit_files::{
+    check_output_folders, place_in_output_dir, write_elbo, write_outputs,
+};
 use crate::output::progress::DelayedBar;
 use crate::output::report::{mcmc_text, optimize_text, settings_line, vi_diagnostics_text_with};
 use crate::output::stan_stream::ChainFiles;
 use crate::output::summary;
 use crate::pipeline;
 use crate::syntax::source::SourceMap;
-
-/// Puts the output files of `args` into `--output-dir` (module docs of [`FitArgs::output_dir`]):
-/// creates the folder, checks that a file can be made in it, and rewrites `output`,
-/// `elbo_output` and `save_fit` (relative names inside it; the draws default to
-/// `<model stem>.csv`). Errors: the message to print.
-fn apply_output_dir(args: &mut FitArgs) -> Result<(), String> {
-    let Some(dir) = args.output_dir.clone() else {
-        return Ok(());
-    };
-    if dir.exists() && !dir.is_dir() {
-        return Err(format!(
-            "--output-dir `{}` is a file, not a folder",
-            dir.display()
-        ));
-    }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot create --output-dir `{}`: {e}", dir.display()))?;
-    let probe = dir.join(format!(".bayesc-write-check-{}", std::process::id()));
-    match std::fs::File::create(&probe) {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-        }
-        Err(e) => {
-            return Err(format!(
-                "--output-dir `{}` is not writable: {e}",
-                dir.display()
-            ));
-        }
-    }
-    let inside = |p: &std::path::PathBuf| {
-        if p.is_absolute() {
-            p.clone()
-        } else {
-            dir.join(p)
-        }
-    };
-    let stem = crate::output::fit_files::model_name(&args.model);
-    args.output = Some(
-        args.output
-            .as_ref()
-            .map(inside)
-            .unwrap_or_else(|| dir.join(format!("{stem}.csv"))),
-    );
-    args.elbo_output = args.elbo_output.as_ref().map(inside);
-    args.save_fit = args.save_fit.as_ref().map(inside);
-    Ok(())
-}
 
 /// Prints CmdStan's progress line for chain `chain` (0-based) at `iteration` of `total`
 /// (`--refresh`): `Chain [1] Iteration:  100 / 2000 [  5%]  (Warmup)`.
@@ -85,7 +39,7 @@ pub fn run(mut args: FitArgs) -> i32 {
         eprintln!("error: {msg}");
         return super::EXIT_USAGE;
     }
-    if let Err(msg) = apply_output_dir(&mut args) {
+    if let Err(msg) = place_in_output_dir(&mut args) {
         eprintln!("error: {msg}");
         return super::EXIT_ERROR;
     }
@@ -100,22 +54,9 @@ pub fn run(mut args: FitArgs) -> i32 {
         }
     }
     // Fail before a long fit, not after it, when an output cannot be written.
-    for path in [&args.output, &args.elbo_output, &args.save_fit]
-        .into_iter()
-        .flatten()
-    {
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            eprintln!(
-                "error: cannot write `{}`: the folder `{}` does not exist",
-                path.display(),
-                dir.display()
-            );
-            return super::EXIT_ERROR;
-        }
+    if let Err(msg) = check_output_folders(&args) {
+        eprintln!("error: {msg}");
+        return super::EXIT_ERROR;
     }
     let mut sources = SourceMap::new();
     let checked = match pipeline::check_file(&mut sources, &args.model) {

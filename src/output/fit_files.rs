@@ -3,10 +3,82 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::fit::args::FitArgs;
 use crate::fit::{self, FitDetails, FitOptions, FitResult};
 use crate::inference::mcmc;
 use crate::inference::qbvi::Covariance;
 use crate::output::stan_csv;
+
+/// Puts the output files of `args` into `--output-dir` ([`FitArgs::output_dir`]), for `bayesc fit`
+/// and the REPL's `:fit`:
+/// creates the folder, checks that a file can be made in it, and rewrites `output`,
+/// `elbo_output` and `save_fit` (relative names inside it; the draws default to
+/// `<model stem>.csv`). Errors: the message to print.
+pub fn place_in_output_dir(args: &mut FitArgs) -> Result<(), String> {
+    let Some(dir) = args.output_dir.clone() else {
+        return Ok(());
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--output-dir `{}` is a file, not a folder",
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create --output-dir `{}`: {e}", dir.display()))?;
+    let probe = dir.join(format!(".bayesc-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+        }
+        Err(e) => {
+            return Err(format!(
+                "--output-dir `{}` is not writable: {e}",
+                dir.display()
+            ));
+        }
+    }
+    let inside = |p: &std::path::PathBuf| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            dir.join(p)
+        }
+    };
+    let stem = crate::output::fit_files::model_name(&args.model);
+    args.output = Some(
+        args.output
+            .as_ref()
+            .map(inside)
+            .unwrap_or_else(|| dir.join(format!("{stem}.csv"))),
+    );
+    args.elbo_output = args.elbo_output.as_ref().map(inside);
+    args.save_fit = args.save_fit.as_ref().map(inside);
+    Ok(())
+}
+
+/// Checks, before a fit starts, that the folder of every output file of `args` (`--output`,
+/// `--elbo-output`, `--save-fit`) exists, so that a long fit does not end unable to write.
+/// Errors: the message to print, naming the file and the missing folder.
+pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
+    for path in [&args.output, &args.elbo_output, &args.save_fit]
+        .into_iter()
+        .flatten()
+    {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(format!(
+                "cannot write `{}`: the folder `{}` does not exist",
+                path.display(),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Writes the draws; returns the file names written.
 pub fn write_outputs(

@@ -26,7 +26,9 @@ use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent
 use crate::graph::Model;
 use crate::inference::qbvi::StopReason;
 use crate::inference::{Draws, LogDensity};
-use crate::output::fit_files::write_outputs;
+use crate::output::fit_files::{
+    check_output_folders, place_in_output_dir, write_elbo, write_outputs,
+};
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
     hmc_warnings, mcmc_text, optimize_table, optimize_text, vi_diagnostics_text,

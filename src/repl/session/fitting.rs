@@ -34,10 +34,26 @@ impl Session {
                 "error: a fit name is letters, digits and `_`, not starting with a digit; got `{n}`"
             ));
         }
-        let fit_args = match self.parse_fit_args(args) {
+        let mut fit_args = match self.parse_fit_args(args) {
             Ok(a) => a,
             Err(e) => return Output::error(e),
         };
+        if let Some(e) = repl_refused_flag(&fit_args) {
+            return Output::error(e);
+        }
+        // `bayesc fit`'s output flags: the folder is made and checked before the fit, the files
+        // are written whole once it ends (the REPL does not stream draws); `--output-dir`'s
+        // default file is named after the loaded file, or `repl.csv` for a typed model
+        fit_args.model = self
+            .model
+            .as_ref()
+            .and_then(|m| m.path.clone())
+            .unwrap_or_else(|| PathBuf::from("repl.bayes"));
+        if let Err(e) =
+            place_in_output_dir(&mut fit_args).and_then(|()| check_output_folders(&fit_args))
+        {
+            return Output::error(format!("error: {e}"));
+        }
         let needs_data = self
             .model
             .as_ref()
@@ -113,6 +129,7 @@ impl Session {
         self.counter += 1;
         out.text
             .push_str(&result_text(&result, &options, interrupted));
+        self.write_fit_files(&fit_args, &result, &options, &mut out);
         let _ = writeln!(
             out.text,
             "stored as {name}{}",
@@ -132,6 +149,77 @@ impl Session {
         self.fits.retain(|f| f.name != name);
         self.fits.push(stored);
         out
+    }
+
+    /// Writes the files that `:fit`'s `--output`, `--elbo-output` and `--save-fit` ask for (as
+    /// `bayesc fit` does, after [`place_in_output_dir`]), saying in `out` what was written; a
+    /// file that cannot be written is reported and marks `out` as an error, the fit stays stored.
+    fn write_fit_files(
+        &self,
+        args: &FitArgs,
+        result: &FitResult,
+        options: &FitOptions,
+        out: &mut Output,
+    ) {
+        let model = self.model.as_ref().expect("a fit has a model");
+        let model_path = model
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&model.name));
+        if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
+            match write_elbo(path, vi) {
+                Ok(()) => {
+                    let _ = writeln!(out.text, "ELBO trace written to {}", path.display());
+                }
+                Err(e) => {
+                    let _ = writeln!(
+                        out.text,
+                        "error: cannot write the ELBO trace to `{}`: {e}",
+                        path.display()
+                    );
+                    out.is_error = true;
+                }
+            }
+        }
+        if let Some(path) = &args.output {
+            match write_outputs(path, result, options, &model_path) {
+                Ok(files) if was_interrupted(result) => {
+                    let _ = writeln!(
+                        out.text,
+                        "draws written to {} (incomplete: the fit was interrupted)",
+                        files.join(", ")
+                    );
+                }
+                Ok(files) => {
+                    let _ = writeln!(out.text, "draws written to {}", files.join(", "));
+                }
+                Err(e) => {
+                    let _ = writeln!(
+                        out.text,
+                        "error: cannot write draws to `{}`: {e}",
+                        path.display()
+                    );
+                    out.is_error = true;
+                }
+            }
+        }
+        if let (Some(path), Some(compiled)) = (&args.save_fit, self.compiled.as_ref()) {
+            let saved = crate::predict::SavedFit::from_fit(
+                compiled,
+                &model_path.display().to_string(),
+                &model.text,
+                result,
+            );
+            match saved.save(path) {
+                Ok(()) => {
+                    let _ = writeln!(out.text, "fit saved to {}", path.display());
+                }
+                Err(e) => {
+                    let _ = writeln!(out.text, "error: {e}");
+                    out.is_error = true;
+                }
+            }
+        }
     }
 
     /// Parses `:fit` arguments (first word: the method) plus the session defaults with the CLI's
@@ -176,4 +264,26 @@ impl Session {
         check_args(&parsed.args).map_err(|m| format!("error: {m}"))?;
         Ok(parsed.args)
     }
+}
+
+/// A `bayesc fit` flag that has no meaning inside the REPL, with the reason, so that it is
+/// refused instead of silently ignored: `--refresh` (the REPL shows its own progress) and
+/// `--threads` (the thread pool is set once per process: start `bayesc repl` with
+/// `RAYON_NUM_THREADS=N`).
+fn repl_refused_flag(args: &FitArgs) -> Option<String> {
+    if args.refresh.is_some() {
+        return Some(
+            "error: --refresh sets `bayesc fit`'s CmdStan-style progress lines; the REPL shows its \
+             own progress (Ctrl-C stops a fit and keeps its draws)"
+                .into(),
+        );
+    }
+    if args.threads.is_some() {
+        return Some(
+            "error: --threads cannot change inside the REPL (the thread pool is set once per \
+             process); start it as `RAYON_NUM_THREADS=N bayesc repl`"
+                .into(),
+        );
+    }
+    None
 }
