@@ -112,6 +112,9 @@ pub struct MvParam {
     pub name: &'static str,
     /// The accepted types.
     pub shape: Shape,
+    /// `true` for a scalar that must be positive (the LKJ shape η, the degrees of freedom ν), so
+    /// that a literal outside it is refused when the model is checked.
+    pub positive: bool,
 }
 
 /// The signature of a multivariate family.
@@ -134,12 +137,25 @@ pub struct MvSig {
 }
 
 const fn mp(name: &'static str, shape: Shape) -> MvParam {
-    MvParam { name, shape }
+    MvParam {
+        name,
+        shape,
+        positive: false,
+    }
+}
+
+/// A positive scalar parameter ([`MvParam::positive`]).
+const fn mp_positive(name: &'static str) -> MvParam {
+    MvParam {
+        name,
+        shape: Shape::Real,
+        positive: true,
+    }
 }
 
 const MVN_Y: MvParam = mp("Random variable", Shape::Vectors);
 const MVN_MU: MvParam = mp("Location parameter", Shape::Vectors);
-const DOF: MvParam = mp("Degrees of freedom parameter", Shape::Real);
+const DOF: MvParam = mp_positive("Degrees of freedom parameter");
 const GLM_X: MvParam = mp("Matrix of independent variables", Shape::Matrix);
 const GLM_ALPHA: MvParam = mp("Intercept", Shape::Reals);
 const GLM_BETA: MvParam = mp("Weight vector", Shape::Vector);
@@ -173,11 +189,8 @@ pub static MV_FAMILIES: &[MvSig] = &[
         family: MvFamily::LkjCorrCholesky,
         discrete: false,
         variate: mp("Random variable", Shape::Matrix),
-        params: &[mp("Shape parameter", Shape::Real)],
-        rng_params: Some(&[
-            mp("Dimension", Shape::Int),
-            mp("Shape parameter", Shape::Real),
-        ]),
+        params: &[mp_positive("Shape parameter")],
+        rng_params: Some(&[mp("Dimension", Shape::Int), mp_positive("Shape parameter")]),
     },
     MvSig {
         name: "dirichlet",
@@ -236,11 +249,8 @@ pub static MV_FAMILIES: &[MvSig] = &[
         family: MvFamily::LkjCorr,
         discrete: false,
         variate: mp("Correlation matrix", Shape::Matrix),
-        params: &[mp("Shape parameter", Shape::Real)],
-        rng_params: Some(&[
-            mp("Dimension", Shape::Int),
-            mp("Shape parameter", Shape::Real),
-        ]),
+        params: &[mp_positive("Shape parameter")],
+        rng_params: Some(&[mp("Dimension", Shape::Int), mp_positive("Shape parameter")]),
     },
     MvSig {
         name: "multi_normal_prec",

@@ -342,7 +342,7 @@ impl<'p> Checker<'p> {
 }
 
 /// The value of a numeric literal, possibly negated (`-1`, `+0.5`); `None` for anything else.
-fn literal_value(e: &Expr) -> Option<f64> {
+pub(super) fn literal_value(e: &Expr) -> Option<f64> {
     match &e.kind {
         ExprKind::IntLit(n) => Some(*n as f64),
         ExprKind::RealLit(x) => Some(*x),

@@ -7,8 +7,9 @@ use crate::syntax::ast::Expr;
 use crate::syntax::span::Span;
 
 use super::super::error::SemanticError;
+use super::super::pretty;
 use super::super::types::{Base, Type};
-use super::{CallType, Checker, conditional_form, plural};
+use super::{CallType, Checker, conditional_form, lowercase_first, plural};
 
 /// Whether a value of type `t` fits `shape`.
 fn accepts(shape: Shape, t: Type) -> bool {
@@ -68,6 +69,20 @@ impl Checker<'_> {
                     found: t.to_string(),
                     span: a.span,
                     help: None,
+                });
+            } else if p.positive
+                && let Some(v) = super::dists::literal_value(a)
+                && !(v > 0.0 && v.is_finite())
+            {
+                // a constant η or ν outside its support: every evaluation would fail
+                self.err(SemanticError::LiteralOutsideSupport {
+                    position: k + first,
+                    function: fname.into(),
+                    role: lowercase_first(p.name),
+                    value: pretty::expr(a),
+                    support: "positive".into(),
+                    example: "2".into(),
+                    span: a.span,
                 });
             }
         }
