@@ -478,3 +478,50 @@ fn a_misspelled_block_at_the_repl_prompt_gets_the_did_you_mean() {
         "{out}"
     );
 }
+
+/// A container whose sizes from the data exceed the machine's memory (a local `matrix[N, N]`
+/// with N = 3·10⁶, a `rep_matrix(0, N, N)` with N = 2·10⁹ in transformed data) is a model error
+/// naming the sizes and the memory, at the statement, not an allocation failure that aborts
+/// the process with a backtrace (tester's finding).
+#[test]
+fn a_container_larger_than_memory_is_an_error_not_an_abort() {
+    let dir = folder(&[
+        (
+            "local.bayes",
+            "data { int K; int N; vector[K] y; }\nparameters { real mu; }\nmodel { matrix[N, N] m; mu ~ normal(0, 1); y ~ normal(mu, 1); }\n",
+        ),
+        ("local.json", r#"{"K": 3, "N": 3000000, "y": [1, 2, 3]}"#),
+        (
+            "rep.bayes",
+            "data { int K; int N; vector[K] y; }\ntransformed data { real z = sum(rep_matrix(0, N, N)); }\nparameters { real mu; }\nmodel { mu ~ normal(0, 1); y ~ normal(mu, 1); }\n",
+        ),
+        ("rep.json", r#"{"K": 3, "N": 2000000000, "y": [1, 2, 3]}"#),
+    ]);
+    let o = run(
+        dir.path(),
+        &[
+            "fit",
+            "local.bayes",
+            "--data",
+            "local.json",
+            "--method",
+            "laplace",
+        ],
+    );
+    assert_fails_with(&o, &["[3000000, 3000000]", "GB of memory", "local.bayes:3"]);
+    let o = run(
+        dir.path(),
+        &[
+            "fit",
+            "rep.bayes",
+            "--data",
+            "rep.json",
+            "--method",
+            "laplace",
+        ],
+    );
+    assert_fails_with(
+        &o,
+        &["rep_matrix would need", "GB of memory", "rep.bayes:2"],
+    );
+}

@@ -66,12 +66,7 @@ pub fn draws_memory_bytes(model: &Model, options: &FitOptions) -> u128 {
 /// lower.
 pub fn check_memory(model: &Model, options: &FitOptions) -> Result<(), FitError> {
     let need = draws_memory_bytes(model, options);
-    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
-        t.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
-            .map(|kb| kb * 1024)
-    });
+    let available = crate::graph::value::available_memory();
     match available {
         Some(avail) if need > avail => {
             let what = if options.method.is_mcmc() {

@@ -416,6 +416,46 @@ impl Fault {
 /// Result of an evaluation step.
 pub type R<T> = Result<T, Fault>;
 
+/// The memory this process may still allocate: Linux's `MemAvailable` in bytes, read once;
+/// `None` where it is unknown (no `/proc/meminfo`).
+pub fn available_memory() -> Option<u128> {
+    static AVAILABLE: std::sync::OnceLock<Option<u128>> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
+                .map(|kb| kb * 1024)
+        })
+    })
+}
+
+/// Refuses to build a container of `dims` (array sizes then the element's rows and columns)
+/// whose `bytes_per_element` storage exceeds the available memory ([`available_memory`], or
+/// 2⁴⁸ bytes where unknown), so that a size from the data such as `matrix[N, N]` with
+/// N = 3·10⁶ is an error naming the sizes instead of an allocation failure that aborts the
+/// process. `what` names the construct ("`matrix[3000000, 3000000]`", "rep_vector").
+pub fn check_container_size(dims: &[usize], bytes_per_element: u128, what: &str) -> R<()> {
+    let limit = available_memory().unwrap_or(1 << 48);
+    let bytes = dims
+        .iter()
+        .try_fold(bytes_per_element, |acc, &n| acc.checked_mul(n as u128));
+    match bytes {
+        Some(b) if b <= limit => Ok(()),
+        _ => {
+            let need = match bytes {
+                Some(b) => format!("{:.1} GB", b as f64 / 1e9),
+                None => "more bytes than can be counted".into(),
+            };
+            Err(Fault::fatal(format!(
+                "{what} would need {need} of memory but {:.1} GB are available; check the sizes \
+                 (they come from the data or from arguments computed from it)",
+                limit as f64 / 1e9
+            )))
+        }
+    }
+}
+
 impl Value {
     /// A tensor, or the bare scalar when it has no dimension at all.
     pub fn from_tensor(t: Tensor) -> Value {

@@ -9,7 +9,9 @@ use super::super::ops::{
 };
 use super::super::scalar::{B, U};
 use super::super::tape::{S, Tape};
-use super::super::value::{Base, Data, Fault, Ix, R, Slots, Tensor, Value, gather, select};
+use super::super::value::{
+    Base, Data, Fault, Ix, R, Slots, Tensor, Value, check_container_size, gather, select,
+};
 
 use super::matrix::{self, Side};
 use super::*;
@@ -263,6 +265,7 @@ impl Ctx<'_> {
             RepVector | RepRowVector => {
                 arity(2)?;
                 let n = int_arg(1)?.max(0) as usize;
+                check_container_size(&[n], 16, "rep_vector")?;
                 let base = if b == RepVector {
                     Base::Vector(n)
                 } else {
@@ -273,6 +276,7 @@ impl Ctx<'_> {
             RepMatrix => match v.len() {
                 3 => {
                     let (m, n) = (int_arg(1)?.max(0) as usize, int_arg(2)?.max(0) as usize);
+                    check_container_size(&[m, n], 16, "rep_matrix")?;
                     permute(
                         &to_real(scalar_arg(&v[0])?),
                         &vec![0; m * n],
@@ -282,6 +286,7 @@ impl Ctx<'_> {
                 }
                 2 => {
                     let k = int_arg(1)?.max(0) as usize;
+                    check_container_size(&[k, v[0].num_elements()], 16, "rep_matrix")?;
                     match v[0].shape() {
                         ([], Base::Vector(m)) => {
                             let offs: Vec<usize> = (0..k).flat_map(|_| 0..m).collect();
@@ -305,6 +310,9 @@ impl Ctx<'_> {
                 for k in 1..v.len() {
                     dims.push(int_arg(k)?.max(0) as usize);
                 }
+                let mut all = dims.clone();
+                all.push(v[0].num_elements());
+                check_container_size(&all, 16, "rep_array")?;
                 let reps: usize = dims.iter().product();
                 let (a, base) = v[0].shape();
                 let mut arr = dims;
@@ -357,6 +365,7 @@ impl Ctx<'_> {
                 },
                 3 => {
                     let (m, n) = (int_arg(1)?.max(0) as usize, int_arg(2)?.max(0) as usize);
+                    check_container_size(&[m, n], 16, "rep_matrix")?;
                     if m * n != v[0].num_elements() {
                         return Err(Fault::fatal(format!(
                             "to_matrix: {} elements cannot fill a {m} × {n} matrix",

@@ -255,6 +255,22 @@ impl Ctx<'_> {
             BaseEx::RowVector(n) => Base::RowVector(size(self, n)?),
             BaseEx::Matrix(r, c) => Base::Matrix(size(self, r)?, size(self, c)?),
         };
+        // elements beyond 2^24 are checked against the memory (no allocation otherwise: this
+        // runs at every evaluation of the declaration)
+        let elements = arr
+            .iter()
+            .try_fold(base.size(), |acc, &n| acc.checked_mul(n));
+        if elements.is_none_or(|n| n > 1 << 24) {
+            let mut dims = arr.clone();
+            match base {
+                Base::Scalar => {}
+                Base::Vector(n) | Base::RowVector(n) => dims.push(n),
+                Base::Matrix(r, c) => dims.extend([r, c]),
+            }
+            let sizes: Vec<String> = dims.iter().map(|n| n.to_string()).collect();
+            let what = format!("a container of sizes [{}]", sizes.join(", "));
+            super::super::value::check_container_size(&dims, 16, &what)?;
+        }
         Ok((arr, base))
     }
 
