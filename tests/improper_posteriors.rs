@@ -214,3 +214,29 @@ fn literal_sizes_that_disagree_are_compile_errors() {
         "{text}"
     );
 }
+
+/// `y ~ normal(a + b, 1)` with flat priors: improper along the combination a − b, which no
+/// coordinate axis shows. The variational methods used to print "converged" with sds of 10⁷;
+/// they now name the combination (tester's finding).
+#[test]
+fn a_non_identified_combination_is_named_not_converged() {
+    for m in ["qbvi", "qnvb"] {
+        let (ok, text) = bayesc(&[
+            "fit",
+            "ridge.bayes",
+            "--data",
+            "ridge.json",
+            "--method",
+            m,
+            "--seed",
+            "1",
+            "-q",
+        ]);
+        assert!(ok, "{m}: {text}");
+        assert!(!says_converged(&text), "{m}: {text}");
+        assert!(
+            text.contains("0.71·a − 0.71·b") && text.contains("improper"),
+            "{m}: {text}"
+        );
+    }
+}

@@ -250,7 +250,19 @@ pub(super) fn unbounded_directions(model: &Model, draws: &[Vec<f64>], mean: &[f6
         return (0..d).map(name).collect();
     }
     let n = draws.len() as f64;
-    (0..d)
+    // the mean change of L when every draw moves by `step`
+    let gain_along = |step: &[f64]| -> f64 {
+        let change: Vec<f64> = draws
+            .par_iter()
+            .zip(base.par_iter())
+            .map(|(z, b)| {
+                let w: Vec<f64> = z.iter().zip(step).map(|(x, s)| x + s).collect();
+                lp(&w) - b
+            })
+            .collect();
+        change.iter().sum::<f64>() / n
+    };
+    let axes: Vec<String> = (0..d)
         .filter(|&i| {
             if !(mean[i].abs() <= UNBOUNDED_MEAN) {
                 return true;
@@ -273,7 +285,125 @@ pub(super) fn unbounded_directions(model: &Model, draws: &[Vec<f64>], mean: &[f6
             })
         })
         .map(name)
-        .collect()
+        .collect();
+    if !axes.is_empty() || d < 2 {
+        return axes;
+    }
+    // A ridge along a combination of coordinates (`y ~ normal(a + b, 1)` with flat priors: flat
+    // along a − b) is invisible to the axis shifts, whose 3σ_i step leaves the ridge. The same
+    // bound holds along any direction v (Cauchy–Schwarz: (vᵀΣv)(vᵀΣ⁻¹v) ≥ 1, so at an optimum
+    // the shift by 3 sd along v loses at least 4.5), so q's direction of largest spread, where
+    // a drifting q has run, is tested too.
+    // A mean-field q cannot spread along a combination, so the direction of least curvature of
+    // L at q's mean (the flat direction of a ridge) is tested as well, where the d × d Hessian
+    // is affordable.
+    let mut candidates: Vec<Vec<f64>> = principal_axis(&draws, mean).into_iter().collect();
+    if d <= 200
+        && let Ok(h) = crate::inference::hessian::hessian(model, mean)
+    {
+        let m = faer::Mat::<f64>::from_fn(d, d, |i, j| -0.5 * (h[i * d + j] + h[j * d + i]));
+        if let Ok(evd) = m.self_adjoint_eigen(faer::Side::Lower) {
+            // eigenvalues ascending: the first column is the least curved direction
+            let u = evd.U();
+            candidates.push((0..d).map(|i| u[(i, 0)]).collect());
+        }
+    }
+    for v in candidates {
+        if v.iter().any(|x| x.abs() > 0.99) {
+            continue; // (nearly) a coordinate axis: tested above
+        }
+        // q's sd along v
+        let sd = (draws
+            .iter()
+            .map(|z| {
+                let p: f64 = (0..d).map(|i| (z[i] - mean[i]) * v[i]).sum();
+                p * p
+            })
+            .sum::<f64>()
+            / (n - 1.0))
+            .sqrt();
+        if !(sd.is_finite() && sd > 0.0) {
+            continue;
+        }
+        let up: Vec<f64> = v.iter().map(|x| UNBOUNDED_SHIFT * sd * x).collect();
+        let down: Vec<f64> = up.iter().map(|x| -x).collect();
+        if gain_along(&up) > UNBOUNDED_GAIN || gain_along(&down) > UNBOUNDED_GAIN {
+            return vec![combination(&v, &name)];
+        }
+    }
+    axes
+}
+
+/// The unit direction of largest spread of `draws` about `mean`, by power
+/// iteration on the centred draws (O(iterations · S · d), no d × d matrix); `None` when the
+/// draws do not spread.
+fn principal_axis(draws: &[&Vec<f64>], mean: &[f64]) -> Option<Vec<f64>> {
+    let d = mean.len();
+    let n = draws.len();
+    if n < 2 {
+        return None;
+    }
+    // start from the coordinate of largest spread, made generic so that no axis is orthogonal
+    let mut v: Vec<f64> = (0..d).map(|i| 1.0 + 0.01 * i as f64).collect();
+    for _ in 0..100 {
+        let mut w = vec![0.0; d];
+        for z in draws {
+            let p: f64 = (0..d).map(|i| (z[i] - mean[i]) * v[i]).sum();
+            for i in 0..d {
+                w[i] += p * (z[i] - mean[i]);
+            }
+        }
+        let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if !(norm.is_finite() && norm > 0.0) {
+            return None;
+        }
+        let next: Vec<f64> = w.iter().map(|x| x / norm).collect();
+        let moved = next
+            .iter()
+            .zip(&v)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        v = next;
+        if moved < 1e-10 {
+            break;
+        }
+    }
+    Some(v)
+}
+
+/// A direction as a combination of named coordinates, largest weights first, e.g.
+/// `0.71·a − 0.71·b`; weights below 0.05 in magnitude are left out (`+ …`).
+fn combination(v: &[f64], name: &dyn Fn(usize) -> String) -> String {
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    // by weight (to two decimals, as printed), then by coordinate, so that equal weights
+    // print in the parameters' order
+    let key = |i: usize| (v[i].abs() * 100.0).round() as i64;
+    order.sort_by(|&i, &j| key(j).cmp(&key(i)).then(i.cmp(&j)));
+    // the sign that makes the largest weight positive
+    let sign = if v[order[0]] < 0.0 { -1.0 } else { 1.0 };
+    let mut s = String::new();
+    let mut left_out = false;
+    for (k, &i) in order.iter().enumerate() {
+        let w = sign * v[i];
+        if w.abs() < 0.05 || k >= 6 {
+            left_out |= w.abs() >= 0.05;
+            continue;
+        }
+        if s.is_empty() {
+            s = format!("{:.2}·{}", w, name(i));
+        } else {
+            s.push_str(&format!(
+                " {} {:.2}·{}",
+                if w < 0.0 { "−" } else { "+" },
+                w.abs(),
+                name(i)
+            ));
+        }
+    }
+    if left_out {
+        s.push_str(" + …");
+    }
+    format!("the combination {s} (a direction the data and priors do not identify)")
 }
 
 /// Relative scale sd/|mean| below which a marginal of a variational fit counts as collapsed:
