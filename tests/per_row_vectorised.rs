@@ -325,3 +325,36 @@ model { a ~ normal(0, 1); b ~ normal(0, 1);
         }
     }
 }
+
+/// A softmax output layer: `y ~ categorical_logit(Eta)` with one row of log odds per row.
+#[test]
+fn softmax_bnn() {
+    let n = 21;
+    let y: Vec<String> = (0..n)
+        .map(|i| format!("{}", 1 + ((u(700 + i) + 1.0) * 1.5) as usize % 3))
+        .collect();
+    let json = format!(
+        "{{\"N\": {n}, \"P\": 3, \"X\": {}, \"y\": [{}]}}",
+        json_mat(n, 3, 31),
+        y.join(",")
+    );
+    let text = "
+data { int<lower=1> N; int P; matrix[N, P] X; array[N] int<lower=1, upper=3> y; }
+parameters { matrix[P, 4] W1; row_vector[4] b1; matrix[4, 3] W2; row_vector[3] b2; }
+model {
+  matrix[N, 3] eta = tanh(X * W1 + rep_matrix(b1, N)) * W2 + rep_matrix(b2, N);
+  to_vector(W1) ~ normal(0, 1);
+  b1 ~ normal(0, 1);
+  to_vector(W2) ~ normal(0, 1);
+  b2 ~ normal(0, 1);
+  y ~ categorical_logit(eta);
+}";
+    let (model, plan) = setup(text, &json, 9);
+    let th = theta(model.dim(), 41, 1.2);
+    check(
+        &model,
+        &plan,
+        &th,
+        &(0..9).map(|i| (i * 4 + 1) % n).collect::<Vec<_>>(),
+    );
+}

@@ -14,7 +14,9 @@
 //! Where the shapes do not allow it the pass says so ([`Unsupported`]) and the caller falls
 //! back to one reverse pass per row (`super::batch`): a log density with only scalar arguments
 //! inside a likelihood statement (a `for (n in 1:N)` loop), a reduction over rows in a
-//! `target +=` (`dot_self(y - mu)`), a GLM function, a multivariate density. GLM fusion and
+//! `target +=` (`dot_self(y - mu)`), a GLM function, a multivariate density other than
+//! `categorical_logit` with one row of log odds per observation (the softmax output layer,
+//! recorded per row by [`Ctx::record_logit_rows`]). GLM fusion and
 //! scalar kernels are switched off for this pass (their nodes hold row sums).
 
 use super::Model;
@@ -172,6 +174,48 @@ impl Ctx<'_> {
         self.tape.finish(out, 1, n, base);
         if let Some(rt) = self.rows.as_mut() {
             rt.tags.extend(outs.iter().copied().zip(et.rows));
+        }
+        S::V(out)
+    }
+}
+
+impl Ctx<'_> {
+    /// `y ~ categorical_logit(Eta)` per row: Eta (`n` = M rows × `k`, column-major at slots
+    /// `x ..`) with partials `g` (as the one-node form) and outcomes `y` (1..k, already
+    /// checked); row i's term ℓ_i = Eta[i, y_i] − log Σ_j exp(Eta[i, j]) is one node tagged i,
+    /// and the returned slot is their sum (value `total`).
+    pub(super) fn record_logit_rows(
+        &mut self,
+        x: u32,
+        n: usize,
+        k: usize,
+        g: &[f64],
+        y: &[f64],
+        total: f64,
+    ) -> S {
+        let mut outs = Vec::with_capacity(n);
+        for i in 0..n {
+            let at = |j: usize| self.tape.val[x as usize + i + j * n];
+            let mx = (0..k).map(at).fold(f64::NEG_INFINITY, f64::max);
+            let lse = mx + (0..k).map(|j| (at(j) - mx).exp()).sum::<f64>().ln();
+            let yi = (y[i] as usize).clamp(1, k.max(1));
+            let value = at(yi - 1) - lse;
+            let base = self.tape.entries_base();
+            let out = self.tape.leaf(value);
+            for j in 0..k {
+                self.tape.entry(x + (i + j * n) as u32, g[i + j * n]);
+            }
+            self.tape.finish(out, 1, k, base);
+            outs.push(out);
+        }
+        let base = self.tape.entries_base();
+        let out = self.tape.leaf(total);
+        for &o in &outs {
+            self.tape.entry(o, 1.0);
+        }
+        self.tape.finish(out, 1, n, base);
+        if let Some(rt) = self.rows.as_mut() {
+            rt.tags.extend(outs.iter().copied().zip(0..n as u32));
         }
         S::V(out)
     }
