@@ -102,6 +102,32 @@ impl Lanes {
         }
     }
 
+    /// The offset in `pool` of slot `s`'s lane, turning its adjoint into a lane first (a
+    /// slot with no adjoint gets a lane of zeros); `None` for an unattributed adjoint. Lets
+    /// the dense nodes add into a parameter's lanes without a branch per entry.
+    fn lane_offset(&mut self, s: u32) -> Option<usize> {
+        let s = s as usize;
+        match self.own[s] {
+            MANY => Some(self.lane[s] as usize * self.m),
+            COMMON => None,
+            o => {
+                let ix = self.pool.len() / self.m;
+                self.pool.resize(self.pool.len() + self.m, 0.0);
+                if o != NONE {
+                    self.pool[ix * self.m + o as usize] = self.a[s];
+                }
+                self.lane[s] = ix as u32;
+                self.own[s] = MANY;
+                Some(ix * self.m)
+            }
+        }
+    }
+
+    /// Lane offsets of the `n` slots from `start` (all or none).
+    fn lane_offsets(&mut self, start: u32, n: usize) -> Option<Vec<usize>> {
+        (0..n as u32).map(|i| self.lane_offset(start + i)).collect()
+    }
+
     /// The nonzero adjoints of slot `o` as (row or [`COMMON`], value) pairs, into `buf`.
     #[inline]
     fn read(&self, o: usize, buf: &mut Vec<(u32, f64)>) {
@@ -130,6 +156,13 @@ fn ew_slot(e: Ew, i: usize) -> Option<u32> {
         Ew::Bcast(s) => Some(s),
         Ew::RowRep(s, rows) => Some(s + (i / (rows as usize).max(1)) as u32),
     }
+}
+
+/// True when each of the `n` slots from `out` has no adjoint or the adjoint of one row.
+fn all_rows(ln: &Lanes, out: usize, n: usize) -> bool {
+    ln.own[out..out + n]
+        .iter()
+        .all(|&o| o == NONE || (o as usize) < ln.m)
 }
 
 impl Tape {
@@ -251,6 +284,11 @@ impl Tape {
                     let (out, mm, k, n) = (out as usize, m as usize, k as usize, n as usize);
                     let av = self.opnd_values(a, mm * k);
                     let bv = self.opnd_values(b, k * n);
+                    // B (the weights) as lanes when the outputs belong to single rows.
+                    let b_lanes = match b {
+                        Opnd::Var(sb) if all_rows(&ln, out, mm * n) => ln.lane_offsets(sb, k * n),
+                        _ => None,
+                    };
                     for j in 0..n {
                         for i in 0..mm {
                             ln.read(out + i + j * mm, &mut buf);
@@ -260,7 +298,12 @@ impl Tape {
                                         ln.add(sa + (i + l * mm) as u32, r, v * bv[l + j * k]);
                                     }
                                 }
-                                if let Opnd::Var(sb) = b {
+                                if let Some(offs) = &b_lanes {
+                                    let offs = &offs[j * k..(j + 1) * k];
+                                    for (l, &o) in offs.iter().enumerate() {
+                                        ln.pool[o + r as usize] += av[i + l * mm] * v;
+                                    }
+                                } else if let Opnd::Var(sb) = b {
                                     for l in 0..k {
                                         ln.add(sb + (l + j * k) as u32, r, av[i + l * mm] * v);
                                     }
@@ -281,6 +324,52 @@ impl Tape {
                     let (out, n, dd, h) = (out as usize, n as usize, d as usize, h as usize);
                     let xv = self.opnd_values(x, n * dd);
                     let wv = self.opnd_values(w, dd * h);
+                    if all_rows(&ln, out, n * h)
+                        && let Opnd::Var(sw) = w
+                        && let Some(w_lanes) = ln.lane_offsets(sw, dd * h)
+                    {
+                        // Every output belongs to one row (the usual case): W's and b's lanes
+                        // take x_i ⊗ δ_i and δ_i directly (Goodfellow 2015).
+                        let b_lanes = match b {
+                            Some(Opnd::Var(sb)) => ln.lane_offsets(sb, h),
+                            _ => None,
+                        };
+                        for j in 0..h {
+                            for i in 0..n {
+                                let o = out + i + j * n;
+                                let r = ln.own[o];
+                                if r == NONE {
+                                    continue;
+                                }
+                                let z = self.val[o];
+                                let delta = (1.0 - z * z) * ln.a[o];
+                                let r = r as usize;
+                                match (&b_lanes, b) {
+                                    (Some(bl), _) => ln.pool[bl[j] + r] += delta,
+                                    (None, Some(Opnd::Var(sb))) => {
+                                        ln.add(sb + j as u32, r as u32, delta)
+                                    }
+                                    _ => {}
+                                }
+                                if let Opnd::Var(sx) = x {
+                                    for l in 0..dd {
+                                        ln.add(
+                                            sx + (i + l * n) as u32,
+                                            r as u32,
+                                            delta * wv[l + j * dd],
+                                        );
+                                    }
+                                }
+                                for (l, &wo) in w_lanes[j * dd..(j + 1) * dd].iter().enumerate() {
+                                    ln.pool[wo + r] += xv[i + l * n] * delta;
+                                }
+                            }
+                        }
+                        if let Some(f) = ln.fail {
+                            return Err(Unsupported(f));
+                        }
+                        continue;
+                    }
                     for j in 0..h {
                         for i in 0..n {
                             let o = out + i + j * n;
