@@ -358,3 +358,115 @@ model {
         &(0..9).map(|i| (i * 4 + 1) % n).collect::<Vec<_>>(),
     );
 }
+
+/// The model with the default (loop) moments: every method but `log_lik_grad_moments`
+/// delegates, so the trait's default sums `log_lik_grads` row by row.
+struct LoopOnly<'a>(&'a bayesc::graph::batch::MinibatchModel<'a>);
+
+impl LogDensity for LoopOnly<'_> {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn log_density(&self, theta: &[f64]) -> Result<f64, bayesc::inference::DensityError> {
+        self.0.log_density(theta)
+    }
+    fn log_density_grad(
+        &self,
+        theta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, bayesc::inference::DensityError> {
+        self.0.log_density_grad(theta, grad)
+    }
+}
+
+impl MinibatchDensity for LoopOnly<'_> {
+    fn n_obs(&self) -> usize {
+        self.0.n_obs()
+    }
+    fn batch<'a>(
+        &'a self,
+        rows: &[usize],
+    ) -> Result<Box<dyn LogDensity + 'a>, bayesc::inference::DensityError> {
+        self.0.batch(rows)
+    }
+    fn log_lik_grads(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        values: &mut [f64],
+        grads: &mut [f64],
+    ) -> Result<(), bayesc::inference::DensityError> {
+        self.0.log_lik_grads(theta, rows, values, grads)
+    }
+    fn prior_grad(
+        &self,
+        theta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, bayesc::inference::DensityError> {
+        self.0.prior_grad(theta, grad)
+    }
+}
+
+/// VOGN and Vadam fit the same q from the vectorised moments as from the loop's, to rounding
+/// (the sums are taken in another order), on a small tanh BNN with minibatches.
+#[test]
+fn vogn_and_vadam_fits_match_the_loop() {
+    use bayesc::inference::minibatch::MinibatchSettings;
+    use bayesc::inference::vi::Control;
+    use bayesc::inference::vi::vadam::{VadamSettings, fit_vadam};
+    use bayesc::inference::vi::vogn::{VognSettings, fit_vogn};
+    let text = "
+data { int<lower=1> N; int P; matrix[N, P] X; vector[N] y; }
+parameters { matrix[P, 3] W1; row_vector[3] b1; vector[3] w2; real b2; real<lower=0> sigma; }
+model {
+  vector[N] f = tanh(X * W1 + rep_matrix(b1, N)) * w2 + b2;
+  to_vector(W1) ~ normal(0, 1);
+  b1 ~ normal(0, 1);
+  w2 ~ normal(0, 1);
+  b2 ~ normal(0, 1);
+  sigma ~ normal(0, 1);
+  y ~ normal(f, sigma);
+}";
+    let (model, plan) = setup(text, &bnn_json(24, 2), 6);
+    let mm = model.minibatch(&plan.separability).unwrap();
+    let lo = LoopOnly(&mm);
+    let d = model.dim();
+    let init = theta(d, 51, 0.3);
+    let ms = MinibatchSettings {
+        batch_size: 6,
+        min_iterations: 100,
+        min_epochs: 5,
+        ..MinibatchSettings::default()
+    };
+    let mut vs = VognSettings::default();
+    vs.common.max_iter = 300;
+    vs.common.seed = 3;
+    let a = fit_vogn(&mm, &init, &vs, Some(&ms), &mut |_| Control::Continue).unwrap();
+    let b = fit_vogn(&lo, &init, &vs, Some(&ms), &mut |_| Control::Continue).unwrap();
+    assert!(mm.per_row_vectorised());
+    assert_eq!(a.iterations, b.iterations);
+    for j in 0..d {
+        close(a.mean[j], b.mean[j], 1e-4, &format!("VOGN mean {j}"));
+        close(
+            a.precision[j],
+            b.precision[j],
+            1e-4,
+            &format!("VOGN precision {j}"),
+        );
+    }
+    let mut ds = VadamSettings::default();
+    ds.common.max_iter = 300;
+    ds.common.seed = 4;
+    let a = fit_vadam(&mm, &init, &ds, &ms, &mut |_| Control::Continue).unwrap();
+    let b = fit_vadam(&lo, &init, &ds, &ms, &mut |_| Control::Continue).unwrap();
+    assert_eq!(a.iterations, b.iterations);
+    for j in 0..d {
+        close(a.mean[j], b.mean[j], 1e-4, &format!("Vadam mean {j}"));
+        close(
+            a.precision[j],
+            b.precision[j],
+            1e-4,
+            &format!("Vadam precision {j}"),
+        );
+    }
+}
