@@ -115,6 +115,13 @@ fn check(model: &Model, plan: &bayesc::fit::MinibatchPlan, theta: &[f64], rows: 
         close(s1[j], a, 1e-3 * scale, "Σ g_i");
         close(s2[j], b, 1e-3 * scale * scale, "Σ g_i²");
     }
+    // The plain sum (one ordinary reverse pass over the batch).
+    let mut s0 = vec![0.0; d];
+    let v0 = mm.log_lik_grad_sum(theta, rows, &mut s0).unwrap();
+    close(v0, lik, 1.0, "sum value");
+    for j in 0..d {
+        close(s0[j], s1[j], 1e-3 * scale, "Σ g_i, one pass");
+    }
 }
 
 fn theta(d: usize, seed: usize, s: f64) -> Vec<f64> {

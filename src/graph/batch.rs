@@ -373,6 +373,33 @@ impl MinibatchDensity for MinibatchModel<'_> {
         Ok(values.iter().sum())
     }
 
+    /// One reverse pass over the batch with the likelihood statements unscaled and the prior
+    /// statements and Jacobian dropped (factor 0), as each row's pass of
+    /// [`MinibatchDensity::log_lik_grads`] but on all rows at once.
+    fn log_lik_grad_sum(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad_sum: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        self.check_rows(rows)?;
+        if grad_sum.len() != self.model.dim {
+            return Err(DensityError::fatal(format!(
+                "gradient buffer has length {}, expected {}",
+                grad_sum.len(),
+                self.model.dim
+            )));
+        }
+        let globals = self.batch_globals(rows);
+        self.model.run_on(
+            &globals,
+            Some((1.0, 0.0, &self.scaled)),
+            theta,
+            Some(grad_sum),
+            false,
+        )
+    }
+
     /// One reverse pass on a one-row batch with the likelihood statements multiplied by 0.
     fn prior_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
         if grad.len() != self.model.dim {

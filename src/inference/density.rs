@@ -156,6 +156,23 @@ pub trait MinibatchDensity: LogDensity {
         Ok(values.iter().sum())
     }
 
+    /// Σ_B ℓ_i(ζ), with Σ_B ∇ℓ_i(ζ) written into `grad_sum` (length d): the likelihood part
+    /// of the batch alone, for methods that use the mean gradient but no per-example squares
+    /// (Vadam, specs/survey_vi.md §11). The default takes it from
+    /// [`MinibatchDensity::log_lik_grad_moments`]; the graph's model runs one ordinary reverse
+    /// pass over the batch (likelihood statements unscaled, prior and Jacobian dropped).
+    ///
+    /// Errors: as [`MinibatchDensity::log_lik_grad_moments`].
+    fn log_lik_grad_sum(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad_sum: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        let mut sq = vec![0.0; self.dim()];
+        self.log_lik_grad_moments(theta, rows, grad_sum, &mut sq)
+    }
+
     /// π(ζ) and ∇π(ζ): the log density of the row-free part (priors, other row-free terms and
     /// the log|Jacobian| of the constraining transforms), gradient written into `grad`
     /// (length d). L = π + Σ_i ℓ_i.

@@ -54,8 +54,9 @@ impl LossDraw {
         }
     }
 
-    /// Draws θ ~ N(mean, diag sd²) and evaluates the per-row gradients of the batch `rows`
-    /// there, redrawing (up to [`MAX_REDRAWS`] times) when a value or gradient is not finite
+    /// Draws θ ~ N(mean, diag sd²) and evaluates the per-row gradient statistics of the batch
+    /// `rows` there — ĝ and, with `squares`, ĥ (without, `g_sq_mean` is left as it was and only
+    /// one ordinary reverse pass runs, [`MinibatchDensity::log_lik_grad_sum`]) — redrawing (up to [`MAX_REDRAWS`] times) when a value or gradient is not finite
     /// or the model reports a recoverable error.
     pub(crate) fn draw(
         &mut self,
@@ -65,6 +66,7 @@ impl LossDraw {
         sd: &[f64],
         rng: &mut StreamRng,
         iteration: usize,
+        squares: bool,
     ) -> Result<(), ViError> {
         let d = mean.len();
         let m = rows.len();
@@ -78,7 +80,13 @@ impl LossDraw {
                 sq += self.eps[i] * self.eps[i];
             }
             self.log_q = -(d as f64) * HALF_LN_2PI - log_det - 0.5 * sq;
-            match density.log_lik_grad_moments(&self.theta, rows, &mut self.sum, &mut self.sq) {
+            let r = if squares {
+                density.log_lik_grad_moments(&self.theta, rows, &mut self.sum, &mut self.sq)
+            } else {
+                self.sq.iter_mut().for_each(|x| *x = 0.0);
+                density.log_lik_grad_sum(&self.theta, rows, &mut self.sum)
+            };
+            match r {
                 Ok(v)
                     if v.is_finite()
                         && self.sum.iter().all(|g| g.is_finite())
@@ -87,7 +95,11 @@ impl LossDraw {
                     self.lik_sum = v;
                     for i in 0..d {
                         self.g_mean[i] = -self.sum[i] / m as f64;
-                        self.g_sq_mean[i] = self.sq[i] / m as f64;
+                    }
+                    if squares {
+                        for i in 0..d {
+                            self.g_sq_mean[i] = self.sq[i] / m as f64;
+                        }
                     }
                     return Ok(());
                 }

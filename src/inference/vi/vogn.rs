@@ -154,7 +154,7 @@ impl Vogn {
         }
         let sd = self.sd();
         self.draw
-            .draw(density, rows, &self.mean, &sd, rng, self.t)?;
+            .draw(density, rows, &self.mean, &sd, rng, self.t, true)?;
         let prior_g = prior_gradient(density, &self.mean)?;
         let beta = self.settings.beta;
         for i in 0..d {
