@@ -58,6 +58,7 @@ impl LossDraw {
     /// `rows` there — ĝ and, with `squares`, ĥ (without, `g_sq_mean` is left as it was and only
     /// one ordinary reverse pass runs, [`MinibatchDensity::log_lik_grad_sum`]) — redrawing (up to [`MAX_REDRAWS`] times) when a value or gradient is not finite
     /// or the model reports a recoverable error.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn draw(
         &mut self,
         density: &dyn MinibatchDensity,
