@@ -7,6 +7,9 @@
 //! Both use the same tanh loop (`bayesc::distributions::lanes::tanh_slices`, with its AVX2 /
 //! AVX-512 builds), so the ratio measures the engine, not libm or the vector width.
 //!
+//! Then, at H = 50, the per-observation gradients of a batch of M = 64 rows (issue 11): the
+//! one-reverse-pass-per-row loop against the vectorised per-row pass (`graph::per_row`).
+//!
 //! Run with `cargo bench --bench nn` (optionally `-- 50` for one width). Before timing, the two
 //! implementations are checked against each other (value and gradient, relative 1e-9), so the
 //! comparison is of the same density. Prints numbers (best of several timed blocks, CPU time of
@@ -160,6 +163,88 @@ fn cpu_now() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
+/// CPU time of the whole process (all threads), in seconds: the per-row loop runs its rows
+/// on rayon's threads.
+fn process_cpu_now() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Best process-CPU and best wall time of 7 blocks of `reps` calls, in µs per call.
+fn micros_process(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
+    for _ in 0..reps.div_ceil(4) {
+        f();
+    }
+    let (mut cpu, mut wall) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..7 {
+        let (t, w) = (process_cpu_now(), std::time::Instant::now());
+        for _ in 0..reps {
+            f();
+        }
+        cpu = cpu.min(process_cpu_now() - t);
+        wall = wall.min(w.elapsed().as_secs_f64());
+    }
+    (cpu / reps as f64 * 1e6, wall / reps as f64 * 1e6)
+}
+
+/// Per-observation gradients of a batch of M = 64 rows at H = 50 (issue 11: VOGN's per-example
+/// squared gradients): one reverse pass per row (`MinibatchDensity::log_lik_grads`, rows on
+/// rayon's threads) against one vectorised reverse pass with per-row adjoint lanes
+/// (`MinibatchModel::log_lik_grads_vectorised`), after checking they agree (relative 1e-10).
+/// Process CPU time and wall time per batch.
+fn per_row_bench(data: &[bayesc::data::DataSource]) {
+    use bayesc::inference::MinibatchDensity;
+    let (h, m) = (50usize, 64usize);
+    let text = MODEL.replace("H]", &format!("{h}]"));
+    let mut sources = SourceMap::new();
+    let checked = pipeline::check_source(&mut sources, "bnn.bayes", &text).expect("checks");
+    let model = pipeline::compile(&checked, &sources, data).expect("compiles");
+    let plan = pipeline::minibatch_plan(&checked, data, &model, m, None).expect("separable");
+    let mm = model.minibatch(&plan.separability).expect("plan fits");
+    let d = model.dim();
+    let n = mm.n_obs();
+    let theta: Vec<f64> = (0..d).map(|i| 0.3 * ((i as f64) * 0.7).sin()).collect();
+    let rows: Vec<usize> = (0..m).map(|i| (i * 37 + 5) % n).collect();
+    let (mut values, mut g_loop, mut g_vec) = (vec![0.0; m], vec![0.0; m * d], vec![0.0; m * d]);
+    mm.log_lik_grads(&theta, &rows, &mut values, &mut g_loop)
+        .expect("finite");
+    mm.log_lik_grads_vectorised(&theta, &rows, &mut g_vec)
+        .expect("finite")
+        .expect("the BNN's shapes allow the vectorised pass");
+    let scale = g_loop.iter().fold(0.0f64, |a, g| a.max(g.abs()));
+    for (a, b) in g_vec.iter().zip(&g_loop) {
+        assert!((a - b).abs() <= 1e-10 * (scale + b.abs()), "{a} vs {b}");
+    }
+    let (lc, lw) = micros_process(50, || {
+        black_box(
+            mm.log_lik_grads(black_box(&theta), &rows, &mut values, &mut g_loop)
+                .ok(),
+        );
+    });
+    let (vc, vw) = micros_process(50, || {
+        black_box(
+            mm.log_lik_grads_vectorised(black_box(&theta), &rows, &mut g_vec)
+                .ok(),
+        );
+    });
+    println!(
+        "\nper-row gradients, diabetes BNN H = {h} (d = {d}), M = {m} rows:\n\
+         {:>12} {:>14} {:>14}\n{:>12} {lc:>14.1} {lw:>14.1}\n{:>12} {vc:>14.1} {vw:>14.1}\n\
+         ratio (loop / vectorised), CPU: {:.1}",
+        "",
+        "CPU µs",
+        "wall µs",
+        "loop",
+        "vectorised",
+        lc / vc
+    );
+}
+
 /// Best on-CPU time of 7 blocks of `reps` calls, in µs per call (after a warm-up block).
 fn micros(reps: usize, mut f: impl FnMut()) -> f64 {
     for _ in 0..reps.div_ceil(4) {
@@ -249,5 +334,8 @@ fn main() {
             black_box(hand.lp_grad(black_box(&theta), &mut g2));
         });
         println!("{h:>5} {d:>6} {tb:>14.1} {th:>14.1} {:>8.2}", tb / th);
+    }
+    if only.is_none_or(|o| o == 50) {
+        per_row_bench(&data);
     }
 }

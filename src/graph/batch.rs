@@ -10,13 +10,14 @@
 //! the full data.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Model;
 use super::eval::Ctx;
 use super::separability::{Separability, TermKind};
 use super::tape::S;
 use super::value::{Base, Data, Tensor, Value};
-use crate::inference::density::{DensityError, LogDensity, MinibatchDensity};
+use crate::inference::density::{DensityError, LogDensity, MinibatchDensity, row_moments};
 
 /// A model whose log density is proved separable over the rows of its observation axis: the
 /// full-data [`LogDensity`] of the model, plus batch estimates ([`MinibatchDensity`]).
@@ -30,6 +31,9 @@ pub struct MinibatchModel<'m> {
     sliced: Vec<usize>,
     /// Per top-level model statement: scaled by N/M.
     scaled: Vec<bool>,
+    /// False once the per-row reverse pass (`super::per_row`) found the model's shapes
+    /// unsupported: then per-row gradients come from the loop.
+    vectorised: AtomicBool,
 }
 
 impl Model {
@@ -80,6 +84,7 @@ impl Model {
                 .iter()
                 .map(|t| *t == TermKind::Likelihood)
                 .collect(),
+            vectorised: AtomicBool::new(true),
         })
     }
 }
@@ -180,6 +185,35 @@ impl MinibatchModel<'_> {
     /// whose per-observation gradients the VOGN-type methods need.
     pub fn likelihood_statements(&self) -> &[bool] {
         &self.scaled
+    }
+}
+
+impl MinibatchModel<'_> {
+    /// The per-row log-likelihood gradients ∇ℓ_i of the batch `rows` from one forward and one
+    /// reverse pass over the batch (`super::per_row`; layout as
+    /// [`MinibatchDensity::log_lik_grads`]: row k of `grads`, M × d row-major, is
+    /// ∇ℓ_{rows[k]}). Returns Σ_B ℓ_i, or `Ok(None)` (and `grads` unspecified) when the model's
+    /// shapes do not allow the vectorised pass; [`MinibatchDensity::log_lik_grads`] (one
+    /// reverse pass per row) always works.
+    ///
+    /// Errors: an empty batch, a row out of range, a buffer of the wrong length, or a model
+    /// error at `theta`.
+    pub fn log_lik_grads_vectorised(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grads: &mut [f64],
+    ) -> Result<Option<f64>, DensityError> {
+        self.check_rows(rows)?;
+        let globals = self.batch_globals(rows);
+        self.model
+            .run_per_row(&globals, &self.scaled, theta, rows.len(), grads)
+    }
+
+    /// Whether [`MinibatchDensity::log_lik_grad_moments`] still uses the vectorised per-row
+    /// pass (false after it found the model's shapes unsupported and fell back to the loop).
+    pub fn per_row_vectorised(&self) -> bool {
+        self.vectorised.load(Ordering::Relaxed)
     }
 }
 
@@ -304,6 +338,66 @@ impl MinibatchDensity for MinibatchModel<'_> {
                 )?;
                 Ok(())
             })
+    }
+
+    /// One forward and one reverse pass over the batch with per-row adjoint lanes
+    /// ([`MinibatchModel::log_lik_grads_vectorised`]), then the sums in row order; the loop of
+    /// [`MinibatchDensity::log_lik_grads`] where the shapes do not allow it (remembered for
+    /// the later calls).
+    fn log_lik_grad_moments(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad_sum: &mut [f64],
+        grad_sq_sum: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        let d = self.model.dim;
+        if grad_sum.len() != d || grad_sq_sum.len() != d {
+            return Err(DensityError::fatal(format!(
+                "moment buffers have lengths {} and {}, expected {d}",
+                grad_sum.len(),
+                grad_sq_sum.len()
+            )));
+        }
+        let mut grads = vec![0.0; rows.len() * d];
+        if self.vectorised.load(Ordering::Relaxed) {
+            if let Some(v) = self.log_lik_grads_vectorised(theta, rows, &mut grads)? {
+                row_moments(&grads, d, grad_sum, grad_sq_sum);
+                return Ok(v);
+            }
+            self.vectorised.store(false, Ordering::Relaxed);
+        }
+        let mut values = vec![0.0; rows.len()];
+        self.log_lik_grads(theta, rows, &mut values, &mut grads)?;
+        row_moments(&grads, d, grad_sum, grad_sq_sum);
+        Ok(values.iter().sum())
+    }
+
+    /// One reverse pass over the batch with the likelihood statements unscaled and the prior
+    /// statements and Jacobian dropped (factor 0), as each row's pass of
+    /// [`MinibatchDensity::log_lik_grads`] but on all rows at once.
+    fn log_lik_grad_sum(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad_sum: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        self.check_rows(rows)?;
+        if grad_sum.len() != self.model.dim {
+            return Err(DensityError::fatal(format!(
+                "gradient buffer has length {}, expected {}",
+                grad_sum.len(),
+                self.model.dim
+            )));
+        }
+        let globals = self.batch_globals(rows);
+        self.model.run_on(
+            &globals,
+            Some((1.0, 0.0, &self.scaled)),
+            theta,
+            Some(grad_sum),
+            false,
+        )
     }
 
     /// One reverse pass on a one-row batch with the likelihood statements multiplied by 0.

@@ -80,6 +80,9 @@ pub struct Ctx<'a> {
     /// Run `~` statements planned as generalised linear models as one fused pass
     /// ([`super::ir::TildePlan::glm`]).
     pub fuse_glm: bool,
+    /// When `Some`, the log densities of likelihood statements are recorded one term per row
+    /// and tagged with it, for the per-row reverse pass (`super::per_row`).
+    pub(crate) rows: Option<super::per_row::RowTags>,
 }
 
 /// Maximum nesting of user-defined function calls (deeper recursion is reported as an error
@@ -125,6 +128,7 @@ impl<'a> Ctx<'a> {
             pointwise: None,
             fast_loops: true,
             fuse_glm: true,
+            rows: None,
         }
     }
 

@@ -23,6 +23,7 @@ pub(crate) mod kernel;
 pub(crate) mod linalg;
 pub mod ode;
 pub(crate) mod ops;
+pub(crate) mod per_row;
 pub mod pointwise;
 pub mod scalar;
 pub mod separability;

@@ -15,6 +15,9 @@ use super::kernel::{self, KernelBuffers};
 use super::value::{Slots, Value};
 
 mod dense;
+mod per_row;
+
+pub(crate) use per_row::Unsupported;
 
 /// One real scalar seen by the interpreter: a constant, or a slot of the tape.
 #[derive(Clone, Copy, Debug, PartialEq)]

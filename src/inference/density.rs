@@ -123,8 +123,71 @@ pub trait MinibatchDensity: LogDensity {
         grads: &mut [f64],
     ) -> Result<(), DensityError>;
 
+    /// The minibatch statistics of the per-observation gradients that the per-example
+    /// methods consume: returns Σ_B ℓ_i(ζ), and writes Σ_B ∇ℓ_i(ζ) into `grad_sum` and the
+    /// elementwise Σ_B (∇ℓ_i(ζ))² (the diagonal of the empirical Fisher, VOGN's per-example
+    /// squared gradients, specs/survey_vi.md §12) into `grad_sq_sum` (both length d), for the
+    /// rows `rows` (0-based, each < N).
+    ///
+    /// The default sums [`MinibatchDensity::log_lik_grads`] in row order; the graph's model
+    /// overrides it with one vectorised reverse pass where the shapes allow
+    /// (`graph::per_row`), the same sums to rounding.
+    ///
+    /// Errors: as [`MinibatchDensity::log_lik_grads`], and buffers of the wrong length.
+    fn log_lik_grad_moments(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad_sum: &mut [f64],
+        grad_sq_sum: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        let d = self.dim();
+        if grad_sum.len() != d || grad_sq_sum.len() != d {
+            return Err(DensityError::fatal(format!(
+                "moment buffers have lengths {} and {}, expected {d}",
+                grad_sum.len(),
+                grad_sq_sum.len()
+            )));
+        }
+        let mut values = vec![0.0; rows.len()];
+        let mut grads = vec![0.0; rows.len() * d];
+        self.log_lik_grads(theta, rows, &mut values, &mut grads)?;
+        row_moments(&grads, d, grad_sum, grad_sq_sum);
+        Ok(values.iter().sum())
+    }
+
+    /// Σ_B ℓ_i(ζ), with Σ_B ∇ℓ_i(ζ) written into `grad_sum` (length d): the likelihood part
+    /// of the batch alone, for methods that use the mean gradient but no per-example squares
+    /// (Vadam, specs/survey_vi.md §11). The default takes it from
+    /// [`MinibatchDensity::log_lik_grad_moments`]; the graph's model runs one ordinary reverse
+    /// pass over the batch (likelihood statements unscaled, prior and Jacobian dropped).
+    ///
+    /// Errors: as [`MinibatchDensity::log_lik_grad_moments`].
+    fn log_lik_grad_sum(
+        &self,
+        theta: &[f64],
+        rows: &[usize],
+        grad_sum: &mut [f64],
+    ) -> Result<f64, DensityError> {
+        let mut sq = vec![0.0; self.dim()];
+        self.log_lik_grad_moments(theta, rows, grad_sum, &mut sq)
+    }
+
     /// π(ζ) and ∇π(ζ): the log density of the row-free part (priors, other row-free terms and
     /// the log|Jacobian| of the constraining transforms), gradient written into `grad`
     /// (length d). L = π + Σ_i ℓ_i.
     fn prior_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError>;
+}
+
+/// Σ_k g_k and Σ_k g_k² (elementwise) of the rows g_k of `grads` (row-major, rows of length
+/// `d`), summed in row order into `sum` and `sq` (length d; overwritten).
+pub fn row_moments(grads: &[f64], d: usize, sum: &mut [f64], sq: &mut [f64]) {
+    sum.iter_mut().for_each(|x| *x = 0.0);
+    sq.iter_mut().for_each(|x| *x = 0.0);
+    for row in grads.chunks(d.max(1)) {
+        for ((s, q), &g) in sum.iter_mut().zip(sq.iter_mut()).zip(row) {
+            *s += g;
+            *q += g * g;
+        }
+    }
 }

@@ -132,6 +132,22 @@ impl Ctx<'_> {
         if !self.tape.recording {
             return Ok(S::V(self.tape.leaf(term.value)));
         }
+        // Per-row pass (`graph::per_row`): one tagged term per row inside likelihood statements.
+        if let Some(rt) = self.rows.as_ref()
+            && rt.active
+        {
+            let m = rt.m;
+            match super::super::per_row::element_terms(family, vals, args, is_var, kind, m)
+                .map_err(|e| Fault::domain(e.to_string()))?
+            {
+                Ok(et) => return Ok(self.record_row_terms(vals, et, term.value)),
+                Err(why) => {
+                    if let Some(rt) = self.rows.as_mut() {
+                        rt.failed = Some(why);
+                    }
+                }
+            }
+        }
         let base = self.tape.entries_base();
         let out = self.tape.leaf(term.value);
         let mut k = 0;

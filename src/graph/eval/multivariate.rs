@@ -145,6 +145,18 @@ impl Ctx<'_> {
         let grad = self.tape.recording.then_some(g.as_mut_slice());
         let v = multivariate::categorical::logit_rows_lpmf(sig, &ya, xs, n, k, grad)
             .map_err(|e| Fault::domain(e.to_string()))?;
+        // Per-row pass (`graph::per_row`): one tagged term per row of Eta.
+        if self.tape.recording
+            && let Some(rt) = self.rows.as_ref()
+            && rt.active
+        {
+            if n == rt.m {
+                return Ok(self.record_logit_rows(x, n, k, &g, &yf.data, v));
+            }
+            if let Some(rt) = self.rows.as_mut() {
+                rt.failed = Some("categorical_logit with a log-odds matrix not sized by the rows");
+            }
+        }
         let out = self.tape.leaf(v);
         if self.tape.recording {
             self.tape.parts_scratch(nk).copy_from_slice(&g);

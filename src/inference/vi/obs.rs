@@ -1,7 +1,8 @@
 //! Mean-loss statistics of a minibatch for the methods that split the log joint into its
 //! likelihood rows and the row-free part (`specs/survey_vi.md` §1–§2; Vadam §11, VOGN §12):
 //! at a draw θ and a batch B of M rows, ĝ = (1/M)Σ_B g_i and ĥ = (1/M)Σ_B g_i² with
-//! g_i = −∇ℓ_i(θ) from [`MinibatchDensity::log_lik_grads`], and the prior part from
+//! g_i = −∇ℓ_i(θ), from the sums of [`MinibatchDensity::log_lik_grad_moments`] (one
+//! vectorised reverse pass over the batch on the graph's models), and the prior part from
 //! [`MinibatchDensity::prior_grad`].
 //!
 //! A non-Gaussian prior (§2, last paragraph): the mean loss becomes f̄_B − π/N, so the prior's
@@ -34,8 +35,9 @@ pub(crate) struct LossDraw {
     pub(crate) lik_sum: f64,
     /// log q(θ).
     pub(crate) log_q: f64,
-    values: Vec<f64>,
-    grads: Vec<f64>,
+    /// Σ_B ∇ℓ_i and Σ_B (∇ℓ_i)² of the last evaluation (length d).
+    sum: Vec<f64>,
+    sq: Vec<f64>,
 }
 
 impl LossDraw {
@@ -47,14 +49,16 @@ impl LossDraw {
             g_sq_mean: vec![0.0; d],
             lik_sum: 0.0,
             log_q: 0.0,
-            values: Vec::new(),
-            grads: Vec::new(),
+            sum: vec![0.0; d],
+            sq: vec![0.0; d],
         }
     }
 
-    /// Draws θ ~ N(mean, diag sd²) and evaluates the per-row gradients of the batch `rows`
-    /// there, redrawing (up to [`MAX_REDRAWS`] times) when a value or gradient is not finite
+    /// Draws θ ~ N(mean, diag sd²) and evaluates the per-row gradient statistics of the batch
+    /// `rows` there — ĝ and, with `squares`, ĥ (without, `g_sq_mean` is left as it was and only
+    /// one ordinary reverse pass runs, [`MinibatchDensity::log_lik_grad_sum`]) — redrawing (up to [`MAX_REDRAWS`] times) when a value or gradient is not finite
     /// or the model reports a recoverable error.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn draw(
         &mut self,
         density: &dyn MinibatchDensity,
@@ -63,11 +67,10 @@ impl LossDraw {
         sd: &[f64],
         rng: &mut StreamRng,
         iteration: usize,
+        squares: bool,
     ) -> Result<(), ViError> {
         let d = mean.len();
         let m = rows.len();
-        self.values.resize(m, 0.0);
-        self.grads.resize(m * d, 0.0);
         let mut last = String::new();
         let log_det: f64 = sd.iter().map(|s| s.ln()).sum();
         for _ in 0..MAX_REDRAWS {
@@ -78,24 +81,30 @@ impl LossDraw {
                 sq += self.eps[i] * self.eps[i];
             }
             self.log_q = -(d as f64) * HALF_LN_2PI - log_det - 0.5 * sq;
-            match density.log_lik_grads(&self.theta, rows, &mut self.values, &mut self.grads) {
-                Ok(())
-                    if self.values.iter().all(|v| v.is_finite())
-                        && self.grads.iter().all(|g| g.is_finite()) =>
+            let r = if squares {
+                density.log_lik_grad_moments(&self.theta, rows, &mut self.sum, &mut self.sq)
+            } else {
+                self.sq.iter_mut().for_each(|x| *x = 0.0);
+                density.log_lik_grad_sum(&self.theta, rows, &mut self.sum)
+            };
+            match r {
+                Ok(v)
+                    if v.is_finite()
+                        && self.sum.iter().all(|g| g.is_finite())
+                        && self.sq.iter().all(|g| g.is_finite()) =>
                 {
-                    self.lik_sum = self.values.iter().sum();
-                    self.g_mean.iter_mut().for_each(|x| *x = 0.0);
-                    self.g_sq_mean.iter_mut().for_each(|x| *x = 0.0);
-                    for row in self.grads.chunks(d) {
+                    self.lik_sum = v;
+                    for i in 0..d {
+                        self.g_mean[i] = -self.sum[i] / m as f64;
+                    }
+                    if squares {
                         for i in 0..d {
-                            let g = -row[i];
-                            self.g_mean[i] += g / m as f64;
-                            self.g_sq_mean[i] += g * g / m as f64;
+                            self.g_sq_mean[i] = self.sq[i] / m as f64;
                         }
                     }
                     return Ok(());
                 }
-                Ok(()) => last = "a log-likelihood term or its gradient is not finite".into(),
+                Ok(_) => last = "a log-likelihood term or its gradient is not finite".into(),
                 Err(e) if e.recoverable => last = e.to_string(),
                 Err(e) => return Err(ViError::Density(e)),
             }

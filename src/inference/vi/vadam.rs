@@ -17,7 +17,9 @@
 //! the fitted precision depends on M and is not the Hessian — on T2 (81, 29.7) exactly, Vadam
 //! gives (41.96, 17.55) at M = 1 (the empirical Fisher, as VOGN) and (23.93, 9.24) at M = N.
 //! bayesc's default batch is therefore M = 1, the paper's Fig. 1 setting; `--batch-size`
-//! changes it and with it the variances (a fit note says so).
+//! changes it and with it the variances (a fit note says so). Vadam needs no per-example
+//! gradients: ĝ_k is one ordinary reverse pass over the batch
+//! ([`crate::inference::MinibatchDensity::log_lik_grad_sum`]).
 
 use super::obs::{
     LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, initial_diag_precision, prior_curvature,
@@ -163,7 +165,7 @@ impl Vadam {
         let mut lb = 0.0;
         for _ in 0..k {
             self.draw
-                .draw(density, rows, &self.mean, &sd, rng, self.t)?;
+                .draw(density, rows, &self.mean, &sd, rng, self.t, false)?;
             lb += batch_elbo(density, &self.draw, rows.len())? / k as f64;
             for i in 0..d {
                 let g = self.draw.g_mean[i];

@@ -2,7 +2,7 @@
 //! Algorithm 10), as specified in `specs/survey_vi.md` §12 (Khan form).
 //!
 //! q = N(μ, diag 1/(N(s + λ̃))). Each step draws θ ~ q, takes the per-observation gradients
-//! g_i = −∇ℓ_i(θ) of a batch B of M rows ([`MinibatchDensity::log_lik_grads`]), and updates
+//! g_i = −∇ℓ_i(θ) of a batch B of M rows (their sums, [`MinibatchDensity::log_lik_grad_moments`]), and updates
 //!
 //! ```text
 //! ĝ = (1/M)Σ_B g_i,  ĥ = (1/M)Σ_B g_i²          (per-example squared gradients)
@@ -154,7 +154,7 @@ impl Vogn {
         }
         let sd = self.sd();
         self.draw
-            .draw(density, rows, &self.mean, &sd, rng, self.t)?;
+            .draw(density, rows, &self.mean, &sd, rng, self.t, true)?;
         let prior_g = prior_gradient(density, &self.mean)?;
         let beta = self.settings.beta;
         for i in 0..d {
@@ -242,14 +242,13 @@ fn gauss_newton_check(
     let d = init.len();
     let n = density.n_obs();
     let rows: Vec<usize> = (0..n).collect();
-    let (mut values, mut grads) = (vec![0.0; n], vec![0.0; n * d]);
+    let (mut sum, mut sq) = (vec![0.0; d], vec![0.0; d]);
     density
-        .log_lik_grads(init, &rows, &mut values, &mut grads)
+        .log_lik_grad_moments(init, &rows, &mut sum, &mut sq)
         .map_err(ViError::Density)?;
     let mut worst: Option<(usize, f64)> = None;
     for j in 0..d {
-        let ef: f64 =
-            (0..n).map(|i| grads[i * d + j].powi(2)).sum::<f64>() + n as f64 * prior_curv_over_n[j];
+        let ef: f64 = sq[j] + n as f64 * prior_curv_over_n[j];
         let r = ef / hessian_diag[j];
         let off = r.max(1.0 / r);
         if off > GAUSS_NEWTON_MISMATCH && worst.is_none_or(|(_, w)| off > w.max(1.0 / w)) {
