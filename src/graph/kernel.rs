@@ -17,6 +17,12 @@
 //! assignment `d = f(x, y)` takes the adjoint of `d`, clears it, and adds its partials times it to
 //! the adjoints of `x` and `y`; partials and load/store addresses are recorded in the forward pass.
 //!
+//! Loops whose body is one straight-line segment (GARCH, AR) run it as a tight loop: the trace
+//! holds one entry (segment, number of iterations) for the whole loop, the partials and addresses
+//! of all iterations are reserved at once, and once an iteration changes no "depends on
+//! parameters" flag the flag updates of stores and moves are skipped (every later iteration
+//! starts from the same flags, so it would compute the same ones).
+//!
 //! Files: this one holds the kernel's types (instructions, segments, containers); [`build`]
 //! compiles a loop into them (compile pass); [`run`] executes a kernel, recording its trace on
 //! the tape (forward pass), and holds [`backward`], the kernel's reverse sweep.
@@ -285,6 +291,27 @@ enum ROp {
 struct Seg {
     ops: Vec<Op>,
     rev: Vec<ROp>,
+    /// Partials and addresses one execution records (to reserve the trace of a loop at once).
+    n_parts: u32,
+    n_addrs: u32,
+}
+
+impl Seg {
+    /// Counts the partials and addresses one execution of the segment records.
+    fn count_trace(&mut self) {
+        let (mut p, mut a) = (0, 0);
+        for op in &self.ops {
+            match op {
+                Op::Mul(..) | Op::Div(..) | Op::Bin(..) => p += 2,
+                Op::Un(..) => p += 1,
+                Op::Lpdf { n, .. } => p += n,
+                Op::Ld1 { .. } | Op::Ld { .. } | Op::St1 { .. } | Op::St { .. } => a += 1,
+                Op::Target { .. } => a += 1,
+                _ => {}
+            }
+        }
+        (self.n_parts, self.n_addrs) = (p, a);
+    }
 }
 
 /// Structured control flow over segments.

@@ -194,7 +194,8 @@ impl Bld<'_> {
         if self.cur.ops.is_empty() {
             return;
         }
-        let s = std::mem::take(&mut self.cur);
+        let mut s = std::mem::take(&mut self.cur);
+        s.count_trace();
         self.segs.push(s);
         self.nodes.push(KNode::Seg(self.segs.len() as u32 - 1));
     }
