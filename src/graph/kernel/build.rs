@@ -89,7 +89,8 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
         conts: b.conts,
         largs: b.largs,
     };
-    Some(k)
+    // Always true of a compiled loop; the reverse sweep relies on it.
+    k.cells_in_range().then_some(k)
 }
 
 impl Bld<'_> {

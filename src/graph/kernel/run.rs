@@ -1,5 +1,5 @@
-//! Running a [`Kernel`] (the forward pass, recording partials and addresses) and its reverse
-//! sweep ([`backward`]). Part of [`super`].
+//! Running a [`Kernel`]: the forward pass, recording partials and addresses for the reverse
+//! sweep (`super::reverse`). Part of [`super`].
 
 use std::sync::Arc;
 
@@ -27,11 +27,11 @@ pub(super) const NONE: u32 = u32::MAX;
 pub struct KernelBuffers {
     /// Executed segments of all kernel runs of this evaluation, run-length encoded: pairs
     /// (segment id, consecutive executions).
-    segs: Vec<u32>,
-    parts: Vec<f64>,
-    addrs: Vec<u32>,
+    pub(super) segs: Vec<u32>,
+    pub(super) parts: Vec<f64>,
+    pub(super) addrs: Vec<u32>,
     /// Inputs `(cell, slot)` and outputs `(cell, first slot, count)`, flattened.
-    io: Vec<u32>,
+    pub(super) io: Vec<u32>,
     /// Scratch memory of the running kernel (real cells, flags, registers, container flags).
     m: Vec<f64>,
     act: Vec<u8>,
@@ -40,9 +40,9 @@ pub struct KernelBuffers {
     dflag: Vec<u8>,
     terms: Vec<(f64, bool)>,
     /// Adjoints of kernel cells during the reverse sweep.
-    adj: Vec<f64>,
+    pub(super) adj: Vec<f64>,
     /// One entry per kernel node on the tape.
-    recs: Vec<KernelRecord>,
+    pub(super) recs: Vec<KernelRecord>,
 }
 
 impl KernelBuffers {
@@ -59,15 +59,15 @@ impl KernelBuffers {
 /// One kernel run on the tape: where its trace lies in [`KernelBuffers`].
 #[derive(Debug)]
 pub(super) struct KernelRecord {
-    kernel: Arc<Kernel>,
-    segs: (u32, u32),
-    parts_end: u32,
-    addrs_end: u32,
-    inputs: (u32, u32),
-    outputs: (u32, u32),
-    n_mem: u32,
+    pub(super) kernel: Arc<Kernel>,
+    pub(super) segs: (u32, u32),
+    pub(super) parts_end: u32,
+    pub(super) addrs_end: u32,
+    pub(super) inputs: (u32, u32),
+    pub(super) outputs: (u32, u32),
+    pub(super) n_mem: u32,
     /// First tape slot of the run's parameter-dependent log density terms.
-    terms_out: u32,
+    pub(super) terms_out: u32,
 }
 
 /// Runtime view of a container.
@@ -844,101 +844,5 @@ pub(super) fn write_back(
         kb.segs.truncate(s0);
         kb.parts.truncate(p0);
         kb.addrs.truncate(a0);
-    }
-}
-
-// ------------------------------------------------------------------------------------------
-// Reverse sweep
-// ------------------------------------------------------------------------------------------
-
-/// The reverse sweep of kernel record `r`: adds the adjoints of its outputs, propagated
-/// backwards through the recorded run, to the adjoints of its inputs (`adj`, by tape slot).
-pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
-    let rec = &kb.recs[r as usize];
-    let k = &*rec.kernel;
-    let ka = &mut kb.adj;
-    ka.clear();
-    ka.resize(rec.n_mem as usize, 0.0);
-    for t in kb.io[rec.outputs.0 as usize..rec.outputs.1 as usize].chunks_exact(3) {
-        let (c, s, n) = (t[0] as usize, t[1] as usize, t[2] as usize);
-        for j in 0..n {
-            ka[c + j] += adj[s + j];
-        }
-    }
-    let parts = &kb.parts;
-    let addrs = &kb.addrs;
-    let mut pi = rec.parts_end as usize;
-    let mut ai = rec.addrs_end as usize;
-    for entry in kb.segs[rec.segs.0 as usize..rec.segs.1 as usize]
-        .chunks_exact(2)
-        .rev()
-    {
-        let rev = &k.segs[entry[0] as usize].rev;
-        for _ in 0..entry[1] {
-            for op in rev.iter().rev() {
-                match *op {
-                    ROp::Add(d, x, y) => {
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        ka[x as usize] += g;
-                        ka[y as usize] += g;
-                    }
-                    ROp::Sub(d, x, y) => {
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        ka[x as usize] += g;
-                        ka[y as usize] -= g;
-                    }
-                    ROp::P2(d, x, y) => {
-                        pi -= 2;
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        ka[x as usize] += parts[pi] * g;
-                        ka[y as usize] += parts[pi + 1] * g;
-                    }
-                    ROp::P1(d, x) => {
-                        pi -= 1;
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        ka[x as usize] += parts[pi] * g;
-                    }
-                    ROp::Mov(d, x) => {
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        ka[x as usize] += g;
-                    }
-                    ROp::Ld(d) => {
-                        ai -= 1;
-                        let a = addrs[ai];
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        if a == NONE {
-                        } else if a & TAPE_BIT != 0 {
-                            adj[(a & !TAPE_BIT) as usize] += g;
-                        } else {
-                            ka[a as usize] += g;
-                        }
-                    }
-                    ROp::Pn(d, a, n) => {
-                        pi -= n as usize;
-                        let g = std::mem::take(&mut ka[d as usize]);
-                        let la = &k.largs[a as usize..(a + n) as usize];
-                        for (j, &(c, _)) in la.iter().enumerate() {
-                            ka[c as usize] += parts[pi + j] * g;
-                        }
-                    }
-                    ROp::Target(x) => {
-                        ai -= 1;
-                        let a = addrs[ai];
-                        if a != NONE {
-                            ka[x as usize] += adj[(rec.terms_out + a) as usize];
-                        }
-                    }
-                    ROp::St(s) => {
-                        ai -= 1;
-                        let a = addrs[ai] as usize;
-                        let g = std::mem::take(&mut ka[a]);
-                        ka[s as usize] += g;
-                    }
-                }
-            }
-        }
-    }
-    for p in kb.io[rec.inputs.0 as usize..rec.inputs.1 as usize].chunks_exact(2) {
-        adj[p[1] as usize] += ka[p[0] as usize];
     }
 }
