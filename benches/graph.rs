@@ -1,5 +1,5 @@
 //! Benchmark of the compiled graph on models with scalar loops and vectorised models: µs per
-//! log density and per log density + gradient for GARCH(1,1), eight schools, arK and labour,
+//! log density and per log density + gradient for GARCH(1,1), AR(2), eight schools, arK and labour,
 //! with `for` loops as compiled scalar kernels (the default) and through the statement
 //! interpreter (`Model::set_fast_loops(false)`), against a hand-written Rust GARCH(1,1) loop with
 //! its analytic (forward-mode) gradient.
@@ -224,12 +224,19 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let cases: [(&str, &str, &str, usize); 5] = [
+    let cases: [(&str, &str, &str, usize); 6] = [
         (
             "garch",
             "examples/garch/model.bayes",
             "examples/garch/returns.csv",
             100,
+        ),
+        // AR(2) through the stdlib's `ar_mean`: a loop in a user-defined function.
+        (
+            "ar2",
+            "examples/ar/model.bayes",
+            "examples/ar/ar2.csv",
+            1000,
         ),
         (
             "eight_schools",
