@@ -287,11 +287,16 @@ impl Rt<'_, '_> {
         };
         if mark {
             // One trace entry for all iterations (their count is set once they have run).
-            seg_trace.extend([id, 0]);
-            let iters = usize::try_from(hi.saturating_sub(lo)).map_or(1, |d| d.saturating_add(1));
-            let iters = iters.min(1 << 20);
-            parts.reserve(s.n_parts as usize * iters);
-            addrs.reserve(s.n_addrs as usize * iters);
+            seg_trace.push(id);
+            seg_trace.push(1);
+            // A loop of many iterations: its whole trace reserved at once.
+            if hi.saturating_sub(lo) >= 8 {
+                let iters =
+                    usize::try_from(hi.saturating_sub(lo)).map_or(1, |d| d.saturating_add(1));
+                let iters = iters.min(1 << 20);
+                parts.reserve(s.n_parts as usize * iters);
+                addrs.reserve(s.n_addrs as usize * iters);
+            }
         }
         let trace_at = seg_trace.len().wrapping_sub(1);
         // The "depends on parameters" flags are stable once a whole iteration has changed none
@@ -502,7 +507,7 @@ impl Rt<'_, '_> {
                 return Err(Stop);
             }
         }
-        if mark {
+        if mark && it != lo {
             // At most 2³² − 1 iterations per entry: longer runs fail the u32 conversion
             // and the interpreter runs the loop.
             seg_trace[trace_at] = u32::try_from(it - lo + 1).map_err(|_| Stop)?;
