@@ -357,3 +357,46 @@ model {
     assert!(ef.recoverable);
     check_at(&fast, &slow, &[0.1, 1.0]);
 }
+
+#[test]
+fn flags_settling_over_iterations_match_interpreter() {
+    // Straight-line loop bodies, whose flag updates stop once an iteration changes no flag.
+    // First loop: w becomes parameter-dependent at i = 2, v at i = 3, u at i = 4 (each reads the
+    // previous iteration of the next), so `~` and `target +=` keep dropping / adding constants
+    // differently for three iterations before the flags settle. Second loop: `m` depends on
+    // parameters, then is reset to a constant, every iteration (flags never settle).
+    let src = r#"
+data { int N; vector[N] x; }
+parameters { real a; real<lower=0> s; }
+model {
+  vector[N] u = x;
+  vector[N] v = x;
+  vector[N] w = x;
+  vector[N] q;
+  vector[N] t;
+  real m = 0;
+  for (i in 2:N) {
+    u[i] = v[i - 1] + 1;
+    v[i] = w[i - 1] * 2;
+    w[i] = a * x[i];
+    x[i] ~ normal(u[i], s);
+    target += square(u[i]) * 0.01;
+  }
+  for (i in 1:N) {
+    m = a * x[i] + 1;
+    q[i] = m;
+    m = 2;
+    t[i] = m;
+    x[i] ~ normal(q[i], t[i]);
+  }
+  target += sum(u) + sum(v) + m;
+  a ~ normal(0, 1);
+}
+"#;
+    let json = r#"{"N": 8, "x": [0.3, -1.2, 0.8, 2.1, -0.4, 0.0, 1.7, 0.9]}"#;
+    let (fast, slow) = pair(|| common::compile_source("settle.bayes", src, Some(json), &[]));
+    for p in points(fast.dim()) {
+        check_at(&fast, &slow, &p);
+    }
+    assert_kernels(&fast, 2);
+}

@@ -225,6 +225,14 @@ pub fn check_each(
     ok: impl Fn(f64) -> bool,
 ) -> Result<(), DistError> {
     let a = &args[k];
+    // The common case first: every element passes (one tight loop, no error bookkeeping).
+    let all_ok = match a {
+        Arg::Scalar(x) => ok(*x),
+        Arg::Vector(xs) => xs.iter().all(|&x| ok(x)),
+    };
+    if all_ok {
+        return Ok(());
+    }
     for i in 0..a.len() {
         let x = a.at(i);
         if !ok(x) {

@@ -1,7 +1,7 @@
 //! Normal distribution: log p(y | μ, σ) = −½ log(2π) − log σ − ½((y − μ)/σ)².
 
 use super::args::requirement::{FINITE, NOT_NAN, POSITIVE_FINITE};
-use super::args::{Arg, DistError, Hoisted, Term, check_each, positive_finite};
+use super::args::{Arg, DistError, Term, check_each, positive_finite};
 use super::registry::Family;
 use rand::Rng;
 use rand_distr::Distribution;
@@ -26,27 +26,145 @@ pub fn lpdf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
     if propto && !is_var.iter().any(|&v| v) {
         return Ok(term);
     }
-    let inv_sigma = Hoisted::new(sigma, f64::recip);
-    let log_sigma = Hoisted::new(sigma, f64::ln);
     let include_const = !propto;
     let include_log_sigma = !propto || is_var[2];
-    let mut value = 0.0;
-    for i in 0..n {
-        let inv_s = inv_sigma.at(i);
-        let z = (y.at(i) - mu.at(i)) * inv_s;
-        value -= 0.5 * z * z;
-        if include_log_sigma {
-            value -= log_sigma.at(i);
+    let value = {
+        let [p0, p1, p2] = &mut term.partials[..] else {
+            unreachable!("three arguments were checked")
+        };
+        let sinks = [Sink::of(p0), Sink::of(p1), Sink::of(p2)];
+        // One monomorphised loop per shape (scalar or vector) of each argument.
+        use Arg::{Scalar as Sc, Vector as Ve};
+        match (y, mu, sigma) {
+            (Sc(y), Sc(m), Sc(s)) => pass(y, m, Hoist::new(s), sinks, include_log_sigma, n),
+            (Ve(y), Sc(m), Sc(s)) => pass(y, m, Hoist::new(s), sinks, include_log_sigma, n),
+            (Sc(y), Ve(m), Sc(s)) => pass(y, m, Hoist::new(s), sinks, include_log_sigma, n),
+            (Ve(y), Ve(m), Sc(s)) => pass(y, m, Hoist::new(s), sinks, include_log_sigma, n),
+            (Sc(y), Sc(m), Ve(s)) => pass(y, m, s, sinks, include_log_sigma, n),
+            (Ve(y), Sc(m), Ve(s)) => pass(y, m, s, sinks, include_log_sigma, n),
+            (Sc(y), Ve(m), Ve(s)) => pass(y, m, s, sinks, include_log_sigma, n),
+            (Ve(y), Ve(m), Ve(s)) => pass(y, m, s, sinks, include_log_sigma, n),
         }
-        term.add_partial(0, i, -z * inv_s);
-        term.add_partial(1, i, z * inv_s);
-        term.add_partial(2, i, (z * z - 1.0) * inv_s);
-    }
+    };
+    let mut value = value;
     if include_const {
         value -= HALF_LOG_TWO_PI * n as f64;
     }
     term.value = value;
     Ok(term)
+}
+
+/// An argument of [`pass`] read at broadcast element `i` (a scalar: itself).
+trait At: Copy {
+    fn at(self, i: usize) -> f64;
+}
+
+impl At for f64 {
+    #[inline(always)]
+    fn at(self, _: usize) -> f64 {
+        self
+    }
+}
+
+impl At for &[f64] {
+    #[inline(always)]
+    fn at(self, i: usize) -> f64 {
+        self[i]
+    }
+}
+
+/// The scale σ of [`pass`] at element `i`: 1/σ and log σ, computed once for a scalar σ.
+trait Scale: Copy {
+    fn inv(self, i: usize) -> f64;
+    fn log(self, i: usize) -> f64;
+}
+
+/// A scalar σ with 1/σ and log σ computed once (as [`super::args::Hoisted`]).
+#[derive(Clone, Copy)]
+struct Hoist(f64, f64);
+
+impl Hoist {
+    fn new(s: f64) -> Hoist {
+        Hoist(s.recip(), s.ln())
+    }
+}
+
+impl Scale for Hoist {
+    #[inline(always)]
+    fn inv(self, _: usize) -> f64 {
+        self.0
+    }
+    #[inline(always)]
+    fn log(self, _: usize) -> f64 {
+        self.1
+    }
+}
+
+impl Scale for &[f64] {
+    #[inline(always)]
+    fn inv(self, i: usize) -> f64 {
+        self[i].recip()
+    }
+    #[inline(always)]
+    fn log(self, i: usize) -> f64 {
+        self[i].ln()
+    }
+}
+
+/// Where the partials of one argument go: nowhere (a constant), summed into one (a scalar
+/// broadcast), or one per element.
+enum Sink<'a> {
+    None,
+    Sum(&'a mut f64),
+    Each(&'a mut [f64]),
+}
+
+impl<'a> Sink<'a> {
+    /// The sink of a partial buffer of [`Term::zeros`] (as [`Term::add_partial`]).
+    fn of(p: &'a mut [f64]) -> Sink<'a> {
+        match p.len() {
+            0 => Sink::None,
+            1 => Sink::Sum(&mut p[0]),
+            _ => Sink::Each(p),
+        }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, i: usize, d: f64) {
+        match self {
+            Sink::None => {}
+            Sink::Sum(p) => **p += d,
+            Sink::Each(p) => p[i] += d,
+        }
+    }
+}
+
+/// The loop of [`lpdf`] over `n` broadcast elements for one shape of the arguments: returns
+/// Σ −½z² (− log σ when `log_sigma`) and adds the partials into `sinks`, with the operations of
+/// the generic loop in the same order (so the same bits whatever the shape).
+#[inline(always)]
+fn pass(
+    y: impl At,
+    mu: impl At,
+    sigma: impl Scale,
+    sinks: [Sink; 3],
+    log_sigma: bool,
+    n: usize,
+) -> f64 {
+    let [mut p0, mut p1, mut p2] = sinks;
+    let mut value = 0.0;
+    for i in 0..n {
+        let inv_s = sigma.inv(i);
+        let z = (y.at(i) - mu.at(i)) * inv_s;
+        value -= 0.5 * z * z;
+        if log_sigma {
+            value -= sigma.log(i);
+        }
+        p0.add(i, -z * inv_s);
+        p1.add(i, z * inv_s);
+        p2.add(i, (z * z - 1.0) * inv_s);
+    }
+    value
 }
 
 /// Normal log CDF (or log CCDF) summed over `n` elements; args = (y, μ, σ).

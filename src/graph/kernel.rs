@@ -17,9 +17,15 @@
 //! assignment `d = f(x, y)` takes the adjoint of `d`, clears it, and adds its partials times it to
 //! the adjoints of `x` and `y`; partials and load/store addresses are recorded in the forward pass.
 //!
+//! Loops whose body is one straight-line segment (GARCH, AR) run it as a tight loop: the trace
+//! holds one entry (segment, number of iterations) for the whole loop, the partials and addresses
+//! of all iterations are reserved at once, and once an iteration changes no "depends on
+//! parameters" flag the flag updates of stores and moves are skipped (every later iteration
+//! starts from the same flags, so it would compute the same ones).
+//!
 //! Files: this one holds the kernel's types (instructions, segments, containers); [`build`]
 //! compiles a loop into them (compile pass); [`run`] executes a kernel, recording its trace on
-//! the tape (forward pass), and holds [`backward`], the kernel's reverse sweep.
+//! the tape (forward pass); [`reverse`] holds [`backward`], the kernel's reverse sweep.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
@@ -33,10 +39,12 @@ use super::scalar::{B, U};
 use super::value::{Base, Value};
 
 mod build;
+mod reverse;
 mod run;
 
 use build::*;
-pub use run::{KernelBuffers, backward, run};
+pub use reverse::backward;
+pub use run::{KernelBuffers, run};
 use run::{MAX_LPDF_ARGS, TAPE_BIT};
 /// The lazily compiled kernel of one `for` statement (`None` when the loop cannot be compiled).
 /// Shared by clones of the lowered program; compiled at most once.
@@ -285,6 +293,27 @@ enum ROp {
 struct Seg {
     ops: Vec<Op>,
     rev: Vec<ROp>,
+    /// Partials and addresses one execution records (to reserve the trace of a loop at once).
+    n_parts: u32,
+    n_addrs: u32,
+}
+
+impl Seg {
+    /// Counts the partials and addresses one execution of the segment records (those its
+    /// reverse instructions read back).
+    fn count_trace(&mut self) {
+        let (mut p, mut a) = (0, 0);
+        for r in &self.rev {
+            match r {
+                ROp::P2(..) => p += 2,
+                ROp::P1(..) => p += 1,
+                ROp::Pn(_, _, n) => p += n,
+                ROp::Ld(_) | ROp::St(_) | ROp::Target(_) => a += 1,
+                ROp::Add(..) | ROp::Sub(..) | ROp::Mov(..) => {}
+            }
+        }
+        (self.n_parts, self.n_addrs) = (p, a);
+    }
 }
 
 /// Structured control flow over segments.
@@ -376,6 +405,27 @@ pub struct Kernel {
     conts: Vec<ContDef>,
     /// Arguments of log densities: (cell, dependency list).
     largs: Vec<(u32, u32)>,
+}
+
+impl Kernel {
+    /// Whether every cell a reverse instruction names (log density arguments included) is
+    /// below `n_cells`: checked once when the kernel is built, so that the reverse sweep may
+    /// index cells without bounds checks (`reverse`).
+    fn cells_in_range(&self) -> bool {
+        let ok = |c: u32| c < self.n_cells;
+        self.segs.iter().flat_map(|s| &s.rev).all(|r| match *r {
+            ROp::Add(d, x, y) | ROp::Sub(d, x, y) | ROp::P2(d, x, y) => ok(d) && ok(x) && ok(y),
+            ROp::P1(d, x) | ROp::Mov(d, x) => ok(d) && ok(x),
+            ROp::Ld(d) | ROp::St(d) | ROp::Target(d) => ok(d),
+            ROp::Pn(d, a, n) => {
+                ok(d)
+                    && self
+                        .largs
+                        .get(a as usize..(a as usize).saturating_add(n as usize))
+                        .is_some_and(|la| la.iter().all(|&(c, _)| ok(c)))
+            }
+        })
+    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -33,6 +33,12 @@ pub fn map_unary(tape: &mut Tape, u: U, v: &Value) -> Value {
                             let f = x.exp();
                             (f, f)
                         }),
+                        // As `U::eval`'s arms, operation for operation (the same bits).
+                        U::Sqrt => tape.map1(x, n, |x| {
+                            let s = x.sqrt();
+                            (s, 0.5 / s)
+                        }),
+                        U::Log => tape.map1(x, n, |x| (x.ln(), 1.0 / x)),
                         _ => tape.map1(x, n, |x| u.eval(x)),
                     };
                     Data::Var(Slots::range(out, n))

@@ -89,7 +89,8 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
         conts: b.conts,
         largs: b.largs,
     };
-    Some(k)
+    // Always true of a compiled loop; the reverse sweep relies on it.
+    k.cells_in_range().then_some(k)
 }
 
 impl Bld<'_> {
@@ -194,7 +195,8 @@ impl Bld<'_> {
         if self.cur.ops.is_empty() {
             return;
         }
-        let s = std::mem::take(&mut self.cur);
+        let mut s = std::mem::take(&mut self.cur);
+        s.count_trace();
         self.segs.push(s);
         self.nodes.push(KNode::Seg(self.segs.len() as u32 - 1));
     }

@@ -1,5 +1,5 @@
-//! Running a [`Kernel`] (the forward pass, recording partials and addresses) and its reverse
-//! sweep ([`backward`]). Part of [`super`].
+//! Running a [`Kernel`]: the forward pass, recording partials and addresses for the reverse
+//! sweep (`super::reverse`). Part of [`super`].
 
 use std::sync::Arc;
 
@@ -25,12 +25,13 @@ pub(super) const NONE: u32 = u32::MAX;
 /// The buffers kernels record into, kept in the [`Tape`] and reused between evaluations.
 #[derive(Default, Debug)]
 pub struct KernelBuffers {
-    /// Executed segment ids of all kernel runs of this evaluation.
-    segs: Vec<u32>,
-    parts: Vec<f64>,
-    addrs: Vec<u32>,
+    /// Executed segments of all kernel runs of this evaluation, run-length encoded: pairs
+    /// (segment id, consecutive executions).
+    pub(super) segs: Vec<u32>,
+    pub(super) parts: Vec<f64>,
+    pub(super) addrs: Vec<u32>,
     /// Inputs `(cell, slot)` and outputs `(cell, first slot, count)`, flattened.
-    io: Vec<u32>,
+    pub(super) io: Vec<u32>,
     /// Scratch memory of the running kernel (real cells, flags, registers, container flags).
     m: Vec<f64>,
     act: Vec<u8>,
@@ -39,9 +40,9 @@ pub struct KernelBuffers {
     dflag: Vec<u8>,
     terms: Vec<(f64, bool)>,
     /// Adjoints of kernel cells during the reverse sweep.
-    adj: Vec<f64>,
+    pub(super) adj: Vec<f64>,
     /// One entry per kernel node on the tape.
-    recs: Vec<KernelRecord>,
+    pub(super) recs: Vec<KernelRecord>,
 }
 
 impl KernelBuffers {
@@ -58,15 +59,15 @@ impl KernelBuffers {
 /// One kernel run on the tape: where its trace lies in [`KernelBuffers`].
 #[derive(Debug)]
 pub(super) struct KernelRecord {
-    kernel: Arc<Kernel>,
-    segs: (u32, u32),
-    parts_end: u32,
-    addrs_end: u32,
-    inputs: (u32, u32),
-    outputs: (u32, u32),
-    n_mem: u32,
+    pub(super) kernel: Arc<Kernel>,
+    pub(super) segs: (u32, u32),
+    pub(super) parts_end: u32,
+    pub(super) addrs_end: u32,
+    pub(super) inputs: (u32, u32),
+    pub(super) outputs: (u32, u32),
+    pub(super) n_mem: u32,
     /// First tape slot of the run's parameter-dependent log density terms.
-    terms_out: u32,
+    pub(super) terms_out: u32,
 }
 
 /// Runtime view of a container.
@@ -207,13 +208,16 @@ impl Rt<'_, '_> {
             }
         };
         // A constant read (data, or an integer container).
-        let read = |m: &[f64], c: u32, o: usize| -> f64 {
-            match crt[c as usize].view {
-                View::Const(xs) => xs[o],
-                View::Var(sl) => val[sl.at(o) as usize],
-                View::Mem(b) => m[b + o],
-            }
-        };
+        macro_rules! read {
+            ($m:expr, $c:expr, $o:expr) => {{
+                let o = $o;
+                match crt[$c as usize].view {
+                    View::Const(xs) => xs[o],
+                    View::Var(sl) => val[sl.at(o) as usize],
+                    View::Mem(b) => $m[b + o],
+                }
+            }};
+        }
         macro_rules! load {
             ($d:expr, $c:expr, $o:expr) => {{
                 let (d, c, o) = ($d as usize, $c as usize, $o);
@@ -240,6 +244,9 @@ impl Rt<'_, '_> {
                 }
             }};
         }
+        // Whether the current iteration changed a flag, and whether flags are stable (below).
+        let mut changed = false;
+        let mut stable = false;
         // The OR of the flags of dependency list `dl`.
         let dflag = self.dflag;
         let flag = |act: &[u8], cact: &[u8], dl: u32| -> u8 {
@@ -264,7 +271,11 @@ impl Rt<'_, '_> {
                     unreachable!("stores go to written containers, held in kernel memory")
                 };
                 m[b + o] = m[s];
-                cact[c] |= flag(act, cact, $dl);
+                if !stable {
+                    let f = cact[c] | flag(act, cact, $dl);
+                    changed |= f != cact[c];
+                    cact[c] = f;
+                }
                 if rec {
                     addrs.push((b + o) as u32);
                 }
@@ -274,13 +285,28 @@ impl Rt<'_, '_> {
             Some((v, lo, hi)) => (Some(v as usize), lo, hi),
             None => (None, 0, 0),
         };
+        if mark {
+            // One trace entry for all iterations (their count is set once they have run).
+            seg_trace.push(id);
+            seg_trace.push(1);
+            // A loop of many iterations: its whole trace reserved at once.
+            if hi.saturating_sub(lo) >= 8 {
+                let iters =
+                    usize::try_from(hi.saturating_sub(lo)).map_or(1, |d| d.saturating_add(1));
+                let iters = iters.min(1 << 20);
+                parts.reserve(s.n_parts as usize * iters);
+                addrs.reserve(s.n_addrs as usize * iters);
+            }
+        }
+        let trace_at = seg_trace.len().wrapping_sub(1);
+        // The "depends on parameters" flags are stable once a whole iteration has changed none
+        // of them: every later iteration then starts from the same flags and computes the same
+        // ones, so the flag updates of stores and moves are skipped from there on (log
+        // densities and `target +=` still read the flags).
         let mut it = lo;
         loop {
             if let Some(v) = var {
                 iv[v] = it;
-            }
-            if mark {
-                seg_trace.push(id);
             }
             for op in &s.ops {
                 match *op {
@@ -333,7 +359,11 @@ impl Rt<'_, '_> {
                     }
                     Op::Mov { d, x, dl } => {
                         m[d as usize] = m[x as usize];
-                        act[d as usize] = flag(act, cact, dl);
+                        if !stable {
+                            let f = flag(act, cact, dl);
+                            changed |= f != act[d as usize];
+                            act[d as usize] = f;
+                        }
                     }
                     Op::IToR(d, r) => {
                         m[d as usize] = iv[r as usize] as f64;
@@ -348,19 +378,19 @@ impl Rt<'_, '_> {
                     }
                     Op::LdG1 { d, c, i } => {
                         let o = idx1(iv[i as usize], crt[c as usize].len)?;
-                        m[d as usize] = read(m, c, o);
+                        m[d as usize] = read!(m, c, o);
                     }
                     Op::LdG { d, c, ix, n } => {
                         let o = offset(iv, c, ix, n)?;
-                        m[d as usize] = read(m, c, o);
+                        m[d as usize] = read!(m, c, o);
                     }
                     Op::LdI1 { d, c, i } => {
                         let o = idx1(iv[i as usize], crt[c as usize].len)?;
-                        iv[d as usize] = read(m, c, o) as i64;
+                        iv[d as usize] = read!(m, c, o) as i64;
                     }
                     Op::LdI { d, c, ix, n } => {
                         let o = offset(iv, c, ix, n)?;
-                        iv[d as usize] = read(m, c, o) as i64;
+                        iv[d as usize] = read!(m, c, o) as i64;
                     }
                     Op::St1 { c, s, i, dl } => {
                         let o = idx1(iv[i as usize], crt[c as usize].len)?;
@@ -468,12 +498,19 @@ impl Rt<'_, '_> {
             if it >= hi {
                 break;
             }
+            stable |= var.is_some() && !changed;
+            changed = false;
             it += 1;
             // A Ctrl-C during a very long loop: give up, so that the interpreter re-runs the
             // loop and reports the interruption at the statement (`eval::stmt`).
             if (it - lo) % LOOP_CHECK_EVERY == 0 && crate::inference::interrupt::requested() {
                 return Err(Stop);
             }
+        }
+        if mark && it != lo {
+            // At most 2³² − 1 iterations per entry: longer runs fail the u32 conversion
+            // and the interpreter runs the loop.
+            seg_trace[trace_at] = u32::try_from(it - lo + 1).map_err(|_| Stop)?;
         }
         Ok(())
     }
@@ -812,98 +849,5 @@ pub(super) fn write_back(
         kb.segs.truncate(s0);
         kb.parts.truncate(p0);
         kb.addrs.truncate(a0);
-    }
-}
-
-// ------------------------------------------------------------------------------------------
-// Reverse sweep
-// ------------------------------------------------------------------------------------------
-
-/// The reverse sweep of kernel record `r`: adds the adjoints of its outputs, propagated
-/// backwards through the recorded run, to the adjoints of its inputs (`adj`, by tape slot).
-pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
-    let rec = &kb.recs[r as usize];
-    let k = &*rec.kernel;
-    let ka = &mut kb.adj;
-    ka.clear();
-    ka.resize(rec.n_mem as usize, 0.0);
-    for t in kb.io[rec.outputs.0 as usize..rec.outputs.1 as usize].chunks_exact(3) {
-        let (c, s, n) = (t[0] as usize, t[1] as usize, t[2] as usize);
-        for j in 0..n {
-            ka[c + j] += adj[s + j];
-        }
-    }
-    let parts = &kb.parts;
-    let addrs = &kb.addrs;
-    let mut pi = rec.parts_end as usize;
-    let mut ai = rec.addrs_end as usize;
-    for &sid in kb.segs[rec.segs.0 as usize..rec.segs.1 as usize]
-        .iter()
-        .rev()
-    {
-        for op in k.segs[sid as usize].rev.iter().rev() {
-            match *op {
-                ROp::Add(d, x, y) => {
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    ka[x as usize] += g;
-                    ka[y as usize] += g;
-                }
-                ROp::Sub(d, x, y) => {
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    ka[x as usize] += g;
-                    ka[y as usize] -= g;
-                }
-                ROp::P2(d, x, y) => {
-                    pi -= 2;
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    ka[x as usize] += parts[pi] * g;
-                    ka[y as usize] += parts[pi + 1] * g;
-                }
-                ROp::P1(d, x) => {
-                    pi -= 1;
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    ka[x as usize] += parts[pi] * g;
-                }
-                ROp::Mov(d, x) => {
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    ka[x as usize] += g;
-                }
-                ROp::Ld(d) => {
-                    ai -= 1;
-                    let a = addrs[ai];
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    if a == NONE {
-                    } else if a & TAPE_BIT != 0 {
-                        adj[(a & !TAPE_BIT) as usize] += g;
-                    } else {
-                        ka[a as usize] += g;
-                    }
-                }
-                ROp::Pn(d, a, n) => {
-                    pi -= n as usize;
-                    let g = std::mem::take(&mut ka[d as usize]);
-                    let la = &k.largs[a as usize..(a + n) as usize];
-                    for (j, &(c, _)) in la.iter().enumerate() {
-                        ka[c as usize] += parts[pi + j] * g;
-                    }
-                }
-                ROp::Target(x) => {
-                    ai -= 1;
-                    let a = addrs[ai];
-                    if a != NONE {
-                        ka[x as usize] += adj[(rec.terms_out + a) as usize];
-                    }
-                }
-                ROp::St(s) => {
-                    ai -= 1;
-                    let a = addrs[ai] as usize;
-                    let g = std::mem::take(&mut ka[a]);
-                    ka[s as usize] += g;
-                }
-            }
-        }
-    }
-    for p in kb.io[rec.inputs.0 as usize..rec.inputs.1 as usize].chunks_exact(2) {
-        adj[p[1] as usize] += ka[p[0] as usize];
     }
 }
