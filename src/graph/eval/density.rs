@@ -132,28 +132,34 @@ impl Ctx<'_> {
         if !self.tape.recording {
             return Ok(S::V(self.tape.leaf(term.value)));
         }
-        let base = self.tape.entries_base();
         let out = self.tape.leaf(term.value);
-        let mut k = 0;
-        for (v, p) in vals.iter().zip(&term.partials) {
+        // One node per variable argument, all with the output `out`: a vector of contiguous
+        // slots (the usual case) as a compact dot node (no index list), any other as a list of
+        // entries. Pushed in reverse argument order, so the reverse sweep (last node first)
+        // adds the adjoints in argument order, as a single node over all the arguments did.
+        for (v, p) in vals.iter().zip(&term.partials).rev() {
             match v {
                 Value::Var(i) => {
+                    let base = self.tape.entries_base();
                     self.tape.entry(*i, p[0]);
-                    k += 1;
+                    self.tape.finish(out, 1, 1, base);
                 }
-                Value::T(t) if matches!(t.data, Data::Var(_)) => {
-                    let Data::Var(ix) = &t.data else {
-                        unreachable!("matched above")
-                    };
-                    for (i, &d) in ix.iter().zip(p) {
-                        self.tape.entry(i, d);
+                Value::T(t) => {
+                    let Data::Var(ix) = &t.data else { continue };
+                    if let Some(x) = ix.contiguous() {
+                        self.tape.parts_scratch(p.len()).copy_from_slice(p);
+                        self.tape.push_dot(out, x, p.len());
+                    } else {
+                        let base = self.tape.entries_base();
+                        for (i, &d) in ix.iter().zip(p) {
+                            self.tape.entry(i, d);
+                        }
+                        self.tape.finish(out, 1, ix.len(), base);
                     }
-                    k += ix.len();
                 }
                 _ => {}
             }
         }
-        self.tape.finish(out, 1, k, base);
         Ok(S::V(out))
     }
 
