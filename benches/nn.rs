@@ -12,8 +12,8 @@
 //!
 //! Run with `cargo bench --bench nn` (optionally `-- 50` for one width). Before timing, the two
 //! implementations are checked against each other (value and gradient, relative 1e-9), so the
-//! comparison is of the same density. Prints numbers (best of several timed blocks, CPU time of
-//! this thread); asserts nothing about time.
+//! comparison is of the same density. Prints numbers (best of 15 timed blocks, CPU time of this
+//! thread, the two sides' blocks interleaved); asserts nothing about time.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -245,20 +245,29 @@ fn per_row_bench(data: &[bayesc::data::DataSource]) {
     );
 }
 
-/// Best on-CPU time of 7 blocks of `reps` calls, in µs per call (after a warm-up block).
-fn micros(reps: usize, mut f: impl FnMut()) -> f64 {
+/// Best on-CPU times of 15 interleaved blocks of `reps` calls of `f` and of `g`, in µs per call
+/// (after a warm-up block of each). The blocks alternate (f, g, f, g, …) so that both sides see
+/// the same machine: on a shared machine the load, and with it the cache and the clock, drift
+/// over seconds, and two runs one after the other compare different moments.
+fn micros_pair(reps: usize, mut f: impl FnMut(), mut g: impl FnMut()) -> (f64, f64) {
     for _ in 0..reps.div_ceil(4) {
         f();
+        g();
     }
-    let mut best = f64::INFINITY;
-    for _ in 0..7 {
+    let (mut best_f, mut best_g) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..15 {
         let t = cpu_now();
         for _ in 0..reps {
             f();
         }
-        best = best.min(cpu_now() - t);
+        best_f = best_f.min(cpu_now() - t);
+        let t = cpu_now();
+        for _ in 0..reps {
+            g();
+        }
+        best_g = best_g.min(cpu_now() - t);
     }
-    best / reps as f64 * 1e6
+    (best_f / reps as f64 * 1e6, best_g / reps as f64 * 1e6)
 }
 
 fn main() {
@@ -327,12 +336,15 @@ fn main() {
             );
         }
         let reps = (10_000 / h).clamp(10, 1000);
-        let tb = micros(reps, || {
-            black_box(m.log_density_grad(black_box(&theta), &mut g1).ok());
-        });
-        let th = micros(reps, || {
-            black_box(hand.lp_grad(black_box(&theta), &mut g2));
-        });
+        let (tb, th) = micros_pair(
+            reps,
+            || {
+                black_box(m.log_density_grad(black_box(&theta), &mut g1).ok());
+            },
+            || {
+                black_box(hand.lp_grad(black_box(&theta), &mut g2));
+            },
+        );
         println!("{h:>5} {d:>6} {tb:>14.1} {th:>14.1} {:>8.2}", tb / th);
     }
     if only.is_none_or(|o| o == 50) {

@@ -225,12 +225,11 @@ pub fn check_each(
     ok: impl Fn(f64) -> bool,
 ) -> Result<(), DistError> {
     let a = &args[k];
-    // The common case first: every element passes (one tight loop, no error bookkeeping).
-    let all_ok = match a {
-        Arg::Scalar(x) => ok(*x),
-        Arg::Vector(xs) => xs.iter().all(|&x| ok(x)),
-    };
-    if all_ok {
+    // The common case first: every element passes, tested without early exit so the loop
+    // vectorises; the element-by-element loop below then only runs to name a failure.
+    if let Arg::Vector(v) = a
+        && v.iter().fold(true, |all, &x| all & ok(x))
+    {
         return Ok(());
     }
     for i in 0..a.len() {

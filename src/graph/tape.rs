@@ -638,40 +638,44 @@ pub(crate) fn operand<'a>(
     MatRef::from_column_major_slice(xs, rows, cols)
 }
 
+/// Σ a[i] · p[i] over a run (Σ a[i] without `p`), with four accumulators over chunks of four
+/// and the remainder summed after; the one order of summation of the broadcast reverse passes.
+#[inline]
+pub(crate) fn sum4(a: &[f64], p: Option<&[f64]>) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let ca = a.chunks_exact(4);
+    let ra = ca.remainder();
+    let mut t = 0.0;
+    match p {
+        Some(p) => {
+            let cp = p.chunks_exact(4);
+            let rp = cp.remainder();
+            for (x, y) in ca.zip(cp) {
+                for l in 0..4 {
+                    acc[l] += x[l] * y[l];
+                }
+            }
+            for (x, y) in ra.iter().zip(rp) {
+                t += x * y;
+            }
+        }
+        None => {
+            for x in ca {
+                for l in 0..4 {
+                    acc[l] += x[l];
+                }
+            }
+            t = ra.iter().sum();
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + t
+}
+
 /// Adds `c · parts[i] · a[i]` (`c · a[i]` without partials) into the adjoint of element `i` of
 /// operand `e` (`lo` holds the adjoints of all slots before the node's outputs).
 #[inline]
 fn ew_backward(e: Ew, lo: &mut [f64], a: &[f64], parts: Option<&[f64]>, c: f64) {
-    // Σ a[i] · parts[i] over a run, with four accumulators.
-    let sum = |a: &[f64], p: Option<&[f64]>| -> f64 {
-        let mut acc = [0.0f64; 4];
-        let ca = a.chunks_exact(4);
-        let ra = ca.remainder();
-        let mut t = 0.0;
-        match p {
-            Some(p) => {
-                let cp = p.chunks_exact(4);
-                let rp = cp.remainder();
-                for (x, y) in ca.zip(cp) {
-                    for l in 0..4 {
-                        acc[l] += x[l] * y[l];
-                    }
-                }
-                for (x, y) in ra.iter().zip(rp) {
-                    t += x * y;
-                }
-            }
-            None => {
-                for x in ca {
-                    for l in 0..4 {
-                        acc[l] += x[l];
-                    }
-                }
-                t = ra.iter().sum();
-            }
-        }
-        (acc[0] + acc[1]) + (acc[2] + acc[3]) + t
-    };
+    let sum = sum4;
     match e {
         Ew::Const => {}
         Ew::Range(s) => {

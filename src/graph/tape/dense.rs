@@ -17,7 +17,7 @@
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::{Ew, MatArg, Node, Opnd, Tape, ew_backward, operand};
+use super::{MatArg, Node, Opnd, Tape, operand, sum4};
 use crate::distributions::lanes::tanh_slices;
 
 impl Tape {
@@ -116,7 +116,8 @@ pub(super) fn backward(
         *g = 0.0 + dz * a;
     }
     if let Some(Opnd::Var(sb)) = b {
-        ew_backward(Ew::RowRep(sb, n as u32), lo, da, None, 1.0);
+        let sb = sb as usize;
+        column_sums_add(da, n, &mut lo[sb..sb + h]);
     }
     let dam = MatRef::from_column_major_slice(da, n, h);
     if let Opnd::Var(sx) = x {
@@ -140,5 +141,65 @@ pub(super) fn backward(
             1.0,
             Par::Seq,
         );
+    }
+}
+
+/// Adds the sum of each `n`-row column of the column-major `a` to `out[j]` (the bias adjoint of
+/// a dense layer), each column summed exactly as [`sum4`] sums it (so the result is that of the
+/// broadcast's reverse pass, `ew_backward` over a row-repeated operand, bit for bit).
+///
+/// The columns are taken four at a time: each column's sum is one chain of dependent additions
+/// (four lanes over chunks of four rows), and four columns side by side keep four such chains in
+/// flight, where one column at a time waits on the latency of its own chain.
+fn column_sums_add(a: &[f64], n: usize, out: &mut [f64]) {
+    let h = out.len();
+    if n == 0 {
+        return;
+    }
+    let chunks = n / 4;
+    let mut j = 0;
+    while j + 4 <= h {
+        let cols: [&[f64]; 4] = std::array::from_fn(|c| &a[(j + c) * n..(j + c + 1) * n]);
+        let mut acc = [[0.0f64; 4]; 4];
+        for q in 0..chunks {
+            for c in 0..4 {
+                let x = &cols[c][4 * q..4 * q + 4];
+                for l in 0..4 {
+                    acc[c][l] += x[l];
+                }
+            }
+        }
+        for c in 0..4 {
+            let t: f64 = cols[c][4 * chunks..].iter().sum();
+            let s = (acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]) + t;
+            out[j + c] += s;
+        }
+        j += 4;
+    }
+    for (jj, o) in out.iter_mut().enumerate().skip(j) {
+        *o += sum4(&a[jj * n..(jj + 1) * n], None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The four-column sums equal the one-column [`sum4`] bit for bit, at every row count
+    /// modulo 4 and with a column count that leaves a remainder.
+    #[test]
+    fn column_sums_match_the_broadcast_reverse_pass() {
+        for n in [1usize, 3, 4, 5, 7, 8, 331] {
+            let h = 7;
+            let a: Vec<f64> = (0..n * h)
+                .map(|i| ((i as f64) * 0.737).sin() * 1e3f64.powf(((i % 5) as f64) - 2.0))
+                .collect();
+            let mut out = vec![0.25; h];
+            column_sums_add(&a, n, &mut out);
+            for j in 0..h {
+                let want = 0.25 + sum4(&a[j * n..(j + 1) * n], None);
+                assert_eq!(out[j].to_bits(), want.to_bits(), "n = {n}, column {j}");
+            }
+        }
     }
 }
