@@ -83,14 +83,14 @@ def min_ess(draws):  # draws: dict name -> (chains, draws)
 
 
 # ---------- bayesc ----------
-def bayesc_run(model, data, metric, seed):
+def bayesc_run(model, data, metric, seed, binary=None):
     """(min bulk ESS, CPU s, wall s, decomposition). Warmup rows are saved (`--save-warmup`)
     so that the gradient count includes warmup; NumPyro collects its warmup statistics too."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "fit.csv")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
-        subprocess.run([BIN, "fit", model, "--data", data, "--method", "nuts", "--metric", metric,
+        subprocess.run([binary or BIN, "fit", model, "--data", data, "--method", "nuts", "--metric", metric,
                         "--seed", str(seed), "--output", out, "--quiet", "--save-warmup"],
                        check=True, stdout=subprocess.DEVNULL)
         wall = time.time() - t0
@@ -241,6 +241,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--models", default="labour,garch,eight_schools")
     ap.add_argument("--metrics", default="diag,dense")
+    ap.add_argument("--baseline", metavar="BAYESC",
+                    help="another bayesc binary (e.g. a copy built from an earlier commit) run "
+                         "in the same interleaved loop, with its own ratio")
     ap.add_argument("--decompose", action="store_true",
                     help="also print, per run, gradients per chain (warmup included), CPU us per "
                          "gradient, ESS per 1000 gradients, leapfrog steps per draw, mean tree "
@@ -252,8 +255,15 @@ def main():
     rows = []
     for name in a.models.split(","):
         for metric in a.metrics.split(","):
-            b, n = [], []
+            b, n, base = [], [], []
             for rep in range(a.repeats):  # interleaved
+                if a.baseline:
+                    e, c, _, dec = bayesc_run(os.path.join(EX, name, "model.bayes"),
+                                              os.path.join(EX, name, data_file[name]), metric,
+                                              rep + 1, a.baseline)
+                    base.append(e / c)
+                    if a.decompose:
+                        print(describe("baseline", e, c, dec), flush=True)
                 e, c, _, dec = bayesc_run(os.path.join(EX, name, "model.bayes"),
                                           os.path.join(EX, name, data_file[name]), metric, rep + 1)
                 b.append(e / c)
@@ -264,6 +274,9 @@ def main():
                 if a.decompose:
                     print(describe("numpyro", e, c, dec), flush=True)
             bm, nm = float(np.median(b)), float(np.median(n))
+            if base:
+                print(f"{name:14s} {metric:5s} baseline {np.median(base):9.1f}  ratio "
+                      f"{np.median(base) / nm:5.2f}", flush=True)
             rows.append((name, metric, bm, nm, bm / nm, comp))
             print(f"{name:14s} {metric:5s} bayesc {bm:9.1f}  numpyro {nm:9.1f}  ratio {bm / nm:5.2f}  "
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)
