@@ -27,7 +27,7 @@ pub fn lpmf(args: &[Arg], is_var: &[bool], propto: bool, n: usize) -> Result<Ter
         && n > 1
         && ys.len() == n
         && alphas.len() == n
-        && !(propto && !is_var[1])
+        && (!propto || is_var[1])
     {
         // One pass: a NaN logit makes the sum NaN, and only then are the rows checked, for the
         // error.
