@@ -16,7 +16,10 @@
 //! initialisation and output). `MCMC_BENCH_ONLY=overhead` prints that table alone. Measured
 //! 2026-12-02 on a machine with load average 14 on 2 cores (so the µs per gradient are about
 //! 8× the quiet figures): labour 2.0% (diag and dense), GARCH 0.6% / 0.8%, eight schools
-//! 7.1% / 8.1% (d = 10, a 40 µs gradient); issue 12 asks for under 10% at d = 8.
+//! 7.1% / 8.1% (d = 10, a 40 µs gradient); issue 12 asks for under 10% at d = 8. Again
+//! 2026-12-03 after the vectorised bernoulli_logit rows (labour's gradient about 2× cheaper, so
+//! the same sampler work is a larger share), load average 12: labour (d = 8) 3.9% / 5.0%,
+//! GARCH 0.9% / 0.8%, eight schools 12.9% / 8.3%.
 //!
 //! Run with `cargo bench --bench mcmc`. Prints numbers; asserts nothing about time.
 

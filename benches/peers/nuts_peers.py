@@ -9,11 +9,16 @@ divided by the CPU seconds of the whole run, warmup included:
 - bayesc: CPU time of the `bayesc fit` child process (getrusage), everything included;
 - NumPyro: process CPU time of `mcmc.run` (chain_method="parallel" over 4 host devices) in a
   second run with the same shapes, so that JAX's one-off compilation is excluded.
-Prints one table with the ratio bayesc / NumPyro per row.
+Prints one table with the ratio bayesc / NumPyro per row. With `--decompose`, each run also
+prints where the ratio comes from: gradient evaluations (leapfrog steps) per chain with warmup,
+CPU µs per gradient (whole-run CPU over gradients), ESS per 1000 gradients, leapfrog steps per
+post-warmup draw, mean tree depth and the chains' adapted step sizes. bayesc's come from its CSVs
+(`--save-warmup`, columns `n_leapfrog__`, `stepsize__`, `treedepth__`), NumPyro's from the
+`num_steps` and `adapt_state.step_size` fields collected in warmup and sampling.
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install -r benches/peers/requirements.txt
     cargo build --release
-    /tmp/peers/bin/python benches/peers/nuts_peers.py [--repeats 3] [--models labour,garch,eight_schools]
+    /tmp/peers/bin/python benches/peers/nuts_peers.py [--repeats 3] [--models labour,garch,eight_schools] [--metrics diag,dense] [--decompose]
 """
 import argparse, csv, glob, os, resource, subprocess, sys, tempfile, time
 
@@ -78,13 +83,15 @@ def min_ess(draws):  # draws: dict name -> (chains, draws)
 
 
 # ---------- bayesc ----------
-def bayesc_run(model, data, metric, seed):
+def bayesc_run(model, data, metric, seed, binary=None):
+    """(min bulk ESS, CPU s, wall s, decomposition). Warmup rows are saved (`--save-warmup`)
+    so that the gradient count includes warmup; NumPyro collects its warmup statistics too."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "fit.csv")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
-        subprocess.run([BIN, "fit", model, "--data", data, "--method", "nuts", "--metric", metric,
-                        "--seed", str(seed), "--output", out, "--quiet"],
+        subprocess.run([binary or BIN, "fit", model, "--data", data, "--method", "nuts", "--metric", metric,
+                        "--seed", str(seed), "--output", out, "--quiet", "--save-warmup"],
                        check=True, stdout=subprocess.DEVNULL)
         wall = time.time() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -94,9 +101,27 @@ def bayesc_run(model, data, metric, seed):
             rows = [l for l in open(f) if not l.startswith("#")]
             r = list(csv.reader(rows))
             chains.append((r[0], np.array(r[1:], dtype=float)))
-        names = [n for n in chains[0][0] if not n.endswith("__")]
-        draws = {n: np.stack([c[1][:, c[0].index(n)] for c in chains]) for n in names}
-        return min_ess(draws), cpu, wall
+        header = chains[0][0]
+        names = [n for n in header if not n.endswith("__")]
+        post = [c[1][WARMUP:] for c in chains]
+        draws = {n: np.stack([p[:, header.index(n)] for p in post]) for n in names}
+        col = lambda name, rows: np.stack([r[:, header.index(name)] for r in rows])
+        leap_all = col("n_leapfrog__", [c[1] for c in chains])
+        dec = decomposition(
+            grads=leap_all.sum(axis=1),
+            grads_warmup=leap_all[:, :WARMUP].sum(axis=1),
+            step=col("stepsize__", post)[:, 0],
+            depth=col("treedepth__", post).mean(),
+            leap_sampling=col("n_leapfrog__", post).mean())
+        return min_ess(draws), cpu, wall, dec
+
+
+def decomposition(grads, grads_warmup, step, depth, leap_sampling):
+    """Per-chain gradient counts (warmup included), the chains' adapted step sizes, the mean
+    tree depth and mean leapfrog steps per post-warmup transition."""
+    return {"grads": np.asarray(grads, float), "grads_warmup": np.asarray(grads_warmup, float),
+            "step": np.asarray(step, float), "depth": float(depth),
+            "leap": float(leap_sampling)}
 
 
 # ---------- NumPyro ----------
@@ -152,6 +177,9 @@ def load_data(name):
 
 
 def numpyro_run(name, metric, seed):
+    """(min bulk ESS, CPU s, wall s, compile CPU s, decomposition). Warmup and sampling run as
+    `mcmc.warmup(collect_warmup=True)` then `mcmc.run`, collecting `num_steps` (leapfrog steps)
+    and the step size; the first pair compiles and is not timed."""
     import jax
     from numpyro.infer import MCMC, NUTS
     model = numpyro_models()[name]
@@ -159,13 +187,25 @@ def numpyro_run(name, metric, seed):
     kernel = NUTS(model, dense_mass=(metric == "dense"), target_accept_prob=0.8, max_tree_depth=10)
     mcmc = MCMC(kernel, num_warmup=WARMUP, num_samples=DRAWS, num_chains=CHAINS,
                 chain_method="parallel", progress_bar=False, jit_model_args=True)
+    fields = ("num_steps", "adapt_state.step_size")
+
+    def whole(key):
+        k1, k2 = jax.random.split(key)
+        mcmc.warmup(k1, *args, extra_fields=fields, collect_warmup=True)
+        warm = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["num_steps"])
+        mcmc.run(k2, *args, extra_fields=fields)
+        jax.block_until_ready(mcmc.last_state)
+        return warm
+
     t0 = time.process_time()
-    mcmc.run(jax.random.PRNGKey(seed + 1000), *args)  # includes compilation
+    whole(jax.random.PRNGKey(seed + 1000))  # includes compilation
     first = time.process_time() - t0
     t0, w0 = time.process_time(), time.time()
-    mcmc.run(jax.random.PRNGKey(seed), *args)
+    warm = whole(jax.random.PRNGKey(seed))
     cpu, wall = time.process_time() - t0, time.time() - w0
     s = mcmc.get_samples(group_by_chain=True)
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    steps = np.asarray(extra["num_steps"], float)
     keep = {"labour": ["alpha", "beta"], "garch": ["mu", "omega", "alpha1", "beta1"],
             "eight_schools": ["mu", "tau", "theta_tilde"]}[name]
     draws = {}
@@ -176,31 +216,72 @@ def numpyro_run(name, metric, seed):
         else:
             for j in range(v.shape[2]):
                 draws[f"{k}[{j + 1}]"] = v[:, :, j]
-    return min_ess(draws), cpu, wall, first - cpu
+    # NumPyro stores no tree depth: the depth of a transition of n leapfrog steps is taken as
+    # floor(log2(n + 1)), Stan's relation 2^d - 1 <= n < 2^(d+1) for a tree that stopped at a
+    # doubling.
+    dec = decomposition(
+        grads=warm.sum(axis=1) + steps.sum(axis=1),
+        grads_warmup=warm.sum(axis=1),
+        step=np.asarray(extra["adapt_state.step_size"], float)[:, -1],
+        depth=np.floor(np.log2(steps + 1)).mean(),
+        leap_sampling=steps.mean())
+    return min_ess(draws), cpu, wall, first - cpu, dec
+
+
+def describe(tool, ess, cpu, dec):
+    g = dec["grads"]
+    return (f"    {tool:8s} ESS {ess:7.0f}  CPU {cpu:6.2f} s  grads/chain {g.mean():8.0f} "
+            f"(warmup {dec['grads_warmup'].mean():7.0f})  us/grad {cpu / g.sum() * 1e6:6.1f}  "
+            f"ESS/1000 grads {ess / g.sum() * 1000:6.2f}  leap/draw {dec['leap']:6.1f}  "
+            f"depth {dec['depth']:4.2f}  step " + " ".join(f"{e:.3g}" for e in dec["step"]))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--models", default="labour,garch,eight_schools")
+    ap.add_argument("--metrics", default="diag,dense")
+    ap.add_argument("--baseline", metavar="BAYESC",
+                    help="another bayesc binary (e.g. a copy built from an earlier commit) run "
+                         "in the same interleaved loop, with its own ratio")
+    ap.add_argument("--decompose", action="store_true",
+                    help="also print, per run, gradients per chain (warmup included), CPU us per "
+                         "gradient, ESS per 1000 gradients, leapfrog steps per draw, mean tree "
+                         "depth and the chains' adapted step sizes")
     a = ap.parse_args()
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} not found: run `cargo build --release` first")
     data_file = {"labour": "labour.csv", "garch": "returns.csv", "eight_schools": "schools.csv"}
     rows = []
     for name in a.models.split(","):
-        for metric in ["diag", "dense"]:
-            b, n = [], []
+        for metric in a.metrics.split(","):
+            b, n, base = [], [], []
             for rep in range(a.repeats):  # interleaved
-                e, c, _ = bayesc_run(os.path.join(EX, name, "model.bayes"),
-                                     os.path.join(EX, name, data_file[name]), metric, rep + 1)
+                if a.baseline:
+                    e, c, _, dec = bayesc_run(os.path.join(EX, name, "model.bayes"),
+                                              os.path.join(EX, name, data_file[name]), metric,
+                                              rep + 1, a.baseline)
+                    base.append(e / c)
+                    if a.decompose:
+                        print(describe("baseline", e, c, dec), flush=True)
+                e, c, _, dec = bayesc_run(os.path.join(EX, name, "model.bayes"),
+                                          os.path.join(EX, name, data_file[name]), metric, rep + 1)
                 b.append(e / c)
-                e, c, _, comp = numpyro_run(name, metric, rep + 1)
+                if a.decompose:
+                    print(describe("bayesc", e, c, dec), flush=True)
+                e, c, _, comp, dec = numpyro_run(name, metric, rep + 1)
                 n.append(e / c)
+                if a.decompose:
+                    print(describe("numpyro", e, c, dec), flush=True)
             bm, nm = float(np.median(b)), float(np.median(n))
+            if base:
+                print(f"{name:14s} {metric:5s} baseline {np.median(base):9.1f}  ratio "
+                      f"{np.median(base) / nm:5.2f}", flush=True)
             rows.append((name, metric, bm, nm, bm / nm, comp))
-            print(f"{name:14s} {metric:5s} bayesc {bm:9.1f}  numpyro {nm:9.1f}  ratio {bm / nm:5.2f}", flush=True)
-    print("\nmin bulk ESS per CPU-second, whole runs (warmup included), medians of", a.repeats, "interleaved runs")
+            print(f"{name:14s} {metric:5s} bayesc {bm:9.1f}  numpyro {nm:9.1f}  ratio {bm / nm:5.2f}  "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    print("\nload average", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("min bulk ESS per CPU-second, whole runs (warmup included), medians of", a.repeats, "interleaved runs")
     print("| model | metric | bayesc | NumPyro | bayesc / NumPyro |")
     print("|---|---|---|---|---|")
     for name, metric, bm, nm, r, comp in rows:
