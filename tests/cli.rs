@@ -649,3 +649,30 @@ fn a_converged_variational_fit_is_saved_as_complete() {
     assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
     assert!(!stderr(&p).contains("warning"), "{}", stderr(&p));
 }
+
+/// The progress spinner of a variational fit names the method being run (the CLI's and the
+/// REPL's said `QBVI iteration …` for BBVI, VOGN and the other methods, or no name at all).
+#[test]
+fn the_progress_spinner_names_the_method_being_run() {
+    use bayesc::fit::Method;
+    use bayesc::output::progress::iteration_template;
+    for (method, name) in [
+        (Method::Bbvi, "BBVI"),
+        (Method::Vogn, "VOGN"),
+        (Method::Qnvb, "QNVB"),
+        (Method::Qbvi, "QBVI"),
+    ] {
+        let cli = iteration_template(method, "");
+        assert!(
+            cli.starts_with(&format!("{{spinner}} {name} iteration {{pos}}")),
+            "{cli}"
+        );
+        let repl = iteration_template(method, " Ctrl-C stops");
+        assert!(repl.ends_with("[{elapsed}] Ctrl-C stops"), "{repl}");
+        assert_eq!(
+            repl.matches("QBVI").count(),
+            usize::from(name == "QBVI"),
+            "{repl}"
+        );
+    }
+}

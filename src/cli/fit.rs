@@ -275,22 +275,17 @@ pub fn fit_with_progress(
     let (len, template) = if options.method.is_mcmc() {
         (
             mcmc_total as u64,
-            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]",
+            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]".to_string(),
         )
     } else if options.method == fit::Method::Qnvb {
         (
             options.qnvb.max_iter as u64,
-            "{spinner} QNVB iteration {pos}, {msg} [{elapsed}]",
-        )
-    } else if options.method.is_survey() {
-        (
-            options.qbvi.max_iter as u64,
-            "{spinner} iteration {pos}, {msg} [{elapsed}]",
+            crate::output::progress::iteration_template(options.method, ""),
         )
     } else {
         (
             options.qbvi.max_iter as u64,
-            "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
+            crate::output::progress::iteration_template(options.method, ""),
         )
     };
     let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
