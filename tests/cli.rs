@@ -676,3 +676,46 @@ fn the_progress_spinner_names_the_method_being_run() {
         );
     }
 }
+
+/// `predict` scoring a normal outcome with a model that generates no `y_rep` leaves out the
+/// interval-coverage rows (they were printed with no values).
+#[test]
+fn predict_without_y_rep_prints_no_empty_coverage_rows() {
+    let (dir, m) = scratch(
+        "lin.bayes",
+        "// @outcome y\ndata { int N; vector[N] x; vector[N] y; }\nparameters { real a; real b; real<lower=0> s; }\n\
+         model { a ~ normal(0, 5); b ~ normal(0, 5); s ~ normal(0, 2); y ~ normal(a + b * x, s); }\n\
+         generated quantities { vector[N] log_lik; vector[N] y_hat; for (n in 1:N) { \
+         log_lik[n] = normal_lpdf(y[n] | a + b * x[n], s); y_hat[n] = a + b * x[n]; } }\n",
+    );
+    let data = dir.path().join("d.json");
+    std::fs::write(
+        &data,
+        r#"{"N": 6, "x": [0, 1, 2, 3, 4, 5], "y": [0.1, 1.2, 1.9, 3.2, 3.9, 5.1]}"#,
+    )
+    .unwrap();
+    let fit = dir.path().join("f.json");
+    let d = data.to_str().unwrap();
+    let o = bayesc(&[
+        "fit",
+        m.as_str(),
+        "--data",
+        d,
+        "--seed",
+        "1",
+        "--save-fit",
+        fit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let p = bayesc(&[
+        "predict",
+        m.as_str(),
+        "--fit",
+        fit.to_str().unwrap(),
+        "--data",
+        d,
+    ]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(stderr(&p).contains("RMSE"), "{}", stderr(&p));
+    assert!(!stderr(&p).contains("interval coverage"), "{}", stderr(&p));
+}
