@@ -677,6 +677,35 @@ fn the_progress_spinner_names_the_method_being_run() {
     }
 }
 
+/// A run with no warmup (1 chain, 1 draw) warns that nothing was adapted (it printed `NaN`
+/// columns and no warning at all); a warmup below the 150 iterations of Stan's three
+/// adaptation stages is warned about, a longer one is not.
+#[test]
+fn a_missing_or_short_warmup_is_warned_about() {
+    let (_d, m) = scratch(
+        "tiny.bayes",
+        "parameters { real alpha; }\nmodel { alpha ~ normal(1, 1); }\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut a = vec!["fit", m.as_str(), "--method", "nuts", "--seed", "1"];
+        a.extend_from_slice(extra);
+        let o = bayesc(&a);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let text = run(&["--chains", "1", "--samples", "1", "--warmup", "0"]);
+    assert!(text.contains("no warmup (--warmup 0)"), "{text}");
+    let text = run(&["--chains", "2", "--samples", "300", "--warmup", "100"]);
+    assert!(
+        text.contains(
+            "--warmup 100 is shorter than the 150 iterations of the three adaptation stages"
+        ),
+        "{text}"
+    );
+    let text = run(&["--chains", "2", "--samples", "300", "--warmup", "200"]);
+    assert!(!text.contains("--warmup 200"), "{text}");
+}
+
 /// `predict` scoring a normal outcome with a model that generates no `y_rep` leaves out the
 /// interval-coverage rows (they were printed with no values).
 #[test]
