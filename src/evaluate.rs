@@ -649,14 +649,21 @@ pub fn format_columns(cols: &[(String, &Metrics)]) -> String {
             rows.push(("  ECE (10 bins)".into(), pred(&|p| p.ece, 4)));
         } else {
             rows.push(("  RMSE".into(), pred(&|p| Some(p.rmse), 4)));
-            rows.push((
-                "  50% interval coverage".into(),
-                pred(&|p| p.coverage.map(|c| c.0), 3),
-            ));
-            rows.push((
-                "  90% interval coverage".into(),
-                pred(&|p| p.coverage.map(|c| c.1), 3),
-            ));
+            // coverage needs replicated outcomes (`y_rep`); without them in any column the
+            // rows would be empty, so they are left out
+            let has_coverage = cols
+                .iter()
+                .any(|(_, m)| m.predictive.as_ref().is_some_and(|p| p.coverage.is_some()));
+            if has_coverage {
+                rows.push((
+                    "  50% interval coverage".into(),
+                    pred(&|p| p.coverage.map(|c| c.0), 3),
+                ));
+                rows.push((
+                    "  90% interval coverage".into(),
+                    pred(&|p| p.coverage.map(|c| c.1), 3),
+                ));
+            }
         }
         rows.push(("  lppd".into(), pred(&|p| Some(p.lppd), 2)));
         rows.push((

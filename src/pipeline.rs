@@ -31,6 +31,9 @@ pub enum Failure {
     Reported(Vec<Report>),
     /// A file could not be read: the message names the path and the reason.
     Io(String),
+    /// A command-line value that the model or data rule out (e.g. `--batch-size` larger than
+    /// the number of rows): a usage error, exit status 2 like clap's own flag errors.
+    Usage(String),
 }
 
 impl Failure {
@@ -38,7 +41,9 @@ impl Failure {
     pub fn into_reports(self) -> Vec<Report> {
         match self {
             Failure::Reported(r) => r,
-            Failure::Io(msg) => vec![Diagnostic::error().with_message(msg)],
+            Failure::Io(msg) | Failure::Usage(msg) => {
+                vec![Diagnostic::error().with_message(msg)]
+            }
         }
     }
 }
@@ -260,8 +265,9 @@ pub fn minibatch_plan(
     let mm = model.minibatch(&separability).map_err(plain)?;
     let n_obs = mm.n_obs();
     if batch_size > n_obs {
-        return Err(plain(format!(
-            "--batch-size {batch_size} is larger than the number of rows N = {n_obs} (`{axis}`)"
+        return Err(Failure::Usage(format!(
+            "invalid value '{batch_size}' for '--batch-size <M>': larger than the number of \
+             rows N = {n_obs} (`{axis}`)"
         )));
     }
     Ok(MinibatchPlan {

@@ -38,6 +38,14 @@ pub struct SavedFit {
     pub parameter_names: Vec<String>,
     /// Posterior draws of the parameters on the constrained scale, one row per draw.
     pub draws: Vec<Vec<f64>>,
+    /// Whether the fit was stopped (Ctrl-C, SIGTERM) before its exit rule or requested length.
+    /// Absent in files written before this field existed: read as `false`.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// For a variational fit, whether its exit rule fired
+    /// ([`FitResult::vi_converged`]); `None` for other methods and older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converged: Option<bool>,
 }
 
 /// Why a saved fit could not be written, read or used.
@@ -122,6 +130,33 @@ impl SavedFit {
             seed: result.seed,
             parameter_names: names,
             draws,
+            interrupted: result.stopped_early().unwrap_or(false),
+            converged: result.vi_converged(),
+        }
+    }
+
+    /// The caveat to print before scoring or predicting with this fit: `Some` when it was
+    /// interrupted or, for a variational fit, did not converge.
+    pub fn caveat(&self) -> Option<String> {
+        if self.interrupted {
+            Some(format!(
+                "the fit was interrupted before it finished ({} {}): predictions use the \
+                 draws it had made; refit to completion before relying on them",
+                self.method,
+                if self.converged.is_some() {
+                    "stopped before its exit rule"
+                } else {
+                    "stopped early"
+                }
+            ))
+        } else if self.converged == Some(false) {
+            Some(format!(
+                "the {} fit did not converge (it hit its iteration cap or is drifting): \
+                 predictions may be far off; refit with more iterations",
+                self.method
+            ))
+        } else {
+            None
         }
     }
 

@@ -547,3 +547,204 @@ fn print_writes_to_standard_error() {
         stderr(&o)
     );
 }
+
+/// Ctrl-C during a variational fit (BBVI, `--draws 100`): the draws file ends with a comment
+/// saying at which iteration the fit was stopped before its exit rule, the note printed names
+/// that iteration and the 100 draws (it once claimed `# interrupted: 100 of 1000 draws`, MCMC's
+/// wording with the default `--samples`, and the file had no such comment), and the saved fit
+/// records `interrupted`, so that `bayesc predict` warns before using it.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_variational_fit_marks_the_draws_and_the_saved_fit() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("slow.bayes");
+    // each log density evaluation factorises a 150 × 150 matrix (one built-in, not a loop,
+    // which Ctrl-C would stop with an error), so the exit rule cannot fire in 1.5 s
+    std::fs::write(
+        &model,
+        "parameters { real mu; }\nmodel { matrix[150, 150] A = add_diag(rep_matrix(0.0001, \
+         150, 150), 1); mu ~ normal(0, 1); target += 1e-9 * log_determinant(A); }\n\
+         generated quantities { real m = mu; }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("f.csv");
+    let fit = dir.path().join("f.json");
+    let run = Interruptible::start(&[
+        "fit",
+        model.to_str().unwrap(),
+        "--method",
+        "bbvi",
+        "--draws",
+        "100",
+        "--seed",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+        "--save-fit",
+        fit.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    run.interrupt();
+    let (status, text, err) = run.wait(Duration::from_secs(60));
+    assert!(!err.contains("panicked"), "bayesc panicked:\n{err}");
+    assert_eq!(status.code(), Some(130), "{text}\n{err}");
+    let k: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("interrupted after "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no `interrupted after K iterations` line in\n{text}"));
+    assert!(k > 0, "{text}");
+    assert!(
+        text.contains(&format!(
+            "(incomplete: the fit was interrupted at iteration {k} before its exit rule; the 100 draws"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("of 1000 draws"), "{text}");
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let last = csv.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!(
+            "# interrupted: the fit was stopped at iteration {k} (Ctrl-C or SIGTERM) before its exit rule"
+        )),
+        "{last}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
+    assert_eq!(saved["interrupted"], serde_json::Value::Bool(true));
+    assert_eq!(saved["converged"], serde_json::Value::Bool(false));
+    let p = bayesc(&[
+        "predict",
+        model.to_str().unwrap(),
+        "--fit",
+        fit.to_str().unwrap(),
+    ]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(
+        stderr(&p).contains("warning: the fit was interrupted before it finished"),
+        "{}",
+        stderr(&p)
+    );
+}
+
+/// A variational fit that finishes by its exit rule is saved as complete and converged, and
+/// `bayesc predict` prints no caveat.
+#[test]
+fn a_converged_variational_fit_is_saved_as_complete() {
+    let (dir, model) = scratch(
+        "gq.bayes",
+        "parameters { real mu; }\nmodel { mu ~ normal(1, 2); }\ngenerated quantities { real m = mu; }\n",
+    );
+    let fit = dir.path().join("f.json");
+    let m = model.as_str();
+    let o = bayesc(&["fit", m, "--seed", "1", "--save-fit", fit.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
+    assert_eq!(saved["interrupted"], serde_json::Value::Bool(false));
+    assert_eq!(saved["converged"], serde_json::Value::Bool(true));
+    let p = bayesc(&["predict", m, "--fit", fit.to_str().unwrap()]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(!stderr(&p).contains("warning"), "{}", stderr(&p));
+}
+
+/// The progress spinner of a variational fit names the method being run (the CLI's and the
+/// REPL's said `QBVI iteration …` for BBVI, VOGN and the other methods, or no name at all).
+#[test]
+fn the_progress_spinner_names_the_method_being_run() {
+    use bayesc::fit::Method;
+    use bayesc::output::progress::iteration_template;
+    for (method, name) in [
+        (Method::Bbvi, "BBVI"),
+        (Method::Vogn, "VOGN"),
+        (Method::Qnvb, "QNVB"),
+        (Method::Qbvi, "QBVI"),
+    ] {
+        let cli = iteration_template(method, "");
+        assert!(
+            cli.starts_with(&format!("{{spinner}} {name} iteration {{pos}}")),
+            "{cli}"
+        );
+        let repl = iteration_template(method, " Ctrl-C stops");
+        assert!(repl.ends_with("[{elapsed}] Ctrl-C stops"), "{repl}");
+        assert_eq!(
+            repl.matches("QBVI").count(),
+            usize::from(name == "QBVI"),
+            "{repl}"
+        );
+    }
+}
+
+/// A run with no warmup (1 chain, 1 draw) warns that nothing was adapted (it printed `NaN`
+/// columns and no warning at all); a warmup below the 150 iterations of Stan's three
+/// adaptation stages is warned about, a longer one is not.
+#[test]
+fn a_missing_or_short_warmup_is_warned_about() {
+    let (_d, m) = scratch(
+        "tiny.bayes",
+        "parameters { real alpha; }\nmodel { alpha ~ normal(1, 1); }\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut a = vec!["fit", m.as_str(), "--method", "nuts", "--seed", "1"];
+        a.extend_from_slice(extra);
+        let o = bayesc(&a);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let text = run(&["--chains", "1", "--samples", "1", "--warmup", "0"]);
+    assert!(text.contains("no warmup (--warmup 0)"), "{text}");
+    let text = run(&["--chains", "2", "--samples", "300", "--warmup", "100"]);
+    assert!(
+        text.contains(
+            "--warmup 100 is shorter than the 150 iterations of the three adaptation stages"
+        ),
+        "{text}"
+    );
+    let text = run(&["--chains", "2", "--samples", "300", "--warmup", "200"]);
+    assert!(!text.contains("--warmup 200"), "{text}");
+}
+
+/// `predict` scoring a normal outcome with a model that generates no `y_rep` leaves out the
+/// interval-coverage rows (they were printed with no values).
+#[test]
+fn predict_without_y_rep_prints_no_empty_coverage_rows() {
+    let (dir, m) = scratch(
+        "lin.bayes",
+        "// @outcome y\ndata { int N; vector[N] x; vector[N] y; }\nparameters { real a; real b; real<lower=0> s; }\n\
+         model { a ~ normal(0, 5); b ~ normal(0, 5); s ~ normal(0, 2); y ~ normal(a + b * x, s); }\n\
+         generated quantities { vector[N] log_lik; vector[N] y_hat; for (n in 1:N) { \
+         log_lik[n] = normal_lpdf(y[n] | a + b * x[n], s); y_hat[n] = a + b * x[n]; } }\n",
+    );
+    let data = dir.path().join("d.json");
+    std::fs::write(
+        &data,
+        r#"{"N": 6, "x": [0, 1, 2, 3, 4, 5], "y": [0.1, 1.2, 1.9, 3.2, 3.9, 5.1]}"#,
+    )
+    .unwrap();
+    let fit = dir.path().join("f.json");
+    let d = data.to_str().unwrap();
+    let o = bayesc(&[
+        "fit",
+        m.as_str(),
+        "--data",
+        d,
+        "--seed",
+        "1",
+        "--save-fit",
+        fit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let p = bayesc(&[
+        "predict",
+        m.as_str(),
+        "--fit",
+        fit.to_str().unwrap(),
+        "--data",
+        d,
+    ]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(stderr(&p).contains("RMSE"), "{}", stderr(&p));
+    assert!(!stderr(&p).contains("interval coverage"), "{}", stderr(&p));
+}

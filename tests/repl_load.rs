@@ -63,3 +63,26 @@ fn a_model_file_broken_on_disk_is_not_fitted_in_its_old_form() {
     let o = s.execute(":fit qbvi --seed 1");
     assert!(!o.is_error && o.text.starts_with("reloaded"), "{}", o.text);
 }
+
+/// `:fit` after a `:load` of a file that does not exist: an error naming the failed load and
+/// why (once nothing at all was printed: the missing file's absent modification time matched
+/// the absent model's, so the retry was skipped as "unchanged").
+#[test]
+fn fit_after_loading_a_missing_file_says_why_there_is_nothing_to_fit() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let missing = dir.path().join("nonexistent.bayes");
+    let mut s = Session::new();
+    s.set_progress(false);
+    let o = s.execute(&format!(":load {}", missing.display()));
+    assert!(o.is_error && o.text.contains("cannot read"), "{}", o.text);
+    let o = s.execute(":fit qbvi");
+    assert!(o.is_error, "{}", o.text);
+    assert!(
+        o.text.contains(&format!(
+            "nothing to fit: the last `:load {}` failed",
+            missing.display()
+        )) && o.text.contains("cannot read"),
+        "{}",
+        o.text
+    );
+}

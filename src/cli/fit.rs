@@ -211,10 +211,9 @@ pub fn run(mut args: FitArgs) -> i32 {
         match written {
             Ok(files) if files.is_empty() => {}
             Ok(files) if fit_was_interrupted(&result) => println!(
-                "\ndraws written to {} (incomplete: each ends with `# interrupted: {} of {} draws`)",
+                "\ndraws written to {} ({})",
                 files.join(", "),
-                result.draws.n_draws(),
-                options.mcmc.samples.div_ceil(options.mcmc.thin)
+                interrupted_files_note(&result, &options)
             ),
             Ok(files) => println!("\ndraws written to {}", files.join(", ")),
             Err(e) => {
@@ -225,12 +224,13 @@ pub fn run(mut args: FitArgs) -> i32 {
     }
     if let Some(path) = args.save_fit.as_ref().filter(|_| !no_draws) {
         let text = sources.text(checked.file);
-        let saved = crate::predict::SavedFit::from_fit(
+        let mut saved = crate::predict::SavedFit::from_fit(
             &model,
             &args.model.display().to_string(),
             text,
             &result,
         );
+        saved.interrupted = fit_was_interrupted(&result);
         if let Err(e) = saved.save(path) {
             eprintln!("error: {e}");
             return super::EXIT_ERROR;
@@ -275,22 +275,17 @@ pub fn fit_with_progress(
     let (len, template) = if options.method.is_mcmc() {
         (
             mcmc_total as u64,
-            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]",
+            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}]".to_string(),
         )
     } else if options.method == fit::Method::Qnvb {
         (
             options.qnvb.max_iter as u64,
-            "{spinner} QNVB iteration {pos}, {msg} [{elapsed}]",
-        )
-    } else if options.method.is_survey() {
-        (
-            options.qbvi.max_iter as u64,
-            "{spinner} iteration {pos}, {msg} [{elapsed}]",
+            crate::output::progress::iteration_template(options.method, ""),
         )
     } else {
         (
             options.qbvi.max_iter as u64,
-            "{spinner} QBVI iteration {pos}, {msg} [{elapsed}]",
+            crate::output::progress::iteration_template(options.method, ""),
         )
     };
     let iterative = !matches!(options.method, fit::Method::Optimize | fit::Method::Laplace);
@@ -398,11 +393,30 @@ fn install_sigterm_handler() {
 const EXIT_INTERRUPTED: i32 = 130;
 
 /// Whether Ctrl-C stopped the fit before it finished.
+/// Variational and MCMC fits say so themselves (a Ctrl-C that arrives after a variational fit
+/// converged, during its PSIS check or generated quantities, does not make it incomplete); for
+/// the other methods, whether the stop flag was raised.
 fn fit_was_interrupted(result: &FitResult) -> bool {
-    match &result.details {
-        FitDetails::Qbvi(f) => f.stop == StopReason::Interrupted,
-        FitDetails::Mcmc(out) => out.interrupted,
-        _ => STOP.load(Ordering::SeqCst),
+    result
+        .stopped_early()
+        .unwrap_or_else(|| STOP.load(Ordering::SeqCst))
+}
+
+/// The note after `draws written to FILES` for an interrupted fit: MCMC's kept and requested
+/// draw counts, or for a variational fit the iteration it was stopped at.
+fn interrupted_files_note(result: &FitResult, options: &FitOptions) -> String {
+    match (&result.details, result.vi_iterations()) {
+        (FitDetails::Mcmc(_), _) => format!(
+            "incomplete: each ends with `# interrupted: {} of {} draws`",
+            result.draws.n_draws(),
+            options.mcmc.samples.div_ceil(options.mcmc.thin)
+        ),
+        (_, Some(k)) => format!(
+            "incomplete: the fit was interrupted at iteration {k} before its exit rule; the {} \
+             draws come from the approximation at that point, as the file's last comment says",
+            result.draws.n_draws()
+        ),
+        _ => "incomplete: the fit was interrupted".to_string(),
     }
 }
 

@@ -159,12 +159,17 @@ pub fn command() -> clap::Command {
     })
 }
 
-/// Prints a pipeline failure to standard error and returns [`EXIT_ERROR`].
+/// Prints a pipeline failure to standard error and returns [`EXIT_ERROR`] ([`EXIT_USAGE`] for
+/// [`Failure::Usage`]).
 fn report_failure(sources: &SourceMap, failure: Failure) -> i32 {
+    let code = match failure {
+        Failure::Usage(_) => EXIT_USAGE,
+        _ => EXIT_ERROR,
+    };
     for diag in failure.into_reports() {
         report::emit_stderr(sources, &diag);
     }
-    EXIT_ERROR
+    code
 }
 
 /// Prints warnings (non-fatal diagnostics) to standard error.

@@ -63,6 +63,10 @@ pub fn run(args: PredictArgs) -> i32 {
         eprintln!("error: {e}");
         return super::EXIT_ERROR;
     }
+    // an incomplete fit is used, but never silently
+    if let Some(caveat) = saved.caveat() {
+        eprintln!("warning: {caveat}");
+    }
     if args.data.is_empty() && !checked.program.data.is_empty() {
         eprintln!(
             "error: the model declares data but no data file was given; pass the new data with `--data FILE`"

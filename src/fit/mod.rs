@@ -10,6 +10,7 @@ pub mod mh_length;
 mod mode;
 mod options;
 mod pathfinder_fit;
+mod status;
 mod survey_fit;
 mod vi_checks;
 pub mod vi_gate;

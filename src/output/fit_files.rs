@@ -549,6 +549,14 @@ fn write_approximation_csv(
             format!("eta = {eta}"),
         ]
     };
+    // an interrupted fit says so last, where a reader of the draws looks for how they ended
+    let footer = match (result.stopped_early(), result.vi_iterations()) {
+        (Some(true), Some(k)) => vec![format!(
+            "interrupted: the fit was stopped at iteration {k} (Ctrl-C or SIGTERM) before its \
+             exit rule; the draws come from the approximation at that point"
+        )],
+        _ => Vec::new(),
+    };
     let layout = stan_csv::StanCsvLayout {
         config_lines: &config,
         sampler_cols: cols,
@@ -556,7 +564,7 @@ fn write_approximation_csv(
         draws: &draws,
         chain: 0,
         adaptation_lines: &adaptation,
-        footer_lines: &[],
+        footer_lines: &footer,
         warmup_rows: 0,
         sig_figs: options.sig_figs,
     };

@@ -12,7 +12,7 @@ pub struct DelayedBar {
     start: Instant,
     state: Mutex<Option<ProgressBar>>,
     len: u64,
-    template: &'static str,
+    template: String,
     enabled: bool,
 }
 
@@ -20,13 +20,13 @@ const DELAY: Duration = Duration::from_secs(1);
 
 impl DelayedBar {
     /// A bar of `len` steps with an indicatif `template`; `enabled = false` never shows it.
-    pub fn new(len: u64, template: &'static str, enabled: bool) -> Self {
+    pub fn new(len: u64, template: impl Into<String>, enabled: bool) -> Self {
         let enabled = enabled && std::io::IsTerminal::is_terminal(&std::io::stderr());
         DelayedBar {
             start: Instant::now(),
             state: Mutex::new(None),
             len,
-            template,
+            template: template.into(),
             enabled,
         }
     }
@@ -40,7 +40,7 @@ impl DelayedBar {
             return;
         };
         if state.is_none() && self.start.elapsed() >= DELAY {
-            let style = ProgressStyle::with_template(self.template)
+            let style = ProgressStyle::with_template(&self.template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar());
             *state = Some(
                 ProgressBar::with_draw_target(Some(self.len), ProgressDrawTarget::stderr())
@@ -61,4 +61,15 @@ impl DelayedBar {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The indicatif template of the spinner of an iterative non-MCMC fit: the method's name in
+/// capitals (`BBVI iteration 1320, smoothed ELBO …`), then `tail` (e.g. the REPL's
+/// ` Ctrl-C stops`). Every variational method shows its own name (the bar once said `QBVI`
+/// for all of them).
+pub fn iteration_template(method: crate::fit::Method, tail: &str) -> String {
+    format!(
+        "{{spinner}} {} iteration {{pos}}, {{msg}} [{{elapsed}}]{tail}",
+        method.to_string().to_uppercase()
+    )
 }

@@ -492,6 +492,9 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
         warnings = out.warnings(&options.mcmc);
         warnings.extend(hmc_warnings(out, options));
     }
+    if matches!(result.method, fit::Method::Nuts | fit::Method::Hmc) {
+        warnings.extend(warmup_warning(options.mcmc.warmup));
+    }
     warnings.extend(summary::convergence_warnings(&rows, k));
     if !warnings.is_empty() {
         s.push_str("\nwarnings:\n");
@@ -500,6 +503,42 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
         }
     }
     s
+}
+
+/// A warning when `warmup` iterations are too few for NUTS's and HMC's adaptation, following
+/// Stan's windowed adaptation (`stan::mcmc::windowed_adaptation`; `specs/nuts.md` §5.3, which
+/// bayesc's schedule implements): below 20 iterations the metric is not adapted at all (Stan
+/// warns "No … estimation is performed for num_warmup < 20"), and below the sum of its three
+/// stages (initial buffer 75 + first slow window 25 + terminal buffer 50 = 150) the stages
+/// are shrunk to 15% / 75% / 10% of the warmup (Stan warns "There aren't enough warmup
+/// iterations to fit the three stages of adaptation"). With no warmup the chains also start
+/// sampling at their initial values. `None` for 150 or more.
+pub fn warmup_warning(warmup: usize) -> Option<String> {
+    use crate::inference::adapt::windows::{
+        BASE_WINDOW, INIT_BUFFER, MIN_WARMUP_FOR_METRIC, TERM_BUFFER,
+    };
+    let full = INIT_BUFFER + BASE_WINDOW + TERM_BUFFER;
+    if warmup == 0 {
+        Some(format!(
+            "no warmup (--warmup 0): the step size and metric were not adapted and the draws \
+             start at the initial values, so early draws may be far from the posterior; use \
+             --warmup {full} or more (the default is 1000)"
+        ))
+    } else if warmup < MIN_WARMUP_FOR_METRIC {
+        Some(format!(
+            "--warmup {warmup} is below {MIN_WARMUP_FOR_METRIC}: the metric was not adapted \
+             (as in Stan) and the step size hardly; use --warmup {full} or more"
+        ))
+    } else if warmup < full {
+        Some(format!(
+            "--warmup {warmup} is shorter than the {full} iterations of the three adaptation \
+             stages ({INIT_BUFFER} + {BASE_WINDOW} + {TERM_BUFFER}, Stan's defaults): they were \
+             shrunk to 15%/75%/10% of it, as Stan does, and the step size and metric may be \
+             poorly adapted"
+        ))
+    } else {
+        None
+    }
 }
 
 /// E-BFMI per chain (`specs/diagnostics.md` §5).

@@ -492,7 +492,8 @@ impl Session {
                 "error: the current model was not loaded from a file (use :load FILE)",
             );
         };
-        if quiet_if_unchanged {
+        // (with no current model, the failed :load is retried, never passed over in silence)
+        if quiet_if_unchanged && self.model.is_some() {
             let now = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             if now == self.model.as_ref().and_then(|m| m.mtime) {
                 return Output::default();

@@ -14,8 +14,16 @@ impl Session {
         // a file model is reloaded when it changed; a failed :load is retried (and fails again
         // until fixed), never replaced by the model before it
         if self.model.as_ref().is_some_and(|m| m.path.is_some()) || self.model.is_none() {
-            let r = self.reload(true);
+            let failed = self.failed_load.clone().filter(|_| self.model.is_none());
+            let mut r = self.reload(true);
             if r.is_error {
+                if let Some(path) = failed {
+                    r.text = format!(
+                        "error: nothing to fit: the last `:load {}` failed (retried now):\n{}",
+                        path.display(),
+                        r.text
+                    );
+                }
                 return r;
             }
             prefix = r.text;

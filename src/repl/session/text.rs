@@ -105,12 +105,13 @@ pub(super) fn run_fit(
     let (len, template) = if options.method.is_mcmc() {
         (
             ((options.mcmc.warmup + options.mcmc.samples) * options.mcmc.chains) as u64,
-            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}] Ctrl-C stops",
+            "{bar:30} {pos}/{len} iterations (all chains) {msg} [{elapsed} < {eta}] Ctrl-C stops"
+                .to_string(),
         )
     } else {
         (
             options.qbvi.max_iter as u64,
-            "{spinner} QBVI iteration {pos}, {msg} [{elapsed}] Ctrl-C stops",
+            crate::output::progress::iteration_template(options.method, " Ctrl-C stops"),
         )
     };
     let bar = DelayedBar::new(len, template, progress);
