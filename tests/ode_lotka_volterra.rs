@@ -199,7 +199,7 @@ fn posterior() -> Vec<(String, f64, f64, f64)> {
 #[test]
 #[ignore]
 fn long_nuts_run_matches_numpyro() {
-    use bayesc::fit::{self, FitOptions, Method};
+    use bayesc::fit::{FitOptions, Method};
     let m = model(SHIPPED);
     let mut options = FitOptions::new(Method::Nuts, 14);
     options.mcmc.chains = 4;
