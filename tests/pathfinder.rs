@@ -317,8 +317,9 @@ fn nuts_from_pathfinder_inits() {
 
 #[test]
 fn resampled_draws_are_not_called_wrong_when_khat_is_low() {
-    // labour, seed 2: the mixture's mean of beta[1] is off by ~0.23 sd, which the gate
-    // catches; the draws shown are PSIS-resampled (k-hat ≈ 0.35), and those match NUTS
+    // labour, seed 6: the mixture's mean of beta[1] is off by ~0.24 sd, which the gate
+    // catches; the draws shown are PSIS-resampled (k-hat ≈ 0.17). (Seed 2 showed this before
+    // bernoulli_logit's vectorised exp/log changed the last bits of the paths.)
     let (ok, text) = common::run_bayesc_in(
         ".",
         &[
@@ -329,7 +330,7 @@ fn resampled_draws_are_not_called_wrong_when_khat_is_low() {
             "--method",
             "pathfinder",
             "--seed",
-            "2",
+            "6",
         ],
     );
     assert!(ok, "{text}");
