@@ -238,5 +238,22 @@ fn a_non_identified_combination_is_named_not_converged() {
             text.contains("0.71·a − 0.71·b") && text.contains("improper"),
             "{m}: {text}"
         );
+        assert!(!text.contains("Use --method nuts"), "{m}: {text}");
     }
+    // the optimizer names the ridge instead of "converged"
+    let (ok, text) = bayesc(&[
+        "fit",
+        "ridge.bayes",
+        "--data",
+        "ridge.json",
+        "--method",
+        "optimize",
+        "-q",
+    ]);
+    assert!(ok, "{text}");
+    assert!(!says_converged(&text), "{text}");
+    assert!(
+        text.contains("WARNING: no optimum: the log density does not change along the combination 0.71·a − 0.71·b"),
+        "{text}"
+    );
 }

@@ -497,17 +497,16 @@ pub fn fit_with_stream(
             };
             let fit = laplace::laplace(model, &mode, &settings).map_err(|e| {
                 // −H not positive definite: name the flat directions, if any (issue 13, item 2)
-                let d = mode.len();
                 let flat = if e == laplace::LaplaceError::NotMaximum {
                     let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, &mode)
                         .ok()
                         .map(|h| h.iter().map(|v| -v).collect());
-                    let candidates = match &nh {
-                        Some(nh) => crate::inference::flat::null_rows(nh, d),
-                        None => (0..d).collect(),
-                    };
-                    let coords = crate::inference::flat::flat_at_point(model, &mode, &candidates);
-                    crate::inference::flat::coordinate_names(&model.parameter_names(), d, &coords)
+                    crate::inference::flat::flat_directions(
+                        model,
+                        &mode,
+                        nh.as_deref(),
+                        &model.parameter_names(),
+                    )
                 } else {
                     Vec::new()
                 };

@@ -110,12 +110,12 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     // −H not positive definite: probe the coordinates with a zero Hessian row (all of them
     // when there is no Hessian) for a flat direction, O(d) gradients (issue 13, item 2)
     let flat = if cov.is_none() {
-        let candidates = match &neg_h_kept {
-            Some(nh) => crate::inference::flat::null_rows(nh, d),
-            None => (0..d).collect(),
-        };
-        let coords = crate::inference::flat::flat_at_point(&density, &point, &candidates);
-        crate::inference::flat::coordinate_names(&model.parameter_names(), d, &coords)
+        crate::inference::flat::flat_directions(
+            &density,
+            &point,
+            neg_h_kept.as_deref(),
+            &model.parameter_names(),
+        )
     } else {
         Vec::new()
     };

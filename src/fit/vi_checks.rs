@@ -328,7 +328,7 @@ pub(super) fn unbounded_directions(model: &Model, draws: &[Vec<f64>], mean: &[f6
         let up: Vec<f64> = v.iter().map(|x| UNBOUNDED_SHIFT * sd * x).collect();
         let down: Vec<f64> = up.iter().map(|x| -x).collect();
         if gain_along(&up) > UNBOUNDED_GAIN || gain_along(&down) > UNBOUNDED_GAIN {
-            return vec![combination(&v, &name)];
+            return vec![crate::inference::flat::describe_direction(&v, &names)];
         }
     }
     axes
@@ -369,41 +369,6 @@ fn principal_axis(draws: &[&Vec<f64>], mean: &[f64]) -> Option<Vec<f64>> {
         }
     }
     Some(v)
-}
-
-/// A direction as a combination of named coordinates, largest weights first, e.g.
-/// `0.71·a − 0.71·b`; weights below 0.05 in magnitude are left out (`+ …`).
-fn combination(v: &[f64], name: &dyn Fn(usize) -> String) -> String {
-    let mut order: Vec<usize> = (0..v.len()).collect();
-    // by weight (to two decimals, as printed), then by coordinate, so that equal weights
-    // print in the parameters' order
-    let key = |i: usize| (v[i].abs() * 100.0).round() as i64;
-    order.sort_by(|&i, &j| key(j).cmp(&key(i)).then(i.cmp(&j)));
-    // the sign that makes the largest weight positive
-    let sign = if v[order[0]] < 0.0 { -1.0 } else { 1.0 };
-    let mut s = String::new();
-    let mut left_out = false;
-    for (k, &i) in order.iter().enumerate() {
-        let w = sign * v[i];
-        if w.abs() < 0.05 || k >= 6 {
-            left_out |= w.abs() >= 0.05;
-            continue;
-        }
-        if s.is_empty() {
-            s = format!("{:.2}·{}", w, name(i));
-        } else {
-            s.push_str(&format!(
-                " {} {:.2}·{}",
-                if w < 0.0 { "−" } else { "+" },
-                w.abs(),
-                name(i)
-            ));
-        }
-    }
-    if left_out {
-        s.push_str(" + …");
-    }
-    format!("the combination {s} (a direction the data and priors do not identify)")
 }
 
 /// Relative scale sd/|mean| below which a marginal of a variational fit counts as collapsed:

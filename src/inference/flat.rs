@@ -123,6 +123,107 @@ pub fn coordinate_names(names: &[String], d: usize, coords: &[usize]) -> Vec<Str
         .collect()
 }
 
+/// The flat directions at `point` named for messages: the coordinates of [`flat_at_point`]
+/// (probing the zero rows of `neg_h`, or every coordinate without a Hessian), and when there is
+/// none, a flat combination of coordinates (`y ~ normal(a + b, 1)` under flat priors is flat
+/// along a − b, which no coordinate shows): the eigenvectors of `neg_h` whose eigenvalue is zero
+/// to the finite-difference Hessian's error (below 10⁻⁵ of the largest), kept when the directional derivative vᵀ∇L is ≈ 0 ([`FLAT_GRAD`]) at `point` and
+/// at `point + t·v` for every t in [`FLAT_STEPS`] on one side. Named by [`describe_direction`].
+/// Costs O(d) gradients plus one d × d eigendecomposition.
+pub fn flat_directions(
+    density: &dyn LogDensity,
+    point: &[f64],
+    neg_h: Option<&[f64]>,
+    names: &[String],
+) -> Vec<String> {
+    let d = point.len();
+    let candidates = match neg_h {
+        Some(nh) => null_rows(nh, d),
+        None => (0..d).collect(),
+    };
+    let coords = flat_at_point(density, point, &candidates);
+    if !coords.is_empty() {
+        return coordinate_names(names, d, &coords);
+    }
+    let Some(nh) = neg_h.filter(|nh| d >= 2 && nh.iter().all(|x| x.is_finite())) else {
+        return Vec::new();
+    };
+    let m = faer::Mat::<f64>::from_fn(d, d, |i, j| 0.5 * (nh[i * d + j] + nh[j * d + i]));
+    let Ok(evd) = m.self_adjoint_eigen(faer::Side::Lower) else {
+        return Vec::new();
+    };
+    let (lam, u) = (evd.S().column_vector(), evd.U());
+    let scale = (0..d).fold(0.0f64, |m, k| m.max(lam[k].abs()));
+    let flat_along = |v: &[f64], z: &[f64]| {
+        grad_at(density, z).is_some_and(|g| {
+            let dv: f64 = g.iter().zip(v).map(|(a, b)| a * b).sum();
+            let gscale = 1.0 + g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            dv.abs() <= FLAT_GRAD * gscale
+        })
+    };
+    for k in 0..d {
+        if lam[k].abs() > 1e-5 * (1.0 + scale) {
+            continue;
+        }
+        let v: Vec<f64> = (0..d).map(|i| u[(i, k)]).collect();
+        if v.iter().any(|x| x.abs() > 0.99) || !flat_along(&v, point) {
+            continue; // a coordinate (probed above), or not flat here
+        }
+        let flat = [1.0, -1.0].iter().any(|&sign| {
+            FLAT_STEPS.iter().all(|&t| {
+                let z: Vec<f64> = point
+                    .iter()
+                    .zip(&v)
+                    .map(|(p, x)| p + sign * t * x)
+                    .collect();
+                flat_along(&v, &z)
+            })
+        });
+        if flat {
+            return vec![describe_direction(&v, names)];
+        }
+    }
+    Vec::new()
+}
+
+/// A unit direction of the unconstrained space in words, as a combination of named coordinates
+/// ([`coordinate_names`]), largest weights first with the first weight positive, e.g.
+/// `the combination 0.71·a − 0.71·b (a direction the data and priors do not identify)`; at most
+/// six terms, weights below 0.05 in magnitude left out (`+ …`).
+pub fn describe_direction(v: &[f64], names: &[String]) -> String {
+    let d = v.len();
+    let name = |i: usize| coordinate_names(names, d, &[i]).remove(0);
+    let mut order: Vec<usize> = (0..d).collect();
+    // by weight (to two decimals, as printed), then by coordinate, so that equal weights
+    // print in the parameters' order
+    let key = |i: usize| (v[i].abs() * 100.0).round() as i64;
+    order.sort_by(|&i, &j| key(j).cmp(&key(i)).then(i.cmp(&j)));
+    let sign = if v[order[0]] < 0.0 { -1.0 } else { 1.0 };
+    let mut s = String::new();
+    let mut left_out = false;
+    for (k, &i) in order.iter().enumerate() {
+        let w = sign * v[i];
+        if w.abs() < 0.05 || k >= 6 {
+            left_out |= w.abs() >= 0.05;
+            continue;
+        }
+        if s.is_empty() {
+            s = format!("{:.2}·{}", w, name(i));
+        } else {
+            s.push_str(&format!(
+                " {} {:.2}·{}",
+                if w < 0.0 { "−" } else { "+" },
+                w.abs(),
+                name(i)
+            ));
+        }
+    }
+    if left_out {
+        s.push_str(" + …");
+    }
+    format!("the combination {s} (a direction the data and priors do not identify)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -642,6 +642,14 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
             fit::collapse_warning_for(&collapsed_list(&vi.collapsed), unpriored)
         );
     } else {
+        // When q drifts along a direction where the log density does not decay, the cause is
+        // the model (or an unfinished fit), which the drift warning below names; another
+        // method is no remedy for an improper posterior.
+        let remedy = if vi.unbounded.is_empty() {
+            "Use --method nuts."
+        } else {
+            "See the warning below about the direction it drifts along before trying another method."
+        };
         match vi.gate.verdict {
             // The draws shown are importance-resampled (Pathfinder always, `--psis-resample`):
             // the reweighting that revealed the error of q has already corrected it, which is
@@ -661,7 +669,7 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
             fit::ViVerdict::MeansUnreliable if vi.resampled => {
                 let _ = writeln!(
                     s,
-                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}), and with k-hat = {khat} the PSIS resampling of the draws shown cannot correct it (it needs k-hat < {} and a PSIS ESS of at least {:.0}). Use --method nuts.",
+                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}), and with k-hat = {khat} the PSIS resampling of the draws shown cannot correct it (it needs k-hat < {} and a PSIS ESS of at least {:.0}). {remedy}",
                     vi.gate.reasons.join("; "),
                     fit::vi_gate::PSIS_KHAT_RESAMPLE_OK,
                     PSIS_ESS_FLOOR * vi.n_draws as f64
@@ -670,7 +678,7 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
             fit::ViVerdict::MeansUnreliable => {
                 let _ = writeln!(
                     s,
-                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}). Use --method nuts.",
+                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}). {remedy}",
                     vi.gate.reasons.join("; ")
                 );
             }
