@@ -109,7 +109,11 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     };
     // −H not positive definite: probe the coordinates with a zero Hessian row (all of them
     // when there is no Hessian) for a flat direction, O(d) gradients (issue 13, item 2)
-    let flat = if cov.is_none() {
+    // A finite-difference Hessian of a ridge can come out invertible by rounding (standard
+    // errors of 10⁷ on `y ~ normal(a + b, 1)`), so small models are probed either way; the
+    // directional-derivative test out to 100 units keeps a proper optimum from being called
+    // flat.
+    let flat = if cov.is_none() || (d <= 200 && neg_h_kept.is_some()) {
         crate::inference::flat::flat_directions(
             &density,
             &point,
@@ -118,6 +122,15 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         )
     } else {
         Vec::new()
+    };
+    // no standard errors along a flat direction: the curvature there is rounding
+    let (std_errors, unconstrained_se) = if flat.is_empty() {
+        (std_errors, unconstrained_se)
+    } else {
+        (
+            vec![f64::NAN; std_errors.len()],
+            vec![f64::NAN; unconstrained_se.len()],
+        )
     };
     Ok(OptimizeFit {
         algorithm: options.optimize.algorithm,
