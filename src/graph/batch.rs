@@ -352,25 +352,16 @@ impl MinibatchDensity for MinibatchModel<'_> {
         grad_sq_sum: &mut [f64],
     ) -> Result<f64, DensityError> {
         let d = self.model.dim;
-        if grad_sum.len() != d || grad_sq_sum.len() != d {
-            return Err(DensityError::fatal(format!(
-                "moment buffers have lengths {} and {}, expected {d}",
-                grad_sum.len(),
-                grad_sq_sum.len()
-            )));
-        }
-        let mut grads = vec![0.0; rows.len() * d];
+        crate::inference::density::check_moment_buffers(d, grad_sum, grad_sq_sum)?;
         if self.vectorised.load(Ordering::Relaxed) {
+            let mut grads = vec![0.0; rows.len() * d];
             if let Some(v) = self.log_lik_grads_vectorised(theta, rows, &mut grads)? {
                 row_moments(&grads, d, grad_sum, grad_sq_sum);
                 return Ok(v);
             }
             self.vectorised.store(false, Ordering::Relaxed);
         }
-        let mut values = vec![0.0; rows.len()];
-        self.log_lik_grads(theta, rows, &mut values, &mut grads)?;
-        row_moments(&grads, d, grad_sum, grad_sq_sum);
-        Ok(values.iter().sum())
+        crate::inference::density::moments_by_rows(self, theta, rows, grad_sum, grad_sq_sum)
     }
 
     /// One reverse pass over the batch with the likelihood statements unscaled and the prior

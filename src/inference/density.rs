@@ -141,19 +141,8 @@ pub trait MinibatchDensity: LogDensity {
         grad_sum: &mut [f64],
         grad_sq_sum: &mut [f64],
     ) -> Result<f64, DensityError> {
-        let d = self.dim();
-        if grad_sum.len() != d || grad_sq_sum.len() != d {
-            return Err(DensityError::fatal(format!(
-                "moment buffers have lengths {} and {}, expected {d}",
-                grad_sum.len(),
-                grad_sq_sum.len()
-            )));
-        }
-        let mut values = vec![0.0; rows.len()];
-        let mut grads = vec![0.0; rows.len() * d];
-        self.log_lik_grads(theta, rows, &mut values, &mut grads)?;
-        row_moments(&grads, d, grad_sum, grad_sq_sum);
-        Ok(values.iter().sum())
+        check_moment_buffers(self.dim(), grad_sum, grad_sq_sum)?;
+        moments_by_rows(self, theta, rows, grad_sum, grad_sq_sum)
     }
 
     /// Σ_B ℓ_i(ζ), with Σ_B ∇ℓ_i(ζ) written into `grad_sum` (length d): the likelihood part
@@ -177,6 +166,36 @@ pub trait MinibatchDensity: LogDensity {
     /// the log|Jacobian| of the constraining transforms), gradient written into `grad`
     /// (length d). L = π + Σ_i ℓ_i.
     fn prior_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError>;
+}
+
+/// Refuses moment buffers ([`MinibatchDensity::log_lik_grad_moments`]) whose lengths are not d.
+pub fn check_moment_buffers(d: usize, sum: &[f64], sq: &[f64]) -> Result<(), DensityError> {
+    if sum.len() != d || sq.len() != d {
+        return Err(DensityError::fatal(format!(
+            "moment buffers have lengths {} and {}, expected {d}",
+            sum.len(),
+            sq.len()
+        )));
+    }
+    Ok(())
+}
+
+/// [`MinibatchDensity::log_lik_grad_moments`] by one reverse pass per row
+/// ([`MinibatchDensity::log_lik_grads`]), summed in row order: the default, and the graph's
+/// fallback where the vectorised pass does not apply. Buffers are assumed checked.
+pub fn moments_by_rows<D: MinibatchDensity + ?Sized>(
+    density: &D,
+    theta: &[f64],
+    rows: &[usize],
+    grad_sum: &mut [f64],
+    grad_sq_sum: &mut [f64],
+) -> Result<f64, DensityError> {
+    let d = density.dim();
+    let mut values = vec![0.0; rows.len()];
+    let mut grads = vec![0.0; rows.len() * d];
+    density.log_lik_grads(theta, rows, &mut values, &mut grads)?;
+    row_moments(&grads, d, grad_sum, grad_sq_sum);
+    Ok(values.iter().sum())
 }
 
 /// Σ_k g_k and Σ_k g_k² (elementwise) of the rows g_k of `grads` (row-major, rows of length
