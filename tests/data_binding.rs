@@ -11,9 +11,15 @@ use bayesc::syntax::parse_program;
 use bayesc::syntax::report::{ToDiagnostic, render_plain};
 use bayesc::syntax::source::SourceMap;
 
-const LABOUR_CSV: &str = "/work/shared/data/labour.csv";
-const EIGHT_SCHOOLS: &str =
-    "/work/shared/validation/posteriordb/eight_schools-eight_schools_noncentered";
+mod common;
+
+/// The labour data shipped with the example (the same file as `shared/data/labour.csv`).
+const LABOUR_CSV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/labour/labour.csv");
+
+/// posteriordb's eight schools (non-centred) folder in `shared/validation`.
+fn eight_schools() -> PathBuf {
+    common::validation_dir().join("posteriordb/eight_schools-eight_schools_noncentered")
+}
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -86,7 +92,8 @@ fn labour_csv_binds_with_n_inferred_from_rows() {
 
 #[test]
 fn eight_schools_json_binds_to_its_stan_data_block() {
-    let dir = Path::new(EIGHT_SCHOOLS);
+    let dir = eight_schools();
+    let dir = dir.as_path();
     let program = parse_file(&dir.join("model.stan"));
     let src = load(&dir.join("data.json")).unwrap();
     let b = bind(&program, &[src]).unwrap();

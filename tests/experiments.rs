@@ -111,7 +111,7 @@ fn credit_qbvi_matches_maximum_likelihood() {
     let e = run(
         "examples/credit/experiment.bayes",
         "examples/credit/experiment_mle.bayes",
-        "../shared/data/credit.csv",
+        "examples/credit/credit.csv",
         "bad_risk",
         SplitMode::Random { seed: 1 },
         300,

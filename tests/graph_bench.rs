@@ -1,6 +1,8 @@
 //! Timing of the labour log density + gradient against a hand-written loop (run with
 //! `cargo test --release --test graph_bench -- --ignored --nocapture`).
 
+mod common;
+
 use std::time::Instant;
 
 use bayesc::data::{BoundData, DataValue};
@@ -48,7 +50,11 @@ fn hand(theta: &[f64], y: &[f64], x: &[f64], n: usize, g: &mut [f64]) -> f64 {
 #[test]
 #[ignore]
 fn labour_timing() {
-    let mut rdr = csv::Reader::from_path("/work/shared/data/labour.csv").unwrap();
+    let mut rdr = csv::Reader::from_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/labour/labour.csv"
+    ))
+    .unwrap();
     let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 8];
     for rec in rdr.records() {
         for (k, v) in rec.unwrap().iter().enumerate() {
@@ -120,7 +126,7 @@ model {
   for (t in 2:T) h[t] = omega + alpha1 * square(r[t - 1] - mu) + beta1 * h[t - 1];
   r ~ normal(mu, sqrt(h));
 }";
-    let mut rdr = csv::Reader::from_path("/work/shared/data/sp500.csv").unwrap();
+    let mut rdr = csv::Reader::from_path(common::shared_data("sp500.csv")).unwrap();
     let r: Vec<f64> = rdr
         .records()
         .skip(1)

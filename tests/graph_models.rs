@@ -2,6 +2,8 @@
 //! hand-written loops of the same formulas, parameter-dependent bounds against finite
 //! differences, names, write_array and unconstrain.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use bayesc::data::{BoundData, DataValue};
@@ -74,7 +76,10 @@ model { alpha ~ normal(0, 10); beta ~ normal(0, 10); lfp ~ bernoulli_logit(alpha
 const COVARIATES: [&str; 7] = ["k5", "k618", "age", "wc", "hc", "lwg", "inc"];
 
 fn labour_data() -> (BoundData, Vec<f64>, Vec<Vec<f64>>) {
-    let cols = read_columns("/work/shared/data/labour.csv");
+    let cols = read_columns(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/labour/labour.csv"
+    ));
     let n = cols["lfp"].len();
     let mut bd = BoundData::default();
     bd.values.insert("N".into(), scalar_int(n));
@@ -174,7 +179,7 @@ fn garch_by_hand(z: &[f64], r: &[f64]) -> f64 {
 }
 
 fn garch_data() -> (BoundData, Vec<f64>) {
-    let cols = read_columns("/work/shared/data/sp500.csv");
+    let cols = read_columns(&common::shared_data("sp500.csv").display().to_string());
     let r: Vec<f64> = cols["ret"][1..1001].to_vec();
     let mut bd = BoundData::default();
     bd.values.insert("T".into(), scalar_int(r.len()));

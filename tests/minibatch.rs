@@ -302,7 +302,7 @@ fn batch_size_on_other_methods_is_a_usage_error() {
 #[test]
 #[ignore]
 fn diabetes_bnn_minibatch_qnvb_test_rmse() {
-    let data = common::root().join("../shared/data/bnn");
+    let data = common::shared_data("bnn");
     let dir = std::env::temp_dir().join(format!("bayesc_mb_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fit = dir.join("fit.json");

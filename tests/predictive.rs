@@ -15,12 +15,7 @@ use bayesc::syntax::source::SourceMap;
 
 /// `../shared/data/bnn/FILE` beside the checkout (or under /work for a worktree).
 fn bnn(file: &str) -> PathBuf {
-    let beside = common::root().join("../shared/data/bnn").join(file);
-    if beside.exists() {
-        beside
-    } else {
-        PathBuf::from("/work/shared/data/bnn").join(file)
-    }
+    common::shared_data("bnn").join(file)
 }
 
 /// Fits `model` on the cancer training file and scores it on both files (`ext` = csv or json).

@@ -4,6 +4,8 @@
 //! release). The data live outside the crate; when they are not found the test says so and
 //! passes without checking.
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -41,19 +43,6 @@ impl LogDensity for Labour {
     }
 }
 
-fn shared_dir() -> Option<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        std::env::var_os("BAYESC_SHARED").map(PathBuf::from),
-        Some(manifest.join("../../shared")),
-        Some(manifest.join("../shared")),
-        Some(PathBuf::from("/work/shared")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|p| p.join("data/labour.csv").is_file())
-}
-
 fn read_rows(path: &PathBuf) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines()
@@ -65,10 +54,7 @@ fn read_rows(path: &PathBuf) -> Vec<Vec<String>> {
 
 #[test]
 fn labour_logistic_regression_matches_the_nuts_reference() {
-    let Some(shared) = shared_dir() else {
-        eprintln!("labour.csv not found (set BAYESC_SHARED); test skipped");
-        return;
-    };
+    let shared = common::shared_dir();
     let rows = read_rows(&shared.join("data/labour.csv"));
     assert_eq!(rows.len(), 753);
     let mut x = Vec::with_capacity(753 * 8);

@@ -48,7 +48,7 @@ fn point(d: usize, seed: u64) -> Vec<f64> {
 
 /// The `rv` column of `../shared/data/sp500.csv` (realized variance of the S&P 500).
 fn sp500_rv() -> Vec<f64> {
-    let path = common::root().join("../shared/data/sp500.csv");
+    let path = common::shared_data("sp500.csv");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let mut lines = text.lines();

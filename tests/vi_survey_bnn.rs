@@ -10,7 +10,7 @@ mod common;
 /// Fits the diabetes BNN by `method` on batches of 64 rows (seed 1, random start), predicts
 /// the test rows and returns the RMSE of the predictive mean.
 fn test_rmse(method: &str) -> f64 {
-    let data = common::root().join("../shared/data/bnn");
+    let data = common::shared_data("bnn");
     let dir = tempfile::tempdir().unwrap();
     let fit = dir.path().join("fit.json");
     let pred = dir.path().join("pred.csv");
@@ -130,7 +130,7 @@ fn diabetes_bnn_minibatch_qbvi_test_rmse() {
 #[test]
 #[ignore]
 fn diabetes_bnn_minibatch_diagonal_qbvi_score_estimator_reports_its_collapse() {
-    let data = common::root().join("../shared/data/bnn");
+    let data = common::shared_data("bnn");
     let model = common::root().join("tests/fixtures/bnn_diabetes.bayes");
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
         .arg("fit")

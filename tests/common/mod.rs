@@ -14,9 +14,44 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `../shared/validation` beside the checkout (present on developer machines and in CI).
+/// The project's `shared/` folder (data sets, reference posteriors, specs), which the project's
+/// CI lays beside the checkout: `$BAYESC_SHARED` if set, else `../shared` beside the checkout,
+/// else `../../shared` (a git worktree one level further down).
+///
+/// # Panics
+/// When none of them holds `validation/` and `data/`: the message says where it looked and how
+/// to point the tests at the folder, so that a checkout without it fails with a clear cause
+/// rather than a missing-file error deep inside a test.
+pub fn shared_dir() -> PathBuf {
+    let candidates: Vec<PathBuf> = std::env::var_os("BAYESC_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([root().join("../shared"), root().join("../../shared")])
+        .collect();
+    for c in &candidates {
+        if c.join("validation").is_dir() && c.join("data").is_dir() {
+            return c.clone();
+        }
+    }
+    panic!(
+        "this test needs the project's `shared/` folder (data sets and reference posteriors), \
+         looked in: {}. Put it beside the checkout (as CI does) or set BAYESC_SHARED=/path/to/shared",
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `shared/validation` (see [`shared_dir`]).
 pub fn validation_dir() -> PathBuf {
-    root().join("../shared/validation")
+    shared_dir().join("validation")
+}
+
+/// `shared/data/FILE` (see [`shared_dir`]).
+pub fn shared_data(file: &str) -> PathBuf {
+    shared_dir().join("data").join(file)
 }
 
 /// Compiles `model` against `data` files (paths relative to the repository root), panicking with
