@@ -182,9 +182,9 @@ def numpyro_run(name, metric, seed, decompose=False):
 
     The timed run is one `mcmc.run` (warmup and sampling, as `bayesc fit` does), after a first
     `mcmc.run` of the same shapes that compiles and is not timed. Collecting the warmup's leapfrog
-    counts needs `mcmc.warmup(collect_warmup=True)` followed by `mcmc.run`, which compiles a
-    second program on every call (its CPU time more than doubled NumPyro's on GARCH), so with
-    `decompose` those counts come from a separate, untimed warmup with the same key."""
+    counts needs `mcmc.warmup(collect_warmup=True)` followed by `mcmc.run`; timed, that pair took
+    about twice the CPU of one `mcmc.run` on GARCH (15 against 8-9 s, 2026-12-03), so with
+    `decompose` those counts come from a separate, untimed warmup of the same settings."""
     import jax
     from numpyro.infer import MCMC, NUTS
     model = numpyro_models()[name]
