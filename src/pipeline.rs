@@ -284,10 +284,11 @@ pub fn minibatch_plan(
 /// ([`minibatch_plan`]); for the methods that need per-observation gradients
 /// ([`crate::fit::Method::needs_rows`]: Vadam, VOGN) without it, the plan with M = N for VOGN
 /// (full batch) and M = 1 for Vadam (`specs/survey_vi.md` §11, the paper's setting); `None`
-/// for the other methods without `--batch-size`.
+/// for the other methods without `--batch-size`, or with `--batch-size` ≥ N (the full-data fit).
 ///
 /// Errors: as [`minibatch_plan`]; for Vadam and VOGN without `--batch-size` the diagnostics
 /// gain a note that the method needs a log density split over rows and what to use instead.
+/// MC dropout on a model with no `@dropout` site is a [`Failure::Usage`] saying how to add one.
 pub fn plan_for_method(
     checked: &Checked,
     sources: &[DataSource],
@@ -296,8 +297,22 @@ pub fn plan_for_method(
     batch_size: Option<usize>,
     over: Option<&str>,
 ) -> Result<Option<MinibatchPlan>, Failure> {
+    // Checked here, before the settings line is printed, rather than when the fit starts.
+    if method == crate::fit::Method::Mcdropout
+        && model.dropout_sites().iter().all(|s| s.units.is_empty())
+    {
+        return Err(Failure::Usage(
+            crate::inference::vi::mcdropout::NO_DROPOUT_SITE.to_string(),
+        ));
+    }
     if let Some(m) = batch_size {
-        return minibatch_plan(checked, sources, model, m, over).map(Some);
+        let plan = minibatch_plan(checked, sources, model, m, over)?;
+        // A batch of all N rows is the full-data fit: the methods that do not need
+        // per-observation gradients run it as such (QBVI keeps its full covariance).
+        if plan.settings.batch_size >= plan.n_obs && !method.needs_rows() {
+            return Ok(None);
+        }
+        return Ok(Some(plan));
     }
     if !method.needs_rows() {
         return Ok(None);

@@ -26,6 +26,17 @@ pub fn run(args: CheckArgs) -> i32 {
         Err(f) => return super::report_failure(&sources, f),
     };
     super::report_warnings(&sources, &checked.warnings);
+    if checked.program.block_spans == crate::syntax::ast::BlockSpans::default()
+        && checked.program.includes.is_empty()
+    {
+        println!(
+            "{}: no errors, but the file has no blocks, so there is nothing to fit: a model \
+             declares `parameters {{ … }}` and a `model {{ … }}` block (README, \"A short tour of \
+             the language\")",
+            args.model.display()
+        );
+        return 0;
+    }
     if args.data.is_empty() {
         println!(
             "{}: no errors ({} warnings)",

@@ -538,11 +538,11 @@ pub fn result_report(
                 StopReason::MaxIterations => outln!(
                     "WARNING: {} hit the iteration cap ({} iterations, {:.2} s) before the exit rule fired; \
                      the approximation may not have converged. Raise --max-iter or lower --step-size. \
-                     Best smoothed ELBO = {:.3}",
+                     Best smoothed ELBO = {}",
                     result.method.to_string().to_uppercase(),
                     fit.iterations,
                     result.seconds,
-                    fit.best_smoothed_elbo
+                    crate::output::report::smoothed_elbo_text(fit.best_smoothed_elbo)
                 ),
                 StopReason::Interrupted => outln!(
                     "interrupted after {} iterations: the summary describes the approximation at that point",

@@ -177,7 +177,7 @@ pub struct FitArgs {
     pub method: MethodArg,
     /// Random seed; a fit is reproducible for a given seed whatever the number of threads.
     /// Without it a seed is drawn and printed.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..), allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole(0, u64::MAX), allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Write the posterior draws (constrained scale). Variational methods: one CSV file with a
     /// header row. MCMC: one file per chain in Stan's CSV layout, named FILE_1.csv, FILE_2.csv, …
@@ -191,21 +191,21 @@ pub struct FitArgs {
     pub output_dir: Option<PathBuf>,
     /// Significant digits of the numbers in the draws files, 1 to 18 (CmdStan's `sig_figs`;
     /// by default every number is written with the digits that read back to the same value).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=18), allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole(1, 18), allow_negative_numbers = true)]
     pub sig_figs: Option<u64>,
     /// Do not print the progress bar or the settings line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Worker threads for chains, Monte Carlo draws and paths (default: one per core). Results
     /// do not depend on it: a seed gives the same draws at any thread count.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024), allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole(1, 1024), allow_negative_numbers = true)]
     pub threads: Option<u64>,
     /// Save the fitted posterior (parameter draws, model hash) as JSON for `bayesc predict`.
     #[arg(long, value_name = "FIT.json")]
     pub save_fit: Option<PathBuf>,
 
     /// Variational methods: number of posterior draws to report and write.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1000, value_parser = whole(1, u64::MAX), help_heading = "Variational inference", allow_negative_numbers = true)]
     pub draws: u64,
     /// QBVI, NGVI, VON: use a diagonal (mean-field) Gaussian (QBVI, VON: default when d > 50).
     #[arg(long, conflicts_with = "full", help_heading = "Variational inference")]
@@ -220,10 +220,10 @@ pub struct FitArgs {
     pub estimator: EstimatorArg,
     /// QBVI, BBVI, MGVB, EMGVB, NG-BBVI, Vadam: Monte Carlo draws per iteration (N_s, S, K;
     /// QBVI's gradient estimator defaults to 10, MGVB, EMGVB and NG-BBVI to 50, Vadam to 1).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Variational inference", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 100, value_parser = whole(2, u64::MAX), help_heading = "Variational inference", allow_negative_numbers = true)]
     pub mc_samples: u64,
     /// QBVI, QNVB and the survey methods: maximum number of iterations (Vadam: 100 000).
-    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Variational inference", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 5000, value_parser = whole(1, u64::MAX), help_heading = "Variational inference", allow_negative_numbers = true)]
     pub max_iter: u64,
     /// QBVI: step size β in (0, 1); by default 0.05 (diagonal) or min(0.05, 0.005·N_s/d) (full).
     /// IVON, BBB, BBVI, NG-BBVI, Vadam, VOGN: the learning rate (defaults 0.1, 0.01, 0.2, 0.01,
@@ -254,7 +254,7 @@ pub struct FitArgs {
     #[arg(long, value_enum, help_heading = "Optimization")]
     pub algorithm: Option<AlgorithmArg>,
     /// Optimize: maximum number of iterations (CmdStan's `iter`; default 2000).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Optimization", allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole(1, u64::MAX), help_heading = "Optimization", allow_negative_numbers = true)]
     pub iter: Option<u64>,
     /// Optimize (lbfgs, bfgs): stop when the objective changes by less than this between
     /// iterations (CmdStan's `tol_obj`; default 1e-12).
@@ -323,13 +323,13 @@ pub struct FitArgs {
     #[arg(long, value_name = "R|pathfinder|FILE", allow_hyphen_values = true)]
     pub init: Option<String>,
     /// MCMC: number of chains, run in parallel.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 4, value_parser = whole(1, u64::MAX), help_heading = "MCMC", allow_negative_numbers = true)]
     pub chains: u64,
     /// MCMC: warmup (adaptation) iterations per chain; for mh the default is max(2000, 500·d).
-    #[arg(long, help_heading = "MCMC", value_parser = clap::value_parser!(u64).range(0..), allow_negative_numbers = true)]
+    #[arg(long, help_heading = "MCMC", value_parser = whole(0, u64::MAX), allow_negative_numbers = true)]
     pub warmup: Option<u64>,
     /// MCMC: post-warmup iterations per chain; for mh the default is max(2000, 200·d).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC", allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole(1, u64::MAX), help_heading = "MCMC", allow_negative_numbers = true)]
     pub samples: Option<u64>,
     /// MCMC: also write the warmup draws to the draws files, before the adaptation comments
     /// (CmdStan's `save_warmup`); summaries, `bayesc summary` and plots leave them out.
@@ -337,10 +337,10 @@ pub struct FitArgs {
     pub save_warmup: bool,
     /// MCMC: print a progress line per chain every N iterations instead of the progress bar, as
     /// CmdStan's `refresh` (`Chain [1] Iteration:  100 / 2000 [  5%]  (Warmup)`); 0 prints none.
-    #[arg(long, value_name = "N", help_heading = "MCMC", value_parser = clap::value_parser!(u64).range(0..), allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", help_heading = "MCMC", value_parser = whole(0, u64::MAX), allow_negative_numbers = true)]
     pub refresh: Option<u64>,
     /// MCMC: keep every n-th post-warmup draw.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1, value_parser = whole(1, u64::MAX), help_heading = "MCMC", allow_negative_numbers = true)]
     pub thin: u64,
     /// NUTS/HMC: target acceptance statistic of the step-size adaptation, in (0, 1).
     #[arg(
@@ -351,7 +351,7 @@ pub struct FitArgs {
     )]
     pub adapt_delta: f64,
     /// NUTS: maximum tree depth (at most 2^depth leapfrog steps per iteration).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30), help_heading = "MCMC", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 10, value_parser = whole(1, 30), help_heading = "MCMC", allow_negative_numbers = true)]
     pub max_depth: u64,
     /// NUTS/HMC: the metric warmup adapts: `auto` (dense when d ≤ 16, or d ≤ 50 with its d² per
     /// step small next to the gradient; else diagonal), `diag` (Stan's default diag_e), `dense`
@@ -362,22 +362,22 @@ pub struct FitArgs {
     #[arg(long, conflicts_with = "metric", help_heading = "MCMC")]
     pub dense: bool,
     /// HMC: leapfrog steps per iteration (default: integration time 2π over the adapted step size).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "MCMC", allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole(1, u64::MAX), help_heading = "MCMC", allow_negative_numbers = true)]
     pub n_leapfrog: Option<u64>,
     /// Pathfinder: number of independent L-BFGS paths, run in parallel.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Pathfinder", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 4, value_parser = whole(1, 1024), help_heading = "Pathfinder", allow_negative_numbers = true)]
     pub num_paths: u64,
     /// Pathfinder, optimize (lbfgs): correction pairs in the L-BFGS inverse-Hessian estimate
     /// (default 6 for Pathfinder's paths, 5 for optimize as CmdStan's `history_size`).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100), help_heading = "Pathfinder", allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole(1, 100), help_heading = "Pathfinder", allow_negative_numbers = true)]
     pub history_size: Option<u64>,
     /// Pathfinder: draws K per L-BFGS iterate for its ELBO estimate.
-    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Pathfinder", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 25, value_parser = whole(1, u64::MAX), help_heading = "Pathfinder", allow_negative_numbers = true)]
     pub num_elbo_draws: u64,
     /// QNVB, IVON, BBB, Vadam (default 1), VOGN, QBVI and VON with --diagonal: fit on minibatches of M rows (a fresh permutation per epoch; terms
     /// that depend on the rows scaled by N/M). The compiler first proves that the model's log
     /// density splits over the rows (docs/minibatch.md).
-    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Minibatching", allow_negative_numbers = true)]
+    #[arg(long, value_name = "M", value_parser = whole(1, u64::MAX), help_heading = "Minibatching", allow_negative_numbers = true)]
     pub batch_size: Option<u64>,
     /// With --batch-size: the `int` data variable that counts the rows (needed when several
     /// data sizes could be the observation axis; default: the one sizing the data, or the one
@@ -423,6 +423,27 @@ impl FitArgs {
 ///
 /// Errors: clap's rendered message (`error: unexpected argument '--foo' found` …) or
 /// `error: ` followed by [`check_args`]'s message — the CLI's wording in both cases.
+/// A parser for a count flag: a whole number in `lo ..= hi`. Its errors say what is expected
+/// ("a whole number from 1 up", "from 1 to 18"), where clap's own `u64` parser answered a
+/// negative value with Rust's "invalid digit found in string".
+fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let want = if hi == u64::MAX {
+            format!("a whole number from {lo} up")
+        } else {
+            format!("a whole number from {lo} to {hi}")
+        };
+        match s.trim().parse::<i128>() {
+            Ok(v) if v >= lo as i128 && v <= hi as i128 => Ok(v as u64),
+            Ok(_) => Err(format!("expected {want}")),
+            Err(_) if s.trim().parse::<f64>().is_ok() => {
+                Err(format!("expected {want}, without a decimal point"))
+            }
+            Err(_) => Err(format!("expected {want}")),
+        }
+    }
+}
+
 pub fn parse_option_words(model: &str, words: &[String]) -> Result<FitArgs, String> {
     use clap::{CommandFactory, FromArgMatches, Parser};
     /// `bayesc fit`'s arguments under the CLI's name, without a binary name.

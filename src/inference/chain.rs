@@ -40,6 +40,9 @@ pub(crate) fn initialize(
     let mut message = String::new();
     // whether `message` names a statement of the model (a density error with a location)
     let mut named = false;
+    // whether every attempt failed with the same message (see the advice below)
+    let mut first_message: Option<String> = None;
+    let mut same_every_time = true;
     for _ in 0..attempts {
         match init {
             Some(v) => z.q.copy_from_slice(v),
@@ -79,6 +82,10 @@ pub(crate) fn initialize(
             Err(e) if e.recoverable => {
                 named = e.location.is_some();
                 message = e.to_string();
+                match &first_message {
+                    None => first_message = Some(message.clone()),
+                    Some(f) => same_every_time &= *f == message,
+                }
             }
             Err(error) => {
                 return Err(McmcError::Density {
@@ -93,13 +100,26 @@ pub(crate) fn initialize(
     } else {
         "every statement of the model"
     };
+    // A value that is the same at every random start does not move with the parameters: the
+    // usual cause is data or a constant outside the density's support, which no initial value
+    // can fix, so the advice says that rather than blaming the starting region.
+    let constant = named && init.is_none() && radius > 0.0 && attempts > 1 && same_every_time;
+    let advice = if constant {
+        format!(
+            "The same error, word for word, at all {attempts} random starting points: the value \
+             it names does not seem to change with the parameters, so it probably comes from the \
+             data or a constant in that statement; check them against the density's support"
+        )
+    } else {
+        format!(
+            "Check that {what} can have a finite log density for parameter values near zero on \
+             the unconstrained scale (bounds, positive scales, data in the support)"
+        )
+    };
     Err(McmcError::Initialization {
         chain: chain + 1,
         attempts,
-        message: format!(
-            "{message}. Check that {what} can have a finite log density for parameter values \
-             near zero on the unconstrained scale (bounds, positive scales, data in the support)"
-        ),
+        message: format!("{message}. {advice}"),
     })
 }
 

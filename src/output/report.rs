@@ -56,7 +56,17 @@ pub fn imputed_note(entries: &[crate::graph::ImputedEntry]) -> Option<String> {
     Some(lines.join("\n"))
 }
 
-/// One line naming the method and its settings.
+/// The best smoothed ELBO of a VI fit for a status line: the value to 3 decimals, or, when the
+/// fit stopped before the smoothing window first filled (it is then −∞), words that say so.
+pub fn smoothed_elbo_text(best: f64) -> String {
+    if best.is_finite() {
+        format!("{best:.3}")
+    } else {
+        "not available (the fit stopped before the ELBO's smoothing window filled)".to_string()
+    }
+}
+
+/// One line naming the method and its settings (`d`: the number of unconstrained parameters).
 pub fn settings_line(o: &FitOptions, d: usize) -> String {
     let mut line = method_settings(o, d);
     if o.method.is_mcmc() {
@@ -124,9 +134,13 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
 }
 
 fn method_settings(o: &FitOptions, d: usize) -> String {
+    let dims = format!(
+        "d = {d} unconstrained parameter{}",
+        if d == 1 { "" } else { "s" }
+    );
     match o.method {
         fit::Method::Qbvi => format!(
-            "method = qbvi (covariance = {}, residual form{}, start: {}); d = {d} unconstrained parameters; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
+            "method = qbvi (covariance = {}, residual form{}, start: {}); {dims}; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
             match (o.qbvi.covariance, o.covariance_by_dimension) {
                 (Covariance::Diagonal, false) => "diagonal".to_string(),
                 (Covariance::Full, false) => "full".to_string(),
@@ -155,7 +169,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Qnvb => format!(
-            "method = qnvb (mean-field, {} quadrature points per step, start: {}); d = {d} unconstrained parameters; max_iter = {}; seed = {}",
+            "method = qnvb (mean-field, {} quadrature points per step, start: {}); {dims}; max_iter = {}; seed = {}",
             o.qnvb.n_e,
             if o.vi_init == fit::ViInit::Mode {
                 "the mode"
@@ -166,7 +180,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Optimize => format!(
-            "method = optimize ({} + Newton polish, jacobian = {}: {}; se = {}); d = {d} unconstrained parameters; seed = {}",
+            "method = optimize ({} + Newton polish, jacobian = {}: {}; se = {}); {dims}; seed = {}",
             optimizer_name(o.optimize.algorithm),
             o.jacobian,
             if o.jacobian {
@@ -178,7 +192,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Ivon => format!(
-            "method = ivon (mean-field Gaussian, Price Hessian estimate, start: {}); d = {d} unconstrained parameters; K = {}; lr = {}; beta1 = {}; beta2 = {}; ess = {}; weight decay = {}; max_iter = {}; seed = {}",
+            "method = ivon (mean-field Gaussian, Price Hessian estimate, start: {}); {dims}; K = {}; lr = {}; beta1 = {}; beta2 = {}; ess = {}; weight decay = {}; max_iter = {}; seed = {}",
             vi_start_text(o),
             o.ivon.mc_samples,
             o.ivon.lr,
@@ -190,7 +204,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Bbb => format!(
-            "method = bbb (mean-field Gaussian, {} parameterisation, Adam, start: {}); d = {d} unconstrained parameters; S = {}; lr = {} (x{} on the scale); max_iter = {}; seed = {}",
+            "method = bbb (mean-field Gaussian, {} parameterisation, Adam, start: {}); {dims}; S = {}; lr = {} (x{} on the scale); max_iter = {}; seed = {}",
             match o.bbb.parameterisation {
                 crate::inference::vi::bbb::Parameterisation::Sigma => "sigma",
                 crate::inference::vi::bbb::Parameterisation::SoftplusRho => "softplus-rho",
@@ -203,7 +217,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Bbvi => format!(
-            "method = bbvi (mean-field Gaussian, score function, Rao-Blackwellised, {:?} control variates, AdaGrad, start: {}); d = {d} unconstrained parameters; S = {}; eta = {}; max_iter = {}; seed = {}",
+            "method = bbvi (mean-field Gaussian, score function, Rao-Blackwellised, {:?} control variates, AdaGrad, start: {}); {dims}; S = {}; eta = {}; max_iter = {}; seed = {}",
             o.bbvi.control_variate,
             vi_start_text(o),
             o.bbvi.mc_samples,
@@ -212,7 +226,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Vlaplace => format!(
-            "method = vlaplace (mean-field Gaussian, second-order ELBO with the {} Hessian diagonal at the mean, sigma at its stationary point, Adam on the mean, start: {}); d = {d} unconstrained parameters; lr = {}; max_iter = {}; seed = {}",
+            "method = vlaplace (mean-field Gaussian, second-order ELBO with the {} Hessian diagonal at the mean, sigma at its stationary point, Adam on the mean, start: {}); {dims}; lr = {}; max_iter = {}; seed = {}",
             match o.vlaplace.curvature_for(d) {
                 crate::inference::vi::vlaplace::Curvature::Exact => "exact",
                 crate::inference::vi::vlaplace::Curvature::Hutchinson => "Hutchinson-estimated",
@@ -223,7 +237,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Mcdropout => format!(
-            "method = mcdropout (Bernoulli masks on the units of the @dropout parameters, Adam on the masked log joint, start: {}); d = {d} unconstrained parameters; lr = {}; max_iter = {}; {} draws = stochastic forward passes; seed = {}",
+            "method = mcdropout (Bernoulli masks on the units of the @dropout parameters, Adam on the masked log joint, start: {}); {dims}; lr = {}; max_iter = {}; {} draws = stochastic forward passes; seed = {}",
             vi_start_text(o),
             o.mcdropout.lr,
             o.mcdropout.common.max_iter,
@@ -231,7 +245,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Ngvi => format!(
-            "method = ngvi ({} Gaussian, reparameterised gradients + Stein, start: {}); d = {d} unconstrained parameters; S = {}; step size = {}; max_iter = {}; seed = {}",
+            "method = ngvi ({} Gaussian, reparameterised gradients + Stein, start: {}); {dims}; S = {}; step size = {}; max_iter = {}; seed = {}",
             match o.ngvi.covariance {
                 Covariance::Full => "full-covariance",
                 Covariance::Diagonal => "mean-field",
@@ -249,7 +263,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 &o.emgvb
             };
             format!(
-                "method = {} (full-covariance Gaussian, score function, lagged control variates, manifold retraction, momentum {}, start: {}); d = {d} unconstrained parameters; S = {}; step size = {}; max_iter = {}; seed = {}",
+                "method = {} (full-covariance Gaussian, score function, lagged control variates, manifold retraction, momentum {}, start: {}); {dims}; S = {}; step size = {}; max_iter = {}; seed = {}",
                 o.method,
                 s.momentum,
                 vi_start_text(o),
@@ -262,12 +276,12 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         fit::Method::Pathfinder => {
             let p = &o.pathfinder;
             format!(
-                "method = pathfinder ({} L-BFGS paths in parallel, history J = {}, {} ELBO draws per iterate, at most {} L-BFGS iterations per path; draws from the mixture of the paths' Gaussians, PSIS-resampled); d = {d} unconstrained parameters; seed = {}",
+                "method = pathfinder ({} L-BFGS paths in parallel, history J = {}, {} ELBO draws per iterate, at most {} L-BFGS iterations per path; draws from the mixture of the paths' Gaussians, PSIS-resampled); {dims}; seed = {}",
                 p.num_paths, p.history, p.num_elbo_draws, p.optimize.max_iter, o.seed
             )
         }
         fit::Method::Ngbbvi => format!(
-            "method = ngbbvi (mean-field Gaussian, score function, split control variates, {:?} Fisher, Adam, start: {}); d = {d} unconstrained parameters; S = {}; lr = {} (1/t after {}); max_iter = {}; seed = {}",
+            "method = ngbbvi (mean-field Gaussian, score function, split control variates, {:?} Fisher, Adam, start: {}); {dims}; S = {}; lr = {} (1/t after {}); max_iter = {}; seed = {}",
             o.ngbbvi.fisher,
             vi_start_text(o),
             o.ngbbvi.mc_samples,
@@ -277,7 +291,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Von => format!(
-            "method = von ({} Gaussian, finite-difference Hessian at one draw, negative-curvature guard, start: {}); d = {d} unconstrained parameters; beta = {}; max_iter = {}; seed = {}",
+            "method = von ({} Gaussian, finite-difference Hessian at one draw, negative-curvature guard, start: {}); {dims}; beta = {}; max_iter = {}; seed = {}",
             match o.von.covariance {
                 Covariance::Full => "full-covariance",
                 Covariance::Diagonal => "mean-field",
@@ -288,7 +302,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Vadam => format!(
-            "method = vadam (mean-field Gaussian, squared minibatch gradients, start: {}); d = {d} unconstrained parameters; K = {}; lr = {}; beta1 = {}; beta2 = {}; max_iter = {}; seed = {}",
+            "method = vadam (mean-field Gaussian, squared minibatch gradients, start: {}); {dims}; K = {}; lr = {}; beta1 = {}; beta2 = {}; max_iter = {}; seed = {}",
             vi_start_text(o),
             o.vadam.mc_samples,
             o.vadam.lr,
@@ -298,7 +312,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Vogn => format!(
-            "method = vogn (mean-field Gaussian, per-example squared gradients = empirical Fisher, start: {}); d = {d} unconstrained parameters; lr = {}; beta = {}; max_iter = {}; seed = {}",
+            "method = vogn (mean-field Gaussian, per-example squared gradients = empirical Fisher, start: {}); {dims}; lr = {}; beta = {}; max_iter = {}; seed = {}",
             vi_start_text(o),
             o.vogn.lr,
             o.vogn.beta,
@@ -306,7 +320,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::FixedParam => format!(
-            "method = fixed_param (parameters fixed at their initial values, generated quantities drawn afresh each iteration); d = {d} unconstrained parameters; {} chains × {} draws{}; seed = {}",
+            "method = fixed_param (parameters fixed at their initial values, generated quantities drawn afresh each iteration); {dims}; {} chains × {} draws{}; seed = {}",
             o.mcmc.chains,
             o.mcmc.samples,
             if o.mcmc.thin > 1 {
@@ -317,11 +331,11 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Laplace => format!(
-            "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); d = {d} unconstrained parameters; seed = {}",
+            "method = laplace (Gaussian at the mode of the unconstrained density, covariance = inverse negative Hessian); {dims}; seed = {}",
             o.seed
         ),
         m => format!(
-            "method = {m}; d = {d} unconstrained parameters; {} chains × ({} warmup + {} draws){}; {}metric = {}; seed = {}",
+            "method = {m}; {dims}; {} chains × ({} warmup + {} draws){}; {}metric = {}; seed = {}",
             o.mcmc.chains,
             o.mcmc.warmup,
             o.mcmc.samples,

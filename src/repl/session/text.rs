@@ -191,7 +191,7 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             } else {
                 let _ = writeln!(
                     s,
-                    "{} after {} iterations ({:.2} s); best smoothed ELBO = {:.3}",
+                    "{} after {} iterations ({:.2} s); best smoothed ELBO = {}",
                     match (&r.vi, q.stop) {
                         (Some(v), StopReason::ExitRule) if !v.unbounded.is_empty() => {
                             "NOT converged (the exit rule fired while q drifts along an improper \
@@ -201,7 +201,7 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
                     },
                     q.iterations,
                     r.seconds,
-                    q.best_smoothed_elbo
+                    crate::output::report::smoothed_elbo_text(q.best_smoothed_elbo)
                 );
             }
         }
