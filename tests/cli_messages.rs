@@ -118,3 +118,31 @@ fn a_constant_outside_the_support_is_blamed_on_the_constant() {
         "{err}"
     );
 }
+
+/// Divergences after a warmup shorter than Stan's 150 adaptation iterations are blamed on the
+/// warmup, not on adapt_delta; one draw per chain is warned about (R-hat and ESS are NA).
+#[test]
+fn short_runs_get_advice_that_matches_their_cause() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["fit"];
+        args.extend(EIGHT);
+        args.extend(["--method", "nuts", "--seed", "1"]);
+        args.extend(extra);
+        let out = bayesc(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = run(&["--warmup", "20"]);
+    let line = text
+        .lines()
+        .find(|l| l.contains("transitions diverged"))
+        .unwrap_or_else(|| panic!("no divergences with --warmup 20 at seed 1: {text}"));
+    assert!(line.contains("--warmup 20 is too short"), "{line}");
+    assert!(!line.contains("Increase adapt_delta"), "{line}");
+    let text = run(&["--samples", "1"]);
+    assert!(text.contains("only 1 post-warmup draw per chain"), "{text}");
+}

@@ -556,9 +556,30 @@ impl McmcOutput {
         let kept: usize = self.chains.iter().map(|c| c.stats.len()).sum();
         let divergent: usize = self.chains.iter().map(|c| c.divergences).sum();
         if divergent > 0 {
+            // Under Stan's 150 adaptation iterations (75 + 25 + 50) the step size has not
+            // settled, so the first remedy is the warmup, not adapt_delta.
+            let advice = if self.method != Method::Mh && settings.warmup < 150 {
+                format!(
+                    "--warmup {} is too short for the step size to adapt (Stan's adaptation \
+                     windows take 150 iterations): run with the default warmup of 1000 before \
+                     changing adapt_delta or the model",
+                    settings.warmup
+                )
+            } else {
+                "Increase adapt_delta (e.g. 0.95) or reparameterise the model".to_string()
+            };
             out.push(format!(
-                "{divergent} post-warmup transitions diverged: the results may be biased. \
-                 Increase adapt_delta (e.g. 0.95) or reparameterise the model"
+                "{divergent} post-warmup transitions diverged: the results may be biased. {advice}"
+            ));
+        }
+        let fewest = self.chains.iter().map(|c| c.stats.len()).min().unwrap_or(0);
+        // Split-chain R-hat needs halves of 2 draws, the ESS halves of 3 (specs/diagnostics.md §2–3).
+        if !self.interrupted && fewest < 6 {
+            out.push(format!(
+                "only {fewest} post-warmup draw{} per chain: R-hat needs at least 4 and the ESS \
+                 and MCSE at least 6 (below that they are shown as NA), and the summary rests on \
+                 {kept} draws in all; run longer (--samples)",
+                if fewest == 1 { "" } else { "s" }
             ));
         }
         let max_depth: usize = self.chains.iter().map(|c| c.max_treedepth_hits).sum();
