@@ -146,3 +146,41 @@ fn short_runs_get_advice_that_matches_their_cause() {
     let text = run(&["--samples", "1"]);
     assert!(text.contains("only 1 post-warmup draw per chain"), "{text}");
 }
+
+/// `predict` on new rows without the outcome, for a model whose `log_lik` reads the outcome:
+/// the NaN error comes with a note naming the missing column and the two ways out.
+#[test]
+fn predict_without_the_outcome_explains_the_nan() {
+    let dir = tempfile::tempdir().unwrap();
+    let fit = dir.path().join("fit.json");
+    let fit = fit.to_str().unwrap();
+    let model = "tests/fixtures/ux/log_lik_reads_outcome.bayes";
+    let out = bayesc(&[
+        "fit",
+        model,
+        "--data",
+        "tests/fixtures/ux/lin.csv",
+        "--seed",
+        "1",
+        "-q",
+        "--save-fit",
+        fit,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = bayesc(&[
+        "predict",
+        model,
+        "--fit",
+        fit,
+        "--data",
+        "tests/fixtures/ux/new_rows_without_y.csv",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("the new data has no `y` column"), "{err}");
+    assert!(err.contains("if (!is_nan(y[n]))"), "{err}");
+}

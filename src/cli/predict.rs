@@ -91,16 +91,26 @@ pub fn run(args: PredictArgs) -> i32 {
         Err(f) => return super::report_failure(&sources, f),
     };
     let seed = args.seed.unwrap_or(saved.seed);
+    let observed = outcome
+        .as_deref()
+        .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
     let mut rows = match predict::predict(&model, &saved, seed) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
+            // The usual cause when the new data lacks the outcome: a generated quantity reads
+            // it (its placeholder is NaN), e.g. `log_lik[n] = normal_lpdf(y[n] | …)`.
+            if let (Some(o), Some(None)) = (&outcome, &observed) {
+                eprintln!(
+                    "  = note: the new data has no `{o}` column, so `{o}` is NaN in the generated \
+                     quantities; a statement that reads it (such as `log_lik[n] = \
+                     normal_lpdf({o}[n] | …)`) cannot be evaluated. Add the `{o}` column to score \
+                     the new rows, or guard the statement with `if (!is_nan({o}[n])) {{ … }}`"
+                );
+            }
             return super::EXIT_ERROR;
         }
     };
-    let observed = outcome
-        .as_deref()
-        .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
     if let Some(None) = observed {
         // log p(y | θ) of an outcome that is not there is meaningless (and some discrete lpmfs
         // do not propagate the NaN placeholder), so it is left out.
