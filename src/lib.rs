@@ -20,3 +20,4 @@ pub mod predict;
 pub mod repl;
 pub mod semantics;
 pub mod syntax;
+pub mod words;

@@ -499,7 +499,7 @@ pub fn result_report(
                         result
                             .vi
                             .as_ref()
-                            .map(|v| v.unbounded.join(", "))
+                            .map(|v| crate::words::name_list(&v.unbounded, 6))
                             .unwrap_or_default(),
                         fit.best_smoothed_elbo
                     )
@@ -536,11 +536,11 @@ pub fn result_report(
                     fit.best_smoothed_elbo
                 ),
                 StopReason::MaxIterations => outln!(
-                    "WARNING: {} hit the iteration cap ({} iterations, {:.2} s) before the exit rule fired; \
+                    "WARNING: {} hit the iteration cap ({}, {:.2} s) before the exit rule fired; \
                      the approximation may not have converged. Raise --max-iter or lower --step-size. \
                      Best smoothed ELBO = {}",
                     result.method.to_string().to_uppercase(),
-                    fit.iterations,
+                    crate::words::counted(fit.iterations, "iteration"),
                     result.seconds,
                     crate::output::report::smoothed_elbo_text(fit.best_smoothed_elbo)
                 ),
@@ -593,7 +593,7 @@ pub fn result_report(
                         result
                             .vi
                             .as_ref()
-                            .map(|v| v.unbounded.join(", "))
+                            .map(|v| crate::words::name_list(&v.unbounded, 6))
                             .unwrap_or_default()
                     )
                 }

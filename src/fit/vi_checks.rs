@@ -152,7 +152,7 @@ pub fn start_message_for(
                  along {} after a random start (the density has no interior mode there: \
                  {reason}). The summary above is not a posterior: use --method nuts, or check \
                  the initial values and the model where the log density is extremely steep.",
-                vi.unbounded.join(", ")
+                crate::words::name_list(&vi.unbounded, 6)
             ),
             // both causes are possible: say which evidence points where
             _ => format!(
@@ -160,7 +160,7 @@ pub fn start_message_for(
                  {} after a random start (the density has no interior mode there: {reason}); \
                  the posterior may be improper{}, or the fit was stopped too early. The summary \
                  above is not a posterior: check the priors, or use --method nuts.",
-                vi.unbounded.join(", "),
+                crate::words::name_list(&vi.unbounded, 6),
                 match unpriored {
                     Some(names) => format!(
                         " ({} get an improper flat prior)",
@@ -181,14 +181,14 @@ pub fn start_message_for(
              prior, so check that the likelihood does not grow without bound along it (e.g. a \
              scale going to 0 at a repeated value) and that the data identify it; use --method \
              nuts to confirm. The summary above is not a posterior.",
-            vi.unbounded.join(", ")
+            crate::words::name_list(&vi.unbounded, 6)
         )
     } else {
         format!(
             "WARNING: the posterior may be improper: the density has no interior mode ({reason}), \
              and the approximation drifts along {}; give the parameters proper priors \
              or check that the data identify them. The summary above is not a posterior.",
-            vi.unbounded.join(", ")
+            crate::words::name_list(&vi.unbounded, 6)
         )
     })
 }

@@ -326,7 +326,7 @@ pub fn convergence_warnings(rows: &[SummaryRow], chains: usize) -> Vec<String> {
     if !high.is_empty() {
         w.push(format!(
             "R-hat > {RHAT_WARN} for {}: the chains have not mixed; run longer (--warmup, --samples) or reparameterise",
-            name_list(&high)
+            crate::words::name_list(&high, 6)
         ));
     }
     let min_ess = ESS_PER_CHAIN_WARN * chains as f64;
@@ -340,17 +340,8 @@ pub fn convergence_warnings(rows: &[SummaryRow], chains: usize) -> Vec<String> {
     if !low.is_empty() {
         w.push(format!(
             "effective sample size below {min_ess:.0} (100 per chain) for {}: estimates of means and quantiles are unreliable; draw more samples",
-            name_list(&low)
+            crate::words::name_list(&low, 6)
         ));
     }
     w
-}
-
-/// Up to six names joined by commas, then "and k more".
-fn name_list(names: &[&str]) -> String {
-    if names.len() > 6 {
-        format!("{} and {} more", names[..6].join(", "), names.len() - 6)
-    } else {
-        names.join(", ")
-    }
 }
