@@ -184,3 +184,54 @@ fn predict_without_the_outcome_explains_the_nan() {
     assert!(err.contains("the new data has no `y` column"), "{err}");
     assert!(err.contains("if (!is_nan(y[n]))"), "{err}");
 }
+
+/// Ctrl-C during a VI fit: the fit stops, the summary of q at that point is printed, and the
+/// PSIS check (here 4000 evaluations of a log density of 200 000 terms) is skipped and said to
+/// be, instead of keeping the user waiting for it.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_vi_fit_skips_the_psis_check_and_says_so() {
+    use std::io::{BufRead, Read};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("slow.bayes");
+    std::fs::write(
+        &model,
+        "parameters { real mu; }\nmodel {\n  vector[200000] z = rep_vector(mu, 200000);\n  \
+         target += normal_lpdf(z | 1, 1000);\n}\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args([
+            "fit",
+            model.to_str().unwrap(),
+            "--seed",
+            "1",
+            "--max-iter",
+            "100000",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bayesc");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.starts_with("method = qbvi"), "{first}");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the fit should still run"
+    );
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some(), "killed by a signal: {rest}");
+    assert!(rest.contains("interrupted after"), "{rest}");
+    assert!(
+        rest.contains("PSIS k-hat check was skipped after Ctrl-C"),
+        "{rest}"
+    );
+    assert!(!rest.contains("PSIS k-hat ="), "{rest}");
+}

@@ -469,7 +469,8 @@ impl Smoother {
 /// The reported unconstrained draws of a variational fit and its diagnostics: `psis_draws`
 /// draws of q (stream 2) give k̂ and the ELBO estimate; the reported `vi_draws` draws are fresh
 /// draws of q (stream 1) or, with `psis_resample`, systematic importance resampling of the
-/// PSIS draws (uniform from stream 3).
+/// PSIS draws (uniform from stream 3). No diagnostics (`None`) when `psis_draws` is 0 or after
+/// a Ctrl-C ([`crate::inference::interrupt::requested`]).
 pub(super) fn vi_draws(
     model: &Model,
     options: &FitOptions,
@@ -479,7 +480,10 @@ pub(super) fn vi_draws(
 ) -> Result<(Vec<Vec<f64>>, Option<ViDiagnostics>), FitError> {
     let seed = options.seed;
     let s = options.psis_draws;
-    if s == 0 {
+    // After Ctrl-C the user wants the result now: the check costs `psis_draws` evaluations of
+    // the whole log density (a minute on a large BNN), so it is skipped, and the report says so
+    // (`output::report::vi_diagnostics_text_with`).
+    if s == 0 || crate::inference::interrupt::requested() {
         let zetas = sample(options.vi_draws, &mut stream(seed, 1));
         return Ok((zetas, None));
     }

@@ -624,7 +624,15 @@ pub fn vi_diagnostics_text(result: &FitResult) -> String {
 pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let Some(vi) = &result.vi else { return s };
+    let Some(vi) = &result.vi else {
+        if result.method.is_variational() && crate::inference::interrupt::requested() {
+            s.push_str(
+                "note: the PSIS k-hat check was skipped after Ctrl-C, so nothing here says \
+                 whether the approximation matches the posterior\n",
+            );
+        }
+        return s;
+    };
     let khat = if vi.khat == f64::NEG_INFINITY {
         "undefined (the log ratios log p - log q are constant to rounding)".to_string()
     } else {

@@ -19,7 +19,7 @@ impl Session {
             if r.is_error {
                 if let Some(path) = failed {
                     r.text = format!(
-                        "error: nothing to fit: the last `:load {}` failed (retried now):\n{}",
+                        "nothing to fit: the last `:load {}` failed, and loading it again fails with\n{}",
                         path.display(),
                         r.text
                     );
