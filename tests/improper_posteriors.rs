@@ -257,3 +257,44 @@ fn a_non_identified_combination_is_named_not_converged() {
         "{text}"
     );
 }
+
+/// The same ridge under NUTS and Laplace: NUTS's warnings name the combination (the gradients at
+/// the draws are all orthogonal to a − b) and replace the run-length advice of R-hat and ESS;
+/// Laplace's error names it too (it was "improper in some direction").
+#[test]
+fn nuts_and_laplace_name_a_non_identified_combination() {
+    let (ok, text) = bayesc(&[
+        "fit",
+        "ridge.bayes",
+        "--data",
+        "ridge.json",
+        "--method",
+        "nuts",
+        "--seed",
+        "1",
+        "-q",
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("does not change along the combination 0.71·a − 0.71·b"),
+        "{text}"
+    );
+    assert!(text.contains("no run length fixes that"), "{text}");
+    assert!(!text.contains("run longer (--warmup, --samples)"), "{text}");
+    let (ok, text) = bayesc(&[
+        "fit",
+        "ridge.bayes",
+        "--data",
+        "ridge.json",
+        "--method",
+        "laplace",
+        "--seed",
+        "1",
+        "-q",
+    ]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("the posterior is improper: the log density does not change along the combination 0.71·a − 0.71·b"),
+        "{text}"
+    );
+}

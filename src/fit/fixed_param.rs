@@ -191,6 +191,7 @@ pub(super) fn fit_fixed_param(
         chains: outputs,
         interrupted,
         flat: Vec::new(),
+        flat_direction: None,
     };
     let mut draws = Draws {
         names,

@@ -165,6 +165,9 @@ pub(super) fn fit_mcmc(
         })?;
     let names = model.parameter_names();
     if names.len() == model.dim() {
+        if let Some(v) = &out.flat_direction {
+            out.flat = vec![crate::inference::flat::describe_direction(v, &names)];
+        }
         for n in out.flat.iter_mut() {
             if let Some(i) = n
                 .strip_prefix("zeta[")

@@ -498,12 +498,20 @@ pub fn fit_with_stream(
             let fit = laplace::laplace(model, &mode, &settings).map_err(|e| {
                 // −H not positive definite: name the flat directions, if any (issue 13, item 2)
                 let flat = if e == laplace::LaplaceError::NotMaximum {
-                    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, &mode)
+                    // Probed where the mode search ended (run again: it is deterministic), not
+                    // at its start: along a ridge the gradient there is ≈ 0 across the ridge,
+                    // so the directional-derivative test can tell the flat combination (at the
+                    // start, a large gradient times the finite-difference eigenvector's
+                    // rounding hid `a − b` of `y ~ normal(a + b, 1)`).
+                    let end =
+                        crate::inference::optimize::optimize(model, &mode, &settings.optimize)
+                            .map_or_else(|_| mode.clone(), |r| r.point);
+                    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, &end)
                         .ok()
                         .map(|h| h.iter().map(|v| -v).collect());
                     crate::inference::flat::flat_directions(
                         model,
-                        &mode,
+                        &end,
                         nh.as_deref(),
                         &model.parameter_names(),
                     )

@@ -33,6 +33,68 @@ fn is_zero(g: &[f64], i: usize) -> bool {
     g[i].abs() <= FLAT_GRAD * scale
 }
 
+/// Largest d for which [`flat_combination_in_draws`] runs: it evaluates up to 2d + 20
+/// gradients and takes the SVD of a (2d + 20) × d matrix.
+pub const FLAT_COMBINATION_MAX_DIM: usize = 200;
+
+/// A unit direction v (length d) along which L is flat over the draws although no coordinate
+/// is: every gradient at up to 2d + 20 draws spread over `draws` is orthogonal to v, while the
+/// draws spread along v. `y ~ normal(a + b, 1)` under flat priors depends on a + b only, so every
+/// gradient is orthogonal to (a − b)/√2 and a sampler wanders along it without end.
+///
+/// v is the right singular vector of the smallest singular value of G, the k × d matrix of the
+/// gradients (k > d + 4). Gradients from reverse mode are exact to rounding, so along a truly
+/// flat direction that singular value is rounding (below 10⁻¹⁰ of the largest), where a proper
+/// posterior gives at least the inverse square root of its precision's condition number (far
+/// above 10⁻¹⁰ for any posterior a sampler can explore). v is kept only when, in addition,
+/// |vᵀ∇L| ≤ 10⁻⁹·(1 + ‖∇L‖∞) at every probed draw and the draws' projections on v differ.
+/// `None` for d < 2, d > [`FLAT_COMBINATION_MAX_DIM`] or too few finite gradients ([X], a design
+/// decision, companion of [`flat_in_draws`] for combinations).
+pub fn flat_combination_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Option<Vec<f64>> {
+    use rayon::prelude::*;
+    let d = draws.first()?.len();
+    if !(2..=FLAT_COMBINATION_MAX_DIM).contains(&d) {
+        return None;
+    }
+    let want = 2 * d + 20;
+    let step = draws.len().div_ceil(want).max(1);
+    let picked: Vec<&[f64]> = draws.iter().step_by(step).copied().collect();
+    let grads: Vec<(usize, Vec<f64>)> = picked
+        .par_iter()
+        .enumerate()
+        .filter_map(|(k, z)| grad_at(density, z).map(|g| (k, g)))
+        .collect();
+    if grads.len() < d + 5 {
+        return None;
+    }
+    let g = faer::Mat::<f64>::from_fn(grads.len(), d, |i, j| grads[i].1[j]);
+    let svd = g.thin_svd().ok()?;
+    let (sv, vmat) = (svd.S().column_vector(), svd.V());
+    let (mut lo, mut hi, mut at) = (f64::INFINITY, 0.0f64, 0);
+    for j in 0..d {
+        hi = hi.max(sv[j]);
+        if sv[j] < lo {
+            (lo, at) = (sv[j], j);
+        }
+    }
+    if !(hi > 0.0 && lo <= 1e-10 * hi) {
+        return None;
+    }
+    let v: Vec<f64> = (0..d).map(|i| vmat[(i, at)]).collect();
+    let orthogonal = grads.iter().all(|(_, g)| {
+        let dv: f64 = g.iter().zip(&v).map(|(a, b)| a * b).sum();
+        dv.abs() <= 1e-9 * (1.0 + g.iter().fold(0.0f64, |m, x| m.max(x.abs())))
+    });
+    let proj = |z: &[f64]| z.iter().zip(&v).map(|(a, b)| a * b).sum::<f64>();
+    let (plo, phi) = grads
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (k, _)| {
+            let p = proj(picked[*k]);
+            (l.min(p), h.max(p))
+        });
+    (orthogonal && phi > plo).then_some(v)
+}
+
 /// The coordinates i along which L is flat on one side of `point` (length d): ∂L/∂ζ_i ≈ 0
 /// (see [`FLAT_GRAD`]) at `point` and at `point ± t·e_i` for every t in [`FLAT_STEPS`], on the
 /// + side or on the − side. Only the `candidates` are probed (e.g. the coordinates where the

@@ -520,6 +520,11 @@ pub struct McmcOutput {
     /// ([`crate::inference::flat::flat_in_draws`]): the posterior is improper there. Named
     /// `zeta[i]` (1-based) by [`sample`]; the caller may rename them after the parameters.
     pub flat: Vec<String>,
+    /// The unit direction of a flat combination of coordinates
+    /// ([`crate::inference::flat::flat_combination_in_draws`]) when no single coordinate is
+    /// flat; `flat` then holds its description with `zeta[i]` names, which the caller may
+    /// redo with the parameters' names ([`crate::inference::flat::describe_direction`]).
+    pub flat_direction: Option<Vec<f64>>,
 }
 
 /// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
@@ -661,12 +666,21 @@ pub fn sample_with_sink(
         interrupted |= stopped;
         chains.push(chain);
     }
-    let flat = if dim > 0 {
+    let (flat, flat_direction) = if dim > 0 {
         let draws: Vec<&[f64]> = chains.iter().flat_map(|c| c.draws.chunks(dim)).collect();
         let coords = super::flat::flat_in_draws(density, &draws);
-        coords.iter().map(|i| format!("zeta[{}]", i + 1)).collect()
+        if coords.is_empty()
+            && let Some(v) = super::flat::flat_combination_in_draws(density, &draws)
+        {
+            (vec![super::flat::describe_direction(&v, &[])], Some(v))
+        } else {
+            (
+                coords.iter().map(|i| format!("zeta[{}]", i + 1)).collect(),
+                None,
+            )
+        }
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     Ok(McmcOutput {
         dim,
@@ -674,6 +688,7 @@ pub fn sample_with_sink(
         chains,
         interrupted,
         flat,
+        flat_direction,
     })
 }
 

@@ -509,7 +509,19 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
     if matches!(result.method, fit::Method::Nuts | fit::Method::Hmc) {
         warnings.extend(warmup_warning(options.mcmc.warmup));
     }
-    warnings.extend(summary::convergence_warnings(&rows, k));
+    let convergence = summary::convergence_warnings(&rows, k);
+    if out.flat.is_empty() || convergence.is_empty() {
+        warnings.extend(convergence);
+    } else {
+        // An improper direction explains poor mixing: running longer cannot fix it, so the
+        // run-length advice is replaced by a pointer to the cause.
+        warnings.push(
+            "R-hat and the effective sample sizes are poor because the chains wander along the \
+             improper direction named above: no run length fixes that; make the posterior \
+             proper first"
+                .to_string(),
+        );
+    }
     if !warnings.is_empty() {
         s.push_str("\nwarnings:\n");
         for w in warnings {
