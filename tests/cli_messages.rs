@@ -8,11 +8,7 @@ mod common;
 use std::process::{Command, Output};
 
 fn bayesc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(args)
-        .current_dir(common::root())
-        .output()
-        .expect("run bayesc")
+    common::bayesc_in(&common::root(), args)
 }
 
 const EIGHT: [&str; 4] = [

@@ -142,11 +142,7 @@ impl ToDiagnostic for DataError {
 
 /// `n` followed by `noun`, with an `s` unless `n` is 1 ("1 element", "4 elements").
 pub(crate) fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    crate::words::counted(n, noun)
 }
 
 #[cfg(test)]

@@ -28,6 +28,24 @@ fn grad_at(density: &dyn LogDensity, z: &[f64]) -> Option<Vec<f64>> {
     }
 }
 
+/// About `want` draws spread evenly over `draws`, and the finite gradients at them (evaluated
+/// in parallel) with their index among the picked draws.
+fn spread_gradients<'a>(
+    density: &dyn LogDensity,
+    draws: &[&'a [f64]],
+    want: usize,
+) -> (Vec<&'a [f64]>, Vec<(usize, Vec<f64>)>) {
+    use rayon::prelude::*;
+    let step = draws.len().div_ceil(want.max(1)).max(1);
+    let picked: Vec<&[f64]> = draws.iter().step_by(step).copied().collect();
+    let grads = picked
+        .par_iter()
+        .enumerate()
+        .filter_map(|(k, z)| grad_at(density, z).map(|g| (k, g)))
+        .collect();
+    (picked, grads)
+}
+
 fn is_zero(g: &[f64], i: usize) -> bool {
     let scale = 1.0 + g.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     g[i].abs() <= FLAT_GRAD * scale
@@ -51,19 +69,12 @@ pub const FLAT_COMBINATION_MAX_DIM: usize = 200;
 /// `None` for d < 2, d > [`FLAT_COMBINATION_MAX_DIM`] or too few finite gradients ([X], a design
 /// decision, companion of [`flat_in_draws`] for combinations).
 pub fn flat_combination_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Option<Vec<f64>> {
-    use rayon::prelude::*;
     let d = draws.first()?.len();
     if !(2..=FLAT_COMBINATION_MAX_DIM).contains(&d) {
         return None;
     }
     let want = 2 * d + 20;
-    let step = draws.len().div_ceil(want).max(1);
-    let picked: Vec<&[f64]> = draws.iter().step_by(step).copied().collect();
-    let grads: Vec<(usize, Vec<f64>)> = picked
-        .par_iter()
-        .enumerate()
-        .filter_map(|(k, z)| grad_at(density, z).map(|g| (k, g)))
-        .collect();
+    let (picked, grads) = spread_gradients(density, draws, want);
     if grads.len() < d + 5 {
         return None;
     }
@@ -139,18 +150,11 @@ pub fn null_rows(neg_h: &[f64], d: usize) -> Vec<usize> {
 /// L does not change along ζ_i over the region the fit visited. Draws where L or its gradient
 /// is not finite are skipped; with fewer than 5 usable draws nothing is reported.
 pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
-    use rayon::prelude::*;
     if draws.is_empty() {
         return Vec::new();
     }
     let d = draws[0].len();
-    let step = draws.len().div_ceil(FLAT_DRAWS).max(1);
-    let picked: Vec<&[f64]> = draws.iter().step_by(step).copied().collect();
-    let grads: Vec<(usize, Vec<f64>)> = picked
-        .par_iter()
-        .enumerate()
-        .filter_map(|(k, z)| grad_at(density, z).map(|g| (k, g)))
-        .collect();
+    let (picked, grads) = spread_gradients(density, draws, FLAT_DRAWS);
     if grads.len() < 5 {
         return Vec::new();
     }
