@@ -444,7 +444,7 @@ fn validate(d: usize, init: &[f64], s: &QbviSettings) -> Result<(), QbviError> {
     if s.max_iter == 0 {
         return bad("max_iter is 0; at least one iteration is needed".into());
     }
-    if !(s.trust_region > 0.0) {
+    if s.trust_region.is_nan() || s.trust_region <= 0.0 {
         return bad(format!(
             "trust_region is {}, but must be positive (infinity turns it off)",
             s.trust_region

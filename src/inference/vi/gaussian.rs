@@ -123,7 +123,7 @@ impl GaussianFit {
     pub fn worsened(&self) -> Option<(f64, f64)> {
         let (start, end) = self.elbo_change()?;
         let margin = WORSENED_MARGIN.0 + WORSENED_MARGIN.1 * start.abs();
-        (start.is_finite() && !(end >= start - margin)).then_some((start, end))
+        (start.is_finite() && (end.is_nan() || end < start - margin)).then_some((start, end))
     }
 
     /// The marginal variances diag Σ (length d), for either family.

@@ -88,7 +88,7 @@ impl<F: Family> State<F> {
                 settings.step_size
             )));
         }
-        if !(settings.trust_region > 0.0) {
+        if settings.trust_region.is_nan() || settings.trust_region <= 0.0 {
             return Err(ViError::InvalidSettings(format!(
                 "trust_region is {}, but must be positive (infinity turns it off)",
                 settings.trust_region
