@@ -467,7 +467,17 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
+            let worse = fit::worsened_phrase(fit);
             match fit.stop {
+                // the ELBO ended below its start: the exit rule fired on a plateau of a fit
+                // that diverged (docs/bnn_methods.md, the digits BNN at β = 0.05)
+                StopReason::ExitRule if worse.is_some() => outln!(
+                    "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but {}. \
+                     The summary below is not a posterior.",
+                    fit.iterations,
+                    result.seconds,
+                    worse.as_deref().unwrap_or_default()
+                ),
                 // MC dropout: a point estimate of the weights, no posterior to converge
                 StopReason::ExitRule
                     if result.method == fit::Method::Mcdropout && fit.skipped_steps == 0 =>
@@ -548,6 +558,9 @@ pub fn result_report(
                     "interrupted after {} iterations: the summary describes the approximation at that point",
                     fit.iterations
                 ),
+            }
+            if let (Some(w), StopReason::MaxIterations) = (&worse, fit.stop) {
+                outln!("WARNING: {w}. The summary below is not a posterior.");
             }
             epoch_note(&mut s, &fit.epoch_elbo, fit.iterations, options);
             if fit.skipped_steps > 0 && fit.stop != StopReason::ExitRule {

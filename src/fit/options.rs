@@ -319,6 +319,20 @@ impl MinibatchPlan {
     }
 }
 
+impl FitOptions {
+    /// The step size QBVI uses for dimension d: with a minibatch plan the noise-scaled default
+    /// of [`crate::inference::qbvi::QbviSettings::effective_step_size_minibatch`], else the
+    /// full-data one.
+    pub fn qbvi_step_size(&self, d: usize) -> f64 {
+        match &self.minibatch {
+            Some(p) => self
+                .qbvi
+                .effective_step_size_minibatch(d, p.n_obs, p.settings.batch_size),
+            None => self.qbvi.effective_step_size(d),
+        }
+    }
+}
+
 /// The methods that accept `--batch-size`, for messages.
 pub const MINIBATCH_METHODS: &str =
     "qnvb, ivon, bbb, vadam, vogn, vlaplace, mcdropout, and qbvi or von with --diagonal";

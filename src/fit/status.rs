@@ -30,13 +30,16 @@ impl FitResult {
     }
 
     /// For a variational fit: whether its exit rule fired (the smoothed ELBO stopped
-    /// improving) and no direction of the approximation is drifting without bound; `false`
-    /// when it hit the iteration cap or was interrupted. `None` for other methods (MCMC's
+    /// improving), no direction of the approximation is drifting without bound and the ELBO
+    /// did not end below where it started (`GaussianFit::worsened`); `false` when it hit the
+    /// iteration cap or was interrupted. `None` for other methods (MCMC's
     /// convergence is judged from R-hat and ESS, not recorded here).
     pub fn vi_converged(&self) -> Option<bool> {
         let drifting = self.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
         match &self.details {
-            FitDetails::Qbvi(f) => Some(f.stop == StopReason::ExitRule && !drifting),
+            FitDetails::Qbvi(f) => {
+                Some(f.stop == StopReason::ExitRule && !drifting && f.worsened().is_none())
+            }
             FitDetails::Qnvb(f) => Some(f.stop == QnvbStop::Converged && !drifting),
             _ => None,
         }

@@ -85,6 +85,25 @@ pub fn collapse_warning_for(list: &str, unpriored: Option<&[String]>) -> String 
     }
 }
 
+/// The phrase for a Gaussian variational fit whose ELBO ended below where it started
+/// ([`crate::inference::vi::GaussianFit::worsened`]), naming both values and the cause and
+/// remedy that the digits BNN showed (docs/bnn_methods.md); `None` when it did not.
+pub fn worsened_phrase(fit: &crate::inference::vi::GaussianFit) -> Option<String> {
+    let (start, end) = fit.worsened()?;
+    let scope = if fit.epoch_elbo.is_empty() {
+        ""
+    } else {
+        "full-data "
+    };
+    Some(format!(
+        "the {scope}ELBO ended at {end:.3}, below the {start:.3} of the initial approximation, so \
+         the steps made q worse rather than better: the step size is too large for this model \
+         (the natural-gradient steps overshoot where the likelihood is steep or saturated, or the \
+         minibatch gradient is too noisy for them); try a smaller --step-size (a tenth of the \
+         one above), or --method qnvb or ivon"
+    ))
+}
+
 /// Why the end point of a variational fit is not a converged optimum of the ELBO, if it is not
 /// (a phrase for messages): QBVI stopped by its exit rule after updates the positive-
 /// definiteness guard skipped (the ELBO stopped improving because q stopped moving), by the
@@ -92,6 +111,11 @@ pub fn collapse_warning_for(list: &str, unpriored: Option<&[String]>) -> String 
 /// stop and for the other methods.
 pub fn vi_not_converged(details: &FitDetails) -> Option<String> {
     match details {
+        FitDetails::Qbvi(f)
+            if f.stop != qbvi::StopReason::Interrupted && f.worsened().is_some() =>
+        {
+            worsened_phrase(f)
+        }
         FitDetails::Qbvi(f) => match f.stop {
             qbvi::StopReason::ExitRule if f.skipped_steps == 0 => None,
             qbvi::StopReason::ExitRule => Some(format!(

@@ -495,7 +495,7 @@ fn write_approximation_csv(
                     "qbvi",
                     options.qbvi.max_iter,
                     options.qbvi.n_samples,
-                    options.qbvi.effective_step_size(f.mean.len()),
+                    options.qbvi_step_size(f.mean.len()),
                 ),
             }
         }

@@ -140,7 +140,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
     );
     match o.method {
         fit::Method::Qbvi => format!(
-            "method = qbvi (covariance = {}, residual form{}, start: {}); {dims}; N_s = {}; step size = {:.4}; max_iter = {}; seed = {}",
+            "method = qbvi (covariance = {}, residual form{}, start: {}); {dims}; N_s = {}; step size = {:.4}{}; max_iter = {}; seed = {}",
             match (o.qbvi.covariance, o.covariance_by_dimension) {
                 (Covariance::Diagonal, false) => "diagonal".to_string(),
                 (Covariance::Full, false) => "full".to_string(),
@@ -164,7 +164,12 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 "random"
             },
             o.qbvi.n_samples,
-            o.qbvi.effective_step_size(d),
+            o.qbvi_step_size(d),
+            if o.qbvi_step_size(d) < o.qbvi.effective_step_size(d) {
+                " (lowered for the minibatch noise, N/M; --step-size to override)"
+            } else {
+                ""
+            },
             o.qbvi.max_iter,
             o.seed
         ),

@@ -121,6 +121,19 @@ impl Family for DiagonalGaussian {
         self.step(g, beta, max_halvings)
     }
 
+    fn limit_mean_step(&mut self, old_mean: &[f64], kappa: f64) -> usize {
+        let mut limited = 0;
+        for ((m, &old), &sp) in self.mean.iter_mut().zip(old_mean).zip(&self.sqrt_precision) {
+            let bound = kappa / sp;
+            let step = *m - old;
+            if step.abs() > bound {
+                *m = old + bound.copysign(step);
+                limited += 1;
+            }
+        }
+        limited
+    }
+
     /// p_new = p + βg + β²g²/(2p) (diagonal retraction, §8.1), μ_new = μ + β·g_a/p_new (§4,
     /// residual form); β is halved up to `max_halvings` times on failure (§8.3).
     fn step(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
@@ -155,6 +168,20 @@ impl Family for DiagonalGaussian {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trust_region_limits_each_coordinate_to_kappa_sds() {
+        // p = (4, 0.25): σ = (0.5, 2). A step g_a with β = 1 moves μ by g_a/p_new; p stays put
+        // (g_b = 0 in the residual packing means P + βG_B = P).
+        let mut q = DiagonalGaussian::from_parts(vec![0.0, 0.0], vec![4.0, 0.25]);
+        assert!(q.step_guarded(&[40.0, -0.1, 0.0, 0.0], 0.5, 0));
+        // raw moves: 0.5·40/4 = 5 (10 sd) and 0.5·(−0.1)/0.25 = −0.2 (0.1 sd)
+        assert_eq!(q.mean, vec![5.0, -0.2]);
+        assert_eq!(q.limit_mean_step(&[0.0, 0.0], 0.5), 1);
+        assert_eq!(q.mean, vec![0.25, -0.2]); // 0.5 sd of 0.5; the small move is untouched
+        assert_eq!(q.limit_mean_step(&[0.0, 0.0], f64::INFINITY), 0);
+        assert_eq!(q.mean, vec![0.25, -0.2]);
+    }
     use crate::inference::rng::stream;
     use rand::RngExt;
     use rand_distr::StandardNormal;

@@ -88,6 +88,9 @@ pub(crate) struct RunRecord {
     pub(crate) notes: Vec<String>,
     /// Minibatch fits only: the full-data ELBO at the end of every epoch (`inference::minibatch`).
     pub(crate) epoch_elbo: Vec<f64>,
+    /// Minibatch fits that measure it: the full-data ELBO of the initial q, from the same
+    /// draws as `epoch_elbo` ([`GaussianFit::start_elbo`]).
+    pub(crate) start_elbo: Option<f64>,
 }
 
 impl RunRecord {
@@ -113,6 +116,7 @@ impl RunRecord {
             returned_iteration: self.returned_iteration,
             notes: self.notes,
             epoch_elbo: self.epoch_elbo,
+            start_elbo: self.start_elbo,
             factor,
         }
     }
@@ -155,6 +159,7 @@ impl<S: Clone> Tracker<S> {
                 returned_iteration: 0,
                 notes: Vec::new(),
                 epoch_elbo: Vec::new(),
+                start_elbo: None,
             },
             kept: None,
         }

@@ -221,6 +221,10 @@ impl Family for FullGaussian {
         }
     }
 
+    fn limit_mean_step(&mut self, _old_mean: &[f64], _kappa: f64) -> usize {
+        0
+    }
+
     fn step_guarded(&mut self, g: &[f64], beta: f64, max_halvings: usize) -> bool {
         let d = self.d;
         let (g_a, g_upper) = g.split_at(d);

@@ -52,8 +52,21 @@ pub struct GaussianFit {
     /// Minibatch fits only: the full-data ELBO at the end of every epoch, the exit statistic
     /// (`inference::minibatch`); empty for full-batch fits.
     pub epoch_elbo: Vec<f64>,
+    /// Minibatch QBVI: the full-data ELBO of the initial q from the same fixed draws as
+    /// `epoch_elbo`; `None` for the other fits (see [`GaussianFit::elbo_change`]).
+    pub start_elbo: Option<f64>,
     pub(crate) factor: Factor,
 }
+
+/// How many of the last epoch ELBOs [`GaussianFit::elbo_change`] averages for a minibatch fit:
+/// the default smoothing window W + 1 of `inference::minibatch` (5 + 1 epochs).
+const END_EPOCHS: usize = 6;
+
+/// The margin of [`GaussianFit::worsened`] ([X], a design decision): the end must lie below the
+/// start by more than 1 nat plus 5 % of |start|, well above the Monte Carlo error of the
+/// ELBO estimates being compared (on labour, sd(LB_t) ≈ 0.5 nats at −471), so that a fit that
+/// started at the optimum (the Laplace start of a Gaussian posterior) is not flagged for noise.
+const WORSENED_MARGIN: (f64, f64) = (1.0, 0.05);
 
 impl GaussianFit {
     /// A diagonal fit from μ and the precisions p (length d), with the record of the run.
@@ -78,6 +91,39 @@ impl GaussianFit {
             q.precision_row_major(),
             Factor::Full(q.chol_row_major()),
         )
+    }
+
+    /// (start, end) of the ELBO over the run, each on the log-density scale, or `None` when the
+    /// run has no such record. Minibatch fits (`epoch_elbo` non-empty): start = `start_elbo`
+    /// (else the first epoch's value), end = the mean of the last 6 epoch values (the returned
+    /// q is the last iterate). Full-batch fits: start = LB_1, the estimate at the initial q;
+    /// end = the best smoothed ELBO (the kept q), or the mean of the trace's last 31 values
+    /// when the run was shorter than its window.
+    pub fn elbo_change(&self) -> Option<(f64, f64)> {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        if let Some(&first) = self.epoch_elbo.first() {
+            let start = self.start_elbo.unwrap_or(first);
+            let tail = &self.epoch_elbo[self.epoch_elbo.len().saturating_sub(END_EPOCHS)..];
+            return Some((start, mean(tail)));
+        }
+        let &start = self.elbo_trace.first()?;
+        let end = if self.best_smoothed_elbo > f64::NEG_INFINITY {
+            self.best_smoothed_elbo
+        } else {
+            mean(&self.elbo_trace[self.elbo_trace.len().saturating_sub(31)..])
+        };
+        Some((start, end))
+    }
+
+    /// `Some((start, end))` of [`GaussianFit::elbo_change`] when the fit ended with a lower
+    /// ELBO than it started with, by more than 1 nat + 5 % of |start| (a non-finite end counts
+    /// as lower): its steps made q worse, so whatever stopped it, it has not converged. Seen on
+    /// the digits BNN at too large a step size, where the exit rule fired on a plateau far
+    /// below the start (docs/bnn_methods.md).
+    pub fn worsened(&self) -> Option<(f64, f64)> {
+        let (start, end) = self.elbo_change()?;
+        let margin = WORSENED_MARGIN.0 + WORSENED_MARGIN.1 * start.abs();
+        (start.is_finite() && (end.is_nan() || end < start - margin)).then_some((start, end))
     }
 
     /// The marginal variances diag Σ (length d), for either family.
@@ -144,5 +190,66 @@ impl GaussianFit {
             }
         };
         -(d as f64) * HALF_LN_2PI + half_log_det - 0.5 * quad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(trace: Vec<f64>, best: f64, epochs: Vec<f64>, start: Option<f64>) -> GaussianFit {
+        let record = RunRecord {
+            elbo_trace: trace,
+            smoothed_elbo: Vec::new(),
+            stop: StopReason::ExitRule,
+            skipped_steps: 0,
+            best_smoothed_elbo: best,
+            returned_iteration: 1,
+            notes: Vec::new(),
+            epoch_elbo: epochs,
+            start_elbo: start,
+        };
+        GaussianFit::diagonal(vec![0.0], vec![1.0], record)
+    }
+
+    #[test]
+    fn a_fit_that_ends_below_its_start_is_worsened() {
+        // Full batch: LB_1 = −22676.5 (NGVI's digits start) against a best smoothed −120244.9.
+        let f = fit(vec![-22676.5, -52598.9], -120244.9, vec![], None);
+        assert_eq!(f.elbo_change(), Some((-22676.5, -120244.9)));
+        assert_eq!(f.worsened(), Some((-22676.5, -120244.9)));
+        // Improved: not worsened.
+        assert_eq!(fit(vec![-22676.5], 1907.0, vec![], None).worsened(), None);
+        // Within the margin 1 + 0.05·471 = 24.55 nats (noise at an optimum): not worsened;
+        // beyond it: worsened.
+        assert_eq!(fit(vec![-471.0], -495.5, vec![], None).worsened(), None);
+        assert!(fit(vec![-471.0], -495.6, vec![], None).worsened().is_some());
+        // No smoothed value yet: the mean of the trace's tail, here (−10 − 30)/2 = −20.
+        let short = fit(vec![-10.0, -30.0], f64::NEG_INFINITY, vec![], None);
+        assert_eq!(short.elbo_change(), Some((-10.0, -20.0)));
+        assert!(short.worsened().is_some());
+        // A non-finite end is lower than any finite start.
+        let inf = fit(
+            vec![-10.0, f64::NEG_INFINITY],
+            f64::NEG_INFINITY,
+            vec![],
+            None,
+        );
+        assert!(inf.worsened().is_some());
+    }
+
+    #[test]
+    fn a_minibatch_fit_compares_the_last_six_epochs_with_its_start() {
+        // start −19000; the last six epochs average (−1000·5 − 91000)/6 = −16000: within the
+        // margin 1 + 950 of the start? −16000 > −19951, so not worsened.
+        let epochs = vec![
+            -7000.0, -1000.0, -1000.0, -1000.0, -1000.0, -1000.0, -91000.0,
+        ];
+        let f = fit(vec![0.0; 3], 5.0, epochs.clone(), Some(-19000.0));
+        assert_eq!(f.elbo_change(), Some((-19000.0, -16000.0)));
+        assert_eq!(f.worsened(), None);
+        // Without a recorded start, the first epoch (−7000) is the start: worsened.
+        let f = fit(vec![0.0; 3], 5.0, epochs, None);
+        assert_eq!(f.worsened(), Some((-7000.0, -16000.0)));
     }
 }

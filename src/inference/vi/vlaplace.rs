@@ -471,6 +471,7 @@ impl<'a> EpochLoop<'a> {
                 returned_iteration: 0,
                 notes: Vec::new(),
                 epoch_elbo: Vec::new(),
+                start_elbo: None,
             },
             statistic: None,
         })

@@ -175,7 +175,14 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             return s;
         }
         FitDetails::Qbvi(q) => {
-            if r.method == fit::Method::Mcdropout
+            let worse = fit::worsened_phrase(q);
+            if let (Some(w), StopReason::ExitRule | StopReason::MaxIterations) = (&worse, q.stop) {
+                let _ = writeln!(
+                    s,
+                    "NOT converged after {} iterations ({:.2} s): {w}",
+                    q.iterations, r.seconds
+                );
+            } else if r.method == fit::Method::Mcdropout
                 && q.stop == StopReason::ExitRule
                 && q.skipped_steps == 0
             {
