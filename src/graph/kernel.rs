@@ -23,9 +23,15 @@
 //! parameters" flag the flag updates of stores and moves are skipped (every later iteration
 //! starts from the same flags, so it would compute the same ones).
 //!
+//! With the cargo feature `jit` (the default) the straight-line loop bodies and the reverse
+//! sweeps are also compiled to native code with Cranelift when the kernel is built; the
+//! interpreter runs whatever was not compiled and is the reference the native code matches bit
+//! for bit (`jit`'s module docs).
+//!
 //! Files: this one holds the kernel's types (instructions, segments, containers); [`build`]
 //! compiles a loop into them (compile pass); [`run`] executes a kernel, recording its trace on
-//! the tape (forward pass); [`reverse`] holds [`backward`], the kernel's reverse sweep.
+//! the tape (forward pass); [`reverse`] holds [`backward`], the kernel's reverse sweep; `jit`
+//! generates native code for both.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
@@ -39,6 +45,8 @@ use super::scalar::{B, U};
 use super::value::{Base, Value};
 
 mod build;
+#[cfg(feature = "jit")]
+mod jit;
 mod reverse;
 mod run;
 
@@ -65,6 +73,16 @@ impl KernelCache {
     /// `None` before the loop first ran, then whether it runs as a kernel.
     pub fn compiled(&self) -> Option<bool> {
         self.0.get().map(|k| k.is_some())
+    }
+
+    /// Whether the loop runs as a kernel with native code for at least one loop body (feature
+    /// `jit`).
+    pub fn native(&self) -> bool {
+        #[cfg(feature = "jit")]
+        if let Some(Some(k)) = self.0.get() {
+            return k.jit.as_ref().is_some_and(|j| j.has_forward());
+        }
+        false
     }
 
     /// The kernel of the `for` statement `st`, compiling it on first use against the variables
@@ -405,6 +423,9 @@ pub struct Kernel {
     conts: Vec<ContDef>,
     /// Arguments of log densities: (cell, dependency list).
     largs: Vec<(u32, u32)>,
+    /// Native code of its loop bodies and reverse sweeps (`None`: all interpreted).
+    #[cfg(feature = "jit")]
+    jit: Option<jit::Jit>,
 }
 
 impl Kernel {
