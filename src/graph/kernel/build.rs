@@ -75,7 +75,6 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
     if b.n_cells >= TAPE_BIT / 2 {
         return None;
     }
-    #[allow(unused_mut)]
     let mut k = Kernel {
         root: b.nodes,
         segs: b.segs,
@@ -96,6 +95,7 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
     if !k.cells_in_range() {
         return None;
     }
+    k.mark_fresh();
     #[cfg(feature = "jit")]
     {
         k.jit = jit::compile(&k);

@@ -105,34 +105,50 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
             ai -= na;
             continue;
         }
-        let rev = &k.segs[entry[0] as usize].rev[..];
+        let seg = &k.segs[entry[0] as usize];
+        let (rev, fresh) = (&seg.rev[..], &seg.fresh[..]);
+        // `x += v`, or `x = v` where the adjoint of `x` is known to be +0 (`Kernel::mark_fresh`).
+        macro_rules! acc {
+            ($f:expr, $bit:expr, $x:expr, $v:expr) => {{
+                let v = $v;
+                if $f & $bit != 0 {
+                    c!($x) = v;
+                } else {
+                    c!($x) += v;
+                }
+            }};
+        }
         for _ in 0..entry[1] {
-            for op in rev.iter().rev() {
+            for (op, &f) in rev.iter().zip(fresh).rev() {
                 match *op {
                     ROp::Add(d, x, y) => {
                         let g = std::mem::take(&mut c!(d));
-                        c!(x) += g;
-                        c!(y) += g;
+                        acc!(f, FRESH_X, x, g);
+                        acc!(f, FRESH_Y, y, g);
                     }
                     ROp::Sub(d, x, y) => {
                         let g = std::mem::take(&mut c!(d));
-                        c!(x) += g;
-                        c!(y) -= g;
+                        acc!(f, FRESH_X, x, g);
+                        if f & FRESH_Y != 0 {
+                            c!(y) = -g;
+                        } else {
+                            c!(y) -= g;
+                        }
                     }
                     ROp::P2(d, x, y) => {
                         pi -= 2;
                         let g = std::mem::take(&mut c!(d));
-                        c!(x) += p!(pi) * g;
-                        c!(y) += p!(pi + 1) * g;
+                        acc!(f, FRESH_X, x, p!(pi) * g);
+                        acc!(f, FRESH_Y, y, p!(pi + 1) * g);
                     }
                     ROp::P1(d, x) => {
                         pi -= 1;
                         let g = std::mem::take(&mut c!(d));
-                        c!(x) += p!(pi) * g;
+                        acc!(f, FRESH_X, x, p!(pi) * g);
                     }
                     ROp::Mov(d, x) => {
                         let g = std::mem::take(&mut c!(d));
-                        c!(x) += g;
+                        acc!(f, FRESH_X, x, g);
                     }
                     ROp::Ld(d) => {
                         let a = addr!();
@@ -155,13 +171,13 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
                     ROp::Target(x) => {
                         let a = addr!();
                         if a != NONE {
-                            c!(x) += adj[(rec.terms_out + a) as usize];
+                            acc!(f, FRESH_X, x, adj[(rec.terms_out + a) as usize]);
                         }
                     }
                     ROp::St(s) => {
                         let a = addr!() as usize;
                         let g = std::mem::take(&mut ka[a]);
-                        c!(s) += g;
+                        acc!(f, FRESH_X, s, g);
                     }
                 }
             }

@@ -13,7 +13,7 @@ use cranelift_codegen::ir::{Function, InstBuilder, MemFlags, Type, Value, types}
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 
 use super::super::run::{NONE, TAPE_BIT};
-use super::super::{Kernel, ROp, Seg};
+use super::super::{FRESH_X, FRESH_Y, Kernel, ROp, Seg, ZERO_D};
 
 /// The generator of one segment's reverse sweep.
 pub(in super::super) struct Gen<'a> {
@@ -140,20 +140,28 @@ impl Gen<'_> {
             b.ins().brif(ok, cont, &[], fail, &[]);
             b.switch_to_block(cont);
         };
-        // g ← adjoint of `d`, which is cleared.
-        let take = |b: &mut FunctionBuilder, d: u32| -> Value {
-            let g = b.use_var(c(d));
+        // g ← adjoint of `d` (+0 when the marks `f` say so), which is cleared.
+        let take = |b: &mut FunctionBuilder, d: u32, f: u8| -> Value {
+            let g = if f & ZERO_D != 0 {
+                zero
+            } else {
+                b.use_var(c(d))
+            };
             b.def_var(c(d), zero);
             g
         };
-        // adjoint of `x` += p · g
-        let acc = |b: &mut FunctionBuilder, x: u32, p: Option<Value>, g: Value| {
+        // adjoint of `x` += p · g, or = p · g when `fresh` (`Kernel::mark_fresh`)
+        let acc = |b: &mut FunctionBuilder, x: u32, p: Option<Value>, g: Value, fresh: bool| {
             let t = match p {
                 Some(p) => b.ins().fmul(p, g),
                 None => g,
             };
-            let a = b.use_var(c(x));
-            let s = b.ins().fadd(a, t);
+            let s = if fresh {
+                t
+            } else {
+                let a = b.use_var(c(x));
+                b.ins().fadd(a, t)
+            };
             b.def_var(c(x), s);
         };
         // The address of kernel adjoint `a` (an i32 recorded address), checked.
@@ -174,47 +182,53 @@ impl Gen<'_> {
         };
         for (j, r) in self.seg.rev.iter().enumerate().rev() {
             let (p0, a0) = (8 * po[j], 4 * ao[j]);
+            let f = self.seg.fresh[j];
+            let (fx, fy) = (f & FRESH_X != 0, f & FRESH_Y != 0);
             match *r {
                 ROp::Add(d, x, y) => {
-                    let g = take(&mut b, d);
-                    acc(&mut b, x, None, g);
-                    acc(&mut b, y, None, g);
+                    let g = take(&mut b, d, f);
+                    acc(&mut b, x, None, g, fx);
+                    acc(&mut b, y, None, g, fy);
                 }
                 ROp::Sub(d, x, y) => {
-                    let g = take(&mut b, d);
-                    acc(&mut b, x, None, g);
-                    let a = b.use_var(c(y));
-                    let s = b.ins().fsub(a, g);
+                    let g = take(&mut b, d, f);
+                    acc(&mut b, x, None, g, fx);
+                    let s = if fy {
+                        b.ins().fneg(g)
+                    } else {
+                        let a = b.use_var(c(y));
+                        b.ins().fsub(a, g)
+                    };
                     b.def_var(c(y), s);
                 }
                 ROp::P2(d, x, y) => {
                     let px = load(&mut b, types::F64, pb, p0);
                     let py = load(&mut b, types::F64, pb, p0 + 8);
-                    let g = take(&mut b, d);
-                    acc(&mut b, x, Some(px), g);
-                    acc(&mut b, y, Some(py), g);
+                    let g = take(&mut b, d, f);
+                    acc(&mut b, x, Some(px), g, fx);
+                    acc(&mut b, y, Some(py), g, fy);
                 }
                 ROp::P1(d, x) => {
                     let px = load(&mut b, types::F64, pb, p0);
-                    let g = take(&mut b, d);
-                    acc(&mut b, x, Some(px), g);
+                    let g = take(&mut b, d, f);
+                    acc(&mut b, x, Some(px), g, fx);
                 }
                 ROp::Mov(d, x) => {
-                    let g = take(&mut b, d);
-                    acc(&mut b, x, None, g);
+                    let g = take(&mut b, d, f);
+                    acc(&mut b, x, None, g, fx);
                 }
                 ROp::Pn(d, a, n) => {
-                    let g = take(&mut b, d);
+                    let g = take(&mut b, d, f);
                     for jj in 0..n {
                         let x = self.k.largs[(a + jj) as usize].0;
                         let p = load(&mut b, types::F64, pb, p0 + 8 * jj as i64);
-                        acc(&mut b, x, Some(p), g);
+                        acc(&mut b, x, Some(p), g, false);
                     }
                 }
                 ROp::Ld(d) => {
                     // NONE: a constant; TAPE_BIT: a tape slot; else kernel memory.
                     let a = load(&mut b, types::I32, ab, a0);
-                    let g = take(&mut b, d);
+                    let g = take(&mut b, d, f);
                     let (some, tape, mem, next) = (
                         b.create_block(),
                         b.create_block(),
@@ -254,7 +268,7 @@ impl Gen<'_> {
                     let s = b.ins().uextend(types::I64, s);
                     let p = adj_at(&mut b, s);
                     let v = b.ins().load(types::F64, MemFlags::trusted(), p, 0);
-                    acc(&mut b, x, None, v);
+                    acc(&mut b, x, None, v, fx);
                     b.ins().jump(next, &[]);
                     b.switch_to_block(next);
                 }
@@ -263,7 +277,7 @@ impl Gen<'_> {
                     let p = mem_at(&mut b, a);
                     let g = b.ins().load(types::F64, MemFlags::trusted(), p, 0);
                     b.ins().store(MemFlags::trusted(), zero, p, 0);
-                    acc(&mut b, s, None, g);
+                    acc(&mut b, s, None, g, fx);
                 }
             }
         }
