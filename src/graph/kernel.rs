@@ -315,16 +315,20 @@ struct Seg {
     n_parts: u32,
     n_addrs: u32,
     /// Per reverse instruction, what is known of the adjoints it touches ([`FRESH_X`],
-    /// [`FRESH_Y`], [`ZERO_D`]; `Kernel::mark_fresh`).
+    /// [`FRESH_Y`], [`ZERO_D`]; `Kernel::mark_fresh`), for native code.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
     fresh: Vec<u8>,
 }
 
 /// The first cell a reverse instruction adds into (`x`; `s` of a store, `x` of a term) holds an
-/// adjoint of exactly +0 there: the sweep assigns instead of adding.
+/// adjoint of exactly +0 there: native code assigns instead of adding.
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
 const FRESH_X: u8 = 1;
 /// Likewise the second cell (`y`).
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
 const FRESH_Y: u8 = 2;
 /// The adjoint the instruction takes from `d` is exactly +0 (native code uses the constant).
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
 const ZERO_D: u8 = 4;
 
 impl Seg {
@@ -447,11 +451,17 @@ impl Kernel {
     /// temporary defined there before its uses). The adjoint of a private cell is then exactly
     /// +0 whenever the sweep starts on an execution of the segment (adjoints start at +0, and
     /// each execution's sweep ends by taking it), and, tracking takes and additions backwards
-    /// through the segment, at every point the marks name: there the reverse sweep writes
-    /// `p · g` instead of `0 + p · g`, which takes an addition off the chain of dependent
-    /// operations. The two differ only when `p · g` is −0 (then +0 before, −0 now), i.e. in the
-    /// sign of a zero adjoint, never in a non-zero value; interpreter and native code follow
-    /// the same marks, so they agree bit for bit.
+    /// through the segment, at every point the marks name: there native code writes `p · g`
+    /// instead of `0 + p · g`, which takes an addition off its chain of dependent operations.
+    ///
+    /// The gradient is the same bit for bit as the interpreter's (which adds): `0 + v` differs
+    /// from `v` only for v = −0, so the two sweeps differ at most in the sign of zero adjoints of
+    /// private cells and of what is computed from them (products and sums, still zeros of either
+    /// sign; NaN and ±∞ products do not depend on the sign). Every such value ends up added into
+    /// an adjoint that is not private (another cell's, kernel memory's or a tape slot's), and
+    /// those are sums that start at +0, hence never −0, so adding −0 or +0 to them gives the
+    /// same bits.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
     fn mark_fresh(&mut self) {
         const NONE_SEG: u32 = u32::MAX;
         const SHARED: u32 = u32::MAX - 1;

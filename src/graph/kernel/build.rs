@@ -75,6 +75,7 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
     if b.n_cells >= TAPE_BIT / 2 {
         return None;
     }
+    #[cfg_attr(not(feature = "jit"), allow(unused_mut))]
     let mut k = Kernel {
         root: b.nodes,
         segs: b.segs,
@@ -95,9 +96,9 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
     if !k.cells_in_range() {
         return None;
     }
-    k.mark_fresh();
     #[cfg(feature = "jit")]
     {
+        k.mark_fresh();
         k.jit = jit::compile(&k);
     }
     Some(k)

@@ -72,8 +72,10 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
     }
     for entry in trace.chunks_exact(2).rev() {
         #[cfg(feature = "jit")]
+        // A single execution is swept by the interpreter: native code's fixed cost (loading and
+        // storing the adjoints of the cells the segment names) outweighs its gain there.
         if rec.native
-            && entry[1] > 0
+            && entry[1] >= 2
             && let Some(f) = k.jit.as_ref().and_then(|j| j.rev(entry[0]))
         {
             let s = &k.segs[entry[0] as usize];
@@ -105,50 +107,34 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
             ai -= na;
             continue;
         }
-        let seg = &k.segs[entry[0] as usize];
-        let (rev, fresh) = (&seg.rev[..], &seg.fresh[..]);
-        // `x += v`, or `x = v` where the adjoint of `x` is known to be +0 (`Kernel::mark_fresh`).
-        macro_rules! acc {
-            ($f:expr, $bit:expr, $x:expr, $v:expr) => {{
-                let v = $v;
-                if $f & $bit != 0 {
-                    c!($x) = v;
-                } else {
-                    c!($x) += v;
-                }
-            }};
-        }
+        let rev = &k.segs[entry[0] as usize].rev[..];
         for _ in 0..entry[1] {
-            for (op, &f) in rev.iter().zip(fresh).rev() {
+            for op in rev.iter().rev() {
                 match *op {
                     ROp::Add(d, x, y) => {
                         let g = std::mem::take(&mut c!(d));
-                        acc!(f, FRESH_X, x, g);
-                        acc!(f, FRESH_Y, y, g);
+                        c!(x) += g;
+                        c!(y) += g;
                     }
                     ROp::Sub(d, x, y) => {
                         let g = std::mem::take(&mut c!(d));
-                        acc!(f, FRESH_X, x, g);
-                        if f & FRESH_Y != 0 {
-                            c!(y) = -g;
-                        } else {
-                            c!(y) -= g;
-                        }
+                        c!(x) += g;
+                        c!(y) -= g;
                     }
                     ROp::P2(d, x, y) => {
                         pi -= 2;
                         let g = std::mem::take(&mut c!(d));
-                        acc!(f, FRESH_X, x, p!(pi) * g);
-                        acc!(f, FRESH_Y, y, p!(pi + 1) * g);
+                        c!(x) += p!(pi) * g;
+                        c!(y) += p!(pi + 1) * g;
                     }
                     ROp::P1(d, x) => {
                         pi -= 1;
                         let g = std::mem::take(&mut c!(d));
-                        acc!(f, FRESH_X, x, p!(pi) * g);
+                        c!(x) += p!(pi) * g;
                     }
                     ROp::Mov(d, x) => {
                         let g = std::mem::take(&mut c!(d));
-                        acc!(f, FRESH_X, x, g);
+                        c!(x) += g;
                     }
                     ROp::Ld(d) => {
                         let a = addr!();
@@ -171,13 +157,13 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
                     ROp::Target(x) => {
                         let a = addr!();
                         if a != NONE {
-                            acc!(f, FRESH_X, x, adj[(rec.terms_out + a) as usize]);
+                            c!(x) += adj[(rec.terms_out + a) as usize];
                         }
                     }
                     ROp::St(s) => {
                         let a = addr!() as usize;
                         let g = std::mem::take(&mut ka[a]);
-                        acc!(f, FRESH_X, s, g);
+                        c!(s) += g;
                     }
                 }
             }

@@ -8,6 +8,12 @@ use crate::distributions::{self, Arg};
 /// Iterations of a kernel's loop between looks at the Ctrl-C flag.
 const LOOP_CHECK_EVERY: i64 = 1 << 16;
 
+/// Fewest remaining iterations of a loop handed to native code (fewer are interpreted: the
+/// call's fixed cost, building the container views and loading and storing the cells the body
+/// names, outweighs what native code saves on a handful of iterations).
+#[cfg(feature = "jit")]
+const NATIVE_MIN_ITERS: i64 = 8;
+
 use super::super::scalar::{B, U};
 use super::super::tape::Tape;
 use super::super::value::{Base, Data, Slots, Value, pooled_reals, recycle_reals, single_offset};
@@ -510,10 +516,12 @@ impl Rt<'_, '_> {
             if (it - lo) % LOOP_CHECK_EVERY == 0 && crate::inference::interrupt::requested() {
                 return Err(Stop);
             }
-            // Stable flags: the remaining iterations `it ..= hi` as native code, if compiled.
+            // Stable flags: the remaining iterations `it ..= hi` as native code, if compiled and
+            // enough of them to repay the call (loading and storing the cells it names).
             #[cfg(feature = "jit")]
             if stable
                 && self.native
+                && hi - it >= NATIVE_MIN_ITERS - 1
                 && let Some(f) = k.jit.as_ref().and_then(|j| j.fwd(id, rec))
             {
                 // SAFETY: `m`, `iv` and `crt` are this run's memory, registers and views of
