@@ -80,6 +80,7 @@ pub(super) struct KernelRecord {
     /// First tape slot of the run's parameter-dependent log density terms.
     pub(super) terms_out: u32,
     /// Sweep backwards with native code where compiled (`Model::set_native_loops`).
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
     pub(super) native: bool,
 }
 
@@ -131,6 +132,7 @@ pub(super) struct Rt<'r, 'v> {
     parts: &'r mut Vec<f64>,
     addrs: &'r mut Vec<u32>,
     /// Hand stable loops to native code where compiled.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
     native: bool,
 }
 
