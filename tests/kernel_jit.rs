@@ -260,3 +260,39 @@ model {
     check_at(&native, &interp, &[0.3]);
     assert_native(&native, 1, 1);
 }
+
+#[test]
+fn parameter_container_with_scattered_slots_runs_interpreted_with_the_same_bits() {
+    // `v` holds the slots of beta[idx], not contiguous: native code cannot address it, so the
+    // loop hands over to native code only where it may and the interpreter runs the rest.
+    let src = r#"
+data { int N; array[N] int idx; vector[N] y; }
+parameters { vector[3] beta; }
+model {
+  vector[N] v = beta[idx];
+  vector[N] s;
+  s[1] = 0;
+  for (t in 2:N) {
+    s[t] = 0.5 * s[t - 1] + v[t];
+  }
+  y ~ normal(s, 1);
+  beta ~ normal(0, 1);
+}
+"#;
+    let n = 40;
+    let idx: Vec<String> = (0..n).map(|i| ((i * 2) % 3 + 1).to_string()).collect();
+    let y: Vec<String> = (0..n)
+        .map(|i| format!("{:.2}", (i % 5) as f64 * 0.3))
+        .collect();
+    let json = format!(
+        r#"{{"N": {n}, "idx": [{}], "y": [{}]}}"#,
+        idx.join(","),
+        y.join(",")
+    );
+    let (native, interp) =
+        pair(|| common::compile_source("scattered.bayes", src, Some(&json), &[]));
+    for p in common::points(native.dim()) {
+        check_at(&native, &interp, &p);
+    }
+    assert_native(&native, 1, 1);
+}
