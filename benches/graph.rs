@@ -1,7 +1,8 @@
 //! Benchmark of the compiled graph on models with scalar loops and vectorised models: µs per
 //! log density and per log density + gradient for GARCH(1,1), AR(2), eight schools, arK and labour,
-//! with `for` loops as compiled scalar kernels (the default) and through the statement
-//! interpreter (`Model::set_fast_loops(false)`), against a hand-written Rust GARCH(1,1) loop with
+//! with `for` loops as compiled scalar kernels (the default: native code where compiled, feature
+//! `jit`), as kernels run by the kernel interpreter (`Model::set_native_loops(false)`, column
+//! "no-JIT") and through the statement interpreter (`Model::set_fast_loops(false)`), against a hand-written Rust GARCH(1,1) loop with
 //! its analytic (forward-mode) gradient.
 //!
 //! A synthetic logistic regression `y ~ bernoulli_logit(alpha + X * beta)` with K = 7 and
@@ -264,8 +265,13 @@ fn main() {
         ),
     ];
     println!(
-        "{:<16} {:>14} {:>18} {:>22} {:>18}",
-        "model", "µs/log_density", "µs/log_density_grad", "interpreter µs/grad", "unfused µs/grad"
+        "{:<16} {:>14} {:>18} {:>22} {:>18} {:>14}",
+        "model",
+        "µs/log_density",
+        "µs/log_density_grad",
+        "interpreter µs/grad",
+        "unfused µs/grad",
+        "no-JIT µs/grad"
     );
     let synthetic: Vec<(String, String)> = [1_000usize, 10_000, 100_000, 1_000_000]
         .iter()
@@ -295,6 +301,8 @@ fn main() {
         interp.set_fast_loops(false);
         let mut unfused = compile(&root, model, data);
         unfused.set_fused_glm(false);
+        let mut nojit = compile(&root, model, data);
+        nojit.set_native_loops(false);
         let d = m.dim();
         let theta: Vec<f64> = match name {
             // mu, log omega, logit alpha1, logit(beta1 / (1 - alpha1))
@@ -303,7 +311,7 @@ fn main() {
         };
         let mut grad = vec![0.0; d];
         m.log_density_grad(&theta, &mut grad).expect("finite");
-        // GRAPH_BENCH_ONLY=value|fused|interpreter|unfused|hand times one variant only (the others
+        // GRAPH_BENCH_ONLY=value|fused|interpreter|unfused|nojit|hand times one variant only (the others
         // print NaN), so that `perf stat` can count its instructions alone.
         let only = std::env::var("GRAPH_BENCH_ONLY").ok();
         let run = |what: &str| only.as_deref().is_none_or(|o| o == what);
@@ -322,7 +330,10 @@ fn main() {
         let gu = micros("unfused", reps, &mut || {
             black_box(unfused.log_density_grad(black_box(&theta), &mut grad).ok());
         });
-        println!("{name:<16} {v:>14.2} {g:>18.2} {gi:>22.2} {gu:>18.2}");
+        let gn = micros("nojit", reps, &mut || {
+            black_box(nojit.log_density_grad(black_box(&theta), &mut grad).ok());
+        });
+        println!("{name:<16} {v:>14.2} {g:>18.2} {gi:>22.2} {gu:>18.2} {gn:>14.2}");
         if name == "garch" {
             garch_grad = Some(g);
         }
@@ -360,9 +371,14 @@ fn main() {
         let var0 = r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
         let p = [0.05, 0.02, 0.1, 0.85];
         let mut g = [0.0; 4];
-        let t = micros(1000 * scale / 10, &mut || {
-            black_box(garch_hand(black_box(&r), var0, black_box(&p), &mut g));
-        });
+        let only = std::env::var("GRAPH_BENCH_ONLY").ok();
+        let t = if only.as_deref().is_none_or(|o| o == "hand") {
+            micros(1000 * scale / 10, &mut || {
+                black_box(garch_hand(black_box(&r), var0, black_box(&p), &mut g));
+            })
+        } else {
+            f64::NAN
+        };
         let ratio = garch_grad.map_or(String::new(), |g| format!("   graph / hand = {:.2}", g / t));
         println!("{:<16} {:>14} {:>18.2}{ratio}", "garch (hand)", "", t);
     }

@@ -338,6 +338,7 @@ impl Model {
             funcs,
             files: Vec::new(),
             fast_loops: true,
+            native_loops: true,
             fuse_glm: true,
             imputed,
             missing_declared: program

@@ -77,6 +77,9 @@ pub struct Ctx<'a> {
     pub pointwise: Option<Vec<f64>>,
     /// Run `for` loops as compiled scalar kernels where possible (see [`Ctx::use_fast_path`]).
     pub fast_loops: bool,
+    /// Run kernels' loops and reverse sweeps as native code where it was compiled (feature
+    /// `jit`; `Model::set_native_loops`).
+    pub native_loops: bool,
     /// Run `~` statements planned as generalised linear models as one fused pass
     /// ([`super::ir::TildePlan::glm`]).
     pub fuse_glm: bool,
@@ -127,6 +130,7 @@ impl<'a> Ctx<'a> {
             normalised: false,
             pointwise: None,
             fast_loops: true,
+            native_loops: true,
             fuse_glm: true,
             rows: None,
         }

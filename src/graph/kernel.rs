@@ -23,9 +23,15 @@
 //! parameters" flag the flag updates of stores and moves are skipped (every later iteration
 //! starts from the same flags, so it would compute the same ones).
 //!
+//! With the cargo feature `jit` (the default) the straight-line loop bodies and the reverse
+//! sweeps are also compiled to native code with Cranelift when the kernel is built; the
+//! interpreter runs whatever was not compiled and is the reference the native code matches bit
+//! for bit (`jit`'s module docs).
+//!
 //! Files: this one holds the kernel's types (instructions, segments, containers); [`build`]
 //! compiles a loop into them (compile pass); [`run`] executes a kernel, recording its trace on
-//! the tape (forward pass); [`reverse`] holds [`backward`], the kernel's reverse sweep.
+//! the tape (forward pass); [`reverse`] holds [`backward`], the kernel's reverse sweep; `jit`
+//! generates native code for both.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
@@ -39,6 +45,8 @@ use super::scalar::{B, U};
 use super::value::{Base, Value};
 
 mod build;
+#[cfg(feature = "jit")]
+mod jit;
 mod reverse;
 mod run;
 
@@ -65,6 +73,16 @@ impl KernelCache {
     /// `None` before the loop first ran, then whether it runs as a kernel.
     pub fn compiled(&self) -> Option<bool> {
         self.0.get().map(|k| k.is_some())
+    }
+
+    /// Whether the loop runs as a kernel with native code for at least one loop body (feature
+    /// `jit`).
+    pub fn native(&self) -> bool {
+        #[cfg(feature = "jit")]
+        if let Some(Some(k)) = self.0.get() {
+            return k.jit.as_ref().is_some_and(|j| j.has_forward());
+        }
+        false
     }
 
     /// The kernel of the `for` statement `st`, compiling it on first use against the variables
@@ -296,7 +314,22 @@ struct Seg {
     /// Partials and addresses one execution records (to reserve the trace of a loop at once).
     n_parts: u32,
     n_addrs: u32,
+    /// Per reverse instruction, what is known of the adjoints it touches ([`FRESH_X`],
+    /// [`FRESH_Y`], [`ZERO_D`]; `Kernel::mark_fresh`), for native code.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
+    fresh: Vec<u8>,
 }
+
+/// The first cell a reverse instruction adds into (`x`; `s` of a store, `x` of a term) holds an
+/// adjoint of exactly +0 there: native code assigns instead of adding.
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
+const FRESH_X: u8 = 1;
+/// Likewise the second cell (`y`).
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
+const FRESH_Y: u8 = 2;
+/// The adjoint the instruction takes from `d` is exactly +0 (native code uses the constant).
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
+const ZERO_D: u8 = 4;
 
 impl Seg {
     /// Counts the partials and addresses one execution of the segment records (those its
@@ -405,9 +438,134 @@ pub struct Kernel {
     conts: Vec<ContDef>,
     /// Arguments of log densities: (cell, dependency list).
     largs: Vec<(u32, u32)>,
+    /// Native code of its loop bodies and reverse sweeps (`None`: all interpreted).
+    #[cfg(feature = "jit")]
+    jit: Option<jit::Jit>,
 }
 
 impl Kernel {
+    /// Sets every segment's `fresh` marks. A cell is *private* to a segment when no other
+    /// segment's reverse instructions name it, it is not a variable from outside the loop (an
+    /// input or output of the run) nor a constant, and the first reverse instruction naming it
+    /// in the segment (in forward order) takes its adjoint and adds nothing into it (it is a
+    /// temporary defined there before its uses). The adjoint of a private cell is then exactly
+    /// +0 whenever the sweep starts on an execution of the segment (adjoints start at +0, and
+    /// each execution's sweep ends by taking it), and, tracking takes and additions backwards
+    /// through the segment, at every point the marks name: there native code writes `p · g`
+    /// instead of `0 + p · g`, which takes an addition off its chain of dependent operations.
+    ///
+    /// The gradient is the same bit for bit as the interpreter's (which adds): `0 + v` differs
+    /// from `v` only for v = −0, so the two sweeps differ at most in the sign of zero adjoints of
+    /// private cells and of what is computed from them (products and sums, still zeros of either
+    /// sign; NaN and ±∞ products do not depend on the sign). Every such value ends up added into
+    /// an adjoint that is not private (another cell's, kernel memory's or a tape slot's), and
+    /// those are sums that start at +0, hence never −0, so adding −0 or +0 to them gives the
+    /// same bits.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
+    fn mark_fresh(&mut self) {
+        const NONE_SEG: u32 = u32::MAX;
+        const SHARED: u32 = u32::MAX - 1;
+        let n = self.n_cells as usize;
+        let mut owner = vec![NONE_SEG; n];
+        for v in &self.vars {
+            if let Bind::R(c) = v.bind {
+                owner[c as usize] = SHARED;
+            }
+        }
+        for &(c, _) in &self.consts {
+            owner[c as usize] = SHARED;
+        }
+        let names = |r: &ROp, la: &[(u32, u32)], out: &mut Vec<u32>| {
+            out.clear();
+            match *r {
+                ROp::Add(d, x, y) | ROp::Sub(d, x, y) | ROp::P2(d, x, y) => out.extend([d, x, y]),
+                ROp::P1(d, x) | ROp::Mov(d, x) => out.extend([d, x]),
+                ROp::Ld(d) | ROp::St(d) | ROp::Target(d) => out.push(d),
+                ROp::Pn(d, a, m) => {
+                    out.push(d);
+                    out.extend(la[a as usize..(a + m) as usize].iter().map(|&(c, _)| c));
+                }
+            }
+        };
+        let mut buf = Vec::new();
+        for (si, s) in self.segs.iter().enumerate() {
+            for r in &s.rev {
+                names(r, &self.largs, &mut buf);
+                for &c in &buf {
+                    let o = &mut owner[c as usize];
+                    if *o == NONE_SEG {
+                        *o = si as u32;
+                    } else if *o != si as u32 {
+                        *o = SHARED;
+                    }
+                }
+            }
+        }
+        for si in 0..self.segs.len() {
+            let s = &self.segs[si];
+            // Private cells: first named (forward order) by a take that adds nothing into them.
+            let mut seen = vec![false; n];
+            let mut zero = vec![false; n];
+            for r in &s.rev {
+                names(r, &self.largs, &mut buf);
+                let d = match *r {
+                    ROp::St(_) | ROp::Target(_) => None,
+                    ROp::Add(d, ..)
+                    | ROp::Sub(d, ..)
+                    | ROp::P2(d, ..)
+                    | ROp::P1(d, _)
+                    | ROp::Mov(d, _)
+                    | ROp::Ld(d)
+                    | ROp::Pn(d, ..) => Some(d),
+                };
+                for (j, &c) in buf.iter().enumerate() {
+                    let cu = c as usize;
+                    if seen[cu] {
+                        continue;
+                    }
+                    seen[cu] = true;
+                    let taken_only = d == Some(c) && buf.iter().skip(1).all(|&o| o != c);
+                    zero[cu] = j == 0 && taken_only && owner[cu] == si as u32;
+                }
+            }
+            // Backwards through the segment: takes make a private cell +0, additions end that.
+            let private = zero.clone();
+            let mut fresh = vec![0u8; s.rev.len()];
+            for (j, r) in s.rev.iter().enumerate().rev() {
+                let mut f = 0;
+                let (d, xs) = match *r {
+                    ROp::Add(d, x, y) | ROp::Sub(d, x, y) | ROp::P2(d, x, y) => {
+                        (Some(d), [Some(x), Some(y)])
+                    }
+                    ROp::P1(d, x) | ROp::Mov(d, x) => (Some(d), [Some(x), None]),
+                    ROp::Ld(d) | ROp::Pn(d, ..) => (Some(d), [None, None]),
+                    ROp::St(x) | ROp::Target(x) => (None, [Some(x), None]),
+                };
+                if let Some(d) = d {
+                    if zero[d as usize] {
+                        f |= ZERO_D;
+                    }
+                    zero[d as usize] = private[d as usize];
+                }
+                for (x, bit) in xs.into_iter().zip([FRESH_X, FRESH_Y]) {
+                    if let Some(x) = x {
+                        if zero[x as usize] {
+                            f |= bit;
+                        }
+                        zero[x as usize] = false;
+                    }
+                }
+                if let ROp::Pn(_, a, m) = *r {
+                    for &(x, _) in &self.largs[a as usize..(a + m) as usize] {
+                        zero[x as usize] = false;
+                    }
+                }
+                fresh[j] = f;
+            }
+            self.segs[si].fresh = fresh;
+        }
+    }
+
     /// Whether every cell a reverse instruction names (log density arguments included) is
     /// below `n_cells`: checked once when the kernel is built, so that the reverse sweep may
     /// index cells without bounds checks (`reverse`).

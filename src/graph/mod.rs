@@ -115,6 +115,8 @@ pub struct Model {
     files: Vec<Option<(String, Vec<usize>)>>,
     /// Run eligible `for` loops as compiled scalar kernels (default `true`).
     fast_loops: bool,
+    /// Run kernels as native code where compiled (default `true`; feature `jit`).
+    native_loops: bool,
     /// Run `y ~ family(α + X · β, …)` as one fused pass (default `true`; `fuse`).
     fuse_glm: bool,
     /// `@missing` data variables with missing entries (`impute`).
@@ -503,6 +505,7 @@ impl Model {
             let mut ctx = Ctx::new(globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
             ctx.fast_loops = self.fast_loops;
+            ctx.native_loops = self.native_loops;
             ctx.fuse_glm = self.fuse_glm;
             let mut lj = std::mem::take(&mut ctx.tape.spare_s2);
             lj.clear();
@@ -636,6 +639,14 @@ impl Model {
         self.fast_loops = on;
     }
 
+    /// Runs the scalar kernels of `for` loops as native code where it was compiled (the
+    /// default, with the cargo feature `jit`) or always through the kernel interpreter (`false`).
+    /// Log densities and gradients are bit for bit the same either way (`kernel::jit`), so this
+    /// exists for tests and benchmarks of the native code.
+    pub fn set_native_loops(&mut self, on: bool) {
+        self.native_loops = on;
+    }
+
     /// Turns the fused pass of `y ~ family(α + X · β, …)` (`fuse`) on (the default) or off.
     /// Off, such statements run as a matrix–vector product node, a sum node and a log-density
     /// node; the log density and gradient agree to rounding, so this exists for tests and
@@ -669,46 +680,60 @@ impl Model {
     /// kernels, number run by the statement interpreter). Loops never executed (or only with
     /// [`Model::set_fast_loops`] off) are not counted. For tests and diagnostics of the fast path.
     pub fn loop_kernels(&self) -> (usize, usize) {
-        fn walk(st: &St, n: &mut (usize, usize)) {
+        let mut n = (0, 0);
+        self.each_kernel(&mut |cache| match cache.compiled() {
+            Some(true) => n.0 += 1,
+            Some(false) => n.1 += 1,
+            None => {}
+        });
+        n
+    }
+
+    /// The number of loops compiled to scalar kernels (see [`Model::loop_kernels`]) that have
+    /// native code for at least one loop body (cargo feature `jit`; 0 without it or with
+    /// `BAYESC_JIT=0`). For tests and diagnostics of the native code.
+    pub fn native_loop_kernels(&self) -> usize {
+        let mut n = 0;
+        self.each_kernel(&mut |cache| n += cache.native() as usize);
+        n
+    }
+
+    /// Calls `f` on the kernel cache of every `for` loop of the program.
+    fn each_kernel(&self, f: &mut dyn FnMut(&kernel::KernelCache)) {
+        fn walk(st: &St, f: &mut dyn FnMut(&kernel::KernelCache)) {
             match &st.kind {
                 StKind::Fast { cache, plain } => {
-                    match cache.compiled() {
-                        Some(true) => n.0 += 1,
-                        Some(false) => n.1 += 1,
-                        None => {}
-                    }
-                    walk(plain, n);
+                    f(cache);
+                    walk(plain, f);
                 }
                 StKind::For { body, .. }
                 | StKind::ForEach { body, .. }
-                | StKind::While { body, .. } => walk(body, n),
+                | StKind::While { body, .. } => walk(body, f),
                 StKind::If {
                     then, otherwise, ..
                 } => {
-                    walk(then, n);
+                    walk(then, f);
                     if let Some(o) = otherwise {
-                        walk(o, n);
+                        walk(o, f);
                     }
                 }
-                StKind::Block(sts) => sts.iter().for_each(|s| walk(s, n)),
+                StKind::Block(sts) => sts.iter().for_each(|s| walk(s, f)),
                 _ => {}
             }
         }
-        let mut n = (0, 0);
         for st in self
             .tp_body
             .iter()
             .chain(&self.model_body)
             .chain(&self.gq_body)
         {
-            walk(st, &mut n);
+            walk(st, f);
         }
-        for f in &self.funcs {
-            if let Some(b) = &f.body {
-                walk(b, &mut n);
+        for func in &self.funcs {
+            if let Some(b) = &func.body {
+                walk(b, f);
             }
         }
-        n
     }
 }
 

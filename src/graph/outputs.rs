@@ -32,6 +32,7 @@ impl Model {
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
             ctx.fast_loops = self.fast_loops;
+            ctx.native_loops = self.native_loops;
             ctx.rng = Some(rng);
             let r = (|| -> Result<(), Located> {
                 let mut lj = Vec::new();

@@ -175,6 +175,7 @@ impl Model {
             let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
             ctx.funcs = &self.funcs;
             ctx.fast_loops = self.fast_loops;
+            ctx.native_loops = self.native_loops;
             let mut zeta = vec![0.0; self.dim];
             let mut pos = 0;
             for (pi, p) in self.params.iter().enumerate() {

@@ -188,6 +188,7 @@ impl Ctx<'_> {
                         self.tape,
                         (&mut self.target_c, &mut self.target_v),
                         self.normalised,
+                        self.native_loops,
                     )
                 {
                     return Ok(Flow::Normal);

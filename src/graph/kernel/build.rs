@@ -75,7 +75,8 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
     if b.n_cells >= TAPE_BIT / 2 {
         return None;
     }
-    let k = Kernel {
+    #[cfg_attr(not(feature = "jit"), allow(unused_mut))]
+    let mut k = Kernel {
         root: b.nodes,
         segs: b.segs,
         ixs: b.ixs,
@@ -88,9 +89,19 @@ pub(super) fn compile(st: &St, env: &[Value], globals: &[Value]) -> Option<Kerne
         vars: b.vars,
         conts: b.conts,
         largs: b.largs,
+        #[cfg(feature = "jit")]
+        jit: None,
     };
     // Always true of a compiled loop; the reverse sweep relies on it.
-    k.cells_in_range().then_some(k)
+    if !k.cells_in_range() {
+        return None;
+    }
+    #[cfg(feature = "jit")]
+    {
+        k.mark_fresh();
+        k.jit = jit::compile(&k);
+    }
+    Some(k)
 }
 
 impl Bld<'_> {

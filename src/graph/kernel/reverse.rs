@@ -71,6 +71,42 @@ pub fn backward(kb: &mut KernelBuffers, r: u32, adj: &mut [f64]) {
         }};
     }
     for entry in trace.chunks_exact(2).rev() {
+        #[cfg(feature = "jit")]
+        // A single execution is swept by the interpreter: native code's fixed cost (loading and
+        // storing the adjoints of the cells the segment names) outweighs its gain there.
+        if rec.native
+            && entry[1] >= 2
+            && let Some(f) = k.jit.as_ref().and_then(|j| j.rev(entry[0]))
+        {
+            let s = &k.segs[entry[0] as usize];
+            let (np, na) = (
+                s.n_parts as usize * entry[1] as usize,
+                s.n_addrs as usize * entry[1] as usize,
+            );
+            let mut frame = super::jit::RevFrame {
+                ka: ka.as_mut_ptr(),
+                ka_len: ka.len() as u64,
+                adj: adj.as_mut_ptr(),
+                adj_len: adj.len() as u64,
+                // SAFETY: `pi <= parts.len()`, `ai <= addrs.len()`: one past the end at most.
+                parts: unsafe { parts.as_ptr().add(pi) },
+                // SAFETY: as for `parts`.
+                addrs: unsafe { addrs.as_ptr().add(ai) },
+                count: entry[1] as u64,
+                terms_out: rec.terms_out as u64,
+            };
+            // SAFETY: `f` is the reverse sweep of this entry's segment of kernel `k`: it names
+            // only cells below `k.n_cells <= ka.len()` (asserted above), reads the `np` partials
+            // before `pi` and the `na` addresses before `ai` (within the slices: what the whole
+            // trace reads is at most their lengths, asserted above, and `pi`, `ai` go down by
+            // exactly what each entry reads), and checks every recorded address against
+            // `ka_len` and `adj_len` before using it.
+            let rc = unsafe { f(&mut frame) };
+            assert!(rc == 0, "kernel trace out of step with its record");
+            pi -= np;
+            ai -= na;
+            continue;
+        }
         let rev = &k.segs[entry[0] as usize].rev[..];
         for _ in 0..entry[1] {
             for op in rev.iter().rev() {

@@ -8,6 +8,17 @@ use crate::distributions::{self, Arg};
 /// Iterations of a kernel's loop between looks at the Ctrl-C flag.
 const LOOP_CHECK_EVERY: i64 = 1 << 16;
 
+/// Fewest remaining iterations of a loop handed to native code (fewer are interpreted: the
+/// call's fixed cost, building the container views and loading and storing the cells the body
+/// names, outweighs what native code saves on a handful of iterations).
+#[cfg(feature = "jit")]
+const NATIVE_MIN_ITERS: i64 = 8;
+
+#[cfg(feature = "jit")]
+mod native;
+#[cfg(feature = "jit")]
+use native::native_loop;
+
 use super::super::scalar::{B, U};
 use super::super::tape::Tape;
 use super::super::value::{Base, Data, Slots, Value, pooled_reals, recycle_reals, single_offset};
@@ -68,6 +79,9 @@ pub(super) struct KernelRecord {
     pub(super) n_mem: u32,
     /// First tape slot of the run's parameter-dependent log density terms.
     pub(super) terms_out: u32,
+    /// Sweep backwards with native code where compiled (`Model::set_native_loops`).
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
+    pub(super) native: bool,
 }
 
 /// Runtime view of a container.
@@ -117,6 +131,9 @@ pub(super) struct Rt<'r, 'v> {
     segs: &'r mut Vec<u32>,
     parts: &'r mut Vec<f64>,
     addrs: &'r mut Vec<u32>,
+    /// Hand stable loops to native code where compiled.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
+    native: bool,
 }
 
 #[inline(always)]
@@ -506,6 +523,23 @@ impl Rt<'_, '_> {
             if (it - lo) % LOOP_CHECK_EVERY == 0 && crate::inference::interrupt::requested() {
                 return Err(Stop);
             }
+            // Stable flags: the remaining iterations `it ..= hi` as native code, if compiled and
+            // enough of them to repay the call (loading and storing the cells it names).
+            #[cfg(feature = "jit")]
+            if stable
+                && self.native
+                && hi - it >= NATIVE_MIN_ITERS - 1
+                && let Some(f) = k.jit.as_ref().and_then(|j| j.fwd(id, rec))
+            {
+                // SAFETY: `m`, `iv` and `crt` are this run's memory, registers and views of
+                // kernel `k`, whose segment `id` `f` was compiled from.
+                if unsafe { native_loop(f, s, crt, m, iv, val, parts, addrs, it, hi, rec)? } {
+                    it = hi;
+                    break;
+                }
+                // Not runnable natively (a view native code cannot address): interpreted.
+                self.native = false;
+            }
         }
         if mark && it != lo {
             // At most 2³² − 1 iterations per entry: longer runs fail the u32 conversion
@@ -539,7 +573,8 @@ pub(super) fn matches_bind(k: &Kernel, v: &Value, bind: Bind) -> bool {
 /// The loop's log density terms are added as the interpreter's `Ctx::add_target` does: constants
 /// to `target_c` in order, terms that depend on parameters as new slots appended to `target_v`.
 /// `normalised` is the interpreter's flag for the inside of a user density called by its
-/// `_lpdf` name (then `~` keeps constants).
+/// `_lpdf` name (then `~` keeps constants). `native`: run loops and the reverse sweep as native
+/// code where it was compiled (feature `jit`), else always interpreted.
 pub fn run(
     k: &Arc<Kernel>,
     env: &mut [Value],
@@ -547,6 +582,7 @@ pub fn run(
     tape: &mut Tape,
     target: (&mut f64, &mut Vec<u32>),
     normalised: bool,
+    native: bool,
 ) -> bool {
     let value_of = |src: Src| -> Option<&Value> {
         match src {
@@ -684,6 +720,7 @@ pub fn run(
             segs: &mut kb.segs,
             parts: &mut kb.parts,
             addrs: &mut kb.addrs,
+            native,
         };
         if recording {
             rt.nodes::<true>(&k.root)
@@ -711,6 +748,7 @@ pub fn run(
             n_mem,
             &terms,
             target,
+            native,
         );
     }
     let kb = tape.kernel_parts().1;
@@ -738,6 +776,7 @@ pub(super) fn write_back(
     n_mem: usize,
     terms: &[(f64, bool)],
     (target_c, target_v): (&mut f64, &mut Vec<u32>),
+    native: bool,
 ) {
     let recording = tape.recording;
     // Inputs then outputs go straight into the kernel buffers' `io` (dropped again below when
@@ -840,6 +879,7 @@ pub(super) fn write_back(
             outputs: (i1, i2),
             n_mem: n_mem as u32,
             terms_out: t_out,
+            native,
         });
         let r = kb.recs.len() as u32 - 1;
         tape.push_kernel_node(r);
