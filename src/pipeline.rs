@@ -327,7 +327,17 @@ pub fn plan_for_method(
         Err(Failure::Reported(reports)) => Err(Failure::Reported(
             reports
                 .into_iter()
-                .map(|d| {
+                .map(|mut d| {
+                    // No --batch-size was given: the checks' "fit without --batch-size" advice
+                    // does not apply to a method that needs the rows split either way.
+                    for n in d.notes.iter_mut() {
+                        if n.contains("without --batch-size") {
+                            *n = n
+                                .replace("or fit without --batch-size", "or use another method")
+                                .replace("fit this model without --batch-size", "use another method")
+                                .replace("fit without --batch-size", "use another method");
+                        }
+                    }
                     d.with_notes(vec![format!(
                         "--method {method} needs per-observation gradients, so a log density \
                          that splits over the rows of the data (docs/minibatch.md); use ivon \

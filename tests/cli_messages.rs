@@ -231,3 +231,126 @@ fn ctrl_c_during_a_vi_fit_skips_the_psis_check_and_says_so() {
     );
     assert!(!rest.contains("PSIS k-hat ="), "{rest}");
 }
+
+/// An output file that is an input is refused before the fit (the tester's data file was
+/// replaced by draws), for `fit --output` (MCMC's chain files too) and `predict -o`.
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("schools.csv");
+    std::fs::copy(common::root().join("examples/eight_schools/schools.csv"), &data).unwrap();
+    let before = std::fs::read(&data).unwrap();
+    let model = common::root().join("examples/eight_schools/model.bayes");
+    let (model, data_s) = (model.to_str().unwrap(), data.to_str().unwrap());
+    let out = bayesc(&["fit", model, "--data", data_s, "--output", data_s, "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--output would overwrite"), "{err}");
+    // MCMC writes NAME_k.csv: schools_1.csv would be written for --output schools.csv, so an
+    // input called schools_1.csv is protected too
+    let chain_named = dir.path().join("d_2.csv");
+    std::fs::copy(&data, &chain_named).unwrap();
+    let out_path = dir.path().join("d.csv");
+    let out = bayesc(&[
+        "fit",
+        model,
+        "--data",
+        chain_named.to_str().unwrap(),
+        "--method",
+        "nuts",
+        "--output",
+        out_path.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&data).unwrap(), before);
+    assert_eq!(std::fs::read(&chain_named).unwrap(), before);
+}
+
+#[test]
+fn too_many_chains_are_refused() {
+    let mut args = vec!["fit"];
+    args.extend(EIGHT);
+    args.extend(["--method", "nuts", "--chains", "100000"]);
+    let out = bayesc(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("expected a whole number from 1 to 1024"), "{err}");
+}
+
+/// Vadam without `--batch-size` on a model that does not split over rows: the advice names
+/// other methods, not "fit without --batch-size" (no --batch-size was given).
+#[test]
+fn vadam_without_batch_size_gets_advice_that_applies() {
+    let mut args = vec!["fit"];
+    args.extend(EIGHT);
+    args.extend(["--method", "vadam"]);
+    let out = bayesc(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("without --batch-size"), "{err}");
+    assert!(err.contains("needs per-observation gradients"), "{err}");
+}
+
+#[test]
+fn data_files_a_model_cannot_use_are_warned_about() {
+    let out = bayesc(&[
+        "fit",
+        "tests/fixtures/ux/wishart_dof_too_small.bayes",
+        "--data",
+        "examples/eight_schools/schools.csv",
+        "--method",
+        "optimize",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the model has no `data` block"), "{err}");
+    assert!(err.contains("schools.csv` is not used"), "{err}");
+}
+
+/// Chain files of different lengths (what `kill -9` leaves): `summary` cuts them to the
+/// shortest and says so, instead of refusing.
+#[test]
+fn summary_of_chains_cut_short_uses_the_common_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("s.csv");
+    let mut args = vec!["fit"];
+    args.extend(EIGHT);
+    args.extend([
+        "--method",
+        "nuts",
+        "--seed",
+        "1",
+        "--chains",
+        "2",
+        "--output",
+        out_path.to_str().unwrap(),
+    ]);
+    let out = bayesc(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // keep the header and the first 300 draws of chain 2
+    let c2 = dir.path().join("s_2.csv");
+    let text = std::fs::read_to_string(&c2).unwrap();
+    let mut kept = Vec::new();
+    let mut draws = 0;
+    for line in text.lines() {
+        let is_draw = !line.starts_with('#') && !line.starts_with("lp__");
+        if is_draw {
+            if draws == 300 {
+                break;
+            }
+            draws += 1;
+        }
+        kept.push(line);
+    }
+    std::fs::write(&c2, kept.join("\n") + "\n").unwrap();
+    let c1 = dir.path().join("s_1.csv");
+    let out = bayesc(&["summary", c1.to_str().unwrap(), c2.to_str().unwrap()]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("each is cut to its first 300 draws"), "{err}");
+    assert!(text.contains("2 chains × 300 draws"), "{text}");
+}

@@ -298,3 +298,26 @@ fn nuts_and_laplace_name_a_non_identified_combination() {
         "{text}"
     );
 }
+
+/// Separated logistic data under a flat prior on the slope: the log density only flattens out
+/// as b grows. Laplace used to report a "mode" with sds of 10⁶; it now names b, as optimize
+/// does.
+#[test]
+fn laplace_on_separated_data_names_the_slope() {
+    let (ok, text) = bayesc(&[
+        "fit",
+        "separated.bayes",
+        "--data",
+        "separated.json",
+        "--method",
+        "laplace",
+        "--seed",
+        "1",
+        "-q",
+    ]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("the posterior is improper: the log density does not change along b"),
+        "{text}"
+    );
+}

@@ -178,3 +178,13 @@ fn report_warnings(sources: &SourceMap, warnings: &[crate::pipeline::Report]) {
         report::emit_stderr(sources, diag);
     }
 }
+
+/// "`a.csv` is" / "`a.csv` and `b.csv` are", for the warning that a model without a `data`
+/// block ignores its `--data` files.
+pub(crate) fn unused_data_files(files: &[std::path::PathBuf]) -> String {
+    let names: Vec<String> = files.iter().map(|f| format!("`{}`", f.display())).collect();
+    match names.len() {
+        1 => format!("{} is", names[0]),
+        _ => format!("{} are", crate::words::name_list(&names, 6)),
+    }
+}

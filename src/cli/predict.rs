@@ -43,6 +43,16 @@ pub struct PredictArgs {
 
 /// Runs the prediction; returns the exit code.
 pub fn run(args: PredictArgs) -> i32 {
+    let mut inputs = vec![args.model.as_path(), args.fit.as_path()];
+    inputs.extend(args.data.iter().map(|p| p.as_path()));
+    let outputs: Vec<(&str, PathBuf)> = [("--output", &args.output), ("--pointwise", &args.pointwise)]
+        .into_iter()
+        .filter_map(|(f, p)| p.clone().map(|p| (f, p)))
+        .collect();
+    if let Err(msg) = crate::output::fit_files::refuse_overwriting_inputs(&inputs, &outputs) {
+        eprintln!("error: {msg}");
+        return super::EXIT_USAGE;
+    }
     let mut sources = SourceMap::new();
     let checked = match pipeline::check_file(&mut sources, &args.model) {
         Ok(c) => c,

@@ -43,20 +43,27 @@ pub fn run(args: SummaryArgs) -> i32 {
         }
     };
     let k = draws.names.len().max(1);
-    if let Some((i, c)) = draws
-        .chains
-        .iter()
-        .enumerate()
-        .find(|(_, c)| c.len() != draws.chains[0].len())
-    {
+    let mut draws = draws;
+    // Chains of one fit with different lengths are what an interrupted or killed run leaves
+    // (each chain's file is streamed as it samples): the summary uses the draws all chains
+    // have, and says so, rather than refusing.
+    let shortest = draws.chains.iter().map(|c| c.len() / k).min().unwrap_or(0);
+    let longest = draws.chains.iter().map(|c| c.len() / k).max().unwrap_or(0);
+    if shortest < longest {
+        let lengths: Vec<String> = args
+            .files
+            .iter()
+            .zip(&draws.chains)
+            .map(|(f, c)| format!("`{}` {}", f.display(), c.len() / k))
+            .collect();
         eprintln!(
-            "error: `{}` has {} draws but `{}` has {}; give the chains of one fit (equal lengths)",
-            args.files[i].display(),
-            c.len() / k,
-            args.files[0].display(),
-            draws.chains[0].len() / k
+            "warning: the chains have different numbers of draws ({}), as an interrupted or \
+             killed run leaves them: each is cut to its first {shortest} draws",
+            crate::words::name_list(&lengths, 8)
         );
-        return super::EXIT_ERROR;
+        for c in draws.chains.iter_mut() {
+            c.truncate(shortest * k);
+        }
     }
     if draws.n_draws() < 4 {
         eprintln!(

@@ -322,8 +322,9 @@ pub struct FitArgs {
     /// … are read when FILE_1.json exists, as CmdStan does; else FILE serves every chain.
     #[arg(long, value_name = "R|pathfinder|FILE", allow_hyphen_values = true)]
     pub init: Option<String>,
-    /// MCMC: number of chains, run in parallel.
-    #[arg(long, default_value_t = 4, value_parser = whole(1, u64::MAX), help_heading = "MCMC", allow_negative_numbers = true)]
+    /// MCMC: number of chains, run in parallel (at most 1024: every chain keeps its draws in
+    /// memory and adds to the summary's cost, and more chains than that only repeat work).
+    #[arg(long, default_value_t = 4, value_parser = whole(1, 1024), help_heading = "MCMC", allow_negative_numbers = true)]
     pub chains: u64,
     /// MCMC: warmup (adaptation) iterations per chain; for mh the default is max(2000, 500·d).
     #[arg(long, help_heading = "MCMC", value_parser = whole(0, u64::MAX), allow_negative_numbers = true)]

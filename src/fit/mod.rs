@@ -495,10 +495,22 @@ pub fn fit_with_stream(
             let settings = LaplaceSettings {
                 optimize: options.optimize.clone(),
             };
-            let fit = laplace::laplace(model, &mode, &settings).map_err(|e| {
-                // −H not positive definite: name the flat directions, if any (issue 13, item 2)
-                let flat = if e == laplace::LaplaceError::NotMaximum {
-                    // Probed where the mode search ended (run again: it is deterministic), not
+            let fit = match laplace::laplace(model, &mode, &settings) {
+                Ok(fit) => {
+                    // A mode search can stop on a density that only flattens out (separated
+                    // logistic data under flat priors: sds of 10⁶ and a "mode" at the
+                    // tolerance), so small models are probed there as `optimize` does.
+                    if model.dim() <= 200 {
+                        let end = &fit.optimization.point;
+                        if let Some(e) = improper_at(model, end) {
+                            return Err(e);
+                        }
+                    }
+                    fit
+                }
+                Err(e) if e == laplace::LaplaceError::NotMaximum => {
+                    // −H not positive definite: name the flat directions, if any (issue 13,
+                    // item 2), where the mode search ended (run again: it is deterministic), not
                     // at its start: along a ridge the gradient there is ≈ 0 across the ridge,
                     // so the directional-derivative test can tell the flat combination (at the
                     // start, a large gradient times the finite-difference eigenvector's
@@ -506,34 +518,11 @@ pub fn fit_with_stream(
                     let end =
                         crate::inference::optimize::optimize(model, &mode, &settings.optimize)
                             .map_or_else(|_| mode.clone(), |r| r.point);
-                    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, &end)
-                        .ok()
-                        .map(|h| h.iter().map(|v| -v).collect());
-                    crate::inference::flat::flat_directions(
-                        model,
-                        &end,
-                        nh.as_deref(),
-                        &model.parameter_names(),
-                    )
-                } else {
-                    Vec::new()
-                };
-                if flat.is_empty() {
-                    algorithm(Method::Laplace)(&e)
-                } else {
-                    FitError::Algorithm {
-                        method: Method::Laplace,
-                        message: format!(
-                            "the posterior is improper: the log density does not change along \
-                             {} (its gradient is 0 from the mode search's end point out to 100 \
-                             units on the unconstrained scale), so there is no mode to \
-                             approximate; give it a proper prior or check that the likelihood \
-                             depends on it",
-                            flat.join(", ")
-                        ),
-                    }
+                    return Err(improper_at(model, &end)
+                        .unwrap_or_else(|| algorithm(Method::Laplace)(&e)));
                 }
-            })?;
+                Err(e) => return Err(algorithm(Method::Laplace)(&e)),
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian(
                 model,
@@ -657,4 +646,29 @@ pub fn constrained_draws(
         })
         .collect::<Result<Vec<_>, DensityError>>()?;
     Ok(Draws { names, chains: out })
+}
+
+/// Laplace's error when the log density is flat at `end` (where the mode search ended) along a
+/// coordinate or a combination ([`crate::inference::flat::flat_directions`], with the negative
+/// finite-difference Hessian there): no mode to approximate. `None` when nothing is flat.
+fn improper_at(model: &Model, end: &[f64]) -> Option<FitError> {
+    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, end)
+        .ok()
+        .map(|h| h.iter().map(|v| -v).collect());
+    let flat = crate::inference::flat::flat_directions(
+        model,
+        end,
+        nh.as_deref(),
+        &model.parameter_names(),
+    );
+    (!flat.is_empty()).then(|| FitError::Algorithm {
+        method: Method::Laplace,
+        message: format!(
+            "the posterior is improper: the log density does not change along {} (its gradient \
+             is 0 from the mode search's end point out to 100 units on the unconstrained \
+             scale), so there is no mode to approximate; give it a proper prior or check that \
+             the likelihood depends on it",
+            crate::words::name_list(&flat, 6)
+        ),
+    })
 }

@@ -58,9 +58,31 @@ pub fn place_in_output_dir(args: &mut FitArgs) -> Result<(), String> {
 }
 
 /// Checks, before a fit starts, that the folder of every output file of `args` (`--output`,
-/// `--elbo-output`, `--save-fit`) exists, so that a long fit does not end unable to write.
-/// Errors: the message to print, naming the file and the missing folder.
+/// `--elbo-output`, `--save-fit`) exists, so that a long fit does not end unable to write, and
+/// that no output file (MCMC's per-chain files `NAME_k.csv` included) is the model or a data
+/// or initial-values file, which the fit would overwrite.
+/// Errors: the message to print, naming the file and the missing folder or the input it is.
 pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
+    let mut inputs: Vec<&Path> = vec![args.model.as_path()];
+    inputs.extend(args.data.iter().map(PathBuf::as_path));
+    if let Some(init) = &args.init {
+        inputs.push(Path::new(init));
+    }
+    let mut outputs: Vec<(&str, PathBuf)> = Vec::new();
+    if let Some(o) = &args.output {
+        outputs.push(("--output", o.clone()));
+        // the chain files an MCMC fit writes instead (the extra names are harmless otherwise)
+        for c in 0..(args.chains as usize).min(1024) {
+            outputs.push(("--output", mcmc_chain_path(o, c)));
+        }
+    }
+    if let Some(o) = &args.elbo_output {
+        outputs.push(("--elbo-output", o.clone()));
+    }
+    if let Some(o) = &args.save_fit {
+        outputs.push(("--save-fit", o.clone()));
+    }
+    refuse_overwriting_inputs(&inputs, &outputs)?;
     for path in [&args.output, &args.elbo_output, &args.save_fit]
         .into_iter()
         .flatten()
@@ -74,6 +96,33 @@ pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
                 "cannot write `{}`: the folder `{}` does not exist",
                 path.display(),
                 dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an output file that is one of the `inputs` (the same file, by its canonical path):
+/// writing it would destroy the model or data the user wrote. `outputs` pairs each path with
+/// the flag that named it. Errors: the message to print.
+pub fn refuse_overwriting_inputs(
+    inputs: &[&Path],
+    outputs: &[(&str, PathBuf)],
+) -> Result<(), String> {
+    let canon: Vec<(PathBuf, &Path)> = inputs
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok().map(|c| (c, *p)))
+        .collect();
+    for (flag, out) in outputs {
+        let Ok(c) = std::fs::canonicalize(out) else {
+            continue; // a file that does not exist yet is no input
+        };
+        if let Some((_, input)) = canon.iter().find(|(ci, _)| *ci == c) {
+            return Err(format!(
+                "{flag} would overwrite `{}`, which is an input of this command (`{}`): choose \
+                 another output name",
+                out.display(),
+                input.display()
             ));
         }
     }

@@ -660,7 +660,7 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
         let lo = batches.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = batches.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         format!(
-            ", {} batches of {}: {}-{}",
+            ", {} batches of {}: {} to {}",
             batches.len(),
             vi.n_draws / batches.len(),
             fmt_khat(lo),
