@@ -108,7 +108,8 @@ pub(crate) fn initialize(
         format!(
             "The same error, word for word, at all {attempts} random starting points: the value \
              it names does not seem to change with the parameters, so it probably comes from the \
-             data or a constant in that statement; check them against the density's support"
+             data or a constant in the statement named above; check them against the density's \
+             support"
         )
     } else {
         format!(
