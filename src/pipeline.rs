@@ -334,7 +334,10 @@ pub fn plan_for_method(
                         if n.contains("without --batch-size") {
                             *n = n
                                 .replace("or fit without --batch-size", "or use another method")
-                                .replace("fit this model without --batch-size", "use another method")
+                                .replace(
+                                    "fit this model without --batch-size",
+                                    "use another method",
+                                )
                                 .replace("fit without --batch-size", "use another method");
                         }
                     }

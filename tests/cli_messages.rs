@@ -238,13 +238,17 @@ fn ctrl_c_during_a_vi_fit_skips_the_psis_check_and_says_so() {
 fn outputs_never_overwrite_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("schools.csv");
-    std::fs::copy(common::root().join("examples/eight_schools/schools.csv"), &data).unwrap();
+    std::fs::copy(
+        common::root().join("examples/eight_schools/schools.csv"),
+        &data,
+    )
+    .unwrap();
     let before = std::fs::read(&data).unwrap();
     let model = common::root().join("examples/eight_schools/model.bayes");
     let (model, data_s) = (model.to_str().unwrap(), data.to_str().unwrap());
     let out = bayesc(&["fit", model, "--data", data_s, "--output", data_s, "-q"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!out.status.success(), "{err}");
     assert!(err.contains("--output would overwrite"), "{err}");
     // MCMC writes NAME_k.csv: schools_1.csv would be written for --output schools.csv, so an
     // input called schools_1.csv is protected too
@@ -262,7 +266,9 @@ fn outputs_never_overwrite_inputs() {
         out_path.to_str().unwrap(),
         "-q",
     ]);
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("--output would overwrite"), "{err}");
     assert_eq!(std::fs::read(&data).unwrap(), before);
     assert_eq!(std::fs::read(&chain_named).unwrap(), before);
 }
@@ -275,7 +281,10 @@ fn too_many_chains_are_refused() {
     let out = bayesc(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("expected a whole number from 1 to 1024"), "{err}");
+    assert!(
+        err.contains("expected a whole number from 1 to 1024"),
+        "{err}"
+    );
 }
 
 /// Vadam without `--batch-size` on a model that does not split over rows: the advice names
@@ -327,7 +336,11 @@ fn summary_of_chains_cut_short_uses_the_common_draws() {
         out_path.to_str().unwrap(),
     ]);
     let out = bayesc(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // keep the header and the first 300 draws of chain 2
     let c2 = dir.path().join("s_2.csv");
     let text = std::fs::read_to_string(&c2).unwrap();

@@ -45,10 +45,11 @@ pub struct PredictArgs {
 pub fn run(args: PredictArgs) -> i32 {
     let mut inputs = vec![args.model.as_path(), args.fit.as_path()];
     inputs.extend(args.data.iter().map(|p| p.as_path()));
-    let outputs: Vec<(&str, PathBuf)> = [("--output", &args.output), ("--pointwise", &args.pointwise)]
-        .into_iter()
-        .filter_map(|(f, p)| p.clone().map(|p| (f, p)))
-        .collect();
+    let outputs: Vec<(&str, PathBuf)> =
+        [("--output", &args.output), ("--pointwise", &args.pointwise)]
+            .into_iter()
+            .filter_map(|(f, p)| p.clone().map(|p| (f, p)))
+            .collect();
     if let Err(msg) = crate::output::fit_files::refuse_overwriting_inputs(&inputs, &outputs) {
         eprintln!("error: {msg}");
         return super::EXIT_USAGE;

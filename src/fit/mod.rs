@@ -518,8 +518,9 @@ pub fn fit_with_stream(
                     let end =
                         crate::inference::optimize::optimize(model, &mode, &settings.optimize)
                             .map_or_else(|_| mode.clone(), |r| r.point);
-                    return Err(improper_at(model, &end)
-                        .unwrap_or_else(|| algorithm(Method::Laplace)(&e)));
+                    return Err(
+                        improper_at(model, &end).unwrap_or_else(|| algorithm(Method::Laplace)(&e))
+                    );
                 }
                 Err(e) => return Err(algorithm(Method::Laplace)(&e)),
             };
