@@ -25,7 +25,7 @@ fn count_flags_say_what_they_expect() {
         (
             "--chains",
             "2.5",
-            "expected a whole number from 1 up, without a decimal point",
+            "expected a whole number from 1 to 1024, without a decimal point",
         ),
         ("--max-depth", "31", "expected a whole number from 1 to 30"),
         ("--warmup", "-1", "expected a whole number from 0 up"),
