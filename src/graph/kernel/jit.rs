@@ -183,6 +183,23 @@ impl Jit {
 }
 
 /// Whether the environment turns native code off (`BAYESC_JIT=0`).
+/// The end of a generated function: the current block returns 0 (success) and block `fail`
+/// returns 1 (the interpreter reruns); then all blocks are sealed and the function finished.
+/// Shared by the forward and reverse code generators.
+fn return_codes(
+    mut b: cranelift_frontend::FunctionBuilder<'_>,
+    fail: cranelift_codegen::ir::Block,
+) {
+    use cranelift_codegen::ir::InstBuilder;
+    let ok = b.ins().iconst(types::I32, 0);
+    b.ins().return_(&[ok]);
+    b.switch_to_block(fail);
+    let one = b.ins().iconst(types::I32, 1);
+    b.ins().return_(&[one]);
+    b.seal_all_blocks();
+    b.finalize();
+}
+
 fn disabled() -> bool {
     std::env::var_os("BAYESC_JIT").is_some_and(|v| v == "0")
 }

@@ -639,15 +639,7 @@ impl Gen<'_> {
             let v = b.use_var(r(x));
             store(&mut b, v, iv, 8 * x as i64);
         }
-        let ok = b.ins().iconst(types::I32, 0);
-        b.ins().return_(&[ok]);
-
-        b.switch_to_block(fail);
-        let one = b.ins().iconst(types::I32, 1);
-        b.ins().return_(&[one]);
-
-        b.seal_all_blocks();
-        b.finalize();
+        super::return_codes(b, fail);
         Some(())
     }
 }
