@@ -367,3 +367,40 @@ fn summary_of_chains_cut_short_uses_the_common_draws() {
     assert!(err.contains("each is cut to its first 300 draws"), "{err}");
     assert!(text.contains("2 chains × 300 draws"), "{text}");
 }
+
+/// A generated quantity that fails at some draws (`normal_rng(0, mu)` with `mu` < 0 about half
+/// the time) no longer throws the run away: those draws hold NaN for it, the parameters are
+/// kept and written, and a warning counts them and names the first.
+#[test]
+fn generated_quantities_that_fail_at_some_draws_keep_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("g.csv");
+    let out = bayesc(&[
+        "fit",
+        "tests/fixtures/ux/gq_fails_sometimes.bayes",
+        "--method",
+        "nuts",
+        "--seed",
+        "1",
+        "--chains",
+        "2",
+        "--output",
+        out_path.to_str().unwrap(),
+    ]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(text.contains("the generated quantities failed at"), "{text}");
+    assert!(text.contains("normal_rng"), "{text}");
+    let csv = std::fs::read_to_string(dir.path().join("g_1.csv")).unwrap();
+    let rows: Vec<&str> = csv
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("lp__"))
+        .collect();
+    assert_eq!(rows.len(), 1000);
+    let nan = rows.iter().filter(|r| r.ends_with("nan") || r.ends_with("NaN")).count();
+    // mu ~ normal(0, 1): about half the draws have mu < 0
+    assert!((300..700).contains(&nan), "{nan} NaN rows of 1000");
+}

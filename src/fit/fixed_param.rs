@@ -192,6 +192,7 @@ pub(super) fn fit_fixed_param(
         interrupted,
         flat: Vec::new(),
         flat_direction: None,
+        notes: Vec::new(),
     };
     let mut draws = Draws {
         names,

@@ -38,8 +38,48 @@ struct ChainRows {
     warmup_rng: StreamRng,
     /// Kept warmup rows × k values (`save_warmup`).
     warmup_values: Vec<f64>,
-    /// The first failure of `write_array`; later draws of the chain are then ignored.
+    /// The first failure of `write_array` outside the generated quantities (the parameters'
+    /// transforms or the transformed parameters); later draws of the chain are then ignored.
     error: Option<DensityError>,
+    /// Kept draws whose generated quantities failed (written as NaN), and the first failure
+    /// with its 1-based draw number.
+    gq_failed: usize,
+    first_gq_error: Option<(usize, DensityError)>,
+}
+
+impl ChainRows {
+    /// The constrained row of `q` (parameters, transformed parameters, generated quantities)
+    /// from `rng` (`warmup`: the warmup stream). When only the generated quantities fail (an
+    /// `_rng` argument outside its support at this draw, say), the row keeps the parameters
+    /// and transformed parameters with NaN for the `n_gq` generated quantities, and the failure
+    /// is counted for the fit's warnings: the rest of the run is not thrown away.
+    fn row(
+        &mut self,
+        model: &Model,
+        q: &[f64],
+        warmup: bool,
+        n_gq: usize,
+    ) -> Result<Vec<f64>, DensityError> {
+        let rng = if warmup {
+            &mut self.warmup_rng
+        } else {
+            &mut self.rng
+        };
+        match model.write_array(q, true, true, rng) {
+            Ok(v) => Ok(v),
+            Err(e) if n_gq > 0 => {
+                let mut v = model.write_array(q, true, false, rng).map_err(|_| e.clone())?;
+                v.extend(std::iter::repeat_n(f64::NAN, n_gq));
+                if !warmup {
+                    self.gq_failed += 1;
+                    let at = self.values.len() / v.len().max(1) + 1;
+                    self.first_gq_error.get_or_insert((at, e));
+                }
+                Ok(v)
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// Maps each chain's unconstrained draws through the model as they are made (the same values,
@@ -47,6 +87,8 @@ struct ChainRows {
 /// optional [`McmcStream`].
 struct Constrainer<'a> {
     model: &'a Model,
+    /// The number of generated-quantity columns (NaN in a row whose generated quantities failed).
+    n_gq: usize,
     chains: Vec<Mutex<ChainRows>>,
     stream: Option<&'a dyn McmcStream>,
 }
@@ -68,7 +110,7 @@ impl DrawSink for Constrainer<'_> {
             return;
         }
         let rows = &mut *rows;
-        match self.model.write_array(q, true, true, &mut rows.rng) {
+        match rows.row(self.model, q, false, self.n_gq) {
             Ok(v) => {
                 if let Some(s) = self.stream {
                     s.row(chain, sampler, &v);
@@ -84,7 +126,7 @@ impl DrawSink for Constrainer<'_> {
             return;
         }
         let rows = &mut *rows;
-        match self.model.write_array(q, true, true, &mut rows.warmup_rng) {
+        match rows.row(self.model, q, true, self.n_gq) {
             Ok(v) => {
                 if let Some(s) = self.stream {
                     s.warmup_row(chain, sampler, &v);
@@ -144,6 +186,7 @@ pub(super) fn fit_mcmc(
     let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
     let sink = Constrainer {
         model,
+        n_gq: model.generated_quantity_names().len(),
         chains: (0..settings.chains)
             .map(|c| {
                 Mutex::new(ChainRows {
@@ -152,6 +195,8 @@ pub(super) fn fit_mcmc(
                     warmup_rng: crate::inference::rng::stream(seed, 2000 + c as u64),
                     warmup_values: Vec::new(),
                     error: None,
+                    gq_failed: 0,
+                    first_gq_error: None,
                 })
             })
             .collect(),
@@ -183,10 +228,15 @@ pub(super) fn fit_mcmc(
     // `constrained_draws` gives afterwards
     let mut rows = Vec::with_capacity(sink.chains.len());
     let mut warmup_rows = Vec::with_capacity(sink.chains.len());
-    for m in sink.chains {
+    let (mut gq_failed, mut first_gq_error) = (0, None);
+    for (c, m) in sink.chains.into_iter().enumerate() {
         let r = m.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = r.error {
             return Err(FitError::Constrain(e));
+        }
+        gq_failed += r.gq_failed;
+        if first_gq_error.is_none() {
+            first_gq_error = r.first_gq_error.map(|(at, e)| (c + 1, at, e));
         }
         rows.push(r.values);
         warmup_rows.push(r.warmup_values);
@@ -205,6 +255,15 @@ pub(super) fn fit_mcmc(
         names: draws.names.clone(),
         chains: warmup_rows,
     });
+    if let Some((chain, at, e)) = first_gq_error {
+        let kept: usize = out.chains.iter().map(|c| c.stats.len()).sum();
+        out.notes.push(format!(
+            "the generated quantities failed at {gq_failed} of {kept} draws, which hold NaN for \
+             them (the parameters are kept); the first, at draw {at} of chain {chain}: {e}. Guard \
+             the statement against the parameter values that break it (e.g. `if (mu > 0)`), or \
+             use a function defined for all of them"
+        ));
+    }
     Ok(FitResult {
         method: options.method,
         seed,

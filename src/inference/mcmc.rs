@@ -525,6 +525,9 @@ pub struct McmcOutput {
     /// flat; `flat` then holds its description with `zeta[i]` names, which the caller may
     /// redo with the parameters' names ([`crate::inference::flat::describe_direction`]).
     pub flat_direction: Option<Vec<f64>>,
+    /// Warnings the caller adds about the run (e.g. draws whose generated quantities failed),
+    /// printed with [`McmcOutput::warnings`]. Empty from [`sample`].
+    pub notes: Vec<String>,
 }
 
 /// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
@@ -558,6 +561,7 @@ impl McmcOutput {
                 self.flat.join(", ")
             ));
         }
+        out.extend(self.notes.iter().cloned());
         let kept: usize = self.chains.iter().map(|c| c.stats.len()).sum();
         let divergent: usize = self.chains.iter().map(|c| c.divergences).sum();
         if divergent > 0 {
@@ -689,6 +693,7 @@ pub fn sample_with_sink(
         interrupted,
         flat,
         flat_direction,
+        notes: Vec::new(),
     })
 }
 
