@@ -392,7 +392,10 @@ fn generated_quantities_that_fail_at_some_draws_keep_the_run() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{err}");
-    assert!(text.contains("the generated quantities failed at"), "{text}");
+    assert!(
+        text.contains("the generated quantities failed at"),
+        "{text}"
+    );
     assert!(text.contains("normal_rng"), "{text}");
     let csv = std::fs::read_to_string(dir.path().join("g_1.csv")).unwrap();
     let rows: Vec<&str> = csv
@@ -400,7 +403,10 @@ fn generated_quantities_that_fail_at_some_draws_keep_the_run() {
         .filter(|l| !l.starts_with('#') && !l.starts_with("lp__"))
         .collect();
     assert_eq!(rows.len(), 1000);
-    let nan = rows.iter().filter(|r| r.ends_with("nan") || r.ends_with("NaN")).count();
+    let nan = rows
+        .iter()
+        .filter(|r| r.ends_with("nan") || r.ends_with("NaN"))
+        .count();
     // mu ~ normal(0, 1): about half the draws have mu < 0
     assert!((300..700).contains(&nan), "{nan} NaN rows of 1000");
 }

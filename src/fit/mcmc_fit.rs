@@ -68,7 +68,9 @@ impl ChainRows {
         match model.write_array(q, true, true, rng) {
             Ok(v) => Ok(v),
             Err(e) if n_gq > 0 => {
-                let mut v = model.write_array(q, true, false, rng).map_err(|_| e.clone())?;
+                let mut v = model
+                    .write_array(q, true, false, rng)
+                    .map_err(|_| e.clone())?;
                 v.extend(std::iter::repeat_n(f64::NAN, n_gq));
                 if !warmup {
                     self.gq_failed += 1;
