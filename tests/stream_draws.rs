@@ -134,11 +134,17 @@ fn a_killed_run_leaves_files_readable_to_their_last_row() {
     child.wait().unwrap();
     let path = dir.path().join("x_1.csv");
     let csv = std::fs::read_to_string(&path).unwrap();
-    assert!(csv.ends_with('\n'), "a partial last line");
-    let rows = numeric_rows(&csv);
+    // Every row goes out in one `write`, but Linux may cut a write short at a page boundary
+    // when SIGKILL is pending: a partial last row is possible, and the reader leaves it out.
+    let complete = match csv.rfind('\n') {
+        Some(i) if !csv.ends_with('\n') => &csv[..=i],
+        _ => csv.as_str(),
+    };
+    let rows = numeric_rows(complete);
     assert!(rows.len() > 2);
     assert!(!csv.contains("interrupted"));
     let read = read_stan_csv(&path).unwrap();
+    assert_eq!(read.partial_last_row, !csv.ends_with('\n'));
     assert_eq!(read.n_draws, rows.len());
     assert_eq!(read.names, ["mu", "sigma", "z"]);
 }

@@ -30,6 +30,14 @@ pub fn run(args: SummaryArgs) -> i32 {
             }
         }
     }
+    for (f, path) in files.iter().zip(&args.files) {
+        if f.partial_last_row {
+            eprintln!(
+                "warning: `{}` ends inside a row (its writer was killed): that row is left out",
+                path.display()
+            );
+        }
+    }
     if let Some(message) = not_one_fit(&files, &args.files) {
         eprintln!("error: {message}; give the chains of one fit");
         return super::EXIT_ERROR;

@@ -354,6 +354,11 @@ pub struct StanCsv {
     /// Warmup rows dropped ([`read_stan_csv`]: files whose configuration says
     /// `save_warmup = true` or `1` start with ⌈num_warmup / thin⌉ of them).
     pub warmup_draws: usize,
+    /// Whether the file ended inside a draw row (no final newline): what a `kill -9` can leave,
+    /// since Linux may cut a write short at a page boundary when a fatal signal is pending.
+    /// That row is not read, since even one with every field may have lost digits of its last
+    /// number (Stan's and bayesc's writers end every row with a newline).
+    pub partial_last_row: bool,
 }
 
 impl StanCsv {
@@ -401,6 +406,9 @@ fn strip_comment(line: &str) -> String {
 /// are the warmup rows of a file written with `save_warmup` ([`StanCsv::warmup_draws`]), whose
 /// adaptation comments (after those rows) are still read as `adaptation_lines`.
 ///
+/// A last draw row without its newline (a writer killed mid-row) is skipped and recorded in
+/// [`StanCsv::partial_last_row`].
+///
 /// Errors: [`StanCsvError`] for unreadable files, a missing header, a header without sampler
 /// columns ([`StanCsvError::NotDraws`]), ragged rows or non-numbers.
 pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
@@ -412,8 +420,16 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
     let mut out = StanCsv::default();
     let mut header: Option<Vec<String>> = None;
     let mut is_sampler = Vec::new();
+    // A last line without its newline is a row cut by a killed writer (see `partial_last_row`).
+    let n_lines = text.lines().count();
+    let cut = !text.is_empty() && !text.ends_with('\n');
     for (lineno, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
+            continue;
+        }
+        if cut && lineno + 1 == n_lines && header.is_some() && !line.starts_with('#') {
+            // even a row with every field may have lost digits of its last number
+            out.partial_last_row = true;
             continue;
         }
         if line.starts_with('#') {
@@ -687,6 +703,27 @@ mod tests {
         let d = draws_from_files(&[back.clone(), back], &[&path, &path]).unwrap();
         assert_eq!(d.names, draws.names);
         assert_eq!(d.n_draws(), 3);
+    }
+
+    #[test]
+    fn a_row_cut_by_a_killed_writer_is_left_out_and_flagged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.csv");
+        let whole = "# model = m\nlp__,accept_stat__,mu\n-1.5,0.9,0.25\n-1.25,0.8,0.5\n";
+        std::fs::write(&path, format!("{whole}-1.0,0.7")).unwrap();
+        let cut = read_stan_csv(&path).unwrap();
+        // every field, but the last number may be cut ("0.75" → "0.7"): left out too
+        std::fs::write(&path, format!("{whole}-1.0,0.7,0.7")).unwrap();
+        let all_fields = read_stan_csv(&path).unwrap();
+        assert!(all_fields.partial_last_row);
+        assert_eq!(all_fields.n_draws, 2);
+        assert!(cut.partial_last_row);
+        assert_eq!(cut.n_draws, 2);
+        assert_eq!(cut.values, [0.25, 0.5]);
+        std::fs::write(&path, whole).unwrap();
+        let fine = read_stan_csv(&path).unwrap();
+        assert!(!fine.partial_last_row);
+        assert_eq!(fine.n_draws, 2);
     }
 
     #[test]
