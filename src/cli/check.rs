@@ -45,13 +45,7 @@ pub fn run(args: CheckArgs) -> i32 {
         );
         return 0;
     }
-    if checked.program.data.is_empty() && !args.data.is_empty() {
-        eprintln!(
-            "warning: the model has no `data` block, so {} not used: the fit sees only the \
-             priors (declare the variables in a `data {{ … }}` block to use them)",
-            super::unused_data_files(&args.data)
-        );
-    }
+    super::warn_unused_data(&checked.program, &args.data);
     let data = match pipeline::load_data(&args.data) {
         Ok(d) => d,
         Err(f) => return super::report_failure(&sources, f),

@@ -179,12 +179,22 @@ fn report_warnings(sources: &SourceMap, warnings: &[crate::pipeline::Report]) {
     }
 }
 
-/// "`a.csv` is" / "`a.csv` and `b.csv` are", for the warning that a model without a `data`
-/// block ignores its `--data` files.
-pub(crate) fn unused_data_files(files: &[std::path::PathBuf]) -> String {
+/// Warns on standard error when `files` were given to a model with no `data` block: the fit
+/// would see only the priors (`fit` and `check` alike).
+pub(crate) fn warn_unused_data(
+    program: &crate::syntax::ast::Program,
+    files: &[std::path::PathBuf],
+) {
+    if !program.data.is_empty() || files.is_empty() {
+        return;
+    }
     let names: Vec<String> = files.iter().map(|f| format!("`{}`", f.display())).collect();
-    match names.len() {
+    let which = match names.len() {
         1 => format!("{} is", names[0]),
         _ => format!("{} are", crate::words::name_list(&names, 6)),
-    }
+    };
+    eprintln!(
+        "warning: the model has no `data` block, so {which} not used: the fit sees only the \
+         priors (declare the variables in a `data {{ … }}` block to use them)"
+    );
 }
