@@ -2,7 +2,7 @@
 //! `MinibatchModel::log_lik_grads_vectorised`) against the one-pass-per-row loop
 //! (`MinibatchDensity::log_lik_grads`), to 1e-10 relative, on a linear regression, a logistic
 //! regression, one-hidden-layer tanh BNNs (fused dense layer and unfused layers) and a
-//! hierarchical model with a parameter indexed by data; the rows plus the prior part sum to
+//! hierarchical model with a parameter indexed by data, the GLM functions; the rows plus the prior part sum to
 //! the full-data gradient; the moments (Σ g_i, Σ g_i²) match; and models whose shapes do not
 //! allow the pass (a reduction over rows, a per-row loop, a multivariate density) fall back
 //! to the loop with the same moments.
@@ -364,6 +364,53 @@ model {
         &th,
         &(0..9).map(|i| (i * 4 + 1) % n).collect::<Vec<_>>(),
     );
+}
+
+/// The GLM functions are split per row of x (`graph::per_row::record_glm_rows`): Bernoulli
+/// with a scalar intercept, Poisson with an intercept vector indexed by a data group, and the
+/// categorical GLM with a C-vector intercept and a K × C coefficient matrix.
+#[test]
+fn glm_functions() {
+    let n = 24;
+    let yb: Vec<String> = (0..n)
+        .map(|i| format!("{}", (u(900 + i) > 0.0) as i32))
+        .collect();
+    let yp: Vec<String> = (0..n)
+        .map(|i| format!("{}", ((u(950 + i) + 1.0) * 2.0) as i32))
+        .collect();
+    let yc: Vec<String> = (0..n)
+        .map(|i| format!("{}", 1 + ((u(990 + i) + 1.0) * 1.5) as usize % 3))
+        .collect();
+    let g: Vec<String> = (0..n).map(|i| format!("{}", 1 + i % 3)).collect();
+    let json = format!(
+        "{{\"N\": {n}, \"K\": 3, \"X\": {}, \"yb\": [{}], \"yp\": [{}], \"yc\": [{}], \"g\": [{}]}}",
+        json_mat(n, 3, 51),
+        yb.join(","),
+        yp.join(","),
+        yc.join(","),
+        g.join(",")
+    );
+    let head = "data { int<lower=1> N; int K; matrix[N, K] X; array[N] int yb; array[N] int yp;
+  array[N] int yc; array[N] int g; }\n";
+    let texts = [
+        "parameters { real a; vector[K] beta; }
+model { a ~ normal(0, 1); beta ~ normal(0, 1); yb ~ bernoulli_logit_glm(X, a, beta); }",
+        "parameters { vector[3] a; vector[K] beta; }
+model { a ~ normal(0, 1); beta ~ normal(0, 1); yp ~ poisson_log_glm(X, a[g], beta); }",
+        "parameters { vector[3] a; matrix[K, 3] B; }
+model { a ~ normal(0, 1); to_vector(B) ~ normal(0, 1);
+  target += categorical_logit_glm_lpmf(yc | X, a, B); }",
+    ];
+    for (t, text) in texts.iter().enumerate() {
+        let (model, plan) = setup(&format!("{head}{text}"), &json, 10);
+        let th = theta(model.dim(), 61 + t, 0.7);
+        check(
+            &model,
+            &plan,
+            &th,
+            &(0..10).map(|i| (i * 5 + t) % n).collect::<Vec<_>>(),
+        );
+    }
 }
 
 /// The model with the default (loop) moments: every method but `log_lik_grad_moments`

@@ -14,10 +14,12 @@
 //! Where the shapes do not allow it the pass says so ([`Unsupported`]) and the caller falls
 //! back to one reverse pass per row (`super::batch`): a log density with only scalar arguments
 //! inside a likelihood statement (a `for (n in 1:N)` loop), a reduction over rows in a
-//! `target +=` (`dot_self(y - mu)`), a GLM function, a multivariate density other than
-//! `categorical_logit` with one row of log odds per observation (the softmax output layer,
-//! recorded per row by [`Ctx::record_logit_rows`]). GLM fusion and
-//! scalar kernels are switched off for this pass (their nodes hold row sums).
+//! `target +=` (`dot_self(y - mu)`), a multivariate density other than `categorical_logit`
+//! with one row of log odds per observation (the softmax output layer, recorded per row by
+//! [`Ctx::record_logit_rows`]) or a GLM function with one row of x per observation
+//! (`poisson_log_glm`, `bernoulli_logit_glm`, `categorical_logit_glm`, recorded per row by
+//! [`Ctx::record_glm_rows`]). GLM fusion and scalar kernels are switched off for this pass
+//! (their nodes hold row sums).
 
 use super::Model;
 use super::eval::{Ctx, Flow, Kind};
@@ -206,6 +208,95 @@ impl Ctx<'_> {
                 self.tape.entry(x + (i + j * n) as u32, g[i + j * n]);
             }
             self.tape.finish(out, 1, k, base);
+            outs.push(out);
+        }
+        let base = self.tape.entries_base();
+        let out = self.tape.leaf(total);
+        for &o in &outs {
+            self.tape.entry(o, 1.0);
+        }
+        self.tape.finish(out, 1, n, base);
+        if let Some(rt) = self.rows.as_mut() {
+            rt.tags.extend(outs.iter().copied().zip(0..n as u32));
+        }
+        S::V(out)
+    }
+}
+
+/// The tape slot of element `e` of `v`, when `v` holds parameters.
+fn var_slot(v: &Value, e: usize) -> Option<u32> {
+    match v {
+        Value::Var(i) => Some(*i),
+        Value::T(t) => match &t.data {
+            Data::Var(ix) => Some(ix.at(e)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Ctx<'_> {
+    /// A GLM `y ~ f_glm(x, α, β)` per row: `vals` = [y, x, α, β], `xs` the N × K values of x
+    /// (column-major), `bs` the values of β (K, or K × C column-major), `rows` the terms and
+    /// ∂ℓₙ/∂ηₙ ([`distributions::multivariate::glm::GlmRows`]). Row n's term is one node with
+    /// the chain rule through η = α + xβ: ∂ℓₙ/∂x_{n,m} = Σ_j ∂η_{n,j} β_{m,j},
+    /// ∂ℓₙ/∂α = ∂ηₙ (of αₙ for a vector α of the scalar GLMs), ∂ℓₙ/∂β_{m,j} = x_{n,m} ∂η_{n,j};
+    /// it is tagged n, and the returned slot is the sum (value `total`).
+    pub(super) fn record_glm_rows(
+        &mut self,
+        vals: &[Value],
+        xs: &[f64],
+        bs: &[f64],
+        rows: &distributions::multivariate::glm::GlmRows,
+        total: f64,
+    ) -> S {
+        let (n, k, c) = (rows.n, rows.k, rows.c);
+        let alpha_len = match &vals[2] {
+            Value::T(t) => t.data.len(),
+            _ => 1,
+        };
+        let mut outs = Vec::with_capacity(n);
+        for i in 0..n {
+            let d = &rows.d_eta[i * c..(i + 1) * c];
+            let base = self.tape.entries_base();
+            let out = self.tape.leaf(rows.values[i]);
+            let mut cnt = 0;
+            if var_slot(&vals[1], 0).is_some() {
+                for m in 0..k {
+                    let p: f64 = (0..c).map(|j| d[j] * bs[m + j * k]).sum();
+                    if let Some(s) = var_slot(&vals[1], i + m * n) {
+                        self.tape.entry(s, p);
+                        cnt += 1;
+                    }
+                }
+            }
+            if var_slot(&vals[2], 0).is_some() {
+                if c == 1 {
+                    let e = if alpha_len == 1 { 0 } else { i };
+                    if let Some(s) = var_slot(&vals[2], e) {
+                        self.tape.entry(s, d[0]);
+                        cnt += 1;
+                    }
+                } else {
+                    for (j, &dj) in d.iter().enumerate() {
+                        if let Some(s) = var_slot(&vals[2], j) {
+                            self.tape.entry(s, dj);
+                            cnt += 1;
+                        }
+                    }
+                }
+            }
+            if var_slot(&vals[3], 0).is_some() {
+                for (j, &dj) in d.iter().enumerate() {
+                    for m in 0..k {
+                        if let Some(s) = var_slot(&vals[3], m + j * k) {
+                            self.tape.entry(s, xs[i + m * n] * dj);
+                            cnt += 1;
+                        }
+                    }
+                }
+            }
+            self.tape.finish(out, 1, cnt, base);
             outs.push(out);
         }
         let base = self.tape.entries_base();

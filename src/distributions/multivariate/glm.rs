@@ -104,16 +104,27 @@ fn chain(args: &[MvArg], is_var: &[bool], term: &mut Term, d_eta: &[f64], n: usi
     }
 }
 
-/// `poisson_log_glm_lpmf(y | x, α, β)` into `term`: Σ yₙηₙ − e^{ηₙ} − log yₙ! (the last
-/// dropped under `~`); ∂ηₙ = yₙ − e^{ηₙ}. Errors: y not a nonnegative integer, sizes that do
-/// not match, x, α or β not finite.
-pub fn poisson_log_lpmf(
-    sig: &MvSig,
-    args: &[MvArg],
-    is_var: &[bool],
-    propto: bool,
-    term: &mut Term,
-) -> Result<(), DistError> {
+/// The per-observation terms of a GLM: ℓₙ and ∂ℓₙ/∂ηₙ for every row n, from which the
+/// density (Σₙ ℓₙ) and its partials follow by the chain rule through η = α + xβ. The per-row
+/// gradient pass (`graph::per_row`) records one term per row from these.
+#[derive(Clone, Debug, Default)]
+pub struct GlmRows {
+    /// N, the rows of x.
+    pub n: usize,
+    /// K, the columns of x.
+    pub k: usize,
+    /// C, the linear predictors per row (1, or the categories of `categorical_logit_glm`).
+    pub c: usize,
+    /// ℓₙ, N values (the constants are left out under `~`).
+    pub values: Vec<f64>,
+    /// ∂ℓₙ/∂η_{n,j}, N × C row-major.
+    pub d_eta: Vec<f64>,
+}
+
+/// `poisson_log_glm` row by row: ℓₙ = yₙηₙ − e^{ηₙ} − log yₙ! (the last dropped under
+/// `propto`), ∂ηₙ = yₙ − e^{ηₙ}. Errors: y not a nonnegative integer, sizes that do not match,
+/// x, α or β not finite.
+pub fn poisson_log_rows(sig: &MvSig, args: &[MvArg], propto: bool) -> Result<GlmRows, DistError> {
     let (n, k, eta) = linear_predictor(sig, args)?;
     let y = outcomes(sig, &args[0], n)?;
     for (i, &v) in y.iter().enumerate() {
@@ -128,32 +139,28 @@ pub fn poisson_log_lpmf(
             ));
         }
     }
-    if propto && !is_var.iter().any(|&v| v) {
-        return Ok(());
-    }
-    let mut d_eta = vec![0.0; n];
+    let mut rows = GlmRows {
+        n,
+        k,
+        c: 1,
+        values: Vec::with_capacity(n),
+        d_eta: Vec::with_capacity(n),
+    };
     for i in 0..n {
         let mu = eta[i].exp();
-        term.value += y[i] * eta[i] - mu;
+        let mut v = y[i] * eta[i] - mu;
         if !propto {
-            term.value -= lgamma(y[i] + 1.0);
+            v -= lgamma(y[i] + 1.0);
         }
-        d_eta[i] = y[i] - mu;
+        rows.values.push(v);
+        rows.d_eta.push(y[i] - mu);
     }
-    chain(args, is_var, term, &d_eta, n, k);
-    Ok(())
+    Ok(rows)
 }
 
-/// `bernoulli_logit_glm_lpmf(y | x, α, β)` into `term`: Σ log σ((2yₙ − 1)ηₙ) (no constant
-/// terms); ∂ηₙ = yₙ − σ(ηₙ). Errors: y not 0 or 1, sizes that do not match, x, α or β not
-/// finite.
-pub fn bernoulli_logit_lpmf(
-    sig: &MvSig,
-    args: &[MvArg],
-    is_var: &[bool],
-    propto: bool,
-    term: &mut Term,
-) -> Result<(), DistError> {
+/// `bernoulli_logit_glm` row by row: ℓₙ = log σ((2yₙ − 1)ηₙ), ∂ηₙ = yₙ − σ(ηₙ). Errors: y not
+/// 0 or 1, sizes that do not match, x, α or β not finite.
+pub fn bernoulli_logit_rows(sig: &MvSig, args: &[MvArg]) -> Result<GlmRows, DistError> {
     let (n, k, eta) = linear_predictor(sig, args)?;
     let y = outcomes(sig, &args[0], n)?;
     for (i, &v) in y.iter().enumerate() {
@@ -168,30 +175,62 @@ pub fn bernoulli_logit_lpmf(
             ));
         }
     }
-    if propto && !is_var.iter().any(|&v| v) {
-        return Ok(());
-    }
-    let mut d_eta = vec![0.0; n];
+    let mut rows = GlmRows {
+        n,
+        k,
+        c: 1,
+        values: Vec::with_capacity(n),
+        d_eta: Vec::with_capacity(n),
+    };
     for i in 0..n {
         let s = 2.0 * y[i] - 1.0;
-        term.value -= log1p_exp(-s * eta[i]);
-        d_eta[i] = y[i] - crate::distributions::special::inv_logit(eta[i]);
+        rows.values.push(-log1p_exp(-s * eta[i]));
+        rows.d_eta
+            .push(y[i] - crate::distributions::special::inv_logit(eta[i]));
     }
-    chain(args, is_var, term, &d_eta, n, k);
-    Ok(())
+    Ok(rows)
 }
 
-/// `categorical_logit_glm_lpmf(y | x, α, β)` into `term`: x N × K, α a C-vector, β K × C,
-/// yₙ ∈ 1..C; Σₙ η_{n,yₙ} − log Σ_c e^{η_{n,c}} (no constant terms). With ∂η = onehot(y) −
-/// softmax(η) row by row: ∂/∂β = xᵀ∂η, ∂/∂α = Σₙ ∂ηₙ, ∂/∂x = ∂η βᵀ. Errors: an outcome outside
-/// 1..C, sizes that do not match, x, α or β not finite.
-pub fn categorical_logit_lpmf(
+/// `poisson_log_glm_lpmf(y | x, α, β)` into `term`: Σ yₙηₙ − e^{ηₙ} − log yₙ! (the last
+/// dropped under `~`); ∂ηₙ = yₙ − e^{ηₙ}. Errors: as [`poisson_log_rows`].
+pub fn poisson_log_lpmf(
     sig: &MvSig,
     args: &[MvArg],
     is_var: &[bool],
     propto: bool,
     term: &mut Term,
 ) -> Result<(), DistError> {
+    let rows = poisson_log_rows(sig, args, propto)?;
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(());
+    }
+    term.value += rows.values.iter().sum::<f64>();
+    chain(args, is_var, term, &rows.d_eta, rows.n, rows.k);
+    Ok(())
+}
+
+/// `bernoulli_logit_glm_lpmf(y | x, α, β)` into `term`: Σ log σ((2yₙ − 1)ηₙ) (no constant
+/// terms); ∂ηₙ = yₙ − σ(ηₙ). Errors: as [`bernoulli_logit_rows`].
+pub fn bernoulli_logit_lpmf(
+    sig: &MvSig,
+    args: &[MvArg],
+    is_var: &[bool],
+    propto: bool,
+    term: &mut Term,
+) -> Result<(), DistError> {
+    let rows = bernoulli_logit_rows(sig, args)?;
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(());
+    }
+    term.value += rows.values.iter().sum::<f64>();
+    chain(args, is_var, term, &rows.d_eta, rows.n, rows.k);
+    Ok(())
+}
+
+/// `categorical_logit_glm` row by row: x N × K, α a C-vector, β K × C, yₙ ∈ 1..C;
+/// ℓₙ = η_{n,yₙ} − log Σ_c e^{η_{n,c}}, ∂ηₙ = onehot(yₙ) − softmax(ηₙ). Errors: an outcome
+/// outside 1..C, sizes that do not match, x, α or β not finite.
+pub fn categorical_logit_rows(sig: &MvSig, args: &[MvArg]) -> Result<GlmRows, DistError> {
     let (x, alpha, beta) = (&args[1], &args[2], &args[3]);
     let (n, k) = (x.rows, x.cols);
     let c = vector_len(sig, alpha, 2)?;
@@ -220,10 +259,7 @@ pub fn categorical_logit_lpmf(
             ));
         }
     }
-    if propto && !is_var.iter().any(|&v| v) {
-        return Ok(());
-    }
-    // η (N × C, row-major per observation) and ∂η in place.
+    // η (N × C, row-major per observation), turned into ∂η in place.
     let mut eta = vec![0.0; n * c];
     for i in 0..n {
         for j in 0..c {
@@ -234,18 +270,45 @@ pub fn categorical_logit_lpmf(
             eta[i * c + j] = e;
         }
     }
+    let mut values = Vec::with_capacity(n);
     for i in 0..n {
         let row = &mut eta[i * c..(i + 1) * c];
         let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let z: f64 = row.iter().map(|e| (e - top).exp()).sum();
         let lse = top + z.ln();
         let yi = y[i] as usize - 1;
-        term.value += row[yi] - lse;
+        values.push(row[yi] - lse);
         for (j, e) in row.iter_mut().enumerate() {
             *e = f64::from(u8::from(j == yi)) - (*e - lse).exp();
         }
     }
-    let d = &eta;
+    Ok(GlmRows {
+        n,
+        k,
+        c,
+        values,
+        d_eta: eta,
+    })
+}
+
+/// `categorical_logit_glm_lpmf(y | x, α, β)` into `term`: Σₙ η_{n,yₙ} − log Σ_c e^{η_{n,c}}
+/// (no constant terms). With ∂η = onehot(y) − softmax(η) row by row: ∂/∂β = xᵀ∂η,
+/// ∂/∂α = Σₙ ∂ηₙ, ∂/∂x = ∂η βᵀ. Errors: as [`categorical_logit_rows`].
+pub fn categorical_logit_lpmf(
+    sig: &MvSig,
+    args: &[MvArg],
+    is_var: &[bool],
+    propto: bool,
+    term: &mut Term,
+) -> Result<(), DistError> {
+    let rows = categorical_logit_rows(sig, args)?;
+    if propto && !is_var.iter().any(|&v| v) {
+        return Ok(());
+    }
+    let (x, beta) = (&args[1], &args[3]);
+    let (n, k, c) = (rows.n, rows.k, rows.c);
+    term.value += rows.values.iter().sum::<f64>();
+    let d = &rows.d_eta;
     if is_var[1] {
         for i in 0..n {
             for m in 0..k {

@@ -569,6 +569,26 @@ pub fn log_density(
     Ok(term)
 }
 
+/// The per-observation terms of a GLM family ([`glm::GlmRows`]: ℓₙ and ∂ℓₙ/∂ηₙ per row of x),
+/// for the per-row gradient pass; `Ok(None)` for a family that is not a GLM. `args` as
+/// [`log_density`]. Errors: as [`log_density`].
+pub fn glm_rows(
+    family: MvFamily,
+    args: &[MvArg],
+    propto: bool,
+) -> Result<Option<glm::GlmRows>, DistError> {
+    let sig = family.sig();
+    if args.len() != sig.params.len() + 1 {
+        return Ok(None);
+    }
+    Ok(Some(match family {
+        MvFamily::PoissonLogGlm => glm::poisson_log_rows(sig, args, propto)?,
+        MvFamily::BernoulliLogitGlm => glm::bernoulli_logit_rows(sig, args)?,
+        MvFamily::CategoricalLogitGlm => glm::categorical_logit_rows(sig, args)?,
+        _ => return Ok(None),
+    }))
+}
+
 /// One draw from `<family>_rng(params…)`, parameters in [`MvSig::rng_params`] order.
 ///
 /// Errors: parameters failing the density's checks, reported under `<name>_rng`.

@@ -81,6 +81,28 @@ impl Ctx<'_> {
         if !self.tape.recording {
             return Ok(S::V(self.tape.leaf(term.value)));
         }
+        // Per-row pass (`graph::per_row`): a GLM records one tagged term per row of x.
+        if let Some(rt) = self.rows.as_ref()
+            && rt.active
+        {
+            let m = rt.m;
+            match multivariate::glm_rows(family, &args, propto) {
+                Ok(Some(rows)) if rows.n == m => {
+                    let (xs, bs) = (&flats[1].data, &flats[3].data);
+                    return Ok(self.record_glm_rows(vals, xs, bs, &rows, term.value));
+                }
+                Ok(Some(_)) => {
+                    if let Some(rt) = self.rows.as_mut() {
+                        rt.failed = Some("a GLM whose design matrix is not sized by the rows");
+                    }
+                }
+                _ => {
+                    if let Some(rt) = self.rows.as_mut() {
+                        rt.failed = Some("a multivariate density in a likelihood statement");
+                    }
+                }
+            }
+        }
         let base = self.tape.entries_base();
         let out = self.tape.leaf(term.value);
         let mut k = 0;
