@@ -484,11 +484,20 @@ pub fn fit_with_stream(
             )?;
             if let Some(reason) = start_point
                 .no_mode
-                .filter(|r| r.starts_with(mode::INTERPOLATION))
+                .filter(|r| r.starts_with(mode::INTERPOLATION) || r.starts_with(mode::FLAT))
             {
+                let message = if reason.starts_with(mode::FLAT) {
+                    format!(
+                        "the posterior is improper: {reason}. There is no mode to approximate: \
+                         give the parameter a proper prior or check that the likelihood depends \
+                         on it"
+                    )
+                } else {
+                    reason
+                };
                 return Err(FitError::Algorithm {
                     method: Method::Laplace,
-                    message: reason,
+                    message,
                 });
             }
             let mode = start_point.mean;
@@ -653,15 +662,7 @@ pub fn constrained_draws(
 /// coordinate or a combination ([`crate::inference::flat::flat_directions`], with the negative
 /// finite-difference Hessian there): no mode to approximate. `None` when nothing is flat.
 fn improper_at(model: &Model, end: &[f64]) -> Option<FitError> {
-    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, end)
-        .ok()
-        .map(|h| h.iter().map(|v| -v).collect());
-    let flat = crate::inference::flat::flat_directions(
-        model,
-        end,
-        nh.as_deref(),
-        &model.parameter_names(),
-    );
+    let flat = flat_at_end(model, end);
     (!flat.is_empty()).then(|| FitError::Algorithm {
         method: Method::Laplace,
         message: format!(
@@ -672,4 +673,14 @@ fn improper_at(model: &Model, end: &[f64]) -> Option<FitError> {
             crate::words::name_list(&flat, 6)
         ),
     })
+}
+
+/// The flat directions ([`crate::inference::flat::flat_directions`], named) at `end`, the end
+/// point of a mode search, probed with the finite-difference Hessian there; empty when there
+/// is none. O(d) gradients plus the Hessian.
+fn flat_at_end(model: &Model, end: &[f64]) -> Vec<String> {
+    let nh: Option<Vec<f64>> = crate::inference::hessian::hessian(model, end)
+        .ok()
+        .map(|h| h.iter().map(|v| -v).collect());
+    crate::inference::flat::flat_directions(model, end, nh.as_deref(), &model.parameter_names())
 }

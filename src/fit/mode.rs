@@ -253,6 +253,21 @@ pub(super) fn find_mode(model: &Model, init: &[f64]) -> Result<(Vec<f64>, Vec<f6
     find_mode_from(model, &lbfgs.point).map_err(|e| interpolating().unwrap_or(e))
 }
 
+/// The start of [`flat_reason`]'s message.
+pub const FLAT: &str = "the log density stops changing along";
+
+/// Why there is no interior mode when the log density is flat along `flat` (named directions)
+/// beyond the end point of a mode search, for [`super::start_message_for`].
+pub(super) fn flat_reason(flat: &[String]) -> String {
+    format!(
+        "{FLAT} {} beyond the end point of the mode search, out \
+         to 100 units on the unconstrained scale, so the posterior is improper along it, as \
+         when a likelihood saturates under a flat prior: a logistic regression whose outcomes a \
+         predictor separates",
+        crate::words::name_list(flat, 6)
+    )
+}
+
 /// The start of [`interpolation_reason`]'s message (for [`super::start_message`]).
 pub const INTERPOLATION: &str = "the likelihood is unbounded";
 
@@ -310,6 +325,27 @@ pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String
     ))
 }
 
+/// The flat directions (named, [`crate::inference::flat::flat_directions`]) where a mode
+/// search from `init` ends: L-BFGS, then the Newton polish of [`find_mode`] (which walks on
+/// along a density that only flattens out), probed with −H there, or with the
+/// finite-difference Hessian at the L-BFGS end point when the polish fails. Empty when there
+/// is none, the search fails, or d > [`crate::inference::flat::FLAT_COMBINATION_MAX_DIM`].
+/// For the fits that do not start from [`find_mode`] (Pathfinder).
+pub(super) fn flat_beyond_mode(model: &Model, init: &[f64]) -> Vec<String> {
+    use crate::inference::flat;
+    if init.len() > flat::FLAT_COMBINATION_MAX_DIM {
+        return Vec::new();
+    }
+    let Ok(lbfgs) = optimize::optimize(model, init, &OptimizeSettings::default()) else {
+        return Vec::new();
+    };
+    let names = model.parameter_names();
+    match optimize::newton_refine(model, &lbfgs.point, newton_steps(init.len())) {
+        Some(r) => flat::flat_directions(model, &r.point, Some(&r.neg_hessian), &names),
+        None => super::flat_at_end(model, &lbfgs.point),
+    }
+}
+
 /// [`find_mode`] after the L-BFGS search: Newton polish and the checks at `start`.
 fn find_mode_from(model: &Model, start: &[f64]) -> Result<(Vec<f64>, Vec<f64>), String> {
     // Newton polish: L-BFGS may stop along a flat ridge; the refined mode and the negative
@@ -360,6 +396,21 @@ fn find_mode_from(model: &Model, start: &[f64]) -> Result<(Vec<f64>, Vec<f64>), 
              scaled Hessian has condition number {cond:.1e} and the Newton decrement is \
              {decrement:.1e})"
         ));
+    }
+    // A likelihood that only saturates (a logistic regression whose outcomes the predictors
+    // separate, under a flat prior) passes the checks above far out along the saturating
+    // direction, where the curvature is tiny but still negative: probe there for flatness, as
+    // `laplace` and `optimize` do, so that no method starts from (or reports) such a "mode".
+    if d <= crate::inference::flat::FLAT_COMBINATION_MAX_DIM {
+        let flat = crate::inference::flat::flat_directions(
+            model,
+            &r.point,
+            Some(nh),
+            &model.parameter_names(),
+        );
+        if !flat.is_empty() {
+            return Err(flat_reason(&flat));
+        }
     }
     Ok((r.point, r.neg_hessian))
 }

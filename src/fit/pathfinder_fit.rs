@@ -31,7 +31,7 @@ pub(super) fn fit_pathfinder(
         psis_resample: true,
         ..options.clone()
     };
-    let out = finish_gaussian(
+    let mut out = finish_gaussian(
         model,
         &resampling,
         |n, rng| fit.sample(n, rng),
@@ -40,6 +40,21 @@ pub(super) fn fit_pathfinder(
         Vec::new(),
         None,
     )?;
+    // Pathfinder's paths stop where L-BFGS's gradient test passes, which a density that only
+    // flattens out (an improper posterior: separated logistic data under a flat prior) also
+    // satisfies. For small d, a mode search from the mixture's mean is probed for flat
+    // directions as `laplace` does; when there are some, the advice names the model, not
+    // another method ([`start_message_for`]). (The drift check of QBVI is not used: the mixture
+    // is not at an optimum of anything, so a gain from shifting it proves nothing.)
+    if let Some(vi) = out.vi.as_mut()
+        && model.dim() <= crate::inference::flat::FLAT_COMBINATION_MAX_DIM
+    {
+        let flat = mode::flat_beyond_mode(model, &fit.mean());
+        if !flat.is_empty() {
+            vi.no_mode = Some(mode::flat_reason(&flat));
+            vi.unbounded = flat;
+        }
+    }
     Ok(out.into_result(
         Method::Pathfinder,
         seed,
