@@ -283,8 +283,10 @@ pub fn minibatch_plan(
 /// The minibatch plan a fit of `method` needs: that of `--batch-size M` when given
 /// ([`minibatch_plan`]); for the methods that need per-observation gradients
 /// ([`crate::fit::Method::needs_rows`]: Vadam, VOGN) without it, the plan with M = N for VOGN
-/// (full batch) and M = 1 for Vadam (`specs/survey_vi.md` §11, the paper's setting); `None`
-/// for the other methods without `--batch-size`, or with `--batch-size` ≥ N (the full-data fit).
+/// (full batch) and M = 1 for Vadam (`specs/survey_vi.md` §11, the paper's setting); for IVON
+/// the plan with M = N when the model splits over its rows (it needs N for λ, §17), else
+/// `None`; `None` for the other methods without `--batch-size`, or with `--batch-size` ≥ N (the
+/// full-data fit).
 ///
 /// Errors: as [`minibatch_plan`]; for Vadam and VOGN without `--batch-size` the diagnostics
 /// gain a note that the method needs a log density split over rows and what to use instead.
@@ -309,10 +311,23 @@ pub fn plan_for_method(
         let plan = minibatch_plan(checked, sources, model, m, over)?;
         // A batch of all N rows is the full-data fit: the methods that do not need
         // per-observation gradients run it as such (QBVI keeps its full covariance).
-        if plan.settings.batch_size >= plan.n_obs && !method.needs_rows() {
+        if plan.settings.batch_size >= plan.n_obs
+            && !method.needs_rows()
+            && method != crate::fit::Method::Ivon
+        {
             return Ok(None);
         }
         return Ok(Some(plan));
+    }
+    if method == crate::fit::Method::Ivon {
+        // Full-batch IVON takes λ = N when the rows are known (`fit::survey_fit`): a plan of
+        // one batch of all N rows, when the model splits over its rows; none otherwise.
+        return Ok(minibatch_plan(checked, sources, model, 1, over)
+            .ok()
+            .map(|mut plan| {
+                plan.settings.batch_size = plan.n_obs;
+                plan
+            }));
     }
     if !method.needs_rows() {
         return Ok(None);

@@ -168,10 +168,14 @@ pub(super) fn fit_survey(
                 Method::Ivon => {
                     let mut s = options.ivon.clone();
                     s.common.seed = seed;
-                    if let (Some(mm), Some(_), true) = (&mm, batches, s.ess == 1.0) {
-                        // Minibatch: N is known, so the spec's λ = N (§17), the mean loss
-                        // −L̂_B/N and σ = 1/√(N(h + δ)); with λ = 1 and h₀ = 1 a random start
-                        // of the diabetes BNN had σ = 1 per weight and diverged in 4 steps.
+                    if let (Some(mm), true) = (&mm, s.ess == 1.0) {
+                        // With a minibatch plan N is known, so the spec's λ = N (§17), the mean
+                        // loss −L̂_B/N and σ = 1/√(N(h + δ)), in full batch too: h₀ = 1 is then
+                        // a curvature of N in −L. With λ = 1 and h₀ = 1 a random start has
+                        // σ = 1 and mean steps of α·∇L: the diabetes BNN diverged in 4 steps
+                        // and labour (N = 753) ended at an ELBO of −1.3·10⁷. The fixed point
+                        // λ(h + δ) ≈ E_q[diag ∇²(−L)] and the steps from a Laplace start do
+                        // not depend on λ.
                         s.ess = crate::inference::MinibatchDensity::n_obs(mm) as f64;
                     }
                     if s.init_hessian.is_none() {

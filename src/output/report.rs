@@ -100,8 +100,14 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
     match &o.minibatch {
         None => line,
         Some(p) if p.settings.batch_size >= p.n_obs => format!(
-            "{line}; full batch: all N = {} rows (`{}`) at every step, per-observation gradients",
-            p.n_obs, p.separability.axis
+            "{line}; full batch: all N = {} rows (`{}`) at every step{}",
+            p.n_obs,
+            p.separability.axis,
+            if o.method.needs_rows() {
+                ", per-observation gradients"
+            } else {
+                ""
+            }
         ),
         Some(p) => {
             let per = p.batches_per_epoch().max(1);
@@ -203,7 +209,11 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.ivon.lr,
             o.ivon.beta1,
             o.ivon.beta2,
-            o.ivon.ess,
+            match (&o.minibatch, o.ivon.ess == 1.0) {
+                // `fit::survey_fit` takes λ = N when the rows are known (specs/survey_vi.md §17).
+                (Some(plan), true) => format!("N = {} (auto)", plan.n_obs),
+                _ => o.ivon.ess.to_string(),
+            },
             o.ivon.weight_decay,
             o.ivon.common.max_iter,
             o.seed
