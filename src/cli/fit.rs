@@ -468,7 +468,8 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
-            let worse = fit::worsened_phrase(fit);
+            let worse = fit::worsened_phrase(fit)
+                .or_else(|| result.vi.as_ref().and_then(|v| v.moving.clone()));
             match fit.stop {
                 // the ELBO ended below its start: the exit rule fired on a plateau of a fit
                 // that diverged (docs/bnn_methods.md, the digits BNN at β = 0.05)

@@ -615,7 +615,7 @@ fn finish_gaussian_fit(
             (i + 1, e, sm)
         })
         .collect();
-    finish_gaussian(
+    let mut out = finish_gaussian(
         model,
         options,
         |n, rng| fit.sample(n, rng),
@@ -623,7 +623,15 @@ fn finish_gaussian_fit(
         Some(&fit.mean),
         trace,
         no_mode,
-    )
+    )?;
+    if let Some(vi) = out.vi.as_mut() {
+        vi.moving = drift_phrase(
+            fit,
+            &model.parameter_names(),
+            options.vi_init == ViInit::Random,
+        );
+    }
+    Ok(out)
 }
 
 /// Column names of the draws: parameters, then transformed parameters, then generated quantities.

@@ -38,6 +38,10 @@ pub struct ViDiagnostics {
     /// which the log density does not decay, i.e. the posterior is improper there. Empty
     /// otherwise.
     pub unbounded: Vec<String>,
+    /// Why the fit had not converged although its exit rule fired: q's mean was still moving
+    /// ([`crate::inference::vi::GaussianFit::drift`], the phrase of [`drift_phrase`] with the
+    /// coordinate named). `None` otherwise.
+    pub moving: Option<String>,
     /// What of the summary can be trusted, and why ([`super::vi_gate`]: k̂ over replicate
     /// batches, the sd of the log ratios, the PSIS ESS and the reweighted means and sds).
     pub gate: ViGate,
@@ -104,6 +108,42 @@ pub fn worsened_phrase(fit: &crate::inference::vi::GaussianFit) -> Option<String
     ))
 }
 
+/// What a fit whose exit rule fired while the mean of q was still moving shows
+/// ([`crate::inference::vi::GaussianFit::drift`]), naming the coordinate from `names` (the
+/// parameter names when there is one per unconstrained coordinate, else `zeta[i]`); `None`
+/// when it was not moving. A cause without a remedy: [`drift_phrase`] adds that.
+pub fn drift_cause(fit: &crate::inference::vi::GaussianFit, names: &[String]) -> Option<String> {
+    let dr = fit.drift.as_ref()?;
+    let name = crate::inference::flat::coordinate_names(names, fit.dim(), &[dr.coordinate]);
+    Some(format!(
+        "the mean of {} was still moving ({:.1} sds of q over the last {} iterations) when the \
+         smoothed ELBO stopped improving",
+        name.first().map(String::as_str).unwrap_or("a coordinate"),
+        dr.sds,
+        dr.iterations
+    ))
+}
+
+/// [`drift_cause`] with what to do about it. The exit rule, not the iteration cap, stopped the
+/// run, so a larger --max-iter does not help: from a random start (`random_start`) the remedy
+/// is the mode start (on labour, IVON from a random point moved alpha 3.8 sds over its last
+/// 750 iterations; from the Laplace start it converges); from the mode, the steps are too
+/// noisy or too small along that direction.
+pub fn drift_phrase(
+    fit: &crate::inference::vi::GaussianFit,
+    names: &[String],
+    random_start: bool,
+) -> Option<String> {
+    let cause = drift_cause(fit, names)?;
+    let remedy = if random_start {
+        "start at the mode (drop --random-init), or use --method qbvi or nuts"
+    } else {
+        "the steps are too small along a poorly scaled direction or too noisy to show progress \
+         in the ELBO; try another --step-size, or use --method qbvi or nuts"
+    };
+    Some(format!("{cause}, so q is not at an optimum: {remedy}"))
+}
+
 /// Why the end point of a variational fit is not a converged optimum of the ELBO, if it is not
 /// (a phrase for messages): QBVI stopped by its exit rule after updates the positive-
 /// definiteness guard skipped (the ELBO stopped improving because q stopped moving), by the
@@ -115,6 +155,9 @@ pub fn vi_not_converged(details: &FitDetails) -> Option<String> {
             if f.stop != qbvi::StopReason::Interrupted && f.worsened().is_some() =>
         {
             worsened_phrase(f)
+        }
+        FitDetails::Qbvi(f) if f.stop == qbvi::StopReason::ExitRule && f.drift.is_some() => {
+            drift_cause(f, &[])
         }
         FitDetails::Qbvi(f) => match f.stop {
             qbvi::StopReason::ExitRule if f.skipped_steps == 0 => None,
@@ -542,6 +585,7 @@ pub(super) fn vi_draws(
             collapsed: Vec::new(),
             no_mode: None,
             unbounded: Vec::new(),
+            moving: None,
             gate,
         }),
     ))

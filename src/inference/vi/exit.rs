@@ -91,6 +91,9 @@ pub(crate) struct RunRecord {
     /// Minibatch fits that measure it: the full-data ELBO of the initial q, from the same
     /// draws as `epoch_elbo` ([`GaussianFit::start_elbo`]).
     pub(crate) start_elbo: Option<f64>,
+    /// The loops that measure it ([`DriftMonitor`]): how far q's mean was still moving when the
+    /// exit rule fired.
+    pub(crate) drift: Option<MeanDrift>,
 }
 
 impl RunRecord {
@@ -117,6 +120,7 @@ impl RunRecord {
             notes: self.notes,
             epoch_elbo: self.epoch_elbo,
             start_elbo: self.start_elbo,
+            drift: self.drift,
             factor,
         }
     }
@@ -160,6 +164,7 @@ impl<S: Clone> Tracker<S> {
                 notes: Vec::new(),
                 epoch_elbo: Vec::new(),
                 start_elbo: None,
+                drift: None,
             },
             kept: None,
         }
@@ -217,6 +222,72 @@ impl<S: Clone> Tracker<S> {
                 (last, self.record)
             }
         }
+    }
+}
+
+/// How far the mean of q moved over the last stretch of a run that the exit rule stopped
+/// ([`DriftMonitor`]): the coordinate that moved most, in sds of q.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeanDrift {
+    /// The unconstrained coordinate (0-based).
+    pub coordinate: usize,
+    /// |μ_T − μ_{T−Δ}| / σ_T of that coordinate.
+    pub sds: f64,
+    /// Δ, the iterations the move took.
+    pub iterations: usize,
+}
+
+/// Moves of the (window-averaged) mean larger than this many sds of q over the last quarter of
+/// a run mean the run had not converged when the exit rule fired ([X], a design decision).
+/// The smoothed ELBO of a stochastic method can stay flat within its noise while μ creeps along
+/// a poorly conditioned direction: full-batch IVON on labour from a random start "converged"
+/// at 3000 iterations with α moving 6 sds of q per 1000 iterations (0.39 from its optimum).
+/// Around a converged optimum the averaged iterate moves by a fraction of an sd.
+pub const DRIFT_SDS: f64 = 1.0;
+
+/// Records the mean of q every [`DriftMonitor::EVERY`] iterations so that, when the exit rule
+/// fires at T, the move of the mean over the last quarter of the run (Δ ≥ 100 iterations) can
+/// be compared with q's sd ([`MeanDrift`], [`DRIFT_SDS`]). Memory: d numbers per snapshot.
+pub(crate) struct DriftMonitor {
+    snaps: Vec<(usize, Vec<f64>)>,
+}
+
+impl DriftMonitor {
+    const EVERY: usize = 25;
+
+    pub(crate) fn new() -> Self {
+        DriftMonitor { snaps: Vec::new() }
+    }
+
+    /// Notes the mean `mean` at iteration `t`.
+    pub(crate) fn observe(&mut self, t: usize, mean: &[f64]) {
+        if t % Self::EVERY == 0 {
+            self.snaps.push((t, mean.to_vec()));
+        }
+    }
+
+    /// The largest move over the last quarter of the run, when it exceeds [`DRIFT_SDS`] sds of
+    /// q (`sd`, length d); `None` when it does not or the run is shorter than 400 iterations.
+    pub(crate) fn drift(&self, t: usize, mean: &[f64], sd: &[f64]) -> Option<MeanDrift> {
+        let span = (t / 4).max(100);
+        let target = t.checked_sub(span)?;
+        if t < 400 {
+            return None;
+        }
+        let (t0, old) = self.snaps.iter().min_by_key(|(u, _)| u.abs_diff(target))?;
+        let (coordinate, sds) = mean
+            .iter()
+            .zip(old)
+            .zip(sd)
+            .map(|((m, o), s)| (m - o).abs() / s)
+            .enumerate()
+            .filter(|(_, x)| x.is_finite())
+            .fold((0, 0.0f64), |b, (i, x)| if x > b.1 { (i, x) } else { b });
+        (sds > DRIFT_SDS).then_some(MeanDrift {
+            coordinate,
+            sds,
+            iterations: t - t0,
+        })
     }
 }
 
@@ -314,5 +385,31 @@ mod tests {
         assert_eq!(rule.count, 1);
         assert_eq!(rule.observe(&[1.0, 1.0, 1.0, 0.0]), (Some(0.5), false));
         assert_eq!(rule.count, 2);
+    }
+
+    /// A mean that walks at a constant rate is flagged with the move over the last quarter;
+    /// one that jitters by a tenth of q's sd around a fixed point is not; runs shorter than
+    /// 400 iterations are never judged.
+    #[test]
+    fn drift_monitor_flags_a_walking_mean_only() {
+        let sd = [0.5, 0.5];
+        let mut walking = DriftMonitor::new();
+        let mut still = DriftMonitor::new();
+        for t in 1..=1000 {
+            walking.observe(t, &[0.0, 0.002 * t as f64]);
+            let jitter = 0.05 * (t as f64).sin();
+            still.observe(t, &[jitter, -jitter]);
+        }
+        // the last quarter, Δ = 250: 0.5 in the mean = 1 sd, just at the bar
+        let dr = walking.drift(1000, &[0.0, 2.0], &sd);
+        assert_eq!(dr, None, "exactly 1 sd is not above DRIFT_SDS");
+        let dr = walking
+            .drift(1000, &[0.0, 2.2], &sd)
+            .expect("a 1.4 sd move is flagged");
+        assert_eq!(dr.coordinate, 1);
+        assert_eq!(dr.iterations, 250);
+        assert!((dr.sds - 1.4).abs() < 1e-12, "{}", dr.sds);
+        assert_eq!(still.drift(1000, &[0.04, -0.04], &sd), None);
+        assert_eq!(walking.drift(300, &[0.0, 100.0], &sd), None);
     }
 }

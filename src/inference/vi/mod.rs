@@ -49,7 +49,7 @@ pub(crate) use full::{FullGaussian, cholesky_lower};
 pub(crate) use gaussian::Factor;
 pub(crate) use prior::ConjugatePrior;
 
-pub use exit::{Control, Progress, StopReason};
+pub use exit::{Control, DRIFT_SDS, MeanDrift, Progress, StopReason};
 pub use gaussian::GaussianFit;
 
 /// Dimension above which §11 recommends the diagonal family.

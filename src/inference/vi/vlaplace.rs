@@ -472,6 +472,7 @@ impl<'a> EpochLoop<'a> {
                 notes: Vec::new(),
                 epoch_elbo: Vec::new(),
                 start_elbo: None,
+                drift: None,
             },
             statistic: None,
         })
