@@ -146,6 +146,41 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (":quit", "", "leave the REPL (also Ctrl-D)"),
 ];
 
+/// Short forms of commands: (alias, command without its colon).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("l", "load"),
+    ("r", "reload"),
+    ("d", "data"),
+    ("f", "fit"),
+    ("s", "summary"),
+    ("p", "param"),
+    ("diag", "diagnostics"),
+    ("h", "help"),
+    ("?", "help"),
+    ("q", "quit"),
+    ("exit", "quit"),
+];
+
+/// The command (without its colon) that `word` names, directly or through [`ALIASES`].
+pub fn command_name(word: &str) -> Option<&'static str> {
+    COMMANDS
+        .iter()
+        .map(|c| &c.0[1..])
+        .find(|c| *c == word)
+        .or_else(|| ALIASES.iter().find(|a| a.0 == word).map(|a| a.1))
+}
+
+/// Whether `line` is a REPL command line: its first non-blank character is `:` and the word
+/// right after it is a command or an alias (`:fit …`, `:q`). Such a line never continues an
+/// unfinished multi-line entry; a line like `: sigma;` or `:sigma` (the end of a `? :`
+/// expression) is not a command line.
+pub fn is_command_line(line: &str) -> bool {
+    line.trim_start().strip_prefix(':').is_some_and(|rest| {
+        let word = rest.split_whitespace().next().unwrap_or("");
+        rest.starts_with(word) && command_name(word).is_some()
+    })
+}
+
 /// Keywords that begin model text typed at the prompt, in block order.
 const BLOCK_KEYWORDS: &[&str] = &[
     "functions",
@@ -414,29 +449,29 @@ impl Session {
 
     fn command(&mut self, cmd: &str) -> Output {
         let mut words = cmd.split_whitespace();
-        let name = words.next().unwrap_or("");
+        let typed = words.next().unwrap_or("");
         let args: Vec<&str> = words.collect();
-        match name {
-            "load" | "l" => match args.as_slice() {
+        match command_name(typed).unwrap_or(typed) {
+            "load" => match args.as_slice() {
                 [file] => self.load(Path::new(file)),
                 _ => Output::error("usage: :load FILE"),
             },
-            "reload" | "r" => self.reload(false),
-            "data" | "d" => self.set_data(&args),
+            "reload" => self.reload(false),
+            "data" => self.set_data(&args),
             "show" => self.show(),
-            "fit" | "f" => self.fit(&args),
+            "fit" => self.fit(&args),
             "fits" => self.list_fits(),
-            "summary" | "s" => self.summary(&args),
-            "param" | "p" => self.param(&args),
+            "summary" => self.summary(&args),
+            "param" => self.param(&args),
             "compare" => self.compare(&args),
             "save" => self.save(&args),
-            "diagnostics" | "diag" => self.diagnostics(&args),
+            "diagnostics" => self.diagnostics(&args),
             "elbo" => self.elbo(&args),
             "plot" => self.plot(&args),
             "set" => self.set(&args),
             "unset" => self.unset(&args),
-            "help" | "h" | "?" => Output::ok(help_text()),
-            "quit" | "q" | "exit" => Output {
+            "help" => Output::ok(help_text()),
+            "quit" => Output {
                 quit: true,
                 ..Output::default()
             },
