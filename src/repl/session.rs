@@ -82,7 +82,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":load",
         "FILE",
-        "load a model file (it becomes the current model)",
+        "load a model file (it becomes the current model; if it cannot be read or checked, the current one stays)",
     ),
     (
         ":reload",
@@ -289,8 +289,10 @@ impl Interrupt {
 pub struct Session {
     sources: SourceMap,
     model: Option<CurrentModel>,
-    /// The file of the last `:load` that failed to check (the current model was then dropped,
-    /// so that `:fit` cannot silently fit the previous one); `:reload` retries it.
+    /// The file of the last `:load` that failed (could not be read or does not check), of
+    /// another file than the current model's, until a model is installed. The current model
+    /// stays loaded; the next `:fit` names the model it fits, and with no current model it
+    /// retries this file (and `:reload` does) rather than report "no model".
     failed_load: Option<PathBuf>,
     /// Model text typed since the last other input; consecutive blocks accumulate here.
     typed: String,
@@ -493,22 +495,44 @@ impl Session {
         let checked = match pipeline::check_file(&mut self.sources, path) {
             Ok(c) => c,
             Err(f) => {
-                // Keeping the previous model would make the next `:fit` fit it without a word.
+                // The current model stays loaded (and compiled): the error says so, and the
+                // next `:fit` says which model it fits.
                 let mut text = self.render(f);
-                if let Some(old) = self.model.take() {
-                    let _ = writeln!(
-                        text,
-                        "note: no current model now (the previous one, {}, was unloaded); \
-                         fix the file and `:reload`",
-                        old.name
-                    );
+                let why = if std::fs::read_to_string(path).is_ok() {
+                    "does not check"
+                } else {
+                    "could not be read"
+                };
+                let current = self
+                    .model
+                    .as_ref()
+                    .map(|m| (m.name.clone(), m.path.clone()));
+                match current {
+                    Some((_, Some(p))) if p == path => {
+                        let _ = writeln!(
+                            text,
+                            "note: {} {why}; the version loaded before is still the current model \
+                             (`:fit` re-reads a changed file first, so it fails until the file checks)",
+                            path.display()
+                        );
+                    }
+                    Some((name, _)) => {
+                        let _ = writeln!(
+                            text,
+                            "note: {} {why}; the previous model, {name}, is still loaded",
+                            path.display()
+                        );
+                        self.failed_load = Some(path.to_path_buf());
+                    }
+                    None => {
+                        let _ =
+                            writeln!(text, "note: {} {why}; no model is loaded", path.display());
+                        self.failed_load = Some(path.to_path_buf());
+                    }
                 }
-                self.compiled = None;
-                self.failed_load = Some(path.to_path_buf());
                 return Output::error(text);
             }
         };
-        self.failed_load = None;
         let text = self.sources.text(checked.file).to_string();
         let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
         self.set_model(CurrentModel {
@@ -521,8 +545,11 @@ impl Session {
     }
 
     fn reload(&mut self, quiet_if_unchanged: bool) -> Output {
-        let path = self.model.as_ref().and_then(|m| m.path.clone());
-        let Some(path) = path.or_else(|| self.failed_load.clone()) else {
+        let path = match &self.model {
+            Some(m) => m.path.clone(),
+            None => self.failed_load.clone(),
+        };
+        let Some(path) = path else {
             return Output::error(
                 "error: the current model was not loaded from a file (use :load FILE)",
             );
@@ -543,6 +570,7 @@ impl Session {
 
     /// Installs a checked model; compiles it when data is loaded.
     fn set_model(&mut self, m: CurrentModel) -> Output {
+        self.failed_load = None;
         let p = &m.checked.program;
         // Typed text arrives block by block: warnings about a program without its `model`
         // block yet (e.g. "parameter has no prior") would be noise, so they wait for it.

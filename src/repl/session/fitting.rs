@@ -80,6 +80,17 @@ impl Session {
                 names.join(", ")
             ));
         }
+        // the current model stayed loaded after a failed `:load` of another file: say (once,
+        // for the first fit that runs) which model this fit is of
+        if let (Some(failed), Some(m)) = (&self.failed_load, &self.model) {
+            let _ = writeln!(
+                prefix,
+                "note: the last `:load {}` failed; fitting the loaded model, {}",
+                failed.display(),
+                m.name
+            );
+            self.failed_load = None;
+        }
         let mut out = Output::ok(prefix);
         if self.compiled.is_none() && !self.try_compile(&mut out) {
             return out;
