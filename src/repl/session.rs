@@ -98,7 +98,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":fit",
         "[METHOD] [OPTIONS] [as NAME]",
-        "fit the current model; methods and options as `bayesc fit` (e.g. nuts --seed 1 --chains 2)",
+        "fit the current model; methods and options as `bayesc fit` (e.g. nuts --seed 1 --chains 2); `as NAME` of an existing fit replaces it, with a note",
     ),
     (":fits", "", "list the stored fits"),
     (
