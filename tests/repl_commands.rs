@@ -60,3 +60,45 @@ fn fitting_as_an_existing_name_replaces_it_with_a_note() {
     );
     assert!(ok(&mut s, ":help").contains("`as NAME` of an existing fit replaces it"));
 }
+
+#[test]
+fn an_unknown_setting_lists_the_settings() {
+    let mut s = session();
+    for input in [":set bogus", ":set bogus 3"] {
+        let e = err(&mut s, input);
+        assert!(e.starts_with("error: unknown setting `bogus`\n"), "{e}");
+        assert!(!e.contains("did you mean"), "{e}");
+        // bayesc's own text, not clap's
+        assert!(!e.contains("tip:") && !e.contains("Usage:"), "{e}");
+        for section in [
+            "  general: method, seed,",
+            "  mcmc: chains, warmup, samples,",
+            "  variational inference: draws, diagonal,",
+        ] {
+            assert!(e.contains(section), "{e}");
+        }
+        assert!(!e.contains("refresh") && !e.contains("threads"), "{e}");
+    }
+    let e = err(&mut s, ":set sed 3");
+    assert!(
+        e.starts_with("error: unknown setting `sed`\n  help: did you mean `seed`?"),
+        "{e}"
+    );
+    let e = err(&mut s, ":set max_dpth 12");
+    assert!(e.contains("did you mean `max-depth`?"), "{e}");
+    let e = err(&mut s, ":set threads 2");
+    assert!(e.contains("RAYON_NUM_THREADS"), "{e}");
+    let e = err(&mut s, ":set seed");
+    assert!(e.starts_with("usage: :set seed VALUE"), "{e}");
+    assert_eq!(ok(&mut s, ":set diagonal"), "diagonal = on\n");
+    let e = err(&mut s, ":set diagonal maybe");
+    assert!(e.contains("on or off"), "{e}");
+    // a bad value keeps bayesc fit's message, without :fit's usage line
+    let e = err(&mut s, ":set method nutz");
+    assert!(
+        e.contains("invalid value 'nutz'") && !e.contains("Usage:"),
+        "{e}"
+    );
+    assert_eq!(ok(&mut s, ":set seed 7"), "seed = 7\n");
+    assert_eq!(ok(&mut s, ":set"), "diagonal = on\nseed = 7\n");
+}

@@ -139,7 +139,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":set",
         "[KEY VALUE]",
-        "session default for :fit (seed, method, chains, warmup, samples, diagonal on/off, ...); no argument lists them",
+        "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); no argument lists the defaults, an unknown KEY lists the settings",
     ),
     (":unset", "KEY", "remove a session default"),
     (":help", "", "this list"),

@@ -20,15 +20,33 @@ impl Session {
                     .collect();
                 Output::ok(lines.join("\n"))
             }
-            [key, value] => {
+            [key, rest @ ..] if rest.len() <= 1 => {
                 let key = key.trim_start_matches('-').replace('_', "-");
-                let value = match *value {
-                    "on" | "true" | "yes" => None,
-                    "off" | "false" | "no" => {
+                let settings = settings();
+                let Some(setting) = settings.iter().find(|s| s.name == key) else {
+                    return Output::error(unknown_setting(&key, &settings));
+                };
+                let value = match (rest.first().copied(), setting.takes_value) {
+                    // `:set diagonal` turns a flag on
+                    (None, false) => None,
+                    (None, true) => {
+                        return Output::error(format!(
+                            "usage: :set {key} VALUE (`{key}` takes a value, as `--{key}` does \
+                             in `bayesc fit`)"
+                        ));
+                    }
+                    (Some("on" | "true" | "yes"), false) => None,
+                    (Some("off" | "false" | "no"), false) => {
                         self.defaults.retain(|(k, _)| *k != key);
                         return Output::ok(format!("{key} = off"));
                     }
-                    v => Some(v.to_string()),
+                    (Some(v), false) => {
+                        return Output::error(format!(
+                            "error: `{key}` is on or off (`:set {key} on`, `:set {key} off`), \
+                             not `{v}`"
+                        ));
+                    }
+                    (Some(v), true) => Some(v.to_string()),
                 };
                 let old = self.defaults.clone();
                 self.defaults.retain(|(k, _)| *k != key);
@@ -36,7 +54,12 @@ impl Session {
                 // validate with the same parser as :fit
                 if let Err(e) = self.parse_fit_args(&[]) {
                     self.defaults = old;
-                    return Output::error(format!("cannot set `{key}`:\n{e}"));
+                    // clap's usage line is that of :fit, not of :set
+                    let e: Vec<&str> = e.lines().filter(|l| !l.starts_with("Usage:")).collect();
+                    return Output::error(format!(
+                        "cannot set `{key}`:\n{}",
+                        e.join("\n").trim_end()
+                    ));
                 }
                 Output::ok(format!("{key} = {}", value.as_deref().unwrap_or("on")))
             }
@@ -372,4 +395,78 @@ impl Session {
         let mcmc = f.result.method.is_mcmc();
         Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
     }
+}
+
+/// One setting of `:set`: a long option of `:fit` (as of `bayesc fit`).
+pub(super) struct Setting {
+    /// The option name without `--`.
+    pub name: String,
+    /// False for a flag (on/off), true for an option with a value.
+    pub takes_value: bool,
+    /// The section of `bayesc fit --help` it is listed under (`None`: the general options).
+    pub heading: Option<String>,
+}
+
+/// Options of `bayesc fit` that are not session defaults, with the reason.
+const NOT_SETTINGS: &[(&str, &str)] = &[
+    ("data", "data files are given with `:data FILE...`"),
+    (
+        "refresh",
+        "the REPL shows its own progress (`--refresh` sets `bayesc fit`'s progress lines)",
+    ),
+    (
+        "threads",
+        "the thread count is set when the REPL starts (`RAYON_NUM_THREADS=N bayesc repl`)",
+    ),
+];
+
+/// The settings `:set` accepts: the long options of `:fit`, less [`NOT_SETTINGS`].
+pub(super) fn settings() -> Vec<Setting> {
+    use clap::CommandFactory;
+    FitLine::command()
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| {
+            let name = a.get_long()?;
+            (!NOT_SETTINGS.iter().any(|n| n.0 == name)).then(|| Setting {
+                name: name.to_string(),
+                takes_value: a.get_action().takes_values(),
+                heading: a.get_help_heading().map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// The error for `:set KEY` with a key that is no setting: why (for an option of `bayesc fit`
+/// that is no session default), a did-you-mean, and the settings by section.
+pub(super) fn unknown_setting(key: &str, settings: &[Setting]) -> String {
+    if let Some((_, why)) = NOT_SETTINGS.iter().find(|n| n.0 == key) {
+        return format!("error: `{key}` is not a session default: {why}");
+    }
+    let mut msg = format!("error: unknown setting `{key}`");
+    if let Some(s) = best_match(key, settings.iter().map(|s| s.name.as_str())) {
+        let _ = write!(msg, "\n  help: did you mean `{s}`?");
+    }
+    msg.push_str("\nthe settings are the options of `:fit` (`bayesc fit --help` describes them):");
+    let mut headings: Vec<Option<&str>> = Vec::new();
+    for s in settings {
+        if !headings.contains(&s.heading.as_deref()) {
+            headings.push(s.heading.as_deref());
+        }
+    }
+    for h in headings {
+        let names: Vec<&str> = settings
+            .iter()
+            .filter(|s| s.heading.as_deref() == h)
+            .map(|s| s.name.as_str())
+            .collect();
+        let _ = write!(
+            msg,
+            "\n  {}: {}",
+            h.unwrap_or("general").to_lowercase(),
+            names.join(", ")
+        );
+    }
+    msg.push_str("\nflags are set with `:set NAME on` (or off), the others with `:set NAME VALUE`");
+    msg
 }
