@@ -102,3 +102,74 @@ fn an_unknown_setting_lists_the_settings() {
     assert_eq!(ok(&mut s, ":set seed 7"), "seed = 7\n");
     assert_eq!(ok(&mut s, ":set"), "diagonal = on\nseed = 7\n");
 }
+
+/// The cells of the table row whose first cell is `name`.
+fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in\n{table}"))
+        .split_whitespace()
+        .skip(1)
+        .collect()
+}
+
+#[test]
+fn comparing_with_a_point_estimate_prints_no_nan() {
+    let mut s = session();
+    ok(&mut s, ":fit laplace --seed 1 as lap");
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    ok(&mut s, ":fit optimize --seed 2 as opt2");
+    let t = ok(&mut s, ":compare lap opt");
+    assert!(!t.contains("NaN") && !t.contains("inf"), "{t}");
+    assert!(
+        t.contains("opt is a point estimate (optimize)")
+            && t.contains("diff/sd = (est(opt) − mean(lap)) / sd(lap)")
+            && t.contains("mean(lap)  sd(lap)  est(opt)  sd(opt)  diff/sd"),
+        "{t}"
+    );
+    // mu's posterior is normal(1, 2): the mode is 1, and the Laplace mean is near it
+    let mu = cells(&t, "mu");
+    assert_eq!(mu[3], "—", "{t}");
+    let (mean, sd, est): (f64, f64, f64) = (
+        mu[0].parse().unwrap(),
+        mu[1].parse().unwrap(),
+        mu[2].parse().unwrap(),
+    );
+    assert!((est - 1.0).abs() < 1e-3 && (sd - 2.0).abs() < 0.2, "{t}");
+    let diff: f64 = mu[4].parse().unwrap();
+    assert!((diff - (est - mean) / sd).abs() < 0.006, "{t}");
+    // the other order scales by the same sd
+    let t = ok(&mut s, ":compare opt lap");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.contains("diff/sd = (mean(lap) − est(opt)) / sd(lap)"),
+        "{t}"
+    );
+    assert_eq!(cells(&t, "sigma")[1], "—", "{t}");
+    // two point estimates: the plain difference, no sd
+    let t = ok(&mut s, ":compare opt opt2");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.contains("are point estimates") && t.contains("diff = est(opt2) − est(opt)"),
+        "{t}"
+    );
+    let diff: f64 = cells(&t, "mu")[4].parse().unwrap();
+    assert!(diff.abs() < 1e-4, "{t}");
+}
+
+#[test]
+fn a_quantity_with_nan_draws_compares_as_a_dash() {
+    let mut s = session();
+    ok(&mut s, "generated quantities {\n  real z = sqrt(mu);\n}");
+    ok(&mut s, ":fit laplace --seed 1 as lap");
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let t = ok(&mut s, ":compare lap q");
+    assert!(
+        t.lines().all(|l| l.starts_with("—:") || !l.contains("NaN")),
+        "{t}"
+    );
+    assert_eq!(cells(&t, "z"), ["—"; 5], "{t}");
+    assert!(t.contains("—: not defined (the draws include NaN"), "{t}");
+    assert!(cells(&t, "mu")[4].parse::<f64>().is_ok(), "{t}");
+}

@@ -114,7 +114,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":compare",
         "FIT_A FIT_B",
-        "side-by-side means and sds of two fits, difference in sd units",
+        "side-by-side means and sds of two fits, difference in sd units (an optimize fit: its estimate, no sd)",
     ),
     (
         ":save",

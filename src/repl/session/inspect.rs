@@ -180,6 +180,10 @@ impl Session {
         Output::ok(summary::format_table(&rows, mcmc))
     }
 
+    /// `:compare A B`: side by side, the posterior mean and sd of each quantity the two fits
+    /// share and the difference in sd units. An optimize fit is a point estimate: its column
+    /// holds the estimate, its sd is "—", and the difference is scaled by the other fit's sd
+    /// (by nothing when both are point estimates). A value that is not a number prints as "—".
     pub(super) fn compare(&self, args: &[&str]) -> Output {
         let [a, b] = args else {
             return Output::error("usage: :compare FIT_A FIT_B");
@@ -188,39 +192,99 @@ impl Session {
             (Ok(x), Ok(y)) => (x, y),
             (Err(o), _) | (_, Err(o)) => return o,
         };
+        let point = |f: &StoredFit| f.result.method == fit::Method::Optimize;
+        let (pa, pb) = (point(fa), point(fb));
         let ra = summary::summarize(&fa.result.draws, false);
         let rb = summary::summarize(&fb.result.draws, false);
+        let centre = |n: &str, p: bool| {
+            if p {
+                format!("est({n})")
+            } else {
+                format!("mean({n})")
+            }
+        };
+        let (ca, cb) = (centre(a, pa), centre(b, pb));
+        let diff_name = if pa && pb { "diff" } else { "diff/sd" };
         let mut cells = vec![vec![
             "name".to_string(),
-            format!("mean({a})"),
+            ca.clone(),
             format!("sd({a})"),
-            format!("mean({b})"),
+            cb.clone(),
             format!("sd({b})"),
-            "diff/sd".to_string(),
+            diff_name.to_string(),
         ]];
+        let mut undefined = false;
         for x in &ra {
             let Some(y) = rb.iter().find(|y| y.name == x.name) else {
                 continue;
             };
-            let pooled = ((x.sd * x.sd + y.sd * y.sd) / 2.0).sqrt();
+            let (sa, sb) = (
+                if pa { f64::NAN } else { x.sd },
+                if pb { f64::NAN } else { y.sd },
+            );
+            let scale = match (pa, pb) {
+                (false, false) => ((sa * sa + sb * sb) / 2.0).sqrt(),
+                (true, false) => sb,
+                (false, true) => sa,
+                (true, true) => 1.0,
+            };
+            let diff = (y.mean - x.mean) / scale;
+            let diff = if diff.is_finite() && scale > 0.0 {
+                if pa && pb {
+                    format_sig(diff, 4)
+                } else {
+                    format!("{diff:+.2}")
+                }
+            } else {
+                undefined = true;
+                "—".to_string()
+            };
             cells.push(vec![
                 x.name.clone(),
-                format_sig(x.mean, 4),
-                format_sig(x.sd, 4),
-                format_sig(y.mean, 4),
-                format_sig(y.sd, 4),
-                format!("{:+.2}", (y.mean - x.mean) / pooled),
+                number_cell(Some(x.mean), &mut undefined),
+                number_cell((!pa).then_some(sa), &mut undefined),
+                number_cell(Some(y.mean), &mut undefined),
+                number_cell((!pb).then_some(sb), &mut undefined),
+                diff,
             ]);
         }
         if cells.len() == 1 {
             return Output::error(format!("error: {a} and {b} have no quantity in common"));
         }
-        let mut s = format!(
-            "{}\n{}\ndiff/sd = (mean({b}) − mean({a})) / √((sd({a})² + sd({b})²)/2)\n\n",
-            fit_header(fa),
-            fit_header(fb)
-        );
+        let mut s = format!("{}\n{}\n", fit_header(fa), fit_header(fb));
+        let points: Vec<&str> = [(pa, *a), (pb, *b)]
+            .iter()
+            .filter(|(p, _)| *p)
+            .map(|(_, n)| *n)
+            .collect();
+        match points.as_slice() {
+            [p] => {
+                let _ = writeln!(
+                    s,
+                    "{p} is a point estimate (optimize): est({p}) is its estimate and sd({p}) is \
+                     \"—\" (no posterior sd; `:summary {p}` shows its standard errors)"
+                );
+            }
+            [p, q] => {
+                let _ = writeln!(
+                    s,
+                    "{p} and {q} are point estimates (optimize): est(·) is the estimate and \
+                     sd(·) is \"—\" (no posterior sd; `:summary FIT` shows the standard errors)"
+                );
+            }
+            _ => {}
+        }
+        let _ = match (pa, pb) {
+            (false, false) => writeln!(s, "diff/sd = ({cb} − {ca}) / √((sd({a})² + sd({b})²)/2)"),
+            (true, false) => writeln!(s, "diff/sd = ({cb} − {ca}) / sd({b})"),
+            (false, true) => writeln!(s, "diff/sd = ({cb} − {ca}) / sd({a})"),
+            (true, true) => writeln!(s, "diff = {cb} − {ca}"),
+        };
+        s.push('\n');
         s.push_str(&align(&cells));
+        if undefined {
+            s.push_str("—: not defined (the draws include NaN, or the sd to divide by is 0)\n");
+        }
         Output::ok(s)
     }
 
@@ -469,4 +533,18 @@ pub(super) fn unknown_setting(key: &str, settings: &[Setting]) -> String {
     }
     msg.push_str("\nflags are set with `:set NAME on` (or off), the others with `:set NAME VALUE`");
     msg
+}
+
+/// A number for a table cell with four significant digits; "—" for `None` (a value the fit
+/// does not have, such as a point estimate's sd) and, setting `undefined`, for a value that is
+/// not finite: NaN is never printed as if it were a number.
+fn number_cell(v: Option<f64>, undefined: &mut bool) -> String {
+    match v {
+        Some(v) if v.is_finite() => format_sig(v, 4),
+        Some(_) => {
+            *undefined = true;
+            "—".to_string()
+        }
+        None => "—".to_string(),
+    }
 }
