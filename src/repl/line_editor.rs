@@ -65,12 +65,25 @@ pub fn complete_word(words: &[String], line: &str, pos: usize) -> (usize, Vec<Pa
 impl Validator for ReplHelper {
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
         let input = ctx.input();
-        if input.trim_start().starts_with(':') || input_is_complete(input) {
+        if input.trim_start().starts_with(':')
+            || input_is_complete(input)
+            || split_command(input).is_some()
+        {
             Ok(ValidationResult::Valid(None))
         } else {
             Ok(ValidationResult::Incomplete)
         }
     }
+}
+
+/// An unfinished multi-line entry whose last line is a REPL command
+/// ([`super::session::is_command_line`]): the unfinished part, the command and its line number in
+/// the entry. The command ends the entry, as in scripted mode, instead of being taken as a
+/// continuation line.
+pub fn split_command(input: &str) -> Option<(&str, &str, usize)> {
+    let (head, last) = input.rsplit_once('\n')?;
+    (super::session::is_command_line(last) && !input_is_complete(head))
+        .then(|| (head, last, head.lines().count() + 1))
 }
 
 impl Hinter for ReplHelper {
@@ -153,6 +166,16 @@ pub fn run(session: &mut Session) -> i32 {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
                 }
+                let line = match split_command(&line) {
+                    Some((head, cmd, n)) => {
+                        eprint!(
+                            "{}",
+                            super::unfinished_entry(head, 1, Some((n, cmd.trim())))
+                        );
+                        cmd.to_string()
+                    }
+                    None => line,
+                };
                 let out = session.execute(&line);
                 if out.is_error {
                     eprint!("{}", out.text);

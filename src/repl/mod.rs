@@ -11,7 +11,7 @@ use std::io::{BufRead, IsTerminal, Write};
 pub use expr::{ExprError, Reduction};
 pub use session::{Interrupt, Output, Session, StoredFit};
 
-use crate::syntax::parser::input_is_complete;
+use crate::syntax::parser::{first_unclosed, input_is_complete};
 
 /// Runs the REPL on the terminal (rustyline) or, when standard input is not a terminal, on the
 /// lines of standard input (each input echoed after a `bayesc> ` prompt, so the output reads as
@@ -41,20 +41,36 @@ pub fn run() -> i32 {
 
 /// Reads inputs from `input` line by line: a `:command` is one line; other input (model text,
 /// expressions) continues over lines until its brackets balance
-/// (`syntax::parser::input_is_complete`). Writes each input after a `bayesc> ` prompt and its
-/// output to `out`. Returns 1 if any input failed, else 0.
+/// (`syntax::parser::input_is_complete`). A command line ([`session::is_command_line`]) is never
+/// taken as a continuation: it ends an unfinished entry, which is reported as an error (as is
+/// one still open at the end of the input) instead of swallowing the rest of the script. Writes
+/// each input after a `bayesc> ` prompt and its output to `out`. Returns 1 if any input failed,
+/// else 0.
 pub fn run_script(session: &mut Session, input: impl BufRead, out: &mut dyn Write) -> i32 {
     session.set_progress(false);
     let mut failed = false;
     let mut buffer = String::new();
-    for line in input.lines() {
+    // the script line where the entry in `buffer` began
+    let mut first_line = 0;
+    for (index, line) in input.lines().enumerate() {
         let Ok(line) = line else {
             break;
         };
-        if buffer.is_empty() && line.trim().is_empty() {
-            continue;
+        let line_no = index + 1;
+        if !buffer.is_empty() && session::is_command_line(&line) {
+            let text = std::mem::take(&mut buffer);
+            let _ = writeln!(out, "bayesc> {}", text.replace('\n', "\n      > "));
+            let _ = out.write_all(
+                unfinished_entry(&text, first_line, Some((line_no, line.trim()))).as_bytes(),
+            );
+            failed = true;
         }
-        if !buffer.is_empty() {
+        if buffer.is_empty() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            first_line = line_no;
+        } else {
             buffer.push('\n');
         }
         buffer.push_str(&line);
@@ -73,11 +89,38 @@ pub fn run_script(session: &mut Session, input: impl BufRead, out: &mut dyn Writ
         }
     }
     if !buffer.trim().is_empty() {
-        let _ = writeln!(
-            out,
-            "error: the input ended inside unbalanced brackets:\n{buffer}"
-        );
+        let _ = writeln!(out, "bayesc> {}", buffer.replace('\n', "\n      > "));
+        let _ = out.write_all(unfinished_entry(&buffer, first_line, None).as_bytes());
         failed = true;
     }
     i32::from(failed)
+}
+
+/// The error for an entry left unfinished — an unclosed bracket or comment — that began on line
+/// `first_line` of the input: ended by the command `ended_by` (its line and text) or, when
+/// `None`, by the end of the input. Nothing of the entry was run.
+pub fn unfinished_entry(text: &str, first_line: usize, ended_by: Option<(usize, &str)>) -> String {
+    let what = match first_unclosed(text) {
+        Some(u) if u.opener == "/*" => format!(
+            "unclosed comment `/*` opened on line {}",
+            first_line + u.line - 1
+        ),
+        Some(u) => format!(
+            "unbalanced '{}' opened on line {}",
+            u.opener,
+            first_line + u.line - 1
+        ),
+        None => format!("unfinished input begun on line {first_line}"),
+    };
+    let end = match ended_by {
+        Some((line, cmd)) => {
+            let word = cmd.split_whitespace().next().unwrap_or(cmd);
+            format!(
+                "the command `{word}` on line {line} ends it (a line starting with a command is \
+                 never a continuation line)"
+            )
+        }
+        None => "the input ended before it was closed".to_string(),
+    };
+    format!("error: {what}: {end}; this entry was not run\n")
 }

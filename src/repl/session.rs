@@ -82,7 +82,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":load",
         "FILE",
-        "load a model file (it becomes the current model)",
+        "load a model file (it becomes the current model; if it cannot be read or checked, the current one stays)",
     ),
     (
         ":reload",
@@ -98,7 +98,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":fit",
         "[METHOD] [OPTIONS] [as NAME]",
-        "fit the current model; methods and options as `bayesc fit` (e.g. nuts --seed 1 --chains 2)",
+        "fit the current model; methods and options as `bayesc fit` (e.g. nuts --seed 1 --chains 2); `as NAME` of an existing fit replaces it, with a note",
     ),
     (":fits", "", "list the stored fits"),
     (
@@ -114,7 +114,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":compare",
         "FIT_A FIT_B",
-        "side-by-side means and sds of two fits, difference in sd units",
+        "side-by-side means and sds of two fits, difference in sd units (an optimize fit: its estimate, no sd)",
     ),
     (
         ":save",
@@ -139,12 +139,47 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":set",
         "[KEY VALUE]",
-        "session default for :fit (seed, method, chains, warmup, samples, diagonal on/off, ...); no argument lists them",
+        "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); no argument lists the defaults, an unknown KEY lists the settings",
     ),
     (":unset", "KEY", "remove a session default"),
     (":help", "", "this list"),
     (":quit", "", "leave the REPL (also Ctrl-D)"),
 ];
+
+/// Short forms of commands: (alias, command without its colon).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("l", "load"),
+    ("r", "reload"),
+    ("d", "data"),
+    ("f", "fit"),
+    ("s", "summary"),
+    ("p", "param"),
+    ("diag", "diagnostics"),
+    ("h", "help"),
+    ("?", "help"),
+    ("q", "quit"),
+    ("exit", "quit"),
+];
+
+/// The command (without its colon) that `word` names, directly or through [`ALIASES`].
+pub fn command_name(word: &str) -> Option<&'static str> {
+    COMMANDS
+        .iter()
+        .map(|c| &c.0[1..])
+        .find(|c| *c == word)
+        .or_else(|| ALIASES.iter().find(|a| a.0 == word).map(|a| a.1))
+}
+
+/// Whether `line` is a REPL command line: its first non-blank character is `:` and the word
+/// right after it is a command or an alias (`:fit …`, `:q`). Such a line never continues an
+/// unfinished multi-line entry; a line like `: sigma;` or `:sigma` (the end of a `? :`
+/// expression) is not a command line.
+pub fn is_command_line(line: &str) -> bool {
+    line.trim_start().strip_prefix(':').is_some_and(|rest| {
+        let word = rest.split_whitespace().next().unwrap_or("");
+        rest.starts_with(word) && command_name(word).is_some()
+    })
+}
 
 /// Keywords that begin model text typed at the prompt, in block order.
 const BLOCK_KEYWORDS: &[&str] = &[
@@ -254,8 +289,10 @@ impl Interrupt {
 pub struct Session {
     sources: SourceMap,
     model: Option<CurrentModel>,
-    /// The file of the last `:load` that failed to check (the current model was then dropped,
-    /// so that `:fit` cannot silently fit the previous one); `:reload` retries it.
+    /// The file of the last `:load` that failed (could not be read or does not check), of
+    /// another file than the current model's, until a model is installed. The current model
+    /// stays loaded; the next `:fit` names the model it fits, and with no current model it
+    /// retries this file (and `:reload` does) rather than report "no model".
     failed_load: Option<PathBuf>,
     /// Model text typed since the last other input; consecutive blocks accumulate here.
     typed: String,
@@ -414,29 +451,29 @@ impl Session {
 
     fn command(&mut self, cmd: &str) -> Output {
         let mut words = cmd.split_whitespace();
-        let name = words.next().unwrap_or("");
+        let typed = words.next().unwrap_or("");
         let args: Vec<&str> = words.collect();
-        match name {
-            "load" | "l" => match args.as_slice() {
+        match command_name(typed).unwrap_or(typed) {
+            "load" => match args.as_slice() {
                 [file] => self.load(Path::new(file)),
                 _ => Output::error("usage: :load FILE"),
             },
-            "reload" | "r" => self.reload(false),
-            "data" | "d" => self.set_data(&args),
+            "reload" => self.reload(false),
+            "data" => self.set_data(&args),
             "show" => self.show(),
-            "fit" | "f" => self.fit(&args),
+            "fit" => self.fit(&args),
             "fits" => self.list_fits(),
-            "summary" | "s" => self.summary(&args),
-            "param" | "p" => self.param(&args),
+            "summary" => self.summary(&args),
+            "param" => self.param(&args),
             "compare" => self.compare(&args),
             "save" => self.save(&args),
-            "diagnostics" | "diag" => self.diagnostics(&args),
+            "diagnostics" => self.diagnostics(&args),
             "elbo" => self.elbo(&args),
             "plot" => self.plot(&args),
             "set" => self.set(&args),
             "unset" => self.unset(&args),
-            "help" | "h" | "?" => Output::ok(help_text()),
-            "quit" | "q" | "exit" => Output {
+            "help" => Output::ok(help_text()),
+            "quit" => Output {
                 quit: true,
                 ..Output::default()
             },
@@ -458,22 +495,44 @@ impl Session {
         let checked = match pipeline::check_file(&mut self.sources, path) {
             Ok(c) => c,
             Err(f) => {
-                // Keeping the previous model would make the next `:fit` fit it without a word.
+                // The current model stays loaded (and compiled): the error says so, and the
+                // next `:fit` says which model it fits.
                 let mut text = self.render(f);
-                if let Some(old) = self.model.take() {
-                    let _ = writeln!(
-                        text,
-                        "note: no current model now (the previous one, {}, was unloaded); \
-                         fix the file and `:reload`",
-                        old.name
-                    );
+                let why = if std::fs::read_to_string(path).is_ok() {
+                    "does not check"
+                } else {
+                    "could not be read"
+                };
+                let current = self
+                    .model
+                    .as_ref()
+                    .map(|m| (m.name.clone(), m.path.clone()));
+                match current {
+                    Some((_, Some(p))) if p == path => {
+                        let _ = writeln!(
+                            text,
+                            "note: {} {why}; the version loaded before is still the current model \
+                             (`:fit` re-reads a changed file first, so it fails until the file checks)",
+                            path.display()
+                        );
+                    }
+                    Some((name, _)) => {
+                        let _ = writeln!(
+                            text,
+                            "note: {} {why}; the previous model, {name}, is still loaded",
+                            path.display()
+                        );
+                        self.failed_load = Some(path.to_path_buf());
+                    }
+                    None => {
+                        let _ =
+                            writeln!(text, "note: {} {why}; no model is loaded", path.display());
+                        self.failed_load = Some(path.to_path_buf());
+                    }
                 }
-                self.compiled = None;
-                self.failed_load = Some(path.to_path_buf());
                 return Output::error(text);
             }
         };
-        self.failed_load = None;
         let text = self.sources.text(checked.file).to_string();
         let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
         self.set_model(CurrentModel {
@@ -486,8 +545,11 @@ impl Session {
     }
 
     fn reload(&mut self, quiet_if_unchanged: bool) -> Output {
-        let path = self.model.as_ref().and_then(|m| m.path.clone());
-        let Some(path) = path.or_else(|| self.failed_load.clone()) else {
+        let path = match &self.model {
+            Some(m) => m.path.clone(),
+            None => self.failed_load.clone(),
+        };
+        let Some(path) = path else {
             return Output::error(
                 "error: the current model was not loaded from a file (use :load FILE)",
             );
@@ -508,6 +570,7 @@ impl Session {
 
     /// Installs a checked model; compiles it when data is loaded.
     fn set_model(&mut self, m: CurrentModel) -> Output {
+        self.failed_load = None;
         let p = &m.checked.program;
         // Typed text arrives block by block: warnings about a program without its `model`
         // block yet (e.g. "parameter has no prior") would be noise, so they wait for it.

@@ -10,5 +10,7 @@ pub mod span;
 pub mod suggest;
 
 pub use error::SyntaxError;
-pub use parser::{input_is_complete, parse_expression, parse_program, parse_statements};
+pub use parser::{
+    Unclosed, first_unclosed, input_is_complete, parse_expression, parse_program, parse_statements,
+};
 pub use span::{FileId, Span};

@@ -80,6 +80,17 @@ impl Session {
                 names.join(", ")
             ));
         }
+        // the current model stayed loaded after a failed `:load` of another file: say (once,
+        // for the first fit that runs) which model this fit is of
+        if let (Some(failed), Some(m)) = (&self.failed_load, &self.model) {
+            let _ = writeln!(
+                prefix,
+                "note: the last `:load {}` failed; fitting the loaded model, {}",
+                failed.display(),
+                m.name
+            );
+            self.failed_load = None;
+        }
         let mut out = Output::ok(prefix);
         if self.compiled.is_none() && !self.try_compile(&mut out) {
             return out;
@@ -116,6 +127,20 @@ impl Session {
             format!("fit{k}")
         });
         let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
+        // `as NAME` of a stored fit replaces it, as `fit1 = …` does in Python or R; said before
+        // the run (an error or an empty run keeps the old fit) and after it
+        let replaced = self
+            .fits
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| format!("{}, seed {}", f.result.method, f.result.seed));
+        if let Some(old) = &replaced {
+            let _ = writeln!(
+                out.text,
+                "note: {name} exists ({old}); it is replaced when this fit ends (use another \
+                 `as NAME` to keep both)"
+            );
+        }
         let result = run_fit(model, &options, &self.stop, &self.fitting, self.progress);
         let result = match result {
             Ok(r) => r,
@@ -140,8 +165,12 @@ impl Session {
         self.write_fit_files(&fit_args, &result, &options, &mut out);
         let _ = writeln!(
             out.text,
-            "stored as {name}{}",
-            if interrupted { " (interrupted)" } else { "" }
+            "stored as {name}{}{}",
+            if interrupted { " (interrupted)" } else { "" },
+            match &replaced {
+                Some(old) => format!(", replacing the previous {name} ({old})"),
+                None => String::new(),
+            }
         );
         let stored = StoredFit {
             name: name.clone(),

@@ -20,15 +20,33 @@ impl Session {
                     .collect();
                 Output::ok(lines.join("\n"))
             }
-            [key, value] => {
+            [key, rest @ ..] if rest.len() <= 1 => {
                 let key = key.trim_start_matches('-').replace('_', "-");
-                let value = match *value {
-                    "on" | "true" | "yes" => None,
-                    "off" | "false" | "no" => {
+                let settings = settings();
+                let Some(setting) = settings.iter().find(|s| s.name == key) else {
+                    return Output::error(unknown_setting(&key, &settings));
+                };
+                let value = match (rest.first().copied(), setting.takes_value) {
+                    // `:set diagonal` turns a flag on
+                    (None, false) => None,
+                    (None, true) => {
+                        return Output::error(format!(
+                            "usage: :set {key} VALUE (`{key}` takes a value, as `--{key}` does \
+                             in `bayesc fit`)"
+                        ));
+                    }
+                    (Some("on" | "true" | "yes"), false) => None,
+                    (Some("off" | "false" | "no"), false) => {
                         self.defaults.retain(|(k, _)| *k != key);
                         return Output::ok(format!("{key} = off"));
                     }
-                    v => Some(v.to_string()),
+                    (Some(v), false) => {
+                        return Output::error(format!(
+                            "error: `{key}` is on or off (`:set {key} on`, `:set {key} off`), \
+                             not `{v}`"
+                        ));
+                    }
+                    (Some(v), true) => Some(v.to_string()),
                 };
                 let old = self.defaults.clone();
                 self.defaults.retain(|(k, _)| *k != key);
@@ -36,7 +54,12 @@ impl Session {
                 // validate with the same parser as :fit
                 if let Err(e) = self.parse_fit_args(&[]) {
                     self.defaults = old;
-                    return Output::error(format!("cannot set `{key}`:\n{e}"));
+                    // clap's usage line is that of :fit, not of :set
+                    let e: Vec<&str> = e.lines().filter(|l| !l.starts_with("Usage:")).collect();
+                    return Output::error(format!(
+                        "cannot set `{key}`:\n{}",
+                        e.join("\n").trim_end()
+                    ));
                 }
                 Output::ok(format!("{key} = {}", value.as_deref().unwrap_or("on")))
             }
@@ -157,6 +180,10 @@ impl Session {
         Output::ok(summary::format_table(&rows, mcmc))
     }
 
+    /// `:compare A B`: side by side, the posterior mean and sd of each quantity the two fits
+    /// share and the difference in sd units. An optimize fit is a point estimate: its column
+    /// holds the estimate, its sd is "—", and the difference is scaled by the other fit's sd
+    /// (by nothing when both are point estimates). A value that is not a number prints as "—".
     pub(super) fn compare(&self, args: &[&str]) -> Output {
         let [a, b] = args else {
             return Output::error("usage: :compare FIT_A FIT_B");
@@ -165,39 +192,99 @@ impl Session {
             (Ok(x), Ok(y)) => (x, y),
             (Err(o), _) | (_, Err(o)) => return o,
         };
+        let point = |f: &StoredFit| f.result.method == fit::Method::Optimize;
+        let (pa, pb) = (point(fa), point(fb));
         let ra = summary::summarize(&fa.result.draws, false);
         let rb = summary::summarize(&fb.result.draws, false);
+        let centre = |n: &str, p: bool| {
+            if p {
+                format!("est({n})")
+            } else {
+                format!("mean({n})")
+            }
+        };
+        let (ca, cb) = (centre(a, pa), centre(b, pb));
+        let diff_name = if pa && pb { "diff" } else { "diff/sd" };
         let mut cells = vec![vec![
             "name".to_string(),
-            format!("mean({a})"),
+            ca.clone(),
             format!("sd({a})"),
-            format!("mean({b})"),
+            cb.clone(),
             format!("sd({b})"),
-            "diff/sd".to_string(),
+            diff_name.to_string(),
         ]];
+        let mut undefined = false;
         for x in &ra {
             let Some(y) = rb.iter().find(|y| y.name == x.name) else {
                 continue;
             };
-            let pooled = ((x.sd * x.sd + y.sd * y.sd) / 2.0).sqrt();
+            let (sa, sb) = (
+                if pa { f64::NAN } else { x.sd },
+                if pb { f64::NAN } else { y.sd },
+            );
+            let scale = match (pa, pb) {
+                (false, false) => ((sa * sa + sb * sb) / 2.0).sqrt(),
+                (true, false) => sb,
+                (false, true) => sa,
+                (true, true) => 1.0,
+            };
+            let diff = (y.mean - x.mean) / scale;
+            let diff = if diff.is_finite() && scale > 0.0 {
+                if pa && pb {
+                    format_sig(diff, 4)
+                } else {
+                    format!("{diff:+.2}")
+                }
+            } else {
+                undefined = true;
+                "—".to_string()
+            };
             cells.push(vec![
                 x.name.clone(),
-                format_sig(x.mean, 4),
-                format_sig(x.sd, 4),
-                format_sig(y.mean, 4),
-                format_sig(y.sd, 4),
-                format!("{:+.2}", (y.mean - x.mean) / pooled),
+                number_cell(Some(x.mean), &mut undefined),
+                number_cell((!pa).then_some(sa), &mut undefined),
+                number_cell(Some(y.mean), &mut undefined),
+                number_cell((!pb).then_some(sb), &mut undefined),
+                diff,
             ]);
         }
         if cells.len() == 1 {
             return Output::error(format!("error: {a} and {b} have no quantity in common"));
         }
-        let mut s = format!(
-            "{}\n{}\ndiff/sd = (mean({b}) − mean({a})) / √((sd({a})² + sd({b})²)/2)\n\n",
-            fit_header(fa),
-            fit_header(fb)
-        );
+        let mut s = format!("{}\n{}\n", fit_header(fa), fit_header(fb));
+        let points: Vec<&str> = [(pa, *a), (pb, *b)]
+            .iter()
+            .filter(|(p, _)| *p)
+            .map(|(_, n)| *n)
+            .collect();
+        match points.as_slice() {
+            [p] => {
+                let _ = writeln!(
+                    s,
+                    "{p} is a point estimate (optimize): est({p}) is its estimate and sd({p}) is \
+                     \"—\" (no posterior sd; `:summary {p}` shows its standard errors)"
+                );
+            }
+            [p, q] => {
+                let _ = writeln!(
+                    s,
+                    "{p} and {q} are point estimates (optimize): est(·) is the estimate and \
+                     sd(·) is \"—\" (no posterior sd; `:summary FIT` shows the standard errors)"
+                );
+            }
+            _ => {}
+        }
+        let _ = match (pa, pb) {
+            (false, false) => writeln!(s, "diff/sd = ({cb} − {ca}) / √((sd({a})² + sd({b})²)/2)"),
+            (true, false) => writeln!(s, "diff/sd = ({cb} − {ca}) / sd({b})"),
+            (false, true) => writeln!(s, "diff/sd = ({cb} − {ca}) / sd({a})"),
+            (true, true) => writeln!(s, "diff = {cb} − {ca}"),
+        };
+        s.push('\n');
         s.push_str(&align(&cells));
+        if undefined {
+            s.push_str("—: not defined (the draws include NaN, or the sd to divide by is 0)\n");
+        }
         Output::ok(s)
     }
 
@@ -371,5 +458,93 @@ impl Session {
         };
         let mcmc = f.result.method.is_mcmc();
         Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
+    }
+}
+
+/// One setting of `:set`: a long option of `:fit` (as of `bayesc fit`).
+pub(super) struct Setting {
+    /// The option name without `--`.
+    pub name: String,
+    /// False for a flag (on/off), true for an option with a value.
+    pub takes_value: bool,
+    /// The section of `bayesc fit --help` it is listed under (`None`: the general options).
+    pub heading: Option<String>,
+}
+
+/// Options of `bayesc fit` that are not session defaults, with the reason.
+const NOT_SETTINGS: &[(&str, &str)] = &[
+    ("data", "data files are given with `:data FILE...`"),
+    (
+        "refresh",
+        "the REPL shows its own progress (`--refresh` sets `bayesc fit`'s progress lines)",
+    ),
+    (
+        "threads",
+        "the thread count is set when the REPL starts (`RAYON_NUM_THREADS=N bayesc repl`)",
+    ),
+];
+
+/// The settings `:set` accepts: the long options of `:fit`, less [`NOT_SETTINGS`].
+pub(super) fn settings() -> Vec<Setting> {
+    use clap::CommandFactory;
+    FitLine::command()
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| {
+            let name = a.get_long()?;
+            (!NOT_SETTINGS.iter().any(|n| n.0 == name)).then(|| Setting {
+                name: name.to_string(),
+                takes_value: a.get_action().takes_values(),
+                heading: a.get_help_heading().map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// The error for `:set KEY` with a key that is no setting: why (for an option of `bayesc fit`
+/// that is no session default), a did-you-mean, and the settings by section.
+pub(super) fn unknown_setting(key: &str, settings: &[Setting]) -> String {
+    if let Some((_, why)) = NOT_SETTINGS.iter().find(|n| n.0 == key) {
+        return format!("error: `{key}` is not a session default: {why}");
+    }
+    let mut msg = format!("error: unknown setting `{key}`");
+    if let Some(s) = best_match(key, settings.iter().map(|s| s.name.as_str())) {
+        let _ = write!(msg, "\n  help: did you mean `{s}`?");
+    }
+    msg.push_str("\nthe settings are the options of `:fit` (`bayesc fit --help` describes them):");
+    let mut headings: Vec<Option<&str>> = Vec::new();
+    for s in settings {
+        if !headings.contains(&s.heading.as_deref()) {
+            headings.push(s.heading.as_deref());
+        }
+    }
+    for h in headings {
+        let names: Vec<&str> = settings
+            .iter()
+            .filter(|s| s.heading.as_deref() == h)
+            .map(|s| s.name.as_str())
+            .collect();
+        let _ = write!(
+            msg,
+            "\n  {}: {}",
+            h.unwrap_or("general").to_lowercase(),
+            names.join(", ")
+        );
+    }
+    msg.push_str("\nflags are set with `:set NAME on` (or off), the others with `:set NAME VALUE`");
+    msg
+}
+
+/// A number for a table cell with four significant digits; "—" for `None` (a value the fit
+/// does not have, such as a point estimate's sd) and, setting `undefined`, for a value that is
+/// not finite: NaN is never printed as if it were a number.
+fn number_cell(v: Option<f64>, undefined: &mut bool) -> String {
+    match v {
+        Some(v) if v.is_finite() => format_sig(v, 4),
+        Some(_) => {
+            *undefined = true;
+            "—".to_string()
+        }
+        None => "—".to_string(),
     }
 }

@@ -21,6 +21,7 @@ pub(super) fn help_text() -> String {
     s.push_str(
         "\nmodel text: a line starting with a block keyword (data, parameters, model, …) begins a\n\
          model; it continues until the braces balance, and consecutive blocks form the current model.\n\
+         A line starting with a command (`:fit`, `:q`, …) ends an unfinished entry, which is reported.\n\
          expressions: anything else is evaluated per draw of the last fit, e.g. `mean(beta[1] < 0)`,\n\
          `quantile(alpha, 0.9)`, `sd(alpha + beta[2])`, `median(exp(alpha))`; a bare expression\n\
          prints its mean with Monte Carlo standard error and its 5% and 95% quantiles.\n",

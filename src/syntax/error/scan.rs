@@ -153,6 +153,8 @@ pub(crate) struct Trivia {
     pub trivia: Vec<bool>,
     /// A `/*` comment is still open at the end of the source.
     pub open_comment: bool,
+    /// Where that open `/*` comment begins (byte offset), when `open_comment`.
+    pub open_comment_at: Option<usize>,
 }
 
 /// Classifies every byte of `source` (see [`Trivia`]).
@@ -162,6 +164,7 @@ pub(crate) fn scan_trivia(source: &str) -> Trivia {
     let mut blank = vec![false; n];
     let mut trivia = vec![false; n];
     let mut open_comment = false;
+    let mut open_comment_at = None;
     let mut i = 0;
     while i < n {
         if b[i].is_ascii_whitespace() {
@@ -182,6 +185,7 @@ pub(crate) fn scan_trivia(source: &str) -> Trivia {
             }
             if i >= n {
                 open_comment = true;
+                open_comment_at = Some(start);
                 i = n;
             } else {
                 i += 2;
@@ -209,6 +213,7 @@ pub(crate) fn scan_trivia(source: &str) -> Trivia {
         blank,
         trivia,
         open_comment,
+        open_comment_at,
     }
 }
 

@@ -1,0 +1,175 @@
+//! REPL commands on a small typed model: `:fit … as NAME` over an existing fit (replaced, with
+//! a note before and after the run), `:set` of an unknown setting (bayesc's own message with
+//! the valid settings and a did-you-mean), and `:compare` with a point-estimate fit (no NaN).
+
+use bayesc::repl::Session;
+
+/// Runs `input` and asserts it succeeded; returns the text.
+fn ok(s: &mut Session, input: &str) -> String {
+    let o = s.execute(input);
+    assert!(!o.is_error, "`{input}` failed:\n{}", o.text);
+    o.text
+}
+
+/// Runs `input` and asserts it failed; returns the text.
+fn err(s: &mut Session, input: &str) -> String {
+    let o = s.execute(input);
+    assert!(o.is_error, "`{input}` should fail but printed:\n{}", o.text);
+    o.text
+}
+
+/// A session with a two-parameter typed model (no data).
+fn session() -> Session {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n  real<lower=0> sigma;\n}",
+    );
+    ok(
+        &mut s,
+        "model {\n  mu ~ normal(1, 2);\n  sigma ~ lognormal(0, 0.5);\n}",
+    );
+    s
+}
+
+#[test]
+fn fitting_as_an_existing_name_replaces_it_with_a_note() {
+    let mut s = session();
+    let first = ok(&mut s, ":fit qbvi --seed 1 as a");
+    assert!(
+        !first.contains("note:") && first.contains("stored as a\n"),
+        "{first}"
+    );
+    let second = ok(&mut s, ":fit qbvi --seed 2 as a");
+    assert!(
+        second.contains("note: a exists (qbvi, seed 1); it is replaced when this fit ends"),
+        "{second}"
+    );
+    assert!(
+        second.contains("stored as a, replacing the previous a (qbvi, seed 1)"),
+        "{second}"
+    );
+    assert_eq!(s.fits().len(), 1);
+    assert_eq!(s.fits()[0].result.seed, 2);
+    // automatic names never replace anything
+    let third = ok(&mut s, ":fit qbvi --seed 3");
+    assert!(
+        !third.contains("replac") && third.contains("stored as fit"),
+        "{third}"
+    );
+    assert!(ok(&mut s, ":help").contains("`as NAME` of an existing fit replaces it"));
+}
+
+#[test]
+fn an_unknown_setting_lists_the_settings() {
+    let mut s = session();
+    for input in [":set bogus", ":set bogus 3"] {
+        let e = err(&mut s, input);
+        assert!(e.starts_with("error: unknown setting `bogus`\n"), "{e}");
+        assert!(!e.contains("did you mean"), "{e}");
+        // bayesc's own text, not clap's
+        assert!(!e.contains("tip:") && !e.contains("Usage:"), "{e}");
+        for section in [
+            "  general: method, seed,",
+            "  mcmc: chains, warmup, samples,",
+            "  variational inference: draws, diagonal,",
+        ] {
+            assert!(e.contains(section), "{e}");
+        }
+        assert!(!e.contains("refresh") && !e.contains("threads"), "{e}");
+    }
+    let e = err(&mut s, ":set sed 3");
+    assert!(
+        e.starts_with("error: unknown setting `sed`\n  help: did you mean `seed`?"),
+        "{e}"
+    );
+    let e = err(&mut s, ":set max_dpth 12");
+    assert!(e.contains("did you mean `max-depth`?"), "{e}");
+    let e = err(&mut s, ":set threads 2");
+    assert!(e.contains("RAYON_NUM_THREADS"), "{e}");
+    let e = err(&mut s, ":set seed");
+    assert!(e.starts_with("usage: :set seed VALUE"), "{e}");
+    assert_eq!(ok(&mut s, ":set diagonal"), "diagonal = on\n");
+    let e = err(&mut s, ":set diagonal maybe");
+    assert!(e.contains("on or off"), "{e}");
+    // a bad value keeps bayesc fit's message, without :fit's usage line
+    let e = err(&mut s, ":set method nutz");
+    assert!(
+        e.contains("invalid value 'nutz'") && !e.contains("Usage:"),
+        "{e}"
+    );
+    assert_eq!(ok(&mut s, ":set seed 7"), "seed = 7\n");
+    assert_eq!(ok(&mut s, ":set"), "diagonal = on\nseed = 7\n");
+}
+
+/// The cells of the table row whose first cell is `name`.
+fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in\n{table}"))
+        .split_whitespace()
+        .skip(1)
+        .collect()
+}
+
+#[test]
+fn comparing_with_a_point_estimate_prints_no_nan() {
+    let mut s = session();
+    ok(&mut s, ":fit laplace --seed 1 as lap");
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    ok(&mut s, ":fit optimize --seed 2 as opt2");
+    let t = ok(&mut s, ":compare lap opt");
+    assert!(!t.contains("NaN") && !t.contains("inf"), "{t}");
+    assert!(
+        t.contains("opt is a point estimate (optimize)")
+            && t.contains("diff/sd = (est(opt) − mean(lap)) / sd(lap)")
+            && t.contains("mean(lap)  sd(lap)  est(opt)  sd(opt)  diff/sd"),
+        "{t}"
+    );
+    // mu's posterior is normal(1, 2): the mode is 1, and the Laplace mean is near it
+    let mu = cells(&t, "mu");
+    assert_eq!(mu[3], "—", "{t}");
+    let (mean, sd, est): (f64, f64, f64) = (
+        mu[0].parse().unwrap(),
+        mu[1].parse().unwrap(),
+        mu[2].parse().unwrap(),
+    );
+    assert!((est - 1.0).abs() < 1e-3 && (sd - 2.0).abs() < 0.2, "{t}");
+    let diff: f64 = mu[4].parse().unwrap();
+    assert!((diff - (est - mean) / sd).abs() < 0.006, "{t}");
+    // the other order scales by the same sd
+    let t = ok(&mut s, ":compare opt lap");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.contains("diff/sd = (mean(lap) − est(opt)) / sd(lap)"),
+        "{t}"
+    );
+    assert_eq!(cells(&t, "sigma")[1], "—", "{t}");
+    // two point estimates: the plain difference, no sd
+    let t = ok(&mut s, ":compare opt opt2");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.contains("are point estimates") && t.contains("diff = est(opt2) − est(opt)"),
+        "{t}"
+    );
+    let diff: f64 = cells(&t, "mu")[4].parse().unwrap();
+    assert!(diff.abs() < 1e-4, "{t}");
+}
+
+#[test]
+fn a_quantity_with_nan_draws_compares_as_a_dash() {
+    let mut s = session();
+    ok(&mut s, "generated quantities {\n  real z = sqrt(mu);\n}");
+    ok(&mut s, ":fit laplace --seed 1 as lap");
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let t = ok(&mut s, ":compare lap q");
+    assert!(
+        t.lines().all(|l| l.starts_with("—:") || !l.contains("NaN")),
+        "{t}"
+    );
+    assert_eq!(cells(&t, "z"), ["—"; 5], "{t}");
+    assert!(t.contains("—: not defined (the draws include NaN"), "{t}");
+    assert!(cells(&t, "mu")[4].parse::<f64>().is_ok(), "{t}");
+}

@@ -1,0 +1,129 @@
+//! Scripted (piped) REPL input: an entry left unfinished by an unbalanced bracket is reported,
+//! with the line of the bracket, and does not swallow the rest of the script; a line starting
+//! with a REPL command is never a continuation line (in scripts and at the terminal).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use bayesc::repl::line_editor::split_command;
+use bayesc::repl::session::is_command_line;
+use bayesc::repl::{Session, run_script};
+use bayesc::syntax::first_unclosed;
+
+/// Runs `script` through [`run_script`] on a fresh session; returns the exit code and output.
+fn run(script: &str) -> (i32, String) {
+    let mut s = Session::new();
+    let mut out = Vec::new();
+    let code = run_script(&mut s, script.as_bytes(), &mut out);
+    (code, String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn an_unbalanced_bracket_does_not_swallow_the_commands_after_it() {
+    let (code, out) = run("1 + 1\n(1 + 2\n:set seed 3\n:set\n");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "error: unbalanced '(' opened on line 2: the command `:set` on line 3 ends it"
+        ),
+        "{out}"
+    );
+    // both commands ran
+    assert!(out.contains("bayesc> :set seed 3\nseed = 3\n"), "{out}");
+    assert!(out.contains("bayesc> :set\nseed = 3\n"), "{out}");
+}
+
+#[test]
+fn an_entry_still_open_at_the_end_of_the_input_is_an_error() {
+    let (code, out) = run(":set seed 1\n\nmodel {\n  real x;\n");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "error: unbalanced '{' opened on line 3: the input ended before it was closed"
+        ),
+        "{out}"
+    );
+    // the entry is echoed as a transcript, then the error
+    assert!(
+        out.contains("bayesc> model {\n      >   real x;\nerror:"),
+        "{out}"
+    );
+    // an inner bracket left open inside a closed block is the one named
+    let (_, out) = run("model {\n  x ~ normal(0, 1;\n}\n");
+    assert!(out.contains("unbalanced '(' opened on line 2"), "{out}");
+    let (_, out) = run("/* a comment\n");
+    assert!(
+        out.contains("unclosed comment `/*` opened on line 1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_command_after_an_open_brace_in_a_command_line_still_runs() {
+    // a command is one line, whatever brackets it holds
+    let (code, out) = run(":fit model.bayes {\n:set seed 2\n");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("bayesc> :set seed 2\nseed = 2\n"), "{out}");
+}
+
+#[test]
+fn a_ternary_continuation_is_not_a_command() {
+    // `: sigma` / `:sigma` ends a `? :` expression, not a command: the model text continues
+    assert!(!is_command_line("  : sigma);"));
+    assert!(!is_command_line(":sigma);"));
+    assert!(is_command_line(":fit nuts"));
+    assert!(is_command_line("  :q"));
+    assert!(is_command_line(":diag fit1"));
+    let (code, out) =
+        run("parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1 > 0 ? 1\n:2);\n}\n:show\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("model <repl> (7 lines)"), "{out}");
+}
+
+#[test]
+fn the_opener_is_located() {
+    let u = first_unclosed("f(a,\n [b, c").unwrap();
+    assert_eq!((u.opener, u.line), ("(", 1));
+    let u = first_unclosed("model {\n y ~ normal(mu, 1;\n}").unwrap();
+    assert_eq!((u.opener, u.line), ("(", 2));
+    assert!(first_unclosed("f(a)\n").is_none());
+    assert!(first_unclosed("print(\"(\");").is_none());
+}
+
+#[test]
+fn at_the_terminal_a_command_ends_an_unfinished_entry() {
+    assert_eq!(
+        split_command("(1 + 2\n  * 3\n:help"),
+        Some(("(1 + 2\n  * 3", ":help", 3))
+    );
+    assert_eq!(split_command("(1 + 2\n* 3"), None);
+    assert_eq!(split_command("model {\n  x ~ a ? b\n  : c;"), None);
+}
+
+#[test]
+fn piped_through_the_binary() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("repl")
+        .env("XDG_DATA_HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"(1 + 2\n:set seed 5\n:set\nmean(x\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("unbalanced '(' opened on line 1"), "{text}");
+    assert!(text.contains("bayesc> :set\nseed = 5\n"), "{text}");
+    assert!(
+        text.contains("unbalanced '(' opened on line 4: the input ended"),
+        "{text}"
+    );
+}
