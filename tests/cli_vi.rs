@@ -276,3 +276,31 @@ fn ivon_from_a_random_start_uses_lambda_n_and_reports_a_moving_mean() {
         "random start ELBO {e_random} vs Laplace start {e_mode}"
     );
 }
+
+/// A stochastic fit that stalls far from the optimum is not "converged" although its exit rule
+/// fired (`fit::stationarity`): on labour from a random start NG-BBVI stopped at an ELBO near
+/// −1900 (the optimum is −471) with its mean hundreds of sds of q from where the ELBO's
+/// gradient vanishes, and BBVI at −520 with a variance tens of times too wide; both printed
+/// "converged". From the Laplace start both converge.
+#[test]
+fn a_stalled_variational_fit_is_not_called_converged() {
+    for (method, cause) in [
+        ("ngbbvi", "the ELBO's gradient in the mean of q is not zero"),
+        ("bbvi", "times the inverse of the log density's curvature"),
+    ] {
+        let o = bayesc(&[
+            "fit", LABOUR, "--data", DATA, "--method", method, "--random-init", "--seed", "1",
+        ]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}");
+        assert!(
+            out.contains("WARNING: not converged") && out.contains(cause),
+            "{method}: {out}"
+        );
+        assert!(out.contains("drop --random-init"), "{method}: {out}");
+        assert!(!out.contains("\nconverged"), "{method}: {out}");
+        let o = bayesc(&["fit", LABOUR, "--data", DATA, "--method", method, "--seed", "1"]);
+        let out = stdout(&o);
+        assert!(out.contains("\nconverged: the exit rule fired"), "{method}: {out}");
+    }
+}

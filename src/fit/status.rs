@@ -32,7 +32,8 @@ impl FitResult {
     /// For a variational fit: whether its exit rule fired (the smoothed ELBO stopped
     /// improving), no direction of the approximation is drifting without bound and the ELBO
     /// did not end below where it started (`GaussianFit::worsened`) nor with its mean still
-    /// moving (`GaussianFit::drift`); `false` when it hit the
+    /// moving (`GaussianFit::drift`) or off the optimum (`fit::stationarity`), both in
+    /// `ViDiagnostics::moving`; `false` when it hit the
     /// iteration cap or was interrupted. `None` for other methods (MCMC's
     /// convergence is judged from R-hat and ESS, not recorded here).
     pub fn vi_converged(&self) -> Option<bool> {
@@ -42,7 +43,7 @@ impl FitResult {
                 f.stop == StopReason::ExitRule
                     && !drifting
                     && f.worsened().is_none()
-                    && f.drift.is_none(),
+                    && self.vi.as_ref().is_none_or(|v| v.moving.is_none()),
             ),
             FitDetails::Qnvb(f) => Some(f.stop == QnvbStop::Converged && !drifting),
             _ => None,

@@ -40,7 +40,8 @@ pub struct ViDiagnostics {
     pub unbounded: Vec<String>,
     /// Why the fit had not converged although its exit rule fired: q's mean was still moving
     /// ([`crate::inference::vi::GaussianFit::drift`], the phrase of [`drift_phrase`] with the
-    /// coordinate named). `None` otherwise.
+    /// coordinate named), or it was off the optimum of the ELBO in its mean
+    /// ([`super::stationarity`], the phrase of [`off_optimum_phrase`]). `None` otherwise.
     pub moving: Option<String>,
     /// What of the summary can be trusted, and why ([`super::vi_gate`]: k̂ over replicate
     /// batches, the sd of the log ratios, the PSIS ESS and the reweighted means and sds).
@@ -142,6 +143,44 @@ pub fn drift_phrase(
          in the ELBO; try another --step-size, or use --method qbvi or nuts"
     };
     Some(format!("{cause}, so q is not at an optimum: {remedy}"))
+}
+
+/// The phrase for a fit whose exit rule fired away from an optimum of the ELBO
+/// ([`super::stationarity::OffOptimum`]), with the remedy for its start (`random_start`); the
+/// coordinate is named as by [`drift_cause`].
+pub fn off_optimum_phrase(
+    off: &super::stationarity::OffOptimum,
+    names: &[String],
+    d: usize,
+    random_start: bool,
+) -> String {
+    use super::stationarity::OffOptimum;
+    let coordinate = match off {
+        OffOptimum::Mean { coordinate, .. } | OffOptimum::Scale { coordinate, .. } => *coordinate,
+    };
+    let name = crate::inference::flat::coordinate_names(names, d, &[coordinate]);
+    let name = name.first().map(String::as_str).unwrap_or("a coordinate");
+    let remedy = if random_start {
+        "start at the mode (drop --random-init), or use --method qbvi or nuts"
+    } else {
+        "the steps stalled (a step size too small, or variances that shrank until the mean \
+         could not move); try another --step-size, or use --method qbvi or nuts"
+    };
+    let what = match off {
+        OffOptimum::Mean { sds, t, .. } => format!(
+            "the ELBO's gradient in the mean of q is not zero: one Newton step would move the \
+             mean of {name} by {sds:.1} sds of q ({t:.0} Monte Carlo standard errors from zero)"
+        ),
+        OffOptimum::Scale { ratio, .. } if *ratio <= 0.0 => format!(
+            "q's variance of {name} does not match the curvature of the log density under q \
+             (which is not negative there on average)"
+        ),
+        OffOptimum::Scale { ratio, .. } => format!(
+            "q's variance of {name} is {ratio:.2} times the inverse of the log density's \
+             curvature under q (1 at an optimum of the ELBO)"
+        ),
+    };
+    format!("{what}, so the smoothed ELBO stopped improving short of the optimum: {remedy}")
 }
 
 /// Why the end point of a variational fit is not a converged optimum of the ELBO, if it is not

@@ -606,7 +606,10 @@ fn run<F: Family>(
             }
         };
         let stop = match &mut batches {
-            None => tracker.observe(t, lb, &q, progress),
+            None => {
+                tracker.watch(t, q.mean());
+                tracker.observe(t, lb, &q, progress)
+            }
             Some((_, sd_of, _, epoch_elbo, epoch_exit)) => {
                 // Minibatch: LB_t is a batch estimate; the exit rule sees the full-data ELBO
                 // once per epoch, and the last iterate is returned (no kept state).

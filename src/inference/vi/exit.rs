@@ -91,9 +91,9 @@ pub(crate) struct RunRecord {
     /// Minibatch fits that measure it: the full-data ELBO of the initial q, from the same
     /// draws as `epoch_elbo` ([`GaussianFit::start_elbo`]).
     pub(crate) start_elbo: Option<f64>,
-    /// The loops that measure it ([`DriftMonitor`]): how far q's mean was still moving when the
-    /// exit rule fired.
-    pub(crate) drift: Option<MeanDrift>,
+    /// Snapshots of q's mean for the drift check, fed by [`Tracker::watch`] in the loops that
+    /// watch it; [`RunRecord::into_fit`] judges them ([`GaussianFit::drift`]).
+    pub(crate) means: DriftMonitor,
 }
 
 impl RunRecord {
@@ -105,6 +105,18 @@ impl RunRecord {
         precision: Vec<f64>,
         factor: Factor,
     ) -> GaussianFit {
+        // The drift check applies to runs the exit rule stopped: a capped or interrupted run
+        // is reported as such already.
+        let drift = if self.stop == StopReason::ExitRule {
+            let d = mean.len();
+            let sd: Vec<f64> = match family {
+                Covariance::Diagonal => covariance.iter().map(|v| v.sqrt()).collect(),
+                Covariance::Full => (0..d).map(|i| covariance[i * d + i].sqrt()).collect(),
+            };
+            self.means.drift(self.elbo_trace.len(), &mean, &sd)
+        } else {
+            None
+        };
         GaussianFit {
             family,
             mean,
@@ -120,7 +132,7 @@ impl RunRecord {
             notes: self.notes,
             epoch_elbo: self.epoch_elbo,
             start_elbo: self.start_elbo,
-            drift: self.drift,
+            drift,
             factor,
         }
     }
@@ -164,10 +176,18 @@ impl<S: Clone> Tracker<S> {
                 notes: Vec::new(),
                 epoch_elbo: Vec::new(),
                 start_elbo: None,
-                drift: None,
+                means: DriftMonitor::new(),
             },
             kept: None,
         }
+    }
+
+    /// Notes q's mean at iteration `t` for the drift check ([`DriftMonitor`]): the loops whose
+    /// iterates settle at the optimum call it once per iteration with the mean of the state
+    /// they hand to [`Tracker::observe`]. The minibatch loops do not: their last iterate keeps
+    /// moving by the batch noise.
+    pub(crate) fn watch(&mut self, t: usize, mean: &[f64]) {
+        self.record.means.observe(t, mean);
     }
 
     /// Records LB_t = `lb` of iteration `t` (1-based) computed at `state`; returns
@@ -248,6 +268,7 @@ pub const DRIFT_SDS: f64 = 1.0;
 /// Records the mean of q every [`DriftMonitor::EVERY`] iterations so that, when the exit rule
 /// fires at T, the move of the mean over the last quarter of the run (Δ ≥ 100 iterations) can
 /// be compared with q's sd ([`MeanDrift`], [`DRIFT_SDS`]). Memory: d numbers per snapshot.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct DriftMonitor {
     snaps: Vec<(usize, Vec<f64>)>,
 }

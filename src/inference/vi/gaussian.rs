@@ -212,7 +212,7 @@ mod tests {
             notes: Vec::new(),
             epoch_elbo: epochs,
             start_elbo: start,
-            drift: None,
+            means: crate::inference::vi::exit::DriftMonitor::new(),
         };
         GaussianFit::diagonal(vec![0.0], vec![1.0], record)
     }

@@ -374,6 +374,7 @@ pub(crate) fn run(
     let mut tracker = settings.common.tracker::<super::FullGaussian>();
     for t in 1..=settings.common.max_iter {
         let before = state.q.clone();
+        tracker.watch(t, super::Family::mean(&before));
         let lb = state.step(density, &mut rng, t)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;

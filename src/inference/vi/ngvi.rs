@@ -271,6 +271,7 @@ fn run<F: Family>(
     let mut tracker = settings.common.tracker::<F>();
     for t in 1..=settings.common.max_iter {
         let before = state.q.clone();
+        tracker.watch(t, before.mean());
         let lb = state.step(density, &mut rng, t)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;

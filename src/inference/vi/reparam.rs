@@ -156,11 +156,10 @@ pub(crate) fn run_averaged<S>(
     let mut rng = crate::inference::rng::stream(common.seed, 1);
     let mut tracker = common.tracker::<(Vec<f64>, Vec<f64>)>();
     let mut window = super::WindowAverage::new(common.window);
-    let mut drift = super::exit::DriftMonitor::new();
     for t in 1..=common.max_iter {
         let (m, sd) = mean_sd(state);
         let before = window.push(&m, &sd);
-        drift.observe(t, &before.0);
+        tracker.watch(t, &before.0);
         let lb = iterate(state, &mut rng, t)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;
@@ -168,13 +167,7 @@ pub(crate) fn run_averaged<S>(
     }
     let (m, sd) = mean_sd(state);
     let last = window.push(&m, &sd);
-    let stopped_by_rule = tracker.record.stop == super::StopReason::ExitRule;
-    let t_end = tracker.record.elbo_trace.len();
-    let ((mean, p), mut record) = tracker.finish(last);
-    if stopped_by_rule {
-        let sd: Vec<f64> = p.iter().map(|x| 1.0 / x.sqrt()).collect();
-        record.drift = drift.drift(t_end, &mean, &sd);
-    }
+    let ((mean, p), record) = tracker.finish(last);
     Ok(super::GaussianFit::diagonal(mean, p, record))
 }
 

@@ -364,6 +364,7 @@ pub fn fit_vlaplace(
         // LB_t: the objective at μ_t (before its step) with the curvature measured there.
         let lb = state.objective(value);
         floored = state.floored();
+        tracker.watch(t, &before_mean);
         let kept = (before_mean, state.curvature.clone());
         if tracker.observe(t, lb, &kept, progress).is_some() {
             break;
@@ -472,7 +473,7 @@ impl<'a> EpochLoop<'a> {
                 notes: Vec::new(),
                 epoch_elbo: Vec::new(),
                 start_elbo: None,
-                drift: None,
+                means: super::exit::DriftMonitor::new(),
             },
             statistic: None,
         })

@@ -442,6 +442,7 @@ pub fn fit_von(
     };
     for t in 1..=settings.common.max_iter {
         let before = average.push(&state.q);
+        tracker.watch(t, &before.mean);
         let lb = probe(density, &before, &eps)?;
         state.step(density, &mut rng)?;
         if tracker.observe(t, lb, &before, progress).is_some() {
