@@ -863,6 +863,7 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.von.step_size = b;
         o.vadam.lr = b;
         o.vogn.lr = b;
+        o.vogn.lr_minibatch = b;
         o.vlaplace.lr = b;
         o.mcdropout.lr = b;
     }

@@ -238,6 +238,9 @@ pub(super) fn fit_survey(
                     if s.init_precision.is_none() {
                         s.init_precision = diag;
                     }
+                    if batches.is_some() {
+                        s.lr = s.lr_minibatch;
+                    }
                     let mm = mm.as_ref().expect("checked above");
                     vogn::fit_vogn(mm, &init, &s, batches, &mut progress)
                 }

@@ -329,7 +329,10 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         fit::Method::Vogn => format!(
             "method = vogn (mean-field Gaussian, per-example squared gradients = empirical Fisher, start: {}); {dims}; lr = {}; beta = {}; max_iter = {}; seed = {}",
             vi_start_text(o),
-            o.vogn.lr,
+            match &o.minibatch {
+                Some(p) if p.settings.batch_size < p.n_obs => o.vogn.lr_minibatch,
+                _ => o.vogn.lr,
+            },
             o.vogn.beta,
             o.vogn.common.max_iter,
             o.seed
