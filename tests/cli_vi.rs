@@ -289,7 +289,15 @@ fn a_stalled_variational_fit_is_not_called_converged() {
         ("bbvi", "times the inverse of the log density's curvature"),
     ] {
         let o = bayesc(&[
-            "fit", LABOUR, "--data", DATA, "--method", method, "--random-init", "--seed", "1",
+            "fit",
+            LABOUR,
+            "--data",
+            DATA,
+            "--method",
+            method,
+            "--random-init",
+            "--seed",
+            "1",
         ]);
         let out = stdout(&o);
         assert!(o.status.success(), "{out}");
@@ -299,8 +307,13 @@ fn a_stalled_variational_fit_is_not_called_converged() {
         );
         assert!(out.contains("drop --random-init"), "{method}: {out}");
         assert!(!out.contains("\nconverged"), "{method}: {out}");
-        let o = bayesc(&["fit", LABOUR, "--data", DATA, "--method", method, "--seed", "1"]);
+        let o = bayesc(&[
+            "fit", LABOUR, "--data", DATA, "--method", method, "--seed", "1",
+        ]);
         let out = stdout(&o);
-        assert!(out.contains("\nconverged: the exit rule fired"), "{method}: {out}");
+        assert!(
+            out.contains("\nconverged: the exit rule fired"),
+            "{method}: {out}"
+        );
     }
 }

@@ -612,6 +612,16 @@ pub fn result_report(
                             .unwrap_or_default()
                     )
                 }
+                QnvbStop::Converged
+                    if let Some(why) = result.vi.as_ref().and_then(|v| v.moving.as_deref()) =>
+                {
+                    outln!(
+                        "WARNING: not converged: the smoothed ELBO stopped improving after {} \
+                         iterations ({:.2} s), but {why}. The summary below is not a posterior.",
+                        fit.iterations,
+                        result.seconds
+                    )
+                }
                 QnvbStop::Converged => outln!(
                     "converged: the smoothed ELBO stopped improving after {} iterations ({:.2} s)",
                     fit.iterations,

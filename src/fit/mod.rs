@@ -474,6 +474,28 @@ pub fn fit_with_stream(
                 trace,
                 start_point.no_mode.clone(),
             )?;
+            let mut out = out;
+            // The stationarity check of the full-batch fits (see `finish_gaussian_fit`).
+            if let (Some(vi), None, qnvb::QnvbStop::Converged) =
+                (out.vi.as_mut(), &options.minibatch, fit.stop)
+            {
+                let off = stationarity::check(
+                    model,
+                    |n, rng| fit.sample(n, rng),
+                    &mut crate::inference::rng::stream(seed, 5),
+                    &fit.mean,
+                    &fit.sd(),
+                    true,
+                );
+                vi.moving = off.map(|o| {
+                    off_optimum_phrase(
+                        &o,
+                        &model.parameter_names(),
+                        fit.dim(),
+                        options.vi_init == ViInit::Random,
+                    )
+                });
+            }
             Ok(out.into_result(Method::Qnvb, seed, FitDetails::Qnvb(fit), seconds))
         }
         Method::Laplace => {

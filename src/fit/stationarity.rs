@@ -185,7 +185,10 @@ mod tests {
             self.0.len()
         }
         fn log_density(&self, z: &[f64]) -> Result<f64, DensityError> {
-            Ok(z.iter().zip(&self.0).map(|(x, s)| -0.5 * (x / s).powi(2)).sum())
+            Ok(z.iter()
+                .zip(&self.0)
+                .map(|(x, s)| -0.5 * (x / s).powi(2))
+                .sum())
         }
         fn log_density_grad(&self, z: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
             for ((gi, x), s) in g.iter_mut().zip(z).zip(&self.0) {
@@ -221,7 +224,9 @@ mod tests {
         let mean = [0.0, 0.3, 0.0];
         let shifted = draws(&mean, &sd, STATIONARITY_DRAWS);
         match off_optimum(&target, &shifted, &mean, &sd, true) {
-            Some(OffOptimum::Mean { coordinate, sds, .. }) => {
+            Some(OffOptimum::Mean {
+                coordinate, sds, ..
+            }) => {
                 assert_eq!(coordinate, 1);
                 assert!((sds - 3.0).abs() < 0.5, "{sds}");
             }

@@ -45,7 +45,11 @@ impl FitResult {
                     && f.worsened().is_none()
                     && self.vi.as_ref().is_none_or(|v| v.moving.is_none()),
             ),
-            FitDetails::Qnvb(f) => Some(f.stop == QnvbStop::Converged && !drifting),
+            FitDetails::Qnvb(f) => Some(
+                f.stop == QnvbStop::Converged
+                    && !drifting
+                    && self.vi.as_ref().is_none_or(|v| v.moving.is_none()),
+            ),
             _ => None,
         }
     }

@@ -216,14 +216,22 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
         }
         FitDetails::Qnvb(q) => {
             use crate::inference::qnvb::QnvbStop;
+            let moving = r.vi.as_ref().and_then(|v| v.moving.as_deref());
             let how = match q.stop {
                 QnvbStop::Converged if r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty()) => {
                     "NOT converged (the exit rule fired while q drifts along an improper \
                      direction, see below)"
+                        .to_string()
                 }
-                QnvbStop::Converged => "converged (the smoothed-ELBO exit rule fired)",
-                QnvbStop::MaxIterations => "NOT converged: stopped at the iteration cap",
-                QnvbStop::Interrupted => "INTERRUPTED",
+                QnvbStop::Converged if moving.is_some() => format!(
+                    "NOT converged ({}): the exit rule fired",
+                    moving.unwrap_or_default()
+                ),
+                QnvbStop::Converged => "converged (the smoothed-ELBO exit rule fired)".to_string(),
+                QnvbStop::MaxIterations => {
+                    "NOT converged: stopped at the iteration cap".to_string()
+                }
+                QnvbStop::Interrupted => "INTERRUPTED".to_string(),
             };
             let _ = writeln!(
                 s,
