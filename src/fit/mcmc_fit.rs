@@ -65,22 +65,15 @@ impl ChainRows {
         } else {
             &mut self.rng
         };
-        match model.write_array(q, true, true, rng) {
-            Ok(v) => Ok(v),
-            Err(e) if n_gq > 0 => {
-                let mut v = model
-                    .write_array(q, true, false, rng)
-                    .map_err(|_| e.clone())?;
-                v.extend(std::iter::repeat_n(f64::NAN, n_gq));
-                if !warmup {
-                    self.gq_failed += 1;
-                    let at = self.values.len() / v.len().max(1) + 1;
-                    self.first_gq_error.get_or_insert((at, e));
-                }
-                Ok(v)
-            }
-            Err(e) => Err(e),
+        let (v, gq_error) = constrained_row(model, q, rng, n_gq)?;
+        if let Some(e) = gq_error
+            && !warmup
+        {
+            self.gq_failed += 1;
+            let at = self.values.len() / v.len().max(1) + 1;
+            self.first_gq_error.get_or_insert((at, e));
         }
+        Ok(v)
     }
 }
 
@@ -259,11 +252,11 @@ pub(super) fn fit_mcmc(
     });
     if let Some((chain, at, e)) = first_gq_error {
         let kept: usize = out.chains.iter().map(|c| c.stats.len()).sum();
-        out.notes.push(format!(
-            "the generated quantities failed at {gq_failed} of {kept} draws, which hold NaN for \
-             them (the parameters are kept); the first, at draw {at} of chain {chain}: {e}. Guard \
-             the statement against the parameter values that break it (e.g. `if (mu > 0)`), or \
-             use a function defined for all of them"
+        out.notes.push(gq_failure_note(
+            gq_failed,
+            kept,
+            &format!("draw {at} of chain {chain}"),
+            &e,
         ));
     }
     Ok(FitResult {
@@ -277,6 +270,7 @@ pub(super) fn fit_mcmc(
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
         warmup_draws,
+        gq_note: None,
     })
 }
 

@@ -470,6 +470,9 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
              per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method\n"
         }
     });
+    if let Some(note) = &result.gq_note {
+        let _ = writeln!(s, "WARNING: {note}");
+    }
     s
 }
 
@@ -649,6 +652,18 @@ pub fn vi_diagnostics_text(result: &FitResult) -> String {
 /// [`vi_diagnostics_text`] knowing which parameters have no prior (`Checked::unpriored`), so
 /// that the advice of a degenerate fit names the right cause.
 pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) -> String {
+    let mut s = vi_checks_text(result, unpriored);
+    if let Some(note) = &result.gq_note {
+        if s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(&format!("WARNING: {note}\n"));
+    }
+    s
+}
+
+/// [`vi_diagnostics_text_with`] without the warning about failed generated quantities.
+fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let Some(vi) = &result.vi else {

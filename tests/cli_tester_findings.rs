@@ -1,0 +1,74 @@
+//! Defects testers found at the command line: each test runs `bayesc` on a small model in a
+//! temporary folder and checks the message a user sees.
+
+mod common;
+
+use std::path::Path;
+
+/// Writes `model.bayes` (and `d.csv` when `csv` is given) into `dir`.
+fn write_case(dir: &Path, model: &str, csv: Option<&str>) {
+    std::fs::write(dir.join("model.bayes"), model).unwrap();
+    if let Some(c) = csv {
+        std::fs::write(dir.join("d.csv"), c).unwrap();
+    }
+}
+
+/// Twenty values of `y` around 0.1, so that draws of `mu` take both signs.
+fn y_csv() -> String {
+    let ys = [
+        0.3, -1.2, 0.9, 0.1, -0.4, 1.5, -0.8, 0.6, 0.2, -0.1, 1.1, -1.6, 0.4, 0.0, 0.7, -0.5, 1.9,
+        -0.9, 0.5, -0.3,
+    ];
+    let mut s = String::from("y\n");
+    for y in ys {
+        s.push_str(&format!("{y}\n"));
+    }
+    s
+}
+
+/// A generated quantity that fails for some draws (`normal_rng` with a negative scale where
+/// `mu < 0`) no longer aborts a variational fit: those draws hold NaN for it and a warning
+/// counts them and quotes the first error, as NUTS does.
+#[test]
+fn variational_fits_keep_draws_whose_generated_quantities_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int N; vector[N] y; }\n\
+         parameters { real mu; real<lower=0> sigma; }\n\
+         model { mu ~ normal(0, 5); sigma ~ normal(0, 2); y ~ normal(mu, sigma); }\n\
+         generated quantities { real z = normal_rng(0, mu); }\n",
+        Some(&y_csv()),
+    );
+    for method in ["qbvi", "laplace", "ivon", "pathfinder"] {
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "model.bayes",
+                "--data",
+                "d.csv",
+                "--method",
+                method,
+                "--seed",
+                "1",
+                "--output",
+                "out.csv",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{method}: {text}");
+        assert!(
+            text.contains("WARNING: the generated quantities failed at ")
+                && text.contains("of 1000 draws, which hold NaN for them")
+                && text.contains("normal_rng: Scale parameter is -")
+                && text.contains("model.bayes:4:24"),
+            "{method}: {text}"
+        );
+        let csv = std::fs::read_to_string(dir.path().join("out.csv")).unwrap();
+        assert!(
+            csv.contains(",nan") || csv.contains(",NaN"),
+            "{method}: {csv}"
+        );
+    }
+}
