@@ -72,3 +72,118 @@ fn variational_fits_keep_draws_whose_generated_quantities_fail() {
         );
     }
 }
+
+/// An output path that cannot be created (`/proc` takes no new files; a folder given as a
+/// file) is refused before the fit runs, not after it; a probe leaves no empty file behind
+/// when the fit then fails.
+#[test]
+fn unwritable_outputs_are_refused_before_the_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int N; vector[N] y; }\n\
+         parameters { real mu; real<lower=0> sigma; }\n\
+         model { mu ~ normal(0, 5); sigma ~ normal(0, 2); y ~ normal(mu, sigma); }\n",
+        Some(&y_csv()),
+    );
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let sub = sub.to_string_lossy().into_owned();
+    for (method, flag, path, shown) in [
+        (
+            "nuts",
+            "--output",
+            "/proc/x.csv",
+            "`/proc/x_1.csv` (--output)",
+        ),
+        (
+            "qbvi",
+            "--output",
+            "/proc/x.csv",
+            "`/proc/x.csv` (--output)",
+        ),
+        (
+            "nuts",
+            "--save-fit",
+            "/proc/x.json",
+            "`/proc/x.json` (--save-fit)",
+        ),
+        (
+            "qbvi",
+            "--elbo-output",
+            "/proc/e.csv",
+            "`/proc/e.csv` (--elbo-output)",
+        ),
+        (
+            "nuts",
+            "--output",
+            sub.as_str(),
+            "(--output): it is a folder",
+        ),
+        (
+            "laplace",
+            "--output",
+            sub.as_str(),
+            "(--output): it is a folder",
+        ),
+    ] {
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "model.bayes",
+                "--data",
+                "d.csv",
+                "--method",
+                method,
+                "--seed",
+                "1",
+                flag,
+                path,
+            ],
+        );
+        let text = common::output_text(&o);
+        assert!(!o.status.success(), "{method} {flag} {path}: {text}");
+        assert!(
+            text.contains("error: cannot write ") && text.contains(shown),
+            "{method} {flag} {path}: {text}"
+        );
+        // refused before fitting: no summary was printed
+        assert!(
+            !text.contains("mean") && !text.contains("chains finished"),
+            "{method} {flag} {path}: {text}"
+        );
+    }
+    // a writable path whose fit fails leaves no file made by the check
+    write_case(
+        dir.path(),
+        "data { int N; vector[N] y; }\n\
+         parameters { real mu; }\n\
+         model { y ~ normal(mu, -1); }\n",
+        None,
+    );
+    for method in ["nuts", "qbvi"] {
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "model.bayes",
+                "--data",
+                "d.csv",
+                "--method",
+                method,
+                "--output",
+                "gone.csv",
+                "--save-fit",
+                "gone.json",
+            ],
+        );
+        assert!(!o.status.success(), "{}", common::output_text(&o));
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("gone"))
+            .collect();
+        assert!(left.is_empty(), "{method}: {left:?}");
+    }
+}
