@@ -187,3 +187,72 @@ fn unwritable_outputs_are_refused_before_the_fit() {
         assert!(left.is_empty(), "{method}: {left:?}");
     }
 }
+
+/// A literal index outside a literal size (`y[4]`, `y[0]` with `vector[3] y`) is an error of
+/// `bayesc check`, pointing at the index and the declaration; with a size known only from the
+/// data, the fit's error names the span, the index and the size.
+#[test]
+fn literal_out_of_range_index_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for (index, col) in [("4", 30), ("0", 30), ("2, 4", 33)] {
+        let decl = if index.contains(',') {
+            "matrix[3, 3] y"
+        } else {
+            "vector[3] y"
+        };
+        write_case(
+            dir.path(),
+            &format!(
+                "data {{ {decl}; }}\nparameters {{ real mu; }}\n\
+                 model {{ mu ~ normal(0, 1); y[{index}] ~ normal(mu, 1); }}\n"
+            ),
+            None,
+        );
+        let o = common::bayesc_in(dir.path(), &["check", "model.bayes"]);
+        let text = common::output_text(&o);
+        assert!(!o.status.success(), "y[{index}]: {text}");
+        let i = index.rsplit(", ").next().unwrap();
+        assert!(
+            text.contains(&format!(
+                "error: index {i} is out of range for `y`, whose size there is 3: indexes run \
+                 from 1 to 3"
+            )) && text.contains(&format!("model.bayes:3:{col}"))
+                && text.contains("declared with size 3"),
+            "y[{index}]: {text}"
+        );
+    }
+    // assignments too
+    write_case(
+        dir.path(),
+        "transformed data { array[2] real w; w[3] = 1; }\nparameters { real mu; }\n\
+         model { mu ~ normal(0, 1); }\n",
+        None,
+    );
+    let o = common::bayesc_in(dir.path(), &["check", "model.bayes"]);
+    let text = common::output_text(&o);
+    assert!(
+        !o.status.success() && text.contains("index 3 is out of range for `w`"),
+        "{text}"
+    );
+    // in range, or sized by data: no error at check time
+    write_case(
+        dir.path(),
+        "data { int N; vector[N] y; }\nparameters { real mu; }\n\
+         model { mu ~ normal(0, 1); y[N + 1] ~ normal(mu, 1); y[3] ~ normal(mu, 1); }\n",
+        None,
+    );
+    std::fs::write(dir.path().join("d.json"), r#"{"N": 3, "y": [1, 2, 3]}"#).unwrap();
+    let o = common::bayesc_in(dir.path(), &["check", "model.bayes"]);
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    let o = common::bayesc_in(
+        dir.path(),
+        &["fit", "model.bayes", "--data", "d.json", "--method", "nuts"],
+    );
+    let text = common::output_text(&o);
+    assert!(
+        !o.status.success()
+            && text.contains("index 4 out of range; expecting index to be between 1 and 3")
+            && text.contains("model.bayes:3:28"),
+        "{text}"
+    );
+}
