@@ -256,3 +256,63 @@ fn literal_out_of_range_index_fails_the_check() {
         "{text}"
     );
 }
+
+/// `--method optimize` on the centred eight-schools model: the density grows without bound as
+/// tau → 0 with every theta at mu, so there is no mode. The message says so, names `tau` and
+/// suggests the non-centred form or NUTS, instead of only "did not converge"; the non-centred
+/// example still converges.
+#[test]
+fn optimize_names_the_unbounded_scale_of_a_centred_hierarchy() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int<lower=0> J; vector[J] y; vector<lower=0>[J] sigma; }\n\
+         parameters { real mu; real<lower=0> tau; vector[J] theta; }\n\
+         model { mu ~ normal(0, 5); tau ~ cauchy(0, 5); theta ~ normal(mu, tau);\n\
+         y ~ normal(theta, sigma); }\n",
+        None,
+    );
+    let data = common::root().join("examples/eight_schools/schools.csv");
+    let data = data.to_string_lossy();
+    for extra in [None, Some("--jacobian")] {
+        let mut args = vec![
+            "fit",
+            "model.bayes",
+            "--data",
+            &data,
+            "--method",
+            "optimize",
+            "--seed",
+            "1",
+        ];
+        args.extend(extra);
+        let o = common::bayesc_in(dir.path(), &args);
+        let text = common::output_text(&o);
+        assert!(
+            text.contains("WARNING: no optimum")
+                && text.contains("there is no mode: the log density grows without bound as `tau`")
+                && text.contains("non-centred parameterisation")
+                && text.contains("--method nuts")
+                && !text.contains("did not converge"),
+            "{extra:?}: {text}"
+        );
+    }
+    let o = common::bayesc_in(
+        &common::root(),
+        &[
+            "fit",
+            "examples/eight_schools/model.bayes",
+            "--data",
+            &data,
+            "--method",
+            "optimize",
+            "--seed",
+            "1",
+        ],
+    );
+    let text = common::output_text(&o);
+    assert!(
+        text.contains("converged:") && !text.contains("no mode"),
+        "{text}"
+    );
+}

@@ -91,6 +91,10 @@ pub struct OptimizeFit {
     /// 100 units on one side ([`crate::inference::flat::flat_at_point`]; probed only when −H is
     /// not positive definite): there is no optimum, and ζ̂ is an arbitrary point.
     pub flat: Vec<String>,
+    /// Why there is no optimum although nothing is flat: a scale ran to 0 where the density
+    /// grows without bound (`mode::interpolation_reason`, `mode::funnel_reason`), so the
+    /// estimate is the optimizer's last point on its way to the boundary. `None` otherwise.
+    pub no_mode: Option<String>,
 }
 
 /// Algorithm-specific results kept beside the draws.

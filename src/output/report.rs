@@ -440,6 +440,13 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
              that the likelihood depends on it",
             fit.flat.join(", ")
         );
+    } else if let Some(reason) = &fit.no_mode {
+        let _ = writeln!(
+            s,
+            "WARNING: no optimum ({} stopped: {}): {reason}",
+            optimizer_name(fit.algorithm),
+            fit.lbfgs.message
+        );
     } else if fit.converged {
         let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
     } else {
