@@ -316,3 +316,62 @@ fn optimize_names_the_unbounded_scale_of_a_centred_hierarchy() {
         "{text}"
     );
 }
+
+/// A two-component normal mixture whose component means are unordered: chains settle on
+/// different labellings (label switching). Each chain is stable, so R-hat's advice is not to
+/// run longer but that the chains found different modes, with `ordered` as the fix; with
+/// `ordered[2] mu` the warning is gone.
+#[test]
+fn label_switching_is_called_multimodality_not_a_short_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("y\n");
+    for n in 0..100 {
+        let centre = if n % 2 == 0 { 3.0 } else { -3.0 };
+        let noise = (n as f64 * 12.9898).sin() * 0.9;
+        csv.push_str(&format!("{:.4}\n", centre + noise));
+    }
+    let model = |decl: &str| {
+        format!(
+            "data {{ int N; vector[N] y; }}\n\
+             parameters {{ {decl} mu; real<lower=0> sigma; real<lower=0, upper=1> lambda; }}\n\
+             model {{\n  mu ~ normal(0, 10); sigma ~ normal(0, 2); lambda ~ beta(2, 2);\n  \
+             for (n in 1:N)\n    target += log_mix(lambda, normal_lpdf(y[n] | mu[1], sigma),\n      \
+             normal_lpdf(y[n] | mu[2], sigma));\n}}\n"
+        )
+    };
+    let run = |dir: &Path| {
+        let o = common::bayesc_in(
+            dir,
+            &[
+                "fit",
+                "model.bayes",
+                "--data",
+                "d.csv",
+                "--method",
+                "nuts",
+                "--seed",
+                "2",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{text}");
+        text
+    };
+    write_case(dir.path(), &model("vector[2]"), Some(&csv));
+    let text = run(dir.path());
+    assert!(
+        text.contains("R-hat > 1.01 for mu[1], mu[2]: each chain is stable on its own")
+            && text.contains("the chains settled in different modes")
+            && text.contains("label switching")
+            && text.contains("`ordered`")
+            && !text.contains("run longer (--warmup, --samples)")
+            && !text.contains("draw more samples"),
+        "{text}"
+    );
+    write_case(dir.path(), &model("ordered[2]"), None);
+    let text = run(dir.path());
+    assert!(
+        !text.contains("different modes") && !text.contains("R-hat >"),
+        "{text}"
+    );
+}

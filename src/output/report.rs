@@ -534,7 +534,7 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
     if matches!(result.method, fit::Method::Nuts | fit::Method::Hmc) {
         warnings.extend(warmup_warning(options.mcmc.warmup));
     }
-    let convergence = summary::convergence_warnings(&rows, k);
+    let convergence = summary::convergence_warnings_for(&rows, &result.draws);
     if out.flat.is_empty() || convergence.is_empty() {
         warnings.extend(convergence);
     } else {
