@@ -375,3 +375,49 @@ fn label_switching_is_called_multimodality_not_a_short_run() {
         "{text}"
     );
 }
+
+/// With a data set of zero rows, `real<lower=0> s;` without a prior has an improper posterior:
+/// NUTS says so (as the variational fits warn about unpriored parameters) instead of only
+/// reporting divergences with advice to raise adapt_delta. A parameter with both bounds (a
+/// proper uniform) or with data is not flagged.
+#[test]
+fn nuts_warns_of_an_improper_flat_prior_with_empty_data() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int N; vector[N] y; }\n\
+         parameters { real<lower=0, upper=1> p; real<lower=0> s; }\n\
+         model { y ~ normal(p, s); }\n",
+        None,
+    );
+    let fit = |data: &str| {
+        std::fs::write(dir.path().join("d.json"), data).unwrap();
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "model.bayes",
+                "--data",
+                "d.json",
+                "--method",
+                "nuts",
+                "--seed",
+                "1",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{text}");
+        text
+    };
+    let text = fit(r#"{"N": 0, "y": []}"#);
+    assert!(
+        text.contains(
+            "the posterior is improper: `s` has no prior (an improper flat prior) and the data \
+             do not inform it"
+        ) && text.contains("Give it a proper prior")
+            && !text.contains("`p` has no prior (an"),
+        "{text}"
+    );
+    let text = fit(r#"{"N": 4, "y": [0.2, 0.5, 0.9, 0.4]}"#);
+    assert!(!text.contains("the posterior is improper"), "{text}");
+}
