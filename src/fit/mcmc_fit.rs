@@ -302,7 +302,11 @@ fn improper_flat_prior_note(model: &Model, out: &McmcOutput) -> Option<String> {
     let runaway: Vec<usize> =
         crate::inference::flat::flat_in_draws(&model.with_jacobian(false), &draws)
             .into_iter()
-            .filter(|&i| draws.iter().any(|z| !(z[i].abs() <= RUNAWAY_ZETA)))
+            .filter(|&i| {
+                draws
+                    .iter()
+                    .any(|z| z[i].is_nan() || z[i].abs() > RUNAWAY_ZETA)
+            })
             .collect();
     if runaway.is_empty() {
         return None;
