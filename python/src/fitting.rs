@@ -355,7 +355,7 @@ impl Fit {
                 let mut warnings = out.warnings(&self.options.mcmc);
                 warnings.extend(bayesc::output::report::hmc_warnings(out, &self.options));
                 let rows = summary::summarize(&self.result.draws, true);
-                warnings.extend(summary::convergence_warnings(&rows, ch.len()));
+                warnings.extend(summary::convergence_warnings_for(&rows, &self.result.draws));
                 d.set_item("warnings", warnings)?;
             }
             _ => {

@@ -98,7 +98,7 @@ pub fn run(args: SummaryArgs) -> i32 {
         )),
         None => {}
     }
-    warnings.extend(summary::convergence_warnings(&rows, draws.chains.len()));
+    warnings.extend(summary::convergence_warnings_for(&rows, &draws));
     if !warnings.is_empty() {
         println!("\nwarnings:");
         for w in warnings {

@@ -212,6 +212,7 @@ pub(super) fn fit_fixed_param(
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
         warmup_draws: None,
+        gq_note: None,
     })
 }
 

@@ -65,22 +65,15 @@ impl ChainRows {
         } else {
             &mut self.rng
         };
-        match model.write_array(q, true, true, rng) {
-            Ok(v) => Ok(v),
-            Err(e) if n_gq > 0 => {
-                let mut v = model
-                    .write_array(q, true, false, rng)
-                    .map_err(|_| e.clone())?;
-                v.extend(std::iter::repeat_n(f64::NAN, n_gq));
-                if !warmup {
-                    self.gq_failed += 1;
-                    let at = self.values.len() / v.len().max(1) + 1;
-                    self.first_gq_error.get_or_insert((at, e));
-                }
-                Ok(v)
-            }
-            Err(e) => Err(e),
+        let (v, gq_error) = constrained_row(model, q, rng, n_gq)?;
+        if let Some(e) = gq_error
+            && !warmup
+        {
+            self.gq_failed += 1;
+            let at = self.values.len() / v.len().max(1) + 1;
+            self.first_gq_error.get_or_insert((at, e));
         }
+        Ok(v)
     }
 }
 
@@ -225,6 +218,12 @@ pub(super) fn fit_mcmc(
             }
         }
     }
+    if out.flat.is_empty()
+        && let Some(note) = improper_flat_prior_note(model, &out)
+    {
+        // first among the notes: the divergences and poor mixing that follow come from it
+        out.notes.insert(0, note);
+    }
     let seconds = start.elapsed().as_secs_f64();
     // the constrained rows were made as the draws came (`Constrainer`): the same values as
     // `constrained_draws` gives afterwards
@@ -259,11 +258,11 @@ pub(super) fn fit_mcmc(
     });
     if let Some((chain, at, e)) = first_gq_error {
         let kept: usize = out.chains.iter().map(|c| c.stats.len()).sum();
-        out.notes.push(format!(
-            "the generated quantities failed at {gq_failed} of {kept} draws, which hold NaN for \
-             them (the parameters are kept); the first, at draw {at} of chain {chain}: {e}. Guard \
-             the statement against the parameter values that break it (e.g. `if (mu > 0)`), or \
-             use a function defined for all of them"
+        out.notes.push(gq_failure_note(
+            gq_failed,
+            kept,
+            &format!("draw {at} of chain {chain}"),
+            &e,
         ));
     }
     Ok(FitResult {
@@ -277,7 +276,60 @@ pub(super) fn fit_mcmc(
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
         warmup_draws,
+        gq_note: None,
     })
+}
+
+/// |ζ| beyond which a coordinate's draws count as running off ([X]: e^50 ≈ 5·10²¹; the draws
+/// of a parameter bounded on both sides with a flat prior, logistic on the unconstrained
+/// scale, pass 50 with probability about e^−50).
+pub const RUNAWAY_ZETA: f64 = 50.0;
+
+/// The warning when the posterior is improper along a parameter bounded on one side only
+/// (`real<lower=0> s;`) that has no prior and no data informing it (a data set of zero rows):
+/// the log density without the Jacobian adjustment does not change along its coordinate at
+/// any checked draw ([`crate::inference::flat::flat_in_draws`] of
+/// [`Model::with_jacobian`]`(false)`), so its posterior is the improper flat prior, and its
+/// unconstrained draws ran off beyond ±[`RUNAWAY_ZETA`]. The sampler's own flat check misses
+/// this, since the Jacobian (e^ζ for a lower bound) still slopes. `None` otherwise. The
+/// wording follows the variational fits' improper-posterior warning.
+fn improper_flat_prior_note(model: &Model, out: &McmcOutput) -> Option<String> {
+    let d = out.dim;
+    if d == 0 {
+        return None;
+    }
+    let draws: Vec<&[f64]> = out.chains.iter().flat_map(|c| c.draws.chunks(d)).collect();
+    let runaway: Vec<usize> =
+        crate::inference::flat::flat_in_draws(&model.with_jacobian(false), &draws)
+            .into_iter()
+            .filter(|&i| {
+                draws
+                    .iter()
+                    .any(|z| z[i].is_nan() || z[i].abs() > RUNAWAY_ZETA)
+            })
+            .collect();
+    if runaway.is_empty() {
+        return None;
+    }
+    let names = crate::inference::flat::coordinate_names(&model.parameter_names(), d, &runaway);
+    let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    Some(format!(
+        "the posterior is improper: {} {} no prior (an improper flat prior) and the data do \
+         not inform {} (the log density without the Jacobian adjustment does not change along \
+         {} at any checked draw, as with a data set of zero rows), so the draws run off to \
+         infinity and are not from a posterior; the divergences and poor mixing reported \
+         follow from this. Give {} or check that the data identify {}",
+        crate::words::name_list(&names, 6),
+        if names.len() == 1 { "has" } else { "have" },
+        if names.len() == 1 { "it" } else { "them" },
+        if names.len() == 1 { "it" } else { "them" },
+        if names.len() == 1 {
+            "it a proper prior"
+        } else {
+            "them proper priors"
+        },
+        if names.len() == 1 { "it" } else { "them" },
+    ))
 }
 
 /// The rule for an interrupted MCMC run (Ctrl-C): its chains stop at different iterations and

@@ -92,6 +92,10 @@ pub struct OptimizeFit {
     /// 100 units on one side ([`crate::inference::flat::flat_at_point`]; probed only when −H is
     /// not positive definite): there is no optimum, and ζ̂ is an arbitrary point.
     pub flat: Vec<String>,
+    /// Why there is no optimum although nothing is flat: a scale ran to 0 where the density
+    /// grows without bound (`mode::interpolation_reason`, `mode::funnel_reason`), so the
+    /// estimate is the optimizer's last point on its way to the boundary. `None` otherwise.
+    pub no_mode: Option<String>,
 }
 
 /// Algorithm-specific results kept beside the draws.
@@ -145,6 +149,10 @@ pub struct FitResult {
     /// chain of `draws` (same columns; generated quantities from their own random stream, so
     /// the post-warmup draws are those of a run without `save_warmup`). Never in summaries.
     pub warmup_draws: Option<Draws>,
+    /// The warning when the generated quantities failed at some draws of a variational,
+    /// Laplace, Pathfinder or optimize fit, which then hold NaN for them
+    /// ([`gq_failure_note`]); `None` otherwise. MCMC fits put it among their sampler notes.
+    pub gq_note: Option<String>,
 }
 
 /// [`FitResult::approx_log_densities`] of unconstrained draws `zetas` (in parallel) and
@@ -161,11 +169,13 @@ fn approx_outputs(
         .par_iter()
         .map(|z| (model.log_density(z).unwrap_or(f64::NAN), log_q(z)))
         .collect();
+    // the generated quantities may fail at the mean as at any draw: NaN for them there
+    let n_gq = model.generated_quantity_names().len();
     let row = match mean {
         Some(m) => Some(
-            model
-                .write_array(m, true, true, &mut stream(seed, 999))
-                .map_err(FitError::Constrain)?,
+            constrained_row(model, m, &mut stream(seed, 999), n_gq)
+                .map_err(FitError::Constrain)?
+                .0,
         ),
         None => None,
     };
@@ -232,6 +242,8 @@ struct GaussianOutputs {
     vi: Option<ViDiagnostics>,
     approx_log_densities: Vec<(f64, f64)>,
     approx_mean_row: Option<Vec<f64>>,
+    /// [`FitResult::gq_note`].
+    gq_note: Option<String>,
 }
 
 impl GaussianOutputs {
@@ -253,6 +265,7 @@ impl GaussianOutputs {
             approx_log_densities: self.approx_log_densities,
             approx_mean_row: self.approx_mean_row,
             warmup_draws: None,
+            gq_note: self.gq_note,
         }
     }
 }
@@ -274,7 +287,7 @@ fn finish_gaussian(
 ) -> Result<GaussianOutputs, FitError> {
     let seed = options.seed;
     let (zetas, vi) = vi_draws(model, options, &sample, &log_q, trace)?;
-    let draws = constrained_draws(model, std::slice::from_ref(&zetas), seed)
+    let (draws, gq_note) = constrained_draws(model, std::slice::from_ref(&zetas), seed)
         .map_err(FitError::Constrain)?;
     let unbounded = match (&no_mode, mean) {
         (Some(_), Some(m)) => {
@@ -299,6 +312,7 @@ fn finish_gaussian(
         vi,
         approx_log_densities,
         approx_mean_row,
+        gq_note,
     })
 }
 
@@ -572,7 +586,7 @@ pub fn fit_with_stream(
         Method::Optimize => {
             let fit = run_optimize(model, options)?;
             let seconds = start.elapsed().as_secs_f64();
-            let draws = constrained_draws(model, &[vec![fit.point.clone()]], seed)
+            let (draws, gq_note) = constrained_draws(model, &[vec![fit.point.clone()]], seed)
                 .map_err(FitError::Constrain)?;
             Ok(FitResult {
                 method: Method::Optimize,
@@ -585,6 +599,7 @@ pub fn fit_with_stream(
                 approx_log_densities: Vec::new(),
                 approx_mean_row: None,
                 warmup_draws: None,
+                gq_note,
             })
         }
         // CmdStan's `fixed_param`, asked for or (as CmdStan) for MCMC on a model without
@@ -688,27 +703,89 @@ pub fn draw_names(model: &Model) -> Vec<String> {
 }
 
 /// Maps unconstrained draws (one `Vec` of points per chain) through the model into [`Draws`];
-/// chain `c` uses random stream `1000 + c` of `seed` for generated quantities.
+/// chain `c` uses random stream `1000 + c` of `seed` for generated quantities. As for MCMC
+/// ([`constrained_row`]), a draw whose generated quantities fail keeps its parameters with NaN
+/// for the generated quantities; the second value is then the warning that counts them and
+/// quotes the first failure ([`gq_failure_note`]). An error of the parameters' transforms or
+/// of the transformed parameters still fails the whole conversion.
 pub fn constrained_draws(
     model: &Model,
     chains: &[Vec<Vec<f64>>],
     seed: u64,
-) -> Result<Draws, DensityError> {
+) -> Result<(Draws, Option<String>), DensityError> {
     use rayon::prelude::*;
     let names = draw_names(model);
+    let n_gq = model.generated_quantity_names().len();
+    type Chain = (Vec<f64>, usize, Option<(usize, DensityError)>);
     let out = chains
         .par_iter()
         .enumerate()
         .map(|(c, zetas)| {
             let mut rng = stream(seed, 1000 + c as u64);
             let mut flat = Vec::with_capacity(zetas.len() * names.len());
-            for z in zetas {
-                flat.extend(model.write_array(z, true, true, &mut rng)?);
+            let (mut failed, mut first) = (0, None);
+            for (i, z) in zetas.iter().enumerate() {
+                let (row, gq_error) = constrained_row(model, z, &mut rng, n_gq)?;
+                if let Some(e) = gq_error {
+                    failed += 1;
+                    first.get_or_insert((i + 1, e));
+                }
+                flat.extend(row);
             }
-            Ok(flat)
+            Ok((flat, failed, first))
         })
-        .collect::<Result<Vec<_>, DensityError>>()?;
-    Ok(Draws { names, chains: out })
+        .collect::<Result<Vec<Chain>, DensityError>>()?;
+    let total: usize = chains.iter().map(Vec::len).sum();
+    let failed: usize = out.iter().map(|c| c.1).sum();
+    let note = out.iter().enumerate().find_map(|(c, (_, _, first))| {
+        first.as_ref().map(|(at, e)| {
+            let at = if chains.len() > 1 {
+                format!("draw {at} of chain {}", c + 1)
+            } else {
+                format!("draw {at}")
+            };
+            gq_failure_note(failed, total, &at, e)
+        })
+    });
+    let chains = out.into_iter().map(|c| c.0).collect();
+    Ok((Draws { names, chains }, note))
+}
+
+/// The constrained row of `z` (parameters, transformed parameters, generated quantities, in
+/// [`draw_names`] order) with generated quantities from `rng`. When only the generated
+/// quantities fail (an `_rng` argument outside its support at this draw, a domain error), the
+/// row keeps the parameters and transformed parameters with NaN for the `n_gq` generated
+/// quantities, and the failure is returned beside it, so that one bad draw does not throw away
+/// the fit; an error before the generated quantities is returned as the error.
+pub(crate) fn constrained_row(
+    model: &Model,
+    z: &[f64],
+    rng: &mut StreamRng,
+    n_gq: usize,
+) -> Result<(Vec<f64>, Option<DensityError>), DensityError> {
+    match model.write_array(z, true, true, rng) {
+        Ok(v) => Ok((v, None)),
+        Err(e) if n_gq > 0 => {
+            let mut v = model
+                .write_array(z, true, false, rng)
+                .map_err(|_| e.clone())?;
+            v.extend(std::iter::repeat_n(f64::NAN, n_gq));
+            Ok((v, Some(e)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The warning when the generated quantities failed at `failed` of `total` draws, the first at
+/// `at` ("draw 3 of chain 1", "draw 3") with error `e`: those draws hold NaN for them, and how
+/// to fix the model. Shared by the MCMC and the variational fits.
+pub fn gq_failure_note(failed: usize, total: usize, at: &str, e: &DensityError) -> String {
+    format!(
+        "the generated quantities failed at {failed} of {total} draws, which hold NaN for them \
+         (the parameters are kept); the first, at {at}: {e}. Guard the statement against the \
+         parameter values that break it (e.g. `if (mu > 0)`), or use a function defined for all \
+         of them"
+    )
 }
 
 /// Laplace's error when the log density is flat at `end` (where the mode search ended) along a

@@ -132,9 +132,24 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
             vec![f64::NAN; unconstrained_se.len()],
         )
     };
+    // a scale run to 0 along which the density rises without bound: no mode at all
+    let no_mode = if flat.is_empty() {
+        interpolation_reason(model, &point).or_else(|| funnel_reason(model, &density, &point))
+    } else {
+        None
+    };
+    let (std_errors, unconstrained_se) = if no_mode.is_none() {
+        (std_errors, unconstrained_se)
+    } else {
+        (
+            vec![f64::NAN; std_errors.len()],
+            vec![f64::NAN; unconstrained_se.len()],
+        )
+    };
     Ok(OptimizeFit {
         algorithm: options.optimize.algorithm,
-        converged: lbfgs.converged && flat.is_empty(),
+        converged: lbfgs.converged && flat.is_empty() && no_mode.is_none(),
+        no_mode,
         flat,
         lbfgs,
         newton_steps,
@@ -284,11 +299,6 @@ pub const INTERPOLATION_LOG_SCALE: f64 = -10.0;
 /// priors. `None` otherwise (or when parameters do not map one-to-one to coordinates).
 pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String> {
     let names = model.parameter_names();
-    if names.len() != zeta.len() {
-        return None;
-    }
-    let mut rng = stream(0, 0);
-    let x = model.write_array(zeta, false, false, &mut rng).ok()?;
     let log_lik = |z: &[f64]| {
         model
             .pointwise_log_likelihood(z)
@@ -296,12 +306,9 @@ pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String
             .map(|v| v.iter().sum::<f64>())
     };
     let here = log_lik(zeta)?;
-    let scales: Vec<String> = (0..zeta.len())
-        .filter(|&i| {
-            let e = zeta[i].exp();
-            if !(zeta[i] < INTERPOLATION_LOG_SCALE && (x[i] - e).abs() <= 1e-9 * e) {
-                return false;
-            }
+    let scales: Vec<String> = scales_at_zero(model, zeta)?
+        .into_iter()
+        .filter(|&(i, _)| {
             // A noise scale: the likelihood itself falls when the scale grows e-fold (by about
             // N for exactly fitted rows). A hierarchical scale at 0 (a funnel) leaves the
             // likelihood unchanged.
@@ -309,7 +316,7 @@ pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String
             up[i] += 1.0;
             log_lik(&up).is_some_and(|l| here - l > 1.0)
         })
-        .map(|i| format!("`{}` = {:.1e}", names[i], x[i]))
+        .map(|(i, x)| format!("`{}` = {x:.1e}", names[i]))
         .collect();
     if scales.is_empty() {
         return None;
@@ -322,6 +329,66 @@ pub(super) fn interpolation_reason(model: &Model, zeta: &[f64]) -> Option<String
          such as `real<lower=0.01> sigma`), use fewer parameters (fewer hidden units), or a \
          sampling method (`--method nuts`)",
         scales.join(", ")
+    ))
+}
+
+/// The parameters bounded below by 0 (unconstrained as ζ = log x) that lie below
+/// e^[`INTERPOLATION_LOG_SCALE`] at `zeta`, the end point of a mode search: (coordinate, x).
+/// `None` when parameters do not map one-to-one to coordinates.
+fn scales_at_zero(model: &Model, zeta: &[f64]) -> Option<Vec<(usize, f64)>> {
+    if model.parameter_names().len() != zeta.len() {
+        return None;
+    }
+    let x = model
+        .write_array(zeta, false, false, &mut stream(0, 0))
+        .ok()?;
+    Some(
+        (0..zeta.len())
+            .filter(|&i| {
+                let e = zeta[i].exp();
+                zeta[i] < INTERPOLATION_LOG_SCALE && (x[i] - e).abs() <= 1e-9 * e
+            })
+            .map(|i| (i, x[i]))
+            .collect(),
+    )
+}
+
+/// The start of [`funnel_reason`]'s message.
+pub const NO_MODE: &str = "there is no mode: the log density grows without bound";
+
+/// Why an optimisation found no mode when a scale ran to 0 and the density rises without bound
+/// there ([`scales_at_zero`], not a noise scale of [`interpolation_reason`]): at the end point
+/// `zeta` the maximised `density` still rises when the scale shrinks e-fold further. This is
+/// the funnel of a centred hierarchical model: `theta ~ normal(mu, tau)` with every `theta`
+/// at `mu` has density ∝ tau^−J, unbounded as tau → 0, so the joint density has no mode, only
+/// a supremum at the boundary. `None` otherwise.
+pub(super) fn funnel_reason(
+    model: &Model,
+    density: &dyn LogDensity,
+    zeta: &[f64],
+) -> Option<String> {
+    let names = model.parameter_names();
+    let here = density.log_density(zeta).ok()?;
+    let scales: Vec<String> = scales_at_zero(model, zeta)?
+        .into_iter()
+        .filter(|&(i, _)| {
+            let mut down = zeta.to_vec();
+            down[i] -= 1.0;
+            density.log_density(&down).is_ok_and(|l| l > here + 1e-6)
+        })
+        .map(|(i, x)| format!("`{}` (at {x:.1e})", names[i]))
+        .collect();
+    if scales.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{NO_MODE} as {} goes to 0, so the optimizer only runs towards that boundary. This is \
+         the funnel of a centred hierarchical model: a prior such as `theta ~ normal(mu, tau)` \
+         with every `theta` at `mu` has a density that grows like tau^-J as tau shrinks, so the \
+         joint posterior density has no maximum (a MAP estimate does not exist, with or without \
+         --jacobian). Use a non-centred parameterisation (`theta = mu + tau * theta_raw` with \
+         `theta_raw ~ normal(0, 1)`), which has a mode, or fit the posterior with --method nuts",
+        crate::words::name_list(&scales, 6)
     ))
 }
 

@@ -57,11 +57,14 @@ pub fn place_in_output_dir(args: &mut FitArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks, before a fit starts, that the folder of every output file of `args` (`--output`,
-/// `--elbo-output`, `--save-fit`) exists, so that a long fit does not end unable to write, and
-/// that no output file (MCMC's per-chain files `NAME_k.csv` included) is the model or a data
-/// or initial-values file, which the fit would overwrite.
-/// Errors: the message to print, naming the file and the missing folder or the input it is.
+/// Checks, before a fit starts, that every output file of `args` (`--output`, MCMC's
+/// per-chain files `NAME_k.csv` in its place, `--elbo-output`, `--save-fit`) can be written, so
+/// that a long fit does not end unable to write ([`probe_writable`]: the folder exists, the
+/// file is not a folder, and it can be opened or created, e.g. not under `/proc` or in a
+/// read-only folder), and that no output file is the model or a data or initial-values file,
+/// which the fit would overwrite. Nothing is left behind: a file made to probe is removed, and
+/// an existing one is opened without being truncated.
+/// Errors: the message to print, naming the file and why it cannot be written.
 pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
     let mut inputs: Vec<&Path> = vec![args.model.as_path()];
     inputs.extend(args.data.iter().map(PathBuf::as_path));
@@ -69,35 +72,94 @@ pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
         inputs.push(Path::new(init));
     }
     let mut outputs: Vec<(&str, PathBuf)> = Vec::new();
+    // (flag, the path given, the files the fit will write for it)
+    let mut written: Vec<(&str, PathBuf, Vec<PathBuf>)> = Vec::new();
     if let Some(o) = &args.output {
         outputs.push(("--output", o.clone()));
         // the chain files an MCMC fit writes instead (the extra names are harmless otherwise)
-        for c in 0..(args.chains as usize).min(1024) {
-            outputs.push(("--output", mcmc_chain_path(o, c)));
+        let chains: Vec<PathBuf> = (0..(args.chains as usize).min(1024))
+            .map(|c| mcmc_chain_path(o, c))
+            .collect();
+        outputs.extend(chains.iter().map(|p| ("--output", p.clone())));
+        let files = if fit::Method::from(args.method).is_mcmc() {
+            chains
+        } else {
+            vec![o.clone()]
+        };
+        written.push(("--output", o.clone(), files));
+    }
+    for (flag, o) in [
+        ("--elbo-output", &args.elbo_output),
+        ("--save-fit", &args.save_fit),
+    ] {
+        if let Some(o) = o {
+            outputs.push((flag, o.clone()));
+            written.push((flag, o.clone(), vec![o.clone()]));
         }
-    }
-    if let Some(o) = &args.elbo_output {
-        outputs.push(("--elbo-output", o.clone()));
-    }
-    if let Some(o) = &args.save_fit {
-        outputs.push(("--save-fit", o.clone()));
     }
     refuse_overwriting_inputs(&inputs, &outputs)?;
-    for path in [&args.output, &args.elbo_output, &args.save_fit]
-        .into_iter()
-        .flatten()
-    {
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !dir.is_dir() {
+    for (flag, given, files) in &written {
+        check_folder(given)?;
+        if given.is_dir() {
             return Err(format!(
-                "cannot write `{}`: the folder `{}` does not exist",
-                path.display(),
-                dir.display()
+                "cannot write `{}` ({flag}): it is a folder; give a file name (or put the \
+                 outputs in a folder with --output-dir)",
+                given.display()
             ));
         }
+        for f in files {
+            probe_writable(flag, f)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the file `path` (named by `flag`) can be written: its folder exists, it is not a
+/// folder itself, and it can be opened for writing (an existing file, opened to append, so
+/// unchanged) or created (then removed at once, so no empty file is left if the fit fails).
+/// Errors: the message to print.
+pub fn probe_writable(flag: &str, path: &Path) -> Result<(), String> {
+    check_folder(path)?;
+    if path.is_dir() {
+        return Err(format!(
+            "cannot write `{}` ({flag}): it is a folder; give a file name",
+            path.display()
+        ));
+    }
+    let fail = |e: std::io::Error| {
+        format!(
+            "cannot write `{}` ({flag}): {e}; choose a path in a folder you can write to",
+            path.display()
+        )
+    };
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(fail)?;
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(fail)?;
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// That the folder of the output file `path` exists. Errors: the message to print.
+fn check_folder(path: &Path) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(format!(
+            "cannot write `{}`: the folder `{}` does not exist",
+            path.display(),
+            dir.display()
+        ));
     }
     Ok(())
 }

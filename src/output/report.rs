@@ -443,6 +443,13 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
              that the likelihood depends on it",
             fit.flat.join(", ")
         );
+    } else if let Some(reason) = &fit.no_mode {
+        let _ = writeln!(
+            s,
+            "WARNING: no optimum ({} stopped: {}): {reason}",
+            optimizer_name(fit.algorithm),
+            fit.lbfgs.message
+        );
     } else if fit.converged {
         let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
     } else {
@@ -473,6 +480,9 @@ pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
              per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method\n"
         }
     });
+    if let Some(note) = &result.gq_note {
+        let _ = writeln!(s, "WARNING: {note}");
+    }
     s
 }
 
@@ -527,7 +537,7 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
     if matches!(result.method, fit::Method::Nuts | fit::Method::Hmc) {
         warnings.extend(warmup_warning(options.mcmc.warmup));
     }
-    let convergence = summary::convergence_warnings(&rows, k);
+    let convergence = summary::convergence_warnings_for(&rows, &result.draws);
     if out.flat.is_empty() || convergence.is_empty() {
         warnings.extend(convergence);
     } else {
@@ -652,6 +662,18 @@ pub fn vi_diagnostics_text(result: &FitResult) -> String {
 /// [`vi_diagnostics_text`] knowing which parameters have no prior (`Checked::unpriored`), so
 /// that the advice of a degenerate fit names the right cause.
 pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>) -> String {
+    let mut s = vi_checks_text(result, unpriored);
+    if let Some(note) = &result.gq_note {
+        if s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(&format!("WARNING: {note}\n"));
+    }
+    s
+}
+
+/// [`vi_diagnostics_text_with`] without the warning about failed generated quantities.
+fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let Some(vi) = &result.vi else {

@@ -311,6 +311,87 @@ pub const RHAT_WARN: f64 = 1.01;
 /// Minimum bulk and tail ESS per chain below which estimates are unreliable (Vehtari et al. 2021).
 pub const ESS_PER_CHAIN_WARN: f64 = 100.0;
 
+/// A chain whose own split R-hat (its two halves compared, [`crate::diagnostics::rhat::rhat`]
+/// of the one chain) is below this counts as stable on its own ([X], a design decision: a
+/// stationary chain of a few hundred draws gives about 1.00–1.01).
+pub const CHAIN_STABLE_RHAT: f64 = 1.05;
+
+/// Chain means more than this many within-chain sds apart count as different modes ([X]: a
+/// chain that merely has not finished exploring one mode drifts by about one sd, not five).
+pub const MODE_SEPARATION_SDS: f64 = 5.0;
+
+/// The quantities of `draws` whose chains settled in different modes: R-hat (in `rows`, the
+/// summary of `draws` in column order) above [`RHAT_WARN`] although every chain is stable on
+/// its own (its split R-hat below [`CHAIN_STABLE_RHAT`], its sd positive), with two chain
+/// means more than [`MODE_SEPARATION_SDS`] within-chain sds apart. Each with the largest
+/// separation, in within-chain sds. Running longer does not fix this (a multimodal posterior,
+/// label switching in a mixture), so the advice differs from that for chains still moving.
+pub fn separated_modes(draws: &Draws, rows: &[SummaryRow]) -> Vec<(String, f64)> {
+    if draws.chains.len() < 2 || draws.n_draws() < 2 * MIN_DRAWS {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (j, row) in rows.iter().enumerate() {
+        if !row.rhat.is_some_and(|r| r > RHAT_WARN) || draws.names.get(j) != Some(&row.name) {
+            continue;
+        }
+        let cols = draws.column(j);
+        let mut stats = Vec::with_capacity(cols.len());
+        for c in &cols {
+            let n = c.len() as f64;
+            let mean = c.iter().sum::<f64>() / n;
+            let sd = (c.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            let stable = crate::diagnostics::rhat::rhat(&[c.as_slice()])
+                .is_ok_and(|r| r < CHAIN_STABLE_RHAT);
+            if !(stable && sd > 0.0 && sd.is_finite() && mean.is_finite()) {
+                stats.clear();
+                break;
+            }
+            stats.push((mean, sd));
+        }
+        let mut sep = 0.0_f64;
+        for (a, &(ma, sa)) in stats.iter().enumerate() {
+            for &(mb, sb) in &stats[a + 1..] {
+                sep = sep.max((ma - mb).abs() / sa.max(sb));
+            }
+        }
+        if sep > MODE_SEPARATION_SDS {
+            out.push((row.name.clone(), sep));
+        }
+    }
+    out
+}
+
+/// [`convergence_warnings`] knowing the draws: quantities whose chains each look stationary but
+/// settled in different modes ([`separated_modes`]) get their own warning, that the posterior
+/// is multimodal (in a mixture: label switching, fixed by `ordered` component locations), in
+/// place of the advice to run longer and draw more samples, which cannot help them.
+pub fn convergence_warnings_for(rows: &[SummaryRow], draws: &Draws) -> Vec<String> {
+    let modes = separated_modes(draws, rows);
+    if modes.is_empty() {
+        return convergence_warnings(rows, draws.chains.len());
+    }
+    let names: Vec<&str> = modes.iter().map(|(n, _)| n.as_str()).collect();
+    let widest = modes.iter().map(|m| m.1).fold(0.0, f64::max);
+    let rest: Vec<SummaryRow> = rows
+        .iter()
+        .filter(|r| !names.contains(&r.name.as_str()))
+        .cloned()
+        .collect();
+    let mut w = vec![format!(
+        "R-hat > {RHAT_WARN} for {}: each chain is stable on its own (its split R-hat < \
+         {CHAIN_STABLE_RHAT}), but the chains settled in different modes (chain means up to \
+         {widest:.0} within-chain sds apart), so the posterior is multimodal and running longer \
+         will not mix them. In a mixture model this is label switching: the components can swap \
+         names; declare the component locations `ordered` (e.g. `ordered[K] mu;`) so that only \
+         one labelling remains. Otherwise, find out which mode holds the mass (compare `lp__` \
+         across chains) before trusting the summary",
+        crate::words::name_list(&names, 6)
+    )];
+    w.extend(convergence_warnings(&rest, draws.chains.len()));
+    w
+}
+
 /// Convergence warnings for an MCMC summary of `chains` chains, as the CLI prints them: one
 /// message naming every quantity with R-hat > [`RHAT_WARN`] ("the chains have not mixed"), and
 /// one naming every quantity with bulk or tail ESS below [`ESS_PER_CHAIN_WARN`] per chain.

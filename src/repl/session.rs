@@ -33,7 +33,7 @@ use crate::output::progress::DelayedBar;
 use crate::output::report::{
     hmc_warnings, mcmc_text, optimize_table, optimize_text, vi_diagnostics_text,
 };
-use crate::output::summary::{self, convergence_warnings, format_sig};
+use crate::output::summary::{self, format_sig};
 use crate::pipeline::{self, Checked, Failure};
 use crate::semantics::names::best_match;
 use crate::syntax::parser;

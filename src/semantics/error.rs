@@ -422,6 +422,21 @@ pub enum SemanticError {
         /// Primary label: the expression.
         span: Span,
     },
+    /// A literal index outside the literal size of what it indexes (`y[4]` with `vector[3] y`),
+    /// or below 1 whatever the size (`y[0]`): every evaluation would fail.
+    #[error("{}", index_out_of_range_message(name, *index, *size))]
+    IndexOutOfRange {
+        /// The indexed variable.
+        name: String,
+        /// The literal index.
+        index: i64,
+        /// The size of the indexed dimension when it is a literal.
+        size: Option<i64>,
+        /// Primary label: the index.
+        span: Span,
+        /// The variable's declaration (secondary label).
+        decl_span: Span,
+    },
     /// A literal argument of a distribution outside that parameter's support, e.g.
     /// `normal(mu, -1)`: every evaluation would fail (issue 13, item 9).
     #[error("argument {position} of `{function}` ({role}) is {value}, but it must be {support}")]
@@ -534,11 +549,22 @@ impl SemanticError {
             | BoundsReversed { span, .. }
             | DivisionByZero { span, .. }
             | LiteralSizeMismatch { span, .. }
+            | IndexOutOfRange { span, .. }
             | LiteralOutsideSupport { span, .. }
             | EndlessLoop { span, .. }
             | ImputedTooEarly { span, .. }
             | ImputedWithoutDistribution { span, .. } => *span,
         }
+    }
+}
+
+/// The message of [`SemanticError::IndexOutOfRange`].
+fn index_out_of_range_message(name: &str, index: i64, size: Option<i64>) -> String {
+    match size {
+        Some(n) => format!(
+            "index {index} is out of range for `{name}`, whose size there is {n}: indexes run from 1 to {n}"
+        ),
+        None => format!("index {index} is out of range for `{name}`: indexes start at 1"),
     }
 }
 
@@ -830,6 +856,30 @@ impl ToDiagnostic for SemanticError {
             }
             DivisionByZero { span, .. } => {
                 labels.push(primary(*span, "the divisor is 0"));
+            }
+            IndexOutOfRange {
+                name,
+                size,
+                span,
+                decl_span,
+                ..
+            } => {
+                labels.push(primary(*span, "out of range"));
+                match size {
+                    Some(n) => {
+                        labels.push(secondary(*decl_span, format!("declared with size {n}")));
+                        notes.push(format!(
+                            "help: indexes start at 1, so an index into this dimension of \
+                             `{name}` runs from 1 to {n}"
+                        ));
+                    }
+                    None => {
+                        labels.push(secondary(*decl_span, "declared here"));
+                        notes.push(format!(
+                            "help: indexes start at 1: the first element of `{name}` is `{name}[1]`"
+                        ));
+                    }
+                }
             }
             LiteralSizeMismatch { span, .. } => {
                 labels.push(primary(*span, "the sizes differ"));

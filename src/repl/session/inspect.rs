@@ -373,7 +373,10 @@ impl Session {
             }
             let mut warnings = out.warnings(&f.options.mcmc);
             warnings.extend(hmc_warnings(out, &f.options));
-            warnings.extend(convergence_warnings(&rows, f.result.draws.chains.len()));
+            warnings.extend(crate::output::summary::convergence_warnings_for(
+                &rows,
+                &f.result.draws,
+            ));
             if warnings.is_empty() {
                 s.push_str("no warnings\n");
             } else {

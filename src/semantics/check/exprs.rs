@@ -85,6 +85,80 @@ impl<'p> Checker<'p> {
         }
     }
 
+    /// The literal sizes of the dimensions a variable `name` has (outermost first: array
+    /// dimensions, then the vector's length or the matrix's rows and columns; `None` where a
+    /// size is not an integer literal), with its declaration's span. `None` for an undeclared
+    /// name or one without declared sizes (function arguments, loop variables).
+    pub(super) fn declared_dims(&self, name: &str) -> Option<(Vec<Option<i64>>, Span)> {
+        let info = self.scopes.lookup(name)?;
+        if info.sizes.is_empty() {
+            return None;
+        }
+        let mut dims: Vec<Option<i64>> = info.sizes.iter().map(|s| s.parse().ok()).collect();
+        let expected = info.ty.dims
+            + match info.ty.base {
+                Base::Int | Base::Real => 0,
+                Base::Vector | Base::RowVector => 1,
+                Base::Matrix => 2,
+            };
+        // `cov_matrix[K]`, `cholesky_factor_corr[K]`, …: one size for both dimensions
+        if info.ty.base == Base::Matrix && dims.len() + 1 == expected {
+            dims.push(*dims.last()?);
+        }
+        (dims.len() == expected).then_some((dims, info.decl_span))
+    }
+
+    /// The literal sizes of the dimensions `e` has ([`Self::declared_dims`]) when it is a
+    /// variable or a variable indexed with literal positions, ranges and `:` (`x[1]`,
+    /// `x[2:3]`), with the variable's name and declaration; `None` when they cannot be
+    /// followed.
+    pub(super) fn literal_dims(&self, e: &Expr) -> Option<(String, Vec<Option<i64>>, Span)> {
+        match &e.kind {
+            ExprKind::Var(name) => {
+                let (dims, decl) = self.declared_dims(name)?;
+                Some((name.clone(), dims, decl))
+            }
+            ExprKind::Index { base, indices } => {
+                let (name, dims, decl) = self.literal_dims(base)?;
+                Some((name, remaining_dims(&dims, indices)?, decl))
+            }
+            _ => None,
+        }
+    }
+
+    /// Reports [`SemanticError::IndexOutOfRange`] for the first literal index (or literal range
+    /// bound) of `indices`, one bracket group applied to variable `name` whose dimensions have
+    /// the literal sizes `dims` ([`Self::literal_dims`]), that is below 1 or above its
+    /// dimension's size: such an expression fails at every evaluation.
+    pub(super) fn check_literal_indices(
+        &mut self,
+        name: &str,
+        dims: &[Option<i64>],
+        decl_span: Span,
+        indices: &[Index],
+    ) {
+        for (ix, size) in indices.iter().zip(dims) {
+            let bounds: Vec<&Expr> = match ix {
+                Index::Single(e) => vec![e],
+                Index::Range(lo, hi) => lo.iter().chain(hi.iter()).collect(),
+                Index::All => Vec::new(),
+            };
+            for e in bounds {
+                let Some(i) = const_int(e) else { continue };
+                if i < 1 || size.is_some_and(|n| i > n) {
+                    self.err(SemanticError::IndexOutOfRange {
+                        name: name.to_string(),
+                        index: i,
+                        size: *size,
+                        span: e.span,
+                        decl_span,
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
     /// The type of `e`, or `None` after reporting an error in it.
     pub(super) fn expr(&mut self, e: &Expr) -> Option<Type> {
         match &e.kind {
@@ -210,7 +284,13 @@ impl<'p> Checker<'p> {
                     }
                     return None;
                 };
-                self.apply_indices(t, indices, e.span)
+                let r = self.apply_indices(t, indices, e.span);
+                if r.is_some()
+                    && let Some((name, dims, decl)) = self.literal_dims(base)
+                {
+                    self.check_literal_indices(&name, &dims, decl, indices);
+                }
+                r
             }
             ExprKind::Ternary {
                 cond,
@@ -435,4 +515,48 @@ impl<'p> Checker<'p> {
             None => self.block == Block::GeneratedQuantities,
         }
     }
+}
+
+/// The value of an integer constant expression: an integer literal, or literals combined with
+/// unary minus, `+`, `-` and `*` (without overflow). `None` otherwise.
+pub(super) fn const_int(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::IntLit(v) => Some(*v),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            operand,
+        } => const_int(operand)?.checked_neg(),
+        ExprKind::Binary { op, lhs, rhs } => {
+            let (a, b) = (const_int(lhs)?, const_int(rhs)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The sizes of the dimensions left after one bracket group `indices` (see
+/// [`crate::semantics::types::index_type`]): a literal position removes its dimension, a range
+/// or `:` keeps it (with a size known only for `:`). `None` when an index is not a literal,
+/// since it could be a multi-index that keeps its dimension.
+pub(super) fn remaining_dims(dims: &[Option<i64>], indices: &[Index]) -> Option<Vec<Option<i64>>> {
+    if indices.len() > dims.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(dims.len());
+    for (ix, size) in indices.iter().zip(dims) {
+        match ix {
+            Index::Single(e) => {
+                const_int(e)?;
+            }
+            Index::Range(..) => out.push(None),
+            Index::All => out.push(*size),
+        }
+    }
+    out.extend_from_slice(&dims[indices.len()..]);
+    Some(out)
 }

@@ -320,6 +320,15 @@ impl<'p> Checker<'p> {
                 help,
             });
         }
+        // literal indexes outside literal sizes (`y[4] = …` with `vector[3] y`)
+        let mut dims = self.declared_dims(name).map(|(d, _)| d);
+        for group in &lhs.indices {
+            let Some(d) = dims.take() else { break };
+            if group.len() <= d.len() {
+                self.check_literal_indices(name, &d, info.decl_span, group);
+            }
+            dims = super::exprs::remaining_dims(&d, group);
+        }
         let mut ty = Some(info.ty);
         for group in &lhs.indices {
             ty = match ty {
