@@ -1,6 +1,7 @@
 //! REPL commands on a small typed model: `:fit … as NAME` over an existing fit (replaced, with
 //! a note before and after the run), `:set` of an unknown setting (bayesc's own message with
-//! the valid settings and a did-you-mean), and `:compare` with a point-estimate fit (no NaN).
+//! the valid settings and a did-you-mean), and `:compare` and `:param` with a point-estimate
+//! (optimize) fit (no NaN).
 
 use bayesc::repl::Session;
 
@@ -172,4 +173,39 @@ fn a_quantity_with_nan_draws_compares_as_a_dash() {
     assert_eq!(cells(&t, "z"), ["—"; 5], "{t}");
     assert!(t.contains("—: not defined (the draws include NaN"), "{t}");
     assert!(cells(&t, "mu")[4].parse::<f64>().is_ok(), "{t}");
+}
+
+/// `:param` of an optimize fit shows its estimate and standard error, labelled as
+/// `bayesc fit --method optimize` labels them, not a one-draw summary with sd NaN; a generated
+/// quantity shows its value at the estimate, with no standard error and a line saying why.
+#[test]
+fn param_of_an_optimize_fit_shows_estimate_and_standard_error() {
+    let mut s = session();
+    ok(&mut s, "generated quantities {\n  real m2 = 2 * mu;\n}");
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    let t = ok(&mut s, ":param mu");
+    assert!(!t.contains("NaN") && !t.contains("mean"), "{t}");
+    assert!(
+        t.starts_with("standard errors: classical (inverse negative Hessian)\n")
+            && t.contains("estimate")
+            && t.contains("std. error"),
+        "{t}"
+    );
+    // the mode of normal(1, 2²) and its standard error 2
+    let mu: Vec<f64> = cells(&t, "mu").iter().map(|c| c.parse().unwrap()).collect();
+    assert!(
+        (mu[0] - 1.0).abs() < 1e-5 && (mu[1] - 2.0).abs() < 1e-3,
+        "{t}"
+    );
+    let t = ok(&mut s, ":param m2");
+    assert!(!t.contains("NaN"), "{t}");
+    assert_eq!(cells(&t, "m2")[1], "-", "{t}");
+    assert!(
+        t.contains("m2: generated quantity, evaluated once at the estimate (no standard error)"),
+        "{t}"
+    );
+    // the constrained sigma: its delta-method standard error
+    let t = ok(&mut s, ":param sigma opt");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(cells(&t, "sigma")[1].parse::<f64>().unwrap() > 0.0, "{t}");
 }

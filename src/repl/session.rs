@@ -31,7 +31,8 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    hmc_warnings, mcmc_text, optimize_table, optimize_text, vi_diagnostics_text,
+    hmc_warnings, mcmc_text, optimize_rows_table, optimize_table, optimize_text,
+    vi_diagnostics_text,
 };
 use crate::output::summary::{self, convergence_warnings, format_sig};
 use crate::pipeline::{self, Checked, Failure};
@@ -109,7 +110,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":param",
         "NAME [FIT]",
-        "summary of one parameter, element or all elements of a vector",
+        "summary of one parameter, element or all elements of a vector (an optimize fit: its estimate and standard error)",
     ),
     (
         ":compare",

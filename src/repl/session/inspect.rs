@@ -174,6 +174,9 @@ impl Session {
             }
             return Output::error(msg);
         }
+        if let FitDetails::Optimize(o) = &f.result.details {
+            return Output::ok(optimize_param(o, draws, &cols));
+        }
         let sub = select(draws, &cols);
         let mcmc = f.result.method.is_mcmc();
         let rows = summary::summarize(&sub, mcmc);
@@ -533,6 +536,51 @@ pub(super) fn unknown_setting(key: &str, settings: &[Setting]) -> String {
     }
     msg.push_str("\nflags are set with `:set NAME on` (or off), the others with `:set NAME VALUE`");
     msg
+}
+
+/// `:param` of an optimize fit: the estimate and standard error of the columns `cols` of its
+/// draws (the draw is the estimate), labelled as `bayesc optimize` labels them
+/// ([`optimize_rows_table`]), not a one-draw summary with sd NaN. A generated quantity has no
+/// standard error (it is evaluated once at the estimate), and neither has a parameter when −H
+/// is not positive definite; a line under the table says which applies.
+fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String {
+    let at = |j: usize| draws.chains.first().and_then(|c| c.get(j)).copied();
+    let mut rows: Vec<(&str, f64, f64)> = Vec::new();
+    let mut generated: Vec<&str> = Vec::new();
+    let mut no_se = false;
+    for &j in cols {
+        let name = draws.names[j].as_str();
+        match o.names.iter().position(|n| n == name) {
+            Some(k) => {
+                no_se |= o.std_errors[k].is_nan();
+                rows.push((name, o.estimates[k], o.std_errors[k]));
+            }
+            None => {
+                generated.push(name);
+                rows.push((name, at(j).unwrap_or(f64::NAN), f64::NAN));
+            }
+        }
+    }
+    let mut s = optimize_rows_table(o.std_error_kind, &rows);
+    if no_se {
+        s.push_str(
+            "-: no standard error (the Hessian at the optimum is not negative definite, or could \
+             not be computed)\n",
+        );
+    }
+    if !generated.is_empty() {
+        let _ = writeln!(
+            s,
+            "{}: generated {}, evaluated once at the estimate (no standard error)",
+            generated.join(", "),
+            if generated.len() == 1 {
+                "quantity"
+            } else {
+                "quantities"
+            }
+        );
+    }
+    s
 }
 
 /// A number for a table cell with four significant digits; "—" for `None` (a value the fit
