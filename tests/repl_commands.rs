@@ -209,3 +209,58 @@ fn param_of_an_optimize_fit_shows_estimate_and_standard_error() {
     assert!(!t.contains("NaN"), "{t}");
     assert!(cells(&t, "sigma")[1].parse::<f64>().unwrap() > 0.0, "{t}");
 }
+
+/// `:set` of a setting of another method than the current one (`chains` while the method is
+/// the default qbvi) keeps it with a note, so that `:set method nuts` or `:fit nuts` can
+/// follow; a qbvi `:fit` leaves it out with a note. Bad values are still refused, and an
+/// option of another method typed on the `:fit` line is refused as `bayesc fit` refuses it.
+#[test]
+fn a_setting_of_another_method_is_kept_with_a_note() {
+    let mut s = session();
+    let t = ok(&mut s, ":set chains 2");
+    assert!(
+        t.starts_with(
+            "chains = 2\nnote: chains applies to nuts, hmc, mh, fixed_param, not qbvi (the \
+             current method)"
+        ),
+        "{t}"
+    );
+    let e = err(&mut s, ":set chains 0");
+    assert!(e.contains("invalid value '0'"), "{e}");
+    assert_eq!(
+        ok(&mut s, ":set warmup 150"),
+        "warmup = 150\nnote: warmup applies to nuts, hmc, mh (fixed_param has no warmup), not qbvi (the current method): kept for `:fit METHOD` with one of those, or after `:set method METHOD`\n"
+    );
+    ok(&mut s, ":set samples 100");
+    let t = ok(&mut s, ":set");
+    assert!(
+        t.starts_with("chains = 2  (for nuts, hmc, mh, fixed_param; not used by qbvi)\n"),
+        "{t}"
+    );
+    // a qbvi fit leaves the MCMC settings out, and says so
+    let t = ok(&mut s, ":fit --seed 1 as q");
+    assert!(
+        t.contains(
+            "note: the session default chains = 2 applies to nuts, hmc, mh, fixed_param, not \
+             qbvi: not used for this fit"
+        ),
+        "{t}"
+    );
+    // `:fit nuts` uses them
+    let t = ok(&mut s, ":fit nuts --seed 1 as n");
+    assert!(t.contains("2 chains × (150 warmup + 100 draws)"), "{t}");
+    assert!(!t.contains("note:"), "{t}");
+    assert_eq!(s.fits()[1].result.draws.chains.len(), 2);
+    // typed on the :fit line, an option of another method is refused, as in `bayesc fit`
+    let e = err(&mut s, ":fit qbvi --chains 2");
+    assert!(e.contains("--chains applies to --method nuts"), "{e}");
+    // after `:set method nuts` the settings apply and nothing is noted; switching back notes
+    // the settings the method leaves out
+    assert_eq!(ok(&mut s, ":set method nuts"), "method = nuts\n");
+    assert!(!ok(&mut s, ":set").contains("not used"));
+    let t = ok(&mut s, ":set method qbvi");
+    assert!(
+        t.contains("note: the session default warmup = 150 applies to nuts"),
+        "{t}"
+    );
+}

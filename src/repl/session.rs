@@ -21,7 +21,7 @@ use rand::RngExt;
 
 use crate::data::DataSource;
 use crate::diagnostics;
-use crate::fit::args::{FitArgs, check_args, options_from_args};
+use crate::fit::args::{FitArgs, check_args, check_values, misplaced_options, options_from_args};
 use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
 use crate::graph::Model;
 use crate::inference::qbvi::StopReason;
@@ -140,7 +140,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":set",
         "[KEY VALUE]",
-        "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); no argument lists the defaults, an unknown KEY lists the settings",
+        "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); one of another method is kept for fits with that method, with a note; no argument lists the defaults, an unknown KEY lists the settings",
     ),
     (":unset", "KEY", "remove a session default"),
     (":help", "", "this list"),

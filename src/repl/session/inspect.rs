@@ -10,12 +10,25 @@ impl Session {
                 if self.defaults.is_empty() {
                     return Output::ok("no session defaults (e.g. `:set seed 3`)");
                 }
+                // the settings that the current method does not use say so
+                let unused = self
+                    .parse_fit_args(&[])
+                    .map(|p| p.unused)
+                    .unwrap_or_default();
                 let lines: Vec<String> = self
                     .defaults
                     .iter()
-                    .map(|(k, v)| match v {
-                        Some(v) => format!("{k} = {v}"),
-                        None => format!("{k} = on"),
+                    .map(|(k, v)| {
+                        let value = v.as_deref().unwrap_or("on");
+                        match unused.iter().find(|u| u.key == *k) {
+                            Some(u) => {
+                                format!(
+                                    "{k} = {value}  (for {}; not used by {})",
+                                    u.methods, u.method
+                                )
+                            }
+                            None => format!("{k} = {value}"),
+                        }
                     })
                     .collect();
                 Output::ok(lines.join("\n"))
@@ -51,17 +64,40 @@ impl Session {
                 let old = self.defaults.clone();
                 self.defaults.retain(|(k, _)| *k != key);
                 self.defaults.push((key.clone(), value.clone()));
-                // validate with the same parser as :fit
-                if let Err(e) = self.parse_fit_args(&[]) {
-                    self.defaults = old;
-                    // clap's usage line is that of :fit, not of :set
-                    let e: Vec<&str> = e.lines().filter(|l| !l.starts_with("Usage:")).collect();
-                    return Output::error(format!(
-                        "cannot set `{key}`:\n{}",
-                        e.join("\n").trim_end()
-                    ));
+                // validate with the same parser as :fit: a bad value is refused; a setting of
+                // another method than the session's is kept, with a note (it is left out of
+                // fits with a method it does not apply to)
+                let unused = match self.parse_fit_args(&[]) {
+                    Ok(p) => p.unused,
+                    Err(e) => {
+                        self.defaults = old;
+                        // clap's usage line is that of :fit, not of :set
+                        let e: Vec<&str> = e.lines().filter(|l| !l.starts_with("Usage:")).collect();
+                        return Output::error(format!(
+                            "cannot set `{key}`:\n{}",
+                            e.join("\n").trim_end()
+                        ));
+                    }
+                };
+                let mut text = format!("{key} = {}\n", value.as_deref().unwrap_or("on"));
+                for u in &unused {
+                    if u.key == key {
+                        let _ = writeln!(
+                            text,
+                            "note: {key} applies to {}, not {} (the current method): kept for \
+                             `:fit METHOD` with one of those, or after `:set method METHOD`",
+                            u.methods, u.method
+                        );
+                    } else if key == "method" {
+                        let _ = writeln!(
+                            text,
+                            "note: the session default {}: not used while the method is {}",
+                            u.describe(),
+                            u.method
+                        );
+                    }
                 }
-                Output::ok(format!("{key} = {}", value.as_deref().unwrap_or("on")))
+                Output::ok(text)
             }
             _ => Output::error("usage: :set KEY VALUE (e.g. `:set seed 3`, `:set diagonal on`)"),
         }
