@@ -264,3 +264,48 @@ fn a_setting_of_another_method_is_kept_with_a_note() {
         "{t}"
     );
 }
+
+/// `:fits` lists an optimize fit as a point estimate with its convergence and the log density
+/// at the mode (not "1 chain(s) × 1 draws"), in the same columns as the other fits, which show
+/// how they ended too; no NaN and no empty column.
+#[test]
+fn fits_lists_an_optimize_fit_with_its_mode_and_convergence() {
+    let mut s = session();
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    ok(&mut s, ":fit optimize --seed 1 --iter 1 as short");
+    ok(&mut s, ":fit laplace --seed 1 as lap");
+    ok(
+        &mut s,
+        ":fit nuts --seed 1 --chains 2 --warmup 100 --samples 100 as n",
+    );
+    let t = ok(&mut s, ":fits");
+    assert!(!t.contains("NaN") && !t.contains("   1 draws"), "{t}");
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 4, "{t}");
+    assert!(
+        lines[0].contains("optimize")
+            && lines[0].contains("point estimate (L-BFGS)")
+            && lines[0].contains("converged, log density at the mode 0.125000 (without Jacobian)"),
+        "{t}"
+    );
+    assert!(
+        lines[1].contains("NOT converged, log density at the mode"),
+        "{t}"
+    );
+    assert!(
+        lines[2].contains("1 chain(s) × 1000 draws  finished, ELBO"),
+        "{t}"
+    );
+    assert!(
+        lines[3].contains("2 chain(s) × 100 draws") && lines[3].contains("divergences"),
+        "{t}"
+    );
+    // one set of columns: the seed, time and model start at the same place on every line
+    for col in ["seed 1", " s  <repl>"] {
+        let at: Vec<Option<usize>> = lines
+            .iter()
+            .map(|l| l.find(col).map(|b| l[..b].chars().count()))
+            .collect();
+        assert!(at.iter().all(|a| a.is_some() && *a == at[0]), "{col}: {t}");
+    }
+}

@@ -31,7 +31,7 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    hmc_warnings, mcmc_text, optimize_rows_table, optimize_table, optimize_text,
+    hmc_warnings, mcmc_text, optimize_rows_table, optimize_table, optimize_text, optimizer_name,
     vi_diagnostics_text,
 };
 use crate::output::summary::{self, convergence_warnings, format_sig};
@@ -101,7 +101,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "[METHOD] [OPTIONS] [as NAME]",
         "fit the current model; methods and options as `bayesc fit` (e.g. nuts --seed 1 --chains 2); `as NAME` of an existing fit replaces it, with a note",
     ),
-    (":fits", "", "list the stored fits"),
+    (
+        ":fits",
+        "",
+        "list the stored fits: method, seed, draws or point estimate, how each ended (convergence, ELBO, R-hat, log density at the mode)",
+    ),
     (
         ":summary",
         "[FIT]",

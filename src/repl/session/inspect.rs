@@ -141,24 +141,50 @@ impl Session {
         }
     }
 
+    /// `:fits`: one line per stored fit, in aligned columns — name, method, seed, what it holds
+    /// (chains × draws, or a point estimate), how it ended with its objective (see
+    /// [`fit_status`]), the time and the model.
     pub(super) fn list_fits(&self) -> Output {
         if self.fits.is_empty() {
             return Output::ok("no fits yet");
         }
+        let rows: Vec<Vec<String>> = self
+            .fits
+            .iter()
+            .map(|f| {
+                let what = match &f.result.details {
+                    FitDetails::Optimize(o) => {
+                        format!("point estimate ({})", optimizer_name(o.algorithm))
+                    }
+                    _ => format!(
+                        "{} chain(s) × {} draws",
+                        f.result.draws.chains.len(),
+                        f.result.draws.n_draws()
+                    ),
+                };
+                vec![
+                    f.name.clone(),
+                    f.result.method.to_string(),
+                    format!("seed {}", f.result.seed),
+                    what,
+                    fit_status(f),
+                    format!("{:.2} s", f.result.seconds),
+                    f.model_name.clone(),
+                ]
+            })
+            .collect();
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|j| rows.iter().map(|r| r[j].chars().count()).max().unwrap_or(0))
+            .collect();
         let mut s = String::new();
-        for f in &self.fits {
-            let _ = writeln!(
-                s,
-                "{:<10} {:<8} seed {:<6} {} chain(s) × {} draws  {:.2} s  {}{}",
-                f.name,
-                f.result.method.to_string(),
-                f.result.seed,
-                f.result.draws.chains.len(),
-                f.result.draws.n_draws(),
-                f.result.seconds,
-                f.model_name,
-                if f.interrupted { "  [interrupted]" } else { "" }
-            );
+        for r in &rows {
+            let line: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            s.push_str(line.join("  ").trim_end());
+            s.push('\n');
         }
         Output::ok(s)
     }
@@ -617,6 +643,95 @@ fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String
         );
     }
     s
+}
+
+/// How a stored fit ended, for `:fits`, with its objective: an optimize fit's convergence and
+/// the log density at the mode (with or without the Jacobian adjustment, as it was
+/// maximised); a variational fit's stop (converged, not converged, iteration cap) with its
+/// ELBO and PSIS k-hat; an MCMC fit's largest R-hat and its divergences. Never NaN: a value
+/// that is not a number is left out. An interrupted fit says so first.
+fn fit_status(f: &StoredFit) -> String {
+    let r = &f.result;
+    let mut parts: Vec<String> = Vec::new();
+    if f.interrupted {
+        parts.push("INTERRUPTED".into());
+    }
+    match &r.details {
+        FitDetails::Optimize(o) => {
+            parts.push(if !o.flat.is_empty() {
+                format!("no optimum (flat along {})", o.flat.join(", "))
+            } else if o.converged {
+                "converged".into()
+            } else {
+                "NOT converged".into()
+            });
+            if o.log_density.is_finite() {
+                parts.push(format!(
+                    "log density at the mode {} ({} Jacobian)",
+                    format_sig(o.log_density, 6),
+                    if o.jacobian { "with" } else { "without" }
+                ));
+            }
+        }
+        FitDetails::Mcmc(out) => {
+            let rows = summary::summarize(&r.draws, true);
+            let max_rhat = rows
+                .iter()
+                .filter_map(|row| row.rhat)
+                .filter(|v| v.is_finite())
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+            if let Some(v) = max_rhat {
+                parts.push(format!("max R-hat {v:.3}"));
+            }
+            if r.method != fit::Method::FixedParam {
+                let divergences: usize = out.chains.iter().map(|c| c.divergences).sum();
+                parts.push(format!("{divergences} divergences"));
+            }
+        }
+        FitDetails::Qbvi(q) if !f.interrupted => {
+            let worse = fit::worsened_phrase(q).is_some()
+                || r.vi.as_ref().is_some_and(|v| v.moving.is_some());
+            let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
+            parts.push(
+                match q.stop {
+                    StopReason::ExitRule if worse || unbounded || q.skipped_steps > 0 => {
+                        "NOT converged"
+                    }
+                    StopReason::ExitRule if r.method == fit::Method::Mcdropout => {
+                        "training finished"
+                    }
+                    StopReason::ExitRule => "converged",
+                    StopReason::MaxIterations => "iteration cap",
+                    StopReason::Interrupted => "INTERRUPTED",
+                }
+                .into(),
+            );
+        }
+        FitDetails::Qnvb(q) if !f.interrupted => {
+            use crate::inference::qnvb::QnvbStop;
+            let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
+            parts.push(
+                match q.stop {
+                    QnvbStop::Converged if unbounded => "NOT converged",
+                    QnvbStop::Converged => "converged",
+                    QnvbStop::MaxIterations => "iteration cap",
+                    QnvbStop::Interrupted => "INTERRUPTED",
+                }
+                .into(),
+            );
+        }
+        _ if !f.interrupted => parts.push("finished".into()),
+        _ => {}
+    }
+    if let Some(v) = &r.vi {
+        if v.elbo.is_finite() {
+            parts.push(format!("ELBO {}", format_sig(v.elbo, 6)));
+        }
+        if v.khat.is_finite() {
+            parts.push(format!("k-hat {:.2}", v.khat));
+        }
+    }
+    parts.join(", ")
 }
 
 /// A number for a table cell with four significant digits; "—" for `None` (a value the fit
