@@ -309,3 +309,31 @@ fn fits_lists_an_optimize_fit_with_its_mode_and_convergence() {
         assert!(at.iter().all(|a| a.is_some() && *a == at[0]), "{col}: {t}");
     }
 }
+
+/// `:summary` of an optimize fit is what `bayesc fit --method optimize` prints — estimates,
+/// standard errors, the log density at the optimum and whether it converged — with the
+/// generated quantities at the estimate; a run stopped by `--iter` says it did not converge
+/// (in `:summary` and `:diagnostics`), not just print its estimates.
+#[test]
+fn summary_of_an_optimize_fit_says_whether_it_converged() {
+    let mut s = session();
+    ok(&mut s, "generated quantities {\n  real m2 = 2 * mu;\n}");
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    let t = ok(&mut s, ":summary");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.contains("log density at the optimum = 0.125000 (without the Jacobian adjustment)")
+            && t.contains("\nconverged: "),
+        "{t}"
+    );
+    assert_eq!(cells(&t, "m2"), ["2.000000", "-"], "{t}");
+    assert!(t.contains("m2: generated quantity"), "{t}");
+    ok(&mut s, ":fit optimize --seed 1 --iter 1 as short");
+    let t = ok(&mut s, ":summary short");
+    assert!(t.contains("WARNING: L-BFGS did not converge"), "{t}");
+    let t = ok(&mut s, ":diagnostics short");
+    assert!(
+        t.contains("WARNING: L-BFGS did not converge") && !t.contains("no diagnostics"),
+        "{t}"
+    );
+}

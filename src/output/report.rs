@@ -411,11 +411,19 @@ pub fn optimizer_name(a: crate::inference::optimize::Algorithm) -> &'static str 
 /// and standard errors ([`optimize_table`]), the log density at the optimum, the iterations,
 /// the convergence verdict and how the standard errors were computed. Ends with a newline.
 pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
+    format!("{}\n{}", optimize_table(fit), optimize_footer(result, fit))
+}
+
+/// The lines of [`optimize_text`] after its table: the log density at the optimum, the
+/// iterations, the convergence verdict (or the warning that there is no optimum) and how the
+/// standard errors were computed. The REPL's `:summary` and `:diagnostics` of an optimize fit
+/// print them too. Ends with a newline.
+pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
     use std::fmt::Write as _;
-    let mut s = optimize_table(fit);
+    let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nlog density at the optimum = {:.6} ({})",
+        "log density at the optimum = {:.6} ({})",
         fit.log_density,
         if fit.jacobian {
             "with the Jacobian adjustment"

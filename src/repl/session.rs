@@ -31,7 +31,7 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    hmc_warnings, mcmc_text, optimize_rows_table, optimize_table, optimize_text, optimizer_name,
+    hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text, optimizer_name,
     vi_diagnostics_text,
 };
 use crate::output::summary::{self, convergence_warnings, format_sig};
@@ -109,7 +109,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":summary",
         "[FIT]",
-        "posterior summary table of a fit (default: the last)",
+        "posterior summary table of a fit (default: the last); an optimize fit: estimates, standard errors, log density at the optimum, convergence",
     ),
     (
         ":param",

@@ -194,8 +194,17 @@ impl Session {
             Ok(f) => f,
             Err(o) => return o,
         };
+        // an optimize fit: what `bayesc fit --method optimize` prints — estimates, standard
+        // errors, the log density at the optimum and whether it converged — with the generated
+        // quantities at the estimate
         if let FitDetails::Optimize(o) = &f.result.details {
-            return Output::ok(format!("{}\n{}", fit_header(f), optimize_table(o)));
+            let all: Vec<usize> = (0..f.result.draws.names.len()).collect();
+            return Output::ok(format!(
+                "{}\n{}\n{}",
+                fit_header(f),
+                optimize_param(o, &f.result.draws, &all),
+                optimize_footer(&f.result, o)
+            ));
         }
         let mcmc = f.result.method.is_mcmc();
         let rows = summary::summarize(&f.result.draws, mcmc);
@@ -449,6 +458,8 @@ impl Session {
             }
         } else if f.result.vi.is_some() {
             s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
+        } else if let FitDetails::Optimize(o) = &f.result.details {
+            s.push_str(&optimize_footer(&f.result, o));
         } else {
             let _ = writeln!(
                 s,
