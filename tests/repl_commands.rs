@@ -337,3 +337,25 @@ fn summary_of_an_optimize_fit_says_whether_it_converged() {
         "{t}"
     );
 }
+
+/// A posterior expression after an optimize fit is its value at the estimate, without the
+/// "sd NaN" and one-draw quantiles of a summary over draws; a reduction over draws (a
+/// probability, sd or quantile) is refused with the reason.
+#[test]
+fn an_expression_on_an_optimize_fit_is_its_value_at_the_estimate() {
+    let mut s = session();
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    let t = ok(&mut s, "2 * mu");
+    assert!(!t.contains("NaN") && !t.contains("draws"), "{t}");
+    assert!(
+        t.starts_with("2 * mu = 2.000  (at the estimate of opt, a point estimate"),
+        "{t}"
+    );
+    for e in ["mean(mu > 0)", "sd(mu)", "quantile(mu, 0.9)"] {
+        let t = err(&mut s, e);
+        assert!(
+            t.contains("opt is a point estimate (optimize), not posterior draws"),
+            "{t}"
+        );
+    }
+}

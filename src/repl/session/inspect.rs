@@ -532,6 +532,25 @@ impl Session {
             Ok(v) => v,
             Err(err) => return Output::error(render_plain(&self.sources, &err.to_diagnostic())),
         };
+        // an optimize fit has one "draw", the estimate: a bare expression is its value there;
+        // a reduction over draws (a posterior probability, sd or quantile) has no meaning
+        if f.result.method == fit::Method::Optimize {
+            let value = values.first().and_then(|c| c.first()).copied();
+            return match (reduction, value) {
+                (Reduction::Summary, Some(v)) => Output::ok(format!(
+                    "{text} = {}  (at the estimate of {}, a point estimate: no posterior sd or \
+                     quantiles; `:param NAME` shows standard errors)",
+                    format_sig(v, 4),
+                    f.name
+                )),
+                _ => Output::error(format!(
+                    "error: {} is a point estimate (optimize), not posterior draws, so a mean, \
+                     sd, quantile or probability over draws is not defined; a bare expression \
+                     gives its value at the estimate",
+                    f.name
+                )),
+            };
+        }
         let mcmc = f.result.method.is_mcmc();
         Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
     }
