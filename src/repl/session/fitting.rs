@@ -291,7 +291,10 @@ impl Session {
         let mut defaults: Vec<&(String, Option<String>)> = self
             .defaults
             .iter()
-            .filter(|(k, _)| !given.contains(&k.as_str()) && !(k == "method" && method_given))
+            .filter(|(k, _)| {
+                let overridden = given.contains(&k.as_str()) || (k == "method" && method_given);
+                !overridden
+            })
             .collect();
         let parse = |defaults: &[&(String, Option<String>)], explicit_defaults: bool| {
             let mut argv = head.clone();
