@@ -1,6 +1,7 @@
 //! REPL commands on a small typed model: `:fit … as NAME` over an existing fit (replaced, with
 //! a note before and after the run), `:set` of an unknown setting (bayesc's own message with
-//! the valid settings and a did-you-mean), and `:compare` with a point-estimate fit (no NaN).
+//! the valid settings and a did-you-mean), and `:compare` and `:param` with a point-estimate
+//! (optimize) fit (no NaN).
 
 use bayesc::repl::Session;
 
@@ -172,4 +173,189 @@ fn a_quantity_with_nan_draws_compares_as_a_dash() {
     assert_eq!(cells(&t, "z"), ["—"; 5], "{t}");
     assert!(t.contains("—: not defined (the draws include NaN"), "{t}");
     assert!(cells(&t, "mu")[4].parse::<f64>().is_ok(), "{t}");
+}
+
+/// `:param` of an optimize fit shows its estimate and standard error, labelled as
+/// `bayesc fit --method optimize` labels them, not a one-draw summary with sd NaN; a generated
+/// quantity shows its value at the estimate, with no standard error and a line saying why.
+#[test]
+fn param_of_an_optimize_fit_shows_estimate_and_standard_error() {
+    let mut s = session();
+    ok(&mut s, "generated quantities {\n  real m2 = 2 * mu;\n}");
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    let t = ok(&mut s, ":param mu");
+    assert!(!t.contains("NaN") && !t.contains("mean"), "{t}");
+    assert!(
+        t.starts_with("standard errors: classical (inverse negative Hessian)\n")
+            && t.contains("estimate")
+            && t.contains("std. error"),
+        "{t}"
+    );
+    // the mode of normal(1, 2²) and its standard error 2
+    let mu: Vec<f64> = cells(&t, "mu").iter().map(|c| c.parse().unwrap()).collect();
+    assert!(
+        (mu[0] - 1.0).abs() < 1e-5 && (mu[1] - 2.0).abs() < 1e-3,
+        "{t}"
+    );
+    let t = ok(&mut s, ":param m2");
+    assert!(!t.contains("NaN"), "{t}");
+    assert_eq!(cells(&t, "m2")[1], "-", "{t}");
+    assert!(
+        t.contains("m2: generated quantity, evaluated once at the estimate (no standard error)"),
+        "{t}"
+    );
+    // the constrained sigma: its delta-method standard error
+    let t = ok(&mut s, ":param sigma opt");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(cells(&t, "sigma")[1].parse::<f64>().unwrap() > 0.0, "{t}");
+}
+
+/// `:set` of a setting of another method than the current one (`chains` while the method is
+/// the default qbvi) keeps it with a note, so that `:set method nuts` or `:fit nuts` can
+/// follow; a qbvi `:fit` leaves it out with a note. Bad values are still refused, and an
+/// option of another method typed on the `:fit` line is refused as `bayesc fit` refuses it.
+#[test]
+fn a_setting_of_another_method_is_kept_with_a_note() {
+    let mut s = session();
+    let t = ok(&mut s, ":set chains 2");
+    assert!(
+        t.starts_with(
+            "chains = 2\nnote: chains applies to nuts, hmc, mh, fixed_param, not qbvi (the \
+             current method)"
+        ),
+        "{t}"
+    );
+    let e = err(&mut s, ":set chains 0");
+    assert!(e.contains("invalid value '0'"), "{e}");
+    assert_eq!(
+        ok(&mut s, ":set warmup 150"),
+        "warmup = 150\nnote: warmup applies to nuts, hmc, mh (fixed_param has no warmup), not qbvi (the current method): kept for `:fit METHOD` with one of those, or after `:set method METHOD`\n"
+    );
+    ok(&mut s, ":set samples 100");
+    let t = ok(&mut s, ":set");
+    assert!(
+        t.starts_with("chains = 2  (for nuts, hmc, mh, fixed_param; not used by qbvi)\n"),
+        "{t}"
+    );
+    // a qbvi fit leaves the MCMC settings out, and says so
+    let t = ok(&mut s, ":fit --seed 1 as q");
+    assert!(
+        t.contains(
+            "note: the session default chains = 2 applies to nuts, hmc, mh, fixed_param, not \
+             qbvi: not used for this fit"
+        ),
+        "{t}"
+    );
+    // `:fit nuts` uses them
+    let t = ok(&mut s, ":fit nuts --seed 1 as n");
+    assert!(t.contains("2 chains × (150 warmup + 100 draws)"), "{t}");
+    assert!(!t.contains("note:"), "{t}");
+    assert_eq!(s.fits()[1].result.draws.chains.len(), 2);
+    // typed on the :fit line, an option of another method is refused, as in `bayesc fit`
+    let e = err(&mut s, ":fit qbvi --chains 2");
+    assert!(e.contains("--chains applies to --method nuts"), "{e}");
+    // after `:set method nuts` the settings apply and nothing is noted; switching back notes
+    // the settings the method leaves out
+    assert_eq!(ok(&mut s, ":set method nuts"), "method = nuts\n");
+    assert!(!ok(&mut s, ":set").contains("not used"));
+    let t = ok(&mut s, ":set method qbvi");
+    assert!(
+        t.contains("note: the session default warmup = 150 applies to nuts"),
+        "{t}"
+    );
+}
+
+/// `:fits` lists an optimize fit as a point estimate with its convergence and the log density
+/// at the mode (not "1 chain(s) × 1 draws"), in the same columns as the other fits, which show
+/// how they ended too; no NaN and no empty column.
+#[test]
+fn fits_lists_an_optimize_fit_with_its_mode_and_convergence() {
+    let mut s = session();
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    ok(&mut s, ":fit optimize --seed 1 --iter 1 as short");
+    ok(&mut s, ":fit laplace --seed 1 as lap");
+    ok(
+        &mut s,
+        ":fit nuts --seed 1 --chains 2 --warmup 100 --samples 100 as n",
+    );
+    let t = ok(&mut s, ":fits");
+    assert!(!t.contains("NaN") && !t.contains("   1 draws"), "{t}");
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 4, "{t}");
+    assert!(
+        lines[0].contains("optimize")
+            && lines[0].contains("point estimate (L-BFGS)")
+            && lines[0].contains("converged, log density at the mode 0.125000 (without Jacobian)"),
+        "{t}"
+    );
+    assert!(
+        lines[1].contains("NOT converged, log density at the mode"),
+        "{t}"
+    );
+    assert!(
+        lines[2].contains("1 chain(s) × 1000 draws  finished, ELBO"),
+        "{t}"
+    );
+    assert!(
+        lines[3].contains("2 chain(s) × 100 draws") && lines[3].contains("divergences"),
+        "{t}"
+    );
+    // one set of columns: the seed, time and model start at the same place on every line
+    for col in ["seed 1", " s  <repl>"] {
+        let at: Vec<Option<usize>> = lines
+            .iter()
+            .map(|l| l.find(col).map(|b| l[..b].chars().count()))
+            .collect();
+        assert!(at.iter().all(|a| a.is_some() && *a == at[0]), "{col}: {t}");
+    }
+}
+
+/// `:summary` of an optimize fit is what `bayesc fit --method optimize` prints — estimates,
+/// standard errors, the log density at the optimum and whether it converged — with the
+/// generated quantities at the estimate; a run stopped by `--iter` says it did not converge
+/// (in `:summary` and `:diagnostics`), not just print its estimates.
+#[test]
+fn summary_of_an_optimize_fit_says_whether_it_converged() {
+    let mut s = session();
+    ok(&mut s, "generated quantities {\n  real m2 = 2 * mu;\n}");
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    let t = ok(&mut s, ":summary");
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.contains("log density at the optimum = 0.125000 (without the Jacobian adjustment)")
+            && t.contains("\nconverged: "),
+        "{t}"
+    );
+    assert_eq!(cells(&t, "m2"), ["2.000000", "-"], "{t}");
+    assert!(t.contains("m2: generated quantity"), "{t}");
+    ok(&mut s, ":fit optimize --seed 1 --iter 1 as short");
+    let t = ok(&mut s, ":summary short");
+    assert!(t.contains("WARNING: L-BFGS did not converge"), "{t}");
+    let t = ok(&mut s, ":diagnostics short");
+    assert!(
+        t.contains("WARNING: L-BFGS did not converge") && !t.contains("no diagnostics"),
+        "{t}"
+    );
+}
+
+/// A posterior expression after an optimize fit is its value at the estimate, without the
+/// "sd NaN" and one-draw quantiles of a summary over draws; a reduction over draws (a
+/// probability, sd or quantile) is refused with the reason.
+#[test]
+fn an_expression_on_an_optimize_fit_is_its_value_at_the_estimate() {
+    let mut s = session();
+    ok(&mut s, ":fit optimize --seed 1 as opt");
+    let t = ok(&mut s, "2 * mu");
+    assert!(!t.contains("NaN") && !t.contains("draws"), "{t}");
+    assert!(
+        t.starts_with("2 * mu = 2.000  (at the estimate of opt, a point estimate"),
+        "{t}"
+    );
+    for e in ["mean(mu > 0)", "sd(mu)", "quantile(mu, 0.9)"] {
+        let t = err(&mut s, e);
+        assert!(
+            t.contains("opt is a point estimate (optimize), not posterior draws"),
+            "{t}"
+        );
+    }
 }

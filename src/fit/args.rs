@@ -471,8 +471,34 @@ pub fn parse_option_words(model: &str, words: &[String]) -> Result<FitArgs, Stri
 }
 
 /// Checks of the options that clap cannot express (ranges, flags that do not apply to the
-/// chosen method), shared by [`run`] and the REPL's `:fit`.
+/// chosen method), shared by [`run`] and the REPL's `:fit`: [`check_values`], then the first of
+/// [`misplaced_options`] is refused.
 pub fn check_args(args: &FitArgs) -> Result<(), String> {
+    check_values(args)?;
+    match misplaced_options(args)?.into_iter().next() {
+        Some(m) => Err(m.message),
+        None => Ok(()),
+    }
+}
+
+/// An option given for a method that does not use it (see [`misplaced_options`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MisplacedOption {
+    /// The long option without `--`, as the REPL's `:set` names it (`chains`, `max-depth`).
+    pub name: &'static str,
+    /// The methods it applies to, as the message names them (`nuts, hmc, mh, fixed_param`).
+    pub methods: String,
+    /// `bayesc fit`'s error for it (`--chains applies to --method nuts, …, not qbvi; …`).
+    pub message: String,
+}
+
+/// Checks of the values of the options, whichever method uses them: ranges (`--step-size`,
+/// `--adapt-delta`, the tolerances, `--init`), initial-value files that do not exist,
+/// `--batch-over` without `--batch-size`, `--init pathfinder` with `fixed_param`. Options
+/// that only belong to another method are [`misplaced_options`].
+pub fn check_values(args: &FitArgs) -> Result<(), String> {
+    use fit::Method as M;
+    let method: fit::Method = args.method.into();
     let hmc_method = matches!(args.method, MethodArg::Nuts | MethodArg::Hmc);
     if let Some(b) = args.step_size {
         if hmc_method && !(b > 0.0 && b.is_finite()) {
@@ -490,66 +516,9 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             args.adapt_delta
         ));
     }
-    let method: fit::Method = args.method.into();
-    if args.elbo_output.is_some() && !method.is_variational() {
-        return Err(format!(
-            "--elbo-output applies to the variational methods (qbvi, qnvb, laplace and the survey methods), not {method}"
-        ));
-    }
-    if args.psis_resample && !method.is_variational() {
-        return Err(format!(
-            "--psis-resample applies to the variational methods (qbvi, qnvb, laplace and the survey methods), not {method}"
-        ));
-    }
-    if args.psis_resample && method == fit::Method::Pathfinder {
-        return Err(
-            "--psis-resample: Pathfinder always importance-resamples its draws (as Stan's \
-             multi-path Pathfinder); remove the flag"
-                .to_string(),
-        );
-    }
-    if args.jacobian && method != fit::Method::Optimize {
-        return Err(
-            "--jacobian applies to --method optimize (the other methods always include the \
-                    Jacobian adjustment)"
-                .to_string(),
-        );
-    }
-    if args.se.is_some() && method != fit::Method::Optimize {
-        return Err(format!(
-            "--se applies to --method optimize, not {method} (the Laplace approximation always \
-             uses the inverse negative Hessian)"
-        ));
-    }
-    // QBVI and VON minibatch their diagonal family: asked for, or chosen by d (> 50) when
-    // neither --full nor --diagonal is given (checked again once d is known).
-    if args.batch_size.is_some() && !method.takes_batches(args.diagonal || !args.full) {
-        return Err(format!(
-            "--batch-size applies to --method {}, not {}; the other methods need the full \
-             data at every step",
-            fit::MINIBATCH_METHODS,
-            if matches!(method, fit::Method::Qbvi | fit::Method::Von) {
-                format!("{method} with a full covariance (add --diagonal)")
-            } else {
-                method.to_string()
-            }
-        ));
-    }
     if args.batch_over.is_some() && args.batch_size.is_none() {
         return Err("--batch-over names the rows to minibatch; it needs --batch-size".into());
     }
-    // Flags of other methods would be silently ignored: refuse them. A flag with a default
-    // counts as given when it was on the command line (`FitArgs::explicit`, even at its
-    // default value) or differs from the default.
-    use fit::Method as M;
-    let mcmc = method.is_mcmc();
-    let hmc = matches!(method, M::Nuts | M::Hmc);
-    let init = parse_init(args.init.as_deref())?;
-    let pf = method == M::Pathfinder || init == Some(InitArg::Pathfinder);
-    let optimize = method == M::Optimize;
-    let lbfgs = args.algorithm.is_none_or(|a| a == AlgorithmArg::Lbfgs);
-    let quasi_newton = optimize && args.algorithm != Some(AlgorithmArg::Newton);
-    let adapting = mcmc && method != M::FixedParam;
     for (flag, value) in [
         ("--tol-obj", args.tol_obj),
         ("--tol-rel-obj", args.tol_rel_obj),
@@ -563,18 +532,18 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
         }
     }
+    let init = parse_init(args.init.as_deref())?;
     if let Some(InitArg::File(f)) = &init {
         // the files exist (CmdStan's per-chain names: `fit::inits::init_files`)
         let n = if method == M::Pathfinder {
             args.num_paths
-        } else if mcmc {
+        } else if method.is_mcmc() {
             args.chains
         } else {
             1
         };
         fit::inits::init_files(f, n as usize)?;
     }
-    let init_file = matches!(init, Some(InitArg::File(_)));
     if method == M::FixedParam && init == Some(InitArg::Pathfinder) {
         return Err(
             "--init pathfinder: fixed_param keeps the parameters at their initial \
@@ -582,6 +551,89 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
                 .into(),
         );
     }
+    Ok(())
+}
+
+/// The options given for another method than `args.method` — they would be silently
+/// ignored — in the order `bayesc fit` reports them; [`check_args`] refuses the first. A
+/// flag with a default counts as given when it was on the command line
+/// (`FitArgs::explicit`, even at its default value) or differs from the default. The REPL
+/// keeps such options as session defaults for the methods they apply to. Errors: an
+/// `--init` value that is no radius, `pathfinder` or file name.
+pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String> {
+    use fit::Method as M;
+    let method: fit::Method = args.method.into();
+    let mut misplaced = Vec::new();
+    let variational = "the variational methods (qbvi, qnvb, laplace and the survey methods)";
+    if args.elbo_output.is_some() && !method.is_variational() {
+        misplaced.push(MisplacedOption {
+            name: "elbo-output",
+            methods: variational.into(),
+            message: format!("--elbo-output applies to {variational}, not {method}"),
+        });
+    }
+    if args.psis_resample && !method.is_variational() {
+        misplaced.push(MisplacedOption {
+            name: "psis-resample",
+            methods: variational.into(),
+            message: format!("--psis-resample applies to {variational}, not {method}"),
+        });
+    }
+    if args.psis_resample && method == M::Pathfinder {
+        misplaced.push(MisplacedOption {
+            name: "psis-resample",
+            methods: "the variational methods other than pathfinder".into(),
+            message: "--psis-resample: Pathfinder always importance-resamples its draws (as \
+                      Stan's multi-path Pathfinder); remove the flag"
+                .into(),
+        });
+    }
+    if args.jacobian && method != M::Optimize {
+        misplaced.push(MisplacedOption {
+            name: "jacobian",
+            methods: "optimize".into(),
+            message: "--jacobian applies to --method optimize (the other methods always include \
+                      the Jacobian adjustment)"
+                .into(),
+        });
+    }
+    if args.se.is_some() && method != M::Optimize {
+        misplaced.push(MisplacedOption {
+            name: "se",
+            methods: "optimize".into(),
+            message: format!(
+                "--se applies to --method optimize, not {method} (the Laplace approximation \
+                 always uses the inverse negative Hessian)"
+            ),
+        });
+    }
+    // QBVI and VON minibatch their diagonal family: asked for, or chosen by d (> 50) when
+    // neither --full nor --diagonal is given (checked again once d is known).
+    if args.batch_size.is_some() && !method.takes_batches(args.diagonal || !args.full) {
+        misplaced.push(MisplacedOption {
+            name: "batch-size",
+            methods: fit::MINIBATCH_METHODS.into(),
+            message: format!(
+                "--batch-size applies to --method {}, not {}; the other methods need the full \
+                 data at every step",
+                fit::MINIBATCH_METHODS,
+                if matches!(method, M::Qbvi | M::Von) {
+                    format!("{method} with a full covariance (add --diagonal)")
+                } else {
+                    method.to_string()
+                }
+            ),
+        });
+    }
+    let mcmc = method.is_mcmc();
+    let hmc = matches!(method, M::Nuts | M::Hmc);
+    let init = parse_init(args.init.as_deref())?;
+    let pf = method == M::Pathfinder || init == Some(InitArg::Pathfinder);
+    let optimize = method == M::Optimize;
+    let lbfgs = args.algorithm.is_none_or(|a| a == AlgorithmArg::Lbfgs);
+    let quasi_newton = optimize && args.algorithm != Some(AlgorithmArg::Newton);
+    let adapting = mcmc && method != M::FixedParam;
+    let init_file = matches!(init, Some(InitArg::File(_)));
     let tol = "optimize with --algorithm lbfgs or bfgs (newton reads only --iter)";
     let checks: [(&str, bool, bool, &str); 30] = [
         (
@@ -738,15 +790,25 @@ pub fn check_args(args: &FitArgs) -> Result<(), String> {
             "hmc",
         ),
     ];
-    if let Some((flag, _, _, methods)) = checks
+    for (flag, _, _, methods) in checks
         .iter()
-        .find(|(_, given, applies, _)| *given && !applies)
+        .filter(|(_, given, applies, _)| *given && !applies)
     {
-        return Err(format!(
-            "{flag} applies to --method {methods}, not {method}; remove it or choose one of those methods"
-        ));
+        misplaced.push(MisplacedOption {
+            name: long_name(flag),
+            methods: methods.to_string(),
+            message: format!(
+                "{flag} applies to --method {methods}, not {method}; remove it or choose one of those methods"
+            ),
+        });
     }
-    Ok(())
+    Ok(misplaced)
+}
+
+/// The long option that `flag` (`--chains`, `--init R|pathfinder`) names, without `--`.
+fn long_name(flag: &'static str) -> &'static str {
+    let f = flag.trim_start_matches('-');
+    f.split(' ').next().unwrap_or(f)
 }
 
 /// The value of `--init`.

@@ -414,11 +414,19 @@ pub fn optimizer_name(a: crate::inference::optimize::Algorithm) -> &'static str 
 /// and standard errors ([`optimize_table`]), the log density at the optimum, the iterations,
 /// the convergence verdict and how the standard errors were computed. Ends with a newline.
 pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
+    format!("{}\n{}", optimize_table(fit), optimize_footer(result, fit))
+}
+
+/// The lines of [`optimize_text`] after its table: the log density at the optimum, the
+/// iterations, the convergence verdict (or the warning that there is no optimum) and how the
+/// standard errors were computed. The REPL's `:summary` and `:diagnostics` of an optimize fit
+/// print them too. Ends with a newline.
+pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
     use std::fmt::Write as _;
-    let mut s = optimize_table(fit);
+    let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nlog density at the optimum = {:.6} ({})",
+        "log density at the optimum = {:.6} ({})",
         fit.log_density,
         if fit.jacobian {
             "with the Jacobian adjustment"
@@ -618,16 +626,30 @@ pub fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
 
 /// The table of `--method optimize`: name, estimate, standard error (constrained scale).
 pub fn optimize_table(fit: &fit::OptimizeFit) -> String {
-    let width = fit
+    let rows: Vec<(&str, f64, f64)> = fit
         .names
         .iter()
-        .map(|n| n.chars().count())
+        .zip(&fit.estimates)
+        .zip(&fit.std_errors)
+        .map(|((n, e), s)| (n.as_str(), *e, *s))
+        .collect();
+    optimize_rows_table(fit.std_error_kind, &rows)
+}
+
+/// The lines of [`optimize_table`] for chosen rows — (name, estimate, standard error) on the
+/// constrained scale — under the line naming the standard errors' `kind`; a standard error
+/// that is NaN (none: −H not positive definite, or a quantity without one) prints as `-`.
+/// The REPL's `:param` shows one parameter of an optimize fit with it.
+pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64)]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.0.chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
     let mut out = format!(
         "standard errors: {}\n{:<width$}  {:>14}  {:>12}\n",
-        match fit.std_error_kind {
+        match kind {
             fit::StdErrorKind::Hessian => "classical (inverse negative Hessian)",
             fit::StdErrorKind::Robust =>
                 "robust (sandwich H⁻¹BH⁻¹, Huber–White / Bollerslev–Wooldridge)",
@@ -636,7 +658,7 @@ pub fn optimize_table(fit: &fit::OptimizeFit) -> String {
         "estimate",
         "std. error"
     );
-    for ((n, e), s) in fit.names.iter().zip(&fit.estimates).zip(&fit.std_errors) {
+    for (n, e, s) in rows {
         let se = if s.is_nan() {
             "-".to_string()
         } else {

@@ -21,7 +21,7 @@ use rand::RngExt;
 
 use crate::data::DataSource;
 use crate::diagnostics;
-use crate::fit::args::{FitArgs, check_args, options_from_args};
+use crate::fit::args::{FitArgs, check_args, check_values, misplaced_options, options_from_args};
 use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
 use crate::graph::Model;
 use crate::inference::qbvi::StopReason;
@@ -31,7 +31,8 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    hmc_warnings, mcmc_text, optimize_table, optimize_text, vi_diagnostics_text,
+    hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text, optimizer_name,
+    vi_diagnostics_text,
 };
 use crate::output::summary::{self, format_sig};
 use crate::pipeline::{self, Checked, Failure};
@@ -100,16 +101,20 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "[METHOD] [OPTIONS] [as NAME]",
         "fit the current model; methods and options as `bayesc fit` (e.g. nuts --seed 1 --chains 2); `as NAME` of an existing fit replaces it, with a note",
     ),
-    (":fits", "", "list the stored fits"),
+    (
+        ":fits",
+        "",
+        "list the stored fits: method, seed, draws or point estimate, how each ended (convergence, ELBO, R-hat, log density at the mode)",
+    ),
     (
         ":summary",
         "[FIT]",
-        "posterior summary table of a fit (default: the last)",
+        "posterior summary table of a fit (default: the last); an optimize fit: estimates, standard errors, log density at the optimum, convergence",
     ),
     (
         ":param",
         "NAME [FIT]",
-        "summary of one parameter, element or all elements of a vector",
+        "summary of one parameter, element or all elements of a vector (an optimize fit: its estimate and standard error)",
     ),
     (
         ":compare",
@@ -139,7 +144,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":set",
         "[KEY VALUE]",
-        "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); no argument lists the defaults, an unknown KEY lists the settings",
+        "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); one of another method is kept for fits with that method, with a note; no argument lists the defaults, an unknown KEY lists the settings",
     ),
     (":unset", "KEY", "remove a session default"),
     (":help", "", "this list"),

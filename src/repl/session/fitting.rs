@@ -42,8 +42,8 @@ impl Session {
                 "error: a fit name is letters, digits and `_`, not starting with a digit; got `{n}`"
             ));
         }
-        let mut fit_args = match self.parse_fit_args(args) {
-            Ok(a) => a,
+        let (mut fit_args, unused) = match self.parse_fit_args(args) {
+            Ok(p) => (p.args, p.unused),
             Err(e) => return Output::error(e),
         };
         if let Some(e) = repl_refused_flag(&fit_args) {
@@ -127,6 +127,13 @@ impl Session {
             format!("fit{k}")
         });
         let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
+        for u in &unused {
+            let _ = writeln!(
+                out.text,
+                "note: the session default {}: not used for this fit",
+                u.describe()
+            );
+        }
         // `as NAME` of a stored fit replaces it, as `fit1 = …` does in Python or R; said before
         // the run (an error or an empty run keeps the old fit) and after it
         let replaced = self
@@ -260,15 +267,18 @@ impl Session {
     }
 
     /// Parses `:fit` arguments (first word: the method) plus the session defaults with the CLI's
-    /// clap arguments.
-    pub(super) fn parse_fit_args(&self, args: &[&str]) -> Result<FitArgs, String> {
-        let mut argv: Vec<String> = vec!["<repl>".into()];
+    /// clap arguments, checked as `bayesc fit` checks them (`check_args`). A typed option of
+    /// another method than the one run is refused with the CLI's message; a session default of
+    /// another method (`:set chains 2` while the method is qbvi) is left out of this fit and
+    /// listed in [`ParsedFit::unused`].
+    pub(super) fn parse_fit_args(&self, args: &[&str]) -> Result<ParsedFit, String> {
+        let mut head: Vec<String> = vec!["<repl>".into()];
         let mut rest = args;
         if let [m, tail @ ..] = args
             && !m.starts_with('-')
         {
-            argv.push("--method".into());
-            argv.push(m.to_string());
+            head.push("--method".into());
+            head.push(m.to_string());
             rest = tail;
         }
         let given: Vec<&str> = args
@@ -276,30 +286,105 @@ impl Session {
             .filter_map(|a| a.strip_prefix("--"))
             .map(|a| a.split('=').next().unwrap_or(a))
             .collect();
-        let method_given = argv.len() > 1 || given.contains(&"method");
-        // the `:set` defaults added below are not "typed" options (clap ids use `_`)
-        let mut from_defaults: Vec<String> = Vec::new();
-        for (k, v) in &self.defaults {
-            if given.contains(&k.as_str()) || (k == "method" && method_given) {
-                continue;
+        let method_given = head.len() > 1 || given.contains(&"method");
+        // the `:set` defaults that this line does not override
+        let mut defaults: Vec<&(String, Option<String>)> = self
+            .defaults
+            .iter()
+            .filter(|(k, _)| {
+                let overridden = given.contains(&k.as_str()) || (k == "method" && method_given);
+                !overridden
+            })
+            .collect();
+        let parse = |defaults: &[&(String, Option<String>)], explicit_defaults: bool| {
+            let mut argv = head.clone();
+            for (k, v) in defaults {
+                argv.push(format!("--{k}"));
+                if let Some(v) = v {
+                    argv.push(v.clone());
+                }
             }
-            from_defaults.push(k.replace('-', "_"));
-            argv.push(format!("--{k}"));
-            if let Some(v) = v {
-                argv.push(v.clone());
+            argv.extend(rest.iter().map(|s| s.to_string()));
+            use clap::{CommandFactory, FromArgMatches};
+            let matches = FitLine::command()
+                .try_get_matches_from(&argv)
+                .map_err(|e| e.render().to_string().trim_end().to_string())?;
+            let mut parsed = FitLine::from_arg_matches(&matches)
+                .map_err(|e| e.render().to_string().trim_end().to_string())?;
+            // clap ids use `_`
+            let ids: Vec<String> = defaults.iter().map(|(k, _)| k.replace('-', "_")).collect();
+            let except: Vec<&str> = if explicit_defaults {
+                Vec::new()
+            } else {
+                ids.iter().map(String::as_str).collect()
+            };
+            parsed.args.note_explicit(&matches, &except);
+            Ok::<FitArgs, String>(parsed.args)
+        };
+        // Leave out the defaults of other methods, counting a default as given even at its
+        // default value (so that `:set chains 4` under qbvi is noted too); leaving one out can
+        // make another inapplicable (`init pathfinder` carries `num-paths` to nuts), so repeat.
+        let mut unused: Vec<UnusedDefault> = Vec::new();
+        loop {
+            let probe = parse(&defaults, true)?;
+            check_values(&probe).map_err(|m| format!("error: {m}"))?;
+            let misplaced = misplaced_options(&probe).map_err(|m| format!("error: {m}"))?;
+            let before = defaults.len();
+            let method = fit::Method::from(probe.method);
+            for m in misplaced {
+                if let Some(i) = defaults.iter().position(|(k, _)| k == m.name) {
+                    let (key, value) = defaults.remove(i);
+                    unused.push(UnusedDefault {
+                        key: key.clone(),
+                        value: value.clone(),
+                        methods: m.methods,
+                        method,
+                    });
+                }
+            }
+            if defaults.len() == before {
+                break;
             }
         }
-        argv.extend(rest.iter().map(|s| s.to_string()));
-        use clap::{CommandFactory, FromArgMatches};
-        let matches = FitLine::command()
-            .try_get_matches_from(&argv)
-            .map_err(|e| e.render().to_string().trim_end().to_string())?;
-        let mut parsed = FitLine::from_arg_matches(&matches)
-            .map_err(|e| e.render().to_string().trim_end().to_string())?;
-        let except: Vec<&str> = from_defaults.iter().map(String::as_str).collect();
-        parsed.args.note_explicit(&matches, &except);
-        check_args(&parsed.args).map_err(|m| format!("error: {m}"))?;
-        Ok(parsed.args)
+        let parsed = parse(&defaults, false)?;
+        check_args(&parsed).map_err(|m| format!("error: {m}"))?;
+        Ok(ParsedFit {
+            args: parsed,
+            unused,
+        })
+    }
+}
+
+/// `:fit`'s arguments with the session defaults, as [`Session::parse_fit_args`] made them.
+pub(super) struct ParsedFit {
+    /// The arguments of the fit to run.
+    pub args: FitArgs,
+    /// The session defaults left out because they apply to other methods.
+    pub unused: Vec<UnusedDefault>,
+}
+
+/// A session default (`:set KEY VALUE`) that the method of a fit does not use.
+pub(super) struct UnusedDefault {
+    /// The setting (`chains`).
+    pub key: String,
+    /// Its value (`None`: a flag turned on).
+    pub value: Option<String>,
+    /// The methods it applies to, as `bayesc fit`'s message names them.
+    pub methods: String,
+    /// The method it does not apply to.
+    pub method: fit::Method,
+}
+
+impl UnusedDefault {
+    /// `chains = 2 applies to nuts, hmc, mh, fixed_param, not qbvi`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} = {} applies to {}, not {}",
+            self.key,
+            self.value.as_deref().unwrap_or("on"),
+            self.methods,
+            self.method
+        )
     }
 }
 

@@ -10,12 +10,25 @@ impl Session {
                 if self.defaults.is_empty() {
                     return Output::ok("no session defaults (e.g. `:set seed 3`)");
                 }
+                // the settings that the current method does not use say so
+                let unused = self
+                    .parse_fit_args(&[])
+                    .map(|p| p.unused)
+                    .unwrap_or_default();
                 let lines: Vec<String> = self
                     .defaults
                     .iter()
-                    .map(|(k, v)| match v {
-                        Some(v) => format!("{k} = {v}"),
-                        None => format!("{k} = on"),
+                    .map(|(k, v)| {
+                        let value = v.as_deref().unwrap_or("on");
+                        match unused.iter().find(|u| u.key == *k) {
+                            Some(u) => {
+                                format!(
+                                    "{k} = {value}  (for {}; not used by {})",
+                                    u.methods, u.method
+                                )
+                            }
+                            None => format!("{k} = {value}"),
+                        }
                     })
                     .collect();
                 Output::ok(lines.join("\n"))
@@ -51,17 +64,40 @@ impl Session {
                 let old = self.defaults.clone();
                 self.defaults.retain(|(k, _)| *k != key);
                 self.defaults.push((key.clone(), value.clone()));
-                // validate with the same parser as :fit
-                if let Err(e) = self.parse_fit_args(&[]) {
-                    self.defaults = old;
-                    // clap's usage line is that of :fit, not of :set
-                    let e: Vec<&str> = e.lines().filter(|l| !l.starts_with("Usage:")).collect();
-                    return Output::error(format!(
-                        "cannot set `{key}`:\n{}",
-                        e.join("\n").trim_end()
-                    ));
+                // validate with the same parser as :fit: a bad value is refused; a setting of
+                // another method than the session's is kept, with a note (it is left out of
+                // fits with a method it does not apply to)
+                let unused = match self.parse_fit_args(&[]) {
+                    Ok(p) => p.unused,
+                    Err(e) => {
+                        self.defaults = old;
+                        // clap's usage line is that of :fit, not of :set
+                        let e: Vec<&str> = e.lines().filter(|l| !l.starts_with("Usage:")).collect();
+                        return Output::error(format!(
+                            "cannot set `{key}`:\n{}",
+                            e.join("\n").trim_end()
+                        ));
+                    }
+                };
+                let mut text = format!("{key} = {}\n", value.as_deref().unwrap_or("on"));
+                for u in &unused {
+                    if u.key == key {
+                        let _ = writeln!(
+                            text,
+                            "note: {key} applies to {}, not {} (the current method): kept for \
+                             `:fit METHOD` with one of those, or after `:set method METHOD`",
+                            u.methods, u.method
+                        );
+                    } else if key == "method" {
+                        let _ = writeln!(
+                            text,
+                            "note: the session default {}: not used while the method is {}",
+                            u.describe(),
+                            u.method
+                        );
+                    }
                 }
-                Output::ok(format!("{key} = {}", value.as_deref().unwrap_or("on")))
+                Output::ok(text)
             }
             _ => Output::error("usage: :set KEY VALUE (e.g. `:set seed 3`, `:set diagonal on`)"),
         }
@@ -105,24 +141,50 @@ impl Session {
         }
     }
 
+    /// `:fits`: one line per stored fit, in aligned columns — name, method, seed, what it holds
+    /// (chains × draws, or a point estimate), how it ended with its objective (see
+    /// [`fit_status`]), the time and the model.
     pub(super) fn list_fits(&self) -> Output {
         if self.fits.is_empty() {
             return Output::ok("no fits yet");
         }
+        let rows: Vec<Vec<String>> = self
+            .fits
+            .iter()
+            .map(|f| {
+                let what = match &f.result.details {
+                    FitDetails::Optimize(o) => {
+                        format!("point estimate ({})", optimizer_name(o.algorithm))
+                    }
+                    _ => format!(
+                        "{} chain(s) × {} draws",
+                        f.result.draws.chains.len(),
+                        f.result.draws.n_draws()
+                    ),
+                };
+                vec![
+                    f.name.clone(),
+                    f.result.method.to_string(),
+                    format!("seed {}", f.result.seed),
+                    what,
+                    fit_status(f),
+                    format!("{:.2} s", f.result.seconds),
+                    f.model_name.clone(),
+                ]
+            })
+            .collect();
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|j| rows.iter().map(|r| r[j].chars().count()).max().unwrap_or(0))
+            .collect();
         let mut s = String::new();
-        for f in &self.fits {
-            let _ = writeln!(
-                s,
-                "{:<10} {:<8} seed {:<6} {} chain(s) × {} draws  {:.2} s  {}{}",
-                f.name,
-                f.result.method.to_string(),
-                f.result.seed,
-                f.result.draws.chains.len(),
-                f.result.draws.n_draws(),
-                f.result.seconds,
-                f.model_name,
-                if f.interrupted { "  [interrupted]" } else { "" }
-            );
+        for r in &rows {
+            let line: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            s.push_str(line.join("  ").trim_end());
+            s.push('\n');
         }
         Output::ok(s)
     }
@@ -132,8 +194,17 @@ impl Session {
             Ok(f) => f,
             Err(o) => return o,
         };
+        // an optimize fit: what `bayesc fit --method optimize` prints — estimates, standard
+        // errors, the log density at the optimum and whether it converged — with the generated
+        // quantities at the estimate
         if let FitDetails::Optimize(o) = &f.result.details {
-            return Output::ok(format!("{}\n{}", fit_header(f), optimize_table(o)));
+            let all: Vec<usize> = (0..f.result.draws.names.len()).collect();
+            return Output::ok(format!(
+                "{}\n{}\n{}",
+                fit_header(f),
+                optimize_param(o, &f.result.draws, &all),
+                optimize_footer(&f.result, o)
+            ));
         }
         let mcmc = f.result.method.is_mcmc();
         let rows = summary::summarize(&f.result.draws, mcmc);
@@ -173,6 +244,9 @@ impl Session {
                 let _ = write!(msg, "\n  help: did you mean `{s}`?");
             }
             return Output::error(msg);
+        }
+        if let FitDetails::Optimize(o) = &f.result.details {
+            return Output::ok(optimize_param(o, draws, &cols));
         }
         let sub = select(draws, &cols);
         let mcmc = f.result.method.is_mcmc();
@@ -387,6 +461,8 @@ impl Session {
             }
         } else if f.result.vi.is_some() {
             s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
+        } else if let FitDetails::Optimize(o) = &f.result.details {
+            s.push_str(&optimize_footer(&f.result, o));
         } else {
             let _ = writeln!(
                 s,
@@ -459,6 +535,25 @@ impl Session {
             Ok(v) => v,
             Err(err) => return Output::error(render_plain(&self.sources, &err.to_diagnostic())),
         };
+        // an optimize fit has one "draw", the estimate: a bare expression is its value there;
+        // a reduction over draws (a posterior probability, sd or quantile) has no meaning
+        if f.result.method == fit::Method::Optimize {
+            let value = values.first().and_then(|c| c.first()).copied();
+            return match (reduction, value) {
+                (Reduction::Summary, Some(v)) => Output::ok(format!(
+                    "{text} = {}  (at the estimate of {}, a point estimate: no posterior sd or \
+                     quantiles; `:param NAME` shows standard errors)",
+                    format_sig(v, 4),
+                    f.name
+                )),
+                _ => Output::error(format!(
+                    "error: {} is a point estimate (optimize), not posterior draws, so a mean, \
+                     sd, quantile or probability over draws is not defined; a bare expression \
+                     gives its value at the estimate",
+                    f.name
+                )),
+            };
+        }
         let mcmc = f.result.method.is_mcmc();
         Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
     }
@@ -536,6 +631,140 @@ pub(super) fn unknown_setting(key: &str, settings: &[Setting]) -> String {
     }
     msg.push_str("\nflags are set with `:set NAME on` (or off), the others with `:set NAME VALUE`");
     msg
+}
+
+/// `:param` of an optimize fit: the estimate and standard error of the columns `cols` of its
+/// draws (the draw is the estimate), labelled as `bayesc optimize` labels them
+/// ([`optimize_rows_table`]), not a one-draw summary with sd NaN. A generated quantity has no
+/// standard error (it is evaluated once at the estimate), and neither has a parameter when −H
+/// is not positive definite; a line under the table says which applies.
+fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String {
+    let at = |j: usize| draws.chains.first().and_then(|c| c.get(j)).copied();
+    let mut rows: Vec<(&str, f64, f64)> = Vec::new();
+    let mut generated: Vec<&str> = Vec::new();
+    let mut no_se = false;
+    for &j in cols {
+        let name = draws.names[j].as_str();
+        match o.names.iter().position(|n| n == name) {
+            Some(k) => {
+                no_se |= o.std_errors[k].is_nan();
+                rows.push((name, o.estimates[k], o.std_errors[k]));
+            }
+            None => {
+                generated.push(name);
+                rows.push((name, at(j).unwrap_or(f64::NAN), f64::NAN));
+            }
+        }
+    }
+    let mut s = optimize_rows_table(o.std_error_kind, &rows);
+    if no_se {
+        s.push_str(
+            "-: no standard error (the Hessian at the optimum is not negative definite, or could \
+             not be computed)\n",
+        );
+    }
+    if !generated.is_empty() {
+        let _ = writeln!(
+            s,
+            "{}: generated {}, evaluated once at the estimate (no standard error)",
+            generated.join(", "),
+            if generated.len() == 1 {
+                "quantity"
+            } else {
+                "quantities"
+            }
+        );
+    }
+    s
+}
+
+/// How a stored fit ended, for `:fits`, with its objective: an optimize fit's convergence and
+/// the log density at the mode (with or without the Jacobian adjustment, as it was
+/// maximised); a variational fit's stop (converged, not converged, iteration cap) with its
+/// ELBO and PSIS k-hat; an MCMC fit's largest R-hat and its divergences. Never NaN: a value
+/// that is not a number is left out. An interrupted fit says so first.
+fn fit_status(f: &StoredFit) -> String {
+    let r = &f.result;
+    let mut parts: Vec<String> = Vec::new();
+    if f.interrupted {
+        parts.push("INTERRUPTED".into());
+    }
+    match &r.details {
+        FitDetails::Optimize(o) => {
+            parts.push(if !o.flat.is_empty() {
+                format!("no optimum (flat along {})", o.flat.join(", "))
+            } else if o.converged {
+                "converged".into()
+            } else {
+                "NOT converged".into()
+            });
+            if o.log_density.is_finite() {
+                parts.push(format!(
+                    "log density at the mode {} ({} Jacobian)",
+                    format_sig(o.log_density, 6),
+                    if o.jacobian { "with" } else { "without" }
+                ));
+            }
+        }
+        FitDetails::Mcmc(out) => {
+            let rows = summary::summarize(&r.draws, true);
+            let max_rhat = rows
+                .iter()
+                .filter_map(|row| row.rhat)
+                .filter(|v| v.is_finite())
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+            if let Some(v) = max_rhat {
+                parts.push(format!("max R-hat {v:.3}"));
+            }
+            if r.method != fit::Method::FixedParam {
+                let divergences: usize = out.chains.iter().map(|c| c.divergences).sum();
+                parts.push(format!("{divergences} divergences"));
+            }
+        }
+        FitDetails::Qbvi(q) if !f.interrupted => {
+            let worse = fit::worsened_phrase(q).is_some()
+                || r.vi.as_ref().is_some_and(|v| v.moving.is_some());
+            let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
+            parts.push(
+                match q.stop {
+                    StopReason::ExitRule if worse || unbounded || q.skipped_steps > 0 => {
+                        "NOT converged"
+                    }
+                    StopReason::ExitRule if r.method == fit::Method::Mcdropout => {
+                        "training finished"
+                    }
+                    StopReason::ExitRule => "converged",
+                    StopReason::MaxIterations => "iteration cap",
+                    StopReason::Interrupted => "INTERRUPTED",
+                }
+                .into(),
+            );
+        }
+        FitDetails::Qnvb(q) if !f.interrupted => {
+            use crate::inference::qnvb::QnvbStop;
+            let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
+            parts.push(
+                match q.stop {
+                    QnvbStop::Converged if unbounded => "NOT converged",
+                    QnvbStop::Converged => "converged",
+                    QnvbStop::MaxIterations => "iteration cap",
+                    QnvbStop::Interrupted => "INTERRUPTED",
+                }
+                .into(),
+            );
+        }
+        _ if !f.interrupted => parts.push("finished".into()),
+        _ => {}
+    }
+    if let Some(v) = &r.vi {
+        if v.elbo.is_finite() {
+            parts.push(format!("ELBO {}", format_sig(v.elbo, 6)));
+        }
+        if v.khat.is_finite() {
+            parts.push(format!("k-hat {:.2}", v.khat));
+        }
+    }
+    parts.join(", ")
 }
 
 /// A number for a table cell with four significant digits; "—" for `None` (a value the fit
