@@ -317,3 +317,34 @@ fn a_stalled_variational_fit_is_not_called_converged() {
         );
     }
 }
+
+/// A minibatch fit of a network (d = 752 > 200) starts at the random point, as the BNN papers'
+/// training does (`FitOptions::vi_init_for`): the full-data mode search ended where the Hessian
+/// was not negative definite, and the fit then claimed hundreds of weights, all with priors,
+/// "drifting" along an improper direction; the same fit with --random-init said "converged".
+#[test]
+fn a_minibatch_bnn_fit_starts_at_random_without_false_impropriety() {
+    let o = bayesc(&[
+        "fit",
+        "examples/bnn_regression/model.bayes",
+        "--data",
+        "examples/bnn_regression/boston.csv",
+        "--method",
+        "ivon",
+        "--batch-size",
+        "32",
+        "--seed",
+        "1",
+        "--draws",
+        "100",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("start: random point (a minibatch fit at d > 200 skips the mode search)"),
+        "{out}"
+    );
+    assert!(!out.contains("drifting"), "{out}");
+    assert!(!out.contains("improper"), "{out}");
+    assert!(out.contains("\nconverged: the exit rule fired"), "{out}");
+}

@@ -398,7 +398,7 @@ pub fn fit_with_stream(
         Method::Qbvi => {
             let start_point = vi_start(
                 model,
-                options.vi_init,
+                options.vi_init_for(model.dim()),
                 seed,
                 inits::user_start(model, options)?,
             )?;
@@ -436,7 +436,7 @@ pub fn fit_with_stream(
         Method::Qnvb => {
             let start_point = vi_start(
                 model,
-                options.vi_init,
+                options.vi_init_for(model.dim()),
                 seed,
                 inits::user_start(model, options)?,
             )?;
@@ -506,7 +506,7 @@ pub fn fit_with_stream(
                         &o,
                         &model.parameter_names(),
                         fit.dim(),
-                        options.vi_init == ViInit::Random,
+                        options.vi_init_for(model.dim()) == ViInit::Random,
                     )
                 });
             }
@@ -663,7 +663,7 @@ fn finish_gaussian_fit(
         no_mode,
     )?;
     if let Some(vi) = out.vi.as_mut() {
-        let random_start = options.vi_init == ViInit::Random;
+        let random_start = options.vi_init_for(model.dim()) == ViInit::Random;
         let names = model.parameter_names();
         vi.moving = drift_phrase(fit, &names, random_start);
         // MC dropout's q is not the Gaussian's: its mean is a point estimate of the weights.

@@ -113,7 +113,7 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     // errors of 10⁷ on `y ~ normal(a + b, 1)`), so small models are probed either way; the
     // directional-derivative test out to 100 units keeps a proper optimum from being called
     // flat.
-    let flat = if cov.is_none() || (d <= 200 && neg_h_kept.is_some()) {
+    let flat = if cov.is_none() || (d <= MODE_START_MAX_D && neg_h_kept.is_some()) {
         crate::inference::flat::flat_directions(
             &density,
             &point,

@@ -27,7 +27,7 @@ pub(super) fn fit_survey(
         Method::Vlaplace => {
             let start_point = vi_start(
                 model,
-                options.vi_init,
+                options.vi_init_for(model.dim()),
                 seed,
                 inits::user_start(model, options)?,
             )?;
@@ -74,7 +74,7 @@ pub(super) fn fit_survey(
             }
             let start_point = vi_start(
                 model,
-                options.vi_init,
+                options.vi_init_for(model.dim()),
                 seed,
                 inits::user_start(model, options)?,
             )?;
@@ -127,7 +127,7 @@ pub(super) fn fit_survey(
         m if m.is_survey() => {
             let start_point = vi_start(
                 model,
-                options.vi_init,
+                options.vi_init_for(model.dim()),
                 seed,
                 inits::user_start(model, options)?,
             )?;

@@ -8,10 +8,13 @@ use crate::inference::qbvi::Covariance;
 use crate::output::summary;
 
 /// How a variational fit starts, for the settings line.
-fn vi_start_text(o: &FitOptions) -> &'static str {
-    match o.vi_init {
-        fit::ViInit::Mode => "Laplace approximation at the mode",
-        fit::ViInit::Random => "random point",
+fn vi_start_text(o: &FitOptions, d: usize) -> &'static str {
+    match (o.vi_init, o.vi_init_for(d)) {
+        (fit::ViInit::Mode, fit::ViInit::Mode) => "Laplace approximation at the mode",
+        (fit::ViInit::Mode, fit::ViInit::Random) => {
+            "random point (a minibatch fit at d > 200 skips the mode search)"
+        }
+        (fit::ViInit::Random, _) => "random point",
     }
 }
 
@@ -164,10 +167,10 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 crate::inference::qbvi::Estimator::Gradient =>
                     ", gradient estimator (Bonnet/Price identities; --estimator score for the paper's)",
             },
-            if o.vi_init == fit::ViInit::Mode {
+            if o.vi_init_for(d) == fit::ViInit::Mode {
                 "Laplace at the mode, random if there is none"
             } else {
-                "random"
+                vi_start_text(o, d)
             },
             o.qbvi.n_samples,
             o.qbvi_step_size(d),
@@ -182,10 +185,10 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         fit::Method::Qnvb => format!(
             "method = qnvb (mean-field, {} quadrature points per step, start: {}); {dims}; max_iter = {}; seed = {}",
             o.qnvb.n_e,
-            if o.vi_init == fit::ViInit::Mode {
+            if o.vi_init_for(d) == fit::ViInit::Mode {
                 "the mode"
             } else {
-                "random"
+                vi_start_text(o, d)
             },
             o.qnvb.max_iter,
             o.seed
@@ -204,7 +207,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         ),
         fit::Method::Ivon => format!(
             "method = ivon (mean-field Gaussian, Price Hessian estimate, start: {}); {dims}; K = {}; lr = {}; beta1 = {}; beta2 = {}; ess = {}; weight decay = {}; max_iter = {}; seed = {}",
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.ivon.mc_samples,
             o.ivon.lr,
             o.ivon.beta1,
@@ -224,7 +227,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 crate::inference::vi::bbb::Parameterisation::Sigma => "sigma",
                 crate::inference::vi::bbb::Parameterisation::SoftplusRho => "softplus-rho",
             },
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.bbb.mc_samples,
             o.bbb.lr,
             o.bbb.scale_lr_multiplier,
@@ -234,7 +237,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         fit::Method::Bbvi => format!(
             "method = bbvi (mean-field Gaussian, score function, Rao-Blackwellised, {:?} control variates, AdaGrad, start: {}); {dims}; S = {}; eta = {}; max_iter = {}; seed = {}",
             o.bbvi.control_variate,
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.bbvi.mc_samples,
             o.bbvi.eta,
             o.bbvi.common.max_iter,
@@ -246,14 +249,14 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 crate::inference::vi::vlaplace::Curvature::Exact => "exact",
                 crate::inference::vi::vlaplace::Curvature::Hutchinson => "Hutchinson-estimated",
             },
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.vlaplace.lr,
             o.vlaplace.common.max_iter,
             o.seed
         ),
         fit::Method::Mcdropout => format!(
             "method = mcdropout (Bernoulli masks on the units of the @dropout parameters, Adam on the masked log joint, start: {}); {dims}; lr = {}; max_iter = {}; {} draws = stochastic forward passes; seed = {}",
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.mcdropout.lr,
             o.mcdropout.common.max_iter,
             o.vi_draws,
@@ -265,7 +268,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 Covariance::Full => "full-covariance",
                 Covariance::Diagonal => "mean-field",
             },
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.ngvi.mc_samples,
             o.ngvi.step_size,
             o.ngvi.common.max_iter,
@@ -281,7 +284,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 "method = {} (full-covariance Gaussian, score function, lagged control variates, manifold retraction, momentum {}, start: {}); {dims}; S = {}; step size = {}; max_iter = {}; seed = {}",
                 o.method,
                 s.momentum,
-                vi_start_text(o),
+                vi_start_text(o, d),
                 s.mc_samples,
                 s.step_size,
                 s.common.max_iter,
@@ -298,7 +301,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         fit::Method::Ngbbvi => format!(
             "method = ngbbvi (mean-field Gaussian, score function, split control variates, {:?} Fisher, Adam, start: {}); {dims}; S = {}; lr = {} (1/t after {}); max_iter = {}; seed = {}",
             o.ngbbvi.fisher,
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.ngbbvi.mc_samples,
             o.ngbbvi.lr,
             o.ngbbvi.decay_after,
@@ -311,14 +314,14 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
                 Covariance::Full => "full-covariance",
                 Covariance::Diagonal => "mean-field",
             },
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.von.step_size,
             o.von.common.max_iter,
             o.seed
         ),
         fit::Method::Vadam => format!(
             "method = vadam (mean-field Gaussian, squared minibatch gradients, start: {}); {dims}; K = {}; lr = {}; beta1 = {}; beta2 = {}; max_iter = {}; seed = {}",
-            vi_start_text(o),
+            vi_start_text(o, d),
             o.vadam.mc_samples,
             o.vadam.lr,
             o.vadam.beta1,
@@ -328,7 +331,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         ),
         fit::Method::Vogn => format!(
             "method = vogn (mean-field Gaussian, per-example squared gradients = empirical Fisher, start: {}); {dims}; lr = {}; beta = {}; max_iter = {}; seed = {}",
-            vi_start_text(o),
+            vi_start_text(o, d),
             match &o.minibatch {
                 Some(p) if p.settings.batch_size < p.n_obs => o.vogn.lr_minibatch,
                 _ => o.vogn.lr,
