@@ -421,3 +421,60 @@ fn nuts_warns_of_an_improper_flat_prior_with_empty_data() {
     let text = fit(r#"{"N": 4, "y": [0.2, 0.5, 0.9, 0.4]}"#);
     assert!(!text.contains("the posterior is improper"), "{text}");
 }
+
+/// Two output flags naming the same file are refused before the fit: the second write replaced
+/// the first (`-o s.csv --save-fit s.csv` lost the draws; `--save-fit s_1.csv` replaced MCMC's
+/// chain 1), found by a tester.
+#[test]
+fn two_outputs_naming_the_same_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int N; vector[N] y; }\n\
+         parameters { real mu; real<lower=0> sigma; }\n\
+         model { mu ~ normal(0, 5); sigma ~ normal(0, 2); y ~ normal(mu, sigma); }\n",
+        Some(&y_csv()),
+    );
+    for (method, a, b, shown) in [
+        (
+            "qbvi",
+            "s.csv",
+            "s.csv",
+            "--output and --save-fit would both write `s.csv`",
+        ),
+        (
+            "nuts",
+            "s.csv",
+            "s_1.csv",
+            "--output and --save-fit would both write `s_1.csv`",
+        ),
+        (
+            "qbvi",
+            "./s.csv",
+            "s.csv",
+            "--output and --save-fit would both write `./s.csv`",
+        ),
+    ] {
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "model.bayes",
+                "--data",
+                "d.csv",
+                "--method",
+                method,
+                "-o",
+                a,
+                "--save-fit",
+                b,
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains(shown),
+            "{method} {a} {b}: {err}"
+        );
+        assert!(!dir.path().join("s.csv").exists() && !dir.path().join("s_1.csv").exists());
+    }
+}

@@ -98,6 +98,7 @@ pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
         }
     }
     refuse_overwriting_inputs(&inputs, &outputs)?;
+    refuse_shared_outputs(&written)?;
     for (flag, given, files) in &written {
         check_folder(given)?;
         if given.is_dir() {
@@ -109,6 +110,31 @@ pub fn check_output_folders(args: &FitArgs) -> Result<(), String> {
         }
         for f in files {
             probe_writable(flag, f)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses two output flags that would write the same file (`-o s.csv --save-fit s.csv`, or
+/// `--save-fit s_1.csv` beside MCMC's chain file `s_1.csv`): the second write would replace
+/// the first and lose it. Paths are compared made absolute (lexically, without following links).
+/// Errors: the message to print, naming both flags and the file.
+fn refuse_shared_outputs(written: &[(&str, PathBuf, Vec<PathBuf>)]) -> Result<(), String> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let files: Vec<(&str, PathBuf, &PathBuf)> = written
+        .iter()
+        .flat_map(|(flag, _, fs)| fs.iter().map(move |f| (*flag, abs(f), f)))
+        .collect();
+    for (i, (flag_a, a, shown)) in files.iter().enumerate() {
+        if let Some((flag_b, ..)) = files[i + 1..]
+            .iter()
+            .find(|(flag_b, b, _)| flag_b != flag_a && b == a)
+        {
+            return Err(format!(
+                "{flag_a} and {flag_b} would both write `{}`, and the second would replace the \
+                 first; give them different file names",
+                shown.display()
+            ));
         }
     }
     Ok(())
