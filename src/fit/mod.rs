@@ -507,6 +507,7 @@ pub fn fit_with_stream(
                         &model.parameter_names(),
                         fit.dim(),
                         options.vi_init_for(model.dim()) == ViInit::Random,
+                        options.method,
                     )
                 });
             }
@@ -665,7 +666,7 @@ fn finish_gaussian_fit(
     if let Some(vi) = out.vi.as_mut() {
         let random_start = options.vi_init_for(model.dim()) == ViInit::Random;
         let names = model.parameter_names();
-        vi.moving = drift_phrase(fit, &names, random_start);
+        vi.moving = drift_phrase(fit, &names, random_start, options.method);
         // MC dropout's q is not the Gaussian's: its mean is a point estimate of the weights.
         // Minibatch fits (epoch ELBOs) are not checked: their last iterate carries the batch
         // noise, and on a BNN the curvature of many weights is near zero or negative, so the
@@ -688,7 +689,8 @@ fn finish_gaussian_fit(
                     Method::Vogn | Method::Vadam | Method::Vlaplace
                 ),
             );
-            vi.moving = off.map(|o| off_optimum_phrase(&o, &names, fit.dim(), random_start));
+            vi.moving = off
+                .map(|o| off_optimum_phrase(&o, &names, fit.dim(), random_start, options.method));
         }
     }
     Ok(out)

@@ -125,6 +125,15 @@ pub fn drift_cause(fit: &crate::inference::vi::GaussianFit, names: &[String]) ->
     ))
 }
 
+/// The methods to suggest instead of `method` when a variational fit did not converge.
+fn other_methods(method: Method) -> &'static str {
+    if method == Method::Qbvi {
+        "nuts"
+    } else {
+        "qbvi or nuts"
+    }
+}
+
 /// [`drift_cause`] with what to do about it. The exit rule, not the iteration cap, stopped the
 /// run, so a larger --max-iter does not help: from a random start (`random_start`) the remedy
 /// is the mode start (on labour, IVON from a random point moved alpha 3.8 sds over its last
@@ -134,13 +143,17 @@ pub fn drift_phrase(
     fit: &crate::inference::vi::GaussianFit,
     names: &[String],
     random_start: bool,
+    method: Method,
 ) -> Option<String> {
     let cause = drift_cause(fit, names)?;
+    let others = other_methods(method);
     let remedy = if random_start {
-        "start at the mode (drop --random-init), or use --method qbvi or nuts"
+        format!("start at the mode (drop --random-init), or use --method {others}")
     } else {
-        "the steps are too small along a poorly scaled direction or too noisy to show progress \
-         in the ELBO; try another --step-size, or use --method qbvi or nuts"
+        format!(
+            "the steps are too small along a poorly scaled direction or too noisy to show \
+             progress in the ELBO; try another --step-size, or use --method {others}"
+        )
     };
     Some(format!("{cause}, so q is not at an optimum: {remedy}"))
 }
@@ -153,6 +166,7 @@ pub fn off_optimum_phrase(
     names: &[String],
     d: usize,
     random_start: bool,
+    method: Method,
 ) -> String {
     use super::stationarity::OffOptimum;
     let coordinate = match off {
@@ -160,11 +174,14 @@ pub fn off_optimum_phrase(
     };
     let name = crate::inference::flat::coordinate_names(names, d, &[coordinate]);
     let name = name.first().map(String::as_str).unwrap_or("a coordinate");
+    let others = other_methods(method);
     let remedy = if random_start {
-        "start at the mode (drop --random-init), or use --method qbvi or nuts"
+        format!("start at the mode (drop --random-init), or use --method {others}")
     } else {
-        "the steps stalled (a step size too small, or variances that shrank until the mean \
-         could not move); try another --step-size, or use --method qbvi or nuts"
+        format!(
+            "the steps stalled (a step size too small, or variances that shrank until the mean \
+             could not move); try another --step-size, or use --method {others}"
+        )
     };
     let what = match off {
         OffOptimum::Mean { sds, t, .. } => format!(

@@ -711,16 +711,27 @@ impl NoiseRecord {
     }
 
     /// The note for the fit's report when r exceeded 1, naming the cause and the remedies.
+    /// More draws divide r by their factor, so `--mc-samples` is advised only when ten times
+    /// the draws would bring the worst r below 1 (a tester followed that advice with 1000 draws
+    /// where r was about 10⁶ and got the same failure).
     fn note(&self, n_samples: usize) -> Option<String> {
         (self.count > 0).then(|| {
+            let more = if self.worst.0 <= 10.0 {
+                format!(
+                    " raise --mc-samples (to {} or more),",
+                    (n_samples as f64 * self.worst.0).ceil() as usize
+                )
+            } else {
+                String::new()
+            };
             format!(
                 "the score-function gradient was too noisy for the step size in {} iterations \
                  (first at iteration {}): the sd of log p - log q over the N_s = {n_samples} \
                  draws reached {:.3e}, so step size x variance / N_s = {:.2e} > 1, where the \
                  precision update is driven by noise and q collapses; start nearer the \
-                 posterior (the start at the mode where the density has one), raise \
-                 --mc-samples, or estimate the same natural gradient from gradients \
-                 (--estimator gradient, the default for d > 50)",
+                 posterior (the start at the mode where the density has one),{more} or estimate \
+                 the same natural gradient from gradients (--estimator gradient, the default \
+                 for d > 50)",
                 self.count, self.first, self.worst.1, self.worst.0
             )
         })
