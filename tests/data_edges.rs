@@ -79,3 +79,22 @@ fn integers_above_two_to_the_53_are_written_in_plain_digits() {
     assert_eq!(format_f64_roundtrip(1e300), "1e300");
     assert_eq!(format_f64_roundtrip(1.5e-7), "1.5e-7");
 }
+
+/// A JSON document in a file named `.csv` is named as JSON (a tester got "the file has a
+/// header ({"N": 3, ...}) but no data rows ... add the data rows below the header").
+#[test]
+fn json_in_a_csv_file_is_named_as_json() {
+    for text in [
+        "{\"N\": 3, \"y\": [1, 2, 3]}\n",
+        "{\n  \"N\": 3,\n  \"y\": [1, 2, 3]\n}\n",
+        "[1, 2]\n",
+    ] {
+        let e = load_csv_str("d.csv", text).expect_err("JSON is not CSV");
+        assert_eq!(e.kind, DataErrorKind::MalformedCsv);
+        assert!(
+            e.message.contains("d.csv line 1") && e.message.contains("looks like JSON"),
+            "{}",
+            e.message
+        );
+    }
+}

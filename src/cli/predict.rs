@@ -134,7 +134,13 @@ pub fn run(args: PredictArgs) -> i32 {
         None => predict::write_predictions_csv(&mut std::io::stdout().lock(), &rows),
     };
     if let Err(e) = written {
-        eprintln!("error: cannot write predictions: {e}");
+        match &args.output {
+            Some(path) => eprintln!(
+                "error: cannot write predictions to `{}`: {e}",
+                path.display()
+            ),
+            None => eprintln!("error: cannot write predictions: {e}"),
+        }
         return super::EXIT_ERROR;
     }
     // Scores go to standard output only when the predictions went to a file.

@@ -455,6 +455,18 @@ pub fn parse_reader_sized(
     if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
         return Err(empty_file(name));
     }
+    if header[0].starts_with('{') || header[0].starts_with('[') {
+        return Err(DataError::new(
+            DataErrorKind::MalformedCsv,
+            format!(
+                "{name} line 1: the file looks like JSON (it starts with `{{` or `[`), not CSV"
+            ),
+        )
+        .with_help(
+            "bayesc reads a data file by its extension: name a JSON file `.json`, or write the \
+             data as CSV with a header row of column names",
+        ));
+    }
     for (i, h) in header.iter().enumerate() {
         if h.is_empty() {
             return Err(DataError::new(
