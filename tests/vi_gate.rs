@@ -60,7 +60,7 @@ fn centred_eight_schools_is_flagged_by_qbvi_and_qnvb() {
         // QNVB seed 4 (tau 6.0 ± 1.5) used to get only the "usable" note
         assert!(means_warning(&text), "{method}:\n{text}");
         assert!(
-            text.contains("4000 draws of the approximation, 4 batches of 1000"),
+            text.contains("4000 draws of the approximation; each batch of 1000, 4 batches"),
             "{text}"
         );
     }

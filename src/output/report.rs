@@ -720,7 +720,7 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         let lo = batches.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = batches.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         format!(
-            ", {} batches of {}: {} to {}",
+            "; each batch of {1}, {0} batches: {2} to {3}, noisier than the pooled value",
             batches.len(),
             vi.n_draws / batches.len(),
             fmt_khat(lo),
