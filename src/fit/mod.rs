@@ -493,23 +493,13 @@ pub fn fit_with_stream(
             if let (Some(vi), None, qnvb::QnvbStop::Converged) =
                 (out.vi.as_mut(), &options.minibatch, fit.stop)
             {
-                let off = stationarity::check(
+                vi.moving = stationarity::phrase(
                     model,
+                    options,
                     |n, rng| fit.sample(n, rng),
-                    &mut crate::inference::rng::stream(seed, 5),
                     &fit.mean,
                     &fit.sd(),
-                    true,
                 );
-                vi.moving = off.map(|o| {
-                    off_optimum_phrase(
-                        &o,
-                        &model.parameter_names(),
-                        fit.dim(),
-                        options.vi_init_for(model.dim()) == ViInit::Random,
-                        options.method,
-                    )
-                });
             }
             Ok(out.into_result(Method::Qnvb, seed, FitDetails::Qnvb(fit), seconds))
         }
@@ -678,19 +668,8 @@ fn finish_gaussian_fit(
             && options.method != Method::Mcdropout
         {
             let sd: Vec<f64> = fit.variances().iter().map(|v| v.sqrt()).collect();
-            let off = stationarity::check(
-                model,
-                |n, rng| fit.sample(n, rng),
-                &mut stream(options.seed, 5),
-                &fit.mean,
-                &sd,
-                !matches!(
-                    options.method,
-                    Method::Vogn | Method::Vadam | Method::Vlaplace
-                ),
-            );
-            vi.moving = off
-                .map(|o| off_optimum_phrase(&o, &names, fit.dim(), random_start, options.method));
+            vi.moving =
+                stationarity::phrase(model, options, |n, rng| fit.sample(n, rng), &fit.mean, &sd);
         }
     }
     Ok(out)

@@ -156,17 +156,35 @@ pub fn off_optimum(
     worst_mean.or(worst_scale.map(|(_, o)| o))
 }
 
-/// [`off_optimum`] with `STATIONARITY_DRAWS` draws from `sample` (stream `rng`).
-pub(super) fn check(
-    density: &(dyn LogDensity + Sync),
+/// The stationarity phrase of a fit that stopped by its exit rule (`None` when q passes):
+/// [`off_optimum`] on [`STATIONARITY_DRAWS`] draws from `sample` (random stream 5 of the
+/// seed), with the scale condition for the methods whose fixed point is the ELBO's (not VOGN,
+/// Vadam, variational Laplace), worded by [`super::off_optimum_phrase`] for the fit's start.
+/// Shared by the Gaussian fits (`finish_gaussian_fit`) and QNVB.
+pub(super) fn phrase(
+    model: &crate::graph::Model,
+    options: &super::FitOptions,
     sample: impl Fn(usize, &mut StreamRng) -> Vec<Vec<f64>>,
-    rng: &mut StreamRng,
     mean: &[f64],
     sd: &[f64],
-    check_scale: bool,
-) -> Option<OffOptimum> {
-    let draws = sample(STATIONARITY_DRAWS, rng);
-    off_optimum(density, &draws, mean, sd, check_scale)
+) -> Option<String> {
+    use super::Method;
+    let draws = sample(
+        STATIONARITY_DRAWS,
+        &mut crate::inference::rng::stream(options.seed, 5),
+    );
+    let check_scale = !matches!(
+        options.method,
+        Method::Vogn | Method::Vadam | Method::Vlaplace
+    );
+    let off = off_optimum(model, &draws, mean, sd, check_scale)?;
+    Some(super::off_optimum_phrase(
+        &off,
+        &model.parameter_names(),
+        mean.len(),
+        options.vi_init_for(mean.len()) == super::ViInit::Random,
+        options.method,
+    ))
 }
 
 #[cfg(test)]

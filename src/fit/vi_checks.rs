@@ -125,12 +125,19 @@ pub fn drift_cause(fit: &crate::inference::vi::GaussianFit, names: &[String]) ->
     ))
 }
 
-/// The methods to suggest instead of `method` when a variational fit did not converge.
-fn other_methods(method: Method) -> &'static str {
-    if method == Method::Qbvi {
+/// What to do about a variational fit of `method` that stopped short of the optimum: from a
+/// random start, start at the mode; from the mode, `cause` (why the steps fell short) and
+/// another step size. Either way another method (not `method` itself).
+fn not_converged_remedy(random_start: bool, method: Method, cause: &str) -> String {
+    let others = if method == Method::Qbvi {
         "nuts"
     } else {
         "qbvi or nuts"
+    };
+    if random_start {
+        format!("start at the mode (drop --random-init), or use --method {others}")
+    } else {
+        format!("{cause}; try another --step-size, or use --method {others}")
     }
 }
 
@@ -146,15 +153,12 @@ pub fn drift_phrase(
     method: Method,
 ) -> Option<String> {
     let cause = drift_cause(fit, names)?;
-    let others = other_methods(method);
-    let remedy = if random_start {
-        format!("start at the mode (drop --random-init), or use --method {others}")
-    } else {
-        format!(
-            "the steps are too small along a poorly scaled direction or too noisy to show \
-             progress in the ELBO; try another --step-size, or use --method {others}"
-        )
-    };
+    let remedy = not_converged_remedy(
+        random_start,
+        method,
+        "the steps are too small along a poorly scaled direction or too noisy to show progress \
+         in the ELBO",
+    );
     Some(format!("{cause}, so q is not at an optimum: {remedy}"))
 }
 
@@ -174,15 +178,12 @@ pub fn off_optimum_phrase(
     };
     let name = crate::inference::flat::coordinate_names(names, d, &[coordinate]);
     let name = name.first().map(String::as_str).unwrap_or("a coordinate");
-    let others = other_methods(method);
-    let remedy = if random_start {
-        format!("start at the mode (drop --random-init), or use --method {others}")
-    } else {
-        format!(
-            "the steps stalled (a step size too small, or variances that shrank until the mean \
-             could not move); try another --step-size, or use --method {others}"
-        )
-    };
+    let remedy = not_converged_remedy(
+        random_start,
+        method,
+        "the steps stalled (a step size too small, or variances that shrank until the mean \
+         could not move)",
+    );
     let what = match off {
         OffOptimum::Mean { sds, t, .. } => format!(
             "the ELBO's gradient in the mean of q is not zero: one Newton step would move the \
