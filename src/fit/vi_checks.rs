@@ -162,19 +162,40 @@ pub fn drift_phrase(
     Some(format!("{cause}, so q is not at an optimum: {remedy}"))
 }
 
+/// "M = 1 row" or "M = 50 rows".
+fn rows(m: usize) -> String {
+    format!("M = {m} row{}", if m == 1 { "" } else { "s" })
+}
+
+/// A minibatch fit's batch size and how far the batch noise moved its mean between epochs
+/// (`fit::stationarity::epoch_spread`, in sds of q), for [`off_optimum_phrase`].
+#[derive(Clone, Copy, Debug)]
+pub struct BatchNoise {
+    /// M, the rows per batch.
+    pub batch_size: usize,
+    /// The largest sd of the last epoch-end means over the sd of q (0 when not measured).
+    pub spread: f64,
+}
+
 /// The phrase for a fit whose exit rule fired away from an optimum of the ELBO
 /// ([`super::stationarity::OffOptimum`]), with the remedy for its start (`random_start`); the
-/// coordinate is named as by [`drift_cause`].
+/// coordinate is named as by [`drift_cause`]. A minibatch fit (`batch`) is put down to the
+/// noise of its batches, with the remedies that removed it on labour (a larger --batch-size,
+/// or a smaller --step-size for the methods that take one), and the spread of its epoch means
+/// when above [`super::stationarity::NOISY_SPREAD`].
 pub fn off_optimum_phrase(
     off: &super::stationarity::OffOptimum,
     names: &[String],
     d: usize,
     random_start: bool,
     method: Method,
+    batch: Option<BatchNoise>,
 ) -> String {
     use super::stationarity::OffOptimum;
     let coordinate = match off {
-        OffOptimum::Mean { coordinate, .. } | OffOptimum::Scale { coordinate, .. } => *coordinate,
+        OffOptimum::Mean { coordinate, .. }
+        | OffOptimum::Joint { coordinate, .. }
+        | OffOptimum::Scale { coordinate, .. } => *coordinate,
     };
     let name = crate::inference::flat::coordinate_names(names, d, &[coordinate]);
     let name = name.first().map(String::as_str).unwrap_or("a coordinate");
@@ -189,6 +210,11 @@ pub fn off_optimum_phrase(
             "the ELBO's gradient in the mean of q is not zero: one Newton step would move the \
              mean of {name} by {sds:.1} sds of q ({t:.0} Monte Carlo standard errors from zero)"
         ),
+        OffOptimum::Joint { sds, gain, .. } => format!(
+            "the ELBO's gradient in the mean of q is not zero: one Newton step of the mean would \
+             raise the ELBO by {gain:.1} nats, moving {name} by {sds:.1} sds of q (along \
+             correlated coordinates, whose own steps are short)"
+        ),
         OffOptimum::Scale { ratio, .. } if *ratio <= 0.0 => format!(
             "q's variance of {name} does not match the curvature of the log density under q \
              (which is not negative there on average)"
@@ -198,7 +224,43 @@ pub fn off_optimum_phrase(
              curvature under q (1 at an optimum of the ELBO)"
         ),
     };
-    format!("{what}, so the smoothed ELBO stopped improving short of the optimum: {remedy}")
+    let Some(b) = batch else {
+        return format!(
+            "{what}, so the smoothed ELBO stopped improving short of the optimum: {remedy}"
+        );
+    };
+    let moved = if b.spread > super::stationarity::NOISY_SPREAD {
+        format!(
+            " (the batch noise moves the mean by up to {:.1} sds of q between epochs)",
+            b.spread
+        )
+    } else {
+        String::new()
+    };
+    let lower = if method == Method::Qnvb {
+        ""
+    } else {
+        " or lower --step-size"
+    };
+    // From a random start a larger batch did not help on labour (Vadam at M = 50 stalled with
+    // alpha at 0.70 and 1.75, NUTS 3.21); the mode start did.
+    let remedy = if random_start {
+        "start at the mode (drop --random-init), or raise --batch-size".to_string()
+    } else {
+        format!("raise --batch-size{lower}, or drop it to fit on the full data")
+    };
+    match off {
+        OffOptimum::Scale { .. } => format!(
+            "{what}: its variances carry the noise of the curvature estimates from batches of \
+             {}{moved}; {remedy}",
+            rows(b.batch_size)
+        ),
+        OffOptimum::Mean { .. } | OffOptimum::Joint { .. } => format!(
+            "{what}: steps on batches of {} at a constant step size leave q short of the \
+             full-data optimum{moved}; {remedy}",
+            rows(b.batch_size)
+        ),
+    }
 }
 
 /// Why the end point of a variational fit is not a converged optimum of the ELBO, if it is not

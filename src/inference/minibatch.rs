@@ -163,7 +163,12 @@ pub struct EpochExit {
     trace: Vec<f64>,
     best: f64,
     since: usize,
+    means: std::collections::VecDeque<Vec<f64>>,
 }
+
+/// How many epoch-end means [`EpochExit`] keeps: the sample whose spread measures how far the
+/// batch noise moves the returned mean between epochs (`fit::stationarity`, [X]).
+pub const EPOCH_MEANS: usize = 8;
 
 impl EpochExit {
     /// A fresh rule.
@@ -173,12 +178,18 @@ impl EpochExit {
             trace: Vec::new(),
             best: f64::NEG_INFINITY,
             since: 0,
+            means: std::collections::VecDeque::with_capacity(EPOCH_MEANS + 1),
         }
     }
 
-    /// Records an epoch's full-data ELBO after `iterations` iterations in all; returns
-    /// (smoothed value, improved, stop now).
-    pub fn observe(&mut self, elbo: f64, iterations: usize) -> (f64, bool, bool) {
+    /// Records an epoch's full-data ELBO after `iterations` iterations in all, and the mean of
+    /// the q the method would return at this point (length d); returns (smoothed value,
+    /// improved, stop now).
+    pub fn observe(&mut self, elbo: f64, iterations: usize, mean: &[f64]) -> (f64, bool, bool) {
+        self.means.push_back(mean.to_vec());
+        if self.means.len() > EPOCH_MEANS {
+            self.means.pop_front();
+        }
         self.trace.push(elbo);
         let w0 = self
             .trace
@@ -202,6 +213,11 @@ impl EpochExit {
     /// The per-epoch full-data ELBO values so far.
     pub fn trace(&self) -> &[f64] {
         &self.trace
+    }
+
+    /// The means of q at the last (at most [`EPOCH_MEANS`]) epoch ends, oldest first.
+    pub fn recent_means(&self) -> Vec<Vec<f64>> {
+        self.means.iter().cloned().collect()
     }
 }
 

@@ -619,7 +619,7 @@ fn run<F: Family>(
                     let e = epoch_elbo
                         .value(density, q.mean(), &sd_of(&q))
                         .map_err(QbviError::Density)?;
-                    let (sm, improved, stop) = epoch_exit.observe(e, t);
+                    let (sm, improved, stop) = epoch_exit.observe(e, t, q.mean());
                     if improved {
                         tracker.record.best_smoothed_elbo = sm;
                     }
@@ -666,6 +666,7 @@ fn run<F: Family>(
     }
     if let Some((.., epoch_exit)) = &batches {
         tracker.record.epoch_elbo = epoch_exit.trace().to_vec();
+        tracker.record.epoch_means = epoch_exit.recent_means();
     }
     if let Some(note) = noise.note(n) {
         tracker.record.notes.push(note);

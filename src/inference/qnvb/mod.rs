@@ -137,6 +137,9 @@ pub struct QnvbFit {
     /// Minibatch fits only: the full-data ELBO at the end of every epoch (the exit statistic,
     /// [`super::minibatch`]); empty for full-batch fits.
     pub epoch_elbo: Vec<f64>,
+    /// Minibatch fits only: the mean at the last (at most
+    /// [`super::minibatch::EPOCH_MEANS`]) epoch ends, oldest first (`fit::stationarity`).
+    pub epoch_means: Vec<Vec<f64>>,
 }
 
 impl QnvbFit {
@@ -486,7 +489,7 @@ fn fit_inner(
                 if epoch_end {
                     let sd: Vec<f64> = sigma.clone();
                     let e = epoch_elbo.value(density, &mu, &sd)?;
-                    if exit.observe(e, t + 1).2 {
+                    if exit.observe(e, t + 1, &mu).2 {
                         stop = QnvbStop::Converged;
                         break;
                     }
@@ -500,8 +503,8 @@ fn fit_inner(
             }
         }
     }
-    let epoch_elbo = batches
-        .map(|(_, _, _, exit)| exit.trace().to_vec())
+    let (epoch_elbo, epoch_means) = batches
+        .map(|(_, _, _, exit)| (exit.trace().to_vec(), exit.recent_means()))
         .unwrap_or_default();
 
     let max_scaled_gradient = g_bar
@@ -523,5 +526,6 @@ fn fit_inner(
         max_scaled_gradient,
         max_curvature_mismatch,
         epoch_elbo,
+        epoch_means,
     })
 }

@@ -91,12 +91,31 @@ pub(crate) struct RunRecord {
     /// Minibatch fits that measure it: the full-data ELBO of the initial q, from the same
     /// draws as `epoch_elbo` ([`GaussianFit::start_elbo`]).
     pub(crate) start_elbo: Option<f64>,
+    /// Minibatch fits: the means of q at the last epoch ends ([`crate::inference::minibatch::EpochExit::recent_means`]).
+    pub(crate) epoch_means: Vec<Vec<f64>>,
     /// Snapshots of q's mean for the drift check, fed by [`Tracker::watch`] in the loops that
     /// watch it; [`RunRecord::into_fit`] judges them ([`GaussianFit::drift`]).
     pub(crate) means: DriftMonitor,
 }
 
 impl RunRecord {
+    /// The record before the first iteration (stop reason `MaxIterations` until set).
+    pub(crate) fn empty() -> Self {
+        RunRecord {
+            elbo_trace: Vec::new(),
+            smoothed_elbo: Vec::new(),
+            stop: StopReason::MaxIterations,
+            skipped_steps: 0,
+            best_smoothed_elbo: f64::NEG_INFINITY,
+            returned_iteration: 0,
+            notes: Vec::new(),
+            epoch_elbo: Vec::new(),
+            start_elbo: None,
+            epoch_means: Vec::new(),
+            means: DriftMonitor::new(),
+        }
+    }
+
     pub(crate) fn into_fit(
         self,
         family: Covariance,
@@ -132,6 +151,7 @@ impl RunRecord {
             notes: self.notes,
             epoch_elbo: self.epoch_elbo,
             start_elbo: self.start_elbo,
+            epoch_means: self.epoch_means,
             drift,
             factor,
         }
@@ -166,18 +186,7 @@ impl<S: Clone> Tracker<S> {
             max_iter,
             min_iter: 0,
             keep_best,
-            record: RunRecord {
-                elbo_trace: Vec::new(),
-                smoothed_elbo: Vec::new(),
-                stop: StopReason::MaxIterations,
-                skipped_steps: 0,
-                best_smoothed_elbo: f64::NEG_INFINITY,
-                returned_iteration: 0,
-                notes: Vec::new(),
-                epoch_elbo: Vec::new(),
-                start_elbo: None,
-                means: DriftMonitor::new(),
-            },
+            record: RunRecord::empty(),
             kept: None,
         }
     }

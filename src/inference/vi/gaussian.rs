@@ -55,6 +55,10 @@ pub struct GaussianFit {
     /// Minibatch QBVI: the full-data ELBO of the initial q from the same fixed draws as
     /// `epoch_elbo`; `None` for the other fits (see [`GaussianFit::elbo_change`]).
     pub start_elbo: Option<f64>,
+    /// Minibatch fits: the means of q (length d each) at the last (at most
+    /// [`crate::inference::minibatch::EPOCH_MEANS`]) epoch ends, oldest first; their spread is
+    /// how far the batch noise moves the returned mean (`fit::stationarity`). Empty otherwise.
+    pub epoch_means: Vec<Vec<f64>>,
     /// When the exit rule fired while the mean of q was still moving by more than
     /// [`super::exit::DRIFT_SDS`] sds over the last quarter of the run (the loops that measure
     /// it: IVON, BBB, BBVI and the others of `reparam::run_averaged`); `None` otherwise.
@@ -212,6 +216,7 @@ mod tests {
             notes: Vec::new(),
             epoch_elbo: epochs,
             start_elbo: start,
+            epoch_means: Vec::new(),
             means: crate::inference::vi::exit::DriftMonitor::new(),
         };
         GaussianFit::diagonal(vec![0.0], vec![1.0], record)

@@ -221,7 +221,7 @@ pub(crate) fn run_minibatch<S>(
             let e = epoch_elbo
                 .value(density, &m, &sd)
                 .map_err(ViError::Density)?;
-            let (sm, improved, stop) = exit.observe(e, t);
+            let (sm, improved, stop) = exit.observe(e, t, &average.0);
             if improved {
                 tracker.record.best_smoothed_elbo = sm;
             }
@@ -248,6 +248,7 @@ pub(crate) fn run_minibatch<S>(
         }
     }
     tracker.record.epoch_elbo = exit.trace().to_vec();
+    tracker.record.epoch_means = exit.recent_means();
     let (mean, p) = average;
     let ((), record) = tracker.finish(());
     Ok(super::GaussianFit::diagonal(mean, p, record))

@@ -463,18 +463,7 @@ impl<'a> EpochLoop<'a> {
             batches,
             elbo: EpochElbo::new(density.dim(), minibatch.elbo_draws, seed),
             exit: EpochExit::new(minibatch),
-            record: RunRecord {
-                elbo_trace: Vec::new(),
-                smoothed_elbo: Vec::new(),
-                stop: StopReason::MaxIterations,
-                skipped_steps: 0,
-                best_smoothed_elbo: f64::NEG_INFINITY,
-                returned_iteration: 0,
-                notes: Vec::new(),
-                epoch_elbo: Vec::new(),
-                start_elbo: None,
-                means: super::exit::DriftMonitor::new(),
-            },
+            record: RunRecord::empty(),
             statistic: None,
         })
     }
@@ -505,7 +494,7 @@ impl<'a> EpochLoop<'a> {
                 None => self.elbo.value(self.density, &m, &sd),
             }
             .map_err(ViError::Density)?;
-            let (sm, improved, stop) = self.exit.observe(e, t);
+            let (sm, improved, stop) = self.exit.observe(e, t, &m);
             if improved {
                 self.record.best_smoothed_elbo = sm;
             }
@@ -536,6 +525,7 @@ impl<'a> EpochLoop<'a> {
     /// The record of the run (the last iterate is returned).
     pub(crate) fn finish(mut self) -> RunRecord {
         self.record.epoch_elbo = self.exit.trace().to_vec();
+        self.record.epoch_means = self.exit.recent_means();
         self.record.returned_iteration = self.record.elbo_trace.len();
         self.record
     }
