@@ -549,11 +549,16 @@ pub fn result_report(
                 ),
                 StopReason::MaxIterations => outln!(
                     "WARNING: {} hit the iteration cap ({}, {:.2} s) before the exit rule fired; \
-                     the approximation may not have converged. Raise --max-iter or lower --step-size. \
-                     Best smoothed ELBO = {}",
+                     the approximation may not have converged.{} Best smoothed ELBO = {}",
                     result.method.to_string().to_uppercase(),
                     crate::words::counted(fit.iterations, "iteration"),
                     result.seconds,
+                    // a method that cannot approximate this posterior says why below instead
+                    if fit.unusable.is_some() {
+                        ""
+                    } else {
+                        " Raise --max-iter or lower --step-size."
+                    },
                     crate::output::report::smoothed_elbo_text(fit.best_smoothed_elbo)
                 ),
                 StopReason::Interrupted => outln!(

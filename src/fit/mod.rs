@@ -656,7 +656,10 @@ fn finish_gaussian_fit(
     if let Some(vi) = out.vi.as_mut() {
         let random_start = options.vi_init_for(model.dim()) == ViInit::Random;
         let names = model.parameter_names();
-        vi.moving = drift_phrase(fit, &names, random_start, options.method);
+        vi.moving = fit
+            .unusable
+            .clone()
+            .or_else(|| drift_phrase(fit, &names, random_start, options.method));
         // MC dropout's q is not the Gaussian's: its mean is a point estimate of the weights.
         // Minibatch fits are checked up to a size, against their batch noise
         // (`stationarity::phrase`).

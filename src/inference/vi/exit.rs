@@ -91,6 +91,9 @@ pub(crate) struct RunRecord {
     /// Minibatch fits that measure it: the full-data ELBO of the initial q, from the same
     /// draws as `epoch_elbo` ([`GaussianFit::start_elbo`]).
     pub(crate) start_elbo: Option<f64>,
+    /// Why the method's end state is not an approximation of the posterior, whatever the exit
+    /// rule says (e.g. variational Laplace with non-positive curvature); `None` otherwise.
+    pub(crate) unusable: Option<String>,
     /// Minibatch fits: the means of q at the last epoch ends ([`crate::inference::minibatch::EpochExit::recent_means`]).
     pub(crate) epoch_means: Vec<Vec<f64>>,
     /// Snapshots of q's mean for the drift check, fed by [`Tracker::watch`] in the loops that
@@ -112,6 +115,7 @@ impl RunRecord {
             epoch_elbo: Vec::new(),
             start_elbo: None,
             epoch_means: Vec::new(),
+            unusable: None,
             means: DriftMonitor::new(),
         }
     }
@@ -152,6 +156,7 @@ impl RunRecord {
             epoch_elbo: self.epoch_elbo,
             start_elbo: self.start_elbo,
             epoch_means: self.epoch_means,
+            unusable: self.unusable,
             drift,
             factor,
         }

@@ -59,6 +59,10 @@ pub struct GaussianFit {
     /// [`crate::inference::minibatch::EPOCH_MEANS`]) epoch ends, oldest first; their spread is
     /// how far the batch noise moves the returned mean (`fit::stationarity`). Empty otherwise.
     pub epoch_means: Vec<Vec<f64>>,
+    /// Why the method's end state is not an approximation of the posterior, whatever stopped
+    /// the fit (variational Laplace with non-positive curvature in some coordinates,
+    /// `vlaplace`); printed as the reason the fit has not converged. `None` otherwise.
+    pub unusable: Option<String>,
     /// When the exit rule fired while the mean of q was still moving by more than
     /// [`super::exit::DRIFT_SDS`] sds over the last quarter of the run (the loops that measure
     /// it: IVON, BBB, BBVI and the others of `reparam::run_averaged`); `None` otherwise.
@@ -217,6 +221,7 @@ mod tests {
             epoch_elbo: epochs,
             start_elbo: start,
             epoch_means: Vec::new(),
+            unusable: None,
             means: crate::inference::vi::exit::DriftMonitor::new(),
         };
         GaussianFit::diagonal(vec![0.0], vec![1.0], record)
