@@ -10,7 +10,9 @@
 //! (`data::bind`), instead of a log density that no parameter value can make finite.
 
 use super::args::requirement::{BINARY, COUNT};
-use super::args::{binary, count};
+use super::args::{Arg, binary, count};
+use super::multivariate::{MvArg, MvFamily};
+use super::registry::Family;
 
 /// What the outcome of a family must satisfy.
 #[derive(Clone, Copy, Debug)]
@@ -153,6 +155,67 @@ pub fn check_categories(y: &[f64], k: usize) -> Option<Violation> {
         .map(|index| Violation::OutsideCategories { index, k })
 }
 
+/// Whether the integer arguments of a univariate `family` (a discrete family's outcome, and
+/// the number of trials that bounds it) are themselves outside the support, so that no
+/// parameter value can make the log mass finite. Integer arguments never depend on parameters,
+/// so the evaluator turns such an argument error into a data error rather than a rejection
+/// (`graph::eval::density`). NaN outcomes (unobserved values) do not count; `false` for the
+/// continuous families, whose outcome may be a parameter.
+pub fn integer_data_outside(family: Family, args: &[Arg]) -> bool {
+    let sig = family.sig();
+    if !sig.variate.is_integer() || args.is_empty() {
+        return false;
+    }
+    let y = &args[0];
+    if y.is_empty() {
+        return false;
+    }
+    match outcome_support(sig.name) {
+        Some(OutcomeSupport::Elementwise { requirement, test }) => {
+            let ys: Vec<f64> = (0..y.len()).map(|i| y.at(i)).collect();
+            check_elementwise(requirement, test, &ys).is_some()
+        }
+        Some(OutcomeSupport::UpToTrials { trials }) => {
+            let Some(n) = args.get(trials) else {
+                return false;
+            };
+            // Broadcast the outcome against the trials (either may be a scalar).
+            let len = y.len().max(n.len());
+            let ys: Vec<f64> = (0..len).map(|i| y.at(i.min(y.len() - 1))).collect();
+            let ns: Vec<f64> = (0..n.len()).map(|i| n.at(i)).collect();
+            check_trials(&ys, &ns).is_some()
+        }
+        _ => false,
+    }
+}
+
+/// As [`integer_data_outside`], for a discrete multivariate `family` (the categorical and
+/// ordered families, the GLMs): its outcome outside 1..K, K read from the size of the argument
+/// that fixes it (the columns of a log-odds matrix), or outside an elementwise support.
+pub fn mv_integer_data_outside(family: MvFamily, args: &[MvArg]) -> bool {
+    let sig = family.sig();
+    if !sig.discrete || args.is_empty() {
+        return false;
+    }
+    match outcome_support(sig.name) {
+        Some(OutcomeSupport::Elementwise { requirement, test }) => {
+            check_elementwise(requirement, test, args[0].data).is_some()
+        }
+        Some(OutcomeSupport::Categories { arg, extra }) => {
+            let Some(a) = args.get(arg) else {
+                return false;
+            };
+            let k = if a.rows > 1 && a.cols > 1 {
+                a.cols
+            } else {
+                a.elem_len()
+            };
+            check_categories(args[0].data, k + extra).is_some()
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +264,20 @@ mod tests {
         assert_eq!(check_trials(&[f64::NAN, 2.0], &[3.0]), None);
         // a size mismatch is left to evaluation
         assert_eq!(check_trials(&[1.0, 12.0], &[10.0, 10.0, 10.0]), None);
+        let y = [3.0, 12.0];
+        let args = [Arg::Vector(&y), Arg::Scalar(10.0), Arg::Scalar(0.5)];
+        assert!(integer_data_outside(Family::Binomial, &args));
+        let args = [Arg::Scalar(3.0), Arg::Scalar(10.0), Arg::Scalar(0.5)];
+        assert!(!integer_data_outside(Family::Binomial, &args));
+        assert!(integer_data_outside(
+            Family::Poisson,
+            &[Arg::Scalar(-1.0), Arg::Scalar(2.0)]
+        ));
+        // a continuous outcome may be a parameter: left to evaluation
+        assert!(!integer_data_outside(
+            Family::Exponential,
+            &[Arg::Scalar(-1.0), Arg::Scalar(2.0)]
+        ));
     }
 
     #[test]
@@ -214,6 +291,18 @@ mod tests {
             check_categories(&[4.0], 3),
             Some(Violation::OutsideCategories { index: 0, k: 3 })
         );
+        assert!(mv_integer_data_outside(
+            MvFamily::Categorical,
+            &[MvArg::vector(&[1.0, 4.0]), MvArg::vector(&[0.2, 0.3, 0.5])]
+        ));
+        assert!(!mv_integer_data_outside(
+            MvFamily::OrderedLogistic,
+            &[
+                MvArg::vector(&[1.0, 3.0]),
+                MvArg::scalar(&[0.0]),
+                MvArg::vector(&[-1.0, 1.0])
+            ]
+        ));
         assert_eq!(
             check_elementwise(BINARY, binary, &[0.0, 1.0, 2.0]),
             Some(Violation::Requirement {
