@@ -21,8 +21,10 @@ use super::suggest::best_match;
 use super::{BoundData, DataSource, DataValue};
 
 mod checks;
+mod support;
 
 use checks::{check_outcome, outcomes};
+use support::{Ranged, ranged_outcomes, sized_decls};
 
 /// Largest magnitude of a Stan `int` (32-bit, as in Stan).
 const INT_MAX: f64 = i32::MAX as f64;
@@ -38,6 +40,7 @@ pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, Data
         None,
         &program.parameters,
         outcomes(program),
+        (ranged_outcomes(program), sized_decls(program)),
     )
 }
 
@@ -54,7 +57,14 @@ pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, Data
 /// non-integer, missing cell, bound or constraint violation), each naming file, row and column
 /// (or key and element) and carrying the declaration's span.
 pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
-    bind_decls_inner(decls, sources, None, &[], HashMap::new())
+    bind_decls_inner(
+        decls,
+        sources,
+        None,
+        &[],
+        HashMap::new(),
+        (Vec::new(), HashMap::new()),
+    )
 }
 
 /// Binds `sources` to the `data` block of `program` as [`bind`] does, except that the variable
@@ -76,6 +86,7 @@ pub fn bind_unobserved(
         Some(unobserved),
         &program.parameters,
         outcomes(program),
+        (ranged_outcomes(program), sized_decls(program)),
     )
 }
 
@@ -85,6 +96,7 @@ fn bind_decls_inner(
     unobserved: Option<&str>,
     params: &[VarDecl],
     outcomes: HashMap<String, (Family, Span)>,
+    (ranged, sized): (Vec<Ranged>, HashMap<String, VarDecl>),
 ) -> Result<BoundData, DataError> {
     let mut binder = Binder {
         decls,
@@ -94,12 +106,14 @@ fn bind_decls_inner(
         inferred: HashSet::new(),
         unobserved,
         outcomes,
+        provs: HashMap::new(),
     };
     for (i, decl) in decls.iter().enumerate() {
         binder
             .bind_one(i, decl)
             .map_err(|e| e.with_declaration(decl.span))?;
     }
+    binder.check_supports(&ranged, &sized)?;
     super::param_bounds::check_parameter_bounds(params, &binder.bound, &binder.origins)?;
     Ok(binder.bound)
 }
@@ -247,6 +261,9 @@ struct Binder<'a> {
     unobserved: Option<&'a str>,
     /// Outcomes of unconditional `~` statements, checked against their family's support.
     outcomes: HashMap<String, (Family, Span)>,
+    /// Where each variable bound from a source came from, for the messages of the checks
+    /// made once every variable is bound (`support`).
+    provs: HashMap<String, Provenance<'a>>,
 }
 
 /// The declared dims of a declaration with the expression that gave each one.
@@ -346,6 +363,7 @@ impl<'a> Binder<'a> {
             }
         );
         self.insert_ordered(name, dims, values, is_int, column_major);
+        self.provs.insert(name.to_string(), prov);
         Ok(())
     }
 

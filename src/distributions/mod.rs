@@ -48,6 +48,7 @@ pub mod lognormal;
 pub mod multivariate;
 pub mod neg_binomial_2;
 pub mod normal;
+pub mod outcome;
 pub mod pareto;
 pub mod pareto_type_2;
 pub mod poisson;

@@ -465,6 +465,7 @@ impl Compiler {
                 let plain = St {
                     kind: StKind::For {
                         slot,
+                        var: var.name.clone(),
                         lo,
                         hi,
                         body: Box::new(body?),

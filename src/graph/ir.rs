@@ -426,6 +426,8 @@ pub enum StKind {
     TargetPlus(Ex),
     For {
         slot: u32,
+        /// The loop variable's name, for messages ("where i = 7").
+        var: String,
         lo: Ex,
         hi: Ex,
         body: Box<St>,

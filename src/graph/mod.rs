@@ -139,7 +139,10 @@ fn with_tape<T>(f: impl FnOnce(&mut Tape) -> T) -> T {
 
 fn eval_err(l: Located) -> GraphError {
     GraphError::Eval {
-        message: l.fault.message.clone(),
+        message: match l.fault.iteration() {
+            Some(it) => format!("{} ({it})", l.fault.message),
+            None => l.fault.message.clone(),
+        },
         span: l.span,
         origin: l.fault.origin,
     }
@@ -238,6 +241,10 @@ impl Model {
                 format!("{}, inside at {}", self.location(l.span), self.location(o))
             }
             _ => self.location(l.span),
+        };
+        let location = match l.fault.iteration() {
+            Some(it) => format!("{location}, {it}"),
+            None => location,
         };
         DensityError {
             message: l.fault.message.clone(),

@@ -380,6 +380,9 @@ pub struct FaultInfo {
     /// function (possibly in an included library); the interpreter attaches the call site's
     /// span separately, so an error can name both places.
     pub origin: Option<crate::syntax::Span>,
+    /// The `for` loops the fault arose in, innermost first: each loop variable's name and
+    /// value, so that a message can say which iteration (which observation) failed.
+    pub loops: Vec<(String, i64)>,
 }
 
 impl std::ops::Deref for Fault {
@@ -396,7 +399,28 @@ impl Fault {
             message: message.into(),
             recoverable,
             origin: None,
+            loops: Vec::new(),
         }))
+    }
+    /// The same fault, arisen in the iteration `var = i` of a `for` loop (called by each
+    /// enclosing loop in turn, innermost first).
+    pub fn in_loop(mut self, var: &str, i: i64) -> Self {
+        self.0.loops.push((var.to_string(), i));
+        self
+    }
+    /// The loop iterations the fault arose in, outermost first (`"where i = 7"`,
+    /// `"where j = 2, i = 7"`); `None` outside loops.
+    pub fn iteration(&self) -> Option<String> {
+        if self.loops.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .loops
+            .iter()
+            .rev()
+            .map(|(v, i)| format!("{v} = {i}"))
+            .collect();
+        Some(format!("where {}", parts.join(", ")))
     }
     /// The same fault, located inside a user-defined function at `origin`.
     pub fn with_origin(mut self, origin: crate::syntax::Span) -> Self {

@@ -13,6 +13,20 @@ use super::super::value::{Base, Data, Fault, R, Tensor, Value};
 
 use super::*;
 
+/// The fault of a density's argument error `e`: a rejection of the point (recoverable), or,
+/// when `data` says the error lies in integer data outside the distribution's support (which
+/// no parameter value can fix), an error of the data that stops the fit and says so.
+pub(super) fn support_fault(e: &distributions::DistError, data: bool) -> Fault {
+    if data {
+        Fault::fatal(format!(
+            "{e}; this value is data outside the distribution's support, which no parameter \
+             value can fix: correct the data"
+        ))
+    } else {
+        Fault::domain(e.to_string())
+    }
+}
+
 impl Ctx<'_> {
     /// A distribution's log density as one tape node holding its partials.
     pub fn lpdf(&mut self, family: Family, vals: &[Value], propto: bool) -> R<S> {
@@ -122,7 +136,11 @@ impl Ctx<'_> {
             }
             Kind::Cdf(c) => distributions::cdf_function(family, args, flags, c),
         }
-        .map_err(|e| Fault::domain(e.to_string()))?;
+        .map_err(|e| {
+            let data = matches!(kind, Kind::Density(_))
+                && distributions::outcome::integer_data_outside(family, args);
+            support_fault(&e, data)
+        })?;
         if term.value.is_nan() {
             return Err(Fault::domain(format!("{}: log density is NaN", fname())));
         }

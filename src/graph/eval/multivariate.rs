@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::distributions;
 use crate::distributions::multivariate::{self, MvArg, MvDraw, MvFamily};
 
 use super::super::tape::S;
@@ -16,6 +17,13 @@ struct Flat {
     array: Option<usize>,
     rows: usize,
     cols: usize,
+}
+
+/// The fault of `categorical_logit` with a log-odds matrix of `k` columns: a data error when
+/// an outcome of `y` lies outside 1..k ([`super::density::support_fault`]).
+fn rows_fault(e: &distributions::DistError, y: &MvArg, k: usize) -> Fault {
+    let data = distributions::outcome::check_categories(y.data, k).is_some();
+    super::density::support_fault(e, data)
 }
 
 impl Ctx<'_> {
@@ -70,8 +78,10 @@ impl Ctx<'_> {
         } else {
             is_var.clone()
         };
-        let term = multivariate::log_density(family, &args, &flags, propto)
-            .map_err(|e| Fault::domain(e.to_string()))?;
+        let term = multivariate::log_density(family, &args, &flags, propto).map_err(|e| {
+            let data = distributions::outcome::mv_integer_data_outside(family, &args);
+            super::density::support_fault(&e, data)
+        })?;
         if term.value.is_nan() {
             return Err(Fault::domain(format!("{fname}: log density is NaN")));
         }
@@ -157,7 +167,7 @@ impl Ctx<'_> {
         let Some(slots) = slots else {
             let xs = eta.values(self.tape);
             let v = multivariate::categorical::logit_rows_lpmf(sig, &ya, &xs, n, k, None)
-                .map_err(|e| Fault::domain(e.to_string()))?;
+                .map_err(|e| rows_fault(&e, &ya, k))?;
             return Ok(S::C(v));
         };
         let x = self.tape.contiguous(slots);
@@ -166,7 +176,7 @@ impl Ctx<'_> {
         let mut g = vec![0.0; if self.tape.recording { nk } else { 0 }];
         let grad = self.tape.recording.then_some(g.as_mut_slice());
         let v = multivariate::categorical::logit_rows_lpmf(sig, &ya, xs, n, k, grad)
-            .map_err(|e| Fault::domain(e.to_string()))?;
+            .map_err(|e| rows_fault(&e, &ya, k))?;
         // Per-row pass (`graph::per_row`): one tagged term per row of Eta.
         if self.tape.recording
             && let Some(rt) = self.rows.as_ref()

@@ -77,7 +77,13 @@ impl Ctx<'_> {
                     self.observe_target(e).map_err(loc)?;
                 }
             }
-            StKind::For { slot, lo, hi, body } => {
+            StKind::For {
+                slot,
+                var,
+                lo,
+                hi,
+                body,
+            } => {
                 let lo = as_int(&self.eval(lo).map_err(loc)?, "loop bound").map_err(loc)?;
                 let hi = as_int(&self.eval(hi).map_err(loc)?, "loop bound").map_err(loc)?;
                 for i in lo..=hi {
@@ -87,7 +93,11 @@ impl Ctx<'_> {
                         return Err(loc(interrupted("for", (i - lo) as u64)));
                     }
                     self.env[*slot as usize] = Value::Int(i);
-                    match self.exec(body)? {
+                    let flow = self.exec(body).map_err(|mut l| {
+                        l.fault = l.fault.in_loop(var, i);
+                        l
+                    })?;
+                    match flow {
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
                         _ => {}

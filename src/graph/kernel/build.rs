@@ -369,7 +369,9 @@ impl Bld<'_> {
                 Some(())
             }
             StKind::Assign { slot, idx, op, rhs } => self.assign(*slot, idx, *op, rhs),
-            StKind::For { slot, lo, hi, body } => {
+            StKind::For {
+                slot, lo, hi, body, ..
+            } => {
                 let lo = match self.expr(lo)? {
                     Opd::I(r) => r,
                     Opd::R(_) => return None,
