@@ -1,6 +1,7 @@
 //! Generated quantities that fail at some draws (docs/generated_quantities.md): only the
 //! quantities that could not be computed are NaN there, the others keep their values; the
-//! summary of a quantity with NaN draws is over the other draws and marked.
+//! summary of a quantity with NaN draws is over the other draws and marked; and
+//! `fit --method optimize` prints the generated quantities at the optimum.
 
 mod common;
 
@@ -270,4 +271,74 @@ fn fits_keep_the_quantities_that_did_not_fail() {
             assert!(stats.iter().all(|v| v.is_finite()), "{method} {n}: {text}");
         }
     }
+}
+
+/// `fit --method optimize` prints the generated quantities at the optimum, without a standard
+/// error, and the same values as its draws file.
+#[test]
+fn optimize_prints_generated_quantities() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int<lower=0> N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model { y ~ normal(mu, sigma); }
+generated quantities {
+  real twice = 2 * mu;
+  vector[2] shifted = [mu + 1, sigma - 1]';
+  real draw = normal_rng(mu, sigma);
+}
+",
+    );
+    let o = common::bayesc_in(
+        dir.path(),
+        &[
+            "fit",
+            "model.bayes",
+            "--data",
+            "d.csv",
+            "--method",
+            "optimize",
+            "--seed",
+            "1",
+            "--output",
+            "opt.csv",
+        ],
+    );
+    let text = common::output_text(&o);
+    assert!(o.status.success(), "{text}");
+    let row = |n: &str| -> (f64, String) {
+        let l = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(n))
+            .unwrap_or_else(|| panic!("no row {n} in\n{text}"));
+        let c: Vec<&str> = l.split_whitespace().collect();
+        (c[1].parse().unwrap(), c[2].to_string())
+    };
+    // the maximum-likelihood estimates of a normal sample
+    let n = YS.len() as f64;
+    let mean = YS.iter().sum::<f64>() / n;
+    let sd = (YS.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let (mu, mu_se) = row("mu");
+    let (sigma, _) = row("sigma");
+    assert!((mu - mean).abs() < 1e-4, "{text}");
+    assert!((sigma - sd).abs() < 1e-4, "{text}");
+    assert!(mu_se.parse::<f64>().is_ok(), "{text}");
+    assert_eq!(row("twice").1, "-", "{text}");
+    let close = |a: f64, b: f64| (a - b).abs() < 2e-6;
+    assert!(close(row("twice").0, 2.0 * mu), "{text}");
+    assert!(close(row("shifted[1]").0, mu + 1.0), "{text}");
+    assert!(close(row("shifted[2]").0, sigma - 1.0), "{text}");
+    assert_eq!(row("draw").1, "-", "{text}");
+    assert!(
+        text.contains(
+            "twice, shifted, draw: generated quantities, evaluated once at the estimate (no \
+             standard error)"
+        ),
+        "{text}"
+    );
+    let (header, rows) = read_csv(&dir.path().join("opt.csv"));
+    let col = |n: &str| rows[0][header.iter().position(|h| h == n).unwrap()];
+    assert!(close(col("draw"), row("draw").0), "{text}");
+    assert!(close(col("twice"), row("twice").0), "{text}");
 }
