@@ -143,6 +143,40 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
     }
 }
 
+/// The length part of an MCMC settings line, saying what each chain keeps (as the
+/// "draws per chain kept" line, the summary and the draws files do): "(1000 warmup + 1000
+/// draws)"; with thinning "(1000 warmup + 1000 iterations), thin = 2: 500 draws per chain
+/// kept"; for Metropolis–Hastings with its length chosen in rounds
+/// ([`FitOptions::mh_auto_length`]) the rule, since the length is not known before the run:
+/// "(3000 warmup + draws until mixed: 2000 in the first round, at most 20000; the length kept
+/// is printed after the run)".
+fn mcmc_length(o: &FitOptions) -> String {
+    let (warmup, n, thin) = (o.mcmc.warmup, o.mcmc.samples, o.mcmc.thin.max(1));
+    if o.mh_auto_length && o.method == fit::Method::Mh {
+        let max = crate::fit::mh_length::MH_MAX_SAMPLES;
+        return if thin > 1 {
+            format!(
+                "({warmup} warmup + iterations until mixed: {n} in the first round, at most \
+                 {max}), thin = {thin}: 1 in {thin} kept; the length kept is printed after \
+                 the run"
+            )
+        } else {
+            format!(
+                "({warmup} warmup + draws until mixed: {n} in the first round, at most {max}; \
+                 the length kept is printed after the run)"
+            )
+        };
+    }
+    if thin > 1 {
+        format!(
+            "({warmup} warmup + {n} iterations), thin = {thin}: {} draws per chain kept",
+            n.div_ceil(thin)
+        )
+    } else {
+        format!("({warmup} warmup + {n} draws)")
+    }
+}
+
 fn method_settings(o: &FitOptions, d: usize) -> String {
     let dims = format!(
         "d = {d} unconstrained parameter{}",
@@ -357,15 +391,9 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         m => format!(
-            "method = {m}; {dims}; {} chains × ({} warmup + {} draws){}; {}metric = {}; seed = {}",
+            "method = {m}; {dims}; {} chains × {}; {}metric = {}; seed = {}",
             o.mcmc.chains,
-            o.mcmc.warmup,
-            o.mcmc.samples,
-            if o.mcmc.thin > 1 {
-                format!(", thin = {}", o.mcmc.thin)
-            } else {
-                String::new()
-            },
+            mcmc_length(o),
             match m {
                 fit::Method::Mh => String::new(),
                 fit::Method::Hmc => match o.mcmc.method {
