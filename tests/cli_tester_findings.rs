@@ -60,7 +60,8 @@ fn variational_fits_keep_draws_whose_generated_quantities_fail() {
         assert!(o.status.success(), "{method}: {text}");
         assert!(
             text.contains("WARNING: the generated quantities failed at ")
-                && text.contains("of 1000 draws, which hold NaN for them")
+                && text.contains("of 1000 draws (z at ")
+                && text.contains("those draws hold NaN for the quantities that failed")
                 && text.contains("normal_rng: Scale parameter is -")
                 && text.contains("model.bayes:4:24"),
             "{method}: {text}"

@@ -101,3 +101,93 @@ fn an_exhausted_budget_warns_with_the_length_needed() {
     assert!(needed > 20000.0, "{line}");
     assert!(line.contains("--samples"), "{line}");
 }
+
+/// The data rows and `num_samples` of a draws file.
+fn file_rows(path: &std::path::Path) -> (usize, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let rows = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("lp__") && !l.is_empty())
+        .count();
+    let num_samples = text
+        .lines()
+        .find_map(|l| {
+            l.trim_start_matches(['#', ' '])
+                .strip_prefix("num_samples = ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no num_samples in {}", path.display()));
+    (rows, num_samples)
+}
+
+/// The settings line states what each chain keeps, as the "draws per chain kept" line and
+/// the draws files do: the default run says its length is chosen in rounds (it used to say
+/// "2000 draws" and then keep 6647 per chain); a thinned run says how many of its iterations
+/// it keeps.
+#[test]
+fn the_settings_line_says_what_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = common::root().join("tests/fixtures/mh/ar1_gaussian.bayes");
+    let run = |extra: &[&str], out: &str| -> String {
+        let mut args = vec![
+            "fit",
+            model.to_str().unwrap(),
+            "--method",
+            "mh",
+            "--seed",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--output", out]);
+        let o = common::bayesc_in(dir.path(), &args);
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{text}");
+        text
+    };
+    let settings = |text: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with("method = mh"))
+            .unwrap_or_else(|| panic!("no settings line in\n{text}"))
+            .to_string()
+    };
+
+    let auto = run(&[], "auto.csv");
+    let line = settings(&auto);
+    assert!(
+        line.contains(
+            "4 chains × (3000 warmup + draws until mixed: 2000 in the first round, at most \
+             20000; the length kept is printed after the run)"
+        ),
+        "{line}"
+    );
+    let kept = draws_per_chain(&auto);
+    assert!(kept > 2000, "{auto}");
+    assert!(
+        auto.contains(&format!("run length: {kept} draws per chain, chosen")),
+        "{auto}"
+    );
+    assert_eq!(
+        file_rows(&dir.path().join("auto_1.csv")),
+        (kept, kept),
+        "{auto}"
+    );
+
+    let fixed = run(&["--samples", "2000"], "fixed.csv");
+    assert!(
+        settings(&fixed).contains("4 chains × (3000 warmup + 2000 draws);"),
+        "{fixed}"
+    );
+    assert_eq!(draws_per_chain(&fixed), 2000);
+    assert_eq!(file_rows(&dir.path().join("fixed_1.csv")), (2000, 2000));
+
+    let thinned = run(&["--samples", "2000", "--thin", "3"], "thin.csv");
+    assert!(
+        settings(&thinned).contains(
+            "4 chains × (3000 warmup + 2000 iterations), thin = 3: 667 draws per chain kept;"
+        ),
+        "{thinned}"
+    );
+    assert_eq!(draws_per_chain(&thinned), 667);
+    // CmdStan's num_samples counts iterations; the rows are the kept draws
+    assert_eq!(file_rows(&dir.path().join("thin_1.csv")), (667, 2000));
+}

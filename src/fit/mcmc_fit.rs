@@ -41,37 +41,29 @@ struct ChainRows {
     /// The first failure of `write_array` outside the generated quantities (the parameters'
     /// transforms or the transformed parameters); later draws of the chain are then ignored.
     error: Option<DensityError>,
-    /// Kept draws whose generated quantities failed (written as NaN), and the first failure
-    /// with its 1-based draw number.
-    gq_failed: usize,
-    first_gq_error: Option<(usize, DensityError)>,
+    /// The kept draws at which generated quantities failed (written as NaN), per quantity,
+    /// with the first failure and its 1-based draw number.
+    gq_failures: GqTally,
 }
 
 impl ChainRows {
     /// The constrained row of `q` (parameters, transformed parameters, generated quantities)
-    /// from `rng` (`warmup`: the warmup stream). When only the generated quantities fail (an
-    /// `_rng` argument outside its support at this draw, say), the row keeps the parameters
-    /// and transformed parameters with NaN for the `n_gq` generated quantities, and the failure
-    /// is counted for the fit's warnings: the rest of the run is not thrown away.
-    fn row(
-        &mut self,
-        model: &Model,
-        q: &[f64],
-        warmup: bool,
-        n_gq: usize,
-    ) -> Result<Vec<f64>, DensityError> {
+    /// from `rng` (`warmup`: the warmup stream). A generated quantity that fails at this draw
+    /// (an `_rng` argument outside its support, say) holds NaN and the others keep their values
+    /// ([`constrained_row`]); the failure is counted for the fit's warnings: the rest of the
+    /// run is not thrown away.
+    fn row(&mut self, model: &Model, q: &[f64], warmup: bool) -> Result<Vec<f64>, DensityError> {
         let rng = if warmup {
             &mut self.warmup_rng
         } else {
             &mut self.rng
         };
-        let (v, gq_error) = constrained_row(model, q, rng, n_gq)?;
-        if let Some(e) = gq_error
+        let (v, failure) = constrained_row(model, q, rng)?;
+        if let Some(f) = failure
             && !warmup
         {
-            self.gq_failed += 1;
             let at = self.values.len() / v.len().max(1) + 1;
-            self.first_gq_error.get_or_insert((at, e));
+            self.gq_failures.add(at, f);
         }
         Ok(v)
     }
@@ -82,8 +74,6 @@ impl ChainRows {
 /// optional [`McmcStream`].
 struct Constrainer<'a> {
     model: &'a Model,
-    /// The number of generated-quantity columns (NaN in a row whose generated quantities failed).
-    n_gq: usize,
     chains: Vec<Mutex<ChainRows>>,
     stream: Option<&'a dyn McmcStream>,
 }
@@ -105,7 +95,7 @@ impl DrawSink for Constrainer<'_> {
             return;
         }
         let rows = &mut *rows;
-        match rows.row(self.model, q, false, self.n_gq) {
+        match rows.row(self.model, q, false) {
             Ok(v) => {
                 if let Some(s) = self.stream {
                     s.row(chain, sampler, &v);
@@ -121,7 +111,7 @@ impl DrawSink for Constrainer<'_> {
             return;
         }
         let rows = &mut *rows;
-        match rows.row(self.model, q, true, self.n_gq) {
+        match rows.row(self.model, q, true) {
             Ok(v) => {
                 if let Some(s) = self.stream {
                     s.warmup_row(chain, sampler, &v);
@@ -181,7 +171,6 @@ pub(super) fn fit_mcmc(
     let progress = |p: ChainProgress| (monitor.on_progress)(ProgressEvent::Chain(p));
     let sink = Constrainer {
         model,
-        n_gq: model.generated_quantity_names().len(),
         chains: (0..settings.chains)
             .map(|c| {
                 Mutex::new(ChainRows {
@@ -190,8 +179,7 @@ pub(super) fn fit_mcmc(
                     warmup_rng: crate::inference::rng::stream(seed, 2000 + c as u64),
                     warmup_values: Vec::new(),
                     error: None,
-                    gq_failed: 0,
-                    first_gq_error: None,
+                    gq_failures: GqTally::default(),
                 })
             })
             .collect(),
@@ -229,16 +217,17 @@ pub(super) fn fit_mcmc(
     // `constrained_draws` gives afterwards
     let mut rows = Vec::with_capacity(sink.chains.len());
     let mut warmup_rows = Vec::with_capacity(sink.chains.len());
-    let (mut gq_failed, mut first_gq_error) = (0, None);
+    let mut gq_failures = GqTally::default();
+    let mut first_gq_chain = None;
     for (c, m) in sink.chains.into_iter().enumerate() {
         let r = m.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = r.error {
             return Err(FitError::Constrain(e));
         }
-        gq_failed += r.gq_failed;
-        if first_gq_error.is_none() {
-            first_gq_error = r.first_gq_error.map(|(at, e)| (c + 1, at, e));
+        if first_gq_chain.is_none() && r.gq_failures.first.is_some() {
+            first_gq_chain = Some(c + 1);
         }
+        gq_failures.merge(r.gq_failures);
         rows.push(r.values);
         warmup_rows.push(r.warmup_values);
     }
@@ -256,14 +245,11 @@ pub(super) fn fit_mcmc(
         names: draws.names.clone(),
         chains: warmup_rows,
     });
-    if let Some((chain, at, e)) = first_gq_error {
-        let kept: usize = out.chains.iter().map(|c| c.stats.len()).sum();
-        out.notes.push(gq_failure_note(
-            gq_failed,
-            kept,
-            &format!("draw {at} of chain {chain}"),
-            &e,
-        ));
+    let kept: usize = out.chains.iter().map(|c| c.stats.len()).sum();
+    if let Some(note) = gq_failures.note(kept, |at| {
+        format!("draw {at} of chain {}", first_gq_chain.unwrap_or(1))
+    }) {
+        out.notes.push(note);
     }
     Ok(FitResult {
         method: options.method,

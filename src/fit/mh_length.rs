@@ -84,12 +84,21 @@ pub(super) fn fit_mh_auto(
         let Some((rhat, rname, ess, ename)) = mixing(&r.draws) else {
             return Ok(r);
         };
-        let measured = format!(
-            "bulk-ESS {ess:.0} (min, {ename}), R-hat {rhat:.3} (max, {rname}) at {n} draws per chain"
-        );
+        // with thinning, n iterations per chain keep fewer draws (those measured)
+        let length = if o.mcmc.thin > 1 {
+            format!(
+                "{n} iterations per chain ({} draws kept, thin = {})",
+                r.draws.n_draws(),
+                o.mcmc.thin
+            )
+        } else {
+            format!("{n} draws per chain")
+        };
+        let mix = format!("bulk-ESS {ess:.0} (min, {ename}), R-hat {rhat:.3} (max, {rname})");
+        let measured = format!("{mix} at {length}");
         if rhat < MH_RHAT_TARGET && ess >= MH_ESS_TARGET {
             r.run_length = Some(format!(
-                "run length: {n} draws per chain, chosen from measured mixing in {round} round(s): {measured} meet the targets bulk-ESS >= {MH_ESS_TARGET:.0} and R-hat < {MH_RHAT_TARGET} (--samples N fixes the length)"
+                "run length: {length}, chosen from measured mixing in {round} round(s): {mix} meet the targets bulk-ESS >= {MH_ESS_TARGET:.0} and R-hat < {MH_RHAT_TARGET} (--samples N fixes the length)"
             ));
             return Ok(r);
         }

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod fixed_param;
+mod gq_failures;
 pub mod inits;
 mod limits;
 mod mcmc_fit;
@@ -16,6 +17,8 @@ mod survey_fit;
 mod vi_checks;
 pub mod vi_gate;
 
+pub use gq_failures::gq_failure_note;
+use gq_failures::{GqTally, constrained_row};
 pub use limits::*;
 pub use mcmc_fit::{McmcStream, trim_interrupted};
 use mode::*;
@@ -170,10 +173,9 @@ fn approx_outputs(
         .map(|z| (model.log_density(z).unwrap_or(f64::NAN), log_q(z)))
         .collect();
     // the generated quantities may fail at the mean as at any draw: NaN for them there
-    let n_gq = model.generated_quantity_names().len();
     let row = match mean {
         Some(m) => Some(
-            constrained_row(model, m, &mut stream(seed, 999), n_gq)
+            constrained_row(model, m, &mut stream(seed, 999))
                 .map_err(FitError::Constrain)?
                 .0,
         ),
@@ -692,10 +694,10 @@ pub fn draw_names(model: &Model) -> Vec<String> {
 
 /// Maps unconstrained draws (one `Vec` of points per chain) through the model into [`Draws`];
 /// chain `c` uses random stream `1000 + c` of `seed` for generated quantities. As for MCMC
-/// ([`constrained_row`]), a draw whose generated quantities fail keeps its parameters with NaN
-/// for the generated quantities; the second value is then the warning that counts them and
-/// quotes the first failure ([`gq_failure_note`]). An error of the parameters' transforms or
-/// of the transformed parameters still fails the whole conversion.
+/// ([`constrained_row`]), a generated quantity that fails at a draw holds NaN there and the
+/// others keep their values; the second value is then the warning that counts the failures
+/// per quantity and quotes the first ([`gq_failure_note`]). An error of the parameters'
+/// transforms or of the transformed parameters still fails the whole conversion.
 pub fn constrained_draws(
     model: &Model,
     chains: &[Vec<Vec<f64>>],
@@ -703,77 +705,46 @@ pub fn constrained_draws(
 ) -> Result<(Draws, Option<String>), DensityError> {
     use rayon::prelude::*;
     let names = draw_names(model);
-    let n_gq = model.generated_quantity_names().len();
-    type Chain = (Vec<f64>, usize, Option<(usize, DensityError)>);
     let out = chains
         .par_iter()
         .enumerate()
         .map(|(c, zetas)| {
             let mut rng = stream(seed, 1000 + c as u64);
             let mut flat = Vec::with_capacity(zetas.len() * names.len());
-            let (mut failed, mut first) = (0, None);
+            let mut tally = GqTally::default();
             for (i, z) in zetas.iter().enumerate() {
-                let (row, gq_error) = constrained_row(model, z, &mut rng, n_gq)?;
-                if let Some(e) = gq_error {
-                    failed += 1;
-                    first.get_or_insert((i + 1, e));
+                let (row, failure) = constrained_row(model, z, &mut rng)?;
+                if let Some(f) = failure {
+                    tally.add(i + 1, f);
                 }
                 flat.extend(row);
             }
-            Ok((flat, failed, first))
+            Ok((flat, tally))
         })
-        .collect::<Result<Vec<Chain>, DensityError>>()?;
+        .collect::<Result<Vec<(Vec<f64>, GqTally)>, DensityError>>()?;
     let total: usize = chains.iter().map(Vec::len).sum();
-    let failed: usize = out.iter().map(|c| c.1).sum();
-    let note = out.iter().enumerate().find_map(|(c, (_, _, first))| {
-        first.as_ref().map(|(at, e)| {
-            let at = if chains.len() > 1 {
-                format!("draw {at} of chain {}", c + 1)
-            } else {
-                format!("draw {at}")
-            };
-            gq_failure_note(failed, total, &at, e)
-        })
-    });
-    let chains = out.into_iter().map(|c| c.0).collect();
-    Ok((Draws { names, chains }, note))
-}
-
-/// The constrained row of `z` (parameters, transformed parameters, generated quantities, in
-/// [`draw_names`] order) with generated quantities from `rng`. When only the generated
-/// quantities fail (an `_rng` argument outside its support at this draw, a domain error), the
-/// row keeps the parameters and transformed parameters with NaN for the `n_gq` generated
-/// quantities, and the failure is returned beside it, so that one bad draw does not throw away
-/// the fit; an error before the generated quantities is returned as the error.
-pub(crate) fn constrained_row(
-    model: &Model,
-    z: &[f64],
-    rng: &mut StreamRng,
-    n_gq: usize,
-) -> Result<(Vec<f64>, Option<DensityError>), DensityError> {
-    match model.write_array(z, true, true, rng) {
-        Ok(v) => Ok((v, None)),
-        Err(e) if n_gq > 0 => {
-            let mut v = model
-                .write_array(z, true, false, rng)
-                .map_err(|_| e.clone())?;
-            v.extend(std::iter::repeat_n(f64::NAN, n_gq));
-            Ok((v, Some(e)))
-        }
-        Err(e) => Err(e),
+    // the first failure is placed in the first chain that has one
+    let first_chain = out.iter().position(|c| c.1.first.is_some()).unwrap_or(0);
+    let mut tally = GqTally::default();
+    let mut rows = Vec::with_capacity(out.len());
+    for (flat, t) in out {
+        tally.merge(t);
+        rows.push(flat);
     }
-}
-
-/// The warning when the generated quantities failed at `failed` of `total` draws, the first at
-/// `at` ("draw 3 of chain 1", "draw 3") with error `e`: those draws hold NaN for them, and how
-/// to fix the model. Shared by the MCMC and the variational fits.
-pub fn gq_failure_note(failed: usize, total: usize, at: &str, e: &DensityError) -> String {
-    format!(
-        "the generated quantities failed at {failed} of {total} draws, which hold NaN for them \
-         (the parameters are kept); the first, at {at}: {e}. Guard the statement against the \
-         parameter values that break it (e.g. `if (mu > 0)`), or use a function defined for all \
-         of them"
-    )
+    let note = tally.note(total, |at| {
+        if chains.len() > 1 {
+            format!("draw {at} of chain {}", first_chain + 1)
+        } else {
+            format!("draw {at}")
+        }
+    });
+    Ok((
+        Draws {
+            names,
+            chains: rows,
+        },
+        note,
+    ))
 }
 
 /// Laplace's error when the log density is flat at `end` (where the mode search ended) along a

@@ -333,6 +333,7 @@ impl Model {
             gqs,
             tp_body,
             model_body,
+            gq_deps: gq_deps::deps(&gq_body),
             gq_body,
             dim,
             funcs,

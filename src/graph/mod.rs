@@ -10,6 +10,7 @@
 
 mod build;
 mod fuse;
+mod gq_deps;
 mod impute;
 mod outputs;
 mod unconstrain;
@@ -47,6 +48,7 @@ use compile::Compiler;
 use eval::{Ctx, Located, check_shape};
 pub use impute::ImputedEntry;
 use ir::{Ex, St, StKind, Transform};
+pub use outputs::GqFailure;
 use tape::{S, Tape};
 pub use unconstrain::{ParamLayout, UnconstrainFault};
 use value::{Base, Data, Fault, Tensor, Value, stan_order_names, stan_order_offsets};
@@ -108,6 +110,9 @@ pub struct Model {
     tp_body: Vec<St>,
     model_body: Vec<St>,
     gq_body: Vec<St>,
+    /// What each statement of `gq_body` reads and assigns (`gq_deps`), for
+    /// [`Model::write_outputs`].
+    gq_deps: Vec<gq_deps::Deps>,
     dim: usize,
     /// User-defined functions.
     funcs: Vec<ir::FuncIr>,

@@ -1,8 +1,20 @@
 //! From unconstrained draws to outputs and back: constrained parameters, transformed
-//! parameters and generated quantities per draw ([`Model::write_array`]); the way back is
-//! [`Model::unconstrain`] (`unconstrain.rs`).
+//! parameters and generated quantities per draw ([`Model::write_array`], and
+//! [`Model::write_outputs`], where a generated quantity that fails leaves the others); the way
+//! back is [`Model::unconstrain`] (`unconstrain.rs`).
 
 use super::*;
+
+/// The generated quantities [`Model::write_outputs`] could not compute at one draw: they hold
+/// NaN in its row, the others keep their values.
+#[derive(Clone, Debug)]
+pub struct GqFailure {
+    /// The first failure, in statement order (then the declared bounds, in declaration order).
+    pub error: DensityError,
+    /// The generated quantities (declared names, each standing for all its elements) that hold
+    /// NaN, in declaration order.
+    pub variables: Vec<String>,
+}
 
 impl Model {
     /// ζ → constrained parameters, then transformed parameters (if `include_tp`), then
@@ -70,5 +82,112 @@ impl Model {
             }
             Ok(out)
         })
+    }
+
+    /// ζ → the row of [`Model::write_array`] with transformed parameters and generated
+    /// quantities, where a generated quantity that cannot be computed at this draw holds NaN
+    /// and the others keep their values; what failed is returned beside the row.
+    ///
+    /// The statements of `generated quantities` run in order. A top-level statement that fails
+    /// (an `_rng` argument outside its support, an index out of range, a declared bound broken)
+    /// makes NaN the variables declared outside it that it assigns (all elements; for a
+    /// declaration, its variable); a later statement that reads such a variable is skipped and
+    /// what it assigns is NaN too, while every other statement runs as usual. A variable once
+    /// NaN at a draw stays so for that draw. A failing statement that assigns no generated
+    /// quantity (a `reject`, a block of locals only) makes them all NaN at that draw.
+    ///
+    /// Errors: as [`Model::write_array`] before the generated quantities (the parameters'
+    /// transforms, the transformed parameters and their bounds).
+    pub fn write_outputs(
+        &self,
+        zeta: &[f64],
+        rng: &mut StreamRng,
+    ) -> Result<(Vec<f64>, Option<GqFailure>), DensityError> {
+        if zeta.len() != self.dim {
+            return Err(DensityError::fatal(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                zeta.len()
+            )));
+        }
+        with_tape(|tape| {
+            tape.reset(false);
+            for &z in zeta {
+                tape.leaf(z);
+            }
+            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
+            ctx.funcs = &self.funcs;
+            ctx.fast_loops = self.fast_loops;
+            ctx.native_loops = self.native_loops;
+            ctx.rng = Some(rng);
+            (|| -> Result<(), Located> {
+                let mut lj = Vec::new();
+                self.bind_params(&mut ctx, &mut lj)?;
+                ctx.exec_all(&self.tp_body)?;
+                self.check_outputs(&mut ctx, &self.tparams, true)
+            })()
+            .map_err(|l| self.density_error(l))?;
+            let (failed, first) = self.run_generated(&mut ctx);
+            let mut out = Vec::new();
+            for p in self.params.iter().map(|p| (p.slot, &p.arr, p.base)).chain(
+                self.tparams
+                    .iter()
+                    .chain(&self.gqs)
+                    .map(|p| (p.slot, &p.arr, p.base)),
+            ) {
+                let (slot, arr, base) = p;
+                if failed.contains(&slot) {
+                    let n = arr.iter().product::<usize>() * base.size();
+                    out.extend(std::iter::repeat_n(f64::NAN, n));
+                    continue;
+                }
+                let v = &ctx.env[slot as usize];
+                for o in stan_order_offsets(arr, base) {
+                    out.push(ctx.tape.value(v.elem(o)));
+                }
+            }
+            let failure = first.map(|l| GqFailure {
+                error: self.density_error(l),
+                variables: self
+                    .gqs
+                    .iter()
+                    .filter(|g| failed.contains(&g.slot))
+                    .map(|g| g.name.clone())
+                    .collect(),
+            });
+            Ok((out, failure))
+        })
+    }
+
+    /// Runs `generated quantities` in `ctx` statement by statement as
+    /// [`Model::write_outputs`] describes, then checks the declared bounds of the quantities
+    /// computed; returns the slots that hold no value (failed) and the first failure.
+    fn run_generated(&self, ctx: &mut Ctx) -> (Vec<u32>, Option<Located>) {
+        let mut failed: Vec<u32> = Vec::new();
+        let mut first: Option<Located> = None;
+        for (st, deps) in self.gq_body.iter().zip(&self.gq_deps) {
+            if deps.reads.iter().any(|s| failed.contains(s)) {
+                failed.extend(&deps.writes);
+                continue;
+            }
+            if let Err(l) = ctx.exec(st) {
+                first.get_or_insert(l);
+                if deps.writes.is_empty() {
+                    failed.extend(self.gqs.iter().map(|g| g.slot));
+                    return (failed, first);
+                }
+                failed.extend(&deps.writes);
+            }
+        }
+        for g in &self.gqs {
+            if failed.contains(&g.slot) {
+                continue;
+            }
+            if let Err(l) = self.check_outputs(ctx, std::slice::from_ref(g), false) {
+                first.get_or_insert(l);
+                failed.push(g.slot);
+            }
+        }
+        (failed, first)
     }
 }

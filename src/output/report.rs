@@ -3,6 +3,7 @@
 
 use crate::diagnostics::hmc_stats;
 use crate::fit::{self, FitOptions, FitResult};
+use crate::inference::Draws;
 use crate::inference::mcmc::{self, McmcOutput};
 use crate::inference::qbvi::Covariance;
 use crate::output::summary;
@@ -139,6 +140,40 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
                 }
             )
         }
+    }
+}
+
+/// The length part of an MCMC settings line, saying what each chain keeps (as the
+/// "draws per chain kept" line, the summary and the draws files do): "(1000 warmup + 1000
+/// draws)"; with thinning "(1000 warmup + 1000 iterations), thin = 2: 500 draws per chain
+/// kept"; for Metropolis–Hastings with its length chosen in rounds
+/// ([`FitOptions::mh_auto_length`]) the rule, since the length is not known before the run:
+/// "(3000 warmup + draws until mixed: 2000 in the first round, at most 20000; the length kept
+/// is printed after the run)".
+fn mcmc_length(o: &FitOptions) -> String {
+    let (warmup, n, thin) = (o.mcmc.warmup, o.mcmc.samples, o.mcmc.thin.max(1));
+    if o.mh_auto_length && o.method == fit::Method::Mh {
+        let max = crate::fit::mh_length::MH_MAX_SAMPLES;
+        return if thin > 1 {
+            format!(
+                "({warmup} warmup + iterations until mixed: {n} in the first round, at most \
+                 {max}), thin = {thin}: 1 in {thin} kept; the length kept is printed after \
+                 the run"
+            )
+        } else {
+            format!(
+                "({warmup} warmup + draws until mixed: {n} in the first round, at most {max}; \
+                 the length kept is printed after the run)"
+            )
+        };
+    }
+    if thin > 1 {
+        format!(
+            "({warmup} warmup + {n} iterations), thin = {thin}: {} draws per chain kept",
+            n.div_ceil(thin)
+        )
+    } else {
+        format!("({warmup} warmup + {n} draws)")
     }
 }
 
@@ -356,15 +391,9 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         m => format!(
-            "method = {m}; {dims}; {} chains × ({} warmup + {} draws){}; {}metric = {}; seed = {}",
+            "method = {m}; {dims}; {} chains × {}; {}metric = {}; seed = {}",
             o.mcmc.chains,
-            o.mcmc.warmup,
-            o.mcmc.samples,
-            if o.mcmc.thin > 1 {
-                format!(", thin = {}", o.mcmc.thin)
-            } else {
-                String::new()
-            },
+            mcmc_length(o),
             match m {
                 fit::Method::Mh => String::new(),
                 fit::Method::Hmc => match o.mcmc.method {
@@ -414,10 +443,15 @@ pub fn optimizer_name(a: crate::inference::optimize::Algorithm) -> &'static str 
 }
 
 /// What `--method optimize` prints (and the REPL's `:fit optimize`): the table of estimates
-/// and standard errors ([`optimize_table`]), the log density at the optimum, the iterations,
-/// the convergence verdict and how the standard errors were computed. Ends with a newline.
+/// and standard errors with the generated quantities at the optimum ([`optimize_table`]), the
+/// log density at the optimum, the iterations, the convergence verdict and how the standard
+/// errors were computed. Ends with a newline.
 pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
-    format!("{}\n{}", optimize_table(fit), optimize_footer(result, fit))
+    format!(
+        "{}\n{}",
+        optimize_table(fit, &result.draws),
+        optimize_footer(result, fit)
+    )
 }
 
 /// The lines of [`optimize_text`] after its table: the log density at the optimum, the
@@ -627,16 +661,51 @@ pub fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
     w
 }
 
-/// The table of `--method optimize`: name, estimate, standard error (constrained scale).
-pub fn optimize_table(fit: &fit::OptimizeFit) -> String {
-    let rows: Vec<(&str, f64, f64)> = fit
+/// The table of `--method optimize`: name, estimate, standard error (constrained scale) of the
+/// parameters and transformed parameters, then the generated quantities at the optimum: the
+/// columns of `draws` (the fit's one row, at the estimate) that `fit` has no estimate for.
+/// These have no standard error (`-`; they are evaluated once at the estimate, `_rng` calls
+/// drawing once), which a line under the table says.
+pub fn optimize_table(fit: &fit::OptimizeFit, draws: &Draws) -> String {
+    let mut rows: Vec<(&str, f64, f64)> = fit
         .names
         .iter()
         .zip(&fit.estimates)
         .zip(&fit.std_errors)
         .map(|((n, e), s)| (n.as_str(), *e, *s))
         .collect();
-    optimize_rows_table(fit.std_error_kind, &rows)
+    let row = draws.chains.first();
+    let generated: Vec<&str> = draws
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !fit.names.contains(n))
+        .map(|(j, n)| {
+            let v = row.and_then(|r| r.get(j)).copied().unwrap_or(f64::NAN);
+            rows.push((n.as_str(), v, f64::NAN));
+            n.as_str()
+        })
+        .collect();
+    let mut s = optimize_rows_table(fit.std_error_kind, &rows);
+    // named by variable: `y_rep`, not each of its elements
+    let mut variables: Vec<&str> = Vec::new();
+    for n in generated.iter().map(|n| n.split('[').next().unwrap_or(n)) {
+        if !variables.contains(&n) {
+            variables.push(n);
+        }
+    }
+    if !variables.is_empty() {
+        s.push_str(&format!(
+            "{}: generated {}, evaluated once at the estimate (no standard error)\n",
+            crate::words::name_list(&variables, 6),
+            if generated.len() == 1 {
+                "quantity"
+            } else {
+                "quantities"
+            }
+        ));
+    }
+    s
 }
 
 /// The lines of [`optimize_table`] for chosen rows — (name, estimate, standard error) on the

@@ -31,19 +31,40 @@ pub struct SummaryRow {
     pub ess_tail: Option<f64>,
     /// Rank-normalised split R-hat, max of bulk and tail (§2); `None` as for `mcse_mean`.
     pub rhat: Option<f64>,
+    /// The number of draws that are NaN (a generated quantity that could not be computed at
+    /// them). When some but not all are, the statistics are over the other draws and the MCMC
+    /// columns are `None` (those draws do not form a chain); the table marks such rows.
+    pub nan_draws: usize,
+    /// The number of draws, NaN or not (all chains).
+    pub total_draws: usize,
+}
+
+impl SummaryRow {
+    /// Whether some but not all draws are NaN, so that the statistics are over the others only.
+    pub fn partial(&self) -> bool {
+        self.nan_draws > 0 && self.nan_draws < self.total_draws
+    }
 }
 
 /// Summarises every quantity of `draws`. With `mcmc = true` and at least
 /// [`MIN_DRAWS`] draws per chain, the MCMC columns (MCSE, ESS, R-hat) are filled; split R-hat
 /// and ESS are defined for a single chain too (specs/diagnostics.md §1 "Split"), so one chain
 /// suffices. For variational fits (`mcmc = false`) the draws are iid and those columns are `None`.
-/// Empty draws give NaN statistics.
+/// Empty draws give NaN statistics. A quantity NaN at some draws but not all (a generated
+/// quantity that failed there) is summarised over the other draws, without MCMC columns
+/// ([`SummaryRow::partial`]); one NaN at every draw gets NaN statistics.
 pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
     let m = draws.chains.len();
     let n = draws.n_draws();
     (0..draws.names.len())
         .map(|j| {
-            let pooled: Vec<f64> = draws.column(j).into_iter().flatten().collect();
+            let mut pooled: Vec<f64> = draws.column(j).into_iter().flatten().collect();
+            let total_draws = pooled.len();
+            let nan_draws = pooled.iter().filter(|v| v.is_nan()).count();
+            let partial = nan_draws > 0 && nan_draws < total_draws;
+            if partial {
+                pooled.retain(|v| !v.is_nan());
+            }
             let s = pooled.len() as f64;
             let mean = pooled.iter().sum::<f64>() / s;
             let sd = (pooled.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0)).sqrt();
@@ -67,10 +88,13 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
                 ess_bulk: None,
                 ess_tail: None,
                 rhat: None,
+                nan_draws,
+                total_draws,
             };
             // Chains of unequal length (a caller that did not trim an interrupted run, see
             // `fit::trim_interrupted`) get no MCMC columns rather than a wrong shape.
             if mcmc
+                && !partial
                 && n >= MIN_DRAWS
                 && m > 0
                 && draws
@@ -135,6 +159,8 @@ pub fn is_point_estimate(r: &SummaryRow) -> bool {
 
 /// [`format_table`], with `point` in the sd column of the rows for which `point` holds (their
 /// draws are a point estimate, not a posterior: the rounding-level sd would read as certainty).
+/// Rows summarised over the draws that are not NaN ([`SummaryRow::partial`]) have their name
+/// marked `*`, and a line under the table says over how many draws.
 pub fn format_table_marking(
     rows: &[SummaryRow],
     mcmc: bool,
@@ -147,7 +173,11 @@ pub fn format_table_marking(
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
         let mut c = vec![
-            r.name.clone(),
+            if r.partial() {
+                format!("{}*", r.name)
+            } else {
+                r.name.clone()
+            },
             format_sig(r.mean, 4),
             if point(r) {
                 "point".to_string()
@@ -192,7 +222,38 @@ pub fn format_table_marking(
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
+    out.push_str(&partial_footnote(rows, mcmc));
     out
+}
+
+/// The line under a summary table for its rows summarised over the draws that are not NaN
+/// ([`SummaryRow::partial`]), with their counts; empty when there is none.
+fn partial_footnote(rows: &[SummaryRow], mcmc: bool) -> String {
+    let partial: Vec<String> = rows
+        .iter()
+        .filter(|r| r.partial())
+        .map(|r| {
+            format!(
+                "{} {} of {}",
+                r.name,
+                r.total_draws - r.nan_draws,
+                r.total_draws
+            )
+        })
+        .collect();
+    if partial.is_empty() {
+        return String::new();
+    }
+    format!(
+        "* over the draws where the quantity is not NaN (it could not be computed at the \
+         others){}: {}\n",
+        if mcmc {
+            "; no MCSE, ESS or R-hat, as those draws do not form a chain"
+        } else {
+            ""
+        },
+        crate::words::name_list(&partial, 6)
+    )
 }
 
 #[cfg(test)]
@@ -219,6 +280,45 @@ mod tests {
             format_table(&summarize(&d, false), false),
             "name      mean     sd     5%    50%    95%\n\
              beta[1]  4.500  2.449  1.350  4.500  7.650\n"
+        );
+    }
+
+    #[test]
+    fn a_quantity_nan_at_some_draws_is_summarised_over_the_others_and_marked() {
+        // two chains of 100 draws; `b` is NaN at every 4th draw, `c` at every draw
+        let chains: Vec<Vec<f64>> = (0..2)
+            .map(|c| {
+                (0..100)
+                    .flat_map(|i| {
+                        let x = f64::from(c * 100 + i);
+                        [x, if i % 4 == 0 { f64::NAN } else { x }, f64::NAN]
+                    })
+                    .collect()
+            })
+            .collect();
+        let d = Draws {
+            names: vec!["a".into(), "b".into(), "c".into()],
+            chains,
+        };
+        let rows = summarize(&d, true);
+        let (a, b, c) = (&rows[0], &rows[1], &rows[2]);
+        assert!(!a.partial() && a.rhat.is_some());
+        assert!(b.partial() && (b.nan_draws, b.total_draws) == (50, 200));
+        // the mean of 0..199 without the multiples of 4: (19900 − 4·(0 + … + 49)) / 150
+        assert!((b.mean - (19900.0 - 4.0 * 1225.0) / 150.0).abs() < 1e-12);
+        assert!(b.q50.is_finite() && b.rhat.is_none() && b.ess_bulk.is_none());
+        assert!(!c.partial() && c.mean.is_nan());
+        let table = format_table(&rows, true);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[2].starts_with("b*  "), "{table}");
+        assert!(
+            lines[3].starts_with("c   ") && lines[3].contains("NaN"),
+            "{table}"
+        );
+        assert!(
+            lines[4].starts_with("* over the draws where the quantity is not NaN")
+                && lines[4].ends_with("do not form a chain: b 150 of 200"),
+            "{table}"
         );
     }
 

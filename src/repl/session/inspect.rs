@@ -268,8 +268,20 @@ impl Session {
         };
         let point = |f: &StoredFit| f.result.method == fit::Method::Optimize;
         let (pa, pb) = (point(fa), point(fb));
-        let ra = summary::summarize(&fa.result.draws, false);
-        let rb = summary::summarize(&fb.result.draws, false);
+        // a quantity NaN at some draws is not compared (its summary over the other draws
+        // describes a different set of draws in each fit): it shows as `—`
+        let whole = |rows: Vec<summary::SummaryRow>| -> Vec<summary::SummaryRow> {
+            rows.into_iter()
+                .map(|mut r| {
+                    if r.partial() {
+                        (r.mean, r.sd) = (f64::NAN, f64::NAN);
+                    }
+                    r
+                })
+                .collect()
+        };
+        let ra = whole(summary::summarize(&fa.result.draws, false));
+        let rb = whole(summary::summarize(&fb.result.draws, false));
         let centre = |n: &str, p: bool| {
             if p {
                 format!("est({n})")

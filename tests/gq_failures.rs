@@ -1,0 +1,344 @@
+//! Generated quantities that fail at some draws (docs/generated_quantities.md): only the
+//! quantities that could not be computed are NaN there, the others keep their values; the
+//! summary of a quantity with NaN draws is over the other draws and marked; and
+//! `fit --method optimize` prints the generated quantities at the optimum.
+
+mod common;
+
+use std::path::Path;
+
+use bayesc::inference::rng::stream;
+
+/// `b` fails where `mu` ≤ 0 (a negative `normal_rng` scale), `d` is computed from `b`, `e`
+/// indexes `v` out of range where `mu` ≤ 0, `f` breaks its declared bound there, `g` is
+/// computed from `e` through a block of locals; `a`, `v` and `idx` never fail.
+const MODEL: &str = "data { int<lower=0> N; vector[N] y; }
+parameters { real mu; }
+model { mu ~ normal(0, 10); y ~ normal(mu, 1); }
+generated quantities {
+  real b = normal_rng(0, mu);
+  real a = normal_rng(mu, 1);
+  real d = b + 1;
+  vector[3] v;
+  for (k in 1:3) v[k] = k * mu;
+  int idx = mu > 0 ? 1 : 5;
+  real e = v[idx];
+  real<lower=0> f = mu;
+  real g;
+  {
+    real t = 2 * e;
+    g = t;
+  }
+}
+";
+
+/// Twenty values of `y` around 0.1, so that draws of `mu` (sd about 0.22) take both signs.
+const YS: [f64; 20] = [
+    0.3, -1.2, 0.9, 0.1, -0.4, 1.5, -0.8, 0.6, 0.2, -0.1, 1.1, -1.6, 0.4, 0.0, 0.7, -0.5, 1.9,
+    -0.9, 0.5, -0.3,
+];
+
+fn json() -> String {
+    let ys: Vec<String> = YS.iter().map(f64::to_string).collect();
+    format!("{{\"N\": 20, \"y\": [{}]}}", ys.join(", "))
+}
+
+/// Writes `model.bayes` and `d.csv` into `dir`.
+fn write_case(dir: &Path, model: &str) {
+    std::fs::write(dir.join("model.bayes"), model).unwrap();
+    let mut csv = String::from("y\n");
+    for y in YS {
+        csv.push_str(&format!("{y}\n"));
+    }
+    std::fs::write(dir.join("d.csv"), csv).unwrap();
+}
+
+/// The columns and data rows of a Stan CSV file.
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows = lines
+        .map(|l| {
+            l.split(',')
+                .map(|v| v.parse::<f64>().unwrap_or_else(|_| panic!("{v} in {l}")))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Checks one row (by column name) against the model: what fails where `mu` ≤ 0 is NaN and
+/// the rest holds its value. Returns whether `b` failed.
+fn check_row(col: &dyn Fn(&str) -> f64) -> bool {
+    let mu = col("mu");
+    assert!(col("a").is_finite());
+    for k in 1..=3 {
+        assert_eq!(col(&format!("v.{k}")), k as f64 * mu);
+    }
+    if mu > 0.0 {
+        assert_eq!(col("idx"), 1.0);
+        assert!(col("b").is_finite());
+        assert_eq!(col("d"), col("b") + 1.0);
+        assert_eq!(col("e"), mu);
+        assert_eq!(col("f"), mu);
+        assert_eq!(col("g"), 2.0 * mu);
+        false
+    } else {
+        assert_eq!(col("idx"), 5.0);
+        for n in ["b", "d", "e", "f", "g"] {
+            assert!(col(n).is_nan(), "{n} = {} at mu = {mu}", col(n));
+        }
+        true
+    }
+}
+
+/// The model itself: at mu = −0.5 exactly the quantities that depend on the failures are NaN
+/// (an `_rng` domain error, an index out of range, a broken bound, and what is computed from
+/// them); at mu = 0.5 the row equals `write_array`'s, draw for draw of the same stream.
+#[test]
+fn write_outputs_makes_nan_only_what_failed() {
+    let m = common::compile_source("gq.bayes", MODEL, Some(&json()), &[]);
+    let names = m.generated_quantity_names();
+    let at = |row: &[f64], n: &str| row[1 + names.iter().position(|x| x == n).unwrap()];
+    let (row, failure) = m.write_outputs(&[-0.5], &mut stream(1, 7)).unwrap();
+    let failure = failure.expect("mu < 0 fails");
+    assert_eq!(failure.variables, ["b", "d", "e", "f", "g"]);
+    assert!(
+        failure.error.message.contains("normal_rng"),
+        "{:?}",
+        failure.error
+    );
+    assert_eq!(row[0], -0.5);
+    assert!(at(&row, "a").is_finite());
+    assert_eq!(
+        [at(&row, "v[1]"), at(&row, "v[2]"), at(&row, "v[3]")],
+        [-0.5, -1.0, -1.5]
+    );
+    assert_eq!(at(&row, "idx"), 5.0);
+    for n in ["b", "d", "e", "f", "g"] {
+        assert!(at(&row, n).is_nan(), "{n}");
+    }
+    let (row, failure) = m.write_outputs(&[0.5], &mut stream(1, 7)).unwrap();
+    assert!(failure.is_none());
+    let full = m
+        .write_array(&[0.5], true, true, &mut stream(1, 7))
+        .unwrap();
+    assert_eq!(row, full);
+    assert_eq!(at(&row, "d"), at(&row, "b") + 1.0);
+    assert_eq!(
+        [at(&row, "e"), at(&row, "f"), at(&row, "g")],
+        [0.5, 0.5, 1.0]
+    );
+}
+
+/// A failing `reject` assigns no quantity: every generated quantity of that draw is NaN. A
+/// quantity reassigned after it failed stays NaN for that draw.
+#[test]
+fn reject_fails_the_whole_draw_and_failed_quantities_stay_nan() {
+    let src = "parameters { real mu; }
+model { mu ~ normal(0, 1); }
+generated quantities {
+  real a = 2 * mu;
+  real b = normal_rng(0, mu);
+  b = 3;
+  real c = mu + 1;
+  if (mu < -1) reject(\"mu below -1\");
+}
+";
+    let m = common::compile_source("rej.bayes", src, None, &[]);
+    let (row, f) = m.write_outputs(&[-0.5], &mut stream(1, 0)).unwrap();
+    assert_eq!(row[1], -1.0);
+    assert!(row[2].is_nan(), "b stays NaN after `b = 3`");
+    assert_eq!(row[3], 0.5);
+    assert_eq!(f.unwrap().variables, ["b"]);
+    let (row, f) = m.write_outputs(&[-2.0], &mut stream(1, 0)).unwrap();
+    assert!(row[1..].iter().all(|v| v.is_nan()), "{row:?}");
+    let f = f.unwrap();
+    assert_eq!(f.variables, ["a", "b", "c"]);
+    // the first failure in statement order is `b`'s
+    assert!(f.error.message.contains("normal_rng"), "{:?}", f.error);
+    assert_eq!(row[0], -2.0);
+}
+
+/// The parsed summary row `name`: (mean, sd, 5%, 50%, 95%) and the MCMC columns as text.
+fn summary_row(text: &str, name: &str) -> (Vec<f64>, Vec<String>) {
+    let l = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in\n{text}"));
+    let cells: Vec<&str> = l.split_whitespace().skip(1).collect();
+    (
+        cells[..5].iter().map(|c| c.parse().unwrap()).collect(),
+        cells[5..].iter().map(|c| c.to_string()).collect(),
+    )
+}
+
+/// NUTS and QBVI on the model: the draws files hold NaN exactly where the model cannot compute
+/// a quantity; the summary keeps `a`, `v`, `idx` as usual, summarises `b`, `d`, `e`, `f`, `g`
+/// over their computed draws (marked `*`, counted under the table, matching the files), and
+/// the warning counts the failures per quantity.
+#[test]
+fn fits_keep_the_quantities_that_did_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(dir.path(), MODEL);
+    for (method, files) in [
+        ("nuts", vec!["o_1.csv", "o_2.csv"]),
+        ("qbvi", vec!["o.csv"]),
+    ] {
+        let mut args = vec![
+            "fit",
+            "model.bayes",
+            "--data",
+            "d.csv",
+            "--method",
+            method,
+            "--seed",
+            "1",
+            "--output",
+            "o.csv",
+        ];
+        if method == "nuts" {
+            args.extend(["--chains", "2"]);
+        }
+        let o = common::bayesc_in(dir.path(), &args);
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{method}: {text}");
+        let (mut total, mut failed, mut sum_e) = (0, 0, 0.0);
+        for file in &files {
+            let (header, rows) = read_csv(&dir.path().join(file));
+            // a variational file's first row is at the mean of q, not a draw
+            let draws = if method == "qbvi" {
+                &rows[1..]
+            } else {
+                &rows[..]
+            };
+            for r in draws {
+                let col = |n: &str| r[header.iter().position(|h| h == n).unwrap()];
+                total += 1;
+                if check_row(&col) {
+                    failed += 1;
+                } else {
+                    sum_e += col("e");
+                }
+            }
+        }
+        assert!(
+            failed > total / 10 && failed < total / 2,
+            "{method}: {failed} of {total}"
+        );
+        assert!(
+            text.contains(&format!(
+                "the generated quantities failed at {failed} of {total} draws (b at {failed}, \
+                 d at {failed}, e at {failed}, f at {failed}, g at {failed})"
+            )),
+            "{method}: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "b {ok} of {total}, d {ok} of {total}, e {ok} of {total}, f {ok} of {total}, \
+                 g {ok} of {total}",
+                ok = total - failed
+            )),
+            "{method}: {text}"
+        );
+        // `e` is `mu` where it was computed: its summary is the mean over those draws
+        let (e, e_mcmc) = summary_row(&text, "e*");
+        let mean_e = sum_e / (total - failed) as f64;
+        assert!(
+            (e[0] - mean_e).abs() < 1e-3 * mean_e.abs(),
+            "{method}: {e:?} vs {mean_e}"
+        );
+        assert!(e[2] > 0.0, "{method}: the 5% quantile of e is over mu > 0");
+        let (a, a_mcmc) = summary_row(&text, "a");
+        assert!(a.iter().all(|v| v.is_finite()), "{method}: {a:?}");
+        if method == "nuts" {
+            assert!(e_mcmc.iter().all(|c| c == "NA"), "{e_mcmc:?}");
+            assert!(
+                a_mcmc.iter().all(|c| c.parse::<f64>().is_ok()),
+                "{a_mcmc:?}"
+            );
+        }
+        for n in ["b*", "d*", "e*", "f*", "g*", "a", "v[3]", "idx"] {
+            let (stats, _) = summary_row(&text, n);
+            assert!(stats.iter().all(|v| v.is_finite()), "{method} {n}: {text}");
+        }
+    }
+}
+
+/// `fit --method optimize` prints the generated quantities at the optimum, without a standard
+/// error, and the same values as its draws file.
+#[test]
+fn optimize_prints_generated_quantities() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int<lower=0> N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model { y ~ normal(mu, sigma); }
+generated quantities {
+  real twice = 2 * mu;
+  vector[2] shifted = [mu + 1, sigma - 1]';
+  real draw = normal_rng(mu, sigma);
+}
+",
+    );
+    let o = common::bayesc_in(
+        dir.path(),
+        &[
+            "fit",
+            "model.bayes",
+            "--data",
+            "d.csv",
+            "--method",
+            "optimize",
+            "--seed",
+            "1",
+            "--output",
+            "opt.csv",
+        ],
+    );
+    let text = common::output_text(&o);
+    assert!(o.status.success(), "{text}");
+    let row = |n: &str| -> (f64, String) {
+        let l = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(n))
+            .unwrap_or_else(|| panic!("no row {n} in\n{text}"));
+        let c: Vec<&str> = l.split_whitespace().collect();
+        (c[1].parse().unwrap(), c[2].to_string())
+    };
+    // the maximum-likelihood estimates of a normal sample
+    let n = YS.len() as f64;
+    let mean = YS.iter().sum::<f64>() / n;
+    let sd = (YS.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let (mu, mu_se) = row("mu");
+    let (sigma, _) = row("sigma");
+    assert!((mu - mean).abs() < 1e-4, "{text}");
+    assert!((sigma - sd).abs() < 1e-4, "{text}");
+    assert!(mu_se.parse::<f64>().is_ok(), "{text}");
+    assert_eq!(row("twice").1, "-", "{text}");
+    let close = |a: f64, b: f64| (a - b).abs() < 2e-6;
+    assert!(close(row("twice").0, 2.0 * mu), "{text}");
+    assert!(close(row("shifted[1]").0, mu + 1.0), "{text}");
+    assert!(close(row("shifted[2]").0, sigma - 1.0), "{text}");
+    assert_eq!(row("draw").1, "-", "{text}");
+    assert!(
+        text.contains(
+            "twice, shifted, draw: generated quantities, evaluated once at the estimate (no \
+             standard error)"
+        ),
+        "{text}"
+    );
+    let (header, rows) = read_csv(&dir.path().join("opt.csv"));
+    let col = |n: &str| rows[0][header.iter().position(|h| h == n).unwrap()];
+    assert!(close(col("draw"), row("draw").0), "{text}");
+    assert!(close(col("twice"), row("twice").0), "{text}");
+}
