@@ -85,7 +85,9 @@ impl Walk {
                 }
             }
             StKind::TargetPlus(e) | StKind::ExprStmt(e) => self.expr(e),
-            StKind::For { slot, lo, hi, body } => {
+            StKind::For {
+                slot, lo, hi, body, ..
+            } => {
                 self.declared.push(*slot);
                 self.expr(lo);
                 self.expr(hi);
