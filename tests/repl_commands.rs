@@ -3,7 +3,8 @@
 //! the valid settings and a did-you-mean), and `:compare` and `:param` with a point-estimate
 //! (optimize) fit (no NaN); words beyond a command's synopsis (`:summary q n`) are an error,
 //! `:help COMMAND`, and clear errors for `:fit … as` without one name, `:save FIT` without a
-//! file and an index on a scalar.
+//! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
+//! algorithm), and `:elbo` of a QNVB fit.
 
 use bayesc::repl::Session;
 
@@ -447,4 +448,35 @@ fn fit_names_and_save_arguments_get_clear_errors() {
     // indexing a scalar says so
     let e = err(&mut s, "mean(mu[1] > 0)");
     assert!(e.contains("`mu` is a scalar; it has no elements"), "{e}");
+}
+
+#[test]
+fn settings_lines_and_elbo_traces_match_the_method() {
+    let mut s = session();
+    // fixed_param has no warmup (as `bayesc fit` says); optimize names its algorithm
+    let o = ok(&mut s, ":fit fixed_param --seed 1 --samples 3 as fp");
+    let first = o.lines().next().unwrap();
+    assert!(
+        first.starts_with("fp: fixed_param on d = 2 (parameters fixed")
+            && first.contains("4 chains × 3 draws")
+            && !first.contains("warmup"),
+        "{o}"
+    );
+    let o = ok(&mut s, ":fit optimize --algorithm newton --seed 1 as opt");
+    assert!(
+        o.starts_with("opt: optimize on d = 2, Newton + Newton polish"),
+        "{o}"
+    );
+    // :elbo reads QNVB's trace too, and names the fits it applies to
+    ok(&mut s, ":fit qnvb --seed 1 as qn");
+    let e = ok(&mut s, ":elbo qn");
+    assert!(
+        e.starts_with("ELBO over ") && !e.contains("best smoothed"),
+        "{e}"
+    );
+    let e = err(&mut s, ":elbo opt");
+    assert!(
+        e.starts_with("error: opt (an optimize fit) keeps no ELBO trace; :elbo applies to"),
+        "{e}"
+    );
 }

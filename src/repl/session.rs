@@ -134,7 +134,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":elbo",
         "[FIT]",
-        "the ELBO trace of a variational fit as a sparkline",
+        "the ELBO trace of an iterative variational fit (qbvi, qnvb, ivon, …) as a sparkline",
     ),
     (
         ":plot",

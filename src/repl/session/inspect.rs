@@ -510,22 +510,34 @@ impl Session {
             Ok(f) => f,
             Err(o) => return o,
         };
-        let FitDetails::Qbvi(q) = &f.result.details else {
-            return Output::error(format!(
-                "error: {} is a {} fit; :elbo applies to QBVI fits, which keep an ELBO trace",
-                f.name, f.result.method
-            ));
+        // QBVI and the survey's methods keep a smoothed best; QNVB its per-step trace only
+        let (trace, best) = match &f.result.details {
+            FitDetails::Qbvi(q) => (&q.elbo_trace, Some(q.best_smoothed_elbo)),
+            FitDetails::Qnvb(q) => (&q.elbo_trace, None),
+            _ => {
+                let method = f.result.method.to_string();
+                let article = if method.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                return Output::error(format!(
+                    "error: {} ({article} {method} fit) keeps no ELBO trace; :elbo applies to \
+                     the iterative variational fits (qbvi, qnvb, ivon, bbb, bbvi, …)",
+                    f.name
+                ));
+            }
         };
-        if q.elbo_trace.is_empty() {
+        if trace.is_empty() {
             return Output::error(format!("error: {} has no ELBO trace", f.name));
         }
-        let (line, lo, hi) = sparkline(&q.elbo_trace, 60);
+        let (line, lo, hi) = sparkline(trace, 60);
+        let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
         Output::ok(format!(
-            "ELBO over {} iterations (first {:.3}, last {:.3}, best smoothed {:.3}):\n{line}\nscale: ▁ ≤ {:.3}, █ = {:.3}",
-            q.elbo_trace.len(),
-            q.elbo_trace[0],
-            q.elbo_trace[q.elbo_trace.len() - 1],
-            q.best_smoothed_elbo,
+            "ELBO over {} iterations (first {:.3}, last {:.3}{best}):\n{line}\nscale: ▁ ≤ {:.3}, █ = {:.3}",
+            trace.len(),
+            trace[0],
+            trace[trace.len() - 1],
             lo,
             hi
         ))
