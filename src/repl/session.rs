@@ -190,6 +190,35 @@ pub fn is_command_line(line: &str) -> bool {
     })
 }
 
+/// The words of a command line: separated by white space, except inside a pair of double or
+/// single quotes, which group a path with spaces into one word (the quotes are dropped). An
+/// unclosed quote is an error.
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.get_or_insert_with(String::new).push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            None if c.is_whitespace() => words.extend(word.take()),
+            None => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if let Some(q) = quote {
+        return Err(format!(
+            "error: unclosed quote `{q}` in the command; close it (`{q}…{q}`) to give a word with \
+             spaces"
+        ));
+    }
+    words.extend(word);
+    Ok(words)
+}
+
 /// The error for `:NAME` given more than `max` arguments (its synopsis in [`COMMANDS`]): the
 /// words left over and the usage line, then `help` if given. A command never ignores words.
 fn too_many_args(name: &str, args: &[&str], max: usize, help: Option<String>) -> Output {
@@ -510,9 +539,12 @@ impl Session {
     }
 
     fn command(&mut self, cmd: &str) -> Output {
-        let mut words = cmd.split_whitespace();
-        let typed = words.next().unwrap_or("");
-        let args: Vec<&str> = words.collect();
+        let words = match split_words(cmd) {
+            Ok(w) => w,
+            Err(e) => return Output::error(e),
+        };
+        let typed = words.first().map_or("", String::as_str);
+        let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
         let name = command_name(typed).unwrap_or(typed);
         // words beyond a command's synopsis are an error, never ignored in silence
         let max_args = match name {
@@ -528,7 +560,13 @@ impl Session {
         match name {
             "load" => match args.as_slice() {
                 [file] => self.load(Path::new(file)),
-                _ => Output::error("usage: :load FILE"),
+                [] => Output::error("usage: :load FILE"),
+                _ => Output::error(format!(
+                    "error: `:load` takes one file; got {} words\n  usage: :load FILE\n  help: a \
+                     path with spaces goes in quotes: `:load \"{}\"`",
+                    args.len(),
+                    args.join(" ")
+                )),
             },
             "reload" => self.reload(false),
             "data" => self.set_data(&args),
@@ -783,6 +821,24 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_words_and_quotes() {
+        assert_eq!(split_words(" load  a.bayes ").unwrap(), ["load", "a.bayes"]);
+        assert_eq!(
+            split_words("load \"my dir/m.bayes\"").unwrap(),
+            ["load", "my dir/m.bayes"]
+        );
+        assert_eq!(
+            split_words("data 'a b.csv' c.csv \"\"").unwrap(),
+            ["data", "a b.csv", "c.csv", ""]
+        );
+        assert!(
+            split_words("load \"m.bayes")
+                .unwrap_err()
+                .contains("unclosed quote")
+        );
+    }
 
     #[test]
     fn block_keywords() {
