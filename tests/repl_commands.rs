@@ -4,7 +4,7 @@
 //! (optimize) fit (no NaN); words beyond a command's synopsis (`:summary q n`) are an error,
 //! `:help COMMAND`, and clear errors for `:fit … as` without one name, `:save FIT` without a
 //! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
-//! algorithm), and `:elbo` of a QNVB fit.
+//! algorithm), `:elbo` of a QNVB fit, and a fit's name given to `:plot`.
 
 use bayesc::repl::Session;
 
@@ -479,4 +479,24 @@ fn settings_lines_and_elbo_traces_match_the_method() {
         e.starts_with("error: opt (an optimize fit) keeps no ELBO trace; :elbo applies to"),
         "{e}"
     );
+}
+
+#[test]
+fn a_fit_name_given_to_plot_is_not_taken_for_a_quantity() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1 as a");
+    ok(&mut s, ":fit qbvi --seed 2 as b");
+    let e = err(&mut s, ":plot trace mu a");
+    assert!(
+        e.starts_with(
+            "error: `a` is a fit, but `:plot` draws the last fit, b; to plot a, `:save a FILE.csv`"
+        ),
+        "{e}"
+    );
+    let e = err(&mut s, ":plot trace mu b");
+    assert!(
+        e.starts_with("error: `b` is the last fit, which `:plot` draws anyway"),
+        "{e}"
+    );
+    assert!(!std::path::Path::new("b_trace.svg").exists());
 }
