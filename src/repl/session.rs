@@ -138,8 +138,8 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     (
         ":plot",
-        "KIND [PARAM,...] [FILE.svg]",
-        "SVG plot of the last fit: trace, rank, pair, density, forest, elbo, ppc (as `bayesc plot`)",
+        "KIND [PARAM,...] [FILE.svg] [combined]",
+        "SVG plot of the last fit: trace, rank, pair, density, forest, elbo, ppc (as `bayesc plot`; `combined`: density and forest of the pooled chains)",
     ),
     (
         ":set",
