@@ -157,7 +157,7 @@ fn backend_labour_session() {
     assert!(d.contains("max R-hat") && d.contains("divergences"), "{d}");
     let e = ok(&mut s, ":elbo fit1");
     assert!(e.chars().any(|c| ('▁'..='█').contains(&c)), "{e}");
-    assert!(err(&mut s, ":elbo fit2").contains("is a nuts fit"));
+    assert!(err(&mut s, ":elbo fit2").contains("fit2 (a nuts fit) keeps no ELBO trace"));
 
     // edit the prior: paste the model with beta ~ normal(0, 1), refit, beta[4] shrinks
     let original = std::fs::read_to_string(path("examples/labour/model.bayes")).unwrap();

@@ -1,7 +1,10 @@
 //! REPL commands on a small typed model: `:fit … as NAME` over an existing fit (replaced, with
 //! a note before and after the run), `:set` of an unknown setting (bayesc's own message with
 //! the valid settings and a did-you-mean), and `:compare` and `:param` with a point-estimate
-//! (optimize) fit (no NaN).
+//! (optimize) fit (no NaN); words beyond a command's synopsis (`:summary q n`) are an error,
+//! `:help COMMAND`, and clear errors for `:fit … as` without one name, `:save FIT` without a
+//! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
+//! algorithm), `:elbo` of a QNVB fit, and a fit's name given to `:plot`.
 
 use bayesc::repl::Session;
 
@@ -358,4 +361,142 @@ fn an_expression_on_an_optimize_fit_is_its_value_at_the_estimate() {
             "{t}"
         );
     }
+}
+
+#[test]
+fn words_beyond_a_commands_synopsis_are_an_error() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    // `:summary [FIT]`: a second word was once ignored, printing the whole table
+    let e = err(&mut s, ":summary q n");
+    assert!(
+        e.starts_with("error: `:summary` takes at most one argument; `n` is left over\n"),
+        "{e}"
+    );
+    assert!(e.contains("  usage: :summary [FIT]\n"), "{e}");
+    assert!(!e.contains("name "), "no table: {e}");
+    // a quantity among the words, in either order, points to `:param`
+    for input in [":summary q mu", ":summary mu q"] {
+        let e = err(&mut s, input);
+        assert!(
+            e.contains("help: to summarise one quantity, `:param mu q`"),
+            "{e}"
+        );
+    }
+    let e = err(&mut s, ":summary sigma");
+    assert!(
+        e.contains("help: `sigma` is a quantity of q, not a fit: `:param sigma` summarises it"),
+        "{e}"
+    );
+    assert!(ok(&mut s, ":summary q").contains("sigma"));
+    assert!(ok(&mut s, ":summary").contains("sigma"));
+    for (input, takes) in [
+        (
+            ":diagnostics q x",
+            "`:diagnostics` takes at most one argument; `x`",
+        ),
+        (":elbo q x", "`:elbo` takes at most one argument; `x`"),
+        (":fits all", "`:fits` takes no arguments; `all`"),
+        (":show all", "`:show` takes no arguments; `all`"),
+        (":reload now", "`:reload` takes no arguments; `now`"),
+        (":q now", "`:quit` takes no arguments; `now`"),
+    ] {
+        let o = s.execute(input);
+        assert!(o.is_error && !o.quit, "{input}: {o:?}");
+        assert!(o.text.contains(takes), "{input}: {}", o.text);
+    }
+}
+
+#[test]
+fn help_on_one_command() {
+    let mut s = session();
+    let h = ok(&mut s, ":help summary");
+    assert!(h.starts_with(":summary [FIT]\n  posterior summary"), "{h}");
+    assert!(h.contains("short form: :s"), "{h}");
+    assert_eq!(ok(&mut s, ":help :s"), h);
+    assert!(ok(&mut s, ":help").contains(":help [COMMAND]"));
+    let e = err(&mut s, ":help sumary");
+    assert!(e.contains("did you mean `:summary`?"), "{e}");
+}
+
+#[test]
+fn fit_names_and_save_arguments_get_clear_errors() {
+    let mut s = session();
+    let e = err(&mut s, ":fit qbvi as");
+    assert!(e.contains("`as` at the end of `:fit` needs a name"), "{e}");
+    let e = err(&mut s, ":fit qbvi as a b");
+    assert!(
+        e.contains("names the fit with one word; got `as a b`"),
+        "{e}"
+    );
+    assert!(!e.contains("unexpected argument"), "{e}");
+    assert!(s.fits().is_empty());
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    // `:save q` would have written a file called `q`
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let e = err(&mut s, ":save q");
+    assert!(
+        e.contains("`q` is the name of a fit; give the file too: `:save q FILE`"),
+        "{e}"
+    );
+    assert!(!cwd.join("q").exists());
+    let file = dir.path().join("q.csv");
+    let o = ok(&mut s, &format!(":save q {}", file.display()));
+    assert!(o.starts_with("q draws written to"), "{o}");
+    assert!(file.exists());
+    // indexing a scalar says so
+    let e = err(&mut s, "mean(mu[1] > 0)");
+    assert!(e.contains("`mu` is a scalar; it has no elements"), "{e}");
+}
+
+#[test]
+fn settings_lines_and_elbo_traces_match_the_method() {
+    let mut s = session();
+    // fixed_param has no warmup (as `bayesc fit` says); optimize names its algorithm
+    let o = ok(&mut s, ":fit fixed_param --seed 1 --samples 3 as fp");
+    let first = o.lines().next().unwrap();
+    assert!(
+        first.starts_with("fp: fixed_param on d = 2 (parameters fixed")
+            && first.contains("4 chains × 3 draws")
+            && !first.contains("warmup"),
+        "{o}"
+    );
+    let o = ok(&mut s, ":fit optimize --algorithm newton --seed 1 as opt");
+    assert!(
+        o.starts_with("opt: optimize on d = 2, Newton + Newton polish"),
+        "{o}"
+    );
+    // :elbo reads QNVB's trace too, and names the fits it applies to
+    ok(&mut s, ":fit qnvb --seed 1 as qn");
+    let e = ok(&mut s, ":elbo qn");
+    assert!(
+        e.starts_with("ELBO over ") && !e.contains("best smoothed"),
+        "{e}"
+    );
+    let e = err(&mut s, ":elbo opt");
+    assert!(
+        e.starts_with("error: opt (an optimize fit) keeps no ELBO trace; :elbo applies to"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_fit_name_given_to_plot_is_not_taken_for_a_quantity() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1 as a");
+    ok(&mut s, ":fit qbvi --seed 2 as b");
+    let e = err(&mut s, ":plot trace mu a");
+    assert!(
+        e.starts_with(
+            "error: `a` is a fit, but `:plot` draws the last fit, b; to plot a, `:save a FILE.csv`"
+        ),
+        "{e}"
+    );
+    let e = err(&mut s, ":plot trace mu b");
+    assert!(
+        e.starts_with("error: `b` is the last fit, which `:plot` draws anyway"),
+        "{e}"
+    );
+    assert!(!std::path::Path::new("b_trace.svg").exists());
 }

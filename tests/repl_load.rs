@@ -1,6 +1,7 @@
 //! A failed `:load` in the REPL keeps the current model loaded and says so; the next `:fit`
 //! names the model it fits (issue 13, item 9, asked that it never fit the previous model
-//! without a word). A model file broken on disk is not fitted in its old form.
+//! without a word). A model file broken on disk is not fitted in its old form. A path with
+//! spaces is given in quotes.
 
 use bayesc::repl::Session;
 
@@ -155,4 +156,48 @@ fn fit_after_loading_a_missing_file_says_why_there_is_nothing_to_fit() {
         "{}",
         o.text
     );
+}
+
+#[test]
+fn a_path_with_spaces_loads_in_quotes() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let sub = dir.path().join("my models");
+    std::fs::create_dir(&sub).unwrap();
+    let model = sub.join("m.bayes");
+    std::fs::write(
+        &model,
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+    )
+    .unwrap();
+    let mut s = Session::new();
+    s.set_progress(false);
+    // unquoted, the words are counted and the quotes suggested
+    let o = s.execute(&format!(":load {}", model.display()));
+    assert!(o.is_error, "{}", o.text);
+    assert!(
+        o.text.contains("`:load` takes one file; got 2 words")
+            && o.text.contains(&format!(
+                "help: a path with spaces goes in quotes: `:load \"{}\"`",
+                model.display()
+            )),
+        "{}",
+        o.text
+    );
+    for q in ['"', '\''] {
+        let o = s.execute(&format!(":load {q}{}{q}", model.display()));
+        assert!(!o.is_error, "{}", o.text);
+        assert!(o.text.contains("parameters {mu}"), "{}", o.text);
+    }
+    let o = s.execute(&format!(":load \"{}", model.display()));
+    assert!(
+        o.is_error && o.text.contains("unclosed quote `\"`"),
+        "{}",
+        o.text
+    );
+    // `:save` and `:fit --output` take quoted paths too
+    assert!(!s.execute(":fit qbvi --seed 1 as q").is_error);
+    let out = sub.join("q draws.csv");
+    let o = s.execute(&format!(":save q \"{}\"", out.display()));
+    assert!(!o.is_error, "{}", o.text);
+    assert!(out.exists());
 }

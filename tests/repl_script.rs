@@ -1,6 +1,8 @@
 //! Scripted (piped) REPL input: an entry left unfinished by an unbalanced bracket is reported,
 //! with the line of the bracket, and does not swallow the rest of the script; a line starting
-//! with a REPL command is never a continuation line (in scripts and at the terminal).
+//! with a REPL command is never a continuation line (in scripts and at the terminal); the end
+//! of the input inside an entry, a line that is not UTF-8, and `:summary` with a word too many
+//! are reported and the script goes on.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -126,4 +128,82 @@ fn piped_through_the_binary() {
         text.contains("unbalanced '(' opened on line 4: the input ended"),
         "{text}"
     );
+}
+
+/// Pipes `input` into `bayesc repl`; returns the exit code and standard output.
+fn pipe(input: &[u8]) -> (Option<i32>, String) {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("repl")
+        .env("XDG_DATA_HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn summary_with_a_word_too_many_fails_in_a_piped_session() {
+    let script = "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n}\n\
+                  :fit qbvi --seed 1 as q\n:summary q n\n:summary q\n";
+    let (code, text) = pipe(script.as_bytes());
+    assert_eq!(code, Some(1), "{text}");
+    let (_, after) = text.split_once("bayesc> :summary q n\n").unwrap();
+    assert!(
+        after.starts_with(
+            "error: `:summary` takes at most one argument; `n` is left over\n  usage: :summary [FIT]\n"
+        ),
+        "{text}"
+    );
+    // the next command still runs and prints the table
+    let (_, last) = after.split_once("bayesc> :summary q\n").unwrap();
+    assert!(
+        last.starts_with("q: qbvi (seed 1)") && last.contains("\nmu "),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_reported_and_skipped() {
+    // it once ended the session in silence, with exit code 0 and the rest unrun
+    let (code, text) = pipe(b":set seed 1\n\xff\xfe\n:set seed 2\n(1 +\n\xe9\n2)\r\n:set\r\n");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("error: line 2 is not UTF-8 text; it was skipped\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "error: line 5 is not UTF-8 text; it was skipped, with the entry begun on line 4, \
+             which was not run\n"
+        ),
+        "{text}"
+    );
+    // the commands after it ran (CRLF line ends too)
+    assert!(text.ends_with("bayesc> :set\nseed = 2\n"), "{text}");
+}
+
+#[test]
+fn end_of_input_at_a_continuation_prompt() {
+    // Ctrl-D (end of input) in the middle of a model block and of an expression, with no
+    // final newline: reported with the line of the bracket, nothing run, exit code 1
+    let (code, text) = pipe(b"parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.ends_with(
+            "error: unbalanced '{' opened on line 4: the input ended before it was closed; this \
+             entry was not run\n"
+        ),
+        "{text}"
+    );
+    let (code, text) = pipe(b":set seed 1\nquantile(1, ");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("unbalanced '(' opened on line 2"), "{text}");
 }

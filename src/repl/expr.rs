@@ -299,6 +299,14 @@ impl Evaluator<'_> {
                 span,
             ));
         }
+        // `mu[1]` of a scalar `mu`: the name exists, the index does not
+        if name.contains('[') && self.draws.position(base).is_some() {
+            return Err(ExprError::new(
+                format!("`{base}` is a scalar; it has no elements to index (`{name}`)"),
+                span,
+            )
+            .help(format!("write `{base}` without an index")));
+        }
         let bases = self.base_names();
         let mut err = ExprError::new(
             format!("unknown name `{base}` in the posterior draws"),
@@ -498,6 +506,10 @@ mod tests {
                 .contains("has 2 elements")
         );
         assert!(run("beta[3]").unwrap_err().message.contains("out of range"));
+        // indexing a scalar names the scalar, not an "unknown name" that the draws hold
+        let e = run("mean(alpha[1] > 0)").unwrap_err();
+        assert!(e.message.contains("`alpha` is a scalar"), "{e:?}");
+        assert_eq!(e.help.as_deref(), Some("write `alpha` without an index"));
         let e = run("1 + mean(alpha)").unwrap_err();
         assert!(e.message.contains("reduces over the draws"), "{e:?}");
         let e = run("exq(alpha)").unwrap_err();

@@ -43,7 +43,9 @@ pub fn run() -> i32 {
 /// expressions) continues over lines until its brackets balance
 /// (`syntax::parser::input_is_complete`). A command line ([`session::is_command_line`]) is never
 /// taken as a continuation: it ends an unfinished entry, which is reported as an error (as is
-/// one still open at the end of the input) instead of swallowing the rest of the script. Writes
+/// one still open at the end of the input) instead of swallowing the rest of the script. A line
+/// that is not UTF-8 is reported and skipped (with any entry it would continue); a `\r` before
+/// the newline is dropped. Writes
 /// each input after a `bayesc> ` prompt and its output to `out`. Returns 1 if any input failed,
 /// else 0.
 pub fn run_script(session: &mut Session, input: impl BufRead, out: &mut dyn Write) -> i32 {
@@ -52,11 +54,36 @@ pub fn run_script(session: &mut Session, input: impl BufRead, out: &mut dyn Writ
     let mut buffer = String::new();
     // the script line where the entry in `buffer` began
     let mut first_line = 0;
-    for (index, line) in input.lines().enumerate() {
-        let Ok(line) = line else {
-            break;
-        };
+    for (index, bytes) in input.split(b'\n').enumerate() {
         let line_no = index + 1;
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = writeln!(out, "error: cannot read the input after line {index}: {e}");
+                return 1;
+            }
+        };
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(&bytes);
+        // a line that is not UTF-8 (a binary file, a Latin-1 script) is reported and skipped,
+        // with the entry it would continue; it does not end the script in silence
+        let line = match std::str::from_utf8(bytes) {
+            Ok(l) => l.to_string(),
+            Err(_) => {
+                let _ = writeln!(out, "bayesc> {}", String::from_utf8_lossy(bytes));
+                let _ = writeln!(
+                    out,
+                    "error: line {line_no} is not UTF-8 text; it was skipped{}",
+                    if buffer.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", with the entry begun on line {first_line}, which was not run")
+                    }
+                );
+                buffer.clear();
+                failed = true;
+                continue;
+            }
+        };
         if !buffer.is_empty() && session::is_command_line(&line) {
             let text = std::mem::take(&mut buffer);
             let _ = writeln!(out, "bayesc> {}", text.replace('\n', "\n      > "));

@@ -134,12 +134,12 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":elbo",
         "[FIT]",
-        "the ELBO trace of a variational fit as a sparkline",
+        "the ELBO trace of an iterative variational fit (qbvi, qnvb, ivon, …) as a sparkline",
     ),
     (
         ":plot",
-        "KIND [PARAM,...] [FILE.svg]",
-        "SVG plot of the last fit: trace, rank, pair, density, forest, elbo, ppc (as `bayesc plot`)",
+        "KIND [PARAM,...] [FILE.svg] [combined]",
+        "SVG plot of the last fit: trace, rank, pair, density, forest, elbo, ppc (as `bayesc plot`; `combined`: density and forest of the pooled chains)",
     ),
     (
         ":set",
@@ -147,7 +147,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "session default for :fit: an option of `bayesc fit` (seed, method, chains, warmup, samples, diagonal on/off, ...); one of another method is kept for fits with that method, with a note; no argument lists the defaults, an unknown KEY lists the settings",
     ),
     (":unset", "KEY", "remove a session default"),
-    (":help", "", "this list"),
+    (
+        ":help",
+        "[COMMAND]",
+        "this list, or the synopsis of one command",
+    ),
     (":quit", "", "leave the REPL (also Ctrl-D)"),
 ];
 
@@ -184,6 +188,86 @@ pub fn is_command_line(line: &str) -> bool {
         let word = rest.split_whitespace().next().unwrap_or("");
         rest.starts_with(word) && command_name(word).is_some()
     })
+}
+
+/// The words of a command line: separated by white space, except inside a pair of double or
+/// single quotes, which group a path with spaces into one word (the quotes are dropped). An
+/// unclosed quote is an error.
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.get_or_insert_with(String::new).push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            None if c.is_whitespace() => words.extend(word.take()),
+            None => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if let Some(q) = quote {
+        return Err(format!(
+            "error: unclosed quote `{q}` in the command; close it (`{q}…{q}`) to give a word with \
+             spaces"
+        ));
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+/// The error for `:NAME` given more than `max` arguments (its synopsis in [`COMMANDS`]): the
+/// words left over and the usage line, then `help` if given. A command never ignores words.
+fn too_many_args(name: &str, args: &[&str], max: usize, help: Option<String>) -> Output {
+    let synopsis = COMMANDS
+        .iter()
+        .find(|c| &c.0[1..] == name)
+        .map_or("", |c| c.1);
+    let takes = match max {
+        0 => "takes no arguments".to_string(),
+        1 => "takes at most one argument".to_string(),
+        n => format!("takes at most {n} arguments"),
+    };
+    let mut msg = format!(
+        "error: `:{name}` {takes}; `{}` is left over\n  usage: {}",
+        args[max.min(args.len())..].join(" "),
+        format!(":{name} {synopsis}").trim_end()
+    );
+    if let Some(h) = help {
+        let _ = write!(msg, "\n  help: {h}");
+    }
+    Output::error(msg)
+}
+
+/// `:help COMMAND`: the synopsis and description of one command (with or without its colon,
+/// or a short form), or an error with a did-you-mean.
+fn command_help(word: &str) -> Output {
+    let word = word.strip_prefix(':').unwrap_or(word);
+    if let Some(name) = command_name(word)
+        && let Some((c, a, h)) = COMMANDS.iter().find(|c| &c.0[1..] == name)
+    {
+        let head = format!("{c} {a}");
+        let aliases: Vec<String> = ALIASES
+            .iter()
+            .filter(|al| al.1 == name)
+            .map(|al| format!(":{}", al.0))
+            .collect();
+        let short = if aliases.is_empty() {
+            String::new()
+        } else {
+            format!("\n  short form: {}", aliases.join(", "))
+        };
+        return Output::ok(format!("{}\n  {h}{short}", head.trim_end()));
+    }
+    let mut msg = format!("error: no command `:{word}`");
+    if let Some(s) = best_match(word, COMMANDS.iter().map(|c| &c.0[1..])) {
+        let _ = write!(msg, "\n  help: did you mean `:{s}`?");
+    }
+    msg.push_str("\n  (`:help` lists the commands)");
+    Output::error(msg)
 }
 
 /// Keywords that begin model text typed at the prompt, in block order.
@@ -455,13 +539,34 @@ impl Session {
     }
 
     fn command(&mut self, cmd: &str) -> Output {
-        let mut words = cmd.split_whitespace();
-        let typed = words.next().unwrap_or("");
-        let args: Vec<&str> = words.collect();
-        match command_name(typed).unwrap_or(typed) {
+        let words = match split_words(cmd) {
+            Ok(w) => w,
+            Err(e) => return Output::error(e),
+        };
+        let typed = words.first().map_or("", String::as_str);
+        let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+        let name = command_name(typed).unwrap_or(typed);
+        // words beyond a command's synopsis are an error, never ignored in silence
+        let max_args = match name {
+            "reload" | "show" | "fits" | "quit" => Some(0),
+            "diagnostics" | "elbo" | "help" => Some(1),
+            _ => None,
+        };
+        if let Some(max) = max_args
+            && args.len() > max
+        {
+            return too_many_args(name, &args, max, None);
+        }
+        match name {
             "load" => match args.as_slice() {
                 [file] => self.load(Path::new(file)),
-                _ => Output::error("usage: :load FILE"),
+                [] => Output::error("usage: :load FILE"),
+                _ => Output::error(format!(
+                    "error: `:load` takes one file; got {} words\n  usage: :load FILE\n  help: a \
+                     path with spaces goes in quotes: `:load \"{}\"`",
+                    args.len(),
+                    args.join(" ")
+                )),
             },
             "reload" => self.reload(false),
             "data" => self.set_data(&args),
@@ -477,7 +582,10 @@ impl Session {
             "plot" => self.plot(&args),
             "set" => self.set(&args),
             "unset" => self.unset(&args),
-            "help" => Output::ok(help_text()),
+            "help" => match args.first() {
+                None => Output::ok(help_text()),
+                Some(cmd) => command_help(cmd),
+            },
             "quit" => Output {
                 quit: true,
                 ..Output::default()
@@ -713,6 +821,24 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_words_and_quotes() {
+        assert_eq!(split_words(" load  a.bayes ").unwrap(), ["load", "a.bayes"]);
+        assert_eq!(
+            split_words("load \"my dir/m.bayes\"").unwrap(),
+            ["load", "my dir/m.bayes"]
+        );
+        assert_eq!(
+            split_words("data 'a b.csv' c.csv \"\"").unwrap(),
+            ["data", "a b.csv", "c.csv", ""]
+        );
+        assert!(
+            split_words("load \"m.bayes")
+                .unwrap_err()
+                .contains("unclosed quote")
+        );
+    }
 
     #[test]
     fn block_keywords() {

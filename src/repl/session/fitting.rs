@@ -33,6 +33,25 @@ impl Session {
             [head @ .., "as", n] => (head, Some(n.to_string())),
             _ => (args, None),
         };
+        // a stray `as` left in the options: `:fit qbvi as` (no name) or `as a b` (two words);
+        // clap would only say "unexpected argument 'as'"
+        if let Some(i) = args.iter().position(|w| *w == "as") {
+            let rest = args[i + 1..].join(" ");
+            let tail = match &name {
+                Some(n) if rest.is_empty() => n.clone(),
+                Some(n) => format!("{rest} as {n}"),
+                None => rest,
+            };
+            return Output::error(if tail.is_empty() {
+                "error: `as` at the end of `:fit` needs a name: `:fit [METHOD] [OPTIONS] as NAME`"
+                    .to_string()
+            } else {
+                format!(
+                    "error: `as NAME` ends the `:fit` line and names the fit with one word; got \
+                     `as {tail}`\n  usage: :fit [METHOD] [OPTIONS] [as NAME]"
+                )
+            });
+        }
         if let Some(n) = &name
             && (n.is_empty()
                 || !n.chars().all(|c| c.is_alphanumeric() || c == '_')

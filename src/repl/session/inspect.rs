@@ -189,10 +189,40 @@ impl Session {
         Output::ok(s)
     }
 
+    /// `:summary [FIT]`: every quantity of one fit. More words are an error (they were once
+    /// ignored): a quantity name among them points to `:param NAME [FIT]`.
     pub(super) fn summary(&self, args: &[&str]) -> Output {
+        if args.len() > 1 {
+            // in either order: `:summary q alpha`, `:summary alpha q`
+            let fit = args.iter().find_map(|w| self.pick(Some(w)).ok());
+            let quantity = args.iter().find(|w| {
+                fit.or(self.fits.last())
+                    .is_some_and(|f| !quantity_columns(&f.result.draws, w).is_empty())
+            });
+            let help = match (quantity, fit) {
+                (Some(q), Some(f)) => format!("to summarise one quantity, `:param {q} {}`", f.name),
+                (Some(q), None) => format!("to summarise one quantity, `:param {q} [FIT]`"),
+                _ => "`:summary FIT` shows every quantity of one fit; `:param NAME [FIT]` one \
+                      quantity; `:compare FIT_A FIT_B` two fits"
+                    .to_string(),
+            };
+            return too_many_args("summary", args, 1, Some(help));
+        }
         let f = match self.pick(args.first().copied()) {
             Ok(f) => f,
-            Err(o) => return o,
+            Err(mut o) => {
+                // `:summary alpha`: a quantity of the last fit, not a fit
+                if let (Some(w), Some(last)) = (args.first(), self.fits.last())
+                    && !quantity_columns(&last.result.draws, w).is_empty()
+                {
+                    let _ = writeln!(
+                        o.text,
+                        "  help: `{w}` is a quantity of {}, not a fit: `:param {w}` summarises it",
+                        last.name
+                    );
+                }
+                return o;
+            }
         };
         // an optimize fit: what `bayesc fit --method optimize` prints — estimates, standard
         // errors, the log density at the optimum and whether it converged — with the generated
@@ -226,12 +256,7 @@ impl Session {
             Err(o) => return o,
         };
         let draws = &f.result.draws;
-        let cols: Vec<usize> = (0..draws.names.len())
-            .filter(|&j| {
-                let n = &draws.names[j];
-                n == name || (n.starts_with(name) && n[name.len()..].starts_with('['))
-            })
-            .collect();
+        let cols = quantity_columns(draws, name);
         if cols.is_empty() {
             let bases: BTreeSet<&str> = draws
                 .names
@@ -380,6 +405,13 @@ impl Session {
             [fit, file] => (Some(*fit), *file),
             _ => return Output::error("usage: :save [FIT] FILE"),
         };
+        // `:save fit1` means the fit, with its FILE forgotten, not a file called `fit1`
+        if fit.is_none() && self.fits.iter().any(|f| f.name == file) {
+            return Output::error(format!(
+                "error: `{file}` is the name of a fit; give the file too: `:save {file} FILE` \
+                 (`:save FILE` saves the last fit)\n  usage: :save [FIT] FILE"
+            ));
+        }
         let f = match self.pick(fit) {
             Ok(f) => f,
             Err(o) => return o,
@@ -490,22 +522,34 @@ impl Session {
             Ok(f) => f,
             Err(o) => return o,
         };
-        let FitDetails::Qbvi(q) = &f.result.details else {
-            return Output::error(format!(
-                "error: {} is a {} fit; :elbo applies to QBVI fits, which keep an ELBO trace",
-                f.name, f.result.method
-            ));
+        // QBVI and the survey's methods keep a smoothed best; QNVB its per-step trace only
+        let (trace, best) = match &f.result.details {
+            FitDetails::Qbvi(q) => (&q.elbo_trace, Some(q.best_smoothed_elbo)),
+            FitDetails::Qnvb(q) => (&q.elbo_trace, None),
+            _ => {
+                let method = f.result.method.to_string();
+                let article = if method.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                return Output::error(format!(
+                    "error: {} ({article} {method} fit) keeps no ELBO trace; :elbo applies to \
+                     the iterative variational fits (qbvi, qnvb, ivon, bbb, bbvi, …)",
+                    f.name
+                ));
+            }
         };
-        if q.elbo_trace.is_empty() {
+        if trace.is_empty() {
             return Output::error(format!("error: {} has no ELBO trace", f.name));
         }
-        let (line, lo, hi) = sparkline(&q.elbo_trace, 60);
+        let (line, lo, hi) = sparkline(trace, 60);
+        let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
         Output::ok(format!(
-            "ELBO over {} iterations (first {:.3}, last {:.3}, best smoothed {:.3}):\n{line}\nscale: ▁ ≤ {:.3}, █ = {:.3}",
-            q.elbo_trace.len(),
-            q.elbo_trace[0],
-            q.elbo_trace[q.elbo_trace.len() - 1],
-            q.best_smoothed_elbo,
+            "ELBO over {} iterations (first {:.3}, last {:.3}{best}):\n{line}\nscale: ▁ ≤ {:.3}, █ = {:.3}",
+            trace.len(),
+            trace[0],
+            trace[trace.len() - 1],
             lo,
             hi
         ))
@@ -650,6 +694,17 @@ pub(super) fn unknown_setting(key: &str, settings: &[Setting]) -> String {
 /// ([`optimize_rows_table`]), not a one-draw summary with sd NaN. A generated quantity has no
 /// standard error (it is evaluated once at the estimate), and neither has a parameter when −H
 /// is not positive definite; a line under the table says which applies.
+/// The columns of `draws` that `name` names: the column itself (`beta[2]`, `alpha`) or every
+/// element of a container (`beta` → `beta[1]`, `beta[2]`, …); empty when it names none.
+fn quantity_columns(draws: &Draws, name: &str) -> Vec<usize> {
+    (0..draws.names.len())
+        .filter(|&j| {
+            let n = &draws.names[j];
+            n == name || (n.starts_with(name) && n[name.len()..].starts_with('['))
+        })
+        .collect()
+}
+
 fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String {
     let at = |j: usize| draws.chains.first().and_then(|c| c.get(j)).copied();
     let mut rows: Vec<(&str, f64, f64)> = Vec::new();

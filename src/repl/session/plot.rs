@@ -47,6 +47,23 @@ impl Session {
                 _ => return Output::error(USAGE),
             }
         } else {
+            // `:plot trace mu fit1`: a fit's name is no quantity; `:plot` draws the last fit
+            if let Some(w) = words.iter().find(|w| {
+                self.fits.iter().any(|g| g.name == **w) && f.result.draws.position(w).is_none()
+            }) {
+                return Output::error(if *w == f.name {
+                    format!(
+                        "error: `{w}` is the last fit, which `:plot` draws anyway; leave its name \
+                         out\n{USAGE}"
+                    )
+                } else {
+                    format!(
+                        "error: `{w}` is a fit, but `:plot` draws the last fit, {}; to plot {w}, \
+                         `:save {w} FILE.csv` and run `bayesc plot` on the files written\n{USAGE}",
+                        f.name
+                    )
+                });
+            }
             options.params = words.iter().flat_map(|w| plot::split_params(w)).collect();
         }
         options.title = Some(format!(

@@ -64,6 +64,14 @@ pub(super) fn fit_header(f: &StoredFit) -> String {
 /// One line naming the method and its main settings.
 pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
     let what = match o.method {
+        // parameters fixed, no warmup: as `bayesc fit` says
+        fit::Method::FixedParam => {
+            return format!(
+                "fixed_param on d = {d} (parameters fixed at their initial values, generated \
+                 quantities drawn afresh), {} chains × {} draws, seed {}",
+                o.mcmc.chains, o.mcmc.samples, o.seed
+            );
+        }
         m if m.is_mcmc() => {
             return format!(
                 "{m} on d = {d}, {} chains × ({} warmup + {} draws), seed {}",
@@ -72,8 +80,11 @@ pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
         }
         fit::Method::Optimize => {
             return format!(
-                "optimize on d = {d}, L-BFGS + Newton polish, jacobian = {}, {} standard errors, seed {}",
-                o.jacobian, o.std_errors, o.seed
+                "optimize on d = {d}, {} + Newton polish, jacobian = {}, {} standard errors, seed {}",
+                optimizer_name(o.optimize.algorithm),
+                o.jacobian,
+                o.std_errors,
+                o.seed
             );
         }
         fit::Method::Qnvb => "the fitted mean-field Gaussian",
