@@ -88,9 +88,15 @@ pub struct OptimizeFit {
     /// J = ∂θ/∂ζ at ζ̂ by central differences of the constraining map. For a scalar
     /// parameter transformed on its own this is |dθ/dζ|·se_ζ. NaN when Σ is unavailable.
     pub std_errors: Vec<f64>,
-    /// True when L-BFGS reported convergence (see `lbfgs.message`) and no flat direction was
-    /// found.
+    /// True when L-BFGS reported convergence (see `lbfgs.message`) or the Newton polish ended
+    /// at a verified optimum (`polished`), and no flat direction or missing mode was found.
     pub converged: bool,
+    /// The Newton decrement ½ gᵀ(−H)⁻¹g at ζ̂ (the log-density gain a further Newton step
+    /// promises; Boyd & Vandenberghe 2004, §9.5.1) when −H is positive definite there and it is
+    /// below [`crate::inference::newton::NEWTON_TOL_LP`]: ζ̂ is then a local optimum whatever L-BFGS reported
+    /// (on labour, seed 3, L-BFGS ran into its 2000-iteration cap along the badly scaled age
+    /// terms and the polish finished the job). `None` otherwise.
+    pub polished: Option<f64>,
     /// Parameters (unconstrained coordinates) along which the density is flat from ζ̂ out to
     /// 100 units on one side ([`crate::inference::flat::flat_at_point`]; probed only when −H is
     /// not positive definite): there is no optimum, and ζ̂ is an arbitrary point.

@@ -37,6 +37,10 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         };
     // Σ = (−H)⁻¹ when −H is positive definite
     let neg_h_kept = neg_h.clone();
+    let polished = neg_h
+        .as_ref()
+        .and_then(|nh| newton_decrement(&density, &point, nh))
+        .filter(|&dec| dec <= crate::inference::newton::NEWTON_TOL_LP);
     let cov: Option<Vec<f64>> = neg_h.and_then(|nh| {
         let m = faer::Mat::from_fn(d, d, |i, j| 0.5 * (nh[i * d + j] + nh[j * d + i]));
         let inv = m.llt(faer::Side::Lower).ok()?.inverse();
@@ -148,7 +152,8 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     };
     Ok(OptimizeFit {
         algorithm: options.optimize.algorithm,
-        converged: lbfgs.converged && flat.is_empty() && no_mode.is_none(),
+        converged: (lbfgs.converged || polished.is_some()) && flat.is_empty() && no_mode.is_none(),
+        polished,
         no_mode,
         flat,
         lbfgs,
@@ -411,6 +416,21 @@ pub(super) fn flat_beyond_mode(model: &Model, init: &[f64]) -> Vec<String> {
         Some(r) => flat::flat_directions(model, &r.point, Some(&r.neg_hessian), &names),
         None => super::flat_at_end(model, &lbfgs.point),
     }
+}
+
+/// ½ gᵀ(−H)⁻¹g at `point` for the negative Hessian `neg_h` there (d × d row-major): the gain
+/// a Newton step promises (Boyd & Vandenberghe 2004, §9.5.1). `None` when −H is not positive
+/// definite or the gradient cannot be computed.
+fn newton_decrement(density: &dyn LogDensity, point: &[f64], neg_h: &[f64]) -> Option<f64> {
+    use faer::linalg::solvers::Solve;
+    let d = point.len();
+    let mut g = vec![0.0; d];
+    density.log_density_grad(point, &mut g).ok()?;
+    let a = faer::Mat::<f64>::from_fn(d, d, |i, j| 0.5 * (neg_h[i * d + j] + neg_h[j * d + i]));
+    let llt = a.llt(faer::Side::Lower).ok()?;
+    let dir = llt.solve(faer::Mat::from_fn(d, 1, |i, _| g[i]));
+    let dec = 0.5 * (0..d).map(|i| g[i] * dir[(i, 0)]).sum::<f64>();
+    dec.is_finite().then_some(dec)
 }
 
 /// [`find_mode`] after the L-BFGS search: Newton polish and the checks at `start`.

@@ -495,6 +495,14 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
             optimizer_name(fit.algorithm),
             fit.lbfgs.message
         );
+    } else if let (true, false, Some(dec)) = (fit.converged, fit.lbfgs.converged, fit.polished) {
+        let _ = writeln!(
+            s,
+            "converged: the Newton polish reached the optimum (a further Newton step would gain \
+             {dec:.1e}), which {} had not reached in {}",
+            optimizer_name(fit.algorithm),
+            crate::words::counted(fit.lbfgs.iterations, "iteration")
+        );
     } else if fit.converged {
         let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
     } else {
