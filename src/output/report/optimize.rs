@@ -1,0 +1,197 @@
+//! The report of `--method optimize` (and the REPL's `:fit optimize`, `:summary`): the
+//! estimates with standard errors, the generated quantities at the optimum, the convergence
+//! verdict and how the standard errors were computed.
+
+use crate::fit::{self, FitResult};
+use crate::inference::Draws;
+
+/// The optimizer's name as the reports print it: `L-BFGS`, `BFGS` or `Newton`.
+pub fn optimizer_name(a: crate::inference::optimize::Algorithm) -> &'static str {
+    use crate::inference::optimize::Algorithm;
+    match a {
+        Algorithm::Lbfgs => "L-BFGS",
+        Algorithm::Bfgs => "BFGS",
+        Algorithm::Newton => "Newton",
+    }
+}
+
+/// What `--method optimize` prints (and the REPL's `:fit optimize`): the table of estimates
+/// and standard errors with the generated quantities at the optimum ([`optimize_table`]), the
+/// log density at the optimum, the iterations, the convergence verdict and how the standard
+/// errors were computed. Ends with a newline.
+pub fn optimize_text(result: &FitResult, fit: &fit::OptimizeFit) -> String {
+    format!(
+        "{}\n{}",
+        optimize_table(fit, &result.draws),
+        optimize_footer(result, fit)
+    )
+}
+
+/// The lines of [`optimize_text`] after its table: the log density at the optimum, the
+/// iterations, the convergence verdict (or the warning that there is no optimum) and how the
+/// standard errors were computed. The REPL's `:summary` and `:diagnostics` of an optimize fit
+/// print them too. Ends with a newline.
+pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "log density at the optimum = {:.6} ({})",
+        fit.log_density,
+        if fit.jacobian {
+            "with the Jacobian adjustment"
+        } else {
+            "without the Jacobian adjustment"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "iterations: {} {} + {} Newton steps ({:.2} s)",
+        fit.lbfgs.iterations,
+        optimizer_name(fit.algorithm),
+        fit.newton_steps,
+        result.seconds
+    );
+    if !fit.flat.is_empty() {
+        let _ = writeln!(
+            s,
+            "WARNING: no optimum: the log density does not change along {} (its gradient is 0 \
+             from the end point out to 100 units on the unconstrained scale), so the estimate \
+             there is arbitrary and the posterior is improper; give it a proper prior or check \
+             that the likelihood depends on it",
+            fit.flat.join(", ")
+        );
+    } else if let Some(reason) = &fit.no_mode {
+        let _ = writeln!(
+            s,
+            "WARNING: no optimum ({} stopped: {}): {reason}",
+            optimizer_name(fit.algorithm),
+            fit.lbfgs.message
+        );
+    } else if let (true, false, Some(dec)) = (fit.converged, fit.lbfgs.converged, fit.polished) {
+        let _ = writeln!(
+            s,
+            "converged: the Newton polish reached the optimum (a further Newton step would gain \
+             {dec:.1e}), which {} had not reached in {}",
+            optimizer_name(fit.algorithm),
+            crate::words::counted(fit.lbfgs.iterations, "iteration")
+        );
+    } else if fit.converged {
+        let _ = writeln!(s, "converged: {}", fit.lbfgs.message);
+    } else {
+        let _ = writeln!(
+            s,
+            "WARNING: {} did not converge: {}{}",
+            optimizer_name(fit.algorithm),
+            fit.lbfgs.message,
+            if fit.newton_steps > 0 {
+                " (the Newton polish that followed reached a point where the Hessian is negative definite)"
+            } else {
+                ""
+            }
+        );
+    }
+    if fit.std_errors.iter().any(|v| v.is_nan()) {
+        s.push_str(
+            "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors\n",
+        );
+    }
+    s.push_str(match fit.std_error_kind {
+        fit::StdErrorKind::Hessian => {
+            "standard errors: inverse negative Hessian of the optimised log density (finite differences) on the \
+             unconstrained scale, mapped to the constrained scale by the delta method\n"
+        }
+        fit::StdErrorKind::Robust => {
+            "standard errors: robust sandwich H⁻¹BH⁻¹ (H the finite-difference Hessian, B the covariance of the \
+             per-observation scores) on the unconstrained scale, mapped to the constrained scale by the delta method\n"
+        }
+    });
+    if let Some(note) = &result.gq_note {
+        let _ = writeln!(s, "WARNING: {note}");
+    }
+    s
+}
+
+/// The table of `--method optimize`: name, estimate, standard error (constrained scale) of the
+/// parameters and transformed parameters, then the generated quantities at the optimum: the
+/// columns of `draws` (the fit's one row, at the estimate) that `fit` has no estimate for.
+/// These have no standard error (`-`; they are evaluated once at the estimate, `_rng` calls
+/// drawing once), which a line under the table says.
+pub fn optimize_table(fit: &fit::OptimizeFit, draws: &Draws) -> String {
+    let mut rows: Vec<(&str, f64, f64)> = fit
+        .names
+        .iter()
+        .zip(&fit.estimates)
+        .zip(&fit.std_errors)
+        .map(|((n, e), s)| (n.as_str(), *e, *s))
+        .collect();
+    let row = draws.chains.first();
+    let generated: Vec<&str> = draws
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !fit.names.contains(n))
+        .map(|(j, n)| {
+            let v = row.and_then(|r| r.get(j)).copied().unwrap_or(f64::NAN);
+            rows.push((n.as_str(), v, f64::NAN));
+            n.as_str()
+        })
+        .collect();
+    let mut s = optimize_rows_table(fit.std_error_kind, &rows);
+    // named by variable: `y_rep`, not each of its elements
+    let mut variables: Vec<&str> = Vec::new();
+    for n in generated.iter().map(|n| n.split('[').next().unwrap_or(n)) {
+        if !variables.contains(&n) {
+            variables.push(n);
+        }
+    }
+    if !variables.is_empty() {
+        s.push_str(&format!(
+            "{}: generated {}, evaluated once at the estimate (no standard error)\n",
+            crate::words::name_list(&variables, 6),
+            if generated.len() == 1 {
+                "quantity"
+            } else {
+                "quantities"
+            }
+        ));
+    }
+    s
+}
+
+/// The lines of [`optimize_table`] for chosen rows — (name, estimate, standard error) on the
+/// constrained scale — under the line naming the standard errors' `kind`; a standard error
+/// that is NaN (none: −H not positive definite, or a quantity without one) prints as `-`.
+/// The REPL's `:param` shows one parameter of an optimize fit with it.
+pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64)]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.0.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "standard errors: {}\n{:<width$}  {:>14}  {:>12}\n",
+        match kind {
+            fit::StdErrorKind::Hessian => "classical (inverse negative Hessian)",
+            fit::StdErrorKind::Robust =>
+                "robust (sandwich H⁻¹BH⁻¹, Huber–White / Bollerslev–Wooldridge)",
+        },
+        "name",
+        "estimate",
+        "std. error"
+    );
+    for (n, e, s) in rows {
+        let se = if s.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{s:.6}")
+        };
+        out.push_str(&format!("{n:<width$}  {e:>14.6}  {se:>12}\n"));
+    }
+    out
+}
+
+/// Fraction of the PSIS draws below which the PSIS ESS alone makes the means unreliable
+/// (defined with the rest of the gate in [`fit::vi_gate`]).
+pub use crate::fit::vi_gate::PSIS_ESS_FLOOR;
