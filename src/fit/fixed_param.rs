@@ -163,6 +163,7 @@ pub(super) fn fit_fixed_param(
                 inv_metric: Vec::new(),
                 dense: false,
                 divergences: 0,
+                rejections: (0, None),
                 warmup_divergences: 0,
                 max_treedepth_hits: 0,
                 warmup_seconds: 0.0,

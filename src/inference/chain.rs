@@ -487,6 +487,7 @@ fn run_attempt(
         inv_metric: Vec::new(),
         dense: false,
         divergences: 0,
+        rejections: (0, None),
         warmup_divergences: 0,
         max_treedepth_hits: 0,
         warmup_seconds: 0.0,

@@ -481,6 +481,10 @@ pub struct ChainOutput {
     pub dense: bool,
     /// Post-warmup divergent transitions (all iterations, not only kept ones).
     pub divergences: usize,
+    /// Evaluations of the log density that failed with a recoverable error (warmup and
+    /// sampling; the sampler rejects such a point, which HMC counts as a divergence), and the
+    /// first error's message with its model location ([`RejectionLog`]).
+    pub rejections: (usize, Option<String>),
     /// Warmup divergent transitions (informational, `specs/nuts.md` §6).
     pub warmup_divergences: usize,
     /// Post-warmup transitions that hit the maximum tree depth (NUTS).
@@ -530,6 +534,67 @@ pub struct McmcOutput {
     pub notes: Vec<String>,
 }
 
+/// A log density that counts the recoverable errors of the density it wraps and keeps the
+/// first one's message (with its location), for one chain: the sampler rejects such points
+/// silently, and the count tells a model undefined in part of the space from a step size too
+/// large for its curvature ([`McmcOutput::warnings`]). One per chain (the atomics only make it
+/// `Sync`, as [`LogDensity`] requires; a chain runs on one thread).
+pub(crate) struct RejectionLog<'a> {
+    inner: &'a dyn LogDensity,
+    count: std::sync::atomic::AtomicUsize,
+    first: std::sync::Mutex<Option<String>>,
+}
+
+impl<'a> RejectionLog<'a> {
+    /// A log around `inner` with nothing recorded.
+    pub(crate) fn new(inner: &'a dyn LogDensity) -> Self {
+        RejectionLog {
+            inner,
+            count: std::sync::atomic::AtomicUsize::new(0),
+            first: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// (failed evaluations, the first failure's message).
+    pub(crate) fn take(&self) -> (usize, Option<String>) {
+        let first = self.first.lock().ok().and_then(|mut f| f.take());
+        (self.count.load(std::sync::atomic::Ordering::Relaxed), first)
+    }
+
+    fn note<T>(&self, r: Result<T, DensityError>) -> Result<T, DensityError> {
+        if let Err(e) = &r
+            && e.recoverable
+        {
+            self.count
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Ok(mut first) = self.first.lock()
+                && first.is_none()
+            {
+                *first = Some(match &e.location {
+                    Some(at) => format!("{} ({at})", e.message),
+                    None => e.message.clone(),
+                });
+            }
+        }
+        r
+    }
+}
+
+impl LogDensity for RejectionLog<'_> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn log_density(&self, theta: &[f64]) -> Result<f64, DensityError> {
+        self.note(self.inner.log_density(theta))
+    }
+    fn log_density_grad(&self, theta: &[f64], grad: &mut [f64]) -> Result<f64, DensityError> {
+        self.note(self.inner.log_density_grad(theta, grad))
+    }
+    fn coordinate_name(&self, i: usize) -> String {
+        self.inner.coordinate_name(i)
+    }
+}
+
 /// Largest dimension for which Metropolis–Hastings is recommended. `specs/mh.md` §6.
 pub const MH_MAX_RECOMMENDED_DIM: usize = 20;
 
@@ -576,6 +641,24 @@ impl McmcOutput {
                 )
             } else {
                 "Increase adapt_delta (e.g. 0.95) or reparameterise the model".to_string()
+            };
+            // A log density that cannot be evaluated in part of the space (a transformed
+            // parameter NaN there, an argument out of its domain) shows as divergences that
+            // no adapt_delta removes (`t = log(mu)` with mu unbounded: 2025 of 4000 at 0.8,
+            // 1953 at 0.99), and cuts the posterior off at the edge of where it is defined.
+            let rejected: usize = self.chains.iter().map(|c| c.rejections.0).sum();
+            let first = self.chains.iter().find_map(|c| c.rejections.1.clone());
+            let advice = match (rejected, first) {
+                // as many failed evaluations as divergences: the failures are the cause (the
+                // centred eight schools, a funnel, has 19 divergences and 1 overflow)
+                (n, Some(why)) if n >= divergent && self.method != Method::Mh => format!(
+                    "The log density could not be evaluated at {n} points the sampler tried \
+                     (first: {why}): the model is undefined in part of the parameter space, so \
+                     the draws stop at its edge and the posterior there is cut off. Declare the \
+                     bounds that keep the parameters where the model is defined (e.g. \
+                     <lower=0>), rather than changing adapt_delta"
+                ),
+                _ => advice,
             };
             out.push(format!(
                 "{divergent} post-warmup transitions diverged: the results may be biased. {advice}"
@@ -660,7 +743,10 @@ pub fn sample_with_sink(
         .into_par_iter()
         .map(|c| {
             let init = inits.get(c).map(|v| v.as_slice());
-            run_chain(density, settings, init, c, progress, stop, sink)
+            let log = RejectionLog::new(density);
+            let (mut chain, stopped) = run_chain(&log, settings, init, c, progress, stop, sink)?;
+            chain.rejections = log.take();
+            Ok((chain, stopped))
         })
         .collect();
     let mut chains = Vec::with_capacity(settings.chains);
