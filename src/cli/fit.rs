@@ -557,7 +557,8 @@ pub fn result_report(
                     if fit.unusable.is_some() {
                         ""
                     } else {
-                        " Raise --max-iter or lower --step-size."
+                        " Raise --max-iter (a smaller --step-size only helps when the ELBO trace \
+                         oscillates rather than climbs: it slows the fit down)."
                     },
                     crate::output::report::smoothed_elbo_text(fit.best_smoothed_elbo)
                 ),
