@@ -488,6 +488,28 @@ impl Model {
         self.run_on(&self.globals, None, zeta, grad, jacobian)
     }
 
+    /// `Ok` when ζ has the model's d values; else the fatal error every entry point returns.
+    fn check_len(&self, zeta: &[f64]) -> Result<(), DensityError> {
+        if zeta.len() != self.dim {
+            return Err(DensityError::fatal(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                zeta.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// An evaluation context on `tape` over `globals` with this model's slots, functions and
+    /// loop settings (no random stream: the caller sets `rng` where it needs one).
+    fn ctx<'a>(&'a self, globals: &'a [Value], tape: &'a mut Tape) -> Ctx<'a> {
+        let mut ctx = Ctx::new(globals, self.n_slots, tape);
+        ctx.funcs = &self.funcs;
+        ctx.fast_loops = self.fast_loops;
+        ctx.native_loops = self.native_loops;
+        ctx
+    }
+
     /// [`Model::run`] against `globals` (the model's own, or a minibatch's sliced copy, see
     /// [`batch`]); with `scale = Some((c, c_prior, flags))` the log-density terms added by each
     /// top-level model statement `i` with `flags[i]` are multiplied by `c` (the N/M of
@@ -502,22 +524,13 @@ impl Model {
         grad: Option<&mut [f64]>,
         jacobian: bool,
     ) -> Result<f64, DensityError> {
-        if zeta.len() != self.dim {
-            return Err(DensityError::fatal(format!(
-                "expected {} unconstrained values, got {}",
-                self.dim,
-                zeta.len()
-            )));
-        }
+        self.check_len(zeta)?;
         with_tape(|tape| {
             tape.reset(grad.is_some());
             for &z in zeta {
                 tape.leaf(z);
             }
-            let mut ctx = Ctx::new(globals, self.n_slots, tape);
-            ctx.funcs = &self.funcs;
-            ctx.fast_loops = self.fast_loops;
-            ctx.native_loops = self.native_loops;
+            let mut ctx = self.ctx(globals, tape);
             ctx.fuse_glm = self.fuse_glm;
             let mut lj = std::mem::take(&mut ctx.tape.spare_s2);
             lj.clear();

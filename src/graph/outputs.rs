@@ -29,22 +29,13 @@ impl Model {
         include_gq: bool,
         rng: &mut StreamRng,
     ) -> Result<Vec<f64>, DensityError> {
-        if zeta.len() != self.dim {
-            return Err(DensityError::fatal(format!(
-                "expected {} unconstrained values, got {}",
-                self.dim,
-                zeta.len()
-            )));
-        }
+        self.check_len(zeta)?;
         with_tape(|tape| {
             tape.reset(false);
             for &z in zeta {
                 tape.leaf(z);
             }
-            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
-            ctx.funcs = &self.funcs;
-            ctx.fast_loops = self.fast_loops;
-            ctx.native_loops = self.native_loops;
+            let mut ctx = self.ctx(&self.globals, tape);
             ctx.rng = Some(rng);
             let r = (|| -> Result<(), Located> {
                 let mut lj = Vec::new();
@@ -103,22 +94,13 @@ impl Model {
         zeta: &[f64],
         rng: &mut StreamRng,
     ) -> Result<(Vec<f64>, Option<GqFailure>), DensityError> {
-        if zeta.len() != self.dim {
-            return Err(DensityError::fatal(format!(
-                "expected {} unconstrained values, got {}",
-                self.dim,
-                zeta.len()
-            )));
-        }
+        self.check_len(zeta)?;
         with_tape(|tape| {
             tape.reset(false);
             for &z in zeta {
                 tape.leaf(z);
             }
-            let mut ctx = Ctx::new(&self.globals, self.n_slots, tape);
-            ctx.funcs = &self.funcs;
-            ctx.fast_loops = self.fast_loops;
-            ctx.native_loops = self.native_loops;
+            let mut ctx = self.ctx(&self.globals, tape);
             ctx.rng = Some(rng);
             (|| -> Result<(), Located> {
                 let mut lj = Vec::new();

@@ -45,13 +45,7 @@ impl Model {
         &self,
         theta_unconstrained: &[f64],
     ) -> Result<Vec<f64>, DensityError> {
-        if theta_unconstrained.len() != self.dim {
-            return Err(DensityError::fatal(format!(
-                "expected {} unconstrained values, got {}",
-                self.dim,
-                theta_unconstrained.len()
-            )));
-        }
+        self.check_len(theta_unconstrained)?;
         let values = with_tape(|tape| {
             tape.reset(false);
             for &z in theta_unconstrained {
