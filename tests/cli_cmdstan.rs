@@ -163,7 +163,12 @@ fn a_loose_gradient_tolerance_stops_earlier() {
     // --iter caps the run
     let capped = run(&[&off[..], &["--tol-grad", "0", "--iter", "2"]].concat());
     assert_eq!(iterations(&capped), 2, "{capped}");
-    assert!(capped.contains("maximum number of iterations"), "{capped}");
+    // (the Newton polish then reaches the optimum, which the report says it verified)
+    assert!(
+        capped.contains("maximum number of iterations")
+            || capped.contains("which L-BFGS had not reached in 2 iterations"),
+        "{capped}"
+    );
 }
 
 #[test]

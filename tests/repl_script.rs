@@ -207,3 +207,24 @@ fn end_of_input_at_a_continuation_prompt() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("unbalanced '(' opened on line 2"), "{text}");
 }
+
+/// `:fits` and `:diagnostics` agree with the fit's own verdict: a minibatch QNVB fit on labour
+/// (M = 10, seed 1) that the stationarity check finds 9.8 sds of q off the full-data optimum
+/// printed "NOT converged" but was listed as "converged" (fresh-user testing).
+#[test]
+fn the_fit_list_and_diagnostics_repeat_a_not_converged_verdict() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (_, out) = run(&format!(
+        ":load {root}/examples/labour/model.bayes\n:data {root}/examples/labour/labour.csv\n\
+         :fit qnvb --batch-size 10 --seed 1\n:fits\n:diagnostics fit1\n"
+    ));
+    let listed = out
+        .lines()
+        .find(|l| l.starts_with("fit1  qnvb"))
+        .unwrap_or_else(|| panic!("no fit1 row in\n{out}"));
+    assert!(listed.contains("NOT converged"), "{out}");
+    assert!(
+        out.contains("stop reason: NOT converged: the smoothed ELBO stopped improving, but"),
+        "{out}"
+    );
+}

@@ -651,7 +651,8 @@ impl McmcOutput {
             let advice = match (rejected, first) {
                 // as many failed evaluations as divergences: the failures are the cause (the
                 // centred eight schools, a funnel, has 19 divergences and 1 overflow)
-                (n, Some(why)) if n >= divergent && self.method != Method::Mh => format!(
+                // (a bounded parameter that overflowed once is not that: at least 10 failures)
+                (n, Some(why)) if n >= divergent.max(10) && self.method != Method::Mh => format!(
                     "The log density could not be evaluated at {n} points the sampler tried \
                      (first: {why}): the model is undefined in part of the parameter space, so \
                      the draws stop at its edge and the posterior there is cut off. Declare the \

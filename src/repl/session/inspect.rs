@@ -444,8 +444,11 @@ impl Session {
                 {
                     "training finished (the exit rule fired; MC dropout's weights are a point \
                      estimate, not a posterior)"
+                        .to_string()
+                } else if let (StopReason::ExitRule, Some(why)) = (q.stop, not_converged(f)) {
+                    format!("NOT converged: the exit rule fired, but {why}")
                 } else {
-                    stop_reason(q.stop, q.skipped_steps)
+                    stop_reason(q.stop, q.skipped_steps).to_string()
                 },
                 q.iterations,
                 q.returned_iteration,
@@ -503,6 +506,23 @@ impl Session {
                     let _ = writeln!(s, "  - {w}");
                 }
             }
+        } else if let FitDetails::Qnvb(q) = &f.result.details {
+            use crate::inference::qnvb::QnvbStop;
+            let _ = writeln!(
+                s,
+                "stop reason: {}\niterations: {}",
+                match (q.stop, not_converged(f)) {
+                    (QnvbStop::Converged, Some(why)) =>
+                        format!("NOT converged: the smoothed ELBO stopped improving, but {why}"),
+                    (QnvbStop::Converged, None) => "converged (the smoothed ELBO stopped \
+                                                    improving)"
+                        .to_string(),
+                    (QnvbStop::MaxIterations, _) => "the iteration cap".to_string(),
+                    (QnvbStop::Interrupted, _) => "interrupted".to_string(),
+                },
+                q.iterations
+            );
+            s.push_str(&vi_diagnostics_text(&f.result));
         } else if f.result.vi.is_some() {
             s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
         } else if let FitDetails::Optimize(o) = &f.result.details {
@@ -750,6 +770,12 @@ fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String
 /// maximised); a variational fit's stop (converged, not converged, iteration cap) with its
 /// ELBO and PSIS k-hat; an MCMC fit's largest R-hat and its divergences. Never NaN: a value
 /// that is not a number is left out. An interrupted fit says so first.
+/// Why a variational fit whose exit rule fired has not converged (drift, stationarity, an
+/// unusable end state: `ViDiagnostics::moving`), if it has not.
+fn not_converged(f: &StoredFit) -> Option<String> {
+    f.result.vi.as_ref().and_then(|v| v.moving.clone())
+}
+
 fn fit_status(f: &StoredFit) -> String {
     let r = &f.result;
     let mut parts: Vec<String> = Vec::new();
@@ -812,7 +838,9 @@ fn fit_status(f: &StoredFit) -> String {
             let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
             parts.push(
                 match q.stop {
-                    QnvbStop::Converged if unbounded => "NOT converged",
+                    QnvbStop::Converged if unbounded || not_converged(f).is_some() => {
+                        "NOT converged"
+                    }
                     QnvbStop::Converged => "converged",
                     QnvbStop::MaxIterations => "iteration cap",
                     QnvbStop::Interrupted => "INTERRUPTED",
