@@ -461,21 +461,8 @@ fn find_mode_from(model: &Model, start: &[f64]) -> Result<(Vec<f64>, Vec<f64>), 
         }
         Err(_) => f64::INFINITY,
     };
-    let mut g = vec![0.0; d];
-    let decrement = match model.log_density_grad(&r.point, &mut g) {
-        Ok(_) => {
-            use faer::linalg::solvers::Solve;
-            let a = faer::Mat::<f64>::from_fn(d, d, |i, j| nh[i * d + j]);
-            match a.llt(faer::Side::Lower) {
-                Ok(llt) => {
-                    let dir = llt.solve(faer::Mat::from_fn(d, 1, |i, _| g[i]));
-                    (0..d).map(|i| g[i] * dir[(i, 0)]).sum::<f64>()
-                }
-                Err(_) => f64::INFINITY,
-            }
-        }
-        Err(_) => f64::INFINITY,
-    };
+    // gᵀ(−H)⁻¹g, twice the gain a further Newton step promises
+    let decrement = newton_decrement(model, &r.point, nh).map_or(f64::INFINITY, |half| 2.0 * half);
     if !(cond <= MODE_MAX_CONDITION) || !(decrement <= MODE_MAX_DECREMENT) {
         return Err(format!(
             "the log density keeps growing towards the boundary of the unconstrained space, as \
