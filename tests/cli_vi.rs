@@ -283,14 +283,14 @@ fn ivon_from_a_random_start_uses_lambda_n_and_reports_a_moving_mean() {
 /// gradient vanishes, and BBVI at −520 with a variance tens of times too wide and alpha at
 /// 1.1 (NUTS: 3.2) along the ridge of alpha and the age terms, where one joint Newton step of
 /// the mean gains 83 nats; both printed "converged". From the Laplace start both converge.
+/// (Both ELBOs were in fact still climbing: since the exit rule's trend guard
+/// (`inference::vi::exit::still_rising`) both run to the iteration cap — NG-BBVI at −1492,
+/// BBVI at −487 — and the cap warning advises the mode start.)
 #[test]
 fn a_stalled_variational_fit_is_not_called_converged() {
     for (method, cause) in [
-        ("ngbbvi", "the ELBO's gradient in the mean of q is not zero"),
-        (
-            "bbvi",
-            "one Newton step of the mean would raise the ELBO by",
-        ),
+        ("ngbbvi", "NGBBVI hit the iteration cap (5000 iterations"),
+        ("bbvi", "BBVI hit the iteration cap (5000 iterations"),
     ] {
         let o = bayesc(&[
             "fit",
@@ -305,10 +305,7 @@ fn a_stalled_variational_fit_is_not_called_converged() {
         ]);
         let out = stdout(&o);
         assert!(o.status.success(), "{out}");
-        assert!(
-            out.contains("WARNING: not converged") && out.contains(cause),
-            "{method}: {out}"
-        );
+        assert!(out.contains(cause), "{method}: {out}");
         assert!(out.contains("drop --random-init"), "{method}: {out}");
         assert!(!out.contains("\nconverged"), "{method}: {out}");
         let o = bayesc(&[

@@ -556,6 +556,9 @@ pub fn result_report(
                     // a method that cannot approximate this posterior says why below instead
                     if fit.unusable.is_some() {
                         ""
+                    } else if options.random_start_by_request(fit.mean.len()) {
+                        " Start at the mode (drop --random-init), which is usually much faster, \
+                         or raise --max-iter."
                     } else {
                         " Raise --max-iter (a smaller --step-size only helps when the ELBO trace \
                          oscillates rather than climbs: it slows the fit down)."

@@ -1,4 +1,5 @@
-//! Convergence diagnostics: split R-hat, effective sample size, MCSE, PSIS k̂, HMC checks.
+//! Convergence diagnostics: split R-hat, effective sample size, MCSE, PSIS k̂, HMC checks, and
+//! the trend test of the variational exit rules ([`trend`]).
 //!
 //! Pure functions on draws of one scalar quantity laid out as chains × draws
 //! (specs/diagnostics.md §1). Two input forms are accepted everywhere:
@@ -21,6 +22,7 @@ pub mod mcse;
 pub mod psis;
 pub mod quantile;
 pub mod rhat;
+pub mod trend;
 
 use ndarray::{Array2, ArrayView2, Axis};
 

@@ -348,6 +348,17 @@ impl FitOptions {
     }
 }
 
+impl FitOptions {
+    /// Whether the fit starts at the random point only because the user asked for it
+    /// (`--random-init`) where the mode start was available (`d` unconstrained parameters;
+    /// [`FitOptions::vi_init_for`]): then "drop --random-init" is a remedy to offer.
+    pub fn random_start_by_request(&self, d: usize) -> bool {
+        self.vi_init == ViInit::Random
+            && !matches!(&self.minibatch,
+                Some(p) if d > MODE_START_MAX_D && p.settings.batch_size < p.n_obs)
+    }
+}
+
 /// Above this many unconstrained parameters, minibatch fits skip the mode search and start at
 /// the random point ([`FitOptions::vi_init_for`]); the flat-direction probes of the mode
 /// search use the same size.

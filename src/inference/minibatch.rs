@@ -21,6 +21,7 @@ use rand_distr::{Distribution, StandardNormal};
 
 use super::density::{DensityError, LogDensity, MinibatchDensity};
 use super::rng::{StreamRng, stream};
+use crate::diagnostics::trend::{Rise, rise};
 
 /// Minibatch settings of a stochastic method.
 #[derive(Clone, Debug, PartialEq)]
@@ -230,29 +231,15 @@ pub const TREND_HALF_EPOCHS: usize = 50;
 /// The slope must exceed this many standard errors ([`still_rising`]).
 pub const TREND_T: f64 = 4.0;
 
-/// And by this many nats, so that a rise too small to matter does not hold the fit back.
+/// And the rise over h epochs this many nats, so that a rise too small to matter does not hold
+/// the fit back.
 pub const TREND_MIN_RISE: f64 = 2.0;
 
-/// A significant rise of the per-epoch full-data ELBO over the last epochs ([`still_rising`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rise {
-    /// h: the window is 2h epochs.
-    pub half: usize,
-    /// The fitted slope × h: how far the later half window's mean lies above the earlier's on
-    /// the line, nats.
-    pub gain: f64,
-    /// The slope over its (autocorrelation-inflated) standard error.
-    pub t: f64,
-}
-
 /// The trend guard of the minibatch exit rule ([X], a design decision of bayesc): is the
-/// epoch ELBO `trace` (oldest first) still rising? Compares the mean of the last h epochs with
-/// over the last 2h epochs, h = min([`TREND_HALF_EPOCHS`], len/2) (at least 5; `None` below):
-/// the least-squares slope through them, whose standard error is inflated by √((1+ρ)/(1−ρ))
-/// for the lag-1 autocorrelation ρ ∈ [0, 0.9] of its residuals (an AR(1) approximation of
-/// the epoch-to-epoch dependence). The gain is the slope × h, the rise between the two half
-/// windows' means the line implies. Rising when the slope exceeds [`TREND_T`] standard errors
-/// and the gain [`TREND_MIN_RISE`] nats; a window holding a non-finite value is not judged.
+/// epoch ELBO `trace` (oldest first) still rising? The last 2h epochs, h =
+/// min([`TREND_HALF_EPOCHS`], len/2) (at least 5; `None` below), are judged by
+/// [`crate::diagnostics::trend::rise`]: rising when its slope exceeds [`TREND_T`] standard
+/// errors and its gain over h epochs [`TREND_MIN_RISE`] nats.
 ///
 /// Why: the patience rule counts epochs since the best smoothed value, and with a noisy trace
 /// one high epoch sets a best that the next ten need not beat while the trend still climbs.
@@ -261,49 +248,12 @@ pub struct Rise {
 /// Vadam also stopped on a rising trace (measured). A falsely detected rise only lengthens the
 /// run: the window slides onto the plateau, or the iteration cap reports the fit as stopped.
 pub fn still_rising(trace: &[f64]) -> Option<Rise> {
-    let n = trace.len();
-    let h = (n / 2).min(TREND_HALF_EPOCHS);
+    let h = (trace.len() / 2).min(TREND_HALF_EPOCHS);
     if h < 5 {
         return None;
     }
-    let window = &trace[n - 2 * h..];
-    if window.iter().any(|v| !v.is_finite()) {
-        return None;
-    }
-    // least-squares line through the window, x centred
-    let m = window.len() as f64;
-    let xbar = (m - 1.0) / 2.0;
-    let ybar = window.iter().sum::<f64>() / m;
-    let sxx: f64 = (0..window.len()).map(|i| (i as f64 - xbar).powi(2)).sum();
-    let sxy: f64 = window
-        .iter()
-        .enumerate()
-        .map(|(i, y)| (i as f64 - xbar) * (y - ybar))
-        .sum();
-    let slope = sxy / sxx;
-    let resid: Vec<f64> = window
-        .iter()
-        .enumerate()
-        .map(|(i, y)| y - ybar - slope * (i as f64 - xbar))
-        .collect();
-    let ss: f64 = resid.iter().map(|r| r * r).sum();
-    let lag: f64 = resid.windows(2).map(|w| w[0] * w[1]).sum();
-    let rho = if ss > 0.0 {
-        (lag / ss).clamp(0.0, 0.9)
-    } else {
-        0.0
-    };
-    let se = (ss / (m - 2.0) / sxx).sqrt() * ((1.0 + rho) / (1.0 - rho)).sqrt();
-    let t = if se > 0.0 {
-        slope / se
-    } else if slope > 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    // the rise between the half means that the line implies
-    let gain = slope * h as f64;
-    (gain > TREND_MIN_RISE && t > TREND_T).then_some(Rise { half: h, gain, t })
+    let r = rise(&trace[trace.len() - 2 * h..])?;
+    (r.gain > TREND_MIN_RISE && r.t > TREND_T).then_some(r)
 }
 
 /// Validates a batch size against a density's N.
