@@ -159,14 +159,6 @@ pub fn off_optimum(
         // direction where log p curves upwards) is floored at a twentieth of its value at a
         // Gaussian optimum.
         let sds = (gbar * sd[j] / (-c).max(0.05)).abs();
-        if std::env::var("BAYESC_DBG_STAT").is_ok() {
-            eprintln!(
-                "STAT j={j} mean={:.3} sd={:.3} gbar={gbar:.3} se={g_se:.3} c={c:.3} sds={sds:.3} t={:.2}",
-                mean[j],
-                sd[j],
-                t_of(gbar, g_se)
-            );
-        }
         if sds > STATIONARY_SDS
             && t_of(gbar, g_se) > STATIONARY_T
             && worst_mean
@@ -201,9 +193,6 @@ pub fn off_optimum(
     }
     let joint = || {
         let (gain, step) = newton_gain(&pairs, mean, sd)?;
-        if std::env::var("BAYESC_DBG_STAT").is_ok() {
-            eprintln!("JOINT gain={gain:.3} step={step:.2?}");
-        }
         let coordinate = (0..d).max_by(|&a, &b| step[a].abs().total_cmp(&step[b].abs()))?;
         (gain > NEWTON_GAIN_NATS).then_some(OffOptimum::Joint {
             coordinate,
