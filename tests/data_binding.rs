@@ -173,7 +173,7 @@ fn missing_column_suggests_the_closest_name_and_lists_unused_columns() {
     assert_eq!(e.kind, DataErrorKind::MissingVariable);
     assert_eq!(
         e.message,
-        "`lpf` (declared `array[N] int<lower=0, upper=1>`) is not in any data file"
+        format!("`lpf` (declared `array[N] int<lower=0, upper=1>`) is not in {LABOUR_CSV}")
     );
     assert_eq!(e.help.as_deref(), Some("did you mean column `lfp`?"));
     assert_eq!(
@@ -190,15 +190,23 @@ fn missing_column_suggests_the_closest_name_and_lists_unused_columns() {
 
 #[test]
 fn size_that_cannot_be_inferred_is_reported() {
-    let e = bind_err(
-        "data { int<lower=0> N; array[N] real y; }",
-        &[json("d.json", r#"{"z": [1, 2]}"#)],
-    );
+    // `y`, which would give `N`, is the one to be predicted, so that `N` alone is missing
+    let program = parse("data { int<lower=0> N; array[N] real y; }");
+    let e = bayesc::data::bind_unobserved(&program, &[json("d.json", r#"{"z": [1, 2]}"#)], "y")
+        .unwrap_err();
     assert_eq!(e.kind, DataErrorKind::MissingVariable);
     assert_eq!(
         e.message,
-        "`N` is not in any data file and cannot be inferred: no CSV column or JSON array is \
-         declared with `N` as its first size"
+        "`N` is not in d.json and cannot be inferred: no CSV column or JSON array is declared \
+         with `N` as its first size"
+    );
+    // no "did you mean key `z`" for a one-letter name: every letter would change
+    assert_eq!(
+        e.help.as_deref(),
+        Some(
+            "add `N` to a data file (e.g. a JSON file {\"N\": 10}), or give a CSV column or JSON \
+             array for a variable declared with `N` as its first size"
+        )
     );
     let e = bind_err("data { real x; }", &[]);
     assert_eq!(e.notes, vec!["no data files were given".to_string()]);
@@ -470,7 +478,7 @@ fn rendered_diagnostic_points_at_the_declaration() {
     sources.add("model.bayes", model);
     let text = render_plain(&sources, &e.to_diagnostic());
     let expected = "\
-error: `y` (declared `vector[N]`) is not in any data file
+error: `y` (declared `vector[N]`) is not in d.json
   ┌─ model.bayes:3:3
   │
 3 │   vector[N] y;

@@ -191,3 +191,67 @@ fn the_settings_line_says_what_is_kept() {
     // CmdStan's num_samples counts iterations; the rows are the kept draws
     assert_eq!(file_rows(&dir.path().join("thin_1.csv")), (667, 2000));
 }
+
+/// Above its dimension limit MH is refused before any settings line: the Boston BNN (d = 752)
+/// used to print "4 chains × (376000 warmup + draws until mixed: 150400 in the first round, at
+/// most 20000 …)", a first round longer than its cap, for a run that never started.
+#[test]
+fn a_refused_dimension_prints_no_settings_line() {
+    let o = common::bayesc_in(
+        &common::root(),
+        &[
+            "fit",
+            "examples/bnn_regression/model.bayes",
+            "--data",
+            "examples/bnn_regression/boston.csv",
+            "--method",
+            "mh",
+            "--seed",
+            "1",
+        ],
+    );
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(!out.contains("method = mh"), "{out}");
+    assert!(!out.contains("first round"), "{out}");
+    assert!(
+        err.starts_with(
+            "error: mh failed: the model has d = 752 unconstrained parameters, more than the 50"
+        ),
+        "{err}"
+    );
+}
+
+/// The settings line never states a cap below the first round: a first round longer than the
+/// budget of `MH_MAX_SAMPLES` draws per chain is run once, as the only round.
+#[test]
+fn the_settings_line_cap_is_at_least_the_first_round() {
+    use bayesc::fit::{FitOptions, Method, mh_length::MH_MAX_SAMPLES};
+    use bayesc::output::report::settings_line;
+    let line = |d: usize| {
+        let mut o = FitOptions::new(Method::Mh, 1);
+        o.mcmc = bayesc::inference::mcmc::McmcSettings::mh_defaults(d);
+        o.mh_auto_length = true;
+        settings_line(&o, d)
+    };
+    assert!(
+        line(6)
+            .contains("(3000 warmup + draws until mixed: 2000 in the first round, at most 20000;"),
+        "{}",
+        line(6)
+    );
+    assert_eq!(MH_MAX_SAMPLES, 20_000);
+    // d = 752: 200·d = 150400 draws in the first round, which is then the only one
+    let l = line(752);
+    assert!(
+        l.contains(
+            "4 chains × (376000 warmup + 150400 draws in one round, the first being already at \
+             or above the budget of 20000 draws per chain);"
+        ),
+        "{l}"
+    );
+    assert!(!l.contains("at most"), "{l}");
+}

@@ -4,7 +4,8 @@
 //! (optimize) fit (no NaN); words beyond a command's synopsis (`:summary q n`) are an error,
 //! `:help COMMAND`, and clear errors for `:fit … as` without one name, `:save FIT` without a
 //! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
-//! algorithm), `:elbo` of a QNVB fit, and a fit's name given to `:plot`.
+//! algorithm), `:elbo` of a QNVB fit, a fit's name given to `:plot`, and MH above its
+//! dimension limit refused before the settings line.
 
 use bayesc::repl::Session;
 
@@ -505,4 +506,21 @@ fn a_fit_name_given_to_plot_is_not_taken_for_a_quantity() {
         "{e}"
     );
     assert!(!std::path::Path::new("b_trace.svg").exists());
+}
+
+/// `:fit mh` above MH's dimension limit is refused before the settings line, which would
+/// describe a run that never starts.
+#[test]
+fn mh_above_its_dimension_limit_fails_before_the_settings_line() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(&mut s, "parameters {\n  vector[51] z;\n}");
+    ok(&mut s, "model {\n  z ~ normal(0, 1);\n}");
+    let e = err(&mut s, ":fit mh --seed 1");
+    assert!(
+        e.starts_with("error: mh failed: the model has d = 51 unconstrained parameters"),
+        "{e}"
+    );
+    assert!(!e.contains("mh on d = 51"), "{e}");
+    assert!(s.fits().is_empty());
 }

@@ -119,6 +119,12 @@ pub fn run(mut args: FitArgs) -> i32 {
     // The model holds what it needs; a matrix bound from CSV columns is its own copy, so the
     // loaded files are released before fitting (docs/memory.md).
     drop(data);
+    // a method refused at this dimension is said before any settings line, which would
+    // otherwise describe a run that never starts (MH at d = 752: a first round of 150400 draws)
+    if let Err(e) = fit::check_mh_dimension(model.dim(), options.method) {
+        eprintln!("error: {e}");
+        return super::EXIT_ERROR;
+    }
     if !args.quiet {
         println!("{}", settings_line(&options, model.dim()));
         if let Some(note) = crate::output::report::imputed_note(&model.imputed_entries()) {

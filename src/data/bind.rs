@@ -17,10 +17,10 @@ use super::csv::{Cell, CsvSource, KEPT_CELLS};
 use super::error::{DataError, DataErrorKind, count};
 use super::eval::{eval_size, expr_string, type_string};
 use super::json::{JsonArray, JsonSource};
-use super::suggest::best_match;
 use super::{BoundData, DataSource, DataValue};
 
 mod checks;
+mod missing;
 mod support;
 
 use checks::{check_outcome, outcomes};
@@ -531,105 +531,6 @@ impl<'a> Binder<'a> {
             }
         }
         Ok(None)
-    }
-
-    /// Names in the sources that no declared data variable uses, by source.
-    fn unused_names(&self) -> Vec<(&'a DataSource, Vec<&'a str>)> {
-        let declared = |n: &str| {
-            self.decls.iter().any(|d| {
-                let dn = d.name.name.as_str();
-                n == dn || indexed_column(n, dn).is_some()
-            })
-        };
-        self.sources
-            .iter()
-            .map(|s| {
-                let names: Vec<&'a str> = match s {
-                    DataSource::Csv(c) => c.header.iter().map(|h| h.as_str()).collect(),
-                    DataSource::Json(j) => j.entries.keys().map(|k| k.as_str()).collect(),
-                };
-                (s, names.into_iter().filter(|n| !declared(n)).collect())
-            })
-            .collect()
-    }
-
-    fn missing(&self, index: usize, decl: &VarDecl) -> DataError {
-        let name = decl.name.name.as_str();
-        let ty = type_string(&decl.ty);
-        let is_size = matches!(decl.ty.base, SizedBase::Int)
-            && decl.ty.array_dims.is_empty()
-            && self.decls[index + 1..].iter().any(|d| {
-                matches!(size_exprs(d).first(), Some(Expr { kind: ExprKind::Var(v), .. }) if v == name)
-            });
-        let mut err = if is_size {
-            DataError::new(
-                DataErrorKind::MissingVariable,
-                format!(
-                    "`{name}` is not in any data file and cannot be inferred: no CSV column or \
-                     JSON array is declared with `{name}` as its first size"
-                ),
-            )
-        } else {
-            DataError::new(
-                DataErrorKind::MissingVariable,
-                format!("`{name}` (declared `{ty}`) is not in any data file"),
-            )
-        };
-        if self.sources.is_empty() {
-            return err.with_note("no data files were given").with_help(format!(
-                "pass a CSV or JSON data file that defines `{name}`"
-            ));
-        }
-        let unused = self.unused_names();
-        let mut listed = Vec::new();
-        for (src, names) in &unused {
-            if names.is_empty() {
-                continue;
-            }
-            let (what, file) = match src {
-                DataSource::Csv(c) => ("columns", &c.name),
-                DataSource::Json(j) => ("keys", &j.name),
-            };
-            let shown: Vec<String> = names.iter().take(20).map(|n| format!("`{n}`")).collect();
-            let more = if names.len() > 20 {
-                format!(" and {} more", names.len() - 20)
-            } else {
-                String::new()
-            };
-            listed.push(format!("{what} of {file}: {}{more}", shown.join(", ")));
-        }
-        if !listed.is_empty() {
-            err = err.with_note(format!("not used by the model: {}", listed.join("; ")));
-        }
-        let candidates = unused.iter().flat_map(|(src, names)| {
-            names.iter().map(move |n| {
-                (
-                    *n,
-                    match src {
-                        DataSource::Csv(_) => "column",
-                        DataSource::Json(_) => "key",
-                    },
-                )
-            })
-        });
-        let candidates: Vec<(&str, &str)> = candidates.collect();
-        match best_match(name, candidates.iter().map(|(n, _)| *n)) {
-            Some(m) => {
-                let what = candidates
-                    .iter()
-                    .find(|(n, _)| *n == m)
-                    .map(|(_, w)| *w)
-                    .unwrap_or("column");
-                err.with_help(format!("did you mean {what} `{m}`?"))
-            }
-            None if is_size => err.with_help(format!(
-                "add `{name}` to a data file (e.g. a JSON file {{\"{name}\": 10}}), or give a CSV column or JSON \
-                 array for a variable declared with `{name}` as its first size"
-            )),
-            None => err.with_help(format!(
-                "add a column `{name}` to a CSV file or a key `{name}` to a JSON file"
-            )),
-        }
     }
 
     /// "`N` = 753 (inferred from …)" or "`N + 1` = 754".

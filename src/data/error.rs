@@ -69,6 +69,9 @@ pub struct DataError {
     pub primary: Option<(Span, String)>,
     /// The `data` declaration this error concerns, if any.
     pub declaration: Option<Span>,
+    /// Further `data` declarations it concerns (e.g. every variable missing from the file),
+    /// drawn as secondary labels like [`DataError::declaration`].
+    pub more_declarations: Vec<Span>,
     /// Extra context (e.g. the columns that were not used).
     pub notes: Vec<String>,
     /// How to fix it, shown as `help: …`.
@@ -83,6 +86,7 @@ impl DataError {
             message: message.into(),
             primary: None,
             declaration: None,
+            more_declarations: Vec::new(),
             notes: Vec::new(),
             help: None,
         }
@@ -93,6 +97,12 @@ impl DataError {
         if self.declaration.is_none() {
             self.declaration = Some(span);
         }
+        self
+    }
+
+    /// Adds further `data` declarations concerned, after [`DataError::declaration`].
+    pub fn with_more_declarations(mut self, spans: impl IntoIterator<Item = Span>) -> Self {
+        self.more_declarations.extend(spans);
         self
     }
 
@@ -125,6 +135,12 @@ impl ToDiagnostic for DataError {
             // A primary label at the same place would be drawn twice; keep only the primary one.
             let same = self.primary.as_ref().is_some_and(|(p, _)| *p == span);
             if !same {
+                labels
+                    .push(Label::secondary(span.file, span.range()).with_message("declared here"));
+            }
+        }
+        for span in &self.more_declarations {
+            if Some(*span) != self.declaration {
                 labels
                     .push(Label::secondary(span.file, span.range()).with_message("declared here"));
             }

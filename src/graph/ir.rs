@@ -62,6 +62,8 @@ pub enum Builtin {
     Transpose,
     Fma,
     IntStep,
+    /// `to_int(x)`: truncation toward zero, elementwise on arrays (Stan's `to_int`).
+    ToInt,
     IsInf,
     IsNan,
     Reverse,
@@ -227,6 +229,7 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "target" => Target,
         "fma" => Fma,
         "int_step" => IntStep,
+        "to_int" => ToInt,
         "is_inf" => IsInf,
         "is_nan" => IsNan,
         "reverse" => Reverse,

@@ -152,11 +152,26 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
 /// kept"; for Metropolis–Hastings with its length chosen in rounds
 /// ([`FitOptions::mh_auto_length`]) the rule, since the length is not known before the run:
 /// "(3000 warmup + draws until mixed: 2000 in the first round, at most 20000; the length kept
-/// is printed after the run)".
+/// is printed after the run)"; a first round at or above the budget
+/// ([`MH_MAX_SAMPLES`](crate::fit::mh_length::MH_MAX_SAMPLES) per chain) is the only round and
+/// is said so.
 fn mcmc_length(o: &FitOptions) -> String {
     let (warmup, n, thin) = (o.mcmc.warmup, o.mcmc.samples, o.mcmc.thin.max(1));
     if o.mh_auto_length && o.method == fit::Method::Mh {
         let max = crate::fit::mh_length::MH_MAX_SAMPLES;
+        // a first round at or above the budget is the only one (`fit::mh_length`)
+        let what = if thin > 1 { "iterations" } else { "draws" };
+        if n >= max {
+            let kept = if thin > 1 {
+                format!(", thin = {thin}: {} draws per chain kept", n.div_ceil(thin))
+            } else {
+                String::new()
+            };
+            return format!(
+                "({warmup} warmup + {n} {what} in one round, the first being already at or above \
+                 the budget of {max} {what} per chain){kept}"
+            );
+        }
         return if thin > 1 {
             format!(
                 "({warmup} warmup + iterations until mixed: {n} in the first round, at most \

@@ -119,6 +119,14 @@ pub static BUILTINS: &[Builtin] = &[
         Some(1),
         "(int | real) -> int: 1 if positive, else 0",
     ),
+    b(
+        "to_int",
+        1,
+        Some(1),
+        "(data real) -> int, truncating toward zero (an error when NaN or outside the 32-bit int \
+         range), and elementwise on arrays of int and real; in `transformed parameters`, `model` \
+         and functions the argument must not depend on parameters",
+    ),
     b("is_inf", 1, Some(1), "(real) -> int"),
     b("is_nan", 1, Some(1), "(real) -> int"),
     b("pi", 0, Some(0), "() -> real"),
@@ -567,6 +575,10 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
             Some(real)
         }
         ("int_step", [t]) if t.is_scalar() => Some(Type::INT),
+        ("to_int", [t]) if matches!(t.base, Int | Real) => Some(Type {
+            base: Int,
+            dims: t.dims,
+        }),
         ("is_inf" | "is_nan", [t]) if t.is_scalar() => Some(Type::INT),
         (
             "pi" | "e" | "sqrt2" | "not_a_number" | "positive_infinity" | "negative_infinity"

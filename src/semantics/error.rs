@@ -330,6 +330,16 @@ pub enum SemanticError {
         /// Primary label: where the problem is.
         span: Span,
     },
+    /// A parameter-dependent argument of a built-in that takes data only (`to_int`, Stan's
+    /// `int to_int(data real x)`): an integer carries no gradient, so in `transformed
+    /// parameters`, `model` and function bodies its argument must not depend on parameters.
+    #[error("the argument of `{function}` must be data, but it depends on parameters")]
+    DataOnlyBuiltin {
+        /// The built-in called.
+        function: String,
+        /// Primary label: the argument.
+        span: Span,
+    },
     /// A misused ODE solver call (`ode_rk45`, `ode_bdf`, their `_tol` forms): the system
     /// function, an argument's type, or a data-only argument (Stan Functions Reference,
     /// "Ordinary Differential Equation (ODE) Solvers").
@@ -541,6 +551,7 @@ impl SemanticError {
             | NonVoidStatement { span, .. }
             | VoidInExpression { span, .. }
             | NonDataArgument { span, .. }
+            | DataOnlyBuiltin { span, .. }
             | BadOdeCall { span, .. }
             | NoLogCdf { span, .. }
             | DeclaredInLaterBlock { span, .. }
@@ -806,6 +817,14 @@ impl ToDiagnostic for SemanticError {
                      argument"
                         .into(),
                 );
+            }
+            DataOnlyBuiltin { function, span } => {
+                labels.push(primary(*span, "depends on parameters"));
+                notes.push(format!(
+                    "help: `{function}` returns an integer, which carries no gradient: compute it \
+                     from data (in `transformed data`, or from data variables here), or in \
+                     `generated quantities`, where parameters are allowed"
+                ));
             }
             BadOdeCall {
                 span, label, help, ..

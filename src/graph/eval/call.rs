@@ -597,6 +597,22 @@ impl Ctx<'_> {
                     _ => x.is_nan(),
                 } as i64)
             }
+            ToInt => {
+                arity(1)?;
+                let ints = v[0]
+                    .values(tape)
+                    .into_iter()
+                    .map(to_int)
+                    .collect::<R<Vec<f64>>>()?;
+                match &v[0] {
+                    Value::T(t) => Value::from_tensor(Tensor {
+                        arr: t.arr.clone(),
+                        base: t.base,
+                        data: Data::Int(Arc::new(ints)),
+                    }),
+                    _ => Value::Int(ints[0] as i64),
+                }
+            }
             Reverse | SortAsc | SortDesc => {
                 arity(1)?;
                 let Value::T(t) = &v[0] else {
@@ -757,6 +773,20 @@ impl Ctx<'_> {
             }
         })
     }
+}
+
+/// Stan's `to_int(x)`: `x` truncated toward zero, as an `int` stored in an f64. Errors: a domain
+/// error when `x` is NaN or outside the 32-bit `int` range [-2147483648, 2147483647] (checked
+/// before truncating, as Stan does).
+fn to_int(x: f64) -> R<f64> {
+    const LO: f64 = i32::MIN as f64;
+    const HI: f64 = i32::MAX as f64;
+    if !(LO..=HI).contains(&x) {
+        return Err(Fault::domain(format!(
+            "to_int: {x} is not in the range of int ({LO} to {HI})"
+        )));
+    }
+    Ok(x.trunc())
 }
 
 /// The `rows × n` matrix whose every row is the (row) vector `v` of length `n`. For slots this

@@ -64,6 +64,7 @@ pub(super) const ELEMENTWISE: &[&str] = &[
     "round",
     "trunc",
     "int_step",
+    "to_int",
     "is_inf",
     "is_nan",
     "relu",

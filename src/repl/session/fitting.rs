@@ -145,6 +145,12 @@ impl Session {
             }
             format!("fit{k}")
         });
+        // refused before the settings line, which would describe a run that never starts
+        if let Err(e) = fit::check_mh_dimension(model.dim(), options.method) {
+            let _ = writeln!(out.text, "error: {e}");
+            out.is_error = true;
+            return out;
+        }
         let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
         for u in &unused {
             let _ = writeln!(

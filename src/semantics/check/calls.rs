@@ -124,6 +124,17 @@ impl<'p> Checker<'p> {
                 });
                 return CallType::Error;
             }
+            // Stan's `to_int(data real)`: outside `generated quantities` (where parameters are
+            // plain values) the argument must not depend on parameters.
+            if fname == "to_int"
+                && self.block != Block::GeneratedQuantities
+                && self.depends_on_parameters(&args[0])
+            {
+                self.err(SemanticError::DataOnlyBuiltin {
+                    function: fname.into(),
+                    span: args[0].span,
+                });
+            }
             let Some(tys) = tys.into_iter().collect::<Option<Vec<Type>>>() else {
                 return CallType::Error;
             };

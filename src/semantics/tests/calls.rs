@@ -640,3 +640,51 @@ fn names_from_later_blocks_are_reported_as_such() {
         e => panic!("{e:?}"),
     }
 }
+
+#[test]
+fn to_int_is_typed_and_takes_data_only_outside_generated_quantities() {
+    // int and real scalars give an int, arrays an int array of the same dimensions
+    assert_clean(&with_data(
+        "int k = to_int(x); int j = to_int(N); array[N] int b = to_int(a); \
+         array[2, 2] int c = to_int({{1.5, 2.5}, {-1.5, 3.0}}); real r = to_int(-2.7);",
+    ));
+    match one_error(&with_data("real s = sum(to_int(v));")) {
+        SemanticError::NoMatchingSignature { function, args, .. } => {
+            assert_eq!((function.as_str(), args.as_str()), ("to_int", "vector"))
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(matches!(
+        one_error(&with_data("vector[N] w = to_int(a);")),
+        SemanticError::TypeMismatch { .. }
+    ));
+    // the model block and transformed parameters: data arguments only, with the argument's span
+    let src = "data { real c; } parameters { real mu; } \
+               transformed parameters { real t = to_int(c) + mu; } \
+               model { mu ~ normal(to_int(c), 1); target += to_int(mu * 2); }";
+    match one_error(src) {
+        SemanticError::DataOnlyBuiltin { function, span } => {
+            assert_eq!(function, "to_int");
+            assert_eq!(&src[span.start..span.end], "mu * 2");
+        }
+        e => panic!("{e:?}"),
+    }
+    let src = "parameters { real mu; } transformed parameters { real t = to_int(mu); } \
+               model { mu ~ normal(0, 1); }";
+    assert!(matches!(
+        one_error(src),
+        SemanticError::DataOnlyBuiltin { .. }
+    ));
+    // a function's argument must be `data`, as in Stan
+    let src = "functions { int f(real x) { return to_int(x); } int g(data real x) { return to_int(x); } } \
+               parameters { real mu; } model { mu ~ normal(0, 1); }";
+    assert!(matches!(
+        one_error(src),
+        SemanticError::DataOnlyBuiltin { .. }
+    ));
+    // generated quantities compute from the draws' values: parameters are allowed
+    assert_clean(
+        "parameters { real mu; } model { mu ~ normal(0, 1); } \
+         generated quantities { int k = to_int(mu * 10); }",
+    );
+}
