@@ -391,6 +391,44 @@ fn a_minibatch_fit_on_a_still_rising_elbo_is_not_converged() {
     assert!(out.contains("Raise --max-iter"), "{out}");
 }
 
+/// A minibatch fit whose epoch-end means spread by more than q's own sd is not converged
+/// (`fit::stationarity::NOISY_MAX_SPREAD`), though its gradient checks pass: variational
+/// Laplace on labour at M = 10 (seed 1) printed "converged" with beta[7] 0.69 NUTS sds off and
+/// its mean moving 2.1 sds of q between epochs. VOGN at M = 10 (spread 0.25, 0.19 NUTS sds
+/// off) stays converged.
+#[test]
+fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
+    let run = |method: &str| {
+        let o = bayesc(&[
+            "fit",
+            LABOUR,
+            "--data",
+            DATA,
+            "--method",
+            method,
+            "--batch-size",
+            "10",
+            "--seed",
+            "1",
+            "--draws",
+            "100",
+        ]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}");
+        out
+    };
+    let out = run("vlaplace");
+    assert!(
+        out.contains("WARNING: not converged")
+            && out.contains("the batch noise moves the mean of beta[7] by 2.1 sds of q")
+            && out.contains("raise --batch-size or lower --step-size"),
+        "{out}"
+    );
+    assert!(!out.contains("\nconverged"), "{out}");
+    let out = run("vogn");
+    assert!(out.contains("\nconverged: the exit rule fired"), "{out}");
+}
+
 /// Minibatch fits are checked for stationarity against the full data (`fit::stationarity`):
 /// on labour, Vadam at M = 1 (seed 3) ends with beta[7] about 1.1 NUTS sds off and diagonal
 /// QBVI at M = 50 (seed 1) with a variance 50 times too small; both used to print "converged".

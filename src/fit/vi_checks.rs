@@ -195,7 +195,8 @@ pub fn off_optimum_phrase(
     let coordinate = match off {
         OffOptimum::Mean { coordinate, .. }
         | OffOptimum::Joint { coordinate, .. }
-        | OffOptimum::Scale { coordinate, .. } => *coordinate,
+        | OffOptimum::Scale { coordinate, .. }
+        | OffOptimum::Noisy { coordinate, .. } => *coordinate,
     };
     let name = crate::inference::flat::coordinate_names(names, d, &[coordinate]);
     let name = name.first().map(String::as_str).unwrap_or("a coordinate");
@@ -223,13 +224,19 @@ pub fn off_optimum_phrase(
             "q's variance of {name} is {ratio:.2} times the inverse of the log density's \
              curvature under q (1 at an optimum of the ELBO)"
         ),
+        OffOptimum::Noisy { spread, .. } => format!(
+            "the batch noise moves the mean of {name} by {spread:.1} sds of q between epochs, \
+             more than q's own width, so where the run stopped is one draw of that noise"
+        ),
     };
     let Some(b) = batch else {
         return format!(
             "{what}, so the smoothed ELBO stopped improving short of the optimum: {remedy}"
         );
     };
-    let moved = if b.spread > super::stationarity::NOISY_SPREAD {
+    let moved = if b.spread > super::stationarity::NOISY_SPREAD
+        && !matches!(off, OffOptimum::Noisy { .. })
+    {
         format!(
             " (the batch noise moves the mean by up to {:.1} sds of q between epochs)",
             b.spread
@@ -255,6 +262,7 @@ pub fn off_optimum_phrase(
              {}{moved}; {remedy}",
             rows(b.batch_size)
         ),
+        OffOptimum::Noisy { .. } => format!("{what}; {remedy}"),
         OffOptimum::Mean { .. } | OffOptimum::Joint { .. } => format!(
             "{what}: steps on batches of {} at a constant step size leave q short of the \
              full-data optimum{moved}; {remedy}",
