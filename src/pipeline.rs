@@ -367,3 +367,61 @@ pub fn plan_for_method(
         Err(e) => Err(e),
     }
 }
+
+/// The options of one fit and what to say about them before it runs ([`fit_options`]).
+#[derive(Debug)]
+pub struct FitSetup {
+    /// The library options of the fit (method, seed, start, minibatch plan, …).
+    pub options: crate::fit::FitOptions,
+    /// A note to print before the fit when the method was changed: an MCMC method on a model
+    /// without parameters runs `fixed_param`, as CmdStan does.
+    pub note: Option<&'static str>,
+}
+
+/// The note of [`FitSetup::note`] when an MCMC method runs `fixed_param` on a model without
+/// parameters.
+pub const NO_PARAMETERS_NOTE: &str = "note: the model has no parameters: running fixed_param \
+     sampling (the generated quantities are drawn afresh each iteration; warmup and sampler \
+     settings do not apply)";
+
+/// The options of a fit of `model` (compiled from `checked` and `sources`) that `bayesc fit`'s
+/// arguments `args` and the seed `seed` describe: [`crate::fit::args::options_from_args`], the
+/// model's gradient cost, `fixed_param` for an MCMC method on a model without parameters, and
+/// the minibatch plan of [`plan_for_method`] (a full-batch IVON fit's plan sets its effective
+/// sample size λ = N). `bayesc fit` and the REPL's `:fit` both take their options from here, so
+/// that the same model, data, arguments and seed give the same fit in both.
+///
+/// Errors: those of [`plan_for_method`].
+pub fn fit_options(
+    checked: &Checked,
+    sources: &[DataSource],
+    model: &Model,
+    args: &crate::fit::args::FitArgs,
+    seed: u64,
+) -> Result<FitSetup, Failure> {
+    use crate::fit::Method;
+    use crate::inference::LogDensity;
+    let mut options = crate::fit::args::options_from_args(args, model.dim(), seed);
+    options.mcmc.gradient_work = Some(model.gradient_work());
+    let outputs =
+        model.generated_quantity_names().len() + model.transformed_parameter_names().len();
+    let mut note = None;
+    if model.dim() == 0
+        && outputs > 0
+        && options.method.is_mcmc()
+        && options.method != Method::FixedParam
+    {
+        // as CmdStan: nothing to sample, so the generated quantities are simulated
+        options.method = Method::FixedParam;
+        note = Some(NO_PARAMETERS_NOTE);
+    }
+    options.minibatch = plan_for_method(
+        checked,
+        sources,
+        model,
+        options.method,
+        args.batch_size.map(|m| m as usize),
+        args.batch_over.as_deref(),
+    )?;
+    Ok(FitSetup { options, note })
+}

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rand::RngExt;
 
+use crate::fit::args::check_args;
 pub use crate::fit::args::{FitArgs, MethodArg};
-use crate::fit::args::{check_args, options_from_args};
 use crate::fit::{self, FitDetails, FitOptions, FitResult, McmcStream, Monitor, ProgressEvent};
 use crate::inference::LogDensity;
 use crate::inference::qbvi::StopReason;
@@ -89,33 +89,16 @@ pub fn run(mut args: FitArgs) -> i32 {
     let seed = args
         .seed
         .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
-    let mut options = options_from_args(&args, model.dim(), seed);
-    options.mcmc.gradient_work = Some(model.gradient_work());
-    let outputs =
-        model.generated_quantity_names().len() + model.transformed_parameter_names().len();
-    if model.dim() == 0
-        && outputs > 0
-        && options.method.is_mcmc()
-        && options.method != fit::Method::FixedParam
-    {
-        // as CmdStan: nothing to sample, so the generated quantities are simulated
-        println!(
-            "note: the model has no parameters: running fixed_param sampling (the generated \
-             quantities are drawn afresh each iteration; warmup and sampler settings do not apply)"
-        );
-        options.method = fit::Method::FixedParam;
-    }
-    match pipeline::plan_for_method(
-        &checked,
-        &data,
-        &model,
-        options.method,
-        args.batch_size.map(|m| m as usize),
-        args.batch_over.as_deref(),
-    ) {
-        Ok(plan) => options.minibatch = plan,
+    // the same options as the REPL's `:fit` (pipeline::fit_options)
+    let mut options = match pipeline::fit_options(&checked, &data, &model, &args, seed) {
+        Ok(setup) => {
+            if let Some(note) = setup.note {
+                println!("{note}");
+            }
+            setup.options
+        }
         Err(f) => return super::report_failure(&sources, f),
-    }
+    };
     // The model holds what it needs; a matrix bound from CSV columns is its own copy, so the
     // loaded files are released before fitting (docs/memory.md).
     drop(data);

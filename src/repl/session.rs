@@ -21,7 +21,7 @@ use rand::RngExt;
 
 use crate::data::DataSource;
 use crate::diagnostics;
-use crate::fit::args::{FitArgs, check_args, check_values, misplaced_options, options_from_args};
+use crate::fit::args::{FitArgs, check_args, check_values, misplaced_options};
 use crate::fit::{self, FitDetails, FitOptions, FitResult, Monitor, ProgressEvent};
 use crate::graph::Model;
 use crate::inference::qbvi::StopReason;

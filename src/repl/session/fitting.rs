@@ -118,26 +118,22 @@ impl Session {
         let seed = fit_args
             .seed
             .unwrap_or_else(|| rand::rng().random::<u32>() as u64);
-        let mut options = options_from_args(&fit_args, model.dim(), seed);
-        options.mcmc.gradient_work = Some(model.gradient_work());
-        if fit_args.batch_size.is_some() || options.method.needs_rows() {
-            let checked = &self.model.as_ref().expect("compiled above").checked;
-            match pipeline::plan_for_method(
-                checked,
-                &self.data,
-                model,
-                options.method,
-                fit_args.batch_size.map(|m| m as usize),
-                fit_args.batch_over.as_deref(),
-            ) {
-                Ok(plan) => options.minibatch = plan,
-                Err(f) => {
-                    out.text.push_str(&self.render(f));
-                    out.is_error = true;
-                    return out;
+        // the same options as `bayesc fit` (pipeline::fit_options): the same model, data,
+        // arguments and seed give the same fit
+        let checked = &self.model.as_ref().expect("compiled above").checked;
+        let options = match pipeline::fit_options(checked, &self.data, model, &fit_args, seed) {
+            Ok(setup) => {
+                if let Some(note) = setup.note {
+                    let _ = writeln!(out.text, "{note}");
                 }
+                setup.options
             }
-        }
+            Err(f) => {
+                out.text.push_str(&self.render(f));
+                out.is_error = true;
+                return out;
+            }
+        };
         let name = name.unwrap_or_else(|| {
             let mut k = self.counter + 1;
             while self.fits.iter().any(|f| f.name == format!("fit{k}")) {

@@ -94,6 +94,11 @@ pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
         _ => "the fitted Gaussian",
     };
     let batch = match &o.minibatch {
+        // as `bayesc fit` says it: a full-batch IVON or VOGN fit uses all rows at every step
+        Some(p) if p.settings.batch_size >= p.n_obs => format!(
+            ", full batch: all N = {} rows (`{}`) at every step",
+            p.n_obs, p.separability.axis
+        ),
         Some(p) => format!(
             ", minibatch M = {} of N = {} rows (`{}`), exit rule on the full-data ELBO per epoch",
             p.settings.batch_size, p.n_obs, p.separability.axis
