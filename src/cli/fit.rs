@@ -457,7 +457,8 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
-            let worse = fit::worsened_phrase(fit)
+            let random_start = options.vi_init_for(fit.dim()) == fit::ViInit::Random;
+            let worse = fit::worsened_phrase(fit, result.method, random_start)
                 .or_else(|| result.vi.as_ref().and_then(|v| v.moving.clone()));
             match fit.stop {
                 // the ELBO ended below its start: the exit rule fired on a plateau of a fit

@@ -90,10 +90,11 @@ pub fn collapse_warning_for(list: &str, unpriored: Option<&[String]>) -> String 
     }
 }
 
-/// The phrase for a Gaussian variational fit whose ELBO ended below where it started
-/// ([`crate::inference::vi::GaussianFit::worsened`]), naming both values and the cause and
-/// remedy that the digits BNN showed (docs/bnn_methods.md); `None` when it did not.
-pub fn worsened_phrase(fit: &crate::inference::vi::GaussianFit) -> Option<String> {
+/// Why a Gaussian variational fit has not converged when its ELBO ended below where it
+/// started ([`crate::inference::vi::GaussianFit::worsened`]), naming both values and the cause
+/// that the digits BNN showed (docs/bnn_methods.md), without a remedy; `None` when it did not.
+/// [`worsened_phrase`] adds the remedy.
+pub fn worsened_cause(fit: &crate::inference::vi::GaussianFit) -> Option<String> {
     let (start, end) = fit.worsened()?;
     let scope = if fit.epoch_elbo.is_empty() {
         ""
@@ -104,9 +105,41 @@ pub fn worsened_phrase(fit: &crate::inference::vi::GaussianFit) -> Option<String
         "the {scope}ELBO ended at {end:.3}, below the {start:.3} of the initial approximation, so \
          the steps made q worse rather than better: the step size is too large for this model \
          (the natural-gradient steps overshoot where the likelihood is steep or saturated, or the \
-         minibatch gradient is too noisy for them); try a smaller --step-size (a tenth of the \
-         one above), or --method qnvb or ivon"
+         minibatch gradient is too noisy for them)"
     ))
+}
+
+/// [`worsened_cause`] with what to do about it for a fit of `method` from a random start
+/// (`random_start`) or the mode: a smaller step size, the mode start after a random one, or a
+/// method whose steps do not overshoot so (QNVB, which takes no step size, or IVON, whose
+/// steps are damped by its Hessian estimate), never `method` itself.
+pub fn worsened_phrase(
+    fit: &crate::inference::vi::GaussianFit,
+    method: Method,
+    random_start: bool,
+) -> Option<String> {
+    let cause = worsened_cause(fit)?;
+    let start = if random_start {
+        "start at the mode (drop --random-init), "
+    } else {
+        ""
+    };
+    Some(format!(
+        "{cause}; try a smaller --step-size (a tenth of the one above), {start}or --method {}",
+        other_methods(method, &[Method::Qnvb, Method::Ivon])
+    ))
+}
+
+/// The first two of `candidates` that are not `method`, joined by "or" (`qbvi or nuts`): the
+/// methods a remedy suggests instead of the one that was run, which it never names.
+pub fn other_methods(method: Method, candidates: &[Method]) -> String {
+    let others: Vec<String> = candidates
+        .iter()
+        .filter(|m| **m != method)
+        .take(2)
+        .map(|m| m.to_string())
+        .collect();
+    others.join(" or ")
 }
 
 /// What a fit whose exit rule fired while the mean of q was still moving shows
@@ -129,11 +162,7 @@ pub fn drift_cause(fit: &crate::inference::vi::GaussianFit, names: &[String]) ->
 /// random start, start at the mode; from the mode, `cause` (why the steps fell short) and
 /// another step size. Either way another method (not `method` itself).
 fn not_converged_remedy(random_start: bool, method: Method, cause: &str) -> String {
-    let others = if method == Method::Qbvi {
-        "nuts"
-    } else {
-        "qbvi or nuts"
-    };
+    let others = other_methods(method, &[Method::Qbvi, Method::Nuts]);
     if random_start {
         format!("start at the mode (drop --random-init), or use --method {others}")
     } else {
@@ -281,7 +310,7 @@ pub fn vi_not_converged(details: &FitDetails) -> Option<String> {
         FitDetails::Qbvi(f)
             if f.stop != qbvi::StopReason::Interrupted && f.worsened().is_some() =>
         {
-            worsened_phrase(f)
+            worsened_cause(f)
         }
         FitDetails::Qbvi(f) if f.stop == qbvi::StopReason::ExitRule && f.drift.is_some() => {
             drift_cause(f, &[])
@@ -762,3 +791,7 @@ pub(super) fn psis_ratios(
     }
     Ok((fit, elbo, ratios))
 }
+
+#[cfg(test)]
+#[path = "vi_checks_tests.rs"]
+mod tests;

@@ -815,8 +815,7 @@ fn fit_status(f: &StoredFit) -> String {
             }
         }
         FitDetails::Qbvi(q) if !f.interrupted => {
-            let worse = fit::worsened_phrase(q).is_some()
-                || r.vi.as_ref().is_some_and(|v| v.moving.is_some());
+            let worse = q.worsened().is_some() || r.vi.as_ref().is_some_and(|v| v.moving.is_some());
             let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
             parts.push(
                 match q.stop {

@@ -192,8 +192,9 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             return s;
         }
         FitDetails::Qbvi(q) => {
-            let worse =
-                fit::worsened_phrase(q).or_else(|| r.vi.as_ref().and_then(|v| v.moving.clone()));
+            let random_start = options.vi_init_for(q.dim()) == fit::ViInit::Random;
+            let worse = fit::worsened_phrase(q, r.method, random_start)
+                .or_else(|| r.vi.as_ref().and_then(|v| v.moving.clone()));
             if let (Some(w), StopReason::ExitRule | StopReason::MaxIterations) = (&worse, q.stop) {
                 let _ = writeln!(
                     s,
