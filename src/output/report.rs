@@ -9,6 +9,7 @@ use crate::inference::qbvi::Covariance;
 use crate::output::summary;
 
 mod optimize;
+mod vi_verdict;
 pub use optimize::*;
 
 /// How a variational fit starts, for the settings line.
@@ -654,20 +655,11 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
                     fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
                 );
             }
-            fit::ViVerdict::MeansUnreliable if vi.resampled => {
-                let _ = writeln!(
-                    s,
-                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}), and with k-hat = {khat} the PSIS resampling of the draws shown cannot correct it (it needs k-hat < {} and a PSIS ESS of at least {:.0}). {remedy}",
-                    vi.gate.reasons.join("; "),
-                    fit::vi_gate::PSIS_KHAT_RESAMPLE_OK,
-                    PSIS_ESS_FLOOR * vi.n_draws as f64
-                );
-            }
             fit::ViVerdict::MeansUnreliable => {
                 let _ = writeln!(
                     s,
-                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}). {remedy}",
-                    vi.gate.reasons.join("; ")
+                    "{}",
+                    vi_verdict::means_unreliable_warning(result, vi, &khat, remedy)
                 );
             }
             fit::ViVerdict::TailsUnreliable => {
