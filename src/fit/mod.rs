@@ -427,6 +427,10 @@ pub fn fit_with_stream(
                 }
             }
             .map_err(|e| algorithm(Method::Qbvi)(&e))?;
+            let fit = GaussianFit {
+                random_start: options.vi_init == ViInit::Random,
+                ..fit
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian_fit(
                 model,

@@ -13,6 +13,49 @@ fn algorithm(method: Method) -> impl Fn(&dyn fmt::Display) -> FitError {
     }
 }
 
+/// The error of survey method `method` from its loop's error `e`: a divergence
+/// ([`ViError::Diverged`]) gets the cause and the remedy that match the start — from a random
+/// start the user asked for, the start at the mode (a smaller step size did not help on labour:
+/// see [`super::worsened_phrase`]); from the start the fit chose, a smaller step size, or NUTS.
+fn survey_error(method: Method, e: ViError, options: &FitOptions) -> FitError {
+    let ViError::Diverged { start_sd, .. } = &e else {
+        return algorithm(method)(&e);
+    };
+    let noise = if start_sd.is_finite() && matches!(method, Method::Mgvb | Method::Emgvb) {
+        format!(
+            " {method} estimates its natural gradient from values of the log density only, and \
+             at the start log p - log q varied with sd {start_sd:.3e} over its draws, so the \
+             steps were dominated by noise."
+        )
+    } else {
+        String::new()
+    };
+    let remedy = if options.vi_init == ViInit::Random {
+        "The random start (--random-init) is far from the posterior, where the log density is \
+         steep: start at the mode (drop --random-init: the default), or use --method nuts."
+            .to_string()
+    } else {
+        format!(
+            "Try a smaller --step-size (a tenth of {}), or use --method nuts.",
+            method_step_size(method, options)
+        )
+    };
+    FitError::Algorithm {
+        method,
+        message: format!("{e}.{noise} {remedy}"),
+    }
+}
+
+/// The step size `method` ran with, for advice (MGVB and EMGVB, the methods whose loop
+/// recognises a divergence; "the one used" otherwise).
+fn method_step_size(method: Method, options: &FitOptions) -> String {
+    match method {
+        Method::Mgvb => options.mgvb.step_size.to_string(),
+        Method::Emgvb => options.emgvb.step_size.to_string(),
+        _ => "the one used".to_string(),
+    }
+}
+
 /// Runs `options.method`, one of the survey's methods; `start` is when the fit started.
 ///
 /// Errors: see [`FitError`]; another method is an internal error.
@@ -50,6 +93,10 @@ pub(super) fn fit_survey(
                 }
             }
             .map_err(|e| algorithm(Method::Vlaplace)(&e))?;
+            let fit = GaussianFit {
+                random_start: options.vi_init == ViInit::Random,
+                ..fit
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out =
                 finish_gaussian_fit(model, options, &fit, s.common.window, start_point.no_mode)?;
@@ -277,7 +324,10 @@ pub(super) fn fit_survey(
                     }
                 }
             };
-            let fit = result.map_err(|e| algorithm(m)(&e))?;
+            let fit = GaussianFit {
+                random_start: options.vi_init == ViInit::Random,
+                ..result.map_err(|e| survey_error(m, e, options))?
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian_fit(
                 model,

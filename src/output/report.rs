@@ -624,11 +624,12 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         "\nPSIS k-hat = {khat} ({} draws of the approximation{spread}; PSIS ESS = {:.0}; sd of log p - log q = {:.3}); ELBO estimate = {:.3}",
         vi.n_draws, vi.psis_ess, vi.gate.log_ratio_sd, vi.elbo
     );
+    let not_converged = fit::vi_not_converged(&result.details);
     if !vi.collapsed.is_empty() {
         let _ = writeln!(
             s,
             "{}",
-            fit::collapse_warning_for(&collapsed_list(&vi.collapsed), unpriored)
+            vi_verdict::collapse_warning(result, &collapsed_list(&vi.collapsed), unpriored)
         );
     } else {
         // When q drifts along a direction where the log density does not decay, the cause is
@@ -659,7 +660,13 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
                 let _ = writeln!(
                     s,
                     "{}",
-                    vi_verdict::means_unreliable_warning(result, vi, &khat, remedy)
+                    vi_verdict::means_unreliable_warning(
+                        result,
+                        vi,
+                        &khat,
+                        remedy,
+                        not_converged.is_some() || vi.moving.is_some()
+                    )
                 );
             }
             fit::ViVerdict::TailsUnreliable => {
@@ -672,7 +679,6 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
             fit::ViVerdict::Reliable => {}
         }
     }
-    let not_converged = fit::vi_not_converged(&result.details);
     if let Some(m) = fit::start_message_for(vi, not_converged.as_deref(), unpriored) {
         let _ = writeln!(s, "{m}");
     }

@@ -29,16 +29,45 @@ fn mean_field_dim(result: &FitResult) -> Option<usize> {
     .filter(|&d| d > 1)
 }
 
+/// Whether `result` is a Gaussian fit from the random start the user asked for
+/// (`--random-init`) whose steps made q worse ([`fit::worsened_phrase`]).
+fn diverged_from_random_start(result: &FitResult) -> bool {
+    matches!(&result.details, FitDetails::Qbvi(f) if f.random_start && f.worsened().is_some())
+}
+
+/// The WARNING line for a fit whose q collapsed to a point in `list`
+/// ([`fit::ViDiagnostics::collapsed`]): [`fit::collapse_warning_for`], except after steps from
+/// a random start that made q worse (EMGVB on labour from `--random-init`, seeds 1–4), where the
+/// collapse is the end of that divergence and the remedy is the start at the mode.
+pub(super) fn collapse_warning(
+    result: &FitResult,
+    list: &str,
+    unpriored: Option<&[String]>,
+) -> String {
+    if diverged_from_random_start(result) {
+        format!(
+            "WARNING: the approximation collapsed to a point in {list} after the steps from the \
+             random start made q worse (see above): start at the mode (drop --random-init: the \
+             default), or use --method nuts. The summary above is not a posterior."
+        )
+    } else {
+        fit::collapse_warning_for(list, unpriored)
+    }
+}
+
 /// The WARNING line (no trailing newline) of a fit whose gate verdict is
 /// [`fit::ViVerdict::MeansUnreliable`] and whose draws are not already corrected by PSIS
 /// resampling: `khat` is the pooled k̂ as printed; `remedy` the advice when no better one
 /// follows from the family ("Use --method nuts.", or the pointer to the drift warning when q
-/// drifted along an improper direction, which no other method fixes).
+/// drifted along an improper direction, which no other method fixes); `not_converged` whether
+/// the fit's own checks found it short of an optimum (then q is not what the family would give,
+/// and the warning says so instead of blaming the family or the posterior's shape).
 pub(super) fn means_unreliable_warning(
     result: &FitResult,
     vi: &ViDiagnostics,
     khat: &str,
     remedy: &str,
+    not_converged: bool,
 ) -> String {
     let reasons = vi.gate.reasons.join("; ");
     let resample = if vi.resampled {
@@ -92,6 +121,13 @@ pub(super) fn means_unreliable_warning(
     let far = format!(
         "WARNING: the approximation is not close to the posterior in the KL(p||q) sense (it misses mass that the posterior has): the importance weights p/q are unreliable ({reasons}){resample}."
     );
+    if not_converged && vi.unbounded.is_empty() {
+        return format!(
+            "{far} The fit did not converge (see above), so this q is not the optimum of its \
+             family and says nothing yet about the shape of the posterior; follow the advice \
+             above."
+        );
+    }
     match mean_field {
         // no interior mode (a funnel or a flat direction): a full-covariance Gaussian fails
         // there as well, so the mean-field explanation and its remedy would mislead
