@@ -105,6 +105,29 @@ fn separated_logistic_regression_is_flagged() {
 }
 
 #[test]
+fn resampling_a_too_narrow_q_is_not_called_usable() {
+    // seed 1: k̂ 0.32 and reweighting widens sd(b) by 1.52; the PSIS-resampled draws give
+    // b = 64.6 ± 37.1 against the posterior's 84.7 ± 59.0, and the note called them "usable"
+    let text = fit(&[
+        "separated.bayes",
+        "--data",
+        "separated.csv",
+        "--seed",
+        "1",
+        "--psis-resample",
+    ]);
+    let (mean, sd) = row(&text, "b");
+    assert!(mean < 75.0 && sd < 45.0, "{text}");
+    assert!(!text.contains("usable"), "{text}");
+    let w = warning_line(&text);
+    assert!(
+        w.contains("the PSIS resampling of the draws shown cannot widen them"),
+        "{w}"
+    );
+    assert!(w.contains("--method nuts"), "{w}");
+}
+
+#[test]
 fn mean_field_fits_of_labour_are_told_their_sds_are_too_narrow_not_that_their_means_are_wrong() {
     // NUTS (seed 1, 4000 draws): alpha 3.208 ± 0.654, beta[1] -1.484 ± 0.202. The mean-field
     // fits get the means but sd(alpha) ≈ 0.08: the posterior is strongly correlated, k̂ 0.87-1.01.

@@ -643,11 +643,13 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         match vi.gate.verdict {
             // The draws shown are importance-resampled (Pathfinder always, `--psis-resample`):
             // the reweighting that revealed the error of q has already corrected it, which is
-            // sound while k̂ < PSIS_KHAT_RESAMPLE_OK (Vehtari et al. 2024).
+            // sound while k̂ < PSIS_KHAT_RESAMPLE_OK (Vehtari et al. 2024) — unless q is too
+            // narrow, which resampling q's own draws cannot undo (`vi_verdict::too_narrow`).
             fit::ViVerdict::MeansUnreliable
                 if vi.resampled
                     && vi.khat < fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
-                    && vi.psis_ess >= PSIS_ESS_FLOOR * vi.n_draws as f64 =>
+                    && vi.psis_ess >= PSIS_ESS_FLOOR * vi.n_draws as f64
+                    && !vi_verdict::too_narrow(vi) =>
             {
                 let _ = writeln!(
                     s,
