@@ -5,7 +5,8 @@
 //! not an initialisation failure; a NaN gradient at the random start names the parameter;
 //! options of other methods are refused even at their default values; `while (1) {}` is a
 //! compile error and Ctrl-C stops a long `while` loop; MC dropout does not claim convergence
-//! of a posterior; a misspelled block name at the REPL prompt gets the did-you-mean.
+//! of a posterior; a misspelled block name at the REPL prompt gets the did-you-mean; a scale
+//! that is 0 whatever the parameters (`0 * s`) is named, with its fix, by every method alike.
 
 use std::process::{Command, Output};
 
@@ -524,4 +525,55 @@ fn a_container_larger_than_memory_is_an_error_not_an_abort() {
         &o,
         &["rep_matrix would need", "GB of memory", "rep.bayes:2"],
     );
+}
+
+/// `y ~ normal(mu, 0 * s)`: the scale is 0 at every start. Every method names the statement,
+/// the argument and the value, says that it does not depend on the parameters and how to fix
+/// it, with the same words (the variational methods and optimize used to say only "no valid
+/// initial point found ... last problem: …"; a tester saw a NaN argument reported).
+#[test]
+fn a_scale_that_is_zero_whatever_the_parameters_is_named_with_its_fix_by_every_method() {
+    let dir = folder(&[
+        (
+            "zero.bayes",
+            "data { int<lower=0> N; vector[N] y; }\n\
+             parameters { real mu; real<lower=0> s; }\n\
+             model {\n\
+             \x20 mu ~ normal(0, 10);\n\
+             \x20 s ~ normal(0, 5);\n\
+             \x20 y ~ normal(mu, 0 * s);\n\
+             }\n",
+        ),
+        ("zero.csv", "y\n1.2\n0.3\n-0.5\n2.1\n"),
+    ]);
+    for method in ["nuts", "optimize", "qbvi", "ivon", "laplace"] {
+        let o = run(
+            dir.path(),
+            &[
+                "fit",
+                "zero.bayes",
+                "--data",
+                "zero.csv",
+                "--method",
+                method,
+                "--seed",
+                "1",
+                "-q",
+            ],
+        );
+        assert_fails_with(
+            &o,
+            &[
+                "normal_lpdf: Scale parameter is 0, but must be positive finite (zero.bayes:6:3)",
+                "The scale parameter is 0 at all 100 random starting points",
+                "is 0 whatever the parameters are",
+                "Change that expression (or the data it reads) so that it is positive",
+            ],
+        );
+        let err = stderr(&o);
+        assert!(
+            !err.contains("NaN") && !err.contains("nan"),
+            "{method}: {err}"
+        );
+    }
 }

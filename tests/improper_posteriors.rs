@@ -350,3 +350,53 @@ fn variational_fits_on_separated_data_name_the_slope() {
         assert!(!text.contains("Use --method nuts"), "{method}: {text}");
     }
 }
+
+/// `target += 0 * normal_lpdf(y | mu, s)` with no priors: the log density is 0 everywhere.
+/// QBVI, IVON and MGVB drift until s overflows and fail with "Scale parameter is inf"; they used
+/// to stop there, with no cause or advice. The error now names the missing mode and the
+/// improper posterior, and points to priors, the factor 0 and `--method optimize`, which names
+/// the flat directions.
+#[test]
+fn variational_failures_on_a_likelihood_times_zero_name_the_improper_posterior() {
+    for method in ["qbvi", "ivon", "mgvb"] {
+        let (ok, text) = bayesc(&[
+            "fit",
+            "zero_times.bayes",
+            "--data",
+            "zero_times.csv",
+            "--method",
+            method,
+            "--seed",
+            "1",
+            "-q",
+        ]);
+        assert!(!ok, "{method}: {text}");
+        let err = text
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_else(|| panic!("{method}: no error in\n{text}"));
+        assert!(err.contains("Scale parameter is inf"), "{method}: {err}");
+        assert!(
+            err.contains("The mode search found no interior mode")
+                && err.contains("the posterior is probably improper")
+                && err.contains("Give every parameter a proper prior")
+                && err.contains("no factor 0"),
+            "{method}: {err}"
+        );
+    }
+    // optimize names the flat directions it points to
+    let (_, text) = bayesc(&[
+        "fit",
+        "zero_times.bayes",
+        "--data",
+        "zero_times.csv",
+        "--method",
+        "optimize",
+        "-q",
+    ]);
+    assert!(
+        text.contains("the log density does not change along mu, s"),
+        "{text}"
+    );
+    assert!(!says_converged(&text), "{text}");
+}

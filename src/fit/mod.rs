@@ -426,7 +426,17 @@ pub fn fit_with_stream(
                     qbvi::fit_qbvi_minibatch(&mm, &init, &settings, &plan.settings, &mut progress)
                 }
             }
-            .map_err(|e| algorithm(Method::Qbvi)(&e))?;
+            .map_err(|e| match (&e, start_point.no_mode.as_deref()) {
+                (qbvi::QbviError::NonFiniteDensity { .. }, Some(why)) => FitError::Algorithm {
+                    method: Method::Qbvi,
+                    message: format!("{e}. {}", survey_fit::improper_hint(why)),
+                },
+                _ => algorithm(Method::Qbvi)(&e),
+            })?;
+            let fit = GaussianFit {
+                random_start: options.vi_init == ViInit::Random,
+                ..fit
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian_fit(
                 model,

@@ -13,6 +13,80 @@ fn algorithm(method: Method) -> impl Fn(&dyn fmt::Display) -> FitError {
     }
 }
 
+/// The error of survey method `method` from its loop's error `e`: a divergence
+/// ([`ViError::Diverged`]) gets the cause and the remedy that match the start — from a random
+/// start the user asked for, the start at the mode (a smaller step size did not help on labour:
+/// see [`super::worsened_phrase`]); from the start the fit chose, a smaller step size, or NUTS.
+fn survey_error(
+    method: Method,
+    e: ViError,
+    options: &FitOptions,
+    no_mode: Option<&str>,
+) -> FitError {
+    if matches!(
+        e,
+        ViError::NonFiniteDensity { .. } | ViError::Diverged { .. }
+    ) && let Some(why) = no_mode
+    {
+        return FitError::Algorithm {
+            method,
+            message: format!("{e}. {}", improper_hint(why)),
+        };
+    }
+    let ViError::Diverged { start_sd, .. } = &e else {
+        return algorithm(method)(&e);
+    };
+    let noise = if start_sd.is_finite() && matches!(method, Method::Mgvb | Method::Emgvb) {
+        format!(
+            " {method} estimates its natural gradient from values of the log density only, and \
+             at the start log p - log q varied with sd {start_sd:.3e} over its draws, so the \
+             steps were dominated by noise."
+        )
+    } else {
+        String::new()
+    };
+    let remedy = if options.vi_init == ViInit::Random {
+        "The random start (--random-init) is far from the posterior, where the log density is \
+         steep: start at the mode (drop --random-init: the default), or use --method nuts."
+            .to_string()
+    } else {
+        format!(
+            "Try a smaller --step-size (a tenth of {}), or use --method nuts.",
+            method_step_size(method, options)
+        )
+    };
+    FitError::Algorithm {
+        method,
+        message: format!("{e}.{noise} {remedy}"),
+    }
+}
+
+/// The cause and remedy of a variational fit that failed with a non-finite log density after
+/// its mode search found no interior mode (`why`, [`super::mode::ViStart::no_mode`]): q drifted
+/// along a direction where the log density does not decay — an improper posterior, such as
+/// `target += 0 * normal_lpdf(y | mu, s)` without priors (measured: QBVI, IVON and MGVB failed
+/// with "Scale parameter is inf" after 204–3354 iterations and no advice) — until a value
+/// overflowed. `optimize` names the flat directions.
+pub(super) fn improper_hint(why: &str) -> String {
+    format!(
+        "The mode search found no interior mode ({why}), so the posterior is probably improper: \
+         q drifted along a direction where the log density does not decay until a value \
+         overflowed. Give every parameter a proper prior and check that the likelihood depends \
+         on each of them (e.g. no factor 0 in front of it); --method optimize names the flat \
+         directions"
+    )
+}
+
+/// The step size `method` ran with, for advice (MGVB and EMGVB, the methods whose loop
+/// recognises a divergence; "the one used" otherwise).
+fn method_step_size(method: Method, options: &FitOptions) -> String {
+    match method {
+        Method::Mgvb => options.mgvb.step_size.to_string(),
+        Method::Emgvb => options.emgvb.step_size.to_string(),
+        _ => "the one used".to_string(),
+    }
+}
+
 /// Runs `options.method`, one of the survey's methods; `start` is when the fit started.
 ///
 /// Errors: see [`FitError`]; another method is an internal error.
@@ -49,7 +123,13 @@ pub(super) fn fit_survey(
                     vlaplace::fit_vlaplace_minibatch(&mm, &init, &s, &plan.settings, &mut progress)
                 }
             }
-            .map_err(|e| algorithm(Method::Vlaplace)(&e))?;
+            .map_err(|e| {
+                survey_error(Method::Vlaplace, e, options, start_point.no_mode.as_deref())
+            })?;
+            let fit = GaussianFit {
+                random_start: options.vi_init == ViInit::Random,
+                ..fit
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out =
                 finish_gaussian_fit(model, options, &fit, s.common.window, start_point.no_mode)?;
@@ -277,7 +357,10 @@ pub(super) fn fit_survey(
                     }
                 }
             };
-            let fit = result.map_err(|e| algorithm(m)(&e))?;
+            let fit = GaussianFit {
+                random_start: options.vi_init == ViInit::Random,
+                ..result.map_err(|e| survey_error(m, e, options, start_point.no_mode.as_deref()))?
+            };
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian_fit(
                 model,

@@ -34,8 +34,9 @@ fn a_worsened_ivon_fit_is_not_told_to_use_ivon() {
     );
     assert!(
         ivon.ends_with(
-            "try a smaller --step-size (a tenth of the one above), start at the mode (drop \
-             --random-init), or --method qnvb"
+            "the random start (--random-init) is far from the posterior, where the log density \
+             is steep and the natural-gradient steps overshoot; start at the mode (drop \
+             --random-init: the default), or use --method nuts"
         ),
         "{ivon}"
     );

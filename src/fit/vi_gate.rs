@@ -23,8 +23,7 @@
 //! From S = [`super::FitOptions::psis_draws`] draws of q (default 4000), in
 //! [`PSIS_BATCHES`] independent batches:
 //!
-//! 1. **The means are wrong** (warning; switch method) when the bulk of q is off, shown by any
-//!    of: (a) PSIS ESS < [`PSIS_ESS_FLOOR`]·S; (b) when k̂ is below the threshold of (c),
+//! 1. **q is far from p** (warning) when the bulk of q is off, shown by any of: (a) PSIS ESS < [`PSIS_ESS_FLOOR`]·S; (b) when k̂ is below the threshold of (c),
 //!    importance reweighting moves some coordinate's mean by more than [`MEAN_SHIFT_MAX`] of
 //!    q's sd, or changes its sd by more than a factor e^[`LOG_SD_SHIFT_MAX`] (each also above
 //!    4 Monte Carlo standard errors, taken as sd/√ESS and 1/√(2·ESS));
@@ -32,6 +31,12 @@
 //!    threshold beyond which the importance-sampling estimate — hence check (b) — cannot be
 //!    trusted) while the log ratios vary by more than [`LOG_RATIO_SD_MAX`] (sd of log r: the
 //!    mismatch is not confined to the far tails).
+//!
+//!    Only (b) on a mean shows that q's means are off ([`ViGate::means_moved`]); (a), (c) and
+//!    (b) on an sd say that q misses mass of p (far in KL(p‖q)), which a mean-field q on a
+//!    posterior with correlated parameters always does — its marginal sds are too narrow —
+//!    whether or not its means are right. The report words the warning accordingly
+//!    (`output::report::vi_verdict`).
 //! 2. **The tails are unreliable** (note) otherwise when k̂ ≥ 0.5 (pooled, or in some batch at
 //!    its own threshold): the ratios have a heavy tail, i.e. p has more mass than q far out,
 //!    but where q puts its mass p/q is nearly constant and reweighting does not move the means
@@ -104,6 +109,17 @@ pub struct ViGate {
     pub sd_shift: Option<(String, f64)>,
     /// Why the verdict, one phrase per reason (for the message).
     pub reasons: Vec<String>,
+    /// Whether check (b) fired on a mean: with k̂ low enough for the reweighted moments to be
+    /// trusted, importance reweighting moved some coordinate's mean by more than
+    /// [`MEAN_SHIFT_MAX`] sd. Only then does the gate show that q's means are off; the other
+    /// reasons for [`ViVerdict::MeansUnreliable`] (a low PSIS ESS, heavy-tailed weights) say
+    /// that q is far from p without telling whether its means or only its spread is wrong.
+    pub means_moved: bool,
+    /// Whether the importance weights themselves are unreliable: the ratios are not finite,
+    /// the PSIS ESS is below [`PSIS_ESS_FLOOR`] of the draws (a), or k̂ is above the threshold
+    /// with spread-out log ratios (c). False when only check (b) fired: the weights are then
+    /// trustworthy and show how q's means or sds are off.
+    pub weights_unreliable: bool,
 }
 
 /// k̂ as reported: the estimate, −∞ undefined (constant ratios), +∞ failures.
@@ -148,6 +164,8 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
         mean_shift: None,
         sd_shift: None,
         reasons: Vec::new(),
+        means_moved: false,
+        weights_unreliable: false,
     };
     if khat == f64::NEG_INFINITY {
         return gate; // q ∝ p
@@ -156,8 +174,10 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
     let mut means = Vec::new();
     if !fit.ess.is_finite() {
         means.push("the importance ratios are not finite".to_string());
+        gate.weights_unreliable = true;
     } else {
         if fit.ess < PSIS_ESS_FLOOR * s as f64 {
+            gate.weights_unreliable = true;
             means.push(format!(
                 "a few draws carry most of the importance weight (PSIS ESS {:.0} of {s})",
                 fit.ess
@@ -167,6 +187,7 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
         let ess = fit.ess.max(1.0);
         // (b) only where the reweighted moments can be trusted (k̂ below the threshold)
         let trusted = khat < threshold;
+        let mut moved = false;
         if trusted
             && let Some((n, v)) = &gate.mean_shift
             && *v > MEAN_SHIFT_MAX.max(4.0 / ess.sqrt())
@@ -174,7 +195,9 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
             means.push(format!(
                 "importance reweighting moves the mean of {n} by {v:.2} sd"
             ));
+            moved = true;
         }
+        gate.means_moved = moved;
         if trusted
             && let Some((n, v)) = &gate.sd_shift
             && v.abs() > LOG_SD_SHIFT_MAX.max(4.0 / (2.0 * ess).sqrt())
@@ -186,6 +209,7 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
             ));
         }
         if khat >= threshold && !(log_ratio_sd <= LOG_RATIO_SD_MAX) {
+            gate.weights_unreliable = true;
             means.push(format!(
                 "k-hat {khat:.2} >= {threshold:.2} while log p - log q varies with sd {log_ratio_sd:.2}, so the importance weights are too heavy-tailed to correct or check q"
             ));
@@ -296,6 +320,8 @@ mod tests {
         let g = verdict(0.0, 2.5);
         assert_eq!(g.verdict, ViVerdict::MeansUnreliable, "{g:?}");
         assert_eq!(g.khat_batches.len(), PSIS_BATCHES);
+        // k̂ is too high for reweighting to check the means: the gate does not claim they moved
+        assert!(!g.means_moved && g.weights_unreliable, "{g:?}");
     }
 
     #[test]
@@ -306,6 +332,7 @@ mod tests {
         let (name, shift) = g.mean_shift.clone().unwrap();
         assert_eq!(name, "x");
         assert!((shift - 0.6).abs() < 0.15, "{g:?}");
+        assert!(g.means_moved && !g.weights_unreliable, "{g:?}");
     }
 
     #[test]

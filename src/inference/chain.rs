@@ -105,12 +105,7 @@ pub(crate) fn initialize(
     // can fix, so the advice says that rather than blaming the starting region.
     let constant = named && init.is_none() && radius > 0.0 && attempts > 1 && same_every_time;
     let advice = if constant {
-        format!(
-            "The same error, word for word, at all {attempts} random starting points: the value \
-             it names does not seem to change with the parameters, so it probably comes from the \
-             data or a constant in the statement named above; check them against the density's \
-             support"
-        )
+        crate::inference::init::constant_error_advice(&message, attempts)
     } else {
         format!(
             "Check that {what} can have a finite log density for parameter values near zero on \

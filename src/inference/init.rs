@@ -22,6 +22,39 @@ pub fn is_exhausted(e: &DensityError) -> bool {
     e.message.starts_with(NO_VALID_INIT)
 }
 
+/// The advice after every one of `attempts` random starting points failed with the same
+/// `message`, word for word, naming a statement of the model: the value it names does not move
+/// with the parameters, so it comes from the data or a constant, and no initial value can fix
+/// it. Shared by MCMC's initialisation (`chain::initialize`) and [`random_init`] (the
+/// variational methods, optimize, Laplace, Pathfinder), so every method says the same.
+///
+/// A positive argument that is exactly 0 (`Scale parameter is 0, but must be positive finite`,
+/// e.g. `y ~ normal(mu, 0 * s)`) gets its own fix: the expression for it is 0 whatever the
+/// parameters, and a scale of 0 is a point mass without a density.
+pub fn constant_error_advice(message: &str, attempts: usize) -> String {
+    const ZERO: &str = " is 0, but must be positive";
+    if let Some(end) = message.find(ZERO) {
+        // "normal_lpdf: Scale parameter is 0, …": the argument is after the function's name
+        let which = message[..end]
+            .rsplit(": ")
+            .next()
+            .unwrap_or("the argument")
+            .to_lowercase();
+        return format!(
+            "The {which} is 0 at all {attempts} random starting points: the expression given for \
+             it in the statement named is 0 whatever the parameters are (a factor 0, or \
+             data or a constant that are 0), and it must be positive (a scale of 0 is a point \
+             mass, which has no density). Change that expression (or the data it reads) so that \
+             it is positive"
+        );
+    }
+    format!(
+        "The same error, word for word, at all {attempts} random starting points: the value it \
+         names does not seem to change with the parameters, so it probably comes from the data \
+         or a constant in the statement named above; check them against the density's support"
+    )
+}
+
 /// Draws ζ ~ uniform(−2, 2)^d until log density and gradient are finite.
 ///
 /// Errors: after [`MAX_INIT_ATTEMPTS`] failures, an unrecoverable [`DensityError`] whose message
@@ -35,14 +68,21 @@ pub fn random_init(
     let d = density.dim();
     let mut grad = vec![0.0; d];
     let mut last: Option<String> = None;
+    // whether every attempt failed with the same error naming a statement (see
+    // [`constant_error_advice`])
+    let mut same_named = true;
     for _ in 0..MAX_INIT_ATTEMPTS {
         let zeta: Vec<f64> = (0..d)
             .map(|_| rng.random_range(-INIT_RADIUS..INIT_RADIUS))
             .collect();
         match density.log_density_grad(&zeta, &mut grad) {
             Ok(lp) if lp.is_finite() && grad.iter().all(|g| g.is_finite()) => return Ok(zeta),
-            Ok(lp) if !lp.is_finite() => last = Some(format!("the log density is {lp}")),
+            Ok(lp) if !lp.is_finite() => {
+                same_named = false;
+                last = Some(format!("the log density is {lp}"))
+            }
             Ok(_) => {
+                same_named = false;
                 let i = grad.iter().position(|g| !g.is_finite()).unwrap_or(0);
                 last = Some(format!(
                     "the gradient of the log density with respect to {} is {}",
@@ -51,12 +91,22 @@ pub fn random_init(
                 ))
             }
             Err(e) if !e.recoverable => return Err(e),
-            Err(e) => last = Some(e.to_string()),
+            Err(e) => {
+                let m = e.to_string();
+                same_named &= e.location.is_some() && last.as_ref().is_none_or(|l| *l == m);
+                last = Some(m);
+            }
         }
+    }
+    let last = last.unwrap_or_default();
+    if same_named && MAX_INIT_ATTEMPTS > 1 {
+        return Err(DensityError::fatal(format!(
+            "{NO_VALID_INIT} in {MAX_INIT_ATTEMPTS} attempts: {last}. {}",
+            constant_error_advice(&last, MAX_INIT_ATTEMPTS)
+        )));
     }
     Err(DensityError::fatal(format!(
         "{NO_VALID_INIT} after {MAX_INIT_ATTEMPTS} attempts drawing uniform(-{INIT_RADIUS}, {INIT_RADIUS}) \
-         on the unconstrained scale; last problem: {}",
-        last.unwrap_or_default()
+         on the unconstrained scale; last problem: {last}"
     )))
 }

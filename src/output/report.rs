@@ -9,6 +9,7 @@ use crate::inference::qbvi::Covariance;
 use crate::output::summary;
 
 mod optimize;
+mod vi_verdict;
 pub use optimize::*;
 
 /// How a variational fit starts, for the settings line.
@@ -638,11 +639,12 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         "\nPSIS k-hat = {khat} ({} draws of the approximation{spread}; PSIS ESS = {:.0}; sd of log p - log q = {:.3}); ELBO estimate = {:.3}",
         vi.n_draws, vi.psis_ess, vi.gate.log_ratio_sd, vi.elbo
     );
+    let not_converged = fit::vi_not_converged(&result.details);
     if !vi.collapsed.is_empty() {
         let _ = writeln!(
             s,
             "{}",
-            fit::collapse_warning_for(&collapsed_list(&vi.collapsed), unpriored)
+            vi_verdict::collapse_warning(result, &collapsed_list(&vi.collapsed), unpriored)
         );
     } else {
         // When q drifts along a direction where the log density does not decay, the cause is
@@ -656,11 +658,13 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         match vi.gate.verdict {
             // The draws shown are importance-resampled (Pathfinder always, `--psis-resample`):
             // the reweighting that revealed the error of q has already corrected it, which is
-            // sound while k̂ < PSIS_KHAT_RESAMPLE_OK (Vehtari et al. 2024).
+            // sound while k̂ < PSIS_KHAT_RESAMPLE_OK (Vehtari et al. 2024) — unless q is too
+            // narrow, which resampling q's own draws cannot undo (`vi_verdict::too_narrow`).
             fit::ViVerdict::MeansUnreliable
                 if vi.resampled
                     && vi.khat < fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
-                    && vi.psis_ess >= PSIS_ESS_FLOOR * vi.n_draws as f64 =>
+                    && vi.psis_ess >= PSIS_ESS_FLOOR * vi.n_draws as f64
+                    && !vi_verdict::too_narrow(vi) =>
             {
                 let _ = writeln!(
                     s,
@@ -669,20 +673,17 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
                     fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
                 );
             }
-            fit::ViVerdict::MeansUnreliable if vi.resampled => {
-                let _ = writeln!(
-                    s,
-                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}), and with k-hat = {khat} the PSIS resampling of the draws shown cannot correct it (it needs k-hat < {} and a PSIS ESS of at least {:.0}). {remedy}",
-                    vi.gate.reasons.join("; "),
-                    fit::vi_gate::PSIS_KHAT_RESAMPLE_OK,
-                    PSIS_ESS_FLOOR * vi.n_draws as f64
-                );
-            }
             fit::ViVerdict::MeansUnreliable => {
                 let _ = writeln!(
                     s,
-                    "WARNING: the approximation is unreliable: its means and sds are wrong, not only its tails ({}). {remedy}",
-                    vi.gate.reasons.join("; ")
+                    "{}",
+                    vi_verdict::means_unreliable_warning(
+                        result,
+                        vi,
+                        &khat,
+                        remedy,
+                        not_converged.is_some() || vi.moving.is_some()
+                    )
                 );
             }
             fit::ViVerdict::TailsUnreliable => {
@@ -695,7 +696,6 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
             fit::ViVerdict::Reliable => {}
         }
     }
-    let not_converged = fit::vi_not_converged(&result.details);
     if let Some(m) = fit::start_message_for(vi, not_converged.as_deref(), unpriored) {
         let _ = writeln!(s, "{m}");
     }

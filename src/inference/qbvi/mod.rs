@@ -265,6 +265,12 @@ impl From<ViError> for QbviError {
                 attempts,
                 last,
             },
+            // QBVI's own loop does not raise it; kept as the non-finite density it is
+            e @ ViError::Diverged { iteration, .. } => QbviError::NonFiniteDensity {
+                iteration,
+                attempts: 1,
+                last: e.to_string(),
+            },
             ViError::Density(d) => QbviError::Density(d),
             ViError::InitialPoint(m) => QbviError::InitialPoint(m),
             ViError::InvalidSettings(m) | ViError::Unsuitable(m) => QbviError::InvalidSettings(m),

@@ -191,6 +191,7 @@ impl RunRecord {
             epoch_means: self.epoch_means,
             unusable: self.unusable,
             drift,
+            random_start: false,
             factor,
         }
     }

@@ -67,6 +67,11 @@ pub struct GaussianFit {
     /// [`super::exit::DRIFT_SDS`] sds over the last quarter of the run (the loops that measure
     /// it: IVON, BBB, BBVI and the others of `reparam::run_averaged`); `None` otherwise.
     pub drift: Option<super::exit::MeanDrift>,
+    /// Whether the fit started from the random point because the user asked for it
+    /// (`--random-init`, `fit::ViInit::Random`); set by the fit layer, false from the loops.
+    /// The remedy for a fit that made q worse depends on it (`fit::worsened_phrase`): from a
+    /// random start far from the posterior, the start at the mode, not a smaller step size.
+    pub random_start: bool,
     pub(crate) factor: Factor,
 }
 

@@ -370,12 +370,16 @@ pub(crate) fn run(
         density,
         &mut crate::inference::rng::stream(settings.common.seed, 0),
     )?;
+    let start_sd = sample_sd(&state.batch.f);
+    let start_q = state.q.clone();
     let mut rng = crate::inference::rng::stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<super::FullGaussian>();
     for t in 1..=settings.common.max_iter {
         let before = state.q.clone();
         tracker.watch(t, super::Family::mean(&before));
-        let lb = state.step(density, &mut rng, t)?;
+        let lb = state
+            .step(density, &mut rng, t)
+            .map_err(|e| diverged(e, &start_q, &state.q, start_sd))?;
         if tracker.observe(t, lb, &before, progress).is_some() {
             break;
         }
@@ -383,4 +387,43 @@ pub(crate) fn run(
     tracker.record.skipped_steps = state.skipped;
     let (q, record) = tracker.finish(state.q.clone());
     Ok(super::GaussianFit::full(&q, record))
+}
+
+/// The sample sd of `f` (NaN for fewer than 2 values).
+fn sample_sd(f: &[f64]) -> f64 {
+    let n = f.len() as f64;
+    let mean = f.iter().sum::<f64>() / n;
+    (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
+}
+
+/// `e` as [`super::ViError::Diverged`] when it is a non-finite log density at the draws of a q
+/// whose mean has moved at least [`super::DIVERGED_SDS`] of `start`'s sds from `start`'s mean;
+/// `e` unchanged otherwise.
+fn diverged(
+    e: super::ViError,
+    start: &super::FullGaussian,
+    now: &super::FullGaussian,
+    start_sd: f64,
+) -> super::ViError {
+    use super::Family;
+    let super::ViError::NonFiniteDensity {
+        iteration, last, ..
+    } = &e
+    else {
+        return e;
+    };
+    let sigma = start.covariance_mat();
+    let moved = (0..start.dim())
+        .map(|i| (now.mean()[i] - start.mean()[i]).abs() / sigma[(i, i)].sqrt())
+        .fold(0.0, f64::max);
+    if moved >= super::DIVERGED_SDS {
+        super::ViError::Diverged {
+            iteration: *iteration,
+            moved,
+            start_sd,
+            last: last.clone(),
+        }
+    } else {
+        e
+    }
 }

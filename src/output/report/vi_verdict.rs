@@ -1,0 +1,167 @@
+//! The wording of the warning for a variational fit judged [`fit::ViVerdict::MeansUnreliable`]
+//! (`fit::vi_gate`): what the evidence shows, and the remedy that matches the cause.
+//!
+//! A PSIS k̂ above 0.7 (or a PSIS ESS below 10 % of the draws) says that the importance
+//! weights p/q are unreliable: q misses mass that the posterior p has, i.e. q is far from p in
+//! the KL(p‖q) sense (Yao et al. 2018 §3). It does not say *how* q is wrong. For a mean-field
+//! Gaussian on a posterior with correlated parameters this is expected even when the fit is
+//! right: minimising KL(q‖p) over diagonal Gaussians gives marginal sds that are too narrow
+//! (for a Gaussian p, σ_i² = 1/(Σ⁻¹)_ii ≤ Σ_ii) and no correlations, while the means of a
+//! Gaussian p are exact. Measured on examples/labour (d = 8, seed 1): QBVI `--diagonal`, IVON,
+//! variational Laplace and QNVB have means within 0.05 posterior sd of NUTS but the sd of
+//! `alpha` 0.074–0.082 against 0.65, k̂ 0.87–1.01, PSIS ESS 25–33 of 4000; QBVI `--full` and
+//! MGVB there give k̂ 0.32–0.42 and the NUTS sds. So the warning claims the means are off only
+//! when importance reweighting showed it ([`fit::ViGate::means_moved`]).
+
+use crate::fit::{self, FitDetails, FitResult, ViDiagnostics};
+use crate::inference::qbvi::Covariance;
+
+/// The family of q for the wording: `Some(d)` for a mean-field (diagonal) Gaussian in d ≥ 2
+/// unconstrained coordinates, `None` for an approximation that has correlations (full-covariance
+/// VI, Laplace, Pathfinder's mixture) or a single coordinate.
+fn mean_field_dim(result: &FitResult) -> Option<usize> {
+    match &result.details {
+        FitDetails::Qbvi(f) if f.family == Covariance::Diagonal => Some(f.mean.len()),
+        FitDetails::Qnvb(f) => Some(f.mean.len()),
+        _ => None,
+    }
+    // with one coordinate there is no correlation to miss
+    .filter(|&d| d > 1)
+}
+
+/// Whether importance reweighting widened some coordinate's sd beyond the gate's tolerance
+/// (e^[`fit::vi_gate::LOG_SD_SHIFT_MAX`]): q is narrower than the posterior there. PSIS
+/// resampling then cannot correct the draws shown, whatever k̂ says: they are q's own draws,
+/// which do not reach the posterior's tails, and k̂ from a too-narrow Gaussian q reads low
+/// (`fit::vi_gate`, "misses"). Measured on the separated logistic regression
+/// (tests/fixtures/khat, posterior of b 84.7 ± 59.0): QBVI seed 1 with `--psis-resample` has
+/// k̂ 0.32, reweighting widens sd(b) by 1.52, and the resampled draws give 64.6 ± 37.1 — they
+/// used to be called "usable".
+pub(super) fn too_narrow(vi: &ViDiagnostics) -> bool {
+    vi.gate
+        .sd_shift
+        .as_ref()
+        .is_some_and(|(_, v)| *v > fit::vi_gate::LOG_SD_SHIFT_MAX)
+}
+
+/// Whether `result` is a Gaussian fit from the random start the user asked for
+/// (`--random-init`) whose steps made q worse ([`fit::worsened_phrase`]).
+fn diverged_from_random_start(result: &FitResult) -> bool {
+    matches!(&result.details, FitDetails::Qbvi(f) if f.random_start && f.worsened().is_some())
+}
+
+/// The WARNING line for a fit whose q collapsed to a point in `list`
+/// ([`fit::ViDiagnostics::collapsed`]): [`fit::collapse_warning_for`], except after steps from
+/// a random start that made q worse (EMGVB on labour from `--random-init`, seeds 1–4), where the
+/// collapse is the end of that divergence and the remedy is the start at the mode.
+pub(super) fn collapse_warning(
+    result: &FitResult,
+    list: &str,
+    unpriored: Option<&[String]>,
+) -> String {
+    if diverged_from_random_start(result) {
+        format!(
+            "WARNING: the approximation collapsed to a point in {list} after the steps from the \
+             random start made q worse (see above): start at the mode (drop --random-init: the \
+             default), or use --method nuts. The summary above is not a posterior."
+        )
+    } else {
+        fit::collapse_warning_for(list, unpriored)
+    }
+}
+
+/// The WARNING line (no trailing newline) of a fit whose gate verdict is
+/// [`fit::ViVerdict::MeansUnreliable`] and whose draws are not already corrected by PSIS
+/// resampling: `khat` is the pooled k̂ as printed; `remedy` the advice when no better one
+/// follows from the family ("Use --method nuts.", or the pointer to the drift warning when q
+/// drifted along an improper direction, which no other method fixes); `not_converged` whether
+/// the fit's own checks found it short of an optimum (then q is not what the family would give,
+/// and the warning says so instead of blaming the family or the posterior's shape).
+pub(super) fn means_unreliable_warning(
+    result: &FitResult,
+    vi: &ViDiagnostics,
+    khat: &str,
+    remedy: &str,
+    not_converged: bool,
+) -> String {
+    let reasons = vi.gate.reasons.join("; ");
+    let weights_ok = vi.khat < fit::vi_gate::PSIS_KHAT_RESAMPLE_OK
+        && vi.psis_ess >= fit::vi_gate::PSIS_ESS_FLOOR * vi.n_draws as f64;
+    let resample = if vi.resampled && weights_ok && too_narrow(vi) {
+        ", and the PSIS resampling of the draws shown cannot widen them: they are q's own \
+         draws, which do not reach as far as the posterior (k-hat reads low for a q that is too \
+         narrow)"
+            .to_string()
+    } else if vi.resampled {
+        format!(
+            ", and with k-hat = {khat} the PSIS resampling of the draws shown cannot correct it (it needs k-hat < {} and a PSIS ESS of at least {:.0})",
+            fit::vi_gate::PSIS_KHAT_RESAMPLE_OK,
+            fit::vi_gate::PSIS_ESS_FLOOR * vi.n_draws as f64
+        )
+    } else {
+        String::new()
+    };
+    if vi.gate.means_moved {
+        return format!(
+            "WARNING: the approximation is unreliable: its means are off, not only its spread and tails ({reasons}){resample}. {remedy}"
+        );
+    }
+    // the remedy for a mean-field q whose spread is the problem: a family with correlations
+    let mean_field = mean_field_dim(result);
+    let mf_advice = |d: usize| {
+        if !vi.unbounded.is_empty() {
+            return remedy.to_string();
+        }
+        let cost = if d > crate::inference::vi::FULL_COVARIANCE_MAX_DIM {
+            format!("; O(d^3) per step at d = {d}")
+        } else {
+            String::new()
+        };
+        format!(
+            "For calibrated sds and the correlations use a full-covariance family (--method qbvi --full, mgvb or emgvb{cost}) or --method nuts."
+        )
+    };
+    if !vi.gate.weights_unreliable {
+        // only check (b) on an sd fired: the weights are trustworthy and show the spread off
+        let (why, advice) = match mean_field {
+            Some(d) => (
+                " That is expected of a mean-field (diagonal) Gaussian when the parameters are correlated: its marginal sds are too narrow and it has no correlations.",
+                mf_advice(d),
+            ),
+            None => ("", remedy.to_string()),
+        };
+        return format!(
+            "WARNING: the approximation is unreliable: its sds are off ({reasons}), while importance reweighting moves no mean by more than {} sd{resample}.{why} {advice}",
+            fit::vi_gate::MEAN_SHIFT_MAX
+        );
+    }
+    if !vi.psis_ess.is_finite() {
+        return format!(
+            "WARNING: the approximation is unreliable ({reasons}): q puts mass where the log density is -inf or undefined, so its draws cannot be weighed against the posterior{resample}. {remedy}"
+        );
+    }
+    let far = format!(
+        "WARNING: the approximation is not close to the posterior in the KL(p||q) sense (it misses mass that the posterior has): the importance weights p/q are unreliable ({reasons}){resample}."
+    );
+    if not_converged && vi.unbounded.is_empty() {
+        return format!(
+            "{far} The fit did not converge (see above), so this q is not the optimum of its \
+             family and says nothing yet about the shape of the posterior; follow the advice \
+             above."
+        );
+    }
+    match mean_field {
+        // no interior mode (a funnel or a flat direction): a full-covariance Gaussian fails
+        // there as well, so the mean-field explanation and its remedy would mislead
+        Some(_) if vi.no_mode.is_some() => format!(
+            "{far} A Gaussian cannot follow this posterior well: the log density has no interior mode (see the start note below: a funnel, e.g. a hierarchical scale going to 0, or a flat direction), so the means, sds and intervals above may all be off. {remedy}"
+        ),
+        Some(d) => format!(
+            "{far} That is expected of a mean-field (diagonal) Gaussian when the parameters are correlated: its marginal sds are too narrow (underdispersed) and it has no correlations, so the sds and intervals above understate the uncertainty; its means can still be close (they are exact for a Gaussian posterior), but these weights cannot check them. {}",
+            mf_advice(d)
+        ),
+        None => format!(
+            "{far} q can already represent the correlations, so the posterior is not Gaussian-shaped here (skewed, heavy-tailed, a funnel or several modes) and the means, sds and intervals above may all be off. {remedy}"
+        ),
+    }
+}
