@@ -257,7 +257,12 @@ fn bbb_reaches_the_t1_mean_field_fixed_point_in_both_parameterisations() {
         });
         close(m[0], 1.0, 0.02, &format!("{param:?} μ₁"));
         close(m[1], -2.0, 0.02, &format!("{param:?} μ₂"));
-        rel(p[0], 0.707107, 0.02, &format!("{param:?} σ₁"));
+        rel(
+            p[0],
+            std::f64::consts::FRAC_1_SQRT_2,
+            0.02,
+            &format!("{param:?} σ₁"),
+        );
         rel(p[1], 1.0, 0.02, &format!("{param:?} σ₂"));
     }
 }
@@ -319,7 +324,7 @@ fn bbvi_reaches_the_t1_mean_field_optimum() {
     });
     close(m[0], 1.0, 0.02, "μ₁");
     close(m[1], -2.0, 0.02, "μ₂");
-    rel(s[0], 0.707107, 0.02, "σ₁");
+    rel(s[0], std::f64::consts::FRAC_1_SQRT_2, 0.02, "σ₁");
     rel(s[1], 1.0, 0.02, "σ₂");
 }
 
