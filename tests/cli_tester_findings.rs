@@ -479,3 +479,45 @@ fn two_outputs_naming_the_same_file_are_refused() {
         assert!(!dir.path().join("s.csv").exists() && !dir.path().join("s_1.csv").exists());
     }
 }
+
+/// NUTS's divergence advice does not repeat the adapt_delta the user already ran with: the
+/// centred eight schools at `--adapt-delta 0.95` (seed 1) still diverges, and the advice used
+/// to be "Increase adapt_delta (e.g. 0.95)"; it now names the value and asks for more or for
+/// the non-centred form.
+#[test]
+fn nuts_divergence_advice_goes_beyond_the_adapt_delta_used() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(
+        dir.path(),
+        "data { int<lower=0> J; vector[J] y; vector<lower=0>[J] sigma; }\n\
+         parameters { real mu; real<lower=0> tau; vector[J] theta; }\n\
+         model { mu ~ normal(0, 5); tau ~ cauchy(0, 5); theta ~ normal(mu, tau);\n\
+         y ~ normal(theta, sigma); }\n",
+        None,
+    );
+    let data = common::root().join("examples/eight_schools/schools.csv");
+    let data = data.to_string_lossy();
+    let o = common::bayesc_in(
+        dir.path(),
+        &[
+            "fit",
+            "model.bayes",
+            "--data",
+            &data,
+            "--method",
+            "nuts",
+            "--seed",
+            "1",
+            "--adapt-delta",
+            "0.95",
+        ],
+    );
+    let text = common::output_text(&o);
+    assert!(text.contains("diverged"), "{text}");
+    assert!(!text.contains("(e.g. 0.95)"), "{text}");
+    assert!(
+        text.contains("Increase adapt_delta further (e.g. 0.99; it is 0.95)")
+            && text.contains("non-centred parameterisation"),
+        "{text}"
+    );
+}

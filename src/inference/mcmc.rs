@@ -639,8 +639,22 @@ impl McmcOutput {
                      changing adapt_delta or the model",
                     settings.warmup
                 )
-            } else {
+            } else if settings.adapt_delta < 0.95 {
                 "Increase adapt_delta (e.g. 0.95) or reparameterise the model".to_string()
+            } else if settings.adapt_delta < 0.99 {
+                format!(
+                    "Increase adapt_delta further (e.g. 0.99; it is {}) or reparameterise the \
+                     model (e.g. a non-centred parameterisation of a hierarchical scale)",
+                    settings.adapt_delta
+                )
+            } else {
+                // past 0.99 smaller steps rarely remove what is left: the geometry is the cause
+                format!(
+                    "adapt_delta is already {}: reparameterise the model (e.g. a non-centred \
+                     parameterisation of a hierarchical scale); a higher adapt_delta only \
+                     shrinks the step size further",
+                    settings.adapt_delta
+                )
             };
             // A log density that cannot be evaluated in part of the space (a transformed
             // parameter NaN there, an argument out of its domain) shows as divergences that
