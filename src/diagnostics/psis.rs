@@ -154,6 +154,10 @@ fn gpd_quantile(p: f64, k: f64, sigma: f64) -> f64 {
     }
 }
 
+/// Log ratios whose range is below this fraction of their magnitude (at least 1) are
+/// constant to rounding: k̂ is undefined and the weights equal ([`psis`]).
+pub const ROUNDING_SPREAD: f64 = 1e-9;
+
 /// PSIS diagnostic and smoothing of importance log ratios log r_s = L(ζ_s) − log q(ζ_s) of S iid
 /// draws ζ_s ~ q (specs/diagnostics.md §6.2, steps 2–8). Constants in log r do not matter.
 ///
@@ -176,7 +180,12 @@ pub fn psis(log_ratios: &[f64]) -> Result<Psis, DiagnosticsError> {
         return Ok(raw(KHat::NonFinite, f64::NAN));
     }
     let min = log_ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    if min == max {
+    // Equal up to rounding counts as equal ([X], beyond the spec's exact equality): when q is
+    // the posterior itself (a Gaussian target) log p − log q is a constant plus rounding
+    // noise of ~1e-14 relative, and a Pareto fit to that noise returned k̂ = ∞ at one seed
+    // and −0.94 at another. A spread below 1e-9 of the values' magnitude changes no weight
+    // beyond its ninth digit.
+    if max - min <= ROUNDING_SPREAD * max.abs().max(min.abs()).max(1.0) {
         return Ok(raw(KHat::Undefined, s as f64));
     }
     // Step 4: shift, sort, tail and cutoff.
@@ -276,6 +285,20 @@ mod tests {
         assert_eq!(k1.khat, KHat::Undefined);
         assert!(k1.khat.passes(0.7));
         assert_eq!(k1.ess, 1000.0);
+    }
+
+    #[test]
+    fn log_ratios_constant_to_rounding_have_no_khat() {
+        // log p - log q of a Gaussian q at its Gaussian target: -30.5 plus rounding noise
+        let lr: Vec<f64> = (0..1000)
+            .map(|i| -30.5 + 3e-15 * (((i * 7919) % 101) as f64 - 50.0))
+            .collect();
+        let p = psis(&lr).unwrap();
+        assert_eq!(p.khat, KHat::Undefined);
+        assert_eq!(p.ess, 1000.0);
+        // a real spread of 1e-6 nats is still fitted
+        let lr: Vec<f64> = grid(1000).iter().map(|p| -30.5 + 1e-6 * p).collect();
+        assert_ne!(psis(&lr).unwrap().khat, KHat::Undefined);
     }
 
     #[test]
