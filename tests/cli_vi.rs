@@ -421,7 +421,9 @@ fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
     assert!(
         out.contains("WARNING: not converged")
             && out.contains("the batch noise moves the mean of beta[7] by 2.1 sds of q")
-            && out.contains("raise --batch-size or lower --step-size"),
+            && out.contains(
+                "raise --batch-size or lower --step-size (--batch-size 753 fits on the full data)"
+            ),
         "{out}"
     );
     assert!(!out.contains("\nconverged"), "{out}");

@@ -377,8 +377,10 @@ pub(super) fn phrase(
         (spread > NOISY_MAX_SPREAD).then_some(OffOptimum::Noisy { coordinate, spread })
     };
     let off = off_optimum(model, &draws, mean, sd, when).or_else(noisy)?;
+    let n_obs = options.minibatch.as_ref().map_or(0, |p| p.n_obs);
     let batch = batch_size.map(|m| super::vi_checks::BatchNoise {
         batch_size: m,
+        n_obs,
         spread: epoch_spread(epoch_means, sd).unwrap_or(0.0),
     });
     Some(super::off_optimum_phrase(

@@ -238,6 +238,8 @@ fn rows(m: usize) -> String {
 pub struct BatchNoise {
     /// M, the rows per batch.
     pub batch_size: usize,
+    /// N, the rows of the data (`--batch-size N` fits on the full data).
+    pub n_obs: usize,
     /// The largest sd of the last epoch-end means over the sd of q (0 when not measured).
     pub spread: f64,
 }
@@ -319,7 +321,12 @@ pub fn off_optimum_phrase(
     let remedy = if random_start {
         "start at the mode (drop --random-init), or raise --batch-size".to_string()
     } else {
-        format!("raise --batch-size{lower}, or drop it to fit on the full data")
+        // (Vadam's default batch is one row, so the full-data fit is --batch-size N, not a
+        // flag to drop)
+        format!(
+            "raise --batch-size{lower} (--batch-size {} fits on the full data)",
+            b.n_obs
+        )
     };
     match off {
         OffOptimum::Scale { .. } => format!(
