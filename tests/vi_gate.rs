@@ -162,12 +162,34 @@ fn mean_field_fits_of_labour_are_told_their_sds_are_too_narrow_not_that_their_me
             "{w}"
         );
         assert!(w.contains("--method qbvi --full, mgvb or emgvb"), "{w}");
+        assert!(!w.contains("--method von --full"), "{w}");
         assert!(w.contains("--method nuts"), "{w}");
         assert!(
             !w.contains("means are off") && !w.contains("means and sds are wrong"),
             "{w}"
         );
     }
+    // a mean-field fit of a method with a full family of its own names that family first
+    let (ok, text) = common::run_bayesc_in(
+        dir,
+        &[
+            "fit",
+            "model.bayes",
+            "--data",
+            "labour.csv",
+            "--seed",
+            "1",
+            "--method",
+            "von",
+            "--diagonal",
+        ],
+    );
+    assert!(ok, "{text}");
+    let w = warning_line(&text);
+    assert!(
+        w.contains("full-covariance family (--method von --full, --method qbvi --full, mgvb"),
+        "{w}"
+    );
     // the full-covariance fit it points to passes the gate
     let (ok, text) = common::run_bayesc_in(
         dir,

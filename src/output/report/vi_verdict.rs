@@ -117,8 +117,14 @@ pub(super) fn means_unreliable_warning(
         } else {
             String::new()
         };
+        // the methods that have a full family of their own: dropping --diagonal is the remedy
+        let own = match result.method {
+            fit::Method::Von => "--method von --full, ",
+            fit::Method::Ngvi => "--method ngvi without --diagonal, ",
+            _ => "",
+        };
         format!(
-            "For calibrated sds and the correlations use a full-covariance family (--method qbvi --full, mgvb or emgvb{cost}) or --method nuts."
+            "For calibrated sds and the correlations use a full-covariance family ({own}--method qbvi --full, mgvb or emgvb{cost}) or --method nuts."
         )
     };
     if !vi.gate.weights_unreliable {
