@@ -356,6 +356,13 @@ pub fn plan_for_method(
                                 .replace("fit without --batch-size", "use another method");
                         }
                     }
+                    // the user asked for no minibatches: say what the method needs instead
+                    if let Some(rest) = d.message.strip_prefix("cannot minibatch: ") {
+                        d.message = format!(
+                            "--method {method} cannot split this model's log density over its \
+                             rows: {rest}"
+                        );
+                    }
                     d.with_notes(vec![format!(
                         "--method {method} needs per-observation gradients, so a log density \
                          that splits over the rows of the data (docs/minibatch.md); use ivon \

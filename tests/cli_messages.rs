@@ -299,6 +299,12 @@ fn vadam_without_batch_size_gets_advice_that_applies() {
     assert!(!out.status.success(), "{err}");
     assert!(!err.contains("without --batch-size"), "{err}");
     assert!(err.contains("needs per-observation gradients"), "{err}");
+    // nor is the headline about minibatching, which was not asked for
+    assert!(!err.contains("cannot minibatch"), "{err}");
+    assert!(
+        err.contains("--method vadam cannot split this model's log density over its rows"),
+        "{err}"
+    );
 }
 
 #[test]
