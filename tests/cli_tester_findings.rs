@@ -258,6 +258,12 @@ fn literal_out_of_range_index_fails_the_check() {
     );
 }
 
+/// The centred eight-schools model (theta ~ normal(mu, tau)): a funnel with no mode.
+const CENTRED_EIGHT_SCHOOLS: &str = "data { int<lower=0> J; vector[J] y; vector<lower=0>[J] sigma; }\n\
+     parameters { real mu; real<lower=0> tau; vector[J] theta; }\n\
+     model { mu ~ normal(0, 5); tau ~ cauchy(0, 5); theta ~ normal(mu, tau);\n\
+     y ~ normal(theta, sigma); }\n";
+
 /// `--method optimize` on the centred eight-schools model: the density grows without bound as
 /// tau → 0 with every theta at mu, so there is no mode. The message says so, names `tau` and
 /// suggests the non-centred form or NUTS, instead of only "did not converge"; the non-centred
@@ -265,14 +271,7 @@ fn literal_out_of_range_index_fails_the_check() {
 #[test]
 fn optimize_names_the_unbounded_scale_of_a_centred_hierarchy() {
     let dir = tempfile::tempdir().unwrap();
-    write_case(
-        dir.path(),
-        "data { int<lower=0> J; vector[J] y; vector<lower=0>[J] sigma; }\n\
-         parameters { real mu; real<lower=0> tau; vector[J] theta; }\n\
-         model { mu ~ normal(0, 5); tau ~ cauchy(0, 5); theta ~ normal(mu, tau);\n\
-         y ~ normal(theta, sigma); }\n",
-        None,
-    );
+    write_case(dir.path(), CENTRED_EIGHT_SCHOOLS, None);
     let data = common::root().join("examples/eight_schools/schools.csv");
     let data = data.to_string_lossy();
     for extra in [None, Some("--jacobian")] {
@@ -487,14 +486,7 @@ fn two_outputs_naming_the_same_file_are_refused() {
 #[test]
 fn nuts_divergence_advice_goes_beyond_the_adapt_delta_used() {
     let dir = tempfile::tempdir().unwrap();
-    write_case(
-        dir.path(),
-        "data { int<lower=0> J; vector[J] y; vector<lower=0>[J] sigma; }\n\
-         parameters { real mu; real<lower=0> tau; vector[J] theta; }\n\
-         model { mu ~ normal(0, 5); tau ~ cauchy(0, 5); theta ~ normal(mu, tau);\n\
-         y ~ normal(theta, sigma); }\n",
-        None,
-    );
+    write_case(dir.path(), CENTRED_EIGHT_SCHOOLS, None);
     let data = common::root().join("examples/eight_schools/schools.csv");
     let data = data.to_string_lossy();
     let o = common::bayesc_in(

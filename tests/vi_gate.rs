@@ -132,15 +132,19 @@ fn mean_field_fits_of_labour_are_told_their_sds_are_too_narrow_not_that_their_me
     // NUTS (seed 1, 4000 draws): alpha 3.208 ± 0.654, beta[1] -1.484 ± 0.202. The mean-field
     // fits get the means but sd(alpha) ≈ 0.08: the posterior is strongly correlated, k̂ 0.87-1.01.
     // The warning used to say "its means and sds are wrong ... Use --method nuts".
-    let dir = "examples/labour";
+    // a labour fit (seed 1) with these method flags: its output, after checking it succeeded
+    let fit_labour = |method: &[&str]| {
+        let mut args = vec!["fit", "model.bayes", "--data", "labour.csv", "--seed", "1"];
+        args.extend_from_slice(method);
+        let (ok, text) = common::run_bayesc_in("examples/labour", &args);
+        assert!(ok, "{text}");
+        text
+    };
     for method in [
         &["--method", "qbvi", "--diagonal"][..],
         &["--method", "ivon"],
     ] {
-        let mut args = vec!["fit", "model.bayes", "--data", "labour.csv", "--seed", "1"];
-        args.extend_from_slice(method);
-        let (ok, text) = common::run_bayesc_in(dir, &args);
-        assert!(ok, "{text}");
+        let text = fit_labour(method);
         let (ma, sa) = row(&text, "alpha");
         let (mb, _) = row(&text, "beta[1]");
         assert!((ma - 3.208).abs() < 0.1 * 0.654, "{method:?}:\n{text}");
@@ -170,42 +174,14 @@ fn mean_field_fits_of_labour_are_told_their_sds_are_too_narrow_not_that_their_me
         );
     }
     // a mean-field fit of a method with a full family of its own names that family first
-    let (ok, text) = common::run_bayesc_in(
-        dir,
-        &[
-            "fit",
-            "model.bayes",
-            "--data",
-            "labour.csv",
-            "--seed",
-            "1",
-            "--method",
-            "von",
-            "--diagonal",
-        ],
-    );
-    assert!(ok, "{text}");
+    let text = fit_labour(&["--method", "von", "--diagonal"]);
     let w = warning_line(&text);
     assert!(
         w.contains("full-covariance family (--method von --full, --method qbvi --full, mgvb"),
         "{w}"
     );
     // the full-covariance fit it points to passes the gate
-    let (ok, text) = common::run_bayesc_in(
-        dir,
-        &[
-            "fit",
-            "model.bayes",
-            "--data",
-            "labour.csv",
-            "--seed",
-            "1",
-            "--method",
-            "qbvi",
-            "--full",
-        ],
-    );
-    assert!(ok, "{text}");
+    let text = fit_labour(&["--method", "qbvi", "--full"]);
     let (_, sa) = row(&text, "alpha");
     assert!((sa - 0.654).abs() < 0.05, "{text}");
     assert!(!text.contains("WARNING"), "{text}");

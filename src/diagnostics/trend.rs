@@ -65,6 +65,36 @@ pub fn rise(window: &[f64]) -> Option<Rise> {
     })
 }
 
+/// The settings of an exit rule's trend guard ([X]): which tail of a trace [`rise`] judges,
+/// and the bars a rise must pass for the rule to wait.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Guard {
+    /// Largest h (the window holds the last 2h values).
+    pub half_max: usize,
+    /// h is at most len / this (2: the whole trace; 4: its later half).
+    pub divisor: usize,
+    /// Below this h the trace is too short to judge.
+    pub half_min: usize,
+    /// The slope must exceed this many standard errors.
+    pub t: f64,
+    /// And the gain over h values this much (nats for an ELBO).
+    pub min_rise: f64,
+}
+
+impl Guard {
+    /// The rise of the last 2h values of `trace` (oldest first), h = min(`half_max`,
+    /// len / `divisor`), when it passes both bars; `None` when it does not, when h <
+    /// `half_min`, or when the window holds a non-finite value.
+    pub fn still_rising(&self, trace: &[f64]) -> Option<Rise> {
+        let h = (trace.len() / self.divisor).min(self.half_max);
+        if h < self.half_min {
+            return None;
+        }
+        let r = rise(&trace[trace.len() - 2 * h..])?;
+        (r.gain > self.min_rise && r.t > self.t).then_some(r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::rise;

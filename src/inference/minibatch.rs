@@ -21,7 +21,7 @@ use rand_distr::{Distribution, StandardNormal};
 
 use super::density::{DensityError, LogDensity, MinibatchDensity};
 use super::rng::{StreamRng, stream};
-use crate::diagnostics::trend::{Rise, rise};
+use crate::diagnostics::trend::{Guard, Rise};
 
 /// Minibatch settings of a stochastic method.
 #[derive(Clone, Debug, PartialEq)]
@@ -224,22 +224,21 @@ impl EpochExit {
     }
 }
 
-/// Half-width of the trend guard of [`EpochExit`]: a line is fitted through the last 2 × this
-/// many epoch ELBOs ([`still_rising`]).
-pub const TREND_HALF_EPOCHS: usize = 50;
-
-/// The slope must exceed this many standard errors ([`still_rising`]).
-pub const TREND_T: f64 = 4.0;
-
-/// And the rise over h epochs this many nats, so that a rise too small to matter does not hold
-/// the fit back.
-pub const TREND_MIN_RISE: f64 = 2.0;
+/// The trend guard of [`EpochExit`] ([`still_rising`]): a line through the last 2h epoch
+/// ELBOs, h = min(50, epochs/2) (at least 5), must climb more than 2 nats over h epochs at more
+/// than 4 standard errors for the rule to wait.
+pub const EPOCH_TREND: Guard = Guard {
+    half_max: 50,
+    divisor: 2,
+    half_min: 5,
+    t: 4.0,
+    min_rise: 2.0,
+};
 
 /// The trend guard of the minibatch exit rule ([X], a design decision of bayesc): is the
-/// epoch ELBO `trace` (oldest first) still rising? The last 2h epochs, h =
-/// min([`TREND_HALF_EPOCHS`], len/2) (at least 5; `None` below), are judged by
-/// [`crate::diagnostics::trend::rise`]: rising when its slope exceeds [`TREND_T`] standard
-/// errors and its gain over h epochs [`TREND_MIN_RISE`] nats.
+/// epoch ELBO `trace` (oldest first) still rising? [`EPOCH_TREND`] judges the last 2h epochs,
+/// h = min(50, len/2) (at least 5): rising when the slope exceeds 4 standard errors and the
+/// gain over h epochs 2 nats ([`crate::diagnostics::trend::rise`]).
 ///
 /// Why: the patience rule counts epochs since the best smoothed value, and with a noisy trace
 /// one high epoch sets a best that the next ten need not beat while the trend still climbs.
@@ -248,12 +247,7 @@ pub const TREND_MIN_RISE: f64 = 2.0;
 /// Vadam also stopped on a rising trace (measured). A falsely detected rise only lengthens the
 /// run: the window slides onto the plateau, or the iteration cap reports the fit as stopped.
 pub fn still_rising(trace: &[f64]) -> Option<Rise> {
-    let h = (trace.len() / 2).min(TREND_HALF_EPOCHS);
-    if h < 5 {
-        return None;
-    }
-    let r = rise(&trace[trace.len() - 2 * h..])?;
-    (r.gain > TREND_MIN_RISE && r.t > TREND_T).then_some(r)
+    EPOCH_TREND.still_rising(trace)
 }
 
 /// Validates a batch size against a density's N.
@@ -283,7 +277,7 @@ mod tests {
         assert!((r.gain - 300.0).abs() < 60.0, "{r:?}");
         let plateau: Vec<f64> = (0..300).map(|i| 300.0 + noise(i)).collect();
         assert_eq!(still_rising(&plateau), None);
-        // a rise below TREND_MIN_RISE does not count, however clean
+        // a rise below the 2-nat floor does not count, however clean
         let slow: Vec<f64> = (0..100).map(|i| 0.01 * i as f64).collect();
         assert_eq!(still_rising(&slow), None);
         // too short a trace, or a non-finite value in the window, is not judged

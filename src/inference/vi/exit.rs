@@ -76,23 +76,22 @@ impl ExitRule {
     }
 }
 
-/// Half-width cap of the trend guard of the full-data exit rule ([`still_rising`]).
-pub const TREND_HALF_ITERATIONS: usize = 500;
-
-/// The slope must exceed this many standard errors ([`still_rising`]).
-pub const TREND_T: f64 = 4.0;
-
-/// And the rise over h iterations this many nats ([`still_rising`]).
-pub const TREND_MIN_RISE: f64 = 0.1;
+/// The trend guard of the full-data exit rule ([`still_rising`]).
+pub const ITERATION_TREND: crate::diagnostics::trend::Guard = crate::diagnostics::trend::Guard {
+    half_max: 500,
+    divisor: 4,
+    half_min: 25,
+    t: 4.0,
+    min_rise: 0.1,
+};
 
 /// The trend guard of the full-data exit rule ([X], a departure from `qbvi.md` §7.2, which
 /// stops once the smoothed ELBO has not improved for P_max iterations): the rule does not fire
-/// while the per-iteration ELBO `trace` is still rising. The last 2h iterations, h =
-/// min([`TREND_HALF_ITERATIONS`], len/4) (at least 25), are judged by
-/// [`crate::diagnostics::trend::rise`]: rising when its slope exceeds [`TREND_T`] standard
-/// errors and its gain over h iterations [`TREND_MIN_RISE`] nats. The window is the last half
-/// of the run at most, so that the climb from the start of a short run is not taken for a
-/// trend.
+/// while the per-iteration ELBO `trace` is still rising. [`ITERATION_TREND`] judges the last
+/// 2h iterations, h = min(500, len/4) (at least 25): rising when the slope exceeds 4 standard
+/// errors and the gain over h iterations 0.1 nats ([`crate::diagnostics::trend::rise`]). The
+/// window is the last half of the run at most, so that the climb from the start of a short
+/// run is not taken for a trend.
 ///
 /// Why: a stochastic method creeping along a flat direction raises its smoothed ELBO by less
 /// than its noise within the patience window. On eight schools (seed 1) NG-BBVI stopped after
@@ -101,12 +100,7 @@ pub const TREND_MIN_RISE: f64 = 0.1;
 /// nats, t = 25) and IVON (0.25, t = 4.6) stopped on a rising trace too. On labour no method's
 /// stop is held back (largest: VON at 0.04 nats). A false alarm only lengthens the run.
 pub(crate) fn still_rising(trace: &[f64]) -> Option<crate::diagnostics::trend::Rise> {
-    let h = (trace.len() / 4).min(TREND_HALF_ITERATIONS);
-    if h < 25 {
-        return None;
-    }
-    let r = crate::diagnostics::trend::rise(&trace[trace.len() - 2 * h..])?;
-    (r.gain > TREND_MIN_RISE && r.t > TREND_T).then_some(r)
+    ITERATION_TREND.still_rising(trace)
 }
 
 /// Bookkeeping of a run, turned into a [`GaussianFit`] at the end.
