@@ -383,11 +383,11 @@ fn a_minibatch_fit_on_a_still_rising_elbo_is_not_converged() {
     assert!(out.contains("Raise --max-iter"), "{out}");
 }
 
-/// A minibatch fit whose epoch-end means spread by more than q's own sd is not converged
+/// A minibatch fit whose epoch-averaged means spread by more than q's own sd is not converged
 /// (`fit::stationarity::NOISY_MAX_SPREAD`), though its gradient checks pass: variational
 /// Laplace on labour at M = 10 (seed 1) printed "converged" with beta[7] 0.69 NUTS sds off and
-/// its mean moving 2.1 sds of q between epochs. VOGN at M = 10 (spread 0.25, 0.19 NUTS sds
-/// off) stays converged.
+/// its mean moving 2.1 sds of q between epochs; averaged over its last epochs it is 0.21 NUTS
+/// sds off, and its epoch averages still move 1.3 sds of q. VOGN at M = 10 stays converged.
 #[test]
 fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
     let run = |method: &str| {
@@ -412,7 +412,9 @@ fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
     let out = run("vlaplace");
     assert!(
         out.contains("WARNING: not converged")
-            && out.contains("the batch noise moves the mean of beta[7] by 2.1 sds of q")
+            && out.contains(
+                "the batch noise moves the epoch-averaged mean of beta[7] by 1.3 sds of q"
+            )
             && out.contains(
                 "raise --batch-size or lower --step-size (--batch-size 753 fits on the full data)"
             ),
@@ -424,10 +426,11 @@ fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
 }
 
 /// Minibatch fits are checked for stationarity against the full data (`fit::stationarity`):
-/// on labour, Vadam at M = 1 (seed 3) ends with beta[7] about 1.1 NUTS sds off and diagonal
-/// QBVI at M = 50 (seed 1) with a variance 50 times too small; both used to print "converged".
-/// They now say why and that a larger batch is the remedy, which it is: IVON at M = 50 and
-/// Vadam at M = 50 converge.
+/// on labour, Vadam at M = 1 from a random start (seed 3) ends with alpha along the ridge of the
+/// age terms, where one joint Newton step of the mean gains 4.2 nats, and diagonal QBVI at
+/// M = 50 (seed 1) with a variance 11 times too small; both used to print "converged". They
+/// now say why and name the remedy, which works: from the mode, IVON and Vadam at M = 50
+/// converge.
 #[test]
 fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
     let fit = |extra: &[&str]| {
@@ -437,15 +440,26 @@ fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
         assert!(o.status.success(), "{}", stdout(&o));
         String::from_utf8_lossy(&o.stderr).into_owned() + &stdout(&o)
     };
-    let vadam = fit(&["--method", "vadam", "--batch-size", "1", "--seed", "3"]);
-    assert!(vadam.contains("not converged"), "{vadam}");
-    assert!(vadam.contains("beta[7]"), "{vadam}");
+    let vadam = fit(&[
+        "--method",
+        "vadam",
+        "--batch-size",
+        "1",
+        "--seed",
+        "3",
+        "--random-init",
+    ]);
+    assert!(vadam.contains("WARNING: not converged"), "{vadam}");
+    assert!(
+        vadam.contains("one Newton step of the mean would raise the ELBO"),
+        "{vadam}"
+    );
     assert!(
         vadam.contains("M = 1 row at a constant step size"),
         "{vadam}"
     );
     assert!(
-        vadam.contains("raise --batch-size or lower --step-size"),
+        vadam.contains("start at the mode (drop --random-init), or raise --batch-size"),
         "{vadam}"
     );
     let qbvi = fit(&[
@@ -467,6 +481,68 @@ fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
         );
         assert!(!ok.contains("not converged"), "{method}: {ok}");
     }
+}
+
+/// A minibatch fit returns the average of its iterates over its last epochs
+/// (`EpochExit::tail_average`). On labour, fits that returned the average of their last 31
+/// iterates printed "converged" with means far from NUTS: Vadam at its default M = 1 (seed 3,
+/// beta[7] 1.1 NUTS sds off, then reported not converged), BBB at M = 32 (seed 3, 0.51) and
+/// IVON at M = 32 (seed 5, 0.50). Averaged over the epochs they converge within 0.2 NUTS sds
+/// (0.12, 0.16 and 0.17 measured; full-batch BBB is 0.22 off at seed 1).
+#[test]
+fn minibatch_fits_average_their_last_epochs_and_land_near_the_posterior_mean() {
+    let reference =
+        common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
+    let dir = std::env::temp_dir().join(format!("bayesc_tail_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (method, m, seed) in [("vadam", "1", "3"), ("bbb", "32", "3"), ("ivon", "32", "5")] {
+        let out = dir.join(format!("{method}.csv"));
+        let o = bayesc(&[
+            "fit",
+            LABOUR,
+            "--data",
+            DATA,
+            "--method",
+            method,
+            "--batch-size",
+            m,
+            "--seed",
+            seed,
+            "--draws",
+            "10",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let text = stdout(&o);
+        assert!(
+            text.contains("\nconverged: the exit rule fired"),
+            "{method}: {text}"
+        );
+        // CmdStan's variational layout: the header, then the mean of q as the first row
+        let csv = std::fs::read_to_string(&out).unwrap();
+        let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
+        let header: Vec<String> = rows
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|h| match h.split_once('.') {
+                Some((a, i)) => format!("{a}[{i}]"),
+                None => h.to_string(),
+            })
+            .collect();
+        let mean: Vec<f64> = rows
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        for r in &reference {
+            let j = header.iter().position(|h| *h == r.name).expect("column");
+            let z = (mean[j] - r.mean).abs() / r.sd;
+            assert!(z < 0.2, "{method}: {} off by {z:.3} NUTS sds", r.name);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Variational Laplace sets σ² = 1/curvature (`survey_vi.md` §16); where the curvature is not

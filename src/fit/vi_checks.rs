@@ -121,12 +121,11 @@ fn worsened_text(fit: &crate::inference::vi::GaussianFit, random_start: bool) ->
     Some(if random_start {
         format!(
             "{what}: the random start (--random-init) is far from the posterior, where the log \
-             density is steep and the natural-gradient steps overshoot"
+             density is steep and the steps overshoot"
         )
     } else {
         format!(
-            "{what}: the step size is too large for this model (the natural-gradient steps \
-             overshoot where the likelihood is steep or saturated, or the minibatch gradient is \
+            "{what}: the step size is too large for this model (the steps overshoot where the likelihood is steep or saturated, or the minibatch gradient is \
              too noisy for them)"
         )
     })
@@ -240,7 +239,7 @@ pub struct BatchNoise {
     pub batch_size: usize,
     /// N, the rows of the data (`--batch-size N` fits on the full data).
     pub n_obs: usize,
-    /// The largest sd of the last epoch-end means over the sd of q (0 when not measured).
+    /// The largest sd of the last epochs' average means over the sd of q (0 when not measured).
     pub spread: f64,
 }
 
@@ -292,8 +291,9 @@ pub fn off_optimum_phrase(
              curvature under q (1 at an optimum of the ELBO)"
         ),
         OffOptimum::Noisy { spread, .. } => format!(
-            "the batch noise moves the mean of {name} by {spread:.1} sds of q between epochs, \
-             more than q's own width, so where the run stopped is one draw of that noise"
+            "the batch noise moves the epoch-averaged mean of {name} by {spread:.1} sds of q \
+             from one epoch to the next, more than q's own width, so the average of the last \
+             epochs that is returned still carries that noise"
         ),
     };
     let Some(b) = batch else {
@@ -305,7 +305,8 @@ pub fn off_optimum_phrase(
         && !matches!(off, OffOptimum::Noisy { .. })
     {
         format!(
-            " (the batch noise moves the mean by up to {:.1} sds of q between epochs)",
+            " (the batch noise moves the epoch-averaged mean by up to {:.1} sds of q from one \
+             epoch to the next)",
             b.spread
         )
     } else {

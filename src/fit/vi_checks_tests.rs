@@ -35,7 +35,7 @@ fn a_worsened_ivon_fit_is_not_told_to_use_ivon() {
     assert!(
         ivon.ends_with(
             "the random start (--random-init) is far from the posterior, where the log density \
-             is steep and the natural-gradient steps overshoot; start at the mode (drop \
+             is steep and the steps overshoot; start at the mode (drop \
              --random-init: the default), or use --method nuts"
         ),
         "{ivon}"

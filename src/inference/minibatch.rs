@@ -159,17 +159,28 @@ impl EpochElbo {
 }
 
 /// The smoothed-ELBO patience rule of qbvi.md §7.2 counted in epochs (survey_vi.md §1), which
-/// also waits while the epoch ELBO is still rising ([`still_rising`], a departure from the spec).
+/// also waits while the epoch ELBO is still rising ([`still_rising`], a departure from the spec),
+/// and the epoch-wise averages of the iterates behind the returned q ([`EpochExit::tail_average`]).
+///
+/// Use: [`EpochExit::iterate`] after every step with the iterate's (μ, σ), and
+/// [`EpochExit::observe`] at every epoch's end with the full-data ELBO.
 pub struct EpochExit {
     settings: MinibatchSettings,
     trace: Vec<f64>,
     best: f64,
     since: usize,
-    means: std::collections::VecDeque<Vec<f64>>,
+    /// The average (μ, σ) of the iterates of each of the last [`EPOCH_MEANS`] epochs.
+    epochs: std::collections::VecDeque<MeanSd>,
+    /// Sums of μ and σ over the iterates of the epoch under way, and their count.
+    current: (Vec<f64>, Vec<f64>, usize),
 }
 
-/// How many epoch-end means [`EpochExit`] keeps: the sample whose spread measures how far the
-/// batch noise moves the returned mean between epochs (`fit::stationarity`, [X]).
+/// The (μ, σ) of a diagonal Gaussian q, each of length d.
+pub type MeanSd = (Vec<f64>, Vec<f64>);
+
+/// How many epochs [`EpochExit`] keeps the averaged iterates of: the sample whose spread
+/// measures how far the batch noise moves the mean between epochs (`fit::stationarity`, [X]),
+/// and the most epochs the returned q averages over ([`EpochExit::tail_average`]).
 pub const EPOCH_MEANS: usize = 8;
 
 impl EpochExit {
@@ -180,17 +191,36 @@ impl EpochExit {
             trace: Vec::new(),
             best: f64::NEG_INFINITY,
             since: 0,
-            means: std::collections::VecDeque::with_capacity(EPOCH_MEANS + 1),
+            epochs: std::collections::VecDeque::with_capacity(EPOCH_MEANS + 1),
+            current: (Vec::new(), Vec::new(), 0),
         }
     }
 
-    /// Records an epoch's full-data ELBO after `iterations` iterations in all, and the mean of
-    /// the q the method would return at this point (length d); returns (smoothed value,
+    /// Adds an iterate, (μ, σ) of q after a step (both of length d), to the epoch under way.
+    pub fn iterate(&mut self, mean: &[f64], sd: &[f64]) {
+        let (m, s, n) = &mut self.current;
+        if *n == 0 {
+            *m = mean.to_vec();
+            *s = sd.to_vec();
+        } else {
+            m.iter_mut().zip(mean).for_each(|(a, x)| *a += x);
+            s.iter_mut().zip(sd).for_each(|(a, x)| *a += x);
+        }
+        *n += 1;
+    }
+
+    /// Records an epoch's full-data ELBO after `iterations` iterations in all and closes the
+    /// epoch's average of the iterates given to [`EpochExit::iterate`]; returns (smoothed value,
     /// improved, stop now).
-    pub fn observe(&mut self, elbo: f64, iterations: usize, mean: &[f64]) -> (f64, bool, bool) {
-        self.means.push_back(mean.to_vec());
-        if self.means.len() > EPOCH_MEANS {
-            self.means.pop_front();
+    pub fn observe(&mut self, elbo: f64, iterations: usize) -> (f64, bool, bool) {
+        let (m, s, n) = std::mem::take(&mut self.current);
+        if n > 0 {
+            let k = n as f64;
+            let avg = |v: Vec<f64>| v.into_iter().map(|x| x / k).collect::<Vec<f64>>();
+            self.epochs.push_back((avg(m), avg(s)));
+            if self.epochs.len() > EPOCH_MEANS {
+                self.epochs.pop_front();
+            }
         }
         self.trace.push(elbo);
         let w0 = self
@@ -218,9 +248,43 @@ impl EpochExit {
         &self.trace
     }
 
-    /// The means of q at the last (at most [`EPOCH_MEANS`]) epoch ends, oldest first.
+    /// The average mean of q over each of the last (at most [`EPOCH_MEANS`]) epochs, oldest
+    /// first.
     pub fn recent_means(&self) -> Vec<Vec<f64>> {
-        self.means.iter().cloned().collect()
+        self.epochs.iter().map(|(m, _)| m.clone()).collect()
+    }
+
+    /// How many epochs [`EpochExit::tail_average`] averages: the last [`EPOCH_MEANS`], but at
+    /// most half of those completed, so that an early stop does not reach back into the climb.
+    pub fn tail_epochs(&self) -> usize {
+        self.epochs.len().min(self.trace.len() / 2)
+    }
+
+    /// The returned q of a minibatch fit ([X], a design decision of bayesc): the Polyak–Ruppert
+    /// average (μ̄, σ̄) of every iterate of the last [`EpochExit::tail_epochs`] epochs (vectors
+    /// of length d); `None` before two epochs have completed.
+    ///
+    /// Why: at a constant step size the iterates of a minibatch method do not settle; they
+    /// wander around the full-data optimum with a spread set by the batch noise (Polyak &
+    /// Juditsky 1992 for the averaged iterate of stochastic approximation; Dhaka et al. 2020,
+    /// "Robust, accurate stochastic optimization for variational inference", for VI). On labour
+    /// (d = 8, seeds 1–5) IVON and BBB at M = 32 and 64 returned the average of their last 31
+    /// iterates, under 1.5 epochs, and printed "converged" with means up to 0.51 NUTS sds from
+    /// the reference (measured); averaging the epochs divides the batch noise of the returned
+    /// mean by about the square root of their number.
+    pub fn tail_average(&self) -> Option<MeanSd> {
+        let k = self.tail_epochs();
+        if k == 0 {
+            return None;
+        }
+        let tail: Vec<&MeanSd> = self.epochs.iter().rev().take(k).collect();
+        let d = tail[0].0.len();
+        let avg = |f: fn(&MeanSd) -> &Vec<f64>| -> Vec<f64> {
+            (0..d)
+                .map(|j| tail.iter().map(|e| f(e)[j]).sum::<f64>() / k as f64)
+                .collect()
+        };
+        Some((avg(|e| &e.0), avg(|e| &e.1)))
     }
 }
 
@@ -285,6 +349,37 @@ mod tests {
         let mut broken = climb.clone();
         broken[290] = f64::NEG_INFINITY;
         assert_eq!(still_rising(&broken), None);
+    }
+
+    #[test]
+    fn the_tail_average_is_over_every_iterate_of_the_last_epochs() {
+        use super::{EPOCH_MEANS, EpochExit, MinibatchSettings};
+        let mut exit = EpochExit::new(&MinibatchSettings::default());
+        assert_eq!(exit.tail_average(), None);
+        // epoch e has the iterates μ = e and e + 1 (average e + ½), σ = 2e + 1 (constant)
+        let epoch = |exit: &mut EpochExit, e: usize| {
+            let e = e as f64;
+            exit.iterate(&[e], &[2.0 * e + 1.0]);
+            exit.iterate(&[e + 1.0], &[2.0 * e + 1.0]);
+            exit.observe(-1.0, 0);
+        };
+        epoch(&mut exit, 0);
+        // one epoch done: at most half of the epochs run are averaged, so none yet
+        assert_eq!(exit.tail_average(), None);
+        for e in 1..4 {
+            epoch(&mut exit, e);
+        }
+        // four epochs: the last two (e = 2, 3) → μ̄ = (2.5 + 3.5)/2, σ̄ = (5 + 7)/2
+        assert_eq!(exit.tail_epochs(), 2);
+        assert_eq!(exit.tail_average(), Some((vec![3.0], vec![6.0])));
+        for e in 4..30 {
+            epoch(&mut exit, e);
+        }
+        // thirty epochs: the last EPOCH_MEANS = 8 (e = 22..29) → μ̄ = 26, σ̄ = 2·25.5 + 1
+        assert_eq!(exit.tail_epochs(), EPOCH_MEANS);
+        assert_eq!(exit.tail_average(), Some((vec![26.0], vec![52.0])));
+        assert_eq!(exit.recent_means().len(), EPOCH_MEANS);
+        assert_eq!(exit.recent_means()[0], vec![22.5]);
     }
 
     #[test]

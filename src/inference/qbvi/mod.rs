@@ -381,7 +381,7 @@ fn fit_inner(
                 })?,
                 None => FullGaussian::isotropic(init, settings.init_variance),
             };
-            let (q, run) = run(density, None, q, prior, settings, progress)?;
+            let (q, run, _) = run(density, None, q, prior, settings, progress)?;
             Ok(GaussianFit::full(&q, run))
         }
         Covariance::Diagonal => {
@@ -393,12 +393,13 @@ fn fit_inner(
             };
             let mb =
                 minibatch.map(|(m, ms)| (m, ms, diagonal_sd as fn(&DiagonalGaussian) -> Vec<f64>));
-            let (q, run) = run(density, mb, q, prior, settings, progress)?;
-            Ok(GaussianFit::diagonal(
-                q.mean().to_vec(),
-                q.precision().to_vec(),
-                run,
-            ))
+            let (q, run, tail) = run(density, mb, q, prior, settings, progress)?;
+            // minibatch: the average of the last epochs' iterates (EpochExit::tail_average)
+            let (mean, precision) = match tail {
+                Some((m, sd)) => (m, sd.iter().map(|s| 1.0 / (s * s)).collect()),
+                None => (q.mean().to_vec(), q.precision().to_vec()),
+            };
+            Ok(GaussianFit::diagonal(mean, precision, run))
         }
     }
 }
@@ -497,7 +498,8 @@ fn next_view<'a, F>(
 
 /// The loop of §12 for any family; returns the kept (or last) q and the record. With
 /// `minibatch`, each iteration sees one batch and the exit rule runs once per epoch on the
-/// full-data ELBO (see [`fit_qbvi_minibatch`]).
+/// full-data ELBO (see [`fit_qbvi_minibatch`]), and the third value is the average (μ̄, σ̄) of
+/// the last epochs' iterates ([`EpochExit::tail_average`]), the q to return.
 #[allow(clippy::type_complexity)]
 fn run<F: Family>(
     density: &dyn LogDensity,
@@ -510,7 +512,7 @@ fn run<F: Family>(
     prior: Option<&ConjugatePrior>,
     settings: &QbviSettings,
     progress: &mut dyn FnMut(Progress) -> Control,
-) -> Result<(F, RunRecord), QbviError> {
+) -> Result<(F, RunRecord, Option<crate::inference::minibatch::MeanSd>), QbviError> {
     let d = q.dim();
     let n = settings.n_samples;
     let k = q.n_directions();
@@ -618,14 +620,16 @@ fn run<F: Family>(
             }
             Some((_, sd_of, _, epoch_elbo, epoch_exit)) => {
                 // Minibatch: LB_t is a batch estimate; the exit rule sees the full-data ELBO
-                // once per epoch, and the last iterate is returned (no kept state).
+                // once per epoch, and the average of the last epochs' iterates is returned.
                 tracker.record.elbo_trace.push(lb);
                 let (mut smoothed, mut epoch_stop) = (None, false);
+                let sd = sd_of(&q);
+                epoch_exit.iterate(q.mean(), &sd);
                 if epoch_end {
                     let e = epoch_elbo
-                        .value(density, q.mean(), &sd_of(&q))
+                        .value(density, q.mean(), &sd)
                         .map_err(QbviError::Density)?;
-                    let (sm, improved, stop) = epoch_exit.observe(e, t, q.mean());
+                    let (sm, improved, stop) = epoch_exit.observe(e, t);
                     if improved {
                         tracker.record.best_smoothed_elbo = sm;
                     }
@@ -670,9 +674,11 @@ fn run<F: Family>(
             limits.observe(q.limit_mean_step(&old_mean, settings.trust_region));
         }
     }
+    let mut tail = None;
     if let Some((.., epoch_exit)) = &batches {
         tracker.record.epoch_elbo = epoch_exit.trace().to_vec();
         tracker.record.epoch_means = epoch_exit.recent_means();
+        tail = epoch_exit.tail_average();
     }
     if let Some(note) = noise.note(n) {
         tracker.record.notes.push(note);
@@ -680,7 +686,8 @@ fn run<F: Family>(
     if let Some(note) = limits.note(settings.trust_region) {
         tracker.record.notes.push(note);
     }
-    Ok(tracker.finish(q))
+    let (q, record) = tracker.finish(q);
+    Ok((q, record, tail))
 }
 
 /// Watches the noise of the score-function estimate (`specs/qbvi.md` §5.1, §8.1): with f the

@@ -137,8 +137,8 @@ pub struct QnvbFit {
     /// Minibatch fits only: the full-data ELBO at the end of every epoch (the exit statistic,
     /// [`super::minibatch`]); empty for full-batch fits.
     pub epoch_elbo: Vec<f64>,
-    /// Minibatch fits only: the mean at the last (at most
-    /// [`super::minibatch::EPOCH_MEANS`]) epoch ends, oldest first (`fit::stationarity`).
+    /// Minibatch fits only: the mean averaged over each of the last (at most
+    /// [`super::minibatch::EPOCH_MEANS`]) epochs, oldest first (`fit::stationarity`).
     pub epoch_means: Vec<Vec<f64>>,
 }
 
@@ -486,10 +486,10 @@ fn fit_inner(
         }
         match &mut batches {
             Some((_, _, epoch_elbo, exit)) => {
+                exit.iterate(&mu, &sigma);
                 if epoch_end {
-                    let sd: Vec<f64> = sigma.clone();
-                    let e = epoch_elbo.value(density, &mu, &sd)?;
-                    if exit.observe(e, t + 1, &mu).2 {
+                    let e = epoch_elbo.value(density, &mu, &sigma)?;
+                    if exit.observe(e, t + 1).2 {
                         stop = QnvbStop::Converged;
                         break;
                     }
@@ -503,9 +503,18 @@ fn fit_inner(
             }
         }
     }
-    let (epoch_elbo, epoch_means) = batches
-        .map(|(_, _, _, exit)| (exit.trace().to_vec(), exit.recent_means()))
+    let (epoch_elbo, epoch_means, tail) = batches
+        .map(|(_, _, _, exit)| {
+            (
+                exit.trace().to_vec(),
+                exit.recent_means(),
+                exit.tail_average(),
+            )
+        })
         .unwrap_or_default();
+    // minibatch: q is the average of the last epochs' iterates (EpochExit::tail_average); the
+    // diagnostics below describe the last iterate's state
+    let (mean, sd) = tail.unwrap_or_else(|| (mu.clone(), sigma.clone()));
 
     let max_scaled_gradient = g_bar
         .iter()
@@ -518,8 +527,8 @@ fn fit_inner(
         .map(|(k, s)| (s * s * k - 1.0).abs())
         .fold(0.0, f64::max);
     Ok(QnvbFit {
-        mean: mu,
-        variance: sigma.iter().map(|v| v * v).collect(),
+        mean,
+        variance: sd.iter().map(|v| v * v).collect(),
         iterations: elbo_trace.len(),
         elbo_trace,
         stop,

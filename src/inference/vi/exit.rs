@@ -121,7 +121,8 @@ pub(crate) struct RunRecord {
     /// Why the method's end state is not an approximation of the posterior, whatever the exit
     /// rule says (e.g. variational Laplace with non-positive curvature); `None` otherwise.
     pub(crate) unusable: Option<String>,
-    /// Minibatch fits: the means of q at the last epoch ends ([`crate::inference::minibatch::EpochExit::recent_means`]).
+    /// Minibatch fits: the means of q averaged over each of the last epochs
+    /// ([`crate::inference::minibatch::EpochExit::recent_means`]).
     pub(crate) epoch_means: Vec<Vec<f64>>,
     /// Snapshots of q's mean for the drift check, fed by [`Tracker::watch`] in the loops that
     /// watch it; [`RunRecord::into_fit`] judges them ([`GaussianFit::drift`]).

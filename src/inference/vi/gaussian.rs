@@ -55,9 +55,10 @@ pub struct GaussianFit {
     /// Minibatch QBVI: the full-data ELBO of the initial q from the same fixed draws as
     /// `epoch_elbo`; `None` for the other fits (see [`GaussianFit::elbo_change`]).
     pub start_elbo: Option<f64>,
-    /// Minibatch fits: the means of q (length d each) at the last (at most
-    /// [`crate::inference::minibatch::EPOCH_MEANS`]) epoch ends, oldest first; their spread is
-    /// how far the batch noise moves the returned mean (`fit::stationarity`). Empty otherwise.
+    /// Minibatch fits: the means of q (length d each) averaged over each of the last (at most
+    /// [`crate::inference::minibatch::EPOCH_MEANS`]) epochs, oldest first; their spread is how
+    /// far the batch noise moves the mean from epoch to epoch (`fit::stationarity`). Empty
+    /// otherwise.
     pub epoch_means: Vec<Vec<f64>>,
     /// Why the method's end state is not an approximation of the posterior, whatever stopped
     /// the fit (variational Laplace with non-positive curvature in some coordinates,

@@ -390,7 +390,8 @@ pub fn fit_mcdropout_minibatch(
             break;
         }
     }
-    let record: RunRecord = epochs.finish();
+    // MC dropout returns its last weights (survey_vi.md §4), not an average of iterates
+    let (record, _): (RunRecord, _) = epochs.finish();
     let weights = state.weights.clone();
     let summary = GaussianFit::diagonal(weights.clone(), vec![1.0; d], record);
     Ok(McDropoutFit::new(summary, weights, settings.units.clone()))

@@ -177,8 +177,9 @@ pub(crate) fn run_averaged<S>(
 /// rows and return its (batch) ELBO estimate LB_t, which goes to `elbo_trace`. The exit rule
 /// runs once per epoch on the full-data ELBO from fixed draws and counts patience in epochs
 /// ([`EpochElbo`], [`EpochExit`]; §1 "Minibatch methods"), as minibatch QBVI and QNVB do. The
-/// returned q is the average of the last W + 1 iterates ([`super::WindowAverage`], the
-/// Polyak–Ruppert average of the full-batch loop [`run_averaged`]). Draws from stream 1 of the
+/// returned q is the average of the iterates of the last epochs ([`EpochExit::tail_average`],
+/// the Polyak–Ruppert average; the full-batch loop [`run_averaged`] averages its last W + 1
+/// iterates). Draws from stream 1 of the
 /// seed; `common.max_iter` bounds the iterations; `window`/`patience`/`keep_best` are not used.
 ///
 /// Errors: a batch size outside 1..=N ([`ViError::InvalidSettings`]) and whatever `iterate`
@@ -205,15 +206,12 @@ pub(crate) fn run_minibatch<S>(
     let mut exit = EpochExit::new(minibatch);
     let mut rng = crate::inference::rng::stream(common.seed, 1);
     let mut tracker = common.tracker::<()>();
-    let mut window = super::WindowAverage::new(common.window);
-    let (m0, sd0) = mean_sd(state);
-    let mut average = window.push(&m0, &sd0);
     for t in 1..=common.max_iter {
         let (rows, epoch_end) = batches.next_batch();
         let rows = rows.to_vec();
         let lb = iterate(state, &rows, &mut rng, t)?;
         let (m, sd) = mean_sd(state);
-        average = window.push(&m, &sd);
+        exit.iterate(&m, &sd);
         tracker.record.elbo_trace.push(lb);
         let mut smoothed = None;
         let mut epoch_stop = false;
@@ -221,7 +219,7 @@ pub(crate) fn run_minibatch<S>(
             let e = epoch_elbo
                 .value(density, &m, &sd)
                 .map_err(ViError::Density)?;
-            let (sm, improved, stop) = exit.observe(e, t, &average.0);
+            let (sm, improved, stop) = exit.observe(e, t);
             if improved {
                 tracker.record.best_smoothed_elbo = sm;
             }
@@ -249,7 +247,8 @@ pub(crate) fn run_minibatch<S>(
     }
     tracker.record.epoch_elbo = exit.trace().to_vec();
     tracker.record.epoch_means = exit.recent_means();
-    let (mean, p) = average;
+    let (mean, sd) = exit.tail_average().unwrap_or_else(|| mean_sd(state));
+    let p = sd.iter().map(|s| 1.0 / (s * s)).collect();
     let ((), record) = tracker.finish(());
     Ok(super::GaussianFit::diagonal(mean, p, record))
 }

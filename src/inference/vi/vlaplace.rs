@@ -399,7 +399,8 @@ fn add_floor_note(record: &mut RunRecord, floored: usize, floor: f64) {
 
 /// Fits q by variational Laplace on minibatches (§16 "Minibatch form", §2): per iteration the
 /// gradient and curvature of one batch's L̂_B, the running curvature average h, and the exit
-/// rule once per epoch on the full-data ELBO; returns the last iterate.
+/// rule once per epoch on the full-data ELBO; returns the average of the last epochs' iterates
+/// ([`EpochExit::tail_average`]; a departure from the spec's last iterate, measured there).
 ///
 /// Errors: as [`fit_vlaplace`], plus [`ViError::InvalidSettings`] for a batch size outside
 /// 1..=N. Reproducible: batches from stream 7, probes from stream 1, the epoch ELBO's draws
@@ -433,14 +434,20 @@ pub fn fit_vlaplace_minibatch(
             break;
         }
     }
-    let mut record = epochs.finish();
+    let (mut record, tail) = epochs.finish();
     add_floor_note(&mut record, state.floored(), settings.min_curvature);
-    let p = state
-        .curvature
-        .iter()
-        .map(|h| h.max(settings.min_curvature))
-        .collect();
-    Ok(GaussianFit::diagonal(state.mean.clone(), p, record))
+    let (mean, p) = match tail {
+        Some((m, sd)) => (m, sd.iter().map(|s| 1.0 / (s * s)).collect()),
+        None => (
+            state.mean.clone(),
+            state
+                .curvature
+                .iter()
+                .map(|h| h.max(settings.min_curvature))
+                .collect(),
+        ),
+    };
+    Ok(GaussianFit::diagonal(mean, p, record))
 }
 
 /// The minibatch bookkeeping of the survey methods that fit on batches (variational Laplace,
@@ -495,14 +502,15 @@ impl<'a> EpochLoop<'a> {
     ) -> Result<bool, ViError> {
         self.record.elbo_trace.push(lb);
         let (mut smoothed, mut epoch_stop) = (None, false);
+        let (m, sd) = state();
+        self.exit.iterate(&m, &sd);
         if epoch_end {
-            let (m, sd) = state();
             let e = match &self.statistic {
                 Some(f) => f(&m),
                 None => self.elbo.value(self.density, &m, &sd),
             }
             .map_err(ViError::Density)?;
-            let (sm, improved, stop) = self.exit.observe(e, t, &m);
+            let (sm, improved, stop) = self.exit.observe(e, t);
             if improved {
                 self.record.best_smoothed_elbo = sm;
             }
@@ -530,12 +538,13 @@ impl<'a> EpochLoop<'a> {
         Ok(reason.is_some())
     }
 
-    /// The record of the run (the last iterate is returned).
-    pub(crate) fn finish(mut self) -> RunRecord {
+    /// The record of the run, and the average (μ̄, σ̄) of the last epochs' iterates
+    /// ([`EpochExit::tail_average`]; `None` before two epochs have completed).
+    pub(crate) fn finish(mut self) -> (RunRecord, Option<crate::inference::minibatch::MeanSd>) {
         self.record.epoch_elbo = self.exit.trace().to_vec();
         self.record.epoch_means = self.exit.recent_means();
         self.record.returned_iteration = self.record.elbo_trace.len();
-        self.record
+        (self.record, self.exit.tail_average())
     }
 }
 
