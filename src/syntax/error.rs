@@ -166,6 +166,10 @@ pub enum SyntaxError {
     /// An integer literal outside the range of a 64-bit signed integer.
     #[error("integer literal `{text}` is too large")]
     IntegerTooLarge { span: Span, text: String },
+    /// A real literal too large in magnitude for a 64-bit float (`2e400`), which would
+    /// otherwise be read as infinity.
+    #[error("real literal `{text}` overflows a 64-bit float")]
+    RealTooLarge { span: Span, text: String },
     /// A `<...>` constraint with a repeated or incompatible part.
     #[error("invalid constraint: {message}")]
     InvalidConstraint {
@@ -198,6 +202,7 @@ impl SyntaxError {
             | SyntaxError::SemicolonInCall { span, .. }
             | SyntaxError::ReservedWord { span, .. }
             | SyntaxError::IntegerTooLarge { span, .. }
+            | SyntaxError::RealTooLarge { span, .. }
             | SyntaxError::InvalidConstraint { span, .. } => *span,
         }
     }
@@ -647,6 +652,13 @@ impl ToDiagnostic for SyntaxError {
                 .with_labels(vec![primary(*span, "does not fit in a 64-bit integer")])
                 .with_notes(vec![
                     "help: integers must lie between -9223372036854775808 and 9223372036854775807; write a real such as `1e20` for larger values".to_string(),
+                ]),
+            SyntaxError::RealTooLarge { span, .. } => d
+                .with_labels(vec![primary(*span, "larger than the largest 64-bit float")])
+                .with_notes(vec![
+                    "help: the largest finite real is about 1.8e308; check the exponent, or \
+                     write `positive_infinity()` if infinity is meant"
+                        .to_string(),
                 ]),
             SyntaxError::InvalidConstraint { span, help, .. } => d
                 .with_labels(vec![primary(*span, "here")])

@@ -791,11 +791,19 @@ impl Builder {
                     });
                 }
             },
-            Rule::real_lit => ExprKind::RealLit(
-                pair.as_str()
+            Rule::real_lit => {
+                let v = pair
+                    .as_str()
                     .parse::<f64>()
-                    .expect("the grammar only accepts valid decimal real literals"),
-            ),
+                    .expect("the grammar only accepts valid decimal real literals");
+                if v.is_infinite() {
+                    return Err(SyntaxError::RealTooLarge {
+                        span,
+                        text: pair.as_str().to_string(),
+                    });
+                }
+                ExprKind::RealLit(v)
+            }
             Rule::ident => ExprKind::Var(pair.as_str().to_string()),
             Rule::call => return self.call(pair),
             Rule::target_call => {
