@@ -22,6 +22,13 @@ pub fn counted(n: usize, word: &str) -> String {
     }
 }
 
+/// `x` for a message: a negative zero (`-0.0 * s`, `-0.0` written in the model) is shown as
+/// `0`, since `-0` reads as a negative value and would hide that the value is zero (a scale of
+/// 0); every other value, NaN and the infinities included, is returned unchanged.
+pub fn shown_zero(x: f64) -> f64 {
+    if x == 0.0 { 0.0 } else { x }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,5 +43,7 @@ mod tests {
         assert_eq!(name_list(&names[..2], 6), "w[1], w[2]");
         assert_eq!(counted(1, "iteration"), "1 iteration");
         assert_eq!(counted(0, "draw"), "0 draws");
+        assert_eq!(format!("{}", shown_zero(-0.0)), "0");
+        assert_eq!(format!("{}", shown_zero(-0.5)), "-0.5");
     }
 }

@@ -577,3 +577,45 @@ fn a_scale_that_is_zero_whatever_the_parameters_is_named_with_its_fix_by_every_m
         );
     }
 }
+
+/// `y ~ normal(mu, -0.0 * s)`: a negative zero is shown as 0 (a tester saw "Scale parameter is
+/// -0"), so that the message and its fix are those of a scale of 0.
+#[test]
+fn a_scale_of_negative_zero_is_reported_as_zero() {
+    let dir = folder(&[
+        (
+            "zero.bayes",
+            "data { int<lower=0> N; vector[N] y; }\n\
+             parameters { real mu; real<lower=0> s; }\n\
+             model {\n\
+             \x20 s ~ normal(0, 5);\n\
+             \x20 y ~ normal(mu, -0.0 * s);\n\
+             }\n",
+        ),
+        ("zero.csv", "y\n1.2\n0.3\n"),
+    ]);
+    for method in ["nuts", "qbvi"] {
+        let o = run(
+            dir.path(),
+            &[
+                "fit",
+                "zero.bayes",
+                "--data",
+                "zero.csv",
+                "--method",
+                method,
+                "--seed",
+                "1",
+                "-q",
+            ],
+        );
+        assert_fails_with(
+            &o,
+            &[
+                "normal_lpdf: Scale parameter is 0, but must be positive finite (zero.bayes:5:3)",
+                "The scale parameter is 0 at all 100 random starting points",
+            ],
+        );
+        assert!(!stderr(&o).contains("-0"), "{method}: {}", stderr(&o));
+    }
+}

@@ -611,12 +611,12 @@ fn degenerate_simplex_and_integer_overflow() {
     assert_eq!(m.unconstrained_dim(), 1);
     assert_eq!(m.log_density(&[1.0]).unwrap(), 0.0);
     let m = compile(
-        "transformed data { int k = -9223372036854775807 - 1; } parameters { real m; } model { m ~ normal(0, 1); }",
+        "transformed data { int k = -2147483647 - 1; } parameters { real m; } model { m ~ normal(0, 1); }",
         &BoundData::default(),
     );
     assert_eq!(m.unconstrained_dim(), 1);
     let prog = parse_program(
-        "transformed data { int k = (-9223372036854775807 - 1) %/% -1; } parameters { real m; } model { }",
+        "transformed data { int k = (-2147483647 - 1) %/% -1; } parameters { real m; } model { }",
         0,
     )
     .unwrap();

@@ -235,7 +235,8 @@ model {
 
 #[test]
 fn integer_overflow_and_division_by_zero_in_native_code_fall_back() {
-    // 3^t overflows at t = 40; the division by zero happens at i = 50.
+    // 3^(t - 1) leaves the 32-bit int at t = 21 (and the 64-bit registers at t = 41); the
+    // division by zero happens at t = z.
     let src = r#"
 data { int N; int z; }
 parameters { real b; }
@@ -252,11 +253,20 @@ model {
 "#;
     let e = same_error(src, r#"{"N": 60, "z": 0}"#, &[0.3]);
     assert!(e.contains("integer overflow"), "{e}");
+    // past the 32-bit int but within the 64-bit registers: native code fails too
+    let e = same_error(src, r#"{"N": 30, "z": 40}"#, &[0.3]);
+    assert!(
+        e.starts_with(
+            "integer overflow: `1162261467 * 3` is 3486784401, outside the range of int \
+             (-2147483648 to 2147483647)"
+        ),
+        "{e}"
+    );
     let e = same_error(src, r#"{"N": 30, "z": 20}"#, &[0.3]);
     assert!(e.contains("integer division by zero"), "{e}");
-    // Without a failure both agree bit for bit.
+    // Without a failure both agree bit for bit (3^19 is below the largest int, 2^31 - 1).
     let (native, interp) =
-        pair(|| common::compile_source("ok.bayes", src, Some(r#"{"N": 30, "z": 40}"#), &[]));
+        pair(|| common::compile_source("ok.bayes", src, Some(r#"{"N": 20, "z": 40}"#), &[]));
     check_at(&native, &interp, &[0.3]);
     assert_native(&native, 1, 1);
 }

@@ -832,6 +832,18 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
             "replace the value with a finite number, or remove the row; an infinite observation \
              makes the log density -inf at every parameter value",
         )),
+        Some(Cell::Overflow(raw)) => Err(DataError::new(
+            DataErrorKind::Overflow,
+            format!(
+                "{}: `{raw}` overflows a 64-bit float (the largest is about 1.8e308), but `{name}` \
+                 needs finite values",
+                loc()
+            ),
+        )
+        .with_help(
+            "check the value (a typo in the exponent?); to keep it, rescale the column, e.g. \
+             store it in units of 1e300",
+        )),
         Some(Cell::Missing(raw)) => {
             let what = if raw.is_empty() {
                 "an empty cell".to_string()

@@ -21,6 +21,10 @@ pub enum Cell {
     Missing(String),
     /// Anything else, kept as written.
     Text(String),
+    /// A number too large in magnitude for a 64-bit float (`2e400`), kept as written: Rust's
+    /// parser rounds it to ±inf, which binding refuses with its own message rather than as the
+    /// `inf` the file does not say.
+    Overflow(String),
 }
 
 /// How many non-numeric cells a column keeps as written (for messages); further ones are only
@@ -30,11 +34,12 @@ pub const KEPT_CELLS: usize = 1000;
 /// One CSV column: its values, and the cells that are not numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Column {
-    /// `values[r]` is data row `r` (0-based): the number, or NaN for a cell that is not one.
+    /// `values[r]` is data row `r` (0-based): the number, NaN for a cell that is not one, or
+    /// ±inf for a [`Cell::Overflow`].
     /// Shared (not copied) with the bound data and the compiled model when a variable binds to
     /// the whole column.
     pub values: Arc<Vec<f64>>,
-    /// The first [`KEPT_CELLS`] non-numeric cells as `(row, cell)`, by row.
+    /// The first [`KEPT_CELLS`] non-numeric (or overflowing) cells as `(row, cell)`, by row.
     pub other: Vec<(usize, Cell)>,
     /// Whether more non-numeric cells exist than `other` holds.
     pub truncated: bool,
@@ -60,13 +65,20 @@ impl Column {
     /// [`KEPT_CELLS`] (not kept).
     pub fn cell(&self, row: usize) -> Option<Cell> {
         let v = self.values[row];
+        let kept = || {
+            self.other
+                .binary_search_by_key(&row, |(r, _)| *r)
+                .ok()
+                .map(|i| self.other[i].1.clone())
+        };
+        if v.is_infinite() {
+            // an overflowing number if kept as such, else an `inf` of the file
+            return kept().or(Some(Cell::Number(v)));
+        }
         if !v.is_nan() {
             return Some(Cell::Number(v));
         }
-        self.other
-            .binary_search_by_key(&row, |(r, _)| *r)
-            .ok()
-            .map(|i| self.other[i].1.clone())
+        kept()
     }
 
     fn push(&mut self, row: usize, cell: Cell) {
@@ -74,7 +86,11 @@ impl Column {
         match cell {
             Cell::Number(v) => values.push(v),
             other => {
-                values.push(f64::NAN);
+                values.push(match &other {
+                    Cell::Overflow(text) if text.starts_with('-') => f64::NEG_INFINITY,
+                    Cell::Overflow(_) => f64::INFINITY,
+                    _ => f64::NAN,
+                });
                 if self.other.len() < KEPT_CELLS {
                     self.other.push((row, other));
                 } else {
@@ -467,6 +483,9 @@ pub fn parse_reader_sized(
              data as CSV with a header row of column names",
         ));
     }
+    if let Some(e) = foreign_delimiter(name, &header) {
+        return Err(e);
+    }
     for (i, h) in header.iter().enumerate() {
         if h.is_empty() {
             return Err(DataError::new(
@@ -575,6 +594,53 @@ pub fn parse_reader_sized(
     })
 }
 
+/// The error for a header that the csv crate read as one column whose name holds a `;` or a
+/// tab: the file was written with that delimiter (a European spreadsheet export uses `;`, with
+/// `,` as the decimal point), and reading it as comma-separated would report one column named
+/// `N;y` or every data variable missing. `None` for any other header.
+fn foreign_delimiter(name: &str, header: &[String]) -> Option<DataError> {
+    let [only] = header else {
+        return None;
+    };
+    let (delimiter, shown, fix) = if only.contains(';') {
+        (
+            ';',
+            "`;`",
+            "convert the file to comma-separated values with `.` as the decimal point (in a \
+             spreadsheet, save as \"CSV (comma delimited)\"; or replace each `;` by `,` when no \
+             value is written with a decimal comma)",
+        )
+    } else if only.contains('\t') {
+        (
+            '\t',
+            "tabs",
+            "convert the file to comma-separated values (in a spreadsheet, save as \"CSV (comma \
+             delimited)\"; or replace each tab by `,`)",
+        )
+    } else {
+        return None;
+    };
+    let columns: Vec<String> = only
+        .split(delimiter)
+        .map(|c| format!("`{}`", c.trim().trim_matches('"')))
+        .collect();
+    Some(
+        DataError::new(
+            DataErrorKind::MalformedCsv,
+            format!(
+                "{name} line 1: the file seems to use {shown} as its delimiter, but bayesc reads \
+                 comma-separated CSV (the header is read as one column named `{}`)",
+                only.escape_debug()
+            ),
+        )
+        .with_note(format!(
+            "split at {shown}, the header would name the columns {}",
+            crate::words::name_list(&columns, 8)
+        ))
+        .with_help(fix),
+    )
+}
+
 fn empty_file(name: &str) -> DataError {
     DataError::new(
         DataErrorKind::MalformedCsv,
@@ -602,6 +668,10 @@ fn parse_cell(field: &[u8]) -> Cell {
     };
     match text.parse::<f64>() {
         Ok(v) if v.is_nan() => Cell::Missing(text.to_string()),
+        // `inf` and `infinity` have no digit; `2e400` rounds to inf
+        Ok(v) if v.is_infinite() && text.bytes().any(|b| b.is_ascii_digit()) => {
+            Cell::Overflow(text.to_string())
+        }
         Ok(v) => Cell::Number(v),
         Err(_) => Cell::Text(text.to_string()),
     }

@@ -32,6 +32,9 @@ pub enum DataErrorKind {
     NotANumber,
     /// A CSV cell holding `inf` or `-inf`, in a column that binds to a variable.
     NotFinite,
+    /// A number too large in magnitude for a 64-bit float (`2e400` in a CSV cell), in a column
+    /// that binds to a variable.
+    Overflow,
     /// A non-integral (or out of 32-bit range) value for an `int` variable.
     NotAnInteger,
     /// A declared data variable is in no source and cannot be inferred.

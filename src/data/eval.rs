@@ -2,7 +2,7 @@
 //! of data bound earlier, `+ - * %/%`, unary minus, and for bounds also `/` and `^`), and the
 //! printing of declared types and expressions for messages.
 
-use crate::syntax::ast::{BinOp, Expr, ExprKind, SizedBase, SizedType, UnOp};
+use crate::syntax::ast::{BinOp, Expr, ExprKind, SizedBase, SizedType, UnOp, int_in_range};
 
 use super::BoundData;
 use super::error::{DataError, DataErrorKind};
@@ -57,12 +57,17 @@ fn unsupported(expr: &Expr, decl: &str, what: &str) -> DataError {
 ///
 /// Allowed: int literals, names of int scalar data bound earlier (in `env`), `+ - * %/%`,
 /// unary `-`/`+`. Errors ([`DataErrorKind::UnsupportedExpression`], primary span at the
-/// expression): any other form, a real-valued name, overflow, division by zero.
+/// expression): any other form, a real-valued name, a result outside the 32-bit range of `int`,
+/// division by zero.
 pub fn eval_size(expr: &Expr, env: &BoundData, decl: &str) -> Result<i64, DataError> {
     let overflow = || {
         DataError::new(
             DataErrorKind::UnsupportedExpression,
-            format!("the size `{}` of `{decl}` overflows", expr_string(expr)),
+            format!(
+                "the size `{}` of `{decl}` overflows the range of int (-2147483648 to \
+                 2147483647, 32-bit as in Stan)",
+                expr_string(expr)
+            ),
         )
         .with_primary(expr.span, "too large")
         .with_help("check the values of the sizes it uses")
@@ -84,7 +89,7 @@ pub fn eval_size(expr: &Expr, env: &BoundData, decl: &str) -> Result<i64, DataEr
         ExprKind::Unary { op, operand } => {
             let x = eval_size(operand, env, decl)?;
             match op {
-                UnOp::Neg => x.checked_neg().ok_or_else(overflow),
+                UnOp::Neg => int_in_range(x.checked_neg()).ok_or_else(overflow),
                 UnOp::Plus => Ok(x),
                 UnOp::Not => Err(unsupported(expr, decl, "size")),
             }
@@ -92,9 +97,9 @@ pub fn eval_size(expr: &Expr, env: &BoundData, decl: &str) -> Result<i64, DataEr
         ExprKind::Binary { op, lhs, rhs } => {
             let (a, b) = (eval_size(lhs, env, decl)?, eval_size(rhs, env, decl)?);
             match op {
-                BinOp::Add => a.checked_add(b).ok_or_else(overflow),
-                BinOp::Sub => a.checked_sub(b).ok_or_else(overflow),
-                BinOp::Mul => a.checked_mul(b).ok_or_else(overflow),
+                BinOp::Add => int_in_range(a.checked_add(b)).ok_or_else(overflow),
+                BinOp::Sub => int_in_range(a.checked_sub(b)).ok_or_else(overflow),
+                BinOp::Mul => int_in_range(a.checked_mul(b)).ok_or_else(overflow),
                 BinOp::IntDiv | BinOp::Mod if b == 0 => Err(DataError::new(
                     DataErrorKind::UnsupportedExpression,
                     format!(

@@ -110,18 +110,39 @@ pub(crate) fn unravel(mut flat: usize, dims: &[usize]) -> Vec<usize> {
 /// `"-Infinity"` and `"NaN"` (CmdStan's JSON format), or `"+inf"`, `"-inf"` (as CmdStanPy's
 /// `write_stan_json` writes them), in any letter case and with an optional `+`.
 /// Errors: [`DataErrorKind::MalformedJson`] with serde's line and column, when the top level
-/// is not an object, or when a top-level key appears twice (naming the key). Errors inside an entry ([`DataErrorKind::Ragged`],
+/// is not an object, or when a top-level key appears twice (naming the key);
+/// [`DataErrorKind::Overflow`] for a number too large for a 64-bit float (`2e400`). Errors inside an entry ([`DataErrorKind::Ragged`],
 /// [`DataErrorKind::InvalidJsonValue`]) are stored in [`JsonSource::entries`].
 pub fn parse_json(name: &str, text: &str) -> Result<JsonSource, DataError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        let why = strip_position(&full);
+        if why == "number out of range" {
+            // serde_json refuses `2e400` rather than rounding it to inf
+            return DataError::new(
+                DataErrorKind::Overflow,
+                format!(
+                    "{name} line {}, column {}: {} overflows a 64-bit float (the largest is \
+                     about 1.8e308)",
+                    e.line(),
+                    e.column(),
+                    number_ending_at(text, e.line(), e.column())
+                        .map_or_else(|| "a number".to_string(), |n| format!("`{n}`"))
+                ),
+            )
+            .with_help(
+                "check the value (a typo in the exponent?); to keep it, rescale the variable, \
+                 e.g. store it in units of 1e300",
+            );
+        }
         DataError::new(
             DataErrorKind::MalformedJson,
             format!(
                 "{name} line {}, column {}: invalid JSON: {}",
                 e.line(),
                 e.column(),
-                strip_position(&e.to_string())
+                why
             ),
         )
         .with_help(
@@ -190,6 +211,22 @@ fn first_duplicate_key(text: &str) -> Option<String> {
 }
 
 /// serde's messages end with " at line L column C"; the position is already in our prefix.
+/// The number that ends at 1-based `line` and `column` (serde_json's position of an error
+/// in a number), for messages; `None` when no number ends there.
+fn number_ending_at(text: &str, line: usize, column: usize) -> Option<&str> {
+    let row = text.lines().nth(line.checked_sub(1)?)?;
+    let end = column.min(row.len());
+    if !row.is_char_boundary(end) {
+        return None;
+    }
+    let head = &row[..end];
+    let start = head
+        .rfind(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')))
+        .map_or(0, |i| i + 1);
+    let number = &head[start..];
+    number.bytes().any(|b| b.is_ascii_digit()).then_some(number)
+}
+
 fn strip_position(msg: &str) -> &str {
     match msg.rfind(" at line ") {
         Some(i) => &msg[..i],

@@ -235,6 +235,7 @@ pub fn check_each(
     for i in 0..a.len() {
         let x = a.at(i);
         if !ok(x) {
+            let x = crate::words::shown_zero(x);
             let which = if a.is_vector() {
                 format!("{}[{}]", arg_name(sig, k), i + 1)
             } else {

@@ -67,7 +67,8 @@ pub fn affine_constrain(tape: &mut Tape, u: S, o: S, m: S, log_jac: &mut Vec<S>)
     let (ov, mv, uv) = (tape.value(o), tape.value(m), tape.value(u));
     if !(mv > 0.0 && mv.is_finite()) {
         return Err(Fault::domain(format!(
-            "offset_multiplier_constrain: multiplier is {mv}, but must be positive and finite"
+            "offset_multiplier_constrain: multiplier is {}, but must be positive and finite",
+            crate::words::shown_zero(mv)
         )));
     }
     let j = tape.node(mv.ln(), &[(m, 1.0 / mv)]);
@@ -174,7 +175,8 @@ pub fn lub_free(x: f64, lb: f64, ub: f64) -> R<f64> {
 pub fn affine_free(x: f64, o: f64, m: f64) -> R<f64> {
     if !(m > 0.0 && m.is_finite()) {
         return Err(Fault::fatal(format!(
-            "offset_multiplier_free: multiplier is {m}, but must be positive and finite"
+            "offset_multiplier_free: multiplier is {}, but must be positive and finite",
+            crate::words::shown_zero(m)
         )));
     }
     Ok((x - o) / m)

@@ -279,6 +279,13 @@ pub(super) struct Checker<'p> {
     used_in_density: HashSet<String>,
     /// For transformed parameters and locals: the parameters their assigned values depend on.
     deps: HashMap<String, BTreeSet<String>>,
+    /// Names that are the target of an assignment anywhere in the program (any scope).
+    assigned: HashSet<String>,
+    /// Scalars declared with a literal initialiser (`real s = 0;`) and never assigned: name →
+    /// (the name's span in that declaration, the initialiser's span, its value). A use is
+    /// that constant only when the declaration in scope is this one (names may be reused in
+    /// sibling scopes); see [`Checker::constant_of`].
+    constants: HashMap<String, (Span, Span, f64)>,
 }
 
 impl<'p> Checker<'p> {
@@ -298,6 +305,8 @@ impl<'p> Checker<'p> {
             imputed: Vec::new(),
             used_in_density: HashSet::new(),
             deps: HashMap::new(),
+            assigned: HashSet::new(),
+            constants: HashMap::new(),
         }
     }
 
@@ -322,6 +331,7 @@ impl<'p> Checker<'p> {
 
     fn check_program(&mut self) {
         let p = self.program;
+        self.assigned = assigned_names(p);
         self.collect_declarations();
         self.register_functions();
         for f in &p.functions {
@@ -458,6 +468,43 @@ fn conditional_form(fname: &str, args: &[Expr]) -> String {
 
 /// "3 arguments (the variate, then Location parameter, Scale parameter)" — the expected
 /// arguments of a distribution function (`_rng` functions take no variate).
+/// Every name that is the target of an assignment (`x = …`, `x[i] += …`) anywhere in `p`,
+/// functions included.
+fn assigned_names(p: &Program) -> HashSet<String> {
+    fn walk(s: &Stmt, out: &mut HashSet<String>) {
+        match &s.kind {
+            StmtKind::Assign { lhs, .. } => {
+                out.insert(lhs.name.name.clone());
+            }
+            StmtKind::For { body, .. }
+            | StmtKind::ForEach { body, .. }
+            | StmtKind::While { body, .. } => walk(body, out),
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                walk(then, out);
+                if let Some(o) = otherwise {
+                    walk(o, out);
+                }
+            }
+            StmtKind::Block(stmts) => stmts.iter().for_each(|s| walk(s, out)),
+            _ => {}
+        }
+    }
+    let mut out = HashSet::new();
+    let bodies = p.functions.iter().filter_map(|f| f.body.as_ref());
+    let blocks = [
+        &p.transformed_data,
+        &p.transformed_parameters,
+        &p.model,
+        &p.generated_quantities,
+    ];
+    for s in bodies.chain(blocks.into_iter().flatten()) {
+        walk(s, &mut out);
+    }
+    out
+}
+
 pub(super) fn expected_arity(is_rng: bool, n: usize, params: &str) -> String {
     if is_rng {
         format!("{} ({params})", plural(n, "argument"))

@@ -457,7 +457,8 @@ pub enum SemanticError {
         function: String,
         /// The parameter's name in Stan's wording, lower-case first ("scale parameter").
         role: String,
-        /// The literal as written.
+        /// The literal as written; for a variable set once to a literal, its name in backticks
+        /// and its value (as in "`s` = 0").
         value: String,
         /// The support in words ("positive", "in [0, 1]").
         support: String,
@@ -465,6 +466,9 @@ pub enum SemanticError {
         example: String,
         /// Primary label: the argument.
         span: Span,
+        /// When the argument is a variable set once to a literal (`real s = 0;`, never
+        /// assigned): that initialiser (secondary label).
+        declared: Option<Span>,
     },
     /// `while` with a constant true condition and no `break`, `return` or `reject` in its body:
     /// the loop never ends (issue 13, item 9).
@@ -908,9 +912,13 @@ impl ToDiagnostic for SemanticError {
                 span,
                 support,
                 example,
+                declared,
                 ..
             } => {
                 labels.push(primary(*span, format!("must be {support}")));
+                if let Some(init) = declared {
+                    labels.push(secondary(*init, "set here and never assigned"));
+                }
                 notes.push(format!(
                     "help: every evaluation of the density would fail; use a value that is \
                      {support}, e.g. `{example}`"

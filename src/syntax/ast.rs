@@ -373,6 +373,19 @@ pub enum BinOp {
     Or,
 }
 
+/// The smallest value of the language's `int` (32-bit, as Stan's `int` and `to_int`).
+pub const INT_MIN: i64 = i32::MIN as i64;
+/// The largest value of the language's `int` (32-bit, as Stan's `int` and `to_int`): int
+/// literals above it are syntax errors, and int arithmetic leaving
+/// [`INT_MIN`]..=[`INT_MAX`] is a runtime error, never a wrap.
+pub const INT_MAX: i64 = i32::MAX as i64;
+
+/// `v` when it is a value of the language's `int` ([`INT_MIN`]..=[`INT_MAX`]), else `None`;
+/// applied to the result of `checked_add` and the like so that `None` means "overflow".
+pub fn int_in_range(v: Option<i64>) -> Option<i64> {
+    v.filter(|x| (INT_MIN..=INT_MAX).contains(x))
+}
+
 impl BinOp {
     /// The operator as written in source, for messages.
     pub fn symbol(self) -> &'static str {

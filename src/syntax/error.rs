@@ -163,9 +163,13 @@ pub enum SyntaxError {
     /// A reserved word where a variable name belongs.
     #[error("`{word}` is a reserved word and cannot be used as a name")]
     ReservedWord { span: Span, word: String },
-    /// An integer literal outside the range of a 64-bit signed integer.
+    /// An integer literal above the largest `int` (2147483647: `int` is 32-bit, as in Stan).
     #[error("integer literal `{text}` is too large")]
     IntegerTooLarge { span: Span, text: String },
+    /// A real literal too large in magnitude for a 64-bit float (`2e400`), which would
+    /// otherwise be read as infinity.
+    #[error("real literal `{text}` overflows a 64-bit float")]
+    RealTooLarge { span: Span, text: String },
     /// A `<...>` constraint with a repeated or incompatible part.
     #[error("invalid constraint: {message}")]
     InvalidConstraint {
@@ -198,6 +202,7 @@ impl SyntaxError {
             | SyntaxError::SemicolonInCall { span, .. }
             | SyntaxError::ReservedWord { span, .. }
             | SyntaxError::IntegerTooLarge { span, .. }
+            | SyntaxError::RealTooLarge { span, .. }
             | SyntaxError::InvalidConstraint { span, .. } => *span,
         }
     }
@@ -593,8 +598,13 @@ impl ToDiagnostic for SyntaxError {
                 .with_labels(vec![primary(*span, "this comment is never closed")])
                 .with_notes(vec!["help: end the comment with `*/`".to_string()]),
             SyntaxError::UnterminatedString { span } => d
-                .with_labels(vec![primary(*span, "this string is not closed on its line")])
-                .with_notes(vec!["help: end the string with `\"` on the same line".to_string()]),
+                .with_labels(vec![primary(
+                    *span,
+                    "this string is not closed on its line",
+                )])
+                .with_notes(vec![
+                    "help: end the string with `\"` on the same line".to_string(),
+                ]),
             SyntaxError::TooDeeplyNested { span } => d
                 .with_labels(vec![primary(
                     *span,
@@ -644,9 +654,18 @@ impl ToDiagnostic for SyntaxError {
                     "help: choose another name, for example `{word}_`"
                 )]),
             SyntaxError::IntegerTooLarge { span, .. } => d
-                .with_labels(vec![primary(*span, "does not fit in a 64-bit integer")])
+                .with_labels(vec![primary(*span, "does not fit in an int (32-bit)")])
                 .with_notes(vec![
-                    "help: integers must lie between -9223372036854775808 and 9223372036854775807; write a real such as `1e20` for larger values".to_string(),
+                    "help: an int lies between -2147483648 and 2147483647, as in Stan; write a \
+                     real such as `1e20` or `3000000000.0` for larger values"
+                        .to_string(),
+                ]),
+            SyntaxError::RealTooLarge { span, .. } => d
+                .with_labels(vec![primary(*span, "larger than the largest 64-bit float")])
+                .with_notes(vec![
+                    "help: the largest finite real is about 1.8e308; check the exponent, or \
+                     write `positive_infinity()` if infinity is meant"
+                        .to_string(),
                 ]),
             SyntaxError::InvalidConstraint { span, help, .. } => d
                 .with_labels(vec![primary(*span, "here")])

@@ -782,20 +782,30 @@ impl Builder {
     fn primary(&self, pair: Pair<Rule>) -> Result<Expr> {
         let span = self.span(&pair);
         let kind = match pair.as_rule() {
-            Rule::int_lit => match pair.as_str().parse::<i64>() {
-                Ok(v) => ExprKind::IntLit(v),
-                Err(_) => {
-                    return Err(SyntaxError::IntegerTooLarge {
+            Rule::int_lit => {
+                match crate::syntax::ast::int_in_range(pair.as_str().parse::<i64>().ok()) {
+                    Some(v) => ExprKind::IntLit(v),
+                    None => {
+                        return Err(SyntaxError::IntegerTooLarge {
+                            span,
+                            text: pair.as_str().to_string(),
+                        });
+                    }
+                }
+            }
+            Rule::real_lit => {
+                let v = pair
+                    .as_str()
+                    .parse::<f64>()
+                    .expect("the grammar only accepts valid decimal real literals");
+                if v.is_infinite() {
+                    return Err(SyntaxError::RealTooLarge {
                         span,
                         text: pair.as_str().to_string(),
                     });
                 }
-            },
-            Rule::real_lit => ExprKind::RealLit(
-                pair.as_str()
-                    .parse::<f64>()
-                    .expect("the grammar only accepts valid decimal real literals"),
-            ),
+                ExprKind::RealLit(v)
+            }
             Rule::ident => ExprKind::Var(pair.as_str().to_string()),
             Rule::call => return self.call(pair),
             Rule::target_call => {

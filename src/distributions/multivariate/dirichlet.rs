@@ -15,9 +15,10 @@ fn check_alpha(sig: &MvSig, alpha: &[f64]) -> Result<(), DistError> {
             return Err(err(
                 sig,
                 format!(
-                    "{}[{}] is {a}, but must be positive finite",
+                    "{}[{}] is {}, but must be positive finite",
                     sig.params[0].name,
-                    i + 1
+                    i + 1,
+                    crate::words::shown_zero(a)
                 ),
             ));
         }

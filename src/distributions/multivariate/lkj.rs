@@ -34,8 +34,9 @@ fn check_shape(sig: &MvSig, eta: f64, l: &MvArg) -> Result<usize, DistError> {
         return Err(err(
             sig,
             format!(
-                "{} is {eta}, but must be positive finite",
-                sig.params[0].name
+                "{} is {}, but must be positive finite",
+                sig.params[0].name,
+                crate::words::shown_zero(eta)
             ),
         ));
     }

@@ -684,7 +684,10 @@ fn check_all(
             };
             return Err(err(
                 sig,
-                format!("{which} is {x}, but must be {requirement}"),
+                format!(
+                    "{which} is {}, but must be {requirement}",
+                    crate::words::shown_zero(x)
+                ),
             ));
         }
     }

@@ -47,8 +47,9 @@ pub fn lpdf(
         return Err(err(
             sig,
             format!(
-                "{} is {nu}, but must be positive finite",
-                sig.params[0].name
+                "{} is {}, but must be positive finite",
+                sig.params[0].name,
+                crate::words::shown_zero(nu)
             ),
         ));
     }
@@ -236,9 +237,10 @@ pub fn gp_cholesky_lpdf(
             return Err(err(
                 sig,
                 format!(
-                    "{}[{}] is {wi}, but must be positive finite",
+                    "{}[{}] is {}, but must be positive finite",
                     sig.params[1].name,
-                    i + 1
+                    i + 1,
+                    crate::words::shown_zero(wi)
                 ),
             ));
         }

@@ -32,8 +32,9 @@ fn dof(sig: &MvSig, nu: &MvArg, k: usize) -> Result<f64, DistError> {
         return Err(err(
             sig,
             format!(
-                "{} is {v}, but must be finite and greater than {}",
+                "{} is {}, but must be finite and greater than {}",
                 sig.params[0].name,
+                crate::words::shown_zero(v),
                 k as f64 - 1.0
             ),
         ));

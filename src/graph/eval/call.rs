@@ -45,8 +45,12 @@ impl Ctx<'_> {
                 arity(1)?;
                 match &v[0] {
                     Value::Int(i) => Value::Int(
-                        i.checked_abs()
-                            .ok_or_else(|| Fault::fatal("integer overflow in abs"))?,
+                        crate::syntax::ast::int_in_range(i.checked_abs()).ok_or_else(|| {
+                            super::expr::int_overflow(
+                                &format!("`abs({i})`"),
+                                Some((*i as i128).abs()),
+                            )
+                        })?,
                     ),
                     x => map_unary(tape, U::Abs, x),
                 }
@@ -98,7 +102,7 @@ impl Ctx<'_> {
                 match b {
                     Sum => {
                         if x.is_int() {
-                            Value::Int(xs.iter().sum::<f64>() as i64)
+                            Value::Int(int_total("sum", &xs, 0, i128::checked_add)?)
                         } else {
                             reduce(tape, x, xs.iter().sum(), |_| 1.0)
                         }
@@ -106,7 +110,7 @@ impl Ctx<'_> {
                     Prod => {
                         let p: f64 = xs.iter().product();
                         if x.is_int() {
-                            Value::Int(p as i64)
+                            Value::Int(int_total("prod", &xs, 1, i128::checked_mul)?)
                         } else {
                             reduce(tape, x, p, |i| {
                                 xs.iter()
@@ -772,6 +776,20 @@ impl Ctx<'_> {
                 map_binary(tape, B::LogSumExp, &a, &c, "log_mix")?
             }
         })
+    }
+}
+
+/// The int `sum` or `prod` (`what`) of the elements `xs` of an int array (exact integers),
+/// folded exactly from `start` with `step`. Errors: the integer-overflow error when the result
+/// is outside the range of `int`.
+fn int_total(what: &str, xs: &[f64], start: i128, step: fn(i128, i128) -> Option<i128>) -> R<i64> {
+    let exact = xs.iter().try_fold(start, |acc, &x| step(acc, x as i128));
+    match exact.and_then(|v| i64::try_from(v).ok()) {
+        Some(v) if crate::syntax::ast::int_in_range(Some(v)).is_some() => Ok(v),
+        _ => Err(super::expr::int_overflow(
+            &format!("the {what} of the int array"),
+            exact,
+        )),
     }
 }
 

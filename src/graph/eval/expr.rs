@@ -1,7 +1,7 @@
 //! Expression evaluation (the forward pass over expressions): variables, indexing, user
 //! function calls and operators. Part of the interpreter ([`super`]).
 
-use crate::syntax::ast::BinOp;
+use crate::syntax::ast::{BinOp, INT_MAX, INT_MIN, int_in_range};
 
 use super::super::ir::{Builtin, Ex, FuncIr, IxEx};
 use super::super::ops::{concat, map_binary, map_unary, matmul, to_real, transpose};
@@ -161,8 +161,8 @@ impl Ctx<'_> {
             }
             Ex::Neg(a) => match self.eval(a)? {
                 Value::Int(i) => Value::Int(
-                    i.checked_neg()
-                        .ok_or_else(|| Fault::fatal("integer overflow in unary `-`"))?,
+                    int_in_range(i.checked_neg())
+                        .ok_or_else(|| int_overflow(&format!("`-({i})`"), Some(-(i as i128))))?,
                 ),
                 v => map_unary(self.tape, U::Neg, &v),
             },
@@ -374,12 +374,12 @@ impl Ctx<'_> {
         if let (Value::Int(x), Value::Int(y)) = (a, b) {
             match op {
                 BinOp::Add => {
-                    if let Some(r) = x.checked_add(*y) {
+                    if let Some(r) = int_in_range(x.checked_add(*y)) {
                         return Ok(Value::Int(r));
                     }
                 }
                 BinOp::Sub => {
-                    if let Some(r) = x.checked_sub(*y) {
+                    if let Some(r) = int_in_range(x.checked_sub(*y)) {
                         return Ok(Value::Int(r));
                     }
                 }
@@ -408,25 +408,34 @@ impl Ctx<'_> {
         use BinOp::*;
         if let (Value::Int(x), Value::Int(y)) = (a, b) {
             let (x, y) = (*x, *y);
-            let over = || Fault::fatal(format!("integer overflow in `{}`", op.symbol()));
+            let over = || {
+                let exact = match op {
+                    Add => Some(x as i128 + y as i128),
+                    Sub => Some(x as i128 - y as i128),
+                    Mul | EltMul => Some(x as i128 * y as i128),
+                    Div | IntDiv if y != 0 => Some(x as i128 / y as i128),
+                    _ => None,
+                };
+                int_overflow(&format!("`{x} {} {y}`", op.symbol()), exact)
+            };
             return Ok(match op {
-                Add => Value::Int(x.checked_add(y).ok_or_else(over)?),
-                Sub => Value::Int(x.checked_sub(y).ok_or_else(over)?),
-                Mul => Value::Int(x.checked_mul(y).ok_or_else(over)?),
+                Add => Value::Int(int_in_range(x.checked_add(y)).ok_or_else(over)?),
+                Sub => Value::Int(int_in_range(x.checked_sub(y)).ok_or_else(over)?),
+                Mul => Value::Int(int_in_range(x.checked_mul(y)).ok_or_else(over)?),
                 Div | IntDiv => {
                     if y == 0 {
                         return Err(Fault::fatal("integer division by zero"));
                     }
-                    Value::Int(x.checked_div(y).ok_or_else(over)?)
+                    Value::Int(int_in_range(x.checked_div(y)).ok_or_else(over)?)
                 }
                 Mod => {
                     if y == 0 {
                         return Err(Fault::fatal("integer modulus by zero"));
                     }
-                    Value::Int(x.checked_rem(y).ok_or_else(over)?)
+                    Value::Int(int_in_range(x.checked_rem(y)).ok_or_else(over)?)
                 }
                 Pow | EltPow => Value::Real((x as f64).powf(y as f64)),
-                EltMul => Value::Int(x.checked_mul(y).ok_or_else(over)?),
+                EltMul => Value::Int(int_in_range(x.checked_mul(y)).ok_or_else(over)?),
                 EltDiv => Value::Real(x as f64 / y as f64),
                 Lt => Value::Int((x < y) as i64),
                 Le => Value::Int((x <= y) as i64),
@@ -497,4 +506,16 @@ impl Ctx<'_> {
             LeftDiv => super::matrix::divide(self.tape, super::matrix::Side::Left, a, b, false),
         }
     }
+}
+
+/// The error for int arithmetic whose result leaves the range of `int` (32-bit, as in Stan):
+/// `what` is the operation as written with its operands (`` `2147483647 + 1` ``), `exact` its
+/// true value when known. Never a wrap.
+pub(super) fn int_overflow(what: &str, exact: Option<i128>) -> Fault {
+    let is = exact.map_or_else(String::new, |v| format!(" is {v},"));
+    Fault::fatal(format!(
+        "integer overflow: {what}{is} outside the range of int ({INT_MIN} to {INT_MAX}); int is \
+         32-bit, as in Stan: to compute with larger values, convert to real first (e.g. \
+         `1.0 * n`)"
+    ))
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::distributions::{self, Arg};
+use crate::syntax::ast::int_in_range;
 
 /// Iterations of a kernel's loop between looks at the Ctrl-C flag.
 const LOOP_CHECK_EVERY: i64 = 1 << 16;
@@ -428,13 +429,14 @@ impl Rt<'_, '_> {
                             IOp::Min => Some(a.min(b)),
                             IOp::Max => Some(a.max(b)),
                         };
-                        iv[d as usize] = r.ok_or(Stop)?;
+                        // outside the 32-bit `int`: the interpreter re-runs and reports it
+                        iv[d as usize] = int_in_range(r).ok_or(Stop)?;
                     }
                     Op::INeg(d, x) => {
-                        iv[d as usize] = iv[x as usize].checked_neg().ok_or(Stop)?;
+                        iv[d as usize] = int_in_range(iv[x as usize].checked_neg()).ok_or(Stop)?;
                     }
                     Op::IAbs(d, x) => {
-                        iv[d as usize] = iv[x as usize].checked_abs().ok_or(Stop)?;
+                        iv[d as usize] = int_in_range(iv[x as usize].checked_abs()).ok_or(Stop)?;
                     }
                     Op::IMov(d, x) => iv[d as usize] = iv[x as usize],
                     Op::INot(d, x) => iv[d as usize] = (iv[x as usize] == 0) as i64,

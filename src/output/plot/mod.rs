@@ -365,7 +365,8 @@ pub fn observed_values(sources: &[DataSource], var: &str) -> Result<Vec<f64>, Pl
                             Some(crate::data::csv::Cell::Number(v)) => Ok(v),
                             Some(
                                 crate::data::csv::Cell::Missing(t)
-                                | crate::data::csv::Cell::Text(t),
+                                | crate::data::csv::Cell::Text(t)
+                                | crate::data::csv::Cell::Overflow(t),
                             ) => Err(PlotError::new(format!(
                                 "{}, column `{var}`: `{t}` is not a number",
                                 c.row_location(r)

@@ -409,6 +409,17 @@ impl<'p> Checker<'p> {
         if origin == Origin::ImputedData {
             self.imputed.push((name.clone(), d.name.span));
         }
+        // `real s = 0;` never assigned: a use of `s` as a distribution's argument is the
+        // constant (see `Checker::constant_of`)
+        if d.ty.array_dims.is_empty()
+            && matches!(d.ty.base, SizedBase::Int | SizedBase::Real)
+            && !self.assigned.contains(name)
+            && let Some(init) = &d.init
+            && let Some(v) = super::dists::literal_value(init)
+        {
+            self.constants
+                .insert(name.clone(), (d.name.span, init.span, v));
+        }
         self.scopes.declare(
             name,
             VarInfo {

@@ -138,6 +138,24 @@ impl<'p> Checker<'p> {
                     support: support.into(),
                     example: example.into(),
                     span: a.span,
+                    declared: None,
+                });
+                continue;
+            }
+            // The same through a scalar set once to a literal (`real s = 0;`).
+            if let ExprKind::Var(name) = &a.kind
+                && let Some((init, v)) = self.constant_of(name)
+                && let Some((support, example)) = literal_support(p.support, v)
+            {
+                self.err(SemanticError::LiteralOutsideSupport {
+                    position: k + first_arg,
+                    function: fname.into(),
+                    role: lowercase_first(p.name),
+                    value: format!("`{name}` = {}", crate::words::shown_zero(v)),
+                    support: support.into(),
+                    example: example.into(),
+                    span: a.span,
+                    declared: Some(init),
                 });
                 continue;
             }
@@ -342,6 +360,15 @@ impl<'p> Checker<'p> {
 }
 
 /// The value of a numeric literal, possibly negated (`-1`, `+0.5`); `None` for anything else.
+impl Checker<'_> {
+    /// The value of `name` when the declaration in scope set it to a literal and nothing in
+    /// the program assigns to it (`real s = 0;`), with the initialiser's span.
+    pub(super) fn constant_of(&self, name: &str) -> Option<(Span, f64)> {
+        let (decl, init, v) = self.constants.get(name)?;
+        (self.scopes.lookup(name)?.decl_span == *decl).then_some((*init, *v))
+    }
+}
+
 pub(super) fn literal_value(e: &Expr) -> Option<f64> {
     match &e.kind {
         ExprKind::IntLit(n) => Some(*n as f64),

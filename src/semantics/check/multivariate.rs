@@ -83,6 +83,7 @@ impl Checker<'_> {
                     support: "positive".into(),
                     example: "2".into(),
                     span: a.span,
+                    declared: None,
                 });
             }
         }

@@ -168,13 +168,18 @@ fn literals() {
     assert_eq!(ex("[a, b]"), "[a b]");
     assert_eq!(ex("[[1, 2], [3, 4]]"), "[[1 2] [3 4]]");
     assert_eq!(ex("{a, b}"), "{a b}");
-    assert_eq!(ex("9223372036854775807"), "9223372036854775807");
-    let err = parse_expression("9223372036854775808", 0).unwrap_err();
-    assert!(
-        matches!(err, SyntaxError::IntegerTooLarge { .. }),
-        "{err:?}"
-    );
-    assert_eq!(err.span(), Span::new(0, 0, 19));
+    // `int` is 32-bit, as in Stan
+    assert_eq!(ex("2147483647"), "2147483647");
+    for (text, end) in [("2147483648", 10), ("9223372036854775808", 19)] {
+        let err = parse_expression(text, 0).unwrap_err();
+        assert!(
+            matches!(err, SyntaxError::IntegerTooLarge { .. }),
+            "{err:?}"
+        );
+        assert_eq!(err.span(), Span::new(0, 0, end));
+    }
+    let err = parse_expression("2e400", 0).unwrap_err();
+    assert!(matches!(err, SyntaxError::RealTooLarge { .. }), "{err:?}");
 }
 
 #[test]

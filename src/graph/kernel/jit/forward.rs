@@ -16,6 +16,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use super::super::run::NONE;
 use super::super::{Cmp, IOp, Kernel, Op, Seg, Test};
 use super::{B, U, bin_shim, powf_shim, un_shim};
+use crate::syntax::ast::{INT_MAX, INT_MIN};
 
 /// The generator of one loop body's forward pass.
 pub(in super::super) struct Gen<'a> {
@@ -288,6 +289,16 @@ impl Gen<'_> {
             b.ins().brif(ok, cont, &[], fail, &[]);
             b.switch_to_block(cont);
         };
+        // Fails unless `v` is a value of the 32-bit `int` (the interpreter re-runs and reports
+        // the overflow, as for an overflow of the 64-bit registers).
+        let check_int = |b: &mut FunctionBuilder, v: Value| {
+            let lo = b
+                .ins()
+                .icmp_imm(IntCC::SignedGreaterThanOrEqual, v, INT_MIN);
+            let hi = b.ins().icmp_imm(IntCC::SignedLessThanOrEqual, v, INT_MAX);
+            let ok = b.ins().band(lo, hi);
+            check(b, ok);
+        };
         // The 0-based offset of 1-based index register `i` into container `k`, checked.
         let index = |b: &mut FunctionBuilder, i: u32, k: CView| -> Value {
             let i = b.use_var(r(i));
@@ -477,6 +488,7 @@ impl Gen<'_> {
                             };
                             let ok = b.ins().icmp_imm(IntCC::Equal, of, 0);
                             check(&mut b, ok);
+                            check_int(&mut b, v);
                             v
                         }
                         IOp::Div | IOp::Mod => {
@@ -488,11 +500,13 @@ impl Gen<'_> {
                             let bad = b.ins().band(xm, ym);
                             let ok = b.ins().icmp_imm(IntCC::Equal, bad, 0);
                             check(&mut b, ok);
-                            if let IOp::Div = f {
+                            let v = if let IOp::Div = f {
                                 b.ins().sdiv(x, y)
                             } else {
                                 b.ins().srem(x, y)
-                            }
+                            };
+                            check_int(&mut b, v);
+                            v
                         }
                         IOp::Min => b.ins().smin(x, y),
                         IOp::Max => b.ins().smax(x, y),
@@ -508,6 +522,7 @@ impl Gen<'_> {
                     } else {
                         b.ins().iabs(x)
                     };
+                    check_int(&mut b, v);
                     b.def_var(r(d), v);
                 }
                 Op::IMov(d, x) => {
