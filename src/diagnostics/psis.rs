@@ -154,8 +154,8 @@ fn gpd_quantile(p: f64, k: f64, sigma: f64) -> f64 {
     }
 }
 
-/// Log ratios whose range is below this fraction of their magnitude (at least 1) are
-/// constant to rounding: k̂ is undefined and the weights equal ([`psis`]).
+/// Log ratios whose range is below this fraction of their magnitude (at least 1, at most 10⁶)
+/// are constant to rounding: k̂ is undefined and the weights equal ([`psis`]).
 pub const ROUNDING_SPREAD: f64 = 1e-9;
 
 /// PSIS diagnostic and smoothing of importance log ratios log r_s = L(ζ_s) − log q(ζ_s) of S iid
@@ -185,7 +185,10 @@ pub fn psis(log_ratios: &[f64]) -> Result<Psis, DiagnosticsError> {
     // noise of ~1e-14 relative, and a Pareto fit to that noise returned k̂ = ∞ at one seed
     // and −0.94 at another. A spread below 1e-9 of the values' magnitude changes no weight
     // beyond its ninth digit.
-    if max - min <= ROUNDING_SPREAD * max.abs().max(min.abs()).max(1.0) {
+    // The magnitude is capped at 10⁶ (a spread of at most 10⁻³ nats): log ratios of 10²⁰⁰
+    // come from a q far out in the tails, where a relative spread of 10⁻²⁰ is still 10¹⁸⁰
+    // nats between weights, not rounding (variational Laplace on eight schools, measured).
+    if max - min <= ROUNDING_SPREAD * max.abs().max(min.abs()).clamp(1.0, 1e6) {
         return Ok(raw(KHat::Undefined, s as f64));
     }
     // Step 4: shift, sort, tail and cutoff.
@@ -298,6 +301,10 @@ mod tests {
         assert_eq!(p.ess, 1000.0);
         // a real spread of 1e-6 nats is still fitted
         let lr: Vec<f64> = grid(1000).iter().map(|p| -30.5 + 1e-6 * p).collect();
+        assert_ne!(psis(&lr).unwrap().khat, KHat::Undefined);
+        // huge log ratios that differ by 10¹⁹⁰ nats are not "equal to rounding" however small
+        // their relative spread (a q far out in the tails)
+        let lr: Vec<f64> = grid(1000).iter().map(|p| -1e200 + 1e190 * p).collect();
         assert_ne!(psis(&lr).unwrap().khat, KHat::Undefined);
     }
 

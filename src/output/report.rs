@@ -353,7 +353,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             )
         }
         fit::Method::Ngbbvi => format!(
-            "method = ngbbvi (mean-field Gaussian, score function, split control variates, {:?} Fisher, Adam, start: {}); {dims}; S = {}; lr = {} (1/t after {}); max_iter = {}; seed = {}",
+            "method = ngbbvi (mean-field Gaussian, score function, split control variates, {:?} Fisher, Adam, start: {}); {dims}; S = {}; lr = {} (1/t once the ELBO stops rising, after {} at the earliest); max_iter = {}; seed = {}",
             o.ngbbvi.fisher,
             vi_start_text(o, d),
             o.ngbbvi.mc_samples,
