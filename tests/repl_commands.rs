@@ -464,14 +464,14 @@ fn settings_lines_and_elbo_traces_match_the_method() {
     let o = ok(&mut s, ":fit fixed_param --seed 1 --samples 3 as fp");
     let first = o.lines().next().unwrap();
     assert!(
-        first.starts_with("fp: fixed_param on d = 2 (parameters fixed")
+        first.starts_with("fp: method = fixed_param (parameters fixed")
             && first.contains("4 chains × 3 draws")
             && !first.contains("warmup"),
         "{o}"
     );
     let o = ok(&mut s, ":fit optimize --algorithm newton --seed 1 as opt");
     assert!(
-        o.starts_with("opt: optimize on d = 2, Newton + Newton polish"),
+        o.starts_with("opt: method = optimize (Newton + Newton polish"),
         "{o}"
     );
     // :elbo reads QNVB's trace too, and names the fits it applies to
@@ -521,7 +521,7 @@ fn mh_above_its_dimension_limit_fails_before_the_settings_line() {
         e.starts_with("error: mh failed: the model has d = 51 unconstrained parameters"),
         "{e}"
     );
-    assert!(!e.contains("mh on d = 51"), "{e}");
+    assert!(!e.contains("method = mh"), "{e}");
     assert!(s.fits().is_empty());
 }
 

@@ -31,8 +31,8 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text, optimizer_name,
-    vi_diagnostics_text,
+    fit_preamble, hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text,
+    optimizer_name, vi_diagnostics_text,
 };
 use crate::output::summary::{self, format_sig};
 use crate::pipeline::{self, Checked, Failure};

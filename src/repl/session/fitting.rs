@@ -147,7 +147,8 @@ impl Session {
             out.is_error = true;
             return out;
         }
-        let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
+        // the same lines as `bayesc fit` prints (one shared function), after the fit's name
+        let _ = write!(out.text, "{name}: {}", fit_preamble(&options, model));
         for u in &unused {
             let _ = writeln!(
                 out.text,
