@@ -243,7 +243,10 @@ fn every_error_keeps_the_session_alive() {
     let short = dir.path().join("short.csv");
     std::fs::write(&short, cut).unwrap();
     let missing = err(&mut s, &format!(":data {}", short.display()));
-    assert!(missing.contains("inc"), "{missing}");
+    assert!(
+        missing.contains("inc") && missing.contains("so they were not bound; no data are bound"),
+        "{missing}"
+    );
     assert!(err(&mut s, ":fit qbvi --seed 1").contains("inc"));
     ok(
         &mut s,

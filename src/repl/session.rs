@@ -94,7 +94,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":data",
         "FILE...",
-        "use these CSV/JSON data files (replaces the previous ones)",
+        "bind these CSV/JSON data files in place of the previous ones if they fit the current model (if not, they are refused and the previous ones kept)",
     ),
     (":show", "", "print the current model with line numbers"),
     (

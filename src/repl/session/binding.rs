@@ -115,25 +115,71 @@ impl Session {
         self.model = Some(m);
         self.compiled = None;
         let mut out = Output::ok(text);
-        if !self.data.is_empty() {
-            self.try_compile(&mut out);
+        // A model that checks is always installed, even when the bound data do not fit it:
+        // refusing it would leave no way to switch to a model with other data (`:data` checks
+        // new data against the current model). The data stay bound; the note says what to do.
+        if !self.data.is_empty()
+            && let Err(why) = self.compile_current()
+        {
+            out.text.push_str(&why);
+            let name = &self.model.as_ref().expect("installed above").name;
+            let _ = writeln!(
+                out.text,
+                "note: {name} is loaded as the current model, but the data bound from {} do not \
+                 fit it (above); they stay bound until `:data FILE...` binds data that fit it, \
+                 and `:fit` needs those",
+                self.data_list()
+            );
         }
         out
     }
 
-    /// Compiles the current model with the current data; appends errors to `out`.
-    pub(super) fn try_compile(&mut self, out: &mut Output) -> bool {
+    /// The bound data files, comma-separated, as given to `:data`.
+    fn data_list(&self) -> String {
+        let list: Vec<String> = self
+            .data_paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        list.join(", ")
+    }
+
+    /// Compiles the current model with the bound data into `compiled`. Errors: the rendered
+    /// diagnostics of why the data do not fit the model (`compiled` is then cleared).
+    fn compile_current(&mut self) -> Result<(), String> {
         let Some(m) = &self.model else {
-            return false;
+            return Err(String::new());
         };
         match pipeline::compile(&m.checked, &self.sources, &self.data) {
             Ok(model) => {
                 self.compiled = Some(model);
-                true
+                Ok(())
             }
             Err(f) => {
                 self.compiled = None;
-                out.text.push_str(&self.render(f));
+                Err(self.render(f))
+            }
+        }
+    }
+
+    /// Compiles the current model with the bound data; appends the errors to `out`, marked as
+    /// an error, with a note naming the data files and how to bind others.
+    pub(super) fn try_compile(&mut self, out: &mut Output) -> bool {
+        match self.compile_current() {
+            Ok(()) => true,
+            Err(why) => {
+                out.text.push_str(&why);
+                if let Some(m) = &self.model
+                    && !self.data.is_empty()
+                {
+                    let _ = writeln!(
+                        out.text,
+                        "note: the data bound from {} do not fit {}; bind data that fit it with \
+                         `:data FILE...`",
+                        self.data_list(),
+                        m.name
+                    );
+                }
                 out.is_error = true;
                 false
             }
@@ -176,31 +222,76 @@ impl Session {
         }
     }
 
+    /// `:data FILE...`: binds the files' data when they fit the current model (or when there
+    /// is no model yet to check them against). Data that cannot be read or do not fit the model
+    /// are refused with the reason, and the data bound before stay bound (the error says so).
     pub(super) fn set_data(&mut self, files: &[&str]) -> Output {
         if files.is_empty() {
             if self.data_paths.is_empty() {
                 return Output::ok("no data files (use :data FILE...)");
             }
-            let list: Vec<String> = self
-                .data_paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            return Output::ok(format!("data: {}", list.join(", ")));
+            return Output::ok(format!("data: {}", self.data_list()));
         }
         let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
+        let listed = files.join(", ");
         let data = match pipeline::load_data(&paths) {
             Ok(d) => d,
-            Err(f) => return Output::error(self.render(f)),
+            Err(f) => {
+                let mut text = self.render(f);
+                text.push_str(&self.kept_data_note(None));
+                return Output::error(text);
+            }
         };
-        self.data = data;
-        self.data_paths = paths;
-        self.compiled = None;
-        let mut out = Output::ok(format!("data: {}", files.join(", ")));
-        if self.model.is_some() && self.try_compile(&mut out) {
-            out.text.push_str("the data fit the model\n");
+        let Some(m) = &self.model else {
+            self.data = data;
+            self.data_paths = paths;
+            self.compiled = None;
+            return Output::ok(format!(
+                "data: {listed}
+(no model yet: they are checked when a model is loaded)"
+            ));
+        };
+        match pipeline::compile(&m.checked, &self.sources, &data) {
+            Ok(model) => {
+                self.data = data;
+                self.data_paths = paths;
+                self.compiled = Some(model);
+                Output::ok(format!(
+                    "data: {listed}
+the data fit the model"
+                ))
+            }
+            Err(f) => {
+                let mut text = self.render(f);
+                let why = format!("the data in {listed} do not fit the model {}", m.name);
+                text.push_str(&self.kept_data_note(Some(&why)));
+                Output::error(text)
+            }
         }
-        out
+    }
+
+    /// The note after refused `:data` files — `misfit` says how they do not fit the model,
+    /// `None` when they could not be read: they were not bound, and which data stay bound (with
+    /// whether those fit the current model) or that none are; for a misfit, how to bind data for
+    /// another model.
+    fn kept_data_note(&self, misfit: Option<&str>) -> String {
+        let kept = if self.data.is_empty() {
+            "no data are bound".to_string()
+        } else if self.model.is_some() && self.compiled.is_none() {
+            format!(
+                "kept the previous data from {}, which do not fit this model either",
+                self.data_list()
+            )
+        } else {
+            format!("kept the previous data from {}", self.data_list())
+        };
+        match misfit {
+            None => format!("note: nothing was bound; {kept}\n"),
+            Some(why) => format!(
+                "note: {why}, so they were not bound; {kept}\n  help: to use them with another \
+                 model, `:load` (or type) that model first, then `:data` them\n"
+            ),
+        }
     }
 
     pub(super) fn show(&self) -> Output {

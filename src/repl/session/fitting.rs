@@ -26,6 +26,10 @@ impl Session {
                 }
                 return r;
             }
+            // reloaded, but the bound data do not fit the new version: said once, by the reload
+            if !r.text.is_empty() && self.compiled.is_none() && !self.data.is_empty() {
+                return Output::error(r.text);
+            }
             prefix = r.text;
         }
         // `as NAME` at the end
