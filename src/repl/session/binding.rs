@@ -192,9 +192,17 @@ impl Session {
                 "error: the model text is incomplete (unbalanced braces or an open comment)",
             );
         }
-        if self.typed_rank.is_none_or(|r| rank <= r) {
+        // a block that cannot continue the typed text begins a new model; when another model
+        // is current, the answer says that the new one replaces it (never in silence)
+        let restart = self.typed_rank.is_none_or(|r| rank <= r);
+        let replaced = if restart {
             self.typed.clear();
-        }
+            self.model
+                .as_ref()
+                .map(|m| replaced_model(m, rank, self.typed_rank))
+        } else {
+            None
+        };
         if !self.typed.is_empty() {
             self.typed.push('\n');
         }
@@ -204,20 +212,32 @@ impl Session {
             Ok(checked) => {
                 // the last block of the accumulated text decides where the next one may go
                 self.typed_rank = Some(rank);
-                self.set_model(CurrentModel {
+                let mut out = self.set_model(CurrentModel {
                     text: source,
                     name: "<repl>".into(),
                     path: None,
                     mtime: None,
                     checked,
-                })
+                });
+                if let Some((old, why)) = replaced {
+                    let _ = writeln!(out.text, "note: the typed model replaces {old} ({why})");
+                }
+                out
             }
             Err(f) => {
                 // keep earlier blocks only if they were fine on their own
                 let mut t = self.typed.clone();
                 t.truncate(t.len() - text.len());
                 self.typed = t.trim_end().to_string();
-                Output::error(self.render(f))
+                let mut text = self.render(f);
+                if let Some((old, why)) = replaced {
+                    let _ = writeln!(
+                        text,
+                        "note: the typed text began a new model ({why}), which does not check; \
+                         {old} is still the current model"
+                    );
+                }
+                Output::error(text)
             }
         }
     }
@@ -305,4 +325,30 @@ the data fit the model"
         }
         Output::ok(s)
     }
+}
+
+/// How a note names the current model `m` that typed text replaces — `the model loaded from
+/// PATH` or `the model typed before` — and why a typed block of `rank` (index into
+/// [`BLOCK_KEYWORDS`]) begins a new model rather than continuing the typed text, whose last
+/// block had rank `last` (`None`: another input came between, or nothing was typed).
+fn replaced_model(m: &CurrentModel, rank: usize, last: Option<usize>) -> (String, String) {
+    if let Some(p) = &m.path {
+        return (
+            format!("the model loaded from {}", p.display()),
+            "typed blocks begin a model of their own and never add to a loaded file; to change \
+             the file, edit it and `:reload`"
+                .to_string(),
+        );
+    }
+    let why = match last {
+        Some(r) => format!(
+            "a `{}` block cannot follow `{}`, so it begins a new model; blocks typed in order \
+             add to one",
+            BLOCK_KEYWORDS[rank], BLOCK_KEYWORDS[r]
+        ),
+        None => "blocks typed after a command or an expression begin a new model; blocks typed \
+                 one after another add to one"
+            .to_string(),
+    };
+    ("the model typed before".to_string(), why)
 }

@@ -20,7 +20,8 @@ pub(super) fn help_text() -> String {
     }
     s.push_str(
         "\nmodel text: a line starting with a block keyword (data, parameters, model, …) begins a\n\
-         model; it continues until the braces balance, and consecutive blocks form the current model.\n\
+         model; it continues until the braces balance, and consecutive blocks form the current model\n\
+         (a typed model replaces a loaded one, with a note; blocks typed after a command begin anew).\n\
          A line starting with a command (`:fit`, `:q`, …) ends an unfinished entry, which is reported.\n\
          expressions: anything else is evaluated per draw of the last fit, e.g. `mean(beta[1] < 0)`,\n\
          `quantile(alpha, 0.9)`, `sd(alpha + beta[2])`, `median(exp(alpha))`; a bare expression\n\
