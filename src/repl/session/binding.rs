@@ -4,6 +4,8 @@
 use super::*;
 
 impl Session {
+    /// `:load FILE`: checks the file and installs it as the current model ([`Self::set_model`]);
+    /// a file that cannot be read or does not check leaves the current model, and says so.
     pub(super) fn load(&mut self, path: &Path) -> Output {
         let checked = match pipeline::check_file(&mut self.sources, path) {
             Ok(c) => c,
@@ -57,6 +59,9 @@ impl Session {
         })
     }
 
+    /// `:reload` (and the check before `:fit`, `quiet_if_unchanged`: nothing happens when the
+    /// file's modification time is unchanged): loads the current model's file again, or with
+    /// no current model the file of the last failed `:load`.
     pub(super) fn reload(&mut self, quiet_if_unchanged: bool) -> Output {
         let path = match &self.model {
             Some(m) => m.path.clone(),
@@ -81,7 +86,8 @@ impl Session {
         out
     }
 
-    /// Installs a checked model; compiles it when data is loaded.
+    /// Installs a checked model; compiles it when data are bound (data that do not fit it are
+    /// reported with a note, and stay bound; the model is installed all the same).
     pub(super) fn set_model(&mut self, m: CurrentModel) -> Output {
         self.failed_load = None;
         let p = &m.checked.program;
@@ -186,6 +192,10 @@ impl Session {
         }
     }
 
+    /// Model text typed at the prompt, a block of `rank` (index into [`BLOCK_KEYWORDS`]): added
+    /// to the blocks typed before it when it may follow them, else the start of a new typed
+    /// model; the accumulated text is checked and installed, with a note when it replaces
+    /// another model.
     pub(super) fn model_text(&mut self, text: &str, rank: usize) -> Output {
         if !parser::input_is_complete(text) {
             return Output::error(
@@ -314,6 +324,7 @@ the data fit the model"
         }
     }
 
+    /// `:show`: the current model's text with line numbers.
     pub(super) fn show(&self) -> Output {
         let Some(m) = &self.model else {
             return Output::error("error: no model yet (use :load FILE or type a model)");
