@@ -5,7 +5,7 @@
 //! `:help COMMAND`, and clear errors for `:fit … as` without one name, `:save FIT` without a
 //! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
 //! algorithm), `:elbo` of a QNVB fit, a fit's name given to `:plot`, and MH above its
-//! dimension limit refused before the settings line.
+//! dimension limit refused before the settings line; `to_int` in a posterior expression.
 
 use bayesc::repl::Session;
 
@@ -464,14 +464,14 @@ fn settings_lines_and_elbo_traces_match_the_method() {
     let o = ok(&mut s, ":fit fixed_param --seed 1 --samples 3 as fp");
     let first = o.lines().next().unwrap();
     assert!(
-        first.starts_with("fp: fixed_param on d = 2 (parameters fixed")
+        first.starts_with("fp: method = fixed_param (parameters fixed")
             && first.contains("4 chains × 3 draws")
             && !first.contains("warmup"),
         "{o}"
     );
     let o = ok(&mut s, ":fit optimize --algorithm newton --seed 1 as opt");
     assert!(
-        o.starts_with("opt: optimize on d = 2, Newton + Newton polish"),
+        o.starts_with("opt: method = optimize (Newton + Newton polish"),
         "{o}"
     );
     // :elbo reads QNVB's trace too, and names the fits it applies to
@@ -521,6 +521,36 @@ fn mh_above_its_dimension_limit_fails_before_the_settings_line() {
         e.starts_with("error: mh failed: the model has d = 51 unconstrained parameters"),
         "{e}"
     );
-    assert!(!e.contains("mh on d = 51"), "{e}");
+    assert!(!e.contains("method = mh"), "{e}");
     assert!(s.fits().is_empty());
+}
+
+/// The number after `= ` in an expression's answer (`mean(mu > 0) = 0.6930  (MCSE …`).
+fn answer(text: &str) -> f64 {
+    let rest = text.split(" = ").nth(1).unwrap_or_else(|| panic!("{text}"));
+    rest.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// `to_int` in a posterior expression truncates each draw toward zero, as in a model: the
+/// share of draws with `to_int(mu) == 0` is the share with -1 < mu < 1, and `to_int(mu) == -1`
+/// the share with -2 < mu ≤ -1. A value outside the int range is the model's error.
+#[test]
+fn to_int_in_a_posterior_expression_truncates_toward_zero() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let zero = answer(&ok(&mut s, "mean(to_int(mu) == 0)"));
+    assert_eq!(zero, answer(&ok(&mut s, "mean(mu > -1 && mu < 1)")));
+    let minus = answer(&ok(&mut s, "mean(to_int(mu) == -1)"));
+    assert_eq!(minus, answer(&ok(&mut s, "mean(mu > -2 && mu <= -1)")));
+    // mu ~ N(1, 2): both shares are well away from 0 and 1
+    assert!(
+        zero > 0.2 && zero < 0.6 && minus > 0.05 && minus < 0.3,
+        "{zero} {minus}"
+    );
+    let e = err(&mut s, "mean(to_int(mu * 1e10) > 0)");
+    assert!(
+        e.contains("is not in the range of int (-2147483648 to 2147483647)")
+            && e.contains("(the first draw where it fails)"),
+        "{e}"
+    );
 }

@@ -1,7 +1,8 @@
 //! A failed `:load` in the REPL keeps the current model loaded and says so; the next `:fit`
 //! names the model it fits (issue 13, item 9, asked that it never fit the previous model
 //! without a word). A model file broken on disk is not fitted in its old form. A path with
-//! spaces is given in quotes.
+//! spaces is given in quotes. Model text typed after a `:load` says that it replaces the loaded
+//! model.
 
 use bayesc::repl::Session;
 
@@ -200,4 +201,87 @@ fn a_path_with_spaces_loads_in_quotes() {
     let o = s.execute(&format!(":save q \"{}\"", out.display()));
     assert!(!o.is_error, "{}", o.text);
     assert!(out.exists());
+}
+
+/// Model text typed after a `:load` begins a model of its own (typed blocks never add to a
+/// loaded file): the answer says that it replaces the loaded model, and a typed block that does
+/// not check on its own says that the loaded model is still current. Between typed models the
+/// same is said, with the reason the new block began a new model.
+#[test]
+fn a_model_typed_after_a_load_says_that_it_replaces_the_loaded_one() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = dir.path().join("m.bayes");
+    std::fs::write(
+        &file,
+        "parameters { real mu; }\nmodel { mu ~ normal(5, 1); }\n",
+    )
+    .unwrap();
+    let mut s = Session::new();
+    s.set_progress(false);
+    assert!(!s.execute(&format!(":load {}", file.display())).is_error);
+    // a lone model block, as if to change the file's prior: it does not check on its own
+    let o = s.execute("model { mu ~ normal(0, 1); }");
+    assert!(o.is_error, "{}", o.text);
+    assert!(
+        o.text.contains("undeclared variable `mu`")
+            && o.text.contains(&format!(
+                "note: the typed text began a new model (typed blocks begin a model of their own \
+                 and never add to a loaded file; to change the file, edit it and `:reload`), \
+                 which does not check; the model loaded from {} is still the current model",
+                file.display()
+            )),
+        "{}",
+        o.text
+    );
+    assert!(s.execute(":show").text.contains("normal(5, 1)"));
+    // a whole typed model replaces it, said once, at its first block
+    let o = s.execute("parameters { real mu; }");
+    assert!(!o.is_error, "{}", o.text);
+    assert!(
+        o.text.contains(&format!(
+            "note: the typed model replaces the model loaded from {} (typed blocks begin a model \
+             of their own",
+            file.display()
+        )),
+        "{}",
+        o.text
+    );
+    let o = s.execute("model { mu ~ normal(0, 1); }");
+    assert!(!o.is_error && !o.text.contains("note:"), "{}", o.text);
+    assert!(s.execute(":show").text.starts_with("// <repl>\n"));
+    assert!(!s.execute(":fit qbvi --seed 1").is_error);
+    assert_eq!(s.fits()[0].model_name, "<repl>");
+    let mean = s.execute("mean(mu)").text;
+    let mu: f64 = mean
+        .split(" = ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(mu.abs() < 0.15, "{mean}");
+    // after a command, a typed block begins a new model too
+    let o = s.execute("parameters { real nu; }");
+    assert!(
+        !o.is_error
+            && o.text.contains(
+                "note: the typed model replaces the model typed before (blocks typed after a \
+                 command or an expression begin a new model"
+            ),
+        "{}",
+        o.text
+    );
+    s.execute("model { nu ~ normal(0, 1); }");
+    // a block out of order begins a new model, with the reason
+    let o = s.execute("data { int N; }");
+    assert!(
+        o.text.contains(
+            "note: the typed model replaces the model typed before (a `data` block cannot follow \
+             `model`, so it begins a new model"
+        ),
+        "{}",
+        o.text
+    );
 }

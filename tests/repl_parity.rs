@@ -1,7 +1,9 @@
 //! The REPL's `:fit` and `bayesc fit` give the same fit for the same model, data, method,
 //! options and seed: an IVON fit of the labour example from a random start (`--random-init`,
 //! seed 1) writes the same draws and reports the same ELBO in both. (The REPL used to leave out
-//! full-batch IVON's plan of all N rows, so its λ was not N and the fit blew up.)
+//! full-batch IVON's plan of all N rows, so its λ was not N and the fit blew up.) `:fit` prints
+//! `bayesc fit`'s settings line: QBVI's gradient estimator, the imputed entries and MH's length
+//! chosen in rounds are said in both.
 
 mod common;
 
@@ -101,4 +103,100 @@ fn ivon_from_a_random_start_is_the_same_fit_in_the_repl_and_the_cli() {
     assert_eq!(cli_draws, repl_draws, "the draws differ");
     let alpha = column_mean(&repl_draws, "alpha");
     assert!((2.6..3.0).contains(&alpha), "mean of alpha {alpha}");
+}
+
+/// The lines before the fit's result: `bayesc fit`'s first `n` lines of output, and the REPL's
+/// first `n` lines with the fit's name (`fit1: `) taken off the first.
+fn preambles(cli_args: &[&str], repl: &[String], n: usize) -> (String, String) {
+    let cli = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .args(cli_args)
+        .output()
+        .unwrap();
+    let cli_text = String::from_utf8_lossy(&cli.stdout).to_string();
+    assert_eq!(cli.status.code(), Some(0), "{cli_text}");
+    let mut s = Session::new();
+    s.set_progress(false);
+    let mut last = String::new();
+    for input in repl {
+        let o = s.execute(input);
+        assert!(!o.is_error, "{input}: {}", o.text);
+        last = o.text;
+    }
+    let head = |t: &str| t.lines().take(n).collect::<Vec<_>>().join("\n");
+    let repl_head = head(&last);
+    let repl_head = repl_head
+        .strip_prefix("fit1: ")
+        .unwrap_or_else(|| panic!("no `fit1: ` before the settings line:\n{last}"))
+        .to_string();
+    (head(&cli_text), repl_head)
+}
+
+/// `:fit` prints `bayesc fit`'s settings line (one shared function): QBVI's gradient estimator
+/// is named (the REPL used to leave it out), and so are the parameters that impute missing data.
+#[test]
+fn the_settings_line_names_the_gradient_estimator_and_the_imputed_entries_as_the_cli_does() {
+    let (model, data) = (
+        path("examples/missing_data/model.bayes"),
+        path("examples/missing_data/data.csv"),
+    );
+    let options = "qbvi --estimator gradient --max-iter 300 --seed 1";
+    let mut cli_args = vec![model.as_str(), "--data", data.as_str(), "--method"];
+    cli_args.extend(options.split(' '));
+    let (cli, repl) = preambles(
+        &cli_args,
+        &[
+            format!(":load {model}"),
+            format!(":data {data}"),
+            format!(":fit {options}"),
+        ],
+        2,
+    );
+    assert_eq!(cli, repl);
+    assert!(
+        repl.contains(
+            ", gradient estimator (Bonnet/Price identities; --estimator score for the paper's)"
+        ) && repl.contains("\nimputed: x has 44 missing entries, fitted as x_missing[1..44]"),
+        "{repl}"
+    );
+}
+
+/// MH at d ≤ 50 chooses its length in rounds; `:fit mh` says so as `bayesc fit` does (it used
+/// to show the first round's 2000 draws as if fixed), and with `--samples` the fixed length.
+#[test]
+fn the_mh_settings_line_shows_the_length_that_is_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.bayes");
+    std::fs::write(
+        &model,
+        "parameters { real mu; real<lower=0> sigma; }\n\
+         model { mu ~ normal(1, 2); sigma ~ lognormal(0, 0.5); }\n",
+    )
+    .unwrap();
+    let model = model.display().to_string();
+    for (options, length) in [
+        (
+            "mh --seed 1",
+            "4 chains × (2000 warmup + draws until mixed: 2000 in the first round, at most 20000; \
+             the length kept is printed after the run)",
+        ),
+        (
+            "mh --seed 1 --samples 300",
+            "4 chains × (2000 warmup + 300 draws)",
+        ),
+    ] {
+        let mut cli_args = vec![model.as_str(), "--method"];
+        cli_args.extend(options.split(' '));
+        let (cli, repl) = preambles(
+            &cli_args,
+            &[format!(":load {model}"), format!(":fit {options}")],
+            1,
+        );
+        assert_eq!(cli, repl);
+        assert!(
+            repl.starts_with("method = mh; d = 2 unconstrained parameters; ")
+                && repl.contains(length),
+            "{repl}"
+        );
+    }
 }

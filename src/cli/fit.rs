@@ -15,7 +15,7 @@ use crate::output::fit_files::{
     check_output_folders, place_in_output_dir, write_elbo, write_outputs,
 };
 use crate::output::progress::DelayedBar;
-use crate::output::report::{mcmc_text, optimize_text, settings_line, vi_diagnostics_text_with};
+use crate::output::report::{fit_preamble, mcmc_text, optimize_text, vi_diagnostics_text_with};
 use crate::output::stan_stream::ChainFiles;
 use crate::output::summary;
 use crate::pipeline;
@@ -109,10 +109,7 @@ pub fn run(mut args: FitArgs) -> i32 {
         return super::EXIT_ERROR;
     }
     if !args.quiet {
-        println!("{}", settings_line(&options, model.dim()));
-        if let Some(note) = crate::output::report::imputed_note(&model.imputed_entries()) {
-            println!("{note}");
-        }
+        print!("{}", fit_preamble(&options, &model));
     }
 
     // Ctrl-C stops the fit at its next iteration; the draws made so far are reported, marked

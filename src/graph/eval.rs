@@ -25,7 +25,7 @@ mod multivariate;
 mod ode;
 mod stmt;
 
-pub use call::{append_row, check_shape};
+pub use call::{append_row, check_shape, to_int_value};
 
 /// A fault with the span of the statement where it happened.
 #[derive(Clone, Debug)]

@@ -74,6 +74,20 @@ pub fn smoothed_elbo_text(best: f64) -> String {
     }
 }
 
+/// What `bayesc fit` and the REPL's `:fit` both print before a fit runs, each line ending in a
+/// newline: the settings line ([`settings_line`], at the model's dimension) and, when data
+/// entries are missing, the note naming the parameters that impute them ([`imputed_note`]).
+pub fn fit_preamble(o: &FitOptions, model: &crate::graph::Model) -> String {
+    use crate::inference::LogDensity;
+    let mut text = settings_line(o, model.dim());
+    text.push('\n');
+    if let Some(note) = imputed_note(&model.imputed_entries()) {
+        text.push_str(&note);
+        text.push('\n');
+    }
+    text
+}
+
 /// One line naming the method and its settings (`d`: the number of unconstrained parameters).
 pub fn settings_line(o: &FitOptions, d: usize) -> String {
     let mut line = method_settings(o, d);

@@ -4,6 +4,7 @@
 
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 
+use crate::graph::eval::to_int_value;
 use crate::inference::Draws;
 use crate::semantics::names::best_match;
 use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp};
@@ -91,6 +92,7 @@ pub const UNARY_FUNCTIONS: &[&str] = &[
     "ceil",
     "round",
     "step",
+    "to_int",
 ];
 
 /// Elementwise functions of two arguments the evaluator knows.
@@ -359,6 +361,25 @@ impl Evaluator<'_> {
         }
     }
 
+    /// Stan's `to_int` at every draw (`graph::eval::to_int_value`: truncation toward zero);
+    /// a draw that is NaN or outside the `int` range is the model's error, with where it is.
+    fn to_int(&self, values: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+        let n = self.draws.n_draws().max(1);
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| {
+                to_int_value(x).map_err(|m| {
+                    ExprError::new(m, span).help(format!(
+                        "at draw {} of chain {} (the first draw where it fails)",
+                        i % n + 1,
+                        i / n + 1
+                    ))
+                })
+            })
+            .collect()
+    }
+
     fn eval(&self, e: &Expr) -> Result<Vec<f64>, ExprError> {
         let n = self.len();
         match &e.kind {
@@ -437,6 +458,9 @@ impl Evaluator<'_> {
                     ));
                 }
                 let a = self.eval(&args[0])?;
+                if f == "to_int" {
+                    return self.to_int(a, e.span);
+                }
                 if arity == 1 {
                     Ok(a.into_iter().map(|x| unary(f, x)).collect())
                 } else {
@@ -491,6 +515,44 @@ mod tests {
         assert_eq!(v, vec![vec![-1.0, 1.0], vec![1.0, 1.0]]);
         let (_, v) = run("pow(alpha, 2) - -1").unwrap();
         assert_eq!(v[1], vec![26.0, 50.0]);
+    }
+
+    #[test]
+    fn to_int_truncates_toward_zero_at_every_draw() {
+        let (r, v) = run("mean(to_int(beta[2] * 1.3 - 3))").unwrap();
+        assert_eq!(r, Reduction::Mean);
+        // beta[2] = 2, 4, 6, 8: -0.4, 2.2, 4.8, 7.4
+        assert_eq!(v, vec![vec![0.0, 2.0], vec![4.0, 7.0]]);
+        // beta[1] = -1, 0.5, -2, 1: -2.5, 1.25, -5, 2.5 truncate toward zero, not down
+        let (_, v) = run("to_int(beta[1] * 2.5)").unwrap();
+        assert_eq!(v, vec![vec![-2.0, 1.0], vec![-5.0, 2.0]]);
+        assert_eq!(run("to_int(-7)").unwrap().1, vec![vec![-7.0; 2]; 2]);
+    }
+
+    #[test]
+    fn to_int_out_of_range_is_the_models_error_with_its_draw() {
+        // alpha = 1, 3, 5, 7: alpha * 1e9 leaves the int range first at draw 2 of chain 1
+        let e = run("mean(to_int(alpha * 1e9) > 0)").unwrap_err();
+        assert_eq!(
+            e.message,
+            "to_int: 3000000000 is not in the range of int (-2147483648 to 2147483647)"
+        );
+        assert_eq!(
+            e.help.as_deref(),
+            Some("at draw 2 of chain 1 (the first draw where it fails)")
+        );
+        assert_eq!((e.span.start, e.span.end), (5, 24));
+        let e = run("to_int(log(alpha - 5))").unwrap_err();
+        assert!(
+            e.message.starts_with("to_int: NaN is not in the range"),
+            "{e:?}"
+        );
+        assert!(
+            run("to_int(alpha, 2)")
+                .unwrap_err()
+                .message
+                .contains("takes 1 argument")
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod text;
 use text::*;
 
+mod binding;
 mod fitting;
 mod inspect;
 mod plot;
@@ -31,8 +32,8 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text, optimizer_name,
-    vi_diagnostics_text,
+    fit_preamble, hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text,
+    optimizer_name, vi_diagnostics_text,
 };
 use crate::output::summary::{self, format_sig};
 use crate::pipeline::{self, Checked, Failure};
@@ -93,7 +94,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":data",
         "FILE...",
-        "use these CSV/JSON data files (replaces the previous ones)",
+        "bind these CSV/JSON data files in place of the previous ones if they fit the current model (if not, they are refused and the previous ones kept)",
     ),
     (":show", "", "print the current model with line numbers"),
     (
@@ -601,221 +602,6 @@ impl Session {
             }
         }
     }
-
-    // ----- model and data -------------------------------------------------------------------
-
-    fn load(&mut self, path: &Path) -> Output {
-        let checked = match pipeline::check_file(&mut self.sources, path) {
-            Ok(c) => c,
-            Err(f) => {
-                // The current model stays loaded (and compiled): the error says so, and the
-                // next `:fit` says which model it fits.
-                let mut text = self.render(f);
-                let why = if std::fs::read_to_string(path).is_ok() {
-                    "does not check"
-                } else {
-                    "could not be read"
-                };
-                let current = self
-                    .model
-                    .as_ref()
-                    .map(|m| (m.name.clone(), m.path.clone()));
-                match current {
-                    Some((_, Some(p))) if p == path => {
-                        let _ = writeln!(
-                            text,
-                            "note: {} {why}; the version loaded before is still the current model \
-                             (`:fit` re-reads a changed file first, so it fails until the file checks)",
-                            path.display()
-                        );
-                    }
-                    Some((name, _)) => {
-                        let _ = writeln!(
-                            text,
-                            "note: {} {why}; the previous model, {name}, is still loaded",
-                            path.display()
-                        );
-                        self.failed_load = Some(path.to_path_buf());
-                    }
-                    None => {
-                        let _ =
-                            writeln!(text, "note: {} {why}; no model is loaded", path.display());
-                        self.failed_load = Some(path.to_path_buf());
-                    }
-                }
-                return Output::error(text);
-            }
-        };
-        let text = self.sources.text(checked.file).to_string();
-        let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        self.set_model(CurrentModel {
-            name: path.display().to_string(),
-            path: Some(path.to_path_buf()),
-            mtime,
-            text,
-            checked,
-        })
-    }
-
-    fn reload(&mut self, quiet_if_unchanged: bool) -> Output {
-        let path = match &self.model {
-            Some(m) => m.path.clone(),
-            None => self.failed_load.clone(),
-        };
-        let Some(path) = path else {
-            return Output::error(
-                "error: the current model was not loaded from a file (use :load FILE)",
-            );
-        };
-        // (with no current model, the failed :load is retried, never passed over in silence)
-        if quiet_if_unchanged && self.model.is_some() {
-            let now = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-            if now == self.model.as_ref().and_then(|m| m.mtime) {
-                return Output::default();
-            }
-        }
-        let mut out = self.load(&path);
-        if !out.is_error {
-            out.text = format!("reloaded {}\n{}", path.display(), out.text);
-        }
-        out
-    }
-
-    /// Installs a checked model; compiles it when data is loaded.
-    fn set_model(&mut self, m: CurrentModel) -> Output {
-        self.failed_load = None;
-        let p = &m.checked.program;
-        // Typed text arrives block by block: warnings about a program without its `model`
-        // block yet (e.g. "parameter has no prior") would be noise, so they wait for it.
-        let partial = m.path.is_none() && p.block_spans.model.is_none();
-        let mut text: String = if partial {
-            String::new()
-        } else {
-            m.checked
-                .warnings
-                .iter()
-                .map(|d| render_plain(&self.sources, d))
-                .collect()
-        };
-        let names = |v: &[crate::syntax::ast::VarDecl]| {
-            v.iter()
-                .map(|d| d.name.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(
-            text,
-            "model {} ({} lines): data {{{}}}, parameters {{{}}}{}",
-            m.name,
-            m.text.lines().count(),
-            names(&p.data),
-            names(&p.parameters),
-            if partial { " (no model block yet)" } else { "" }
-        );
-        self.model = Some(m);
-        self.compiled = None;
-        let mut out = Output::ok(text);
-        if !self.data.is_empty() {
-            self.try_compile(&mut out);
-        }
-        out
-    }
-
-    /// Compiles the current model with the current data; appends errors to `out`.
-    fn try_compile(&mut self, out: &mut Output) -> bool {
-        let Some(m) = &self.model else {
-            return false;
-        };
-        match pipeline::compile(&m.checked, &self.sources, &self.data) {
-            Ok(model) => {
-                self.compiled = Some(model);
-                true
-            }
-            Err(f) => {
-                self.compiled = None;
-                out.text.push_str(&self.render(f));
-                out.is_error = true;
-                false
-            }
-        }
-    }
-
-    fn model_text(&mut self, text: &str, rank: usize) -> Output {
-        if !parser::input_is_complete(text) {
-            return Output::error(
-                "error: the model text is incomplete (unbalanced braces or an open comment)",
-            );
-        }
-        if self.typed_rank.is_none_or(|r| rank <= r) {
-            self.typed.clear();
-        }
-        if !self.typed.is_empty() {
-            self.typed.push('\n');
-        }
-        self.typed.push_str(text);
-        let source = self.typed.clone();
-        match pipeline::check_source(&mut self.sources, "<repl>", &source) {
-            Ok(checked) => {
-                // the last block of the accumulated text decides where the next one may go
-                self.typed_rank = Some(rank);
-                self.set_model(CurrentModel {
-                    text: source,
-                    name: "<repl>".into(),
-                    path: None,
-                    mtime: None,
-                    checked,
-                })
-            }
-            Err(f) => {
-                // keep earlier blocks only if they were fine on their own
-                let mut t = self.typed.clone();
-                t.truncate(t.len() - text.len());
-                self.typed = t.trim_end().to_string();
-                Output::error(self.render(f))
-            }
-        }
-    }
-
-    fn set_data(&mut self, files: &[&str]) -> Output {
-        if files.is_empty() {
-            if self.data_paths.is_empty() {
-                return Output::ok("no data files (use :data FILE...)");
-            }
-            let list: Vec<String> = self
-                .data_paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            return Output::ok(format!("data: {}", list.join(", ")));
-        }
-        let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
-        let data = match pipeline::load_data(&paths) {
-            Ok(d) => d,
-            Err(f) => return Output::error(self.render(f)),
-        };
-        self.data = data;
-        self.data_paths = paths;
-        self.compiled = None;
-        let mut out = Output::ok(format!("data: {}", files.join(", ")));
-        if self.model.is_some() && self.try_compile(&mut out) {
-            out.text.push_str("the data fit the model\n");
-        }
-        out
-    }
-
-    fn show(&self) -> Output {
-        let Some(m) = &self.model else {
-            return Output::error("error: no model yet (use :load FILE or type a model)");
-        };
-        let width = m.text.lines().count().to_string().len();
-        let mut s = format!("// {}\n", m.name);
-        for (i, l) in m.text.lines().enumerate() {
-            let _ = writeln!(s, "{:>width$} | {l}", i + 1);
-        }
-        Output::ok(s)
-    }
-
-    // ----- fitting --------------------------------------------------------------------------
 }
 
 #[cfg(test)]

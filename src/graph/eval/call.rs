@@ -793,16 +793,22 @@ fn int_total(what: &str, xs: &[f64], start: i128, step: fn(i128, i128) -> Option
     }
 }
 
-/// Stan's `to_int(x)`: `x` truncated toward zero, as an `int` stored in an f64. Errors: a domain
-/// error when `x` is NaN or outside the 32-bit `int` range [-2147483648, 2147483647] (checked
-/// before truncating, as Stan does).
+/// Stan's `to_int(x)` in the model: [`to_int_value`] as a domain error.
 fn to_int(x: f64) -> R<f64> {
+    to_int_value(x).map_err(Fault::domain)
+}
+
+/// Stan's `to_int(x)`: `x` truncated toward zero, as an `int` stored in an f64 (shared by the
+/// model's evaluator and the REPL's posterior expressions). Errors: the message
+/// `to_int: X is not in the range of int (-2147483648 to 2147483647)` when `x` is NaN or outside
+/// the 32-bit `int` range (checked before truncating, as Stan does).
+pub fn to_int_value(x: f64) -> Result<f64, String> {
     const LO: f64 = i32::MIN as f64;
     const HI: f64 = i32::MAX as f64;
     if !(LO..=HI).contains(&x) {
-        return Err(Fault::domain(format!(
+        return Err(format!(
             "to_int: {x} is not in the range of int ({LO} to {HI})"
-        )));
+        ));
     }
     Ok(x.trunc())
 }

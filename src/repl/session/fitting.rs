@@ -26,6 +26,10 @@ impl Session {
                 }
                 return r;
             }
+            // reloaded, but the bound data do not fit the new version: said once, by the reload
+            if !r.text.is_empty() && self.compiled.is_none() && !self.data.is_empty() {
+                return Output::error(r.text);
+            }
             prefix = r.text;
         }
         // `as NAME` at the end
@@ -147,7 +151,8 @@ impl Session {
             out.is_error = true;
             return out;
         }
-        let _ = writeln!(out.text, "{name}: {}", settings_line(&options, model.dim()));
+        // the same lines as `bayesc fit` prints (one shared function), after the fit's name
+        let _ = write!(out.text, "{name}: {}", fit_preamble(&options, model));
         for u in &unused {
             let _ = writeln!(
                 out.text,

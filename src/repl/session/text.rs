@@ -20,7 +20,8 @@ pub(super) fn help_text() -> String {
     }
     s.push_str(
         "\nmodel text: a line starting with a block keyword (data, parameters, model, …) begins a\n\
-         model; it continues until the braces balance, and consecutive blocks form the current model.\n\
+         model; it continues until the braces balance, and consecutive blocks form the current model\n\
+         (a typed model replaces a loaded one, with a note; blocks typed after a command begin anew).\n\
          A line starting with a command (`:fit`, `:q`, …) ends an unfinished entry, which is reported.\n\
          expressions: anything else is evaluated per draw of the last fit, e.g. `mean(beta[1] < 0)`,\n\
          `quantile(alpha, 0.9)`, `sd(alpha + beta[2])`, `median(exp(alpha))`; a bare expression\n\
@@ -58,56 +59,6 @@ pub(super) fn fit_header(f: &StoredFit) -> String {
         f.result.draws.n_draws(),
         f.model_name,
         if f.interrupted { ", INTERRUPTED" } else { "" }
-    )
-}
-
-/// One line naming the method and its main settings.
-pub(super) fn settings_line(o: &FitOptions, d: usize) -> String {
-    let what = match o.method {
-        // parameters fixed, no warmup: as `bayesc fit` says
-        fit::Method::FixedParam => {
-            return format!(
-                "fixed_param on d = {d} (parameters fixed at their initial values, generated \
-                 quantities drawn afresh), {} chains × {} draws, seed {}",
-                o.mcmc.chains, o.mcmc.samples, o.seed
-            );
-        }
-        m if m.is_mcmc() => {
-            return format!(
-                "{m} on d = {d}, {} chains × ({} warmup + {} draws), seed {}",
-                o.mcmc.chains, o.mcmc.warmup, o.mcmc.samples, o.seed
-            );
-        }
-        fit::Method::Optimize => {
-            return format!(
-                "optimize on d = {d}, {} + Newton polish, jacobian = {}, {} standard errors, seed {}",
-                optimizer_name(o.optimize.algorithm),
-                o.jacobian,
-                o.std_errors,
-                o.seed
-            );
-        }
-        fit::Method::Qnvb => "the fitted mean-field Gaussian",
-        fit::Method::Laplace => "the Laplace approximation",
-        fit::Method::Pathfinder => "the Pathfinder mixture (PSIS-resampled)",
-        fit::Method::Mcdropout => "MC dropout's masks on point-estimate weights",
-        _ => "the fitted Gaussian",
-    };
-    let batch = match &o.minibatch {
-        // as `bayesc fit` says it: a full-batch IVON or VOGN fit uses all rows at every step
-        Some(p) if p.settings.batch_size >= p.n_obs => format!(
-            ", full batch: all N = {} rows (`{}`) at every step",
-            p.n_obs, p.separability.axis
-        ),
-        Some(p) => format!(
-            ", minibatch M = {} of N = {} rows (`{}`), exit rule on the full-data ELBO per epoch",
-            p.settings.batch_size, p.n_obs, p.separability.axis
-        ),
-        None => String::new(),
-    };
-    format!(
-        "{} on d = {d}, {} draws from {what}, seed {}{batch}",
-        o.method, o.vi_draws, o.seed
     )
 }
 
