@@ -436,7 +436,9 @@ fn mc_dropout_marks_point_estimates_and_does_not_claim_convergence() {
     assert!(!repl.contains("converged"), "{repl}");
     assert!(!repl.contains("Gaussian"), "{repl}");
     assert!(
-        repl.contains("draws from MC dropout's masks on point-estimate weights"),
+        // the settings line of `bayesc fit` (output::report::fit_preamble)
+        repl.contains("Bernoulli masks on the units of the @dropout parameters")
+            && repl.contains("1000 draws = stochastic forward passes"),
         "{repl}"
     );
     assert!(
