@@ -416,11 +416,8 @@ fn epoch_note(s: &mut String, epoch_elbo: &[f64], iterations: usize, options: &F
     if let (Some(plan), Some(last)) = (&options.minibatch, epoch_elbo.last()) {
         let _ = writeln!(
             s,
-            "minibatch: {} epochs of {} batches ({iterations} iterations); the exit rule used the \
-             full-data ELBO once per epoch (last {last:.3}); the per-iteration ELBO values are \
-             batch estimates",
-            epoch_elbo.len(),
-            plan.batches_per_epoch()
+            "{}",
+            crate::output::report::epoch_line(plan, iterations, *last)
         );
     }
 }

@@ -317,6 +317,13 @@ impl MinibatchPlan {
     pub fn batches_per_epoch(&self) -> usize {
         self.n_obs / self.settings.batch_size.max(1)
     }
+
+    /// The exit rule's period in epochs (as [`crate::inference::minibatch::EpochBatches`]
+    /// computes it): 1, or ⌈[`crate::inference::minibatch::MIN_BATCHES_PER_CHECK`] / batches
+    /// per epoch⌉ for short epochs.
+    pub fn epochs_per_check(&self) -> usize {
+        crate::inference::minibatch::MIN_BATCHES_PER_CHECK.div_ceil(self.batches_per_epoch().max(1))
+    }
 }
 
 impl FitOptions {

@@ -64,6 +64,26 @@ pub fn imputed_note(entries: &[crate::graph::ImputedEntry]) -> Option<String> {
     Some(lines.join("\n"))
 }
 
+/// The line `bayesc fit` and the REPL print after a minibatch fit: epochs run, batches per
+/// epoch, how often the exit rule looked at the full-data ELBO and its last value (`last`,
+/// nats). `iterations` is the number of steps taken.
+pub fn epoch_line(plan: &fit::MinibatchPlan, iterations: usize, last: f64) -> String {
+    let per = plan.batches_per_epoch().max(1);
+    let every = match plan.epochs_per_check() {
+        1 => "once per epoch".to_string(),
+        k => format!(
+            "once every {k} epochs, as an epoch has fewer than {} batches",
+            crate::inference::minibatch::MIN_BATCHES_PER_CHECK
+        ),
+    };
+    format!(
+        "minibatch: {} epochs of {per} batches ({iterations} iterations); the exit rule used the \
+         full-data ELBO {every} (last {last:.3}); the per-iteration ELBO values are batch \
+         estimates",
+        iterations / per
+    )
+}
+
 /// The best smoothed ELBO of a VI fit for a status line: the value to 3 decimals, or, when the
 /// fit stopped before the smoothing window first filled (it is then −∞), words that say so.
 pub fn smoothed_elbo_text(best: f64) -> String {

@@ -209,10 +209,8 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             if let (Some(plan), Some(last)) = (&options.minibatch, q.epoch_elbo.last()) {
                 let _ = writeln!(
                     s,
-                    "minibatch: {} epochs of {} batches; the exit rule used the full-data ELBO \
-                     once per epoch (last {last:.3}); per-iteration ELBO values are batch estimates",
-                    q.epoch_elbo.len(),
-                    plan.batches_per_epoch()
+                    "{}",
+                    crate::output::report::epoch_line(plan, q.iterations, *last)
                 );
             }
         }
