@@ -128,7 +128,7 @@ impl EpochBatches {
         let b = &self.perm[self.pos..self.pos + self.m];
         self.pos += self.m;
         let epoch_end = self.pos + self.m > self.n;
-        (b, epoch_end && self.epoch % self.check_every == 0)
+        (b, epoch_end && self.epoch.is_multiple_of(self.check_every))
     }
 }
 
@@ -305,9 +305,9 @@ impl EpochExit {
         if k == 0 {
             return None;
         }
-        let tail: Vec<&(Vec<f64>, Vec<f64>)> = self.epochs.iter().rev().take(k).collect();
+        let tail: Vec<&MeanSd> = self.epochs.iter().rev().take(k).collect();
         let d = tail[0].0.len();
-        let avg = |f: fn(&(Vec<f64>, Vec<f64>)) -> &Vec<f64>| -> Vec<f64> {
+        let avg = |f: fn(&MeanSd) -> &Vec<f64>| -> Vec<f64> {
             (0..d)
                 .map(|j| tail.iter().map(|e| f(e)[j]).sum::<f64>() / k as f64)
                 .collect()

@@ -251,7 +251,7 @@ impl Ngbbvi {
         self.trace.push(lb);
         if self.decay_from.is_none()
             && self.t >= self.settings.decay_after
-            && self.t % DECAY_CHECK == 0
+            && self.t.is_multiple_of(DECAY_CHECK)
             && super::exit::ITERATION_TREND
                 .still_rising(&self.trace)
                 .is_none()
