@@ -260,6 +260,10 @@ fn cli_output_layout_and_flags() {
     );
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("# method = pathfinder"));
+    // the keys cmdstanpy's from_csv reads to build a CmdStanPathfinder (fresh-user testing:
+    // without num_draws it raised KeyError)
+    assert!(text.contains("#     num_draws = 200"), "{text}");
+    assert!(text.contains("#     num_paths = 2"), "{text}");
     let header = text.lines().find(|l| !l.starts_with('#')).unwrap();
     assert!(
         header.starts_with("lp_approx__,lp__,alpha,beta.1"),

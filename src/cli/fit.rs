@@ -451,9 +451,17 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
-            let random_start = options.vi_init_for(fit.dim()) == fit::ViInit::Random;
-            let worse = fit::worsened_phrase(fit, result.method, random_start)
-                .or_else(|| result.vi.as_ref().and_then(|v| v.moving.clone()));
+            // the remedy "start at the mode" only where the user asked for the random start
+            // (above d = 200 a minibatch fit starts there by default)
+            let random_start = options.random_start_by_request(fit.dim());
+            let moving = result.vi.as_ref().and_then(|v| v.moving.clone());
+            // a q that is not an approximation (GaussianFit::unusable) says so first: its
+            // ELBO falls because of that
+            let worse = moving
+                .clone()
+                .filter(|_| fit.unusable.is_some())
+                .or_else(|| fit::worsened_phrase(fit, result.method, random_start))
+                .or(moving);
             match fit.stop {
                 // the ELBO ended below its start: the exit rule fired on a plateau of a fit
                 // that diverged (docs/bnn_methods.md, the digits BNN at β = 0.05)
@@ -537,8 +545,9 @@ pub fn result_report(
                     result.method.to_string().to_uppercase(),
                     crate::words::counted(fit.iterations, "iteration"),
                     result.seconds,
-                    // a method that cannot approximate this posterior says why below instead
-                    if fit.unusable.is_some() {
+                    // a method that cannot approximate this posterior, or whose steps made q
+                    // worse, says why below instead (more iterations would not help)
+                    if fit.unusable.is_some() || worse.is_some() {
                         ""
                     } else if options.random_start_by_request(fit.mean.len()) {
                         " Start at the mode (drop --random-init), which is usually much faster, \

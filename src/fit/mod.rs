@@ -434,7 +434,7 @@ pub fn fit_with_stream(
                 _ => algorithm(Method::Qbvi)(&e),
             })?;
             let fit = GaussianFit {
-                random_start: options.vi_init == ViInit::Random,
+                random_start: options.random_start_by_request(model.dim()),
                 ..fit
             };
             let seconds = start.elapsed().as_secs_f64();

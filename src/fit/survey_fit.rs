@@ -127,7 +127,7 @@ pub(super) fn fit_survey(
                 survey_error(Method::Vlaplace, e, options, start_point.no_mode.as_deref())
             })?;
             let fit = GaussianFit {
-                random_start: options.vi_init == ViInit::Random,
+                random_start: options.random_start_by_request(model.dim()),
                 ..fit
             };
             let seconds = start.elapsed().as_secs_f64();
@@ -358,7 +358,7 @@ pub(super) fn fit_survey(
                 }
             };
             let fit = GaussianFit {
-                random_start: options.vi_init == ViInit::Random,
+                random_start: options.random_start_by_request(model.dim()),
                 ..result.map_err(|e| survey_error(m, e, options, start_point.no_mode.as_deref()))?
             };
             let seconds = start.elapsed().as_secs_f64();

@@ -108,16 +108,18 @@ pub fn worsened_cause(fit: &crate::inference::vi::GaussianFit) -> Option<String>
 /// [`worsened_cause`] with the start given (`random_start`: a random start the user asked for).
 fn worsened_text(fit: &crate::inference::vi::GaussianFit, random_start: bool) -> Option<String> {
     let (start, end) = fit.worsened()?;
-    let scope = if fit.epoch_elbo.is_empty() {
-        ""
-    } else {
-        "full-data "
-    };
     let (start, end) = (fmt_elbo(start), fmt_elbo(end));
-    let what = format!(
-        "the {scope}ELBO ended at {end}, below the {start} of the initial approximation, so the \
-         steps made q worse rather than better"
-    );
+    let what = if fit.epoch_elbo.is_empty() {
+        format!(
+            "the ELBO ended at {end}, below the {start} of the initial approximation, so the \
+             steps made q worse rather than better"
+        )
+    } else {
+        format!(
+            "the full-data ELBO averaged {end} over the last epochs, below the {start} of the \
+             initial approximation, so the steps made q worse rather than better"
+        )
+    };
     Some(if random_start {
         format!(
             "{what}: the random start (--random-init) is far from the posterior, where the log \

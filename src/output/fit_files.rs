@@ -726,7 +726,10 @@ fn write_pathfinder_csv(
         )));
     }
     let p = &options.pathfinder;
+    // num_draws: CmdStan's draws per path; bayesc draws the mixture of the paths as a whole,
+    // and the key is what cmdstanpy's `from_csv` needs to read the file
     let settings = [
+        ("num_draws", n.to_string()),
         ("num_psis_draws", n.to_string()),
         ("num_paths", p.num_paths.to_string()),
         ("history_size", p.history.to_string()),

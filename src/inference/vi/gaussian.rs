@@ -52,7 +52,7 @@ pub struct GaussianFit {
     /// Minibatch fits only: the full-data ELBO at the end of every epoch, the exit statistic
     /// (`inference::minibatch`); empty for full-batch fits.
     pub epoch_elbo: Vec<f64>,
-    /// Minibatch QBVI: the full-data ELBO of the initial q from the same fixed draws as
+    /// Minibatch fits: the full-data ELBO of the initial q from the same fixed draws as
     /// `epoch_elbo`; `None` for the other fits (see [`GaussianFit::elbo_change`]).
     pub start_elbo: Option<f64>,
     /// Minibatch fits: the means of q (length d each) averaged over each of the last (at most
@@ -112,9 +112,9 @@ impl GaussianFit {
     }
 
     /// (start, end) of the ELBO over the run, each on the log-density scale, or `None` when the
-    /// run has no such record. Minibatch fits (`epoch_elbo` non-empty): start = `start_elbo`
-    /// (else the first epoch's value), end = the mean of the last 6 epoch values (the returned
-    /// q is the last iterate). Full-batch fits: start = LB_1, the estimate at the initial q;
+    /// run has no such record. Minibatch fits (`epoch_elbo` non-empty): start = `start_elbo`,
+    /// the full-data ELBO of the initial q (else the first epoch's value), end = the mean of the
+    /// last 6 epoch values. Full-batch fits: start = LB_1, the estimate at the initial q;
     /// end = the best smoothed ELBO (the kept q), or the mean of the trace's last 31 values
     /// when the run was shorter than its window.
     pub fn elbo_change(&self) -> Option<(f64, f64)> {

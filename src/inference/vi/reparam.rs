@@ -206,6 +206,14 @@ pub(crate) fn run_minibatch<S>(
     let mut exit = EpochExit::new(minibatch);
     let mut rng = crate::inference::rng::stream(common.seed, 1);
     let mut tracker = common.tracker::<()>();
+    // the full-data ELBO of the initial q, so that the report can tell a fit that ended below
+    // its start (GaussianFit::worsened)
+    let (m0, sd0) = mean_sd(state);
+    tracker.record.start_elbo = Some(
+        epoch_elbo
+            .value(density, &m0, &sd0)
+            .map_err(ViError::Density)?,
+    );
     for t in 1..=common.max_iter {
         let (rows, epoch_end) = batches.next_batch();
         let rows = rows.to_vec();

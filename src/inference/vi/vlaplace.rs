@@ -417,6 +417,7 @@ pub fn fit_vlaplace_minibatch(
     let mut state = Vlaplace::new(init, settings, true)?;
     let mut rng = stream(settings.common.seed, 1);
     let mut epochs = EpochLoop::new(density, minibatch, settings.common.seed)?;
+    epochs.start(&state.mean.clone(), &state.sd())?;
     for t in 1..=settings.common.max_iter {
         let (rows, epoch_end) = epochs.next_rows();
         let view = density.batch(&rows).map_err(ViError::Density)?;
@@ -481,6 +482,19 @@ impl<'a> EpochLoop<'a> {
             record: RunRecord::empty(),
             statistic: None,
         })
+    }
+
+    /// Records the full-data statistic of the initial q = N(`mean`, diag `sd`²) as the run's
+    /// start (`RunRecord::start_elbo`, for `GaussianFit::worsened`). Errors: an unrecoverable
+    /// density error.
+    pub(crate) fn start(&mut self, mean: &[f64], sd: &[f64]) -> Result<(), ViError> {
+        let e = match &self.statistic {
+            Some(f) => f(mean),
+            None => self.elbo.value(self.density, mean, sd),
+        }
+        .map_err(ViError::Density)?;
+        self.record.start_elbo = Some(e);
+        Ok(())
     }
 
     /// The rows of the next batch and whether it ends its epoch.
