@@ -430,5 +430,19 @@ pub fn fit_options(
         args.batch_size.map(|m| m as usize),
         args.batch_over.as_deref(),
     )?;
+    // Minibatch QBVI and VON fit the mean-field family only: without --full or --diagonal a
+    // minibatch fit takes it, whatever d (the full family used to be chosen for d ≤ 50 and the
+    // fit then refused after printing its settings; fresh-user testing). An explicit --full is
+    // still refused, by the method.
+    let minibatching = options
+        .minibatch
+        .as_ref()
+        .is_some_and(|p| p.settings.batch_size < p.n_obs);
+    if minibatching && !args.full && !args.diagonal {
+        use crate::inference::vi::Covariance;
+        options.qbvi.covariance = Covariance::Diagonal;
+        options.von.covariance = Covariance::Diagonal;
+        options.covariance_by_dimension = false;
+    }
     Ok(FitSetup { options, note })
 }

@@ -632,3 +632,31 @@ fn ngbbvi_reaches_the_mean_field_optimum_on_eight_schools() {
     let (tau, _) = row(&out, "tau");
     assert!((tau - 3.37).abs() < 0.5, "tau {tau}\n{out}");
 }
+
+/// Minibatch QBVI fits the mean-field family: without --full or --diagonal a `--batch-size` fit
+/// takes it at any d (`pipeline::fit_options`); at d = 8 the full family used to be chosen, and
+/// the fit was refused after its settings line was printed.
+#[test]
+fn minibatch_qbvi_takes_the_diagonal_family_by_default() {
+    let o = bayesc(&[
+        "fit",
+        LABOUR,
+        "--data",
+        DATA,
+        "--method",
+        "qbvi",
+        "--batch-size",
+        "32",
+        "--seed",
+        "1",
+        "--draws",
+        "10",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.starts_with("method = qbvi (covariance = diagonal,"),
+        "{out}"
+    );
+    assert!(out.contains("\nconverged: the exit rule fired"), "{out}");
+}
