@@ -22,6 +22,13 @@ const LABOUR_MLE: &str = "examples/labour/mle.bayes";
 const LABOUR: &str = "examples/labour/model.bayes";
 const DATA: &str = "examples/labour/labour.csv";
 
+/// `bayesc fit` of the labour example with the arguments `extra` after the data.
+fn fit_labour(extra: &[&str]) -> Output {
+    let mut args = vec!["fit", LABOUR, "--data", DATA];
+    args.extend_from_slice(extra);
+    bayesc(&args)
+}
+
 /// The row `name` of a printed table as (estimate, std. error).
 fn row(out: &str, name: &str) -> (f64, f64) {
     let line = out
@@ -391,11 +398,7 @@ fn a_minibatch_fit_on_a_still_rising_elbo_is_not_converged() {
 #[test]
 fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
     let run = |method: &str| {
-        let o = bayesc(&[
-            "fit",
-            LABOUR,
-            "--data",
-            DATA,
+        let o = fit_labour(&[
             "--method",
             method,
             "--batch-size",
@@ -434,9 +437,7 @@ fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
 #[test]
 fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
     let fit = |extra: &[&str]| {
-        let mut args = vec!["fit", LABOUR, "--data", DATA];
-        args.extend_from_slice(extra);
-        let o = bayesc(&args);
+        let o = fit_labour(extra);
         assert!(o.status.success(), "{}", stdout(&o));
         String::from_utf8_lossy(&o.stderr).into_owned() + &stdout(&o)
     };
@@ -497,11 +498,7 @@ fn minibatch_fits_average_their_last_epochs_and_land_near_the_posterior_mean() {
     std::fs::create_dir_all(&dir).unwrap();
     for (method, m, seed) in [("vadam", "1", "3"), ("bbb", "32", "3"), ("ivon", "32", "5")] {
         let out = dir.join(format!("{method}.csv"));
-        let o = bayesc(&[
-            "fit",
-            LABOUR,
-            "--data",
-            DATA,
+        let o = fit_labour(&[
             "--method",
             method,
             "--batch-size",
@@ -638,11 +635,7 @@ fn ngbbvi_reaches_the_mean_field_optimum_on_eight_schools() {
 /// the fit was refused after its settings line was printed.
 #[test]
 fn minibatch_qbvi_takes_the_diagonal_family_by_default() {
-    let o = bayesc(&[
-        "fit",
-        LABOUR,
-        "--data",
-        DATA,
+    let o = fit_labour(&[
         "--method",
         "qbvi",
         "--batch-size",

@@ -27,6 +27,24 @@ fn stdout(o: &Output) -> String {
 }
 
 /// A folder holding `files` (name, text).
+/// `bayesc fit zero.bayes --data zero.csv --method METHOD --seed 1 -q` in `dir`.
+fn fit_zero(dir: &std::path::Path, method: &str) -> Output {
+    run(
+        dir,
+        &[
+            "fit",
+            "zero.bayes",
+            "--data",
+            "zero.csv",
+            "--method",
+            method,
+            "--seed",
+            "1",
+            "-q",
+        ],
+    )
+}
+
 fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     for (name, text) in files {
@@ -549,20 +567,7 @@ fn a_scale_that_is_zero_whatever_the_parameters_is_named_with_its_fix_by_every_m
         ("zero.csv", "y\n1.2\n0.3\n-0.5\n2.1\n"),
     ]);
     for method in ["nuts", "optimize", "qbvi", "ivon", "laplace"] {
-        let o = run(
-            dir.path(),
-            &[
-                "fit",
-                "zero.bayes",
-                "--data",
-                "zero.csv",
-                "--method",
-                method,
-                "--seed",
-                "1",
-                "-q",
-            ],
-        );
+        let o = fit_zero(dir.path(), method);
         assert_fails_with(
             &o,
             &[
@@ -597,20 +602,7 @@ fn a_scale_of_negative_zero_is_reported_as_zero() {
         ("zero.csv", "y\n1.2\n0.3\n"),
     ]);
     for method in ["nuts", "qbvi"] {
-        let o = run(
-            dir.path(),
-            &[
-                "fit",
-                "zero.bayes",
-                "--data",
-                "zero.csv",
-                "--method",
-                method,
-                "--seed",
-                "1",
-                "-q",
-            ],
-        );
+        let o = fit_zero(dir.path(), method);
         assert_fails_with(
             &o,
             &[

@@ -7,21 +7,11 @@
 //! algorithm), `:elbo` of a QNVB fit, a fit's name given to `:plot`, and MH above its
 //! dimension limit refused before the settings line; `to_int` in a posterior expression.
 
+mod common;
+
 use bayesc::repl::Session;
 
-/// Runs `input` and asserts it succeeded; returns the text.
-fn ok(s: &mut Session, input: &str) -> String {
-    let o = s.execute(input);
-    assert!(!o.is_error, "`{input}` failed:\n{}", o.text);
-    o.text
-}
-
-/// Runs `input` and asserts it failed; returns the text.
-fn err(s: &mut Session, input: &str) -> String {
-    let o = s.execute(input);
-    assert!(o.is_error, "`{input}` should fail but printed:\n{}", o.text);
-    o.text
-}
+use common::{repl_err as err, repl_ok as ok};
 
 /// A session with a two-parameter typed model (no data).
 fn session() -> Session {

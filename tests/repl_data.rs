@@ -6,21 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use bayesc::repl::Session;
 
-/// Runs `input` and asserts it succeeded; returns the text.
-fn ok(s: &mut Session, input: &str) -> String {
-    let o = s.execute(input);
-    assert!(!o.is_error, "`{input}` failed:\n{}", o.text);
-    o.text
-}
-
-/// Runs `input` and asserts it failed; returns the text.
-fn err(s: &mut Session, input: &str) -> String {
-    let o = s.execute(input);
-    assert!(o.is_error, "`{input}` should fail but printed:\n{}", o.text);
-    o.text
-}
+use common::{repl_err as err, repl_ok as ok};
 
 /// The number after `= ` in an expression's answer (`mean(mu) = 1.998  (MCSE …`).
 fn answer(text: &str) -> f64 {

@@ -451,17 +451,7 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
-            // the remedy "start at the mode" only where the user asked for the random start
-            // (above d = 200 a minibatch fit starts there by default)
-            let random_start = options.random_start_by_request(fit.dim());
-            let moving = result.vi.as_ref().and_then(|v| v.moving.clone());
-            // a q that is not an approximation (GaussianFit::unusable) says so first: its
-            // ELBO falls because of that
-            let worse = moving
-                .clone()
-                .filter(|_| fit.unusable.is_some())
-                .or_else(|| fit::worsened_phrase(fit, result.method, random_start))
-                .or(moving);
+            let worse = fit::not_converged_phrase(fit, result, options);
             match fit.stop {
                 // the ELBO ended below its start: the exit rule fired on a plateau of a fit
                 // that diverged (docs/bnn_methods.md, the digits BNN at β = 0.05)

@@ -318,11 +318,9 @@ impl MinibatchPlan {
         self.n_obs / self.settings.batch_size.max(1)
     }
 
-    /// The exit rule's period in epochs (as [`crate::inference::minibatch::EpochBatches`]
-    /// computes it): 1, or ⌈[`crate::inference::minibatch::MIN_BATCHES_PER_CHECK`] / batches
-    /// per epoch⌉ for short epochs.
+    /// The exit rule's period in epochs ([`crate::inference::minibatch::epochs_per_check`]).
     pub fn epochs_per_check(&self) -> usize {
-        crate::inference::minibatch::MIN_BATCHES_PER_CHECK.div_ceil(self.batches_per_epoch().max(1))
+        crate::inference::minibatch::epochs_per_check(self.batches_per_epoch())
     }
 }
 

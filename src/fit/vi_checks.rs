@@ -143,6 +143,26 @@ pub fn fmt_elbo(v: f64) -> String {
     }
 }
 
+/// Why a Gaussian fit of `result` (whose details are `fit`) is not converged, whatever
+/// stopped it, for `bayesc fit` and the REPL alike; `None` when nothing says so. In order: a q
+/// that is not an approximation ([`crate::inference::vi::GaussianFit::unusable`], whose ELBO
+/// falls because of that), an ELBO that ended below its start ([`worsened_phrase`]; "start at
+/// the mode" only where the user asked for the random start, as above d = 200 a minibatch fit
+/// starts there by default), then the drift and stationarity checks (`ViDiagnostics::moving`).
+pub fn not_converged_phrase(
+    fit: &crate::inference::vi::GaussianFit,
+    result: &super::FitResult,
+    options: &super::FitOptions,
+) -> Option<String> {
+    let moving = result.vi.as_ref().and_then(|v| v.moving.clone());
+    let random_start = options.random_start_by_request(fit.dim());
+    moving
+        .clone()
+        .filter(|_| fit.unusable.is_some())
+        .or_else(|| worsened_phrase(fit, result.method, random_start))
+        .or(moving)
+}
+
 /// [`worsened_cause`] with what to do about it for a fit of `method` from a random start
 /// (`random_start`) or the mode: a smaller step size, the mode start after a random one, or a
 /// method whose steps do not overshoot so (QNVB, which takes no step size, or IVON, whose

@@ -68,6 +68,12 @@ impl Default for MinibatchSettings {
 /// ELBO also costs 10 passes over the data, 12 times the three steps of such an epoch.
 pub const MIN_BATCHES_PER_CHECK: usize = 10;
 
+/// The exit rule's period in epochs for epochs of `batches_per_epoch` batches: 1, or
+/// ⌈[`MIN_BATCHES_PER_CHECK`] / batches per epoch⌉ when an epoch has fewer batches than that.
+pub fn epochs_per_check(batches_per_epoch: usize) -> usize {
+    MIN_BATCHES_PER_CHECK.div_ceil(batches_per_epoch.max(1))
+}
+
 /// Epoch-wise shuffled batches of `0..n` (module docs).
 pub struct EpochBatches {
     n: usize,
@@ -93,7 +99,7 @@ impl EpochBatches {
         Ok(EpochBatches {
             n,
             m,
-            check_every: MIN_BATCHES_PER_CHECK.div_ceil(n / m),
+            check_every: epochs_per_check(n / m),
             perm: (0..n).collect(),
             pos: n, // forces a shuffle on the first call
             epoch: 0,

@@ -310,3 +310,17 @@ pub fn output_text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Runs `input` in a REPL session and asserts it succeeded; returns the text.
+pub fn repl_ok(s: &mut bayesc::repl::Session, input: &str) -> String {
+    let o = s.execute(input);
+    assert!(!o.is_error, "`{input}` failed:\n{}", o.text);
+    o.text
+}
+
+/// Runs `input` in a REPL session and asserts it failed; returns the text.
+pub fn repl_err(s: &mut bayesc::repl::Session, input: &str) -> String {
+    let o = s.execute(input);
+    assert!(o.is_error, "`{input}` should fail but printed:\n{}", o.text);
+    o.text
+}

@@ -143,14 +143,7 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             return s;
         }
         FitDetails::Qbvi(q) => {
-            // as `bayesc fit` (cli::fit::result_report)
-            let random_start = options.random_start_by_request(q.dim());
-            let moving = r.vi.as_ref().and_then(|v| v.moving.clone());
-            let worse = moving
-                .clone()
-                .filter(|_| q.unusable.is_some())
-                .or_else(|| fit::worsened_phrase(q, r.method, random_start))
-                .or(moving);
+            let worse = fit::not_converged_phrase(q, r, options);
             if let (Some(w), StopReason::ExitRule | StopReason::MaxIterations) = (&worse, q.stop) {
                 let _ = writeln!(
                     s,
