@@ -488,15 +488,19 @@ fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
 /// (`EpochExit::tail_average`). On labour, fits that returned the average of their last 31
 /// iterates printed "converged" with means far from NUTS: Vadam at its default M = 1 (seed 3,
 /// beta[7] 1.1 NUTS sds off, then reported not converged), BBB at M = 32 (seed 3, 0.51) and
-/// IVON at M = 32 (seed 5, 0.50). Averaged over the epochs they converge within 0.2 NUTS sds
-/// (0.12, 0.16 and 0.17 measured; full-batch BBB is 0.22 off at seed 1).
+/// IVON at M = 32 (seed 5, 0.50). Averaged over the epochs they land within 0.2 NUTS sds
+/// (0.12, 0.16 and 0.17 measured; full-batch BBB is 0.22 off at seed 1). IVON at seed 5 is
+/// 0.24 posterior sds from the mean-field optimum in beta[1], at the bar of
+/// `fit::stationarity::MEAN_OFFSET_MAX`, and is reported not converged
+/// ([`a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_not_converged`]); seed 2
+/// converges.
 #[test]
 fn minibatch_fits_average_their_last_epochs_and_land_near_the_posterior_mean() {
     let reference =
         common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
     let dir = std::env::temp_dir().join(format!("bayesc_tail_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (method, m, seed) in [("vadam", "1", "3"), ("bbb", "32", "3"), ("ivon", "32", "5")] {
+    for (method, m, seed) in [("vadam", "1", "3"), ("bbb", "32", "3"), ("ivon", "32", "2")] {
         let out = dir.join(format!("{method}.csv"));
         let o = fit_labour(&[
             "--method",
@@ -540,6 +544,52 @@ fn minibatch_fits_average_their_last_epochs_and_land_near_the_posterior_mean() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stochastic fit whose returned mean is off the mean-field optimum along a weakly identified
+/// direction gains next to nothing in the ELBO from moving it (`fit::stationarity::
+/// MEAN_OFFSET_MAX`), so the exit rule fires; the regression estimate of the Newton step sees
+/// it. On labour, BBB at M = 5 (seed 4) printed "converged" with beta[7] 0.42 NUTS sds off
+/// (estimated 0.47 from the mean-field optimum), and full-batch IVON (seed 3) with beta[4] 0.25
+/// off (estimated 0.27); the advice names the remedies, which at lr 0.05 bring IVON's to 0.14.
+#[test]
+fn a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_not_converged() {
+    let run = |extra: &[&str]| {
+        let o = fit_labour(&[&["--draws", "10"][..], extra].concat());
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}");
+        out
+    };
+    let bbb = run(&["--method", "bbb", "--batch-size", "5", "--seed", "4"]);
+    assert!(bbb.contains("WARNING: not converged"), "{bbb}");
+    assert!(
+        bbb.contains("one Newton step would move beta[7] by 0.4"),
+        "{bbb}"
+    );
+    assert!(
+        bbb.contains("posterior sds (estimated from the log density's curvature under q)"),
+        "{bbb}"
+    );
+    assert!(bbb.contains("steps on batches of M = 5 rows"), "{bbb}");
+    assert!(
+        bbb.contains("raise --batch-size or lower --step-size"),
+        "{bbb}"
+    );
+    let ivon = run(&["--method", "ivon", "--seed", "3"]);
+    assert!(ivon.contains("WARNING: not converged"), "{ivon}");
+    assert!(
+        ivon.contains("one Newton step would move beta[4] by 0.2"),
+        "{ivon}"
+    );
+    assert!(
+        ivon.contains("noise of the stochastic steps: lower --step-size"),
+        "{ivon}"
+    );
+    let lower = run(&["--method", "ivon", "--seed", "3", "--step-size", "0.05"]);
+    assert!(
+        lower.contains("\nconverged: the exit rule fired"),
+        "{lower}"
+    );
 }
 
 /// Variational Laplace sets σ² = 1/curvature (`survey_vi.md` §16); where the curvature is not
@@ -651,5 +701,7 @@ fn minibatch_qbvi_takes_the_diagonal_family_by_default() {
         out.starts_with("method = qbvi (covariance = diagonal,"),
         "{out}"
     );
-    assert!(out.contains("\nconverged: the exit rule fired"), "{out}");
+    // a fit, not a refusal; at M = 32 minibatch QBVI is reported not converged at seeds 1–5
+    // (the offset of beta[2] at seed 1, variances too narrow at 2–5)
+    assert!(out.contains("posterior summary from 10 draws"), "{out}");
 }

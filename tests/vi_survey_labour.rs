@@ -209,12 +209,14 @@ fn vogn_matches_the_labour_reference() {
     check_with(Method::Vogn, false, Some(50), |_| {});
 }
 
-/// Vadam on its default M = 1 (survey_vi.md §11), with α = 2·10⁻⁴ (`--step-size 0.0002`):
-/// its RMSprop-like mean step moves every coordinate by about α whatever its scale, and with
-/// the code's α = 10⁻³ beta[7] (posterior sd 0.008) ended 0.24 sd from NUTS (seed 1).
+/// Vadam on its default M = 1 (survey_vi.md §11) at the code's α = 10⁻³: its RMSprop-like mean
+/// step moves every coordinate by about α whatever its scale, and when the last iterates were
+/// returned beta[7] (posterior sd 0.008) ended 0.24 sd from NUTS (seed 1). The average of the
+/// last epochs (`EpochExit::tail_average`) is at most 0.10 sd from NUTS there (α = 2·10⁻⁴,
+/// which this test used before, gives 0.13; measured).
 #[test]
 fn vadam_matches_the_labour_reference() {
-    check_with(Method::Vadam, false, None, |o| o.vadam.lr = 2e-4);
+    check_with(Method::Vadam, false, None, |_| {});
 }
 
 /// Variational Laplace is a diagonal Gaussian with σ² = 1/diag(−∇²L) at its mean (the exact
