@@ -4,10 +4,11 @@
 
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 
-use crate::graph::eval::to_int_value;
+use crate::graph::eval::{IntArithError, int_arith, int_overflow_message, to_int_value};
 use crate::inference::Draws;
 use crate::semantics::names::best_match;
-use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp};
+use crate::semantics::pretty;
+use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp, int_in_range};
 use crate::syntax::span::{FileId, Span};
 
 /// How the per-draw values of an expression are reduced to what is printed.
@@ -175,9 +176,15 @@ fn binary_op(op: BinOp, a: f64, b: f64) -> f64 {
 /// inner expression at every draw. Returns the reduction and the values, one `Vec` per chain
 /// (same shape as the draws).
 ///
+/// Values are typed as in a model: int literals, `to_int`, comparisons and int arithmetic on
+/// ints are `int` (32-bit, as in Stan); the draws are `real`.
+///
 /// Errors: unknown names (with a did-you-mean suggestion among the draws' names), a whole
 /// vector where a scalar is needed, unknown functions, reducers below the outermost level,
-/// non-constant indices, a quantile level outside [0, 1].
+/// non-constant indices, a quantile level outside [0, 1]; and at the first draw where it
+/// happens (named in the help line): int arithmetic leaving the int range (the model's
+/// integer-overflow message, with the true value), `%/%` or `%` by zero, `to_int` of NaN or a
+/// value outside the int range.
 pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
     let eval = Evaluator { draws };
     let (reduction, inner) = match &expr.kind {
@@ -215,7 +222,7 @@ pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>)
         }
         _ => (Reduction::Summary, expr),
     };
-    let flat = eval.eval(inner)?;
+    let flat = eval.eval(inner)?.v;
     let n = draws.n_draws();
     let chains = if n == 0 {
         vec![Vec::new(); draws.chains.len()]
@@ -244,6 +251,23 @@ fn constant(e: &Expr) -> Option<f64> {
 
 struct Evaluator<'a> {
     draws: &'a Draws,
+}
+
+/// The values of a subexpression at every draw (chain after chain), and whether the language
+/// types it `int` (then every value is an integer in the int range).
+struct Col {
+    v: Vec<f64>,
+    int: bool,
+}
+
+impl Col {
+    fn real(v: Vec<f64>) -> Col {
+        Col { v, int: false }
+    }
+
+    fn int(v: Vec<f64>) -> Col {
+        Col { v, int: true }
+    }
 }
 
 impl Evaluator<'_> {
@@ -364,62 +388,141 @@ impl Evaluator<'_> {
     /// Stan's `to_int` at every draw (`graph::eval::to_int_value`: truncation toward zero);
     /// a draw that is NaN or outside the `int` range is the model's error, with where it is.
     fn to_int(&self, values: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
-        let n = self.draws.n_draws().max(1);
         values
             .into_iter()
             .enumerate()
-            .map(|(i, x)| {
-                to_int_value(x).map_err(|m| {
-                    ExprError::new(m, span).help(format!(
-                        "at draw {} of chain {} (the first draw where it fails)",
-                        i % n + 1,
-                        i / n + 1
-                    ))
-                })
+            .map(|(i, x)| to_int_value(x).map_err(|m| self.at_draw(m, span, i)))
+            .collect()
+    }
+
+    /// The error `message` at `span`, with a help line naming pooled draw `i` (chain after
+    /// chain) as the first where it fails.
+    fn at_draw(&self, message: String, span: Span, i: usize) -> ExprError {
+        let n = self.draws.n_draws().max(1);
+        ExprError::new(message, span).help(format!(
+            "at draw {} of chain {} (the first draw where it fails)",
+            i % n + 1,
+            i / n + 1
+        ))
+    }
+
+    /// `-x` at every draw of an int `x`: an integer-overflow error for -(-2147483648), as in
+    /// a model.
+    fn int_neg(&self, x: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+        x.into_iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let i = v as i64;
+                int_in_range(i.checked_neg())
+                    .map(|r| r as f64)
+                    .ok_or_else(|| {
+                        let m = int_overflow_message(&format!("`-({i})`"), Some(-(i as i128)));
+                        self.at_draw(m, span, k)
+                    })
             })
             .collect()
     }
 
-    fn eval(&self, e: &Expr) -> Result<Vec<f64>, ExprError> {
+    /// `abs(x)` at every draw of an int `x`, an int: an integer-overflow error for
+    /// abs(-2147483648), as in a model.
+    fn int_abs(&self, x: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+        x.into_iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let i = v as i64;
+                int_in_range(i.checked_abs())
+                    .map(|r| r as f64)
+                    .ok_or_else(|| {
+                        let m =
+                            int_overflow_message(&format!("`abs({i})`"), Some((i as i128).abs()));
+                        self.at_draw(m, span, k)
+                    })
+            })
+            .collect()
+    }
+
+    /// The binary operation `e` (`lhs op rhs`) at every draw. Two int operands of `+ - * .*
+    /// %/% %` take the model's int arithmetic ([`int_arith`]: range-checked, an error for a
+    /// zero divisor); `%/%` and `%` of reals (truncated quotient, remainder) also refuse a zero
+    /// divisor. Comparisons and `&&`, `||` are ints (0 or 1); the rest are reals.
+    fn binary(&self, e: &Expr, op: BinOp, a: Col, b: Col) -> Result<Col, ExprError> {
+        use BinOp::*;
+        let by_zero = |k: usize| {
+            let what = if op == Mod { "modulus" } else { "division" };
+            self.at_draw(
+                format!("integer {what} by zero in `{}`", pretty::expr(e)),
+                e.span,
+                k,
+            )
+        };
+        // `/` of ints stays real division here (the model's `/` of ints truncates)
+        if a.int && b.int && matches!(op, Add | Sub | Mul | EltMul | IntDiv | Mod) {
+            return a
+                .v
+                .iter()
+                .zip(&b.v)
+                .enumerate()
+                .map(|(k, (x, y))| match int_arith(op, *x as i64, *y as i64) {
+                    Some(Ok(r)) => Ok(r as f64),
+                    Some(Err(IntArithError::Overflow(m))) => Err(self.at_draw(m, e.span, k)),
+                    _ => Err(by_zero(k)),
+                })
+                .collect::<Result<_, _>>()
+                .map(Col::int);
+        }
+        if matches!(op, IntDiv | Mod)
+            && let Some(k) = b.v.iter().position(|y| *y == 0.0)
+        {
+            return Err(by_zero(k));
+        }
+        let v =
+            a.v.iter()
+                .zip(&b.v)
+                .map(|(x, y)| binary_op(op, *x, *y))
+                .collect();
+        let int = matches!(op, Lt | Le | Gt | Ge | Eq | Ne | And | Or);
+        Ok(Col { v, int })
+    }
+
+    fn eval(&self, e: &Expr) -> Result<Col, ExprError> {
         let n = self.len();
         match &e.kind {
-            ExprKind::IntLit(i) => Ok(vec![*i as f64; n]),
-            ExprKind::RealLit(x) => Ok(vec![*x; n]),
-            ExprKind::Var(v) => self.lookup(v, e.span),
+            ExprKind::IntLit(i) => Ok(Col::int(vec![*i as f64; n])),
+            ExprKind::RealLit(x) => Ok(Col::real(vec![*x; n])),
+            ExprKind::Var(v) => self.lookup(v, e.span).map(Col::real),
             ExprKind::Index { .. } => {
                 let name = self.indexed_name(e)?;
-                self.lookup(&name, e.span)
+                self.lookup(&name, e.span).map(Col::real)
             }
             ExprKind::Unary { op, operand } => {
-                let mut x = self.eval(operand)?;
-                for v in &mut x {
-                    *v = match op {
-                        UnOp::Neg => -*v,
-                        UnOp::Plus => *v,
-                        UnOp::Not => truth(*v == 0.0),
-                    };
-                }
-                Ok(x)
+                let x = self.eval(operand)?;
+                Ok(match op {
+                    UnOp::Neg if x.int => Col::int(self.int_neg(x.v, e.span)?),
+                    UnOp::Neg => Col::real(x.v.into_iter().map(|v| -v).collect()),
+                    UnOp::Plus => x,
+                    UnOp::Not => Col::int(x.v.into_iter().map(|v| truth(v == 0.0)).collect()),
+                })
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.eval(lhs)?;
                 let b = self.eval(rhs)?;
-                Ok(a.iter()
-                    .zip(&b)
-                    .map(|(x, y)| binary_op(*op, *x, *y))
-                    .collect())
+                self.binary(e, *op, a, b)
             }
             ExprKind::Ternary {
                 cond,
                 then,
                 otherwise,
             } => {
-                let c = self.eval(cond)?;
+                let c = self.eval(cond)?.v;
                 let t = self.eval(then)?;
                 let o = self.eval(otherwise)?;
-                Ok((0..n)
-                    .map(|i| if c[i] != 0.0 { t[i] } else { o[i] })
-                    .collect())
+                let v = (0..n)
+                    .map(|i| if c[i] != 0.0 { t.v[i] } else { o.v[i] })
+                    .collect();
+                Ok(Col {
+                    v,
+                    int: t.int && o.int,
+                })
             }
             ExprKind::Call { name, args, .. } => {
                 let f = name.name.as_str();
@@ -459,16 +562,21 @@ impl Evaluator<'_> {
                 }
                 let a = self.eval(&args[0])?;
                 if f == "to_int" {
-                    return self.to_int(a, e.span);
+                    return self.to_int(a.v, e.span).map(Col::int);
+                }
+                if f == "abs" && a.int {
+                    return self.int_abs(a.v, e.span).map(Col::int);
                 }
                 if arity == 1 {
-                    Ok(a.into_iter().map(|x| unary(f, x)).collect())
+                    Ok(Col::real(a.v.into_iter().map(|x| unary(f, x)).collect()))
                 } else {
-                    let b = self.eval(&args[1])?;
-                    Ok(a.iter()
-                        .zip(&b)
-                        .map(|(x, y)| binary_fn(f, *x, *y))
-                        .collect())
+                    let b = self.eval(&args[1])?.v;
+                    Ok(Col::real(
+                        a.v.iter()
+                            .zip(&b)
+                            .map(|(x, y)| binary_fn(f, *x, *y))
+                            .collect(),
+                    ))
                 }
             }
             ExprKind::RowVectorLit(_) | ExprKind::ArrayLit(_) | ExprKind::Transpose(_) => {
