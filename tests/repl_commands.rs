@@ -593,8 +593,9 @@ fn int_arithmetic_in_a_posterior_expression_is_range_checked() {
     assert_eq!(answer(&ok(&mut s, top)), 47.0);
 }
 
-/// `%/%` and `%` by zero in a posterior expression are an error naming the expression (as the
-/// model's check of `5 % 0`), not NaN or infinity; by a non-zero int they truncate toward zero.
+/// `%/%`, `%` and `/` of ints by zero in a posterior expression are an error naming the
+/// expression (as the model's check of `5 % 0`), not NaN or infinity; by a non-zero int they
+/// truncate toward zero, `/` with the model's integer-division warning before the answer.
 #[test]
 fn int_division_by_zero_in_a_posterior_expression_is_an_error() {
     let mut s = session();
@@ -609,6 +610,10 @@ fn int_division_by_zero_in_a_posterior_expression_is_an_error() {
             "integer modulus by zero in `to_int(mu) % (to_int(mu) - to_int(mu))`",
         ),
         ("mu %/% 0", "integer division by zero in `mu %/% 0`"),
+        (
+            "to_int(mu) / 0",
+            "integer division by zero in `to_int(mu) / 0`",
+        ),
     ];
     for (input, message) in cases {
         let e = err(&mut s, input);
@@ -620,4 +625,24 @@ fn int_division_by_zero_in_a_posterior_expression_is_an_error() {
     }
     assert_eq!(answer(&ok(&mut s, "mean(to_int(mu * 0 - 7) %/% 2)")), -3.0);
     assert_eq!(answer(&ok(&mut s, "mean(to_int(mu * 0 - 7) % 3)")), -1.0);
+    let third = ok(&mut s, "mean(to_int(mu * 0 - 7) / 3)");
+    assert!(
+        third.starts_with(
+            "warning: integer division `to_int((mu * 0) - 7) / 3` rounds towards zero\n"
+        ) && third.contains(
+            "help: write `to_int((mu * 0) - 7) * 1.0 / 3` for real division, or \
+             `to_int((mu * 0) - 7) %/% 3` if rounding is intended"
+        ),
+        "{third}"
+    );
+    assert_eq!(answer(third.lines().last().unwrap()), -2.0);
+    // a real operand is real division, without the warning
+    let real = ok(&mut s, "mean(to_int(mu * 0 - 7) / 2.0)");
+    assert!(!real.contains("warning"), "{real}");
+    assert_eq!(answer(&real), -3.5);
+    let e = err(&mut s, "(-2147483647 - 1) / -1");
+    assert_eq!(
+        headline(&e),
+        format!("integer overflow: `-2147483648 / -1` is 2147483648, {RANGE}")
+    );
 }

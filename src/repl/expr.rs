@@ -2,12 +2,14 @@
 //! constrained draws (`alpha + beta[2]`, `beta[1] < 0`, `exp(sigma)`), then reduced
 //! (`mean`, `sd`, `quantile`, `median`, or a default summary).
 
+use std::cell::RefCell;
+
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 
 use crate::graph::eval::{IntArithError, int_arith, int_overflow_message, to_int_value};
 use crate::inference::Draws;
 use crate::semantics::names::best_match;
-use crate::semantics::pretty;
+use crate::semantics::{Warning, pretty};
 use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp, int_in_range};
 use crate::syntax::span::{FileId, Span};
 
@@ -172,21 +174,37 @@ fn binary_op(op: BinOp, a: f64, b: f64) -> f64 {
     }
 }
 
+/// A posterior expression evaluated at every draw ([`evaluate`]).
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    /// How the values are reduced to what is printed.
+    pub reduction: Reduction,
+    /// The value of the (inner) expression at every draw, one `Vec` per chain (the shape of
+    /// the draws).
+    pub values: Vec<Vec<f64>>,
+    /// The model checker's warnings about the expression (`int / int` truncates), to print
+    /// before the answer.
+    pub warnings: Vec<Warning>,
+}
+
 /// Evaluates `expr` against `draws`: splits off an outer reducer, then computes the value of the
-/// inner expression at every draw. Returns the reduction and the values, one `Vec` per chain
-/// (same shape as the draws).
+/// inner expression at every draw.
 ///
 /// Values are typed as in a model: int literals, `to_int`, comparisons and int arithmetic on
-/// ints are `int` (32-bit, as in Stan); the draws are `real`.
+/// ints are `int` (32-bit, as in Stan; `/` of two ints truncates toward zero, with the model's
+/// warning); the draws are `real`.
 ///
 /// Errors: unknown names (with a did-you-mean suggestion among the draws' names), a whole
 /// vector where a scalar is needed, unknown functions, reducers below the outermost level,
 /// non-constant indices, a quantile level outside [0, 1]; and at the first draw where it
 /// happens (named in the help line): int arithmetic leaving the int range (the model's
-/// integer-overflow message, with the true value), `%/%` or `%` by zero, `to_int` of NaN or a
-/// value outside the int range.
-pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
-    let eval = Evaluator { draws };
+/// integer-overflow message, with the true value), `/` of ints, `%/%` or `%` by zero, `to_int`
+/// of NaN or a value outside the int range.
+pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<Evaluated, ExprError> {
+    let eval = Evaluator {
+        draws,
+        warnings: RefCell::new(Vec::new()),
+    };
     let (reduction, inner) = match &expr.kind {
         ExprKind::Call { name, args, .. } if REDUCERS.contains(&name.name.as_str()) => {
             let want = if name.name == "quantile" { 2 } else { 1 };
@@ -229,7 +247,11 @@ pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>)
     } else {
         flat.chunks(n).map(<[f64]>::to_vec).collect()
     };
-    Ok((reduction, chains))
+    Ok(Evaluated {
+        reduction,
+        values: chains,
+        warnings: eval.warnings.into_inner(),
+    })
 }
 
 /// A numeric constant (`0.9`, `-1`, `1e-3`), if `e` is one.
@@ -251,6 +273,8 @@ fn constant(e: &Expr) -> Option<f64> {
 
 struct Evaluator<'a> {
     draws: &'a Draws,
+    /// Warnings met so far (the evaluation itself takes `&self`).
+    warnings: RefCell<Vec<Warning>>,
 }
 
 /// The values of a subexpression at every draw (chain after chain), and whether the language
@@ -441,10 +465,11 @@ impl Evaluator<'_> {
             .collect()
     }
 
-    /// The binary operation `e` (`lhs op rhs`) at every draw. Two int operands of `+ - * .*
+    /// The binary operation `e` (`lhs op rhs`) at every draw. Two int operands of `+ - * .* /
     /// %/% %` take the model's int arithmetic ([`int_arith`]: range-checked, an error for a
-    /// zero divisor); `%/%` and `%` of reals (truncated quotient, remainder) also refuse a zero
-    /// divisor. Comparisons and `&&`, `||` are ints (0 or 1); the rest are reals.
+    /// zero divisor; `/` truncates, with the model's warning); `%/%` and `%` of reals (truncated
+    /// quotient, remainder) also refuse a zero divisor. Comparisons and `&&`, `||` are ints (0
+    /// or 1); the rest are reals.
     fn binary(&self, e: &Expr, op: BinOp, a: Col, b: Col) -> Result<Col, ExprError> {
         use BinOp::*;
         let by_zero = |k: usize| {
@@ -455,8 +480,20 @@ impl Evaluator<'_> {
                 k,
             )
         };
-        // `/` of ints stays real division here (the model's `/` of ints truncates)
-        if a.int && b.int && matches!(op, Add | Sub | Mul | EltMul | IntDiv | Mod) {
+        if a.int
+            && b.int
+            && op == Div
+            && let ExprKind::Binary { lhs, rhs, .. } = &e.kind
+        {
+            let (l, r) = (pretty::expr(lhs), pretty::expr(rhs));
+            self.warnings.borrow_mut().push(Warning::IntegerDivision {
+                expr: pretty::expr(e),
+                real_form: format!("{l} * 1.0 / {r}"),
+                int_form: format!("{l} %/% {r}"),
+                span: e.span,
+            });
+        }
+        if a.int && b.int && matches!(op, Add | Sub | Mul | EltMul | Div | IntDiv | Mod) {
             return a
                 .v
                 .iter()
@@ -607,7 +644,7 @@ mod tests {
 
     fn run(src: &str) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
         let e = parse_expression(src, 0).expect("test expressions parse");
-        evaluate(&e, &draws())
+        evaluate(&e, &draws()).map(|r| (r.reduction, r.values))
     }
 
     #[test]
