@@ -640,6 +640,17 @@ fn int_division_by_zero_in_a_posterior_expression_is_an_error() {
     let real = ok(&mut s, "mean(to_int(mu * 0 - 7) / 2.0)");
     assert!(!real.contains("warning"), "{real}");
     assert_eq!(answer(&real), -3.5);
+    // as in a model, only the branch of `?:` taken at a draw is evaluated there: a guarded
+    // division or to_int is no error, the same division unguarded is
+    let guarded = ok(&mut s, "mean(to_int(mu) != 0 ? 10 %/% to_int(mu) : 0)");
+    assert!(answer(&guarded) > 0.5, "{guarded}");
+    let e = err(&mut s, "mean(to_int(mu) == 0 ? 10 %/% to_int(mu) : 0)");
+    assert_eq!(
+        headline(&e),
+        "integer division by zero in `10 %/% to_int(mu)`"
+    );
+    let nested = "mean(mu > 1e9 ? (mu > 2e9 ? to_int(mu * 1e20) : 2147483647 + 1) : 1)";
+    assert_eq!(answer(&ok(&mut s, nested)), 1.0);
     let e = err(&mut s, "(-2147483647 - 1) / -1");
     assert_eq!(
         headline(&e),

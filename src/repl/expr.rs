@@ -204,6 +204,7 @@ pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<Evaluated, ExprError> {
     let eval = Evaluator {
         draws,
         warnings: RefCell::new(Vec::new()),
+        live: RefCell::new(None),
     };
     let (reduction, inner) = match &expr.kind {
         ExprKind::Call { name, args, .. } if REDUCERS.contains(&name.name.as_str()) => {
@@ -275,6 +276,9 @@ struct Evaluator<'a> {
     draws: &'a Draws,
     /// Warnings met so far (the evaluation itself takes `&self`).
     warnings: RefCell<Vec<Warning>>,
+    /// Inside a branch of `?:`, the pooled draws where that branch is taken (nested branches
+    /// narrow it); an error at any other draw is not raised. `None`: every draw.
+    live: RefCell<Option<Vec<bool>>>,
 }
 
 /// The values of a subexpression at every draw (chain after chain), and whether the language
@@ -415,19 +419,28 @@ impl Evaluator<'_> {
         values
             .into_iter()
             .enumerate()
-            .map(|(i, x)| to_int_value(x).map_err(|m| self.at_draw(m, span, i)))
+            .map(|(i, x)| to_int_value(x).or_else(|m| self.fail(m, span, i)))
             .collect()
     }
 
+    /// Whether pooled draw `i` is evaluated: false where it lies in the branch of a `?:` that
+    /// is not taken at that draw (a model evaluates only the branch taken).
+    fn live(&self, i: usize) -> bool {
+        self.live.borrow().as_ref().is_none_or(|m| m[i])
+    }
+
     /// The error `message` at `span`, with a help line naming pooled draw `i` (chain after
-    /// chain) as the first where it fails.
-    fn at_draw(&self, message: String, span: Span, i: usize) -> ExprError {
+    /// chain) as the first where it fails; NaN (a value never used) when the draw is not live.
+    fn fail(&self, message: String, span: Span, i: usize) -> Result<f64, ExprError> {
+        if !self.live(i) {
+            return Ok(f64::NAN);
+        }
         let n = self.draws.n_draws().max(1);
-        ExprError::new(message, span).help(format!(
+        Err(ExprError::new(message, span).help(format!(
             "at draw {} of chain {} (the first draw where it fails)",
             i % n + 1,
             i / n + 1
-        ))
+        )))
     }
 
     /// `-x` at every draw of an int `x`: an integer-overflow error for -(-2147483648), as in
@@ -437,12 +450,13 @@ impl Evaluator<'_> {
             .enumerate()
             .map(|(k, v)| {
                 let i = v as i64;
-                int_in_range(i.checked_neg())
-                    .map(|r| r as f64)
-                    .ok_or_else(|| {
+                match int_in_range(i.checked_neg()) {
+                    Some(r) => Ok(r as f64),
+                    None => {
                         let m = int_overflow_message(&format!("`-({i})`"), Some(-(i as i128)));
-                        self.at_draw(m, span, k)
-                    })
+                        self.fail(m, span, k)
+                    }
+                }
             })
             .collect()
     }
@@ -454,13 +468,14 @@ impl Evaluator<'_> {
             .enumerate()
             .map(|(k, v)| {
                 let i = v as i64;
-                int_in_range(i.checked_abs())
-                    .map(|r| r as f64)
-                    .ok_or_else(|| {
+                match int_in_range(i.checked_abs()) {
+                    Some(r) => Ok(r as f64),
+                    None => {
                         let m =
                             int_overflow_message(&format!("`abs({i})`"), Some((i as i128).abs()));
-                        self.at_draw(m, span, k)
-                    })
+                        self.fail(m, span, k)
+                    }
+                }
             })
             .collect()
     }
@@ -474,7 +489,7 @@ impl Evaluator<'_> {
         use BinOp::*;
         let by_zero = |k: usize| {
             let what = if op == Mod { "modulus" } else { "division" };
-            self.at_draw(
+            self.fail(
                 format!("integer {what} by zero in `{}`", pretty::expr(e)),
                 e.span,
                 k,
@@ -501,16 +516,18 @@ impl Evaluator<'_> {
                 .enumerate()
                 .map(|(k, (x, y))| match int_arith(op, *x as i64, *y as i64) {
                     Some(Ok(r)) => Ok(r as f64),
-                    Some(Err(IntArithError::Overflow(m))) => Err(self.at_draw(m, e.span, k)),
-                    _ => Err(by_zero(k)),
+                    Some(Err(IntArithError::Overflow(m))) => self.fail(m, e.span, k),
+                    _ => by_zero(k),
                 })
                 .collect::<Result<_, _>>()
                 .map(Col::int);
         }
-        if matches!(op, IntDiv | Mod)
-            && let Some(k) = b.v.iter().position(|y| *y == 0.0)
-        {
-            return Err(by_zero(k));
+        if matches!(op, IntDiv | Mod) {
+            for (k, y) in b.v.iter().enumerate() {
+                if *y == 0.0 {
+                    by_zero(k)?;
+                }
+            }
         }
         let v =
             a.v.iter()
@@ -551,8 +568,20 @@ impl Evaluator<'_> {
                 otherwise,
             } => {
                 let c = self.eval(cond)?.v;
-                let t = self.eval(then)?;
-                let o = self.eval(otherwise)?;
+                // each branch is evaluated only where it is taken, as in a model: an error
+                // (a zero divisor, an overflow) where the other branch is taken is not raised
+                let outer = self.live.borrow().clone();
+                let taken = |when: bool| -> Vec<bool> {
+                    (0..n)
+                        .map(|i| (c[i] != 0.0) == when && outer.as_ref().is_none_or(|m| m[i]))
+                        .collect()
+                };
+                *self.live.borrow_mut() = Some(taken(true));
+                let t = self.eval(then);
+                *self.live.borrow_mut() = Some(taken(false));
+                let o = self.eval(otherwise);
+                *self.live.borrow_mut() = outer;
+                let (t, o) = (t?, o?);
                 let v = (0..n)
                     .map(|i| if c[i] != 0.0 { t.v[i] } else { o.v[i] })
                     .collect();
