@@ -543,6 +543,11 @@ fn to_int_in_a_posterior_expression_truncates_toward_zero() {
         e.contains("is not in the range of int (-2147483648 to 2147483647)")
             && e.contains("(the first draw where it fails)"),
         "{e}"
+    ); // a huge value is shown in exponent form, not as its 301 digits
+    let e = err(&mut s, "to_int(mu * 0 + 1e300)");
+    assert_eq!(
+        headline(&e),
+        "to_int: 1e300 is not in the range of int (-2147483648 to 2147483647)"
     );
 }
 
