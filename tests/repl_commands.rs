@@ -5,7 +5,8 @@
 //! `:help COMMAND`, and clear errors for `:fit … as` without one name, `:save FIT` without a
 //! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
 //! algorithm), `:elbo` of a QNVB fit, a fit's name given to `:plot`, and MH above its
-//! dimension limit refused before the settings line; `to_int` in a posterior expression.
+//! dimension limit refused before the settings line; `to_int` in a posterior expression, and
+//! its int arithmetic (range-checked, an error on division by zero).
 
 mod common;
 
@@ -542,5 +543,122 @@ fn to_int_in_a_posterior_expression_truncates_toward_zero() {
         e.contains("is not in the range of int (-2147483648 to 2147483647)")
             && e.contains("(the first draw where it fails)"),
         "{e}"
+    ); // a huge value is shown in exponent form, not as its 301 digits
+    let e = err(&mut s, "to_int(mu * 0 + 1e300)");
+    assert_eq!(
+        headline(&e),
+        "to_int: 1e300 is not in the range of int (-2147483648 to 2147483647)"
+    );
+}
+
+const RANGE: &str = "outside the range of int (-2147483648 to 2147483647); int is 32-bit, as \
+                     in Stan: to compute with larger values, convert to real first (e.g. \
+                     `1.0 * n`)";
+
+/// The first line of a rendered error, after `error: `.
+fn headline(e: &str) -> &str {
+    let first = e.lines().next().unwrap_or(e);
+    first.strip_prefix("error: ").unwrap_or(first)
+}
+
+/// Int arithmetic in a posterior expression is the model's: range-checked with the model's
+/// integer-overflow message (the operation at the first failing draw and its true value), not
+/// a value past the 32-bit int; mixed with a real it is real arithmetic.
+#[test]
+fn int_arithmetic_in_a_posterior_expression_is_range_checked() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let at_first = "help: at draw 1 of chain 1 (the first draw where it fails)";
+    let cases = [
+        (
+            "to_int(mu * 0 + 3) * 1000000000",
+            "`3 * 1000000000` is 3000000000",
+        ),
+        (
+            "mean((mu > -1e9) + 2147483647)",
+            "`1 + 2147483647` is 2147483648",
+        ),
+        (
+            "-2147483647 - to_int(mu * 0 + 2)",
+            "`-2147483647 - 2` is -2147483649",
+        ),
+        ("-(-2147483647 - 1)", "`-(-2147483648)` is 2147483648"),
+        ("abs(-2147483647 - 1)", "`abs(-2147483648)` is 2147483648"),
+    ];
+    for (input, what) in cases {
+        let e = err(&mut s, input);
+        assert_eq!(headline(&e), format!("integer overflow: {what}, {RANGE}"));
+        assert!(e.contains(at_first), "{e}");
+    }
+    // a real operand makes it real arithmetic, as in a model
+    let big = answer(&ok(&mut s, "mean(to_int(mu * 0 + 3) * 1000000000.0)"));
+    assert_eq!(big, 3e9);
+    // up to the largest int exactly (answers print 4 significant digits)
+    let top = "mean(to_int(mu * 0 + 2) * 1000000000 + 147483647 - 2147483600)";
+    assert_eq!(answer(&ok(&mut s, top)), 47.0);
+}
+
+/// `%/%`, `%` and `/` of ints by zero in a posterior expression are an error naming the
+/// expression (as the model's check of `5 % 0`), not NaN or infinity; by a non-zero int they
+/// truncate toward zero, `/` with the model's integer-division warning before the answer.
+#[test]
+fn int_division_by_zero_in_a_posterior_expression_is_an_error() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let cases = [
+        (
+            "mean(to_int(mu) %/% 0)",
+            "integer division by zero in `to_int(mu) %/% 0`",
+        ),
+        (
+            "to_int(mu) % (to_int(mu) - to_int(mu))",
+            "integer modulus by zero in `to_int(mu) % (to_int(mu) - to_int(mu))`",
+        ),
+        ("mu %/% 0", "integer division by zero in `mu %/% 0`"),
+        (
+            "to_int(mu) / 0",
+            "integer division by zero in `to_int(mu) / 0`",
+        ),
+    ];
+    for (input, message) in cases {
+        let e = err(&mut s, input);
+        assert_eq!(headline(&e), message);
+        assert!(
+            e.contains("help: at draw 1 of chain 1 (the first draw where it fails)"),
+            "{e}"
+        );
+    }
+    assert_eq!(answer(&ok(&mut s, "mean(to_int(mu * 0 - 7) %/% 2)")), -3.0);
+    assert_eq!(answer(&ok(&mut s, "mean(to_int(mu * 0 - 7) % 3)")), -1.0);
+    let third = ok(&mut s, "mean(to_int(mu * 0 - 7) / 3)");
+    assert!(
+        third.starts_with(
+            "warning: integer division `to_int((mu * 0) - 7) / 3` rounds towards zero\n"
+        ) && third.contains(
+            "help: write `to_int((mu * 0) - 7) * 1.0 / 3` for real division, or \
+             `to_int((mu * 0) - 7) %/% 3` if rounding is intended"
+        ),
+        "{third}"
+    );
+    assert_eq!(answer(third.lines().last().unwrap()), -2.0);
+    // a real operand is real division, without the warning
+    let real = ok(&mut s, "mean(to_int(mu * 0 - 7) / 2.0)");
+    assert!(!real.contains("warning"), "{real}");
+    assert_eq!(answer(&real), -3.5);
+    // as in a model, only the branch of `?:` taken at a draw is evaluated there: a guarded
+    // division or to_int is no error, the same division unguarded is
+    let guarded = ok(&mut s, "mean(to_int(mu) != 0 ? 10 %/% to_int(mu) : 0)");
+    assert!(answer(&guarded) > 0.5, "{guarded}");
+    let e = err(&mut s, "mean(to_int(mu) == 0 ? 10 %/% to_int(mu) : 0)");
+    assert_eq!(
+        headline(&e),
+        "integer division by zero in `10 %/% to_int(mu)`"
+    );
+    let nested = "mean(mu > 1e9 ? (mu > 2e9 ? to_int(mu * 1e20) : 2147483647 + 1) : 1)";
+    assert_eq!(answer(&ok(&mut s, nested)), 1.0);
+    let e = err(&mut s, "(-2147483647 - 1) / -1");
+    assert_eq!(
+        headline(&e),
+        format!("integer overflow: `-2147483648 / -1` is 2147483648, {RANGE}")
     );
 }

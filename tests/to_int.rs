@@ -108,6 +108,7 @@ fn nan_and_out_of_range_values_are_errors_naming_the_value() {
         (r#"{"c": 2147483647.5}"#, "c", "2147483647.5"),
         (r#"{"c": 0}"#, "not_a_number()", "NaN"),
         (r#"{"c": 0}"#, "positive_infinity()", "inf"),
+        (r#"{"c": -1e300}"#, "c", "-1e300"),
     ] {
         let err = compile_error(&model(arg), json);
         assert!(

@@ -26,6 +26,7 @@ mod ode;
 mod stmt;
 
 pub use call::{append_row, check_shape, to_int_value};
+pub use expr::{IntArithError, int_arith, int_overflow_message};
 
 /// A fault with the span of the statement where it happened.
 #[derive(Clone, Debug)]

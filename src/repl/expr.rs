@@ -2,12 +2,15 @@
 //! constrained draws (`alpha + beta[2]`, `beta[1] < 0`, `exp(sigma)`), then reduced
 //! (`mean`, `sd`, `quantile`, `median`, or a default summary).
 
+use std::cell::RefCell;
+
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 
-use crate::graph::eval::to_int_value;
+use crate::graph::eval::{IntArithError, int_arith, int_overflow_message, to_int_value};
 use crate::inference::Draws;
 use crate::semantics::names::best_match;
-use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp};
+use crate::semantics::{Warning, pretty};
+use crate::syntax::ast::{BinOp, Expr, ExprKind, Index, UnOp, int_in_range};
 use crate::syntax::span::{FileId, Span};
 
 /// How the per-draw values of an expression are reduced to what is printed.
@@ -171,15 +174,38 @@ fn binary_op(op: BinOp, a: f64, b: f64) -> f64 {
     }
 }
 
+/// A posterior expression evaluated at every draw ([`evaluate`]).
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    /// How the values are reduced to what is printed.
+    pub reduction: Reduction,
+    /// The value of the (inner) expression at every draw, one `Vec` per chain (the shape of
+    /// the draws).
+    pub values: Vec<Vec<f64>>,
+    /// The model checker's warnings about the expression (`int / int` truncates), to print
+    /// before the answer.
+    pub warnings: Vec<Warning>,
+}
+
 /// Evaluates `expr` against `draws`: splits off an outer reducer, then computes the value of the
-/// inner expression at every draw. Returns the reduction and the values, one `Vec` per chain
-/// (same shape as the draws).
+/// inner expression at every draw.
+///
+/// Values are typed as in a model: int literals, `to_int`, comparisons and int arithmetic on
+/// ints are `int` (32-bit, as in Stan; `/` of two ints truncates toward zero, with the model's
+/// warning); the draws are `real`.
 ///
 /// Errors: unknown names (with a did-you-mean suggestion among the draws' names), a whole
 /// vector where a scalar is needed, unknown functions, reducers below the outermost level,
-/// non-constant indices, a quantile level outside [0, 1].
-pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
-    let eval = Evaluator { draws };
+/// non-constant indices, a quantile level outside [0, 1]; and at the first draw where it
+/// happens (named in the help line): int arithmetic leaving the int range (the model's
+/// integer-overflow message, with the true value), `/` of ints, `%/%` or `%` by zero, `to_int`
+/// of NaN or a value outside the int range.
+pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<Evaluated, ExprError> {
+    let eval = Evaluator {
+        draws,
+        warnings: RefCell::new(Vec::new()),
+        live: RefCell::new(None),
+    };
     let (reduction, inner) = match &expr.kind {
         ExprKind::Call { name, args, .. } if REDUCERS.contains(&name.name.as_str()) => {
             let want = if name.name == "quantile" { 2 } else { 1 };
@@ -215,14 +241,18 @@ pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<(Reduction, Vec<Vec<f64>>)
         }
         _ => (Reduction::Summary, expr),
     };
-    let flat = eval.eval(inner)?;
+    let flat = eval.eval(inner)?.v;
     let n = draws.n_draws();
     let chains = if n == 0 {
         vec![Vec::new(); draws.chains.len()]
     } else {
         flat.chunks(n).map(<[f64]>::to_vec).collect()
     };
-    Ok((reduction, chains))
+    Ok(Evaluated {
+        reduction,
+        values: chains,
+        warnings: eval.warnings.into_inner(),
+    })
 }
 
 /// A numeric constant (`0.9`, `-1`, `1e-3`), if `e` is one.
@@ -244,6 +274,28 @@ fn constant(e: &Expr) -> Option<f64> {
 
 struct Evaluator<'a> {
     draws: &'a Draws,
+    /// Warnings met so far (the evaluation itself takes `&self`).
+    warnings: RefCell<Vec<Warning>>,
+    /// Inside a branch of `?:`, the pooled draws where that branch is taken (nested branches
+    /// narrow it); an error at any other draw is not raised. `None`: every draw.
+    live: RefCell<Option<Vec<bool>>>,
+}
+
+/// The values of a subexpression at every draw (chain after chain), and whether the language
+/// types it `int` (then every value is an integer in the int range).
+struct Col {
+    v: Vec<f64>,
+    int: bool,
+}
+
+impl Col {
+    fn real(v: Vec<f64>) -> Col {
+        Col { v, int: false }
+    }
+
+    fn int(v: Vec<f64>) -> Col {
+        Col { v, int: true }
+    }
 }
 
 impl Evaluator<'_> {
@@ -364,62 +416,179 @@ impl Evaluator<'_> {
     /// Stan's `to_int` at every draw (`graph::eval::to_int_value`: truncation toward zero);
     /// a draw that is NaN or outside the `int` range is the model's error, with where it is.
     fn to_int(&self, values: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
-        let n = self.draws.n_draws().max(1);
         values
             .into_iter()
             .enumerate()
-            .map(|(i, x)| {
-                to_int_value(x).map_err(|m| {
-                    ExprError::new(m, span).help(format!(
-                        "at draw {} of chain {} (the first draw where it fails)",
-                        i % n + 1,
-                        i / n + 1
-                    ))
-                })
+            .map(|(i, x)| to_int_value(x).or_else(|m| self.fail(m, span, i)))
+            .collect()
+    }
+
+    /// Whether pooled draw `i` is evaluated: false where it lies in the branch of a `?:` that
+    /// is not taken at that draw (a model evaluates only the branch taken).
+    fn live(&self, i: usize) -> bool {
+        self.live.borrow().as_ref().is_none_or(|m| m[i])
+    }
+
+    /// The error `message` at `span`, with a help line naming pooled draw `i` (chain after
+    /// chain) as the first where it fails; NaN (a value never used) when the draw is not live.
+    fn fail(&self, message: String, span: Span, i: usize) -> Result<f64, ExprError> {
+        if !self.live(i) {
+            return Ok(f64::NAN);
+        }
+        let n = self.draws.n_draws().max(1);
+        Err(ExprError::new(message, span).help(format!(
+            "at draw {} of chain {} (the first draw where it fails)",
+            i % n + 1,
+            i / n + 1
+        )))
+    }
+
+    /// `-x` at every draw of an int `x`: an integer-overflow error for -(-2147483648), as in
+    /// a model.
+    fn int_neg(&self, x: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+        x.into_iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let i = v as i64;
+                match int_in_range(i.checked_neg()) {
+                    Some(r) => Ok(r as f64),
+                    None => {
+                        let m = int_overflow_message(&format!("`-({i})`"), Some(-(i as i128)));
+                        self.fail(m, span, k)
+                    }
+                }
             })
             .collect()
     }
 
-    fn eval(&self, e: &Expr) -> Result<Vec<f64>, ExprError> {
+    /// `abs(x)` at every draw of an int `x`, an int: an integer-overflow error for
+    /// abs(-2147483648), as in a model.
+    fn int_abs(&self, x: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+        x.into_iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let i = v as i64;
+                match int_in_range(i.checked_abs()) {
+                    Some(r) => Ok(r as f64),
+                    None => {
+                        let m =
+                            int_overflow_message(&format!("`abs({i})`"), Some((i as i128).abs()));
+                        self.fail(m, span, k)
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The binary operation `e` (`lhs op rhs`) at every draw. Two int operands of `+ - * .* /
+    /// %/% %` take the model's int arithmetic ([`int_arith`]: range-checked, an error for a
+    /// zero divisor; `/` truncates, with the model's warning); `%/%` and `%` of reals (truncated
+    /// quotient, remainder) also refuse a zero divisor. Comparisons and `&&`, `||` are ints (0
+    /// or 1); the rest are reals.
+    fn binary(&self, e: &Expr, op: BinOp, a: Col, b: Col) -> Result<Col, ExprError> {
+        use BinOp::*;
+        let by_zero = |k: usize| {
+            let what = if op == Mod { "modulus" } else { "division" };
+            self.fail(
+                format!("integer {what} by zero in `{}`", pretty::expr(e)),
+                e.span,
+                k,
+            )
+        };
+        if a.int
+            && b.int
+            && op == Div
+            && let ExprKind::Binary { lhs, rhs, .. } = &e.kind
+        {
+            let (l, r) = (pretty::expr(lhs), pretty::expr(rhs));
+            self.warnings.borrow_mut().push(Warning::IntegerDivision {
+                expr: pretty::expr(e),
+                real_form: format!("{l} * 1.0 / {r}"),
+                int_form: format!("{l} %/% {r}"),
+                span: e.span,
+            });
+        }
+        if a.int && b.int && matches!(op, Add | Sub | Mul | EltMul | Div | IntDiv | Mod) {
+            return a
+                .v
+                .iter()
+                .zip(&b.v)
+                .enumerate()
+                .map(|(k, (x, y))| match int_arith(op, *x as i64, *y as i64) {
+                    Some(Ok(r)) => Ok(r as f64),
+                    Some(Err(IntArithError::Overflow(m))) => self.fail(m, e.span, k),
+                    _ => by_zero(k),
+                })
+                .collect::<Result<_, _>>()
+                .map(Col::int);
+        }
+        if matches!(op, IntDiv | Mod) {
+            for (k, y) in b.v.iter().enumerate() {
+                if *y == 0.0 {
+                    by_zero(k)?;
+                }
+            }
+        }
+        let v =
+            a.v.iter()
+                .zip(&b.v)
+                .map(|(x, y)| binary_op(op, *x, *y))
+                .collect();
+        let int = matches!(op, Lt | Le | Gt | Ge | Eq | Ne | And | Or);
+        Ok(Col { v, int })
+    }
+
+    fn eval(&self, e: &Expr) -> Result<Col, ExprError> {
         let n = self.len();
         match &e.kind {
-            ExprKind::IntLit(i) => Ok(vec![*i as f64; n]),
-            ExprKind::RealLit(x) => Ok(vec![*x; n]),
-            ExprKind::Var(v) => self.lookup(v, e.span),
+            ExprKind::IntLit(i) => Ok(Col::int(vec![*i as f64; n])),
+            ExprKind::RealLit(x) => Ok(Col::real(vec![*x; n])),
+            ExprKind::Var(v) => self.lookup(v, e.span).map(Col::real),
             ExprKind::Index { .. } => {
                 let name = self.indexed_name(e)?;
-                self.lookup(&name, e.span)
+                self.lookup(&name, e.span).map(Col::real)
             }
             ExprKind::Unary { op, operand } => {
-                let mut x = self.eval(operand)?;
-                for v in &mut x {
-                    *v = match op {
-                        UnOp::Neg => -*v,
-                        UnOp::Plus => *v,
-                        UnOp::Not => truth(*v == 0.0),
-                    };
-                }
-                Ok(x)
+                let x = self.eval(operand)?;
+                Ok(match op {
+                    UnOp::Neg if x.int => Col::int(self.int_neg(x.v, e.span)?),
+                    UnOp::Neg => Col::real(x.v.into_iter().map(|v| -v).collect()),
+                    UnOp::Plus => x,
+                    UnOp::Not => Col::int(x.v.into_iter().map(|v| truth(v == 0.0)).collect()),
+                })
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.eval(lhs)?;
                 let b = self.eval(rhs)?;
-                Ok(a.iter()
-                    .zip(&b)
-                    .map(|(x, y)| binary_op(*op, *x, *y))
-                    .collect())
+                self.binary(e, *op, a, b)
             }
             ExprKind::Ternary {
                 cond,
                 then,
                 otherwise,
             } => {
-                let c = self.eval(cond)?;
-                let t = self.eval(then)?;
-                let o = self.eval(otherwise)?;
-                Ok((0..n)
-                    .map(|i| if c[i] != 0.0 { t[i] } else { o[i] })
-                    .collect())
+                let c = self.eval(cond)?.v;
+                // each branch is evaluated only where it is taken, as in a model: an error
+                // (a zero divisor, an overflow) where the other branch is taken is not raised
+                let outer = self.live.borrow().clone();
+                let taken = |when: bool| -> Vec<bool> {
+                    (0..n)
+                        .map(|i| (c[i] != 0.0) == when && outer.as_ref().is_none_or(|m| m[i]))
+                        .collect()
+                };
+                *self.live.borrow_mut() = Some(taken(true));
+                let t = self.eval(then);
+                *self.live.borrow_mut() = Some(taken(false));
+                let o = self.eval(otherwise);
+                *self.live.borrow_mut() = outer;
+                let (t, o) = (t?, o?);
+                let v = (0..n)
+                    .map(|i| if c[i] != 0.0 { t.v[i] } else { o.v[i] })
+                    .collect();
+                Ok(Col {
+                    v,
+                    int: t.int && o.int,
+                })
             }
             ExprKind::Call { name, args, .. } => {
                 let f = name.name.as_str();
@@ -459,16 +628,21 @@ impl Evaluator<'_> {
                 }
                 let a = self.eval(&args[0])?;
                 if f == "to_int" {
-                    return self.to_int(a, e.span);
+                    return self.to_int(a.v, e.span).map(Col::int);
+                }
+                if f == "abs" && a.int {
+                    return self.int_abs(a.v, e.span).map(Col::int);
                 }
                 if arity == 1 {
-                    Ok(a.into_iter().map(|x| unary(f, x)).collect())
+                    Ok(Col::real(a.v.into_iter().map(|x| unary(f, x)).collect()))
                 } else {
-                    let b = self.eval(&args[1])?;
-                    Ok(a.iter()
-                        .zip(&b)
-                        .map(|(x, y)| binary_fn(f, *x, *y))
-                        .collect())
+                    let b = self.eval(&args[1])?.v;
+                    Ok(Col::real(
+                        a.v.iter()
+                            .zip(&b)
+                            .map(|(x, y)| binary_fn(f, *x, *y))
+                            .collect(),
+                    ))
                 }
             }
             ExprKind::RowVectorLit(_) | ExprKind::ArrayLit(_) | ExprKind::Transpose(_) => {
@@ -499,7 +673,7 @@ mod tests {
 
     fn run(src: &str) -> Result<(Reduction, Vec<Vec<f64>>), ExprError> {
         let e = parse_expression(src, 0).expect("test expressions parse");
-        evaluate(&e, &draws())
+        evaluate(&e, &draws()).map(|r| (r.reduction, r.values))
     }
 
     #[test]

@@ -801,13 +801,20 @@ fn to_int(x: f64) -> R<f64> {
 /// Stan's `to_int(x)`: `x` truncated toward zero, as an `int` stored in an f64 (shared by the
 /// model's evaluator and the REPL's posterior expressions). Errors: the message
 /// `to_int: X is not in the range of int (-2147483648 to 2147483647)` when `x` is NaN or outside
-/// the 32-bit `int` range (checked before truncating, as Stan does).
+/// the 32-bit `int` range (checked before truncating, as Stan does); X is in exponent form
+/// (`1e300`) from 1e16 in magnitude.
 pub fn to_int_value(x: f64) -> Result<f64, String> {
     const LO: f64 = i32::MIN as f64;
     const HI: f64 = i32::MAX as f64;
     if !(LO..=HI).contains(&x) {
+        // a huge value in exponent form (`1e300`, not its 301 digits)
+        let shown = if x.abs() >= 1e16 {
+            format!("{x:e}")
+        } else {
+            format!("{x}")
+        };
         return Err(format!(
-            "to_int: {x} is not in the range of int ({LO} to {HI})"
+            "to_int: {shown} is not in the range of int ({LO} to {HI})"
         ));
     }
     Ok(x.trunc())

@@ -408,34 +408,11 @@ impl Ctx<'_> {
         use BinOp::*;
         if let (Value::Int(x), Value::Int(y)) = (a, b) {
             let (x, y) = (*x, *y);
-            let over = || {
-                let exact = match op {
-                    Add => Some(x as i128 + y as i128),
-                    Sub => Some(x as i128 - y as i128),
-                    Mul | EltMul => Some(x as i128 * y as i128),
-                    Div | IntDiv if y != 0 => Some(x as i128 / y as i128),
-                    _ => None,
-                };
-                int_overflow(&format!("`{x} {} {y}`", op.symbol()), exact)
-            };
+            if let Some(r) = int_arith(op, x, y) {
+                return r.map(Value::Int).map_err(|e| Fault::fatal(e.to_string()));
+            }
             return Ok(match op {
-                Add => Value::Int(int_in_range(x.checked_add(y)).ok_or_else(over)?),
-                Sub => Value::Int(int_in_range(x.checked_sub(y)).ok_or_else(over)?),
-                Mul => Value::Int(int_in_range(x.checked_mul(y)).ok_or_else(over)?),
-                Div | IntDiv => {
-                    if y == 0 {
-                        return Err(Fault::fatal("integer division by zero"));
-                    }
-                    Value::Int(int_in_range(x.checked_div(y)).ok_or_else(over)?)
-                }
-                Mod => {
-                    if y == 0 {
-                        return Err(Fault::fatal("integer modulus by zero"));
-                    }
-                    Value::Int(int_in_range(x.checked_rem(y)).ok_or_else(over)?)
-                }
                 Pow | EltPow => Value::Real((x as f64).powf(y as f64)),
-                EltMul => Value::Int(int_in_range(x.checked_mul(y)).ok_or_else(over)?),
                 EltDiv => Value::Real(x as f64 / y as f64),
                 Lt => Value::Int((x < y) as i64),
                 Le => Value::Int((x <= y) as i64),
@@ -446,6 +423,9 @@ impl Ctx<'_> {
                 And => Value::Int((x != 0 && y != 0) as i64),
                 Or => Value::Int((x != 0 || y != 0) as i64),
                 LeftDiv => return Err(Fault::fatal("`\\` needs matrix operands")),
+                Add | Sub | Mul | EltMul | Div | IntDiv | Mod => {
+                    unreachable!("int arithmetic is `int_arith`")
+                }
             });
         }
         let scalars = a.as_s().zip(b.as_s());
@@ -509,13 +489,66 @@ impl Ctx<'_> {
 }
 
 /// The error for int arithmetic whose result leaves the range of `int` (32-bit, as in Stan):
-/// `what` is the operation as written with its operands (`` `2147483647 + 1` ``), `exact` its
-/// true value when known. Never a wrap.
+/// [`int_overflow_message`] as a fatal fault.
 pub(super) fn int_overflow(what: &str, exact: Option<i128>) -> Fault {
+    Fault::fatal(int_overflow_message(what, exact))
+}
+
+/// The message for int arithmetic whose result leaves the range of `int` (32-bit, as in Stan),
+/// shared by the model's evaluator and the REPL's posterior expressions: `what` is the
+/// operation as written with its operands (`` `2147483647 + 1` ``), `exact` its true value when
+/// known. Never a wrap.
+pub fn int_overflow_message(what: &str, exact: Option<i128>) -> String {
     let is = exact.map_or_else(String::new, |v| format!(" is {v},"));
-    Fault::fatal(format!(
+    format!(
         "integer overflow: {what}{is} outside the range of int ({INT_MIN} to {INT_MAX}); int is \
          32-bit, as in Stan: to compute with larger values, convert to real first (e.g. \
          `1.0 * n`)"
-    ))
+    )
+}
+
+/// Why int arithmetic ([`int_arith`]) has no int result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IntArithError {
+    /// `/` or `%/%` by 0.
+    DivisionByZero,
+    /// `%` by 0.
+    ModulusByZero,
+    /// The result is outside the range of `int`: the [`int_overflow_message`].
+    Overflow(String),
+}
+
+impl std::fmt::Display for IntArithError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IntArithError::DivisionByZero => f.write_str("integer division by zero"),
+            IntArithError::ModulusByZero => f.write_str("integer modulus by zero"),
+            IntArithError::Overflow(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The language's int arithmetic on two ints (32-bit, as in Stan), shared by the model's
+/// evaluator and the REPL's posterior expressions: `+`, `-`, `*`, `.*`, and `/` and `%/%`
+/// (truncating toward zero), `%` (the sign of `x`). `None` for operators whose int form is
+/// not int arithmetic (comparisons, powers, `./`). Errors: a zero divisor, or a result outside
+/// -2147483648..=2147483647 (with its true value), never a wrap.
+pub fn int_arith(op: BinOp, x: i64, y: i64) -> Option<Result<i64, IntArithError>> {
+    use BinOp::*;
+    let (result, exact) = match op {
+        Add => (x.checked_add(y), Some(x as i128 + y as i128)),
+        Sub => (x.checked_sub(y), Some(x as i128 - y as i128)),
+        Mul | EltMul => (x.checked_mul(y), Some(x as i128 * y as i128)),
+        Div | IntDiv if y == 0 => return Some(Err(IntArithError::DivisionByZero)),
+        Div | IntDiv => (x.checked_div(y), Some(x as i128 / y as i128)),
+        Mod if y == 0 => return Some(Err(IntArithError::ModulusByZero)),
+        Mod => (x.checked_rem(y), None),
+        _ => return None,
+    };
+    Some(int_in_range(result).ok_or_else(|| {
+        IntArithError::Overflow(int_overflow_message(
+            &format!("`{x} {} {y}`", op.symbol()),
+            exact,
+        ))
+    }))
 }

@@ -607,8 +607,15 @@ impl Session {
                 "error: expressions are evaluated against the posterior draws of the last fit; there is no fit yet (use :fit)",
             );
         };
-        let (reduction, values) = match expr::evaluate(&e, &f.result.draws) {
-            Ok(v) => v,
+        let (reduction, values, warned) = match expr::evaluate(&e, &f.result.draws) {
+            Ok(r) => {
+                let warned: String = r
+                    .warnings
+                    .iter()
+                    .map(|w| render_plain(&self.sources, &w.to_diagnostic()))
+                    .collect();
+                (r.reduction, r.values, warned)
+            }
             Err(err) => return Output::error(render_plain(&self.sources, &err.to_diagnostic())),
         };
         // an optimize fit has one "draw", the estimate: a bare expression is its value there;
@@ -617,7 +624,7 @@ impl Session {
             let value = values.first().and_then(|c| c.first()).copied();
             return match (reduction, value) {
                 (Reduction::Summary, Some(v)) => Output::ok(format!(
-                    "{text} = {}  (at the estimate of {}, a point estimate: no posterior sd or \
+                    "{warned}{text} = {}  (at the estimate of {}, a point estimate: no posterior sd or \
                      quantiles; `:param NAME` shows standard errors)",
                     format_sig(v, 4),
                     f.name
@@ -631,7 +638,10 @@ impl Session {
             };
         }
         let mcmc = f.result.method.is_mcmc();
-        Output::ok(reduce(text, reduction, &values, mcmc, &f.name))
+        Output::ok(format!(
+            "{warned}{}",
+            reduce(text, reduction, &values, mcmc, &f.name)
+        ))
     }
 }
 
