@@ -870,7 +870,10 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
                 loc()
             ),
         )
-        .with_help("data values must be numbers such as `3`, `-0.5` or `1e-3`")),
+        .with_help(match super::decimal_comma::with_point(&raw) {
+            Some(point) => super::decimal_comma::cell_help(&raw, &point),
+            None => "data values must be numbers such as `3`, `-0.5` or `1e-3`".to_string(),
+        })),
         None => Err(DataError::new(
             DataErrorKind::NotANumber,
             format!(
