@@ -26,8 +26,10 @@ mod support;
 use checks::{check_outcome, outcomes};
 use support::{Ranged, ranged_outcomes, sized_decls};
 
-/// Largest magnitude of a Stan `int` (32-bit, as in Stan).
+/// Largest value of a data `int` (32-bit, as in Stan: 2^31 − 1).
 const INT_MAX: f64 = i32::MAX as f64;
+/// Smallest value of a data `int` (−2^31).
+const INT_MIN: f64 = i32::MIN as f64;
 
 /// Binds `sources` to the `data` block of `program`; see [`bind_decls`].
 /// Also checks the parameters' bounds that the data fix (lower < upper, see
@@ -107,6 +109,7 @@ fn bind_decls_inner(
         unobserved,
         outcomes,
         provs: HashMap::new(),
+        sized: &sized,
     };
     for (i, decl) in decls.iter().enumerate() {
         binder
@@ -264,6 +267,8 @@ struct Binder<'a> {
     /// Where each variable bound from a source came from, for the messages of the checks
     /// made once every variable is bound (`support`).
     provs: HashMap<String, Provenance<'a>>,
+    /// The declarations outside `data` whose sizes may name data ([`support::sized_decls`]).
+    sized: &'a HashMap<String, VarDecl>,
 }
 
 /// The declared dims of a declaration with the expression that gave each one.

@@ -434,3 +434,43 @@ pub enum Index {
     /// `x[:]` or an omitted index `x[, j]`.
     All,
 }
+
+impl Expr {
+    /// Whether the expression reads the variable `name` anywhere (in an operand, a call's
+    /// argument, an index, a literal's element); a function's name is not a variable.
+    pub fn mentions(&self, name: &str) -> bool {
+        match &self.kind {
+            ExprKind::Var(v) => v == name,
+            ExprKind::IntLit(_) | ExprKind::RealLit(_) => false,
+            ExprKind::Binary { lhs, rhs, .. } => lhs.mentions(name) || rhs.mentions(name),
+            ExprKind::Unary { operand, .. } => operand.mentions(name),
+            ExprKind::Call { args, .. } => args.iter().any(|a| a.mentions(name)),
+            ExprKind::Index { base, indices } => {
+                base.mentions(name) || indices.iter().any(|i| i.mentions(name))
+            }
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => cond.mentions(name) || then.mentions(name) || otherwise.mentions(name),
+            ExprKind::RowVectorLit(xs) | ExprKind::ArrayLit(xs) => {
+                xs.iter().any(|a| a.mentions(name))
+            }
+            ExprKind::Transpose(x) => x.mentions(name),
+        }
+    }
+}
+
+impl Index {
+    /// Whether the index reads the variable `name` ([`Expr::mentions`]).
+    pub fn mentions(&self, name: &str) -> bool {
+        match self {
+            Index::Single(e) => e.mentions(name),
+            Index::Range(a, b) => {
+                a.as_ref().is_some_and(|e| e.mentions(name))
+                    || b.as_ref().is_some_and(|e| e.mentions(name))
+            }
+            Index::All => false,
+        }
+    }
+}
