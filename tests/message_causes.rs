@@ -69,3 +69,58 @@ fn nuts_summary_of_tiny_draws_and_constants_has_no_unexplained_nan() {
         "{text}"
     );
 }
+
+/// The warning line of a fit that starts with "the generated quantities failed".
+fn gq_warning(text: &str) -> &str {
+    text.lines()
+        .find_map(|l| l.strip_prefix("  - the generated quantities failed"))
+        .unwrap_or_else(|| panic!("no generated-quantities warning in:\n{text}"))
+}
+
+#[test]
+fn a_generated_quantity_failing_without_parameters_is_not_blamed_on_them() {
+    const NO_PARAMETERS: &str = "The statement does not involve the parameters (only data, \
+                                 constants and `_rng` draws), so no parameter value avoids the \
+                                 failure: change the statement or the data it reads";
+    const GUARD: &str = "Guard the statement against the parameter values that break it (e.g. \
+                         `if (mu > 0)`), or use a function defined for all of them";
+    let head = "data { int n; }\nparameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n";
+    let dir = folder(&[
+        (
+            "lit.bayes",
+            &format!("{head}generated quantities {{ int k = 2147483647 + 1; }}\n"),
+        ),
+        (
+            "data.bayes",
+            &format!("{head}generated quantities {{ int m = n; int k = m * n; }}\n"),
+        ),
+        (
+            "param.bayes",
+            &format!(
+                "{head}generated quantities {{ real x = mu; int k = to_int(x * 1e10) * n; }}\n"
+            ),
+        ),
+        ("d.json", r#"{"n": 100000}"#),
+    ]);
+    for (model, overflow, fix) in [
+        ("lit.bayes", "`2147483647 + 1` is 2147483648", NO_PARAMETERS),
+        (
+            "data.bayes",
+            "`100000 * 100000` is 10000000000",
+            NO_PARAMETERS,
+        ),
+        ("param.bayes", "to_int", GUARD),
+    ] {
+        let o = run(
+            &dir,
+            &[
+                "fit", model, "--data", "d.json", "--method", "nuts", "--seed", "1",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{text}");
+        let w = gq_warning(&text);
+        assert!(w.contains(overflow), "{model}: {w}");
+        assert!(w.ends_with(fix), "{model}: {w}");
+    }
+}
