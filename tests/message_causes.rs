@@ -124,3 +124,41 @@ fn a_generated_quantity_failing_without_parameters_is_not_blamed_on_them() {
         assert!(w.ends_with(fix), "{model}: {w}");
     }
 }
+
+#[test]
+fn a_parameter_of_literal_size_zero_is_not_called_improper() {
+    let dir = folder(&[
+        (
+            "unused.bayes",
+            "parameters { vector[0] z; real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+        ),
+        (
+            "matrix.bayes",
+            "data { int K; }\nparameters { matrix[0, K] W; real mu; }\n\
+             model { mu ~ normal(sum(W), 1); }\n",
+        ),
+        (
+            "array.bayes",
+            "parameters { array[0] real a; real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+        ),
+        (
+            "sized.bayes",
+            "data { int N; }\nparameters { vector[N] z; real mu; }\n\
+             model { mu ~ normal(sum(z), 1); }\n",
+        ),
+    ]);
+    for model in ["unused.bayes", "matrix.bayes", "array.bayes"] {
+        let o = run(&dir, &["check", model]);
+        let text = common::output_text(&o);
+        assert!(o.status.success(), "{model}: {text}");
+        assert!(!text.contains("improper"), "{model}: {text}");
+        assert!(!text.contains("no prior"), "{model}: {text}");
+    }
+    // a size known only from the data keeps the warning (N may be positive)
+    let o = run(&dir, &["check", "sized.bayes"]);
+    let text = common::output_text(&o);
+    assert!(
+        text.contains("parameter `z` has no prior; it gets an improper flat prior"),
+        "{text}"
+    );
+}

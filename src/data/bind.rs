@@ -271,29 +271,10 @@ struct Binder<'a> {
     sized: &'a HashMap<String, VarDecl>,
 }
 
-/// The declared dims of a declaration with the expression that gave each one.
+/// The declared dims of a declaration with the expression that gave each one
+/// ([`crate::syntax::ast::SizedType::size_exprs`]).
 fn size_exprs(decl: &VarDecl) -> Vec<&Expr> {
-    let mut out: Vec<&Expr> = decl.ty.array_dims.iter().collect();
-    match &decl.ty.base {
-        SizedBase::Int | SizedBase::Real => {}
-        SizedBase::Vector(n)
-        | SizedBase::RowVector(n)
-        | SizedBase::Simplex(n)
-        | SizedBase::Ordered(n)
-        | SizedBase::PositiveOrdered(n) => out.push(n),
-        SizedBase::Matrix(r, c) => {
-            out.push(r);
-            out.push(c);
-        }
-        SizedBase::CholeskyFactorCorr(n)
-        | SizedBase::CholeskyFactorCov(n)
-        | SizedBase::CovMatrix(n)
-        | SizedBase::CorrMatrix(n) => {
-            out.push(n);
-            out.push(n);
-        }
-    }
-    out
+    decl.ty.size_exprs()
 }
 
 /// `j` when `header` is `name.j` or `name[j]` with `j ≥ 1`.

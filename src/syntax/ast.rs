@@ -474,3 +474,32 @@ impl Index {
         }
     }
 }
+
+impl SizedType {
+    /// The size expressions of the declared dims, outermost first: the array sizes, then the
+    /// base's (`matrix[R, C]` gives R and C; the square types `cov_matrix[K]` and the like give
+    /// K twice; `int` and `real` none).
+    pub fn size_exprs(&self) -> Vec<&Expr> {
+        let mut out: Vec<&Expr> = self.array_dims.iter().collect();
+        match &self.base {
+            SizedBase::Int | SizedBase::Real => {}
+            SizedBase::Vector(n)
+            | SizedBase::RowVector(n)
+            | SizedBase::Simplex(n)
+            | SizedBase::Ordered(n)
+            | SizedBase::PositiveOrdered(n) => out.push(n),
+            SizedBase::Matrix(r, c) => {
+                out.push(r);
+                out.push(c);
+            }
+            SizedBase::CholeskyFactorCorr(n)
+            | SizedBase::CholeskyFactorCov(n)
+            | SizedBase::CovMatrix(n)
+            | SizedBase::CorrMatrix(n) => {
+                out.push(n);
+                out.push(n);
+            }
+        }
+        out
+    }
+}
