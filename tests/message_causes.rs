@@ -87,8 +87,8 @@ fn a_generated_quantity_failing_without_parameters_is_not_blamed_on_them() {
     let head = "data { int n; }\nparameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n";
     let dir = folder(&[
         (
-            "lit.bayes",
-            &format!("{head}generated quantities {{ int k = 2147483647 + 1; }}\n"),
+            "rng.bayes",
+            &format!("{head}generated quantities {{ int k = 2147483647 + poisson_rng(3); }}\n"),
         ),
         (
             "data.bayes",
@@ -103,7 +103,11 @@ fn a_generated_quantity_failing_without_parameters_is_not_blamed_on_them() {
         ("d.json", r#"{"n": 100000}"#),
     ]);
     for (model, overflow, fix) in [
-        ("lit.bayes", "`2147483647 + 1` is 2147483648", NO_PARAMETERS),
+        (
+            "rng.bayes",
+            "integer overflow: `2147483647 + ",
+            NO_PARAMETERS,
+        ),
         (
             "data.bayes",
             "`100000 * 100000` is 10000000000",
@@ -123,6 +127,32 @@ fn a_generated_quantity_failing_without_parameters_is_not_blamed_on_them() {
         assert!(w.contains(overflow), "{model}: {w}");
         assert!(w.ends_with(fix), "{model}: {w}");
     }
+}
+
+#[test]
+fn int_arithmetic_on_literals_that_overflows_is_a_check_error() {
+    let dir = folder(&[(
+        "lit.bayes",
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n\
+         generated quantities { int k = 2147483647 + 1; int j = (-2147483647 - 1) * 1; }\n",
+    )]);
+    let o = run(&dir, &["check", "lit.bayes"]);
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "error: integer overflow: `2147483647 + 1` is 2147483648, outside the range of int \
+             (-2147483648 to 2147483647); int is 32-bit, as in Stan: to compute with larger \
+             values, convert to real first (e.g. `1.0 * n`)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("^^^^^^^^^^^^^^ overflows int at every evaluation"),
+        "{text}"
+    );
+    // -2147483648 (reached by arithmetic) times 1 is an int
+    assert_eq!(text.matches("error:").count(), 1, "{text}");
 }
 
 #[test]
