@@ -1,6 +1,7 @@
 //! Data files that a fresh user got confusing messages for (session 15 tester): a CSV written
 //! with `;` (a European spreadsheet export) or tabs as its delimiter, and a number too large for
-//! a 64-bit float (`2e400`), which used to be read silently as `inf`.
+//! a 64-bit float (`2e400`), which used to be read silently as `inf`; numbers written with a
+//! decimal comma in a comma-separated file (session 16).
 
 use bayesc::data::{DataErrorKind, bind, load_csv_str, load_json_str};
 use bayesc::syntax::parse_program;
@@ -32,6 +33,60 @@ fn a_semicolon_delimited_csv_is_named_as_such_with_the_fix() {
             )
         );
     }
+}
+
+#[test]
+fn decimal_commas_are_named_with_file_row_and_column() {
+    // one column: each `1,5` splits into two fields
+    let e = load_csv_str("obs.csv", "y\n1,5\n2,25\n3,0\n").expect_err("decimal commas");
+    assert_eq!(e.kind, DataErrorKind::FieldCount);
+    assert_eq!(
+        e.message,
+        "obs.csv line 2 (row 1), column `y`: the file seems to use decimal commas: `1,5` would \
+         be 1.5 with a decimal comma, but bayesc reads `,` only as the delimiter (the row has 2 \
+         fields, but the header has 1 column)"
+    );
+    assert_eq!(
+        e.help.as_deref(),
+        Some(
+            "write the numbers with `.` as the decimal point (in a spreadsheet, set the decimal \
+             separator to `.` before saving as CSV, or replace each decimal `,` by `.` in the \
+             file); if the values are meant as separate columns, name each column in the header"
+        )
+    );
+    // two columns, the first row whole numbers: the second row is named
+    let e = load_csv_str("obs.csv", "y,x\n1,2\n-0,5,2,75\n").expect_err("decimal commas");
+    assert!(
+        e.message.starts_with(
+            "obs.csv line 3 (row 2), column `y`: the file seems to use decimal commas: `-0,5` \
+             would be -0.5"
+        ),
+        "{}",
+        e.message
+    );
+    // a row with one field too many that is not a decimal comma keeps the field-count message
+    let e = load_csv_str("obs.csv", "y\n1,a\n").expect_err("two fields");
+    assert_eq!(
+        e.message,
+        "obs.csv line 2 (row 1): 2 fields, but the header has 1 column"
+    );
+    // quoted, `"1,5"` is one cell that is not a number: the help names the decimal comma
+    let program = parse_program(MODEL, 0).expect("test model parses");
+    let src = load_csv_str("obs.csv", "y\n\"1,5\"\n\"2,25\"\n").expect("one column");
+    let e = bind(&program, &[src]).expect_err("`1,5` is not a number");
+    assert_eq!(e.kind, DataErrorKind::NotANumber);
+    assert_eq!(
+        e.message,
+        "obs.csv row 1 (line 2), column `y`: `1,5` is not a number, but the column binds to `y`"
+    );
+    assert_eq!(
+        e.help.as_deref(),
+        Some(
+            "`1,5` seems to be 1.5 written with a decimal comma; write numbers with `.` as the \
+             decimal point (in a spreadsheet, set the decimal separator to `.` before saving as \
+             CSV, or replace each decimal `,` by `.`)"
+        )
+    );
 }
 
 #[test]

@@ -51,9 +51,11 @@ fn int_addition_past_the_largest_int_is_an_error_at_the_statement() {
         headline(&e),
         format!("integer overflow: `2147483647 + 1` is 2147483648, {RANGE}")
     );
+    // arithmetic on literals is caught by the checks, before any data is read (session 16)
     assert!(
         e.contains(
-            "2 │   int n = 2147483647 + 1;\n  │   ^^^^^^^^^^^^^^^^^^^^^^^ while evaluating this"
+            "2 │   int n = 2147483647 + 1;\n  │           ^^^^^^^^^^^^^^ overflows int at every \
+             evaluation"
         ),
         "{e}"
     );
@@ -125,4 +127,71 @@ fn an_int_literal_above_the_largest_int_is_a_syntax_error() {
         ),
         "{e}"
     );
+}
+
+/// The `= help:` line of a rendered error.
+fn help(rendered: &str) -> &str {
+    rendered
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("= help: "))
+        .unwrap_or_else(|| panic!("no help in\n{rendered}"))
+}
+
+#[test]
+fn a_data_int_outside_32_bits_gets_advice_by_its_use() {
+    let range = "is outside the range of `int` (-2147483648 to 2147483647: ints are 32-bit, as \
+                 in Stan)";
+    // a size (of data, or of a parameter only): it must be below 2^31; `real` is no fix
+    let prior = "model { mu ~ normal(0, 1); b ~ normal(0, 1); }";
+    for (decls, user) in [
+        (
+            "data { int N; vector[N] y; } parameters { real mu; real b; }",
+            "y",
+        ),
+        ("data { int N; } parameters { real mu; vector[N] b; }", "b"),
+        (
+            "data { int N; array[N + 1] int y; } parameters { real mu; real b; }",
+            "y",
+        ),
+    ] {
+        let e = failure(
+            &format!("{decls}\n{prior}\n"),
+            r#"{"N": 2147483648, "y": [1]}"#,
+        );
+        assert_eq!(
+            headline(&e),
+            format!("d.json, key `N`: 2147483648 {range}, and `N` is declared `int`"),
+            "{decls}"
+        );
+        assert_eq!(
+            help(&e),
+            format!(
+                "`N` gives the size of `{user}`, and a size must be below 2^31 = 2147483648 (no \
+                 container holds more elements); check the value in the data file"
+            ),
+            "{decls}"
+        );
+    }
+    // an int that is no size may be declared real
+    let e = failure(
+        &format!("data {{ int k; }}\n{TAIL}\n"),
+        r#"{"k": -2147483649}"#,
+    );
+    assert_eq!(
+        headline(&e),
+        format!("d.json, key `k`: -2147483649 {range}, and `k` is declared `int`")
+    );
+    assert_eq!(
+        help(&e),
+        "declare `k` with `real` in place of `int` if values this large are intended (a real \
+         holds whole numbers exactly up to 2^53)"
+    );
+    // the smallest int is an int
+    let text = format!("data {{ int k; }}\n{TAIL}\n");
+    let mut sources = SourceMap::new();
+    let checked = pipeline::check_source(&mut sources, "m.bayes", &text).expect("checks");
+    let data = vec![DataSource::Json(
+        parse_json("d.json", r#"{"k": -2147483648}"#).expect("valid JSON"),
+    )];
+    pipeline::compile(&checked, &sources, &data).expect("-2147483648 is an int");
 }

@@ -26,8 +26,10 @@ mod support;
 use checks::{check_outcome, outcomes};
 use support::{Ranged, ranged_outcomes, sized_decls};
 
-/// Largest magnitude of a Stan `int` (32-bit, as in Stan).
+/// Largest value of a data `int` (32-bit, as in Stan: 2^31 − 1).
 const INT_MAX: f64 = i32::MAX as f64;
+/// Smallest value of a data `int` (−2^31).
+const INT_MIN: f64 = i32::MIN as f64;
 
 /// Binds `sources` to the `data` block of `program`; see [`bind_decls`].
 /// Also checks the parameters' bounds that the data fix (lower < upper, see
@@ -107,6 +109,7 @@ fn bind_decls_inner(
         unobserved,
         outcomes,
         provs: HashMap::new(),
+        sized: &sized,
     };
     for (i, decl) in decls.iter().enumerate() {
         binder
@@ -264,31 +267,14 @@ struct Binder<'a> {
     /// Where each variable bound from a source came from, for the messages of the checks
     /// made once every variable is bound (`support`).
     provs: HashMap<String, Provenance<'a>>,
+    /// The declarations outside `data` whose sizes may name data ([`support::sized_decls`]).
+    sized: &'a HashMap<String, VarDecl>,
 }
 
-/// The declared dims of a declaration with the expression that gave each one.
+/// The declared dims of a declaration with the expression that gave each one
+/// ([`crate::syntax::ast::SizedType::size_exprs`]).
 fn size_exprs(decl: &VarDecl) -> Vec<&Expr> {
-    let mut out: Vec<&Expr> = decl.ty.array_dims.iter().collect();
-    match &decl.ty.base {
-        SizedBase::Int | SizedBase::Real => {}
-        SizedBase::Vector(n)
-        | SizedBase::RowVector(n)
-        | SizedBase::Simplex(n)
-        | SizedBase::Ordered(n)
-        | SizedBase::PositiveOrdered(n) => out.push(n),
-        SizedBase::Matrix(r, c) => {
-            out.push(r);
-            out.push(c);
-        }
-        SizedBase::CholeskyFactorCorr(n)
-        | SizedBase::CholeskyFactorCov(n)
-        | SizedBase::CovMatrix(n)
-        | SizedBase::CorrMatrix(n) => {
-            out.push(n);
-            out.push(n);
-        }
-    }
-    out
+    decl.ty.size_exprs()
 }
 
 /// `j` when `header` is `name.j` or `name[j]` with `j ≥ 1`.
@@ -870,7 +856,10 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
                 loc()
             ),
         )
-        .with_help("data values must be numbers such as `3`, `-0.5` or `1e-3`")),
+        .with_help(match super::decimal_comma::with_point(&raw) {
+            Some(point) => super::decimal_comma::cell_help(&raw, &point),
+            None => "data values must be numbers such as `3`, `-0.5` or `1e-3`".to_string(),
+        })),
         None => Err(DataError::new(
             DataErrorKind::NotANumber,
             format!(

@@ -513,6 +513,11 @@ pub fn parse_reader_sized(
     while read(&mut reader, &mut record)? {
         let (line, blanks) = locate(&record);
         if record.len() != header.len() {
+            let fields: Vec<&[u8]> = record.iter().collect();
+            let at = (line, lines.len() + 1);
+            if let Some(e) = super::decimal_comma::split_row(name, at, &header, &fields) {
+                return Err(e);
+            }
             return Err(DataError::new(
                 DataErrorKind::FieldCount,
                 format!(

@@ -36,6 +36,7 @@ pub struct BoundData {
 pub mod bind;
 pub mod constraints;
 pub mod csv;
+mod decimal_comma;
 pub mod error;
 pub mod eval;
 pub mod json;

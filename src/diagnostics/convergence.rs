@@ -58,6 +58,16 @@ pub(crate) fn convergence_sorted(x: ArrayView2<f64>, sorted: &[f64]) -> Converge
             mcse_mean: nan,
         };
     }
+    // R-hat and ESS are scale-free; the MCSE is computed at unit scale and scaled back, so
+    // that draws near 1e-200 (whose squared deviations underflow) get their true values
+    if let Some((y, f)) = super::rescaled(x) {
+        let scaled: Vec<f64> = sorted.iter().map(|v| v * f).collect();
+        let c = convergence_sorted(y.view(), &scaled);
+        return Convergence {
+            mcse_mean: c.mcse_mean / f,
+            ..c
+        };
+    }
     let split = split_chains(x);
     let z = rank_normalize(split.view());
     let rhat_bulk = rhat_basic(z.view());

@@ -34,6 +34,11 @@ pub fn ess_basic(x: ArrayView2<f64>) -> EssEstimate {
     if m == 0 || n < 3 || is_degenerate(x) {
         return nan;
     }
+    // ESS is scale-free: draws near 1e-200 (or 1e300) are brought to unit scale first, where
+    // their autocovariances neither underflow nor overflow
+    if let Some((y, _)) = super::rescaled(x) {
+        return ess_basic(y.view());
+    }
     let nf = n as f64;
     let means: Vec<f64> = x.rows().into_iter().map(|r| r.sum() / nf).collect();
     let centred: Vec<Vec<f64>> = x

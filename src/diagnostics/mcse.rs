@@ -6,12 +6,11 @@ use ndarray::ArrayView2;
 use super::ess::{ess_basic, ess_mean_view, ess_quantile_view};
 use super::{DiagnosticsError, check_chains, check_view, split_chains};
 
-/// Pooled mean and sample standard deviation (denominator S − 1).
+/// Pooled mean and sample standard deviation (denominator S − 1), rescaled as
+/// [`super::mean_sd`].
 fn mean_sd(x: ArrayView2<f64>) -> (f64, f64) {
-    let s = x.len() as f64;
-    let mean = x.sum() / s;
-    let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0);
-    (mean, var.sqrt())
+    let pooled: Vec<f64> = x.iter().copied().collect();
+    super::mean_sd(&pooled)
 }
 
 /// MCSE of the mean: sd(x)/√ESS_mean, sd pooled over all M·N draws (specs/diagnostics.md §4).
@@ -26,6 +25,10 @@ pub fn mcse_mean_view(x: ArrayView2<f64>) -> Result<f64, DiagnosticsError> {
 /// MCSE_sd = √(varvar/(4·E₂)). NaN on degenerate input. Errors: see [`check_view`].
 pub fn mcse_sd_view(x: ArrayView2<f64>) -> Result<f64, DiagnosticsError> {
     check_view(x)?;
+    // computed at unit scale (c⁴ of draws near 1e-80 underflows) and scaled back
+    if let Some((y, f)) = super::rescaled(x) {
+        return Ok(mcse_sd_view(y.view())? / f);
+    }
     let (mean, _) = mean_sd(x);
     let c2 = x.mapv(|v| (v - mean).powi(2));
     let s = x.len() as f64;

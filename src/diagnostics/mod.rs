@@ -107,8 +107,14 @@ pub fn check_view(x: ArrayView2<f64>) -> Result<(), DiagnosticsError> {
     Ok(())
 }
 
-/// True when any value is non-finite or all values are equal (max − min < ε), the degenerate
-/// case of specs/diagnostics.md §1 for which R-hat and ESS are NaN.
+/// True when any value is non-finite or all values are equal to rounding (max − min below
+/// ε·max(|max|, |min|), ε the f64 machine epsilon), the degenerate case of
+/// specs/diagnostics.md §1 for which R-hat and ESS are NaN.
+///
+/// The tolerance is relative, as Stan's (`isApproxToConstant` in
+/// `compute_potential_scale_reduction`), not posterior's absolute `max − min < ε`: draws that
+/// all lie near 1e-200 but differ from each other are not constant, and their diagnostics are
+/// computed ([`rescaled`] keeps their squares from underflowing).
 pub fn is_degenerate(x: ArrayView2<f64>) -> bool {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
@@ -120,7 +126,50 @@ pub fn is_degenerate(x: ArrayView2<f64>) -> bool {
         hi = hi.max(v);
     }
     // all values are finite here; an empty input counts as degenerate
-    x.is_empty() || (hi - lo).abs() < f64::EPSILON
+    x.is_empty() || hi == lo || hi - lo < f64::EPSILON * hi.abs().max(lo.abs())
+}
+
+/// Largest magnitude at which draws are used as they are; beyond it (or below its inverse)
+/// [`scale_factor`] rescales them, since squared deviations would overflow (or underflow, to
+/// 0 or imprecise subnormals).
+const RESCALE_ABOVE: f64 = 1.157_920_892_373_162e77; // 2^256
+
+/// The power of two 2^k by which to multiply values whose largest magnitude is `big` so that
+/// it lies in [1, 2) (for a subnormal `big`: as near as 2^1023 gets), when `big` lies outside
+/// [2^-256, 2^256]; 1 otherwise, and for 0 or a non-finite `big`. Multiplying by a power of two
+/// is exact for normal numbers, so statistics computed on the rescaled values and scaled back
+/// equal those of exact arithmetic on the originals as closely as at unit scale.
+pub(crate) fn scale_factor(big: f64) -> f64 {
+    if !big.is_finite() || big == 0.0 || (1.0 / RESCALE_ABOVE..=RESCALE_ABOVE).contains(&big) {
+        return 1.0;
+    }
+    // the unbiased binary exponent; subnormals (biased exponent 0) count as −1023
+    let e = ((big.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    2f64.powi(-e.clamp(-1023, 1023))
+}
+
+/// `x` multiplied by [`scale_factor`] of its largest magnitude, with that factor, when it is
+/// not 1 (draws at the 1e-200 scale, or above 1e77); `None` when `x` is fine as it is.
+/// A location or spread computed from the rescaled draws is divided by the factor to give the
+/// original scale; R-hat and ESS are scale-free.
+pub(crate) fn rescaled(x: ArrayView2<f64>) -> Option<(Array2<f64>, f64)> {
+    let big = x.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    let f = scale_factor(big);
+    (f != 1.0).then(|| (x.mapv(|v| v * f), f))
+}
+
+/// Pooled mean and sample standard deviation (denominator S − 1) of `values`, computed at a
+/// scale where the squared deviations neither underflow nor overflow ([`scale_factor`]): draws
+/// near 1e-200 that differ get their true sd rather than 0. NaN values propagate; one value
+/// gives sd NaN.
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let big = values.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    let f = scale_factor(big);
+    let s = values.len() as f64;
+    // with f = 1 this is the plain formula, bit for bit
+    let mean = values.iter().map(|v| v * f).sum::<f64>() / s;
+    let var = values.iter().map(|v| (v * f - mean).powi(2)).sum::<f64>() / (s - 1.0);
+    (mean / f, var.sqrt() / f)
 }
 
 /// Splits each chain into its first ⌊N/2⌋ and last ⌊N/2⌋ draws (the middle draw is dropped when
@@ -233,6 +282,49 @@ mod tests {
     use ndarray::array;
 
     #[test]
+    fn draws_at_extreme_scales_get_the_unit_scale_diagnostics_scaled() {
+        // the same AR(1) chains at unit scale and multiplied by 1e-200 (whose squared
+        // deviations underflow to 0), 1e-310 (subnormal) and 1e250 (whose squares overflow)
+        let c = tests_support::ar1_chains(4, 500, 0.5, 7);
+        let unit = convergence(&as_slices(&c)).unwrap();
+        let (_, unit_sd) = mean_sd(&c.concat());
+        for scale in [1e-200, 1e-310, 1e250] {
+            let s: Vec<Vec<f64>> = c
+                .iter()
+                .map(|ch| ch.iter().map(|v| v * scale).collect())
+                .collect();
+            let got = convergence(&as_slices(&s)).unwrap();
+            // subnormal inputs keep about 14 significant bits at 1e-310
+            let tol = if scale < 1e-300 { 1e-3 } else { 1e-12 };
+            let near = |a: f64, b: f64| (a / b - 1.0).abs() < tol;
+            assert!(near(got.rhat, unit.rhat), "{scale}: {got:?} vs {unit:?}");
+            assert!(near(got.ess_bulk, unit.ess_bulk), "{scale}: {got:?}");
+            assert!(near(got.ess_tail, unit.ess_tail), "{scale}: {got:?}");
+            assert!(near(got.ess_mean, unit.ess_mean), "{scale}: {got:?}");
+            assert!(
+                near(got.mcse_mean, unit.mcse_mean * scale),
+                "{scale}: {got:?}"
+            );
+            assert!(
+                near(ess_mean(&as_slices(&s)).unwrap(), unit.ess_mean),
+                "{scale}"
+            );
+            assert!(near(
+                mcse_mean(&as_slices(&s)).unwrap(),
+                unit.mcse_mean * scale
+            ));
+            let unit_mcse_sd = mcse_sd(&as_slices(&c)).unwrap();
+            assert!(near(mcse_sd(&as_slices(&s)).unwrap(), unit_mcse_sd * scale));
+            let (_, sd) = mean_sd(&s.concat());
+            assert!(sd > 0.0 && near(sd, unit_sd * scale), "{scale}: sd {sd}");
+        }
+        // at unit scale nothing is rescaled
+        assert_eq!(scale_factor(1e-3), 1.0);
+        assert_eq!(scale_factor(0.0), 1.0);
+        assert_eq!(scale_factor(f64::INFINITY), 1.0);
+    }
+
+    #[test]
     fn split_drops_middle_draw() {
         let x = array![[1.0, 2.0, 3.0, 4.0, 5.0]];
         let s = split_chains(x.view());
@@ -284,6 +376,17 @@ mod tests {
             DiagnosticsError::TooFewDraws { draws: 3, min: 4 }
         );
         assert_eq!(check_chains(&[]).unwrap_err(), DiagnosticsError::NoChains);
+        // constant to rounding at any scale, but draws near 1e-200 that differ are not
+        assert!(is_degenerate(
+            check_chains(&[&[1e6, 1e6 + 1e-10, 1e6, 1e6]])
+                .unwrap()
+                .view()
+        ));
+        assert!(!is_degenerate(
+            check_chains(&[&[1e-200, 2e-200, 3e-200, 4e-200]])
+                .unwrap()
+                .view()
+        ));
         assert!(is_degenerate(check_chains(&[&[1.0; 4]]).unwrap().view()));
         assert!(is_degenerate(
             check_chains(&[&[1.0, f64::NAN, 2.0, 3.0]]).unwrap().view()

@@ -30,8 +30,9 @@ pub(crate) struct GqTally {
     /// Per quantity that failed at some draw (declared name), the number of such draws; in the
     /// order the quantities first failed.
     pub per_quantity: Vec<(String, usize)>,
-    /// The first failure: its 1-based draw number in the run, and the error.
-    pub first: Option<(usize, DensityError)>,
+    /// The first failure: its 1-based draw number in the run, the error, and whether it may
+    /// depend on the parameters ([`GqFailure::involves_parameters`]).
+    pub first: Option<(usize, DensityError, bool)>,
 }
 
 impl GqTally {
@@ -44,7 +45,8 @@ impl GqTally {
                 None => self.per_quantity.push((v, 1)),
             }
         }
-        self.first.get_or_insert((draw, f.error));
+        self.first
+            .get_or_insert((draw, f.error, f.involves_parameters));
     }
 
     /// Adds the counts of `other` (a later chain); the first failure stays this tally's when
@@ -65,13 +67,12 @@ impl GqTally {
     /// [`gq_failure_note`] for `total` draws, the first failure placed by `at` (from its draw
     /// number: "draw 3 of chain 1", "draw 3"); `None` when nothing failed.
     pub fn note(&self, total: usize, at: impl Fn(usize) -> String) -> Option<String> {
-        let (draw, e) = self.first.as_ref()?;
+        let (draw, e, involves_parameters) = self.first.as_ref()?;
         Some(gq_failure_note(
             self.draws,
             total,
             &self.per_quantity,
-            &at(*draw),
-            e,
+            (&at(*draw), e, *involves_parameters),
         ))
     }
 }
@@ -80,14 +81,15 @@ impl GqTally {
 /// per quantity (`per_quantity`, declared names with their counts of draws) the draws at which
 /// it holds NaN, that the other quantities keep their values and each summary is over the
 /// draws where its quantity was computed, the first failure (at `at`, "draw 3 of
-/// chain 1" or "draw 3", with its error `e`), and how to fix the model. Shared by the MCMC,
-/// variational and optimize fits.
+/// chain 1" or "draw 3", with its error `e`), and how to fix the model: a guard on the
+/// parameter values when the failing statement may depend on them (`involves_parameters`),
+/// else a change to the statement or the data, which fail whatever the parameters are. Shared
+/// by the MCMC, variational and optimize fits.
 pub fn gq_failure_note(
     failed: usize,
     total: usize,
     per_quantity: &[(String, usize)],
-    at: &str,
-    e: &DensityError,
+    (at, e, involves_parameters): (&str, &DensityError, bool),
 ) -> String {
     const SHOWN: usize = 6;
     let mut list: Vec<String> = per_quantity
@@ -98,12 +100,19 @@ pub fn gq_failure_note(
     if per_quantity.len() > SHOWN {
         list.push(format!("{} more", per_quantity.len() - SHOWN));
     }
+    let fix = if involves_parameters {
+        "Guard the statement against the parameter values that break it (e.g. `if (mu > 0)`), \
+         or use a function defined for all of them"
+    } else {
+        "The statement does not involve the parameters (only data, constants and `_rng` \
+         draws), so no parameter value avoids the failure: change the statement or the data \
+         it reads"
+    };
     format!(
         "the generated quantities failed at {failed} of {total} draws ({}); those draws hold NaN \
          for the quantities that failed and keep the others and the parameters, and each \
          quantity's summary is over the draws where it was computed. The first failure, at \
-         {at}: {e}. Guard the statement against the parameter values that break it (e.g. \
-         `if (mu > 0)`), or use a function defined for all of them",
+         {at}: {e}. {fix}",
         list.join(", "),
     )
 }
@@ -115,6 +124,7 @@ mod tests {
     fn failure(vars: &[&str], msg: &str) -> GqFailure {
         GqFailure {
             error: DensityError::recoverable(msg),
+            involves_parameters: true,
             variables: vars.iter().map(|v| v.to_string()).collect(),
         }
     }

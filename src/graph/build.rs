@@ -324,6 +324,13 @@ impl Model {
             &mut Vec::new(),
         )?;
 
+        let gq_deps = gq_deps::deps(&gq_body);
+        let param_slots: Vec<u32> = params
+            .iter()
+            .map(|p| p.slot)
+            .chain(tparams.iter().map(|t| t.slot))
+            .collect();
+        let gq_uses_params = gq_deps::parameter_dependence(&gq_deps, &param_slots);
         Ok(Model {
             globals,
             global_names,
@@ -333,7 +340,8 @@ impl Model {
             gqs,
             tp_body,
             model_body,
-            gq_deps: gq_deps::deps(&gq_body),
+            gq_deps,
+            gq_uses_params,
             gq_body,
             dim,
             funcs,

@@ -26,6 +26,24 @@ pub(super) fn deps(body: &[St]) -> Vec<Deps> {
     body.iter().map(statement_deps).collect()
 }
 
+/// For each statement of a body with [`Deps`] `deps`, whether it may depend on the parameters:
+/// it reads one of `param_slots` (the parameters' and transformed parameters' slots) or a
+/// variable assigned by an earlier statement that may. A statement that does not (it reads
+/// only data, constants and its own locals, and may draw `_rng` values) fails, when it does,
+/// whatever the parameters are.
+pub(super) fn parameter_dependence(deps: &[Deps], param_slots: &[u32]) -> Vec<bool> {
+    let mut tainted: Vec<u32> = param_slots.to_vec();
+    deps.iter()
+        .map(|d| {
+            let uses = d.reads.iter().any(|s| tainted.contains(s));
+            if uses {
+                tainted.extend(&d.writes);
+            }
+            uses
+        })
+        .collect()
+}
+
 /// The [`Deps`] of one top-level statement.
 fn statement_deps(st: &St) -> Deps {
     let mut w = Walk::default();

@@ -113,6 +113,9 @@ pub struct Model {
     /// What each statement of `gq_body` reads and assigns (`gq_deps`), for
     /// [`Model::write_outputs`].
     gq_deps: Vec<gq_deps::Deps>,
+    /// Per statement of `gq_body`, whether it may depend on the parameters
+    /// ([`gq_deps::parameter_dependence`]), for the advice on a failure.
+    gq_uses_params: Vec<bool>,
     dim: usize,
     /// User-defined functions.
     funcs: Vec<ir::FuncIr>,

@@ -14,6 +14,10 @@ pub struct GqFailure {
     /// The generated quantities (declared names, each standing for all its elements) that hold
     /// NaN, in declaration order.
     pub variables: Vec<String>,
+    /// Whether what failed first may depend on the parameters: false when its statement reads
+    /// only data, constants and `_rng` draws (`int k = 2147483647 + 1;`), so that no guard on
+    /// the parameter values can avoid the failure.
+    pub involves_parameters: bool,
 }
 
 impl Model {
@@ -128,8 +132,9 @@ impl Model {
                     out.push(ctx.tape.value(v.elem(o)));
                 }
             }
-            let failure = first.map(|l| GqFailure {
+            let failure = first.map(|(l, involves_parameters)| GqFailure {
                 error: self.density_error(l),
+                involves_parameters,
                 variables: self
                     .gqs
                     .iter()
@@ -143,17 +148,18 @@ impl Model {
 
     /// Runs `generated quantities` in `ctx` statement by statement as
     /// [`Model::write_outputs`] describes, then checks the declared bounds of the quantities
-    /// computed; returns the slots that hold no value (failed) and the first failure.
-    fn run_generated(&self, ctx: &mut Ctx) -> (Vec<u32>, Option<Located>) {
+    /// computed; returns the slots that hold no value (failed) and the first failure, with
+    /// whether it may depend on the parameters ([`GqFailure::involves_parameters`]).
+    fn run_generated(&self, ctx: &mut Ctx) -> (Vec<u32>, Option<(Located, bool)>) {
         let mut failed: Vec<u32> = Vec::new();
-        let mut first: Option<Located> = None;
-        for (st, deps) in self.gq_body.iter().zip(&self.gq_deps) {
+        let mut first: Option<(Located, bool)> = None;
+        for (i, (st, deps)) in self.gq_body.iter().zip(&self.gq_deps).enumerate() {
             if deps.reads.iter().any(|s| failed.contains(s)) {
                 failed.extend(&deps.writes);
                 continue;
             }
             if let Err(l) = ctx.exec(st) {
-                first.get_or_insert(l);
+                first.get_or_insert((l, self.gq_uses_params[i]));
                 if deps.writes.is_empty() {
                     failed.extend(self.gqs.iter().map(|g| g.slot));
                     return (failed, first);
@@ -166,7 +172,14 @@ impl Model {
                 continue;
             }
             if let Err(l) = self.check_outputs(ctx, std::slice::from_ref(g), false) {
-                first.get_or_insert(l);
+                // a declared bound: the quantity's value may depend on the parameters unless
+                // every statement that assigns it does not
+                let involves = self
+                    .gq_deps
+                    .iter()
+                    .zip(&self.gq_uses_params)
+                    .any(|(d, &uses)| uses && d.writes.contains(&g.slot));
+                first.get_or_insert((l, involves));
                 failed.push(g.slot);
             }
         }

@@ -65,9 +65,8 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
             if partial {
                 pooled.retain(|v| !v.is_nan());
             }
-            let s = pooled.len() as f64;
-            let mean = pooled.iter().sum::<f64>() / s;
-            let sd = (pooled.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0)).sqrt();
+            // rescaled where squares would underflow: draws near 1e-200 that differ have sd > 0
+            let (mean, sd) = crate::diagnostics::mean_sd(&pooled);
             let mut sorted = pooled.clone();
             sorted.sort_unstable_by(f64::total_cmp);
             let q = |p: f64| {
@@ -280,6 +279,52 @@ mod tests {
             format_table(&summarize(&d, false), false),
             "name      mean     sd     5%    50%    95%\n\
              beta[1]  4.500  2.449  1.350  4.500  7.650\n"
+        );
+    }
+
+    #[test]
+    fn no_nan_in_the_mcmc_columns_goes_unexplained() {
+        // 2 chains × 200 draws of `t` (iid N(0, 1) × 1e-200: its squares underflow), `c`
+        // (always 3), `x` (infinite at one draw) and `p` (NaN at every draw: a failed
+        // generated quantity, explained by its own warning)
+        let z = iid_normal_chains(2, 200, 5);
+        let chains: Vec<Vec<f64>> = z
+            .iter()
+            .map(|ch| {
+                ch.iter()
+                    .enumerate()
+                    .flat_map(|(i, v)| {
+                        let x = if i == 7 { f64::INFINITY } else { *v };
+                        [v * 1e-200, 3.0, x, f64::NAN]
+                    })
+                    .collect()
+            })
+            .collect();
+        let d = Draws {
+            names: vec!["t".into(), "c".into(), "x".into(), "p".into()],
+            chains,
+        };
+        let rows = summarize(&d, true);
+        let t = &rows[0];
+        let (_, sd) = crate::diagnostics::mean_sd(&z.concat());
+        assert!((t.sd / (sd * 1e-200) - 1.0).abs() < 1e-12, "{t:?}");
+        assert!(t.rhat.is_some_and(|r| (r - 1.0).abs() < 0.05), "{t:?}");
+        assert!(t.ess_bulk.is_some_and(|e| e > 200.0), "{t:?}");
+        assert!(rows[1].rhat.is_some_and(f64::is_nan));
+        assert_eq!(
+            convergence_warnings(&rows, 2),
+            vec![
+                "R-hat, ESS and MCSE are undefined (NaN in the table) for c = 3.000: every draw \
+                 has the same value. A transformed parameter or generated quantity that does \
+                 not depend on the parameters is constant by design; a parameter that never \
+                 changes means its chains never moved (every transition was rejected: check \
+                 the model's scales and the sampler warnings)"
+                    .to_string(),
+                "R-hat, ESS and MCSE are undefined (NaN in the table) for x: some draws are \
+                 infinite (an overflow, e.g. `exp` of a large value); compute the quantity on \
+                 the log scale or guard it"
+                    .to_string(),
+            ]
         );
     }
 
@@ -522,6 +567,60 @@ pub fn convergence_warnings(rows: &[SummaryRow], chains: usize) -> Vec<String> {
         w.push(format!(
             "effective sample size below {min_ess:.0} (100 per chain) for {}: estimates of means and quantiles are unreliable; draw more samples",
             crate::words::name_list(&low, 6)
+        ));
+    }
+    w.extend(undefined_diagnostics(rows));
+    w
+}
+
+/// Warnings for the rows whose MCMC columns are NaN, so that no NaN in the table goes
+/// unexplained: one for quantities whose draws are all equal (naming each with its value: a
+/// transformed parameter or generated quantity that does not depend on the parameters, or a
+/// parameter whose chains never moved), one for quantities with infinite draws, and one for
+/// any other. R-hat and ESS are undefined for constant draws: ArviZ and `posterior` return NaN
+/// (NA), and CmdStan's stansummary prints nan; the draws files keep NaN. Rows NaN at every
+/// draw (a generated quantity that always failed) are left to the failure's own warning.
+pub fn undefined_diagnostics(rows: &[SummaryRow]) -> Vec<String> {
+    let undefined = |r: &&SummaryRow| {
+        r.nan_draws < r.total_draws
+            && [r.rhat, r.ess_bulk, r.ess_tail, r.mcse_mean]
+                .iter()
+                .any(|v| v.is_some_and(f64::is_nan))
+    };
+    let infinite = |r: &SummaryRow| [r.mean, r.sd, r.q5, r.q95].iter().any(|v| v.is_infinite());
+    let (mut constant, mut inf, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rows.iter().filter(undefined) {
+        if infinite(r) {
+            inf.push(r.name.as_str().to_string());
+        } else if r.q5 == r.q95 && r.sd.is_finite() {
+            constant.push(format!("{} = {}", r.name, format_sig(r.q50, 4)));
+        } else {
+            other.push(r.name.clone());
+        }
+    }
+    let mut w = Vec::new();
+    if !constant.is_empty() {
+        w.push(format!(
+            "R-hat, ESS and MCSE are undefined (NaN in the table) for {}: every draw has the \
+             same value. A transformed parameter or generated quantity that does not depend on \
+             the parameters is constant by design; a parameter that never changes means its \
+             chains never moved (every transition was rejected: check the model's scales and \
+             the sampler warnings)",
+            crate::words::name_list(&constant, 6)
+        ));
+    }
+    if !inf.is_empty() {
+        w.push(format!(
+            "R-hat, ESS and MCSE are undefined (NaN in the table) for {}: some draws are \
+             infinite (an overflow, e.g. `exp` of a large value); compute the quantity on the \
+             log scale or guard it",
+            crate::words::name_list(&inf, 6)
+        ));
+    }
+    if !other.is_empty() {
+        w.push(format!(
+            "R-hat, ESS or MCSE could not be computed (NaN in the table) for {}",
+            crate::words::name_list(&other, 6)
         ));
     }
     w

@@ -415,6 +415,21 @@ pub enum SemanticError {
         /// Primary label: the expression.
         span: Span,
     },
+    /// Int arithmetic on literals whose result leaves the 32-bit range of `int`
+    /// (`2147483647 + 1`): it would fail at every evaluation, at run time.
+    #[error(
+        "integer overflow: `{expr}` is {value}, outside the range of int (-2147483648 to \
+         2147483647); int is 32-bit, as in Stan: to compute with larger values, convert to \
+         real first (e.g. `1.0 * n`)"
+    )]
+    IntOverflow {
+        /// The expression as written.
+        expr: String,
+        /// Its true value.
+        value: i64,
+        /// Primary label: the expression.
+        span: Span,
+    },
     /// Two operands whose declared sizes are different integer literals (e.g. `vector[3]` plus
     /// `vector[2]`): the expression can never be evaluated.
     #[error("`{lhs}` has size {lhs_size} but `{rhs}` has size {rhs_size} in {context}")]
@@ -563,6 +578,7 @@ impl SemanticError {
             | UnusedParameter { span, .. }
             | BoundsReversed { span, .. }
             | DivisionByZero { span, .. }
+            | IntOverflow { span, .. }
             | LiteralSizeMismatch { span, .. }
             | IndexOutOfRange { span, .. }
             | LiteralOutsideSupport { span, .. }
@@ -879,6 +895,9 @@ impl ToDiagnostic for SemanticError {
             }
             DivisionByZero { span, .. } => {
                 labels.push(primary(*span, "the divisor is 0"));
+            }
+            IntOverflow { span, .. } => {
+                labels.push(primary(*span, "overflows int at every evaluation"));
             }
             IndexOutOfRange {
                 name,

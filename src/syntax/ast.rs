@@ -434,3 +434,72 @@ pub enum Index {
     /// `x[:]` or an omitted index `x[, j]`.
     All,
 }
+
+impl Expr {
+    /// Whether the expression reads the variable `name` anywhere (in an operand, a call's
+    /// argument, an index, a literal's element); a function's name is not a variable.
+    pub fn mentions(&self, name: &str) -> bool {
+        match &self.kind {
+            ExprKind::Var(v) => v == name,
+            ExprKind::IntLit(_) | ExprKind::RealLit(_) => false,
+            ExprKind::Binary { lhs, rhs, .. } => lhs.mentions(name) || rhs.mentions(name),
+            ExprKind::Unary { operand, .. } => operand.mentions(name),
+            ExprKind::Call { args, .. } => args.iter().any(|a| a.mentions(name)),
+            ExprKind::Index { base, indices } => {
+                base.mentions(name) || indices.iter().any(|i| i.mentions(name))
+            }
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => cond.mentions(name) || then.mentions(name) || otherwise.mentions(name),
+            ExprKind::RowVectorLit(xs) | ExprKind::ArrayLit(xs) => {
+                xs.iter().any(|a| a.mentions(name))
+            }
+            ExprKind::Transpose(x) => x.mentions(name),
+        }
+    }
+}
+
+impl Index {
+    /// Whether the index reads the variable `name` ([`Expr::mentions`]).
+    pub fn mentions(&self, name: &str) -> bool {
+        match self {
+            Index::Single(e) => e.mentions(name),
+            Index::Range(a, b) => {
+                a.as_ref().is_some_and(|e| e.mentions(name))
+                    || b.as_ref().is_some_and(|e| e.mentions(name))
+            }
+            Index::All => false,
+        }
+    }
+}
+
+impl SizedType {
+    /// The size expressions of the declared dims, outermost first: the array sizes, then the
+    /// base's (`matrix[R, C]` gives R and C; the square types `cov_matrix[K]` and the like give
+    /// K twice; `int` and `real` none).
+    pub fn size_exprs(&self) -> Vec<&Expr> {
+        let mut out: Vec<&Expr> = self.array_dims.iter().collect();
+        match &self.base {
+            SizedBase::Int | SizedBase::Real => {}
+            SizedBase::Vector(n)
+            | SizedBase::RowVector(n)
+            | SizedBase::Simplex(n)
+            | SizedBase::Ordered(n)
+            | SizedBase::PositiveOrdered(n) => out.push(n),
+            SizedBase::Matrix(r, c) => {
+                out.push(r);
+                out.push(c);
+            }
+            SizedBase::CholeskyFactorCorr(n)
+            | SizedBase::CholeskyFactorCov(n)
+            | SizedBase::CovMatrix(n)
+            | SizedBase::CorrMatrix(n) => {
+                out.push(n);
+                out.push(n);
+            }
+        }
+        out
+    }
+}

@@ -13,7 +13,7 @@ use crate::syntax::ast::{ExprKind, Program, SizedBase, Stmt, StmtKind, VarDecl};
 use super::super::constraints::{Locate, check_structure};
 use super::super::error::{DataError, DataErrorKind};
 use super::super::eval::{eval_bound, type_string};
-use super::{Binder, INT_MAX, Provenance};
+use super::{Binder, INT_MAX, INT_MIN, Provenance, size_exprs};
 
 /// The data outcomes of the model block's unconditional `~` statements (top level, or in plain
 /// blocks): variable name → (family, statement span), the first statement of each name.
@@ -86,6 +86,45 @@ pub(super) fn check_outcome(
 }
 
 impl Binder<'_> {
+    /// The first declaration (data, then parameters and the other blocks' top-level ones, in
+    /// source order) with a size that reads `name`.
+    fn sized_by(&self, name: &str) -> Option<&VarDecl> {
+        let uses = |d: &&VarDecl| size_exprs(d).iter().any(|e| e.mentions(name));
+        self.decls.iter().find(uses).or_else(|| {
+            self.sized
+                .values()
+                .filter(uses)
+                .min_by_key(|d| d.span.start)
+        })
+    }
+
+    /// The error for the value `v` (at `at`) of the `int` variable `name` (declared `ty`)
+    /// outside the 32-bit range of `int`. When a declaration takes its size from `name`, the
+    /// help says a size must be below 2^31 (a real in its place would not be a size either);
+    /// otherwise, to declare the variable `real` if such values are intended.
+    fn int_range(&self, name: &str, ty: &str, v: f64, at: String) -> DataError {
+        let e = DataError::new(
+            DataErrorKind::NotAnInteger,
+            format!(
+                "{at}: {v} is outside the range of `int` ({} to {}: ints are 32-bit, as in \
+                 Stan), and `{name}` is declared `{ty}`",
+                i32::MIN,
+                i32::MAX
+            ),
+        );
+        match self.sized_by(name) {
+            Some(d) => e.with_help(format!(
+                "`{name}` gives the size of `{}`, and a size must be below 2^31 = 2147483648 \
+                 (no container holds more elements); check the value in the data file",
+                d.name.name
+            )),
+            None => e.with_help(format!(
+                "declare `{name}` with `real` in place of `int` if values this large are \
+                 intended (a real holds whole numbers exactly up to 2^53)"
+            )),
+        }
+    }
+
     /// Integer values, bounds and structured constraints.
     pub(super) fn check_values(
         &self,
@@ -148,17 +187,8 @@ impl Binder<'_> {
                          fractional values are intended"
                     )));
                 }
-                if v.abs() > INT_MAX {
-                    return Err(DataError::new(
-                        DataErrorKind::NotAnInteger,
-                        format!(
-                            "{}: {v} is outside the range of `int` (at most {} in magnitude), \
-                             and `{name}` is declared `{ty}`",
-                            prov.locate(i),
-                            i32::MAX
-                        ),
-                    )
-                    .with_help(format!("declare `{name}` with `real` in place of `int`")));
+                if !(INT_MIN..=INT_MAX).contains(&v) {
+                    return Err(self.int_range(name, &ty, v, prov.locate(i)));
                 }
             }
         }

@@ -334,35 +334,9 @@ fn show(e: &Expr) -> String {
     crate::semantics::pretty::expr(e)
 }
 
+/// Whether `e` reads the variable `name` ([`Expr::mentions`]).
 fn mentions(e: &Expr, name: &str) -> bool {
-    match &e.kind {
-        ExprKind::Var(v) => v == name,
-        ExprKind::IntLit(_) | ExprKind::RealLit(_) => false,
-        ExprKind::Binary { lhs, rhs, .. } => mentions(lhs, name) || mentions(rhs, name),
-        ExprKind::Unary { operand, .. } => mentions(operand, name),
-        ExprKind::Call { args, .. } => args.iter().any(|a| mentions(a, name)),
-        ExprKind::Index { base, indices } => {
-            mentions(base, name) || indices.iter().any(|i| index_mentions(i, name))
-        }
-        ExprKind::Ternary {
-            cond,
-            then,
-            otherwise,
-        } => mentions(cond, name) || mentions(then, name) || mentions(otherwise, name),
-        ExprKind::RowVectorLit(xs) | ExprKind::ArrayLit(xs) => xs.iter().any(|a| mentions(a, name)),
-        ExprKind::Transpose(x) => mentions(x, name),
-    }
-}
-
-fn index_mentions(i: &Index, name: &str) -> bool {
-    match i {
-        Index::Single(e) => mentions(e, name),
-        Index::Range(a, b) => {
-            a.as_ref().is_some_and(|e| mentions(e, name))
-                || b.as_ref().is_some_and(|e| mentions(e, name))
-        }
-        Index::All => false,
-    }
+    e.mentions(name)
 }
 
 /// Joins the kinds of the operands of an elementwise operation.

@@ -403,7 +403,13 @@ impl<'p> Checker<'p> {
                 d.ty.base,
                 SizedBase::Simplex(_) | SizedBase::CholeskyFactorCorr(_) | SizedBase::CorrMatrix(_)
             );
-        if origin == Origin::Parameter && base != Base::Int && !proper_flat {
+        // A parameter with a literal size 0 (`vector[0] z`, `matrix[0, K] W`) holds no values
+        // and adds nothing to the density: it has no prior to miss, and is no flat direction.
+        let empty =
+            d.ty.size_exprs()
+                .iter()
+                .any(|e| exprs::const_int(e) == Some(0));
+        if origin == Origin::Parameter && base != Base::Int && !proper_flat && !empty {
             self.params.push((name.clone(), d.name.span));
         }
         if origin == Origin::ImputedData {

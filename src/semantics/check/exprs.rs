@@ -222,6 +222,12 @@ impl<'p> Checker<'p> {
                                 e.span,
                             );
                         }
+                        if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
+                            && l.is_int()
+                            && r.is_int()
+                        {
+                            self.int_overflow(e, lhs, rhs);
+                        }
                         if *op == BinOp::Div && l.is_int() && r.is_int() {
                             let (a, b) = (pretty::expr(lhs), pretty::expr(rhs));
                             self.warnings.push(Warning::IntegerDivision {
@@ -513,6 +519,26 @@ impl<'p> Checker<'p> {
         match &self.func {
             Some(f) => f.name.ends_with("_rng"),
             None => self.block == Block::GeneratedQuantities,
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// Reports `e` = `lhs` op `rhs` (`+`, `-` or `*` of ints) when both operands are int
+    /// constants within the 32-bit range and the result is not: `2147483647 + 1` fails at run
+    /// time whatever the data and parameters (an operand that overflows itself is reported
+    /// at its own node).
+    fn int_overflow(&mut self, e: &Expr, lhs: &Expr, rhs: &Expr) {
+        use crate::syntax::ast::{INT_MAX, INT_MIN};
+        let int = |x: &Expr| const_int(x).filter(|v| (INT_MIN..=INT_MAX).contains(v));
+        if let (Some(_), Some(_), Some(value)) = (int(lhs), int(rhs), const_int(e))
+            && !(INT_MIN..=INT_MAX).contains(&value)
+        {
+            self.err(SemanticError::IntOverflow {
+                expr: pretty::expr(e),
+                value,
+                span: e.span,
+            });
         }
     }
 }
