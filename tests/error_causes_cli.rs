@@ -26,7 +26,6 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// A folder holding `files` (name, text).
 /// `bayesc fit zero.bayes --data zero.csv --method METHOD --seed 1 -q` in `dir`.
 fn fit_zero(dir: &std::path::Path, method: &str) -> Output {
     run(
@@ -45,6 +44,7 @@ fn fit_zero(dir: &std::path::Path, method: &str) -> Output {
     )
 }
 
+/// A folder holding `files` (name, text).
 fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     for (name, text) in files {
@@ -611,5 +611,35 @@ fn a_scale_of_negative_zero_is_reported_as_zero() {
             ],
         );
         assert!(!stderr(&o).contains("-0"), "{method}: {}", stderr(&o));
+    }
+}
+
+/// `target += 0 * normal_lpdf(mu | 0, 1)`: the density is flat in mu, so a stochastic fit runs
+/// to its iteration cap while q drifts. The cap line used to advise "Raise --max-iter", which
+/// would only drift further; it now names the drift, and the warning below names a flat term.
+#[test]
+fn a_flat_density_at_the_iteration_cap_is_not_advised_more_iterations() {
+    let dir = folder(&[(
+        "flat.bayes",
+        "parameters { real mu; }\nmodel { target += 0 * normal_lpdf(mu | 0, 1); }\n",
+    )]);
+    for method in ["bbb", "ivon"] {
+        let o = run(
+            dir.path(),
+            &["fit", "flat.bayes", "--method", method, "--seed", "1"],
+        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "{method}: {out}");
+        assert!(out.contains("hit the iteration cap"), "{method}: {out}");
+        assert!(!out.contains("Raise --max-iter"), "{method}: {out}");
+        assert!(
+            out.contains("It is still moving along mu, where the density has no interior mode"),
+            "{method}: {out}"
+        );
+        assert!(
+            out.contains("where the log density is flat (a term multiplied by 0, say)"),
+            "{method}: {out}"
+        );
+        assert!(!out.contains("\nconverged"), "{method}: {out}");
     }
 }

@@ -538,13 +538,23 @@ pub fn result_report(
                     // a method that cannot approximate this posterior, or whose steps made q
                     // worse, says why below instead (more iterations would not help)
                     if fit.unusable.is_some() || worse.is_some() {
-                        ""
+                        "".to_string()
+                    } else if let Some(v) = result.vi.as_ref().filter(|v| !v.unbounded.is_empty()) {
+                        // no interior mode and q drifting (warned about below): more
+                        // iterations would drift further, not converge
+                        format!(
+                            " It is still moving along {}, where the density has no interior \
+                             mode (see below), so more iterations would not settle it.",
+                            crate::words::name_list(&v.unbounded, 6)
+                        )
                     } else if options.random_start_by_request(fit.mean.len()) {
                         " Start at the mode (drop --random-init), which is usually much faster, \
                          or raise --max-iter."
+                            .to_string()
                     } else {
                         " Raise --max-iter (a smaller --step-size only helps when the ELBO trace \
                          oscillates rather than climbs: it slows the fit down)."
+                            .to_string()
                     },
                     crate::output::report::smoothed_elbo_text(fit.best_smoothed_elbo)
                 ),

@@ -455,7 +455,8 @@ pub fn start_message_for(
                 "WARNING: the approximation did not converge ({cause}); it is still moving \
                  along {} after a random start (the density has no interior mode there: \
                  {reason}). The summary above is not a posterior: use --method nuts, or check \
-                 the initial values and the model where the log density is extremely steep.",
+                 the initial values and the model along it, where the log density is flat (a \
+                 term multiplied by 0, say) or extremely steep.",
                 crate::words::name_list(&vi.unbounded, 6)
             ),
             // both causes are possible: say which evidence points where
