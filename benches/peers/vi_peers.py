@@ -15,6 +15,9 @@ tests/fixtures/bnn_diabetes.bayes (10 -> 50 tanh -> 1, d = 602, N = 331; start u
 the unconstrained scale, random.Random(1)), full batch, and the BNN on batches of M = 32 rows
 (bayesc `--batch-size 32`; NumPyro `plate(subsample_size=32)`, both scaling the likelihood by N/M).
 
+Both sides compute in double precision (NumPyro with `numpyro.enable_x64()`; `--float32` keeps
+JAX's single-precision default instead, for comparison).
+
 Measured per run (the two tools one after the other, never concurrently, one thread each):
 - bayesc: CPU seconds of the `bayesc fit` child (getrusage: parse, compile, the run, the PSIS
   check on 4000 draws, writing 1000 draws), and the same for a `--max-iter 1` run of the same
@@ -46,7 +49,7 @@ computes a full-data ELBO at the end of every epoch; the random streams differ.
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install -r benches/peers/requirements.txt
     cargo build --release
-    /tmp/peers/bin/python benches/peers/vi_peers.py [--iters 3000] [--seed 1] [--runs labour,bnn,bnn_mb]
+    /tmp/peers/bin/python benches/peers/vi_peers.py [--iters 3000] [--seed 1] [--runs labour,bnn,bnn_mb] [--float32]
 """
 import argparse, csv, json, math, os, random, re, resource, subprocess, sys, tempfile, time
 
@@ -270,9 +273,15 @@ def main():
     ap.add_argument("--iters", type=int, default=3000, help="T, iterations of the longest run")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", default="labour,bnn,bnn_mb")
+    ap.add_argument("--float32", action="store_true",
+                    help="NumPyro in JAX's default single precision (bayesc computes in double; "
+                         "by default JAX is switched to double precision too)")
     ap.add_argument("--tol", type=float, default=0.5,
                     help="nats below the lower final ELBO that count as the same quality")
     a = ap.parse_args()
+    if not a.float32:
+        import numpyro
+        numpyro.enable_x64()
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} not found: run `cargo build --release` first")
     table = []
@@ -304,7 +313,8 @@ def main():
         table.append((label, ran, bc, bw, (bc - ob) / max(ran - 1, 1), be, ob, nc, nw,
                       (nc - on) / max(ran - 1, 1), ne, on, comp, dist, dist_sd, target, reach))
     print(f"\nload average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; seed {a.seed}; "
-          f"lr {LR}; S = 1; sigma0 = {SIGMA0}; ELBO from {ELBO_DRAWS} common draws")
+          f"lr {LR}; S = 1; sigma0 = {SIGMA0}; ELBO from {ELBO_DRAWS} common draws; NumPyro in "
+          f"{'float32' if a.float32 else 'float64'}")
     print("| run | T | tool | CPU s (whole run) | wall s | overhead CPU s (T = 1) "
           "| CPU ms / iteration | final ELBO |")
     print("|---|---|---|---|---|---|---|---|")
