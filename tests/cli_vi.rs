@@ -131,6 +131,78 @@ fn elbo_output_writes_readable_csv() {
     );
 }
 
+/// A minibatch fit's ELBO trace carries, at each look of the exit rule, the epoch, the
+/// full-data ELBO and the smoothed value the rule compares (the mean of the last up to 6 epoch
+/// values); the per-iteration values are named batch estimates. The smoothed column was empty
+/// and the full-data ELBO missing. `bayesc plot elbo` reads the file.
+#[test]
+fn minibatch_elbo_output_has_the_full_data_elbo_of_each_epoch_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elbo.csv");
+    let p = path.display().to_string();
+    let o = fit_labour(&[
+        "--method",
+        "ivon",
+        "--batch-size",
+        "50",
+        "--seed",
+        "1",
+        "--elbo-output",
+        &p,
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    let mut rdr = csv::Reader::from_path(&path).unwrap();
+    assert_eq!(
+        rdr.headers().unwrap().iter().collect::<Vec<_>>(),
+        [
+            "iteration",
+            "batch_elbo",
+            "epoch",
+            "full_data_elbo",
+            "smoothed_full_data_elbo"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    // N = 753 rows, M = 50: 15 batches an epoch, the exit rule looks after every epoch
+    let checks: Vec<&csv::StringRecord> = rows.iter().filter(|r| !r[2].is_empty()).collect();
+    assert!(checks.len() >= 20, "at least the 20 minimum epochs");
+    assert_eq!(
+        rows.len(),
+        checks.len() * 15,
+        "the fit stops at an epoch's end"
+    );
+    let num = |s: &str| s.parse::<f64>().unwrap();
+    let full: Vec<f64> = checks.iter().map(|r| num(&r[3])).collect();
+    for (k, r) in checks.iter().enumerate() {
+        assert_eq!(num(&r[0]) as usize, 15 * (k + 1), "{r:?}");
+        assert_eq!(&r[2], (k + 1).to_string(), "{r:?}");
+        let tail = &full[k.saturating_sub(5)..=k];
+        let mean = tail.iter().sum::<f64>() / tail.len() as f64;
+        assert!((num(&r[4]) - mean).abs() < 1e-9 * mean.abs(), "{r:?}");
+        assert!(num(&r[1]).is_finite(), "{r:?}");
+    }
+    // the other rows have the batch estimate only
+    assert!(rows.iter().all(|r| !r[1].is_empty()));
+    assert_eq!(
+        rows.iter().filter(|r| r[4].is_empty()).count(),
+        rows.len() - checks.len()
+    );
+    // the last full-data ELBO is the one the report quotes, near the labour optimum (≈ −467)
+    let last = *full.last().unwrap();
+    assert!(out.contains(&format!("(last {last:.3})")), "{last}\n{out}");
+    assert!((last - -467.0).abs() < 10.0, "{last}");
+    let svg = dir.path().join("elbo.svg");
+    let svg_path = svg.display().to_string();
+    let o = bayesc(&["plot", "--kind", "elbo", "--elbo", &p, "-o", &svg_path]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("smoothed full-data ELBO"),
+        "the legend names the series"
+    );
+}
+
 #[test]
 fn flags_that_do_not_apply_are_usage_errors() {
     for args in [

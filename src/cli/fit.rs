@@ -169,8 +169,8 @@ pub fn run(mut args: FitArgs) -> i32 {
         }
     };
     print_result(&result, &options, Some(&checked.unpriored));
-    if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
-        match write_elbo(path, vi) {
+    if let (Some(path), Some(_)) = (&args.elbo_output, &result.vi) {
+        match write_elbo(path, &result, &options) {
             Ok(()) => println!("\nELBO trace written to {}", path.display()),
             Err(e) => {
                 eprintln!(

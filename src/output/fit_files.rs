@@ -759,8 +759,39 @@ fn write_pathfinder_csv(
     stan_csv::write_stan_csv(path, &layout)
 }
 
-/// Writes the ELBO trace as CSV (atomically). Laplace: one row with the Monte Carlo estimate.
-pub fn write_elbo(path: &Path, vi: &fit::ViDiagnostics) -> std::io::Result<()> {
+/// The header of a minibatch fit's ELBO trace ([`write_elbo`]).
+pub const MINIBATCH_ELBO_HEADER: &str =
+    "iteration,batch_elbo,epoch,full_data_elbo,smoothed_full_data_elbo";
+
+/// Writes the ELBO trace of a variational fit as CSV (atomically; docs/variational.md,
+/// "ELBO trace"). Full-batch fits: `iteration,elbo,smoothed_elbo`, one row per iteration, the
+/// smoothed value empty until the exit rule's window is full; Laplace: one row with the Monte
+/// Carlo estimate. Minibatch fits (`options.minibatch` and a non-empty
+/// [`FitResult::epoch_checks`]): [`MINIBATCH_ELBO_HEADER`], one row per iteration with its
+/// batch estimate; at each look of the exit rule also the epoch (completed epochs), the
+/// full-data ELBO and its smoothed value (the one the rule compares), empty cells elsewhere.
+///
+/// Errors: the fit has no VI diagnostics, or the file cannot be written.
+pub fn write_elbo(path: &Path, result: &FitResult, options: &FitOptions) -> std::io::Result<()> {
+    let Some(vi) = &result.vi else {
+        return Err(std::io::Error::other("the fit has no ELBO trace"));
+    };
+    let checks = result.epoch_checks();
+    if let (Some(plan), false) = (&options.minibatch, checks.is_empty()) {
+        let per = plan.batches_per_epoch().max(1);
+        return crate::output::write_atomic(path, |w| {
+            writeln!(w, "{MINIBATCH_ELBO_HEADER}")?;
+            let mut next = checks.iter().peekable();
+            for &(i, e, _) in &vi.trace {
+                write!(w, "{i},{e},")?;
+                match next.next_if(|c| c.iteration == i) {
+                    Some(c) => writeln!(w, "{},{},{}", i / per, c.elbo, c.smoothed)?,
+                    None => writeln!(w, ",,")?,
+                }
+            }
+            Ok(())
+        });
+    }
     crate::output::write_atomic(path, |w| {
         writeln!(w, "iteration,elbo,smoothed_elbo")?;
         if vi.trace.is_empty() {
