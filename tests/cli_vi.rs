@@ -203,6 +203,39 @@ fn minibatch_elbo_output_has_the_full_data_elbo_of_each_epoch_check() {
     );
 }
 
+/// The draws file of a minibatch fit records its minibatch settings among CmdStan's
+/// configuration comments, in the method's block (`#     key = value`, as `iter` or `eta`); a
+/// full-batch fit's header has none. The file still reads as a Stan CSV (checked by hand with
+/// cmdstanpy 1.3.0's `from_csv`: a CmdStanVB, its `metadata.cmdstan_config["batch_size"]` 50).
+#[test]
+fn minibatch_settings_are_in_the_variational_csv_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = |extra: &[&str], name: &str| {
+        let path = dir.path().join(name);
+        let p = path.display().to_string();
+        let mut args = vec!["--method", "ivon", "--seed", "1", "-q", "--output", &p];
+        args.extend_from_slice(extra);
+        let o = fit_labour(&args);
+        assert!(o.status.success(), "{}", stdout(&o));
+        let text = std::fs::read_to_string(&path).unwrap();
+        bayesc::output::read_stan_csv(&path).expect("reads as a Stan CSV");
+        text.lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let mb = header(&["--batch-size", "50"], "mb.csv");
+    let block = "#     batch_size = 50\n#     batch_over = N\n#     num_observations = 753\n\
+                 #     batches_per_epoch = 15\n#     epochs_per_check = 1\n\
+                 #     epoch_elbo_draws = 10\n";
+    assert!(mb.contains(block), "{mb}");
+    // inside the variational block, before the chain id
+    let at = mb.find(block).unwrap();
+    assert!(mb.find("#   variational\n").unwrap() < at && at < mb.find("# id = 1").unwrap());
+    let full = header(&[], "full.csv");
+    assert!(!full.contains("batch_size"), "{full}");
+}
+
 #[test]
 fn flags_that_do_not_apply_are_usage_errors() {
     for args in [

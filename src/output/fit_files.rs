@@ -527,6 +527,22 @@ pub fn mcmc_adaptation_lines(
     lines
 }
 
+/// The settings of a minibatch fit (`--batch-size`), as (key, value) lines of the method's
+/// block in CmdStan's configuration comments (bayesc's keys; CmdStan has no minibatching):
+/// `batch_size` (M), `batch_over` (the observation axis), `num_observations` (N),
+/// `batches_per_epoch` (⌊N/M⌋), `epochs_per_check` (how often the exit rule looks at the
+/// full-data ELBO) and `epoch_elbo_draws` (the draws of that ELBO).
+fn minibatch_settings(plan: &fit::MinibatchPlan) -> Vec<(&'static str, String)> {
+    vec![
+        ("batch_size", plan.settings.batch_size.to_string()),
+        ("batch_over", plan.separability.axis.clone()),
+        ("num_observations", plan.n_obs.to_string()),
+        ("batches_per_epoch", plan.batches_per_epoch().to_string()),
+        ("epochs_per_check", plan.epochs_per_check().to_string()),
+        ("epoch_elbo_draws", plan.settings.elbo_draws.to_string()),
+    ]
+}
+
 /// Writes a QBVI, QNVB or Laplace fit in the layout of CmdStan's `variational` / `laplace`
 /// output (CmdStan Guide, "Variational inference" and "Laplace sampling" output files):
 /// variational fits have columns `lp__` (always 0), `log_p__`, `log_g__` and a first row at the
@@ -660,6 +676,12 @@ fn write_approximation_csv(
     };
     if let Some(vi) = &result.vi {
         settings.push(("psis_resample", vi.resampled.to_string()));
+    }
+    // a plan with M = N (the full data at every step) has no batches to record
+    if let (false, Some(plan)) = (laplace, &options.minibatch)
+        && plan.settings.batch_size < plan.n_obs
+    {
+        settings.extend(minibatch_settings(plan));
     }
     let mut config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
     add_init(&mut config, options, 0, 1);
