@@ -213,7 +213,7 @@ fn minibatch_settings_are_in_the_variational_csv_header() {
     let header = |extra: &[&str], name: &str| {
         let path = dir.path().join(name);
         let p = path.display().to_string();
-        let mut args = vec!["--method", "ivon", "--seed", "1", "-q", "--output", &p];
+        let mut args = vec!["--seed", "1", "-q", "--output", &p];
         args.extend_from_slice(extra);
         let o = fit_labour(&args);
         assert!(o.status.success(), "{}", stdout(&o));
@@ -224,7 +224,7 @@ fn minibatch_settings_are_in_the_variational_csv_header() {
             .map(|l| format!("{l}\n"))
             .collect::<String>()
     };
-    let mb = header(&["--batch-size", "50"], "mb.csv");
+    let mb = header(&["--method", "ivon", "--batch-size", "50"], "mb.csv");
     let block = "#     batch_size = 50\n#     batch_over = N\n#     num_observations = 753\n\
                  #     batches_per_epoch = 15\n#     epochs_per_check = 1\n\
                  #     epoch_elbo_draws = 10\n";
@@ -232,8 +232,25 @@ fn minibatch_settings_are_in_the_variational_csv_header() {
     // inside the variational block, before the chain id
     let at = mb.find(block).unwrap();
     assert!(mb.find("#   variational\n").unwrap() < at && at < mb.find("# id = 1").unwrap());
-    let full = header(&[], "full.csv");
+    let full = header(&["--method", "ivon"], "full.csv");
     assert!(!full.contains("batch_size"), "{full}");
+    // every method is named as itself (VON, VOGN, Vadam and NG-BBVI were written as qbvi, with
+    // QBVI's settings)
+    for (method, draws, eta) in [
+        ("von", 1, "0.05"),
+        ("vogn", 1, "0.1"),
+        ("vadam", 1, "0.001"),
+        ("ngbbvi", 50, "0.01"),
+    ] {
+        let h = header(&["--method", method, "--max-iter", "20"], "m.csv");
+        assert!(
+            h.contains(&format!(
+                "#     variational_method = {method}\n#     iter = 20\n\
+                 #     grad_samples = {draws}\n#     elbo_samples = {draws}\n#     eta = {eta}\n"
+            )),
+            "{h}"
+        );
+    }
 }
 
 #[test]

@@ -643,6 +643,39 @@ fn write_approximation_csv(
                         s.step_size,
                     )
                 }
+                // one draw of q per step (VON's finite-difference Hessian, VOGN's per-example
+                // gradients)
+                fit::Method::Von => (
+                    family,
+                    "von",
+                    options.von.common.max_iter,
+                    1,
+                    options.von.step_size,
+                ),
+                fit::Method::Vogn => (
+                    family,
+                    "vogn",
+                    options.vogn.common.max_iter,
+                    1,
+                    match &options.minibatch {
+                        Some(p) if p.settings.batch_size < p.n_obs => options.vogn.lr_minibatch,
+                        _ => options.vogn.lr,
+                    },
+                ),
+                fit::Method::Vadam => (
+                    family,
+                    "vadam",
+                    options.vadam.common.max_iter,
+                    options.vadam.mc_samples,
+                    options.vadam.lr,
+                ),
+                fit::Method::Ngbbvi => (
+                    family,
+                    "ngbbvi",
+                    options.ngbbvi.common.max_iter,
+                    options.ngbbvi.mc_samples,
+                    options.ngbbvi.lr,
+                ),
                 _ => (
                     family,
                     "qbvi",
