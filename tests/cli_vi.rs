@@ -253,6 +253,45 @@ fn minibatch_settings_are_in_the_variational_csv_header() {
     }
 }
 
+/// The minibatch settings and epoch lines count in the singular where the count is 1 ("1
+/// batch", "1 epoch"; they said "1 batches"), and the settings line says how often the exit
+/// rule looks at the full-data ELBO (it said "once per epoch" when it was every 10 epochs).
+#[test]
+fn minibatch_counts_are_pluralised_correctly() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--method", "ivon", "--seed", "1", "--draws", "10"];
+        args.extend_from_slice(extra);
+        let o = fit_labour(&args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}");
+        out
+    };
+    // M = 400 of N = 753: one batch an epoch, so the rule looks every 10 epochs
+    let one = run(&["--batch-size", "400", "--max-iter", "10"]);
+    assert!(
+        one.contains(
+            "batch size M = 400 of N = 753 rows (`N`), 1 batch per epoch, at most 10 epochs; \
+             exit rule on the full-data ELBO once every 10 epochs"
+        ),
+        "{one}"
+    );
+    assert!(
+        one.contains("minibatch: 10 epochs of 1 batch (10 iterations); the exit rule used"),
+        "{one}"
+    );
+    let short = run(&["--batch-size", "50", "--max-iter", "15"]);
+    assert!(
+        short.contains(
+            "15 batches per epoch, at most 1 epoch; exit rule on the full-data ELBO once per epoch"
+        ),
+        "{short}"
+    );
+    assert!(
+        short.contains("minibatch: 1 epoch of 15 batches (15 iterations)"),
+        "{short}"
+    );
+}
+
 #[test]
 fn flags_that_do_not_apply_are_usage_errors() {
     for args in [
