@@ -457,7 +457,7 @@ fn ivon_from_a_random_start_uses_lambda_n_and_reports_a_moving_mean() {
 #[test]
 fn a_stalled_variational_fit_is_not_called_converged() {
     for (method, cause) in [
-        ("ngbbvi", "NGBBVI hit the iteration cap (5000 iterations"),
+        ("ngbbvi", "NG-BBVI hit the iteration cap (5000 iterations"),
         ("bbvi", "BBVI hit the iteration cap (5000 iterations"),
     ] {
         let o = bayesc(&[

@@ -532,7 +532,7 @@ pub fn result_report(
                 StopReason::MaxIterations => outln!(
                     "WARNING: {} hit the iteration cap ({}, {:.2} s) before the exit rule fired; \
                      the approximation may not have converged.{} Best smoothed ELBO = {}",
-                    result.method.to_string().to_uppercase(),
+                    result.method.display_name(),
                     crate::words::counted(fit.iterations, "iteration"),
                     result.seconds,
                     // a method that cannot approximate this posterior, or whose steps made q
