@@ -193,6 +193,32 @@ pub fn as_slices(chains: &[Vec<f64>]) -> Vec<&[f64]> {
     chains.iter().map(|c| c.as_slice()).collect()
 }
 
+/// Mean and sample standard deviation (denominator S − 1) of `x` for the summaries: an exactly
+/// constant finite `x` gives its value and sd exactly 0 (the sum of S copies of 0.1 divided by S
+/// is not 0.1 to the last bit, and the centred squares then summed to an sd of 10⁻¹⁵–10⁻¹³ for
+/// a constant generated quantity); otherwise the corrected two-pass algorithm (Chan, Golub &
+/// LeVeque 1983, "Algorithms for computing the sample variance", eq. 1.7), which subtracts
+/// the rounding error of the mean. Fewer than 2 values: sd NaN (mean NaN when empty); a NaN in
+/// `x` gives NaN.
+pub fn mean_sd(x: &[f64]) -> (f64, f64) {
+    let s = x.len() as f64;
+    if let Some(&first) = x.first()
+        && first.is_finite()
+        && x.iter().all(|&v| v == first)
+    {
+        return (first, if x.len() > 1 { 0.0 } else { f64::NAN });
+    }
+    let mean = x.iter().sum::<f64>() / s;
+    let (sum, squares) = x.iter().fold((0.0, 0.0), |(a, b), &v| {
+        let c = v - mean;
+        (a + c, b + c * c)
+    });
+    let var = (squares - sum * sum / s) / (s - 1.0);
+    // (a NaN stays NaN: `f64::max` would turn it into 0)
+    let var = if var < 0.0 { 0.0 } else { var };
+    (mean + sum / s, var.sqrt())
+}
+
 /// Seeded test inputs shared by the diagnostics tests.
 #[cfg(test)]
 pub(crate) mod tests_support {
@@ -231,6 +257,24 @@ pub(crate) mod tests_support {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn a_constant_column_has_sd_exactly_zero() {
+        for c in [0.1, 1.0 / 3.0, 2.7, -1e-300, 1e300] {
+            assert_eq!(mean_sd(&vec![c; 4000]), (c, 0.0), "{c}");
+        }
+        // the naive two-pass mean and sd of 4000 copies of 2.7 are off by rounding
+        let x = vec![2.7; 4000];
+        let naive = x.iter().sum::<f64>() / 4000.0;
+        assert_ne!(naive, 2.7);
+        // 1..8: mean 4.5, sd √6; one value or a NaN: sd NaN
+        let (m, sd) = mean_sd(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(m, 4.5);
+        assert!((sd - 6f64.sqrt()).abs() < 1e-15);
+        assert!(mean_sd(&[3.0]).1.is_nan());
+        assert!(mean_sd(&[1.0, f64::NAN]).1.is_nan());
+        assert!(mean_sd(&[]).0.is_nan());
+    }
 
     #[test]
     fn split_drops_middle_draw() {
