@@ -582,7 +582,7 @@ pub fn evaluate(
 /// posterior-predictive scores first (blank for ML), then the plug-in scores at the point
 /// estimate (the QBVI paper's Table 1: precision, recall, accuracy, F1 or MSE, log-likelihood).
 pub fn format_table(e: &Evaluation) -> String {
-    let method = e.method.to_string().to_uppercase();
+    let method = e.method.display_name();
     let mut cols: Vec<(String, &Metrics)> = vec![(format!("train {method}"), &e.train)];
     if let Some((tr, _)) = &e.ml {
         cols.push(("train ML".into(), tr));

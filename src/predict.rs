@@ -379,11 +379,10 @@ pub fn summarize_columns(names: &[String], values: &[Vec<f64>]) -> Vec<Predictio
         .enumerate()
         .map(|(j, name)| {
             let mut col: Vec<f64> = values.iter().map(|r| r[j]).collect();
-            let mean = col.iter().sum::<f64>() / s.max(1) as f64;
-            let sd = if s > 1 {
-                (col.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (s - 1) as f64).sqrt()
-            } else {
-                0.0
+            let (mean, sd) = match s {
+                0 => (0.0, 0.0),
+                1 => (col[0], 0.0),
+                _ => crate::diagnostics::mean_sd(&col),
             };
             col.sort_by(f64::total_cmp);
             let q = |p: f64| {

@@ -131,6 +131,167 @@ fn elbo_output_writes_readable_csv() {
     );
 }
 
+/// A minibatch fit's ELBO trace carries, at each look of the exit rule, the epoch, the
+/// full-data ELBO and the smoothed value the rule compares (the mean of the last up to 6 epoch
+/// values); the per-iteration values are named batch estimates. The smoothed column was empty
+/// and the full-data ELBO missing. `bayesc plot elbo` reads the file.
+#[test]
+fn minibatch_elbo_output_has_the_full_data_elbo_of_each_epoch_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elbo.csv");
+    let p = path.display().to_string();
+    let o = fit_labour(&[
+        "--method",
+        "ivon",
+        "--batch-size",
+        "50",
+        "--seed",
+        "1",
+        "--elbo-output",
+        &p,
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    let mut rdr = csv::Reader::from_path(&path).unwrap();
+    assert_eq!(
+        rdr.headers().unwrap().iter().collect::<Vec<_>>(),
+        [
+            "iteration",
+            "batch_elbo",
+            "epoch",
+            "full_data_elbo",
+            "smoothed_full_data_elbo"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    // N = 753 rows, M = 50: 15 batches an epoch, the exit rule looks after every epoch
+    let checks: Vec<&csv::StringRecord> = rows.iter().filter(|r| !r[2].is_empty()).collect();
+    assert!(checks.len() >= 20, "at least the 20 minimum epochs");
+    assert_eq!(
+        rows.len(),
+        checks.len() * 15,
+        "the fit stops at an epoch's end"
+    );
+    let num = |s: &str| s.parse::<f64>().unwrap();
+    let full: Vec<f64> = checks.iter().map(|r| num(&r[3])).collect();
+    for (k, r) in checks.iter().enumerate() {
+        assert_eq!(num(&r[0]) as usize, 15 * (k + 1), "{r:?}");
+        assert_eq!(&r[2], (k + 1).to_string(), "{r:?}");
+        let tail = &full[k.saturating_sub(5)..=k];
+        let mean = tail.iter().sum::<f64>() / tail.len() as f64;
+        assert!((num(&r[4]) - mean).abs() < 1e-9 * mean.abs(), "{r:?}");
+        assert!(num(&r[1]).is_finite(), "{r:?}");
+    }
+    // the other rows have the batch estimate only
+    assert!(rows.iter().all(|r| !r[1].is_empty()));
+    assert_eq!(
+        rows.iter().filter(|r| r[4].is_empty()).count(),
+        rows.len() - checks.len()
+    );
+    // the last full-data ELBO is the one the report quotes, near the labour optimum (≈ −467)
+    let last = *full.last().unwrap();
+    assert!(out.contains(&format!("(last {last:.3})")), "{last}\n{out}");
+    assert!((last - -467.0).abs() < 10.0, "{last}");
+    let svg = dir.path().join("elbo.svg");
+    let svg_path = svg.display().to_string();
+    let o = bayesc(&["plot", "--kind", "elbo", "--elbo", &p, "-o", &svg_path]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("smoothed full-data ELBO"),
+        "the legend names the series"
+    );
+}
+
+/// The draws file of a minibatch fit records its minibatch settings among CmdStan's
+/// configuration comments, in the method's block (`#     key = value`, as `iter` or `eta`); a
+/// full-batch fit's header has none. The file still reads as a Stan CSV (checked by hand with
+/// cmdstanpy 1.3.0's `from_csv`: a CmdStanVB, its `metadata.cmdstan_config["batch_size"]` 50).
+#[test]
+fn minibatch_settings_are_in_the_variational_csv_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = |extra: &[&str], name: &str| {
+        let path = dir.path().join(name);
+        let p = path.display().to_string();
+        let mut args = vec!["--seed", "1", "-q", "--output", &p];
+        args.extend_from_slice(extra);
+        let o = fit_labour(&args);
+        assert!(o.status.success(), "{}", stdout(&o));
+        let text = std::fs::read_to_string(&path).unwrap();
+        bayesc::output::read_stan_csv(&path).expect("reads as a Stan CSV");
+        text.lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let mb = header(&["--method", "ivon", "--batch-size", "50"], "mb.csv");
+    let block = "#     batch_size = 50\n#     batch_over = N\n#     num_observations = 753\n\
+                 #     batches_per_epoch = 15\n#     epochs_per_check = 1\n\
+                 #     epoch_elbo_draws = 10\n";
+    assert!(mb.contains(block), "{mb}");
+    // inside the variational block, before the chain id
+    let at = mb.find(block).unwrap();
+    assert!(mb.find("#   variational\n").unwrap() < at && at < mb.find("# id = 1").unwrap());
+    let full = header(&["--method", "ivon"], "full.csv");
+    assert!(!full.contains("batch_size"), "{full}");
+    // every method is named as itself (VON, VOGN, Vadam and NG-BBVI were written as qbvi, with
+    // QBVI's settings)
+    for (method, draws, eta) in [
+        ("von", 1, "0.05"),
+        ("vogn", 1, "0.1"),
+        ("vadam", 1, "0.001"),
+        ("ngbbvi", 50, "0.01"),
+    ] {
+        let h = header(&["--method", method, "--max-iter", "20"], "m.csv");
+        assert!(
+            h.contains(&format!(
+                "#     variational_method = {method}\n#     iter = 20\n\
+                 #     grad_samples = {draws}\n#     elbo_samples = {draws}\n#     eta = {eta}\n"
+            )),
+            "{h}"
+        );
+    }
+}
+
+/// The minibatch settings and epoch lines count in the singular where the count is 1 ("1
+/// batch", "1 epoch"; they said "1 batches"), and the settings line says how often the exit
+/// rule looks at the full-data ELBO (it said "once per epoch" when it was every 10 epochs).
+#[test]
+fn minibatch_counts_are_pluralised_correctly() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--method", "ivon", "--seed", "1", "--draws", "10"];
+        args.extend_from_slice(extra);
+        let o = fit_labour(&args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}");
+        out
+    };
+    // M = 400 of N = 753: one batch an epoch, so the rule looks every 10 epochs
+    let one = run(&["--batch-size", "400", "--max-iter", "10"]);
+    assert!(
+        one.contains(
+            "batch size M = 400 of N = 753 rows (`N`), 1 batch per epoch, at most 10 epochs; \
+             exit rule on the full-data ELBO once every 10 epochs"
+        ),
+        "{one}"
+    );
+    assert!(
+        one.contains("minibatch: 10 epochs of 1 batch (10 iterations); the exit rule used"),
+        "{one}"
+    );
+    let short = run(&["--batch-size", "50", "--max-iter", "15"]);
+    assert!(
+        short.contains(
+            "15 batches per epoch, at most 1 epoch; exit rule on the full-data ELBO once per epoch"
+        ),
+        "{short}"
+    );
+    assert!(
+        short.contains("minibatch: 1 epoch of 15 batches (15 iterations)"),
+        "{short}"
+    );
+}
+
 #[test]
 fn flags_that_do_not_apply_are_usage_errors() {
     for args in [
@@ -296,7 +457,7 @@ fn ivon_from_a_random_start_uses_lambda_n_and_reports_a_moving_mean() {
 #[test]
 fn a_stalled_variational_fit_is_not_called_converged() {
     for (method, cause) in [
-        ("ngbbvi", "NGBBVI hit the iteration cap (5000 iterations"),
+        ("ngbbvi", "NG-BBVI hit the iteration cap (5000 iterations"),
         ("bbvi", "BBVI hit the iteration cap (5000 iterations"),
     ] {
         let o = bayesc(&[

@@ -479,6 +479,62 @@ fn settings_lines_and_elbo_traces_match_the_method() {
     );
 }
 
+/// `:elbo` of a minibatch fit shows two series, each named for what it is: the per-iteration
+/// batch estimates, and the full-data ELBO of the exit rule's epoch checks with its smoothed
+/// values (the best smoothed value was printed next to the batch estimates, as if it smoothed
+/// them).
+#[test]
+fn elbo_of_a_minibatch_fit_names_its_two_series() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(&mut s, &format!(":load {root}/examples/labour/model.bayes"));
+    ok(&mut s, &format!(":data {root}/examples/labour/labour.csv"));
+    ok(&mut s, ":fit ivon --batch-size 50 --seed 1 as mb");
+    let e = ok(&mut s, ":elbo mb");
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 6, "{e}");
+    // 753 rows at M = 50: 15 batches an epoch, one check per epoch
+    assert!(
+        lines[0].starts_with("batch ELBO estimates over ")
+            && lines[0].contains(" iterations, one batch each (first "),
+        "{e}"
+    );
+    let iterations: usize = lines[0]["batch ELBO estimates over ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        lines[3].starts_with(&format!(
+            "full-data ELBO at {} epoch checks (the exit rule's statistic; first ",
+            iterations / 15
+        )) && lines[3].contains("; smoothed: last -47")
+            && lines[3].contains(", best -47"),
+        "{e}"
+    );
+    assert!(!lines[0].contains("smoothed"), "{e}");
+    assert!(lines[1].chars().count() <= 60 && lines[4].chars().count() <= 60);
+    // `:plot elbo` labels them the same way
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("elbo.svg");
+    ok(&mut s, &format!(":plot elbo {}", svg.display()));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("batch ELBO estimate") && text.contains("smoothed full-data ELBO"),
+        "the legend names the series"
+    );
+    // a full-batch fit keeps the one series
+    ok(&mut s, ":fit ivon --seed 1 as fb");
+    let e = ok(&mut s, ":elbo fb");
+    assert!(
+        e.starts_with("ELBO over ") && e.contains("best smoothed"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 3, "{e}");
+}
+
 #[test]
 fn a_fit_name_given_to_plot_is_not_taken_for_a_quantity() {
     let mut s = session();

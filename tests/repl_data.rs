@@ -208,3 +208,34 @@ fn a_model_edited_to_need_other_data_is_reloaded_and_not_fitted() {
     ok(&mut s, &format!(":data {}", f.b_csv.display()));
     ok(&mut s, ":fit qbvi --seed 1");
 }
+
+/// A model typed block by block against data that do not fit it shows the mismatch once, with
+/// its first block; the next blocks, with the same mismatch, say it still holds in one line
+/// (each block repeated the whole error). `:fit` and a model typed afresh show it in full.
+#[test]
+fn a_typed_model_shows_the_data_mismatch_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = files(dir.path());
+    let mut s = session();
+    ok(&mut s, &format!(":data {}", f.b_csv.display()));
+    let error = "error: 2 data variables are not in";
+    let first = ok(&mut s, "data {\n  int N;\n  vector[N] y;\n}");
+    assert_eq!(first.matches(error).count(), 1, "{first}");
+    assert!(first.contains("is loaded as the current model"), "{first}");
+    let still = format!(
+        "note: the data bound from {} still do not fit <repl> (the error above)\n",
+        f.b_csv.display()
+    );
+    for block in [
+        "parameters {\n  real mu;\n}",
+        "model {\n  y ~ normal(mu, 1);\n}",
+    ] {
+        let t = ok(&mut s, block);
+        assert!(!t.contains(error) && t.ends_with(&still), "{t}");
+    }
+    // `:fit` says why in full; a model typed afresh shows its mismatch again
+    let e = err(&mut s, ":fit qbvi --seed 1");
+    assert!(e.contains(error), "{e}");
+    let again = ok(&mut s, "data {\n  int N;\n  vector[N] y;\n}");
+    assert_eq!(again.matches(error).count(), 1, "{again}");
+}

@@ -169,8 +169,8 @@ pub fn run(mut args: FitArgs) -> i32 {
         }
     };
     print_result(&result, &options, Some(&checked.unpriored));
-    if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
-        match write_elbo(path, vi) {
+    if let (Some(path), Some(_)) = (&args.elbo_output, &result.vi) {
+        match write_elbo(path, &result, &options) {
             Ok(()) => println!("\nELBO trace written to {}", path.display()),
             Err(e) => {
                 eprintln!(
@@ -532,7 +532,7 @@ pub fn result_report(
                 StopReason::MaxIterations => outln!(
                     "WARNING: {} hit the iteration cap ({}, {:.2} s) before the exit rule fired; \
                      the approximation may not have converged.{} Best smoothed ELBO = {}",
-                    result.method.to_string().to_uppercase(),
+                    result.method.display_name(),
                     crate::words::counted(fit.iterations, "iteration"),
                     result.seconds,
                     // a method that cannot approximate this posterior, or whose steps made q

@@ -92,6 +92,7 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
         }
         _ => None,
     };
+    options.minibatch_elbo = trace.as_ref().is_some_and(|t| t.minibatch);
     let loaded = if kind == PlotKind::Elbo {
         None
     } else {
@@ -111,7 +112,7 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
     let input = PlotInput {
         draws: loaded.as_ref().map(|l| &l.draws),
         divergent: loaded.as_ref().and_then(|l| l.divergent.as_deref()),
-        elbo: trace.as_deref(),
+        elbo: trace.as_ref().map(|t| t.rows.as_slice()),
         observed: observed.as_deref(),
     };
     let svg = plot::render_svg(&input, &options)?;

@@ -158,20 +158,6 @@ pub(crate) fn rescaled(x: ArrayView2<f64>) -> Option<(Array2<f64>, f64)> {
     (f != 1.0).then(|| (x.mapv(|v| v * f), f))
 }
 
-/// Pooled mean and sample standard deviation (denominator S − 1) of `values`, computed at a
-/// scale where the squared deviations neither underflow nor overflow ([`scale_factor`]): draws
-/// near 1e-200 that differ get their true sd rather than 0. NaN values propagate; one value
-/// gives sd NaN.
-pub fn mean_sd(values: &[f64]) -> (f64, f64) {
-    let big = values.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-    let f = scale_factor(big);
-    let s = values.len() as f64;
-    // with f = 1 this is the plain formula, bit for bit
-    let mean = values.iter().map(|v| v * f).sum::<f64>() / s;
-    let var = values.iter().map(|v| (v * f - mean).powi(2)).sum::<f64>() / (s - 1.0);
-    (mean / f, var.sqrt() / f)
-}
-
 /// Splits each chain into its first ⌊N/2⌋ and last ⌊N/2⌋ draws (the middle draw is dropped when
 /// N is odd): (M, N) → (2M, ⌊N/2⌋). Row 2m is the first half of chain m, row 2m+1 its second half.
 /// Source: specs/diagnostics.md §1 "Split"; posterior `R/split_chains.R`.
@@ -240,6 +226,37 @@ pub(crate) fn std_normal_quantile(p: f64) -> f64 {
 /// `&[&[f64]]` functions.
 pub fn as_slices(chains: &[Vec<f64>]) -> Vec<&[f64]> {
     chains.iter().map(|c| c.as_slice()).collect()
+}
+
+/// Mean and sample standard deviation (denominator S − 1) of `x` for the summaries.
+///
+/// - An exactly constant finite `x` gives its value and sd exactly 0 (the sum of S copies of
+///   0.1 divided by S is not 0.1 to the last bit, and the centred squares then summed to an sd
+///   of 10⁻¹⁵–10⁻¹³ for a constant generated quantity).
+/// - Otherwise the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, "Algorithms for
+///   computing the sample variance", eq. 1.7), which subtracts the rounding error of the mean,
+///   at a scale where the squared deviations neither underflow nor overflow
+///   ([`scale_factor`]): draws near 1e-200 that differ get their true sd rather than 0.
+///
+/// Fewer than 2 values: sd NaN (mean NaN when empty); a NaN in `x` gives NaN.
+pub fn mean_sd(x: &[f64]) -> (f64, f64) {
+    let s = x.len() as f64;
+    if let Some(&first) = x.first()
+        && first.is_finite()
+        && x.iter().all(|&v| v == first)
+    {
+        return (first, if x.len() > 1 { 0.0 } else { f64::NAN });
+    }
+    let f = scale_factor(x.iter().fold(0.0_f64, |m, v| m.max(v.abs())));
+    let mean = x.iter().map(|v| v * f).sum::<f64>() / s;
+    let (sum, squares) = x.iter().fold((0.0, 0.0), |(a, b), &v| {
+        let c = v * f - mean;
+        (a + c, b + c * c)
+    });
+    let var = (squares - sum * sum / s) / (s - 1.0);
+    // (a NaN stays NaN: `f64::max` would turn it into 0)
+    let var = if var < 0.0 { 0.0 } else { var };
+    ((mean + sum / s) / f, var.sqrt() / f)
 }
 
 /// Seeded test inputs shared by the diagnostics tests.
@@ -322,6 +339,24 @@ mod tests {
         assert_eq!(scale_factor(1e-3), 1.0);
         assert_eq!(scale_factor(0.0), 1.0);
         assert_eq!(scale_factor(f64::INFINITY), 1.0);
+    }
+
+    #[test]
+    fn a_constant_column_has_sd_exactly_zero() {
+        for c in [0.1, 1.0 / 3.0, 2.7, -1e-300, 1e300] {
+            assert_eq!(mean_sd(&vec![c; 4000]), (c, 0.0), "{c}");
+        }
+        // the naive two-pass mean and sd of 4000 copies of 2.7 are off by rounding
+        let x = vec![2.7; 4000];
+        let naive = x.iter().sum::<f64>() / 4000.0;
+        assert_ne!(naive, 2.7);
+        // 1..8: mean 4.5, sd √6; one value or a NaN: sd NaN
+        let (m, sd) = mean_sd(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(m, 4.5);
+        assert!((sd - 6f64.sqrt()).abs() < 1e-15);
+        assert!(mean_sd(&[3.0]).1.is_nan());
+        assert!(mean_sd(&[1.0, f64::NAN]).1.is_nan());
+        assert!(mean_sd(&[]).0.is_nan());
     }
 
     #[test]

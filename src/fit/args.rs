@@ -240,7 +240,9 @@ pub struct FitArgs {
     pub step_size: Option<f64>,
     /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
     /// smoothed value is empty until its window is full) to FILE as CSV. Laplace has no
-    /// iterations: one row, iteration 0, with the Monte Carlo ELBO estimate.
+    /// iterations: one row, iteration 0, with the Monte Carlo ELBO estimate. With --batch-size:
+    /// columns iteration, batch_elbo, epoch, full_data_elbo, smoothed_full_data_elbo, the last
+    /// three at the exit rule's epoch checks only (docs/minibatch.md).
     #[arg(long, value_name = "FILE", help_heading = "Variational inference")]
     pub elbo_output: Option<PathBuf>,
     /// QBVI, QNVB, Laplace: importance-resample the reported draws with the Pareto-smoothed

@@ -491,11 +491,17 @@ pub fn fit_with_stream(
             .map_err(|e| algorithm(Method::Qnvb)(&e))?;
             let seconds = start.elapsed().as_secs_f64();
             let mut smooth = Smoother::new(w);
+            // minibatch: the per-iteration values are batch estimates, which nothing smooths
+            // (the exit rule smooths the full-data ELBO of `epoch_checks`)
+            let minibatch = !fit.epoch_checks.is_empty();
             let trace = fit
                 .elbo_trace
                 .iter()
                 .enumerate()
-                .map(|(i, &e)| (i + 1, e, smooth.push(e).unwrap_or(f64::NAN)))
+                .map(|(i, &e)| {
+                    let sm = smooth.push(e).filter(|_| !minibatch);
+                    (i + 1, e, sm.unwrap_or(f64::NAN))
+                })
                 .collect();
             let out = finish_gaussian(
                 model,
@@ -641,7 +647,8 @@ fn vi_progress<'a>(monitor: &'a Monitor<'a>) -> impl FnMut(qbvi::Progress) -> Co
 
 /// The post-fit checks and draws of a [`GaussianFit`] (QBVI and the survey methods): its ELBO
 /// trace as (iteration, ELBO, smoothed ELBO) rows, with the smoothed value NaN until the window
-/// of `w + 1` values is full, then [`finish_gaussian`].
+/// of `w + 1` values is full (and always for a minibatch fit, whose per-iteration values are
+/// batch estimates; its smoothed full-data ELBO is in `epoch_checks`), then [`finish_gaussian`].
 fn finish_gaussian_fit(
     model: &Model,
     options: &FitOptions,
@@ -654,7 +661,7 @@ fn finish_gaussian_fit(
         .iter()
         .enumerate()
         .map(|(i, &e)| {
-            let sm = if i >= w {
+            let sm = if i >= w && fit.epoch_checks.is_empty() {
                 fit.smoothed_elbo.get(i - w).copied().unwrap_or(f64::NAN)
             } else {
                 f64::NAN

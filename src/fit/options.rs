@@ -158,6 +158,38 @@ impl fmt::Display for Method {
     }
 }
 
+impl Method {
+    /// The method's name in prose and in the progress and warning lines, as the docs and the
+    /// specs write it: acronyms in capitals (QBVI, IVON, NUTS), NG-BBVI with its hyphen, and
+    /// Vadam, Pathfinder, variational Laplace and MC dropout as their papers name them; the
+    /// [`fmt::Display`] form (`ngbbvi`) is what `--method` takes.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Method::Qbvi => "QBVI",
+            Method::Qnvb => "QNVB",
+            Method::Optimize => "optimize",
+            Method::Laplace => "Laplace",
+            Method::Nuts => "NUTS",
+            Method::Hmc => "HMC",
+            Method::Mh => "MH",
+            Method::FixedParam => "fixed_param",
+            Method::Ivon => "IVON",
+            Method::Bbb => "BBB",
+            Method::Bbvi => "BBVI",
+            Method::Mgvb => "MGVB",
+            Method::Emgvb => "EMGVB",
+            Method::Ngvi => "NGVI",
+            Method::Pathfinder => "Pathfinder",
+            Method::Ngbbvi => "NG-BBVI",
+            Method::Von => "VON",
+            Method::Vadam => "Vadam",
+            Method::Vogn => "VOGN",
+            Method::Vlaplace => "variational Laplace",
+            Method::Mcdropout => "MC dropout",
+        }
+    }
+}
+
 /// Where the mean of a variational approximation starts.
 ///
 /// The specification's default (`specs/qbvi.md` §11) is a random point, uniform(−2, 2) on the

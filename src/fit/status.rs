@@ -7,6 +7,17 @@ use crate::inference::qbvi::StopReason;
 use crate::inference::qnvb::QnvbStop;
 
 impl FitResult {
+    /// The looks of a minibatch fit's exit rule at the full-data ELBO, oldest first
+    /// ([`crate::inference::minibatch::EpochCheck`]: iteration, value, smoothed value); empty
+    /// for full-batch and non-variational fits.
+    pub fn epoch_checks(&self) -> &[crate::inference::minibatch::EpochCheck] {
+        match &self.details {
+            FitDetails::Qbvi(q) => &q.epoch_checks,
+            FitDetails::Qnvb(q) => &q.epoch_checks,
+            _ => &[],
+        }
+    }
+
     /// Whether the progress callback (Ctrl-C, SIGTERM) stopped the algorithm before its exit
     /// rule or requested length: the variational stop reason, or MCMC's `interrupted` flag.
     /// `None` for optimisation, Laplace and Pathfinder, which do not report it (the caller

@@ -184,6 +184,19 @@ impl EpochElbo {
     }
 }
 
+/// One look of the minibatch exit rule at the full-data ELBO ([`EpochExit::observe`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EpochCheck {
+    /// Iterations (steps) run when the check was made, 1-based; a check ends an epoch.
+    pub iteration: usize,
+    /// The full-data ELBO of q at that point ([`EpochElbo`]; MC dropout: its own full-data
+    /// objective), log-density units.
+    pub elbo: f64,
+    /// The value the exit rule compares: the mean of this and the previous (up to) W checks'
+    /// `elbo` ([`MinibatchSettings::window_epochs`]).
+    pub smoothed: f64,
+}
+
 /// The smoothed-ELBO patience rule of qbvi.md §7.2 counted in epochs (survey_vi.md §1), which
 /// also waits while the epoch ELBO is still rising ([`still_rising`], a departure from the spec),
 /// and the epoch-wise averages of the iterates behind the returned q ([`EpochExit::tail_average`]).
@@ -193,6 +206,8 @@ impl EpochElbo {
 pub struct EpochExit {
     settings: MinibatchSettings,
     trace: Vec<f64>,
+    /// Every check so far: iteration, full-data ELBO and smoothed value.
+    checks: Vec<EpochCheck>,
     best: f64,
     since: usize,
     /// The average μ and precision 1/σ² of the iterates of each of the last [`EPOCH_MEANS`]
@@ -216,6 +231,7 @@ impl EpochExit {
         EpochExit {
             settings: settings.clone(),
             trace: Vec::new(),
+            checks: Vec::new(),
             best: f64::NEG_INFINITY,
             since: 0,
             epochs: std::collections::VecDeque::with_capacity(EPOCH_MEANS + 1),
@@ -256,6 +272,11 @@ impl EpochExit {
             .saturating_sub(self.settings.window_epochs + 1);
         let tail = &self.trace[w0..];
         let smoothed = tail.iter().sum::<f64>() / tail.len() as f64;
+        self.checks.push(EpochCheck {
+            iteration: iterations,
+            elbo,
+            smoothed,
+        });
         let improved = smoothed > self.best + self.settings.min_improvement;
         if improved {
             self.best = smoothed;
@@ -273,6 +294,12 @@ impl EpochExit {
     /// The per-epoch full-data ELBO values so far.
     pub fn trace(&self) -> &[f64] {
         &self.trace
+    }
+
+    /// Every check so far, oldest first: the iteration, the full-data ELBO and the smoothed
+    /// value the rule compared.
+    pub fn checks(&self) -> &[EpochCheck] {
+        &self.checks
     }
 
     /// The average mean of q over each of the last (at most [`EPOCH_MEANS`]) epochs, oldest

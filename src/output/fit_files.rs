@@ -527,6 +527,22 @@ pub fn mcmc_adaptation_lines(
     lines
 }
 
+/// The settings of a minibatch fit (`--batch-size`), as (key, value) lines of the method's
+/// block in CmdStan's configuration comments (bayesc's keys; CmdStan has no minibatching):
+/// `batch_size` (M), `batch_over` (the observation axis), `num_observations` (N),
+/// `batches_per_epoch` (⌊N/M⌋), `epochs_per_check` (how often the exit rule looks at the
+/// full-data ELBO) and `epoch_elbo_draws` (the draws of that ELBO).
+fn minibatch_settings(plan: &fit::MinibatchPlan) -> Vec<(&'static str, String)> {
+    vec![
+        ("batch_size", plan.settings.batch_size.to_string()),
+        ("batch_over", plan.separability.axis.clone()),
+        ("num_observations", plan.n_obs.to_string()),
+        ("batches_per_epoch", plan.batches_per_epoch().to_string()),
+        ("epochs_per_check", plan.epochs_per_check().to_string()),
+        ("epoch_elbo_draws", plan.settings.elbo_draws.to_string()),
+    ]
+}
+
 /// Writes a QBVI, QNVB or Laplace fit in the layout of CmdStan's `variational` / `laplace`
 /// output (CmdStan Guide, "Variational inference" and "Laplace sampling" output files):
 /// variational fits have columns `lp__` (always 0), `log_p__`, `log_g__` and a first row at the
@@ -627,6 +643,39 @@ fn write_approximation_csv(
                         s.step_size,
                     )
                 }
+                // one draw of q per step (VON's finite-difference Hessian, VOGN's per-example
+                // gradients)
+                fit::Method::Von => (
+                    family,
+                    "von",
+                    options.von.common.max_iter,
+                    1,
+                    options.von.step_size,
+                ),
+                fit::Method::Vogn => (
+                    family,
+                    "vogn",
+                    options.vogn.common.max_iter,
+                    1,
+                    match &options.minibatch {
+                        Some(p) if p.settings.batch_size < p.n_obs => options.vogn.lr_minibatch,
+                        _ => options.vogn.lr,
+                    },
+                ),
+                fit::Method::Vadam => (
+                    family,
+                    "vadam",
+                    options.vadam.common.max_iter,
+                    options.vadam.mc_samples,
+                    options.vadam.lr,
+                ),
+                fit::Method::Ngbbvi => (
+                    family,
+                    "ngbbvi",
+                    options.ngbbvi.common.max_iter,
+                    options.ngbbvi.mc_samples,
+                    options.ngbbvi.lr,
+                ),
                 _ => (
                     family,
                     "qbvi",
@@ -660,6 +709,12 @@ fn write_approximation_csv(
     };
     if let Some(vi) = &result.vi {
         settings.push(("psis_resample", vi.resampled.to_string()));
+    }
+    // a plan with M = N (the full data at every step) has no batches to record
+    if let (false, Some(plan)) = (laplace, &options.minibatch)
+        && plan.settings.batch_size < plan.n_obs
+    {
+        settings.extend(minibatch_settings(plan));
     }
     let mut config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
     add_init(&mut config, options, 0, 1);
@@ -759,8 +814,39 @@ fn write_pathfinder_csv(
     stan_csv::write_stan_csv(path, &layout)
 }
 
-/// Writes the ELBO trace as CSV (atomically). Laplace: one row with the Monte Carlo estimate.
-pub fn write_elbo(path: &Path, vi: &fit::ViDiagnostics) -> std::io::Result<()> {
+/// The header of a minibatch fit's ELBO trace ([`write_elbo`]).
+pub const MINIBATCH_ELBO_HEADER: &str =
+    "iteration,batch_elbo,epoch,full_data_elbo,smoothed_full_data_elbo";
+
+/// Writes the ELBO trace of a variational fit as CSV (atomically; docs/variational.md,
+/// "ELBO trace"). Full-batch fits: `iteration,elbo,smoothed_elbo`, one row per iteration, the
+/// smoothed value empty until the exit rule's window is full; Laplace: one row with the Monte
+/// Carlo estimate. Minibatch fits (`options.minibatch` and a non-empty
+/// [`FitResult::epoch_checks`]): [`MINIBATCH_ELBO_HEADER`], one row per iteration with its
+/// batch estimate; at each look of the exit rule also the epoch (completed epochs), the
+/// full-data ELBO and its smoothed value (the one the rule compares), empty cells elsewhere.
+///
+/// Errors: the fit has no VI diagnostics, or the file cannot be written.
+pub fn write_elbo(path: &Path, result: &FitResult, options: &FitOptions) -> std::io::Result<()> {
+    let Some(vi) = &result.vi else {
+        return Err(std::io::Error::other("the fit has no ELBO trace"));
+    };
+    let checks = result.epoch_checks();
+    if let (Some(plan), false) = (&options.minibatch, checks.is_empty()) {
+        let per = plan.batches_per_epoch().max(1);
+        return crate::output::write_atomic(path, |w| {
+            writeln!(w, "{MINIBATCH_ELBO_HEADER}")?;
+            let mut next = checks.iter().peekable();
+            for &(i, e, _) in &vi.trace {
+                write!(w, "{i},{e},")?;
+                match next.next_if(|c| c.iteration == i) {
+                    Some(c) => writeln!(w, "{},{},{}", i / per, c.elbo, c.smoothed)?,
+                    None => writeln!(w, ",,")?,
+                }
+            }
+            Ok(())
+        });
+    }
     crate::output::write_atomic(path, |w| {
         writeln!(w, "iteration,elbo,smoothed_elbo")?;
         if vi.trace.is_empty() {

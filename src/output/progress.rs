@@ -63,13 +63,14 @@ impl DelayedBar {
     }
 }
 
-/// The indicatif template of the spinner of an iterative non-MCMC fit: the method's name in
-/// capitals (`BBVI iteration 1320, smoothed ELBO …`), then `tail` (e.g. the REPL's
+/// The indicatif template of the spinner of an iterative non-MCMC fit: the method's name as the
+/// docs write it ([`crate::fit::Method::display_name`]: `BBVI iteration 1320, smoothed ELBO …`,
+/// `NG-BBVI iteration 40, …`), then `tail` (e.g. the REPL's
 /// ` Ctrl-C stops`). Every variational method shows its own name (the bar once said `QBVI`
 /// for all of them).
 pub fn iteration_template(method: crate::fit::Method, tail: &str) -> String {
     format!(
         "{{spinner}} {} iteration {{pos}}, {{msg}} [{{elapsed}}]{tail}",
-        method.to_string().to_uppercase()
+        method.display_name()
     )
 }

@@ -70,18 +70,39 @@ pub fn imputed_note(entries: &[crate::graph::ImputedEntry]) -> Option<String> {
 pub fn epoch_line(plan: &fit::MinibatchPlan, iterations: usize, last: f64) -> String {
     let per = plan.batches_per_epoch().max(1);
     let every = match plan.epochs_per_check() {
-        1 => "once per epoch".to_string(),
-        k => format!(
-            "once every {k} epochs, as an epoch has fewer than {} batches",
+        1 => check_period_text(plan),
+        _ => format!(
+            "{}, as an epoch has fewer than {} batches",
+            check_period_text(plan),
             crate::inference::minibatch::MIN_BATCHES_PER_CHECK
         ),
     };
+    use crate::words::counted;
     format!(
-        "minibatch: {} epochs of {per} batches ({iterations} iterations); the exit rule used the \
-         full-data ELBO {every} (last {last:.3}); the per-iteration ELBO values are batch \
-         estimates",
-        iterations / per
+        "minibatch: {} of {} ({}); the exit rule used the full-data ELBO {every} (last \
+         {last:.3}); the per-iteration ELBO values are batch estimates",
+        counted(iterations / per, "epoch"),
+        batches_text(per),
+        counted(iterations, "iteration")
     )
+}
+
+/// "1 batch", "15 batches".
+fn batches_text(n: usize) -> String {
+    if n == 1 {
+        "1 batch".to_string()
+    } else {
+        format!("{n} batches")
+    }
+}
+
+/// How often the minibatch exit rule looks at the full-data ELBO, for the settings line:
+/// "once per epoch" or "once every k epochs" ([`fit::MinibatchPlan::epochs_per_check`]).
+fn check_period_text(plan: &fit::MinibatchPlan) -> String {
+    match plan.epochs_per_check() {
+        1 => "once per epoch".to_string(),
+        k => format!("once every {k} epochs"),
+    }
 }
 
 /// The best smoothed ELBO of a VI fit for a status line: the value to 3 decimals, or, when the
@@ -165,12 +186,14 @@ pub fn settings_line(o: &FitOptions, d: usize) -> String {
                 _ => o.qbvi.max_iter,
             };
             format!(
-                "{line}; minibatch: batch size M = {} of N = {} rows (`{}`), {per} batches per \
-                 epoch, at most {} epochs; exit rule on the full-data ELBO once per epoch{}",
+                "{line}; minibatch: batch size M = {} of N = {} rows (`{}`), {} per epoch, at \
+                 most {}; exit rule on the full-data ELBO {}{}",
                 p.settings.batch_size,
                 p.n_obs,
                 p.separability.axis,
-                max_iter.div_ceil(per),
+                batches_text(per),
+                crate::words::counted(max_iter.div_ceil(per), "epoch"),
+                check_period_text(p),
                 if o.method == fit::Method::Qnvb {
                     "; RMS curvature average"
                 } else {

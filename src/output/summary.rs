@@ -260,6 +260,27 @@ mod tests {
     use super::*;
     use crate::diagnostics::tests_support::iid_normal_chains;
 
+    /// A constant column (a generated quantity `real c = 2.7;`) has sd exactly 0, as one value
+    /// per chain or pooled (the sd printed 7.8e-14: the mean of 4000 copies of 2.7 is not 2.7
+    /// to the last bit).
+    #[test]
+    fn a_constant_column_has_sd_exactly_zero() {
+        let d = Draws {
+            names: vec!["c".into()],
+            chains: vec![vec![2.7; 1000]; 4],
+        };
+        for mcmc in [true, false] {
+            let r = &summarize(&d, mcmc)[0];
+            assert_eq!((r.mean, r.sd, r.q5, r.q95), (2.7, 0.0, 2.7, 2.7));
+            let table = format_table(std::slice::from_ref(r), mcmc);
+            let sd = table
+                .lines()
+                .nth(1)
+                .and_then(|l| l.split_whitespace().nth(2));
+            assert_eq!(sd, Some("0"), "{table}");
+        }
+    }
+
     #[test]
     fn known_sample_variational() {
         // one "chain" 1..8: mean 4.5, sd √6, type-7 quantiles 1.35, 4.5, 7.65

@@ -388,6 +388,10 @@ pub struct Session {
     typed: String,
     /// Rank of the last block in `typed`.
     typed_rank: Option<usize>,
+    /// Why the bound data did not fit the model the last time a typed block installed it (the
+    /// rendered error), so that the next blocks of a model typed block by block do not repeat
+    /// it; `None` once a model compiles with the data, and after any other input.
+    mismatch_shown: Option<String>,
     data_paths: Vec<PathBuf>,
     data: Vec<DataSource>,
     compiled: Option<Model>,
@@ -430,6 +434,7 @@ impl Session {
             failed_load: None,
             typed: String::new(),
             typed_rank: None,
+            mismatch_shown: None,
             data_paths: Vec::new(),
             data: Vec::new(),
             compiled: None,
@@ -514,6 +519,7 @@ impl Session {
         if let Some(cmd) = line.strip_prefix(':') {
             self.typed.clear();
             self.typed_rank = None;
+            self.mismatch_shown = None;
             return self.command(cmd);
         }
         if let Some(rank) = block_rank(line) {
@@ -528,6 +534,7 @@ impl Session {
         }
         self.typed.clear();
         self.typed_rank = None;
+        self.mismatch_shown = None;
         self.expression(line)
     }
 

@@ -677,6 +677,7 @@ fn run<F: Family>(
     let mut tail = None;
     if let Some((.., epoch_exit)) = &batches {
         tracker.record.epoch_elbo = epoch_exit.trace().to_vec();
+        tracker.record.epoch_checks = epoch_exit.checks().to_vec();
         tracker.record.epoch_means = epoch_exit.recent_means();
         tail = epoch_exit.tail_average();
     }

@@ -137,6 +137,9 @@ pub struct QnvbFit {
     /// Minibatch fits only: the full-data ELBO at the end of every epoch (the exit statistic,
     /// [`super::minibatch`]); empty for full-batch fits.
     pub epoch_elbo: Vec<f64>,
+    /// Minibatch fits only: each look of the exit rule at the full-data ELBO (iteration, value,
+    /// smoothed value); empty for full-batch fits.
+    pub epoch_checks: Vec<super::minibatch::EpochCheck>,
     /// Minibatch fits only: the mean averaged over each of the last (at most
     /// [`super::minibatch::EPOCH_MEANS`]) epochs, oldest first (`fit::stationarity`).
     pub epoch_means: Vec<Vec<f64>>,
@@ -503,10 +506,11 @@ fn fit_inner(
             }
         }
     }
-    let (epoch_elbo, epoch_means, tail) = batches
+    let (epoch_elbo, epoch_checks, epoch_means, tail) = batches
         .map(|(_, _, _, exit)| {
             (
                 exit.trace().to_vec(),
+                exit.checks().to_vec(),
                 exit.recent_means(),
                 exit.tail_average(),
             )
@@ -535,6 +539,7 @@ fn fit_inner(
         max_scaled_gradient,
         max_curvature_mismatch,
         epoch_elbo,
+        epoch_checks,
         epoch_means,
     })
 }

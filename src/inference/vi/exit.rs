@@ -115,6 +115,9 @@ pub(crate) struct RunRecord {
     pub(crate) notes: Vec<String>,
     /// Minibatch fits only: the full-data ELBO at the end of every epoch (`inference::minibatch`).
     pub(crate) epoch_elbo: Vec<f64>,
+    /// Minibatch fits only: every look of the exit rule at the full-data ELBO
+    /// ([`crate::inference::minibatch::EpochExit::checks`]).
+    pub(crate) epoch_checks: Vec<crate::inference::minibatch::EpochCheck>,
     /// Minibatch fits that measure it: the full-data ELBO of the initial q, from the same
     /// draws as `epoch_elbo` ([`GaussianFit::start_elbo`]).
     pub(crate) start_elbo: Option<f64>,
@@ -141,6 +144,7 @@ impl RunRecord {
             returned_iteration: 0,
             notes: Vec::new(),
             epoch_elbo: Vec::new(),
+            epoch_checks: Vec::new(),
             start_elbo: None,
             epoch_means: Vec::new(),
             unusable: None,
@@ -182,6 +186,7 @@ impl RunRecord {
             returned_iteration: self.returned_iteration,
             notes: self.notes,
             epoch_elbo: self.epoch_elbo,
+            epoch_checks: self.epoch_checks,
             start_elbo: self.start_elbo,
             epoch_means: self.epoch_means,
             unusable: self.unusable,

@@ -52,6 +52,9 @@ pub struct GaussianFit {
     /// Minibatch fits only: the full-data ELBO at the end of every epoch, the exit statistic
     /// (`inference::minibatch`); empty for full-batch fits.
     pub epoch_elbo: Vec<f64>,
+    /// Minibatch fits only: each look of the exit rule at the full-data ELBO (the iteration,
+    /// the value of `epoch_elbo` and the smoothed value the rule compared); empty otherwise.
+    pub epoch_checks: Vec<crate::inference::minibatch::EpochCheck>,
     /// Minibatch fits: the full-data ELBO of the initial q from the same fixed draws as
     /// `epoch_elbo`; `None` for the other fits (see [`GaussianFit::elbo_change`]).
     pub start_elbo: Option<f64>,
@@ -225,6 +228,7 @@ mod tests {
             returned_iteration: 1,
             notes: Vec::new(),
             epoch_elbo: epochs,
+            epoch_checks: Vec::new(),
             start_elbo: start,
             epoch_means: Vec::new(),
             unusable: None,

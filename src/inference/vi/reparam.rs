@@ -254,6 +254,7 @@ pub(crate) fn run_minibatch<S>(
         }
     }
     tracker.record.epoch_elbo = exit.trace().to_vec();
+    tracker.record.epoch_checks = exit.checks().to_vec();
     tracker.record.epoch_means = exit.recent_means();
     let (mean, sd) = exit.tail_average().unwrap_or_else(|| mean_sd(state));
     let p = sd.iter().map(|s| 1.0 / (s * s)).collect();

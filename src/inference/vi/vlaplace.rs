@@ -556,6 +556,7 @@ impl<'a> EpochLoop<'a> {
     /// ([`EpochExit::tail_average`]; `None` before two epochs have completed).
     pub(crate) fn finish(mut self) -> (RunRecord, Option<crate::inference::minibatch::MeanSd>) {
         self.record.epoch_elbo = self.exit.trace().to_vec();
+        self.record.epoch_checks = self.exit.checks().to_vec();
         self.record.epoch_means = self.exit.recent_means();
         self.record.returned_iteration = self.record.elbo_trace.len();
         (self.record, self.exit.tail_average())

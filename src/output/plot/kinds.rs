@@ -28,7 +28,9 @@ pub(super) fn render(input: &PlotInput<'_>, options: &PlotOptions) -> Result<Str
                      --elbo-output elbo.csv …` and pass `--elbo elbo.csv`",
                 )
             })?;
-            svg((820, 420), |root| elbo(root, title, trace))
+            svg((820, 420), |root| {
+                elbo(root, title, trace, options.minibatch_elbo)
+            })
         }
         PlotKind::Ppc => {
             let draws = need_draws(input, options.kind)?;
@@ -539,18 +541,29 @@ fn forest(
 
 /// ELBO plot: the per-iteration ELBO estimate (thin) and its smoothed value (thick) against
 /// iteration; the y axis starts at the 2% quantile so early transients do not flatten the rest.
+/// A `minibatch` trace holds batch estimates and, at the exit rule's checks, the smoothed
+/// full-data ELBO, and the legend names them so.
 fn elbo(
     root: &Area<'_>,
     title: Option<&str>,
     trace: &[(usize, f64, f64)],
+    minibatch: bool,
 ) -> Result<(), PlotError> {
     let (head, body) = root.split_vertically(HEAD);
+    let (raw_label, smoothed_label) = if minibatch {
+        (
+            "batch ELBO estimate (per iteration)",
+            "smoothed full-data ELBO (exit rule, per epoch check)",
+        )
+    } else {
+        ("ELBO", "smoothed ELBO")
+    };
     header(
         &head,
         title,
         &[
-            ("ELBO".into(), PALETTE[0]),
-            ("smoothed ELBO".into(), PALETTE[1]),
+            (raw_label.into(), PALETTE[0]),
+            (smoothed_label.into(), PALETTE[1]),
         ],
     )?;
     let vals = finite_sorted(&trace.iter().flat_map(|t| [t.1, t.2]).collect::<Vec<_>>());

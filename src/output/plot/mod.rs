@@ -137,6 +137,10 @@ pub struct PlotOptions {
     pub rep: String,
     /// A title drawn above the plot, e.g. the files' names.
     pub title: Option<String>,
+    /// elbo: the trace is a minibatch fit's (batch estimates per iteration, the smoothed
+    /// full-data ELBO at the exit rule's checks; [`ElboTrace::minibatch`]), and the legend
+    /// says so.
+    pub minibatch_elbo: bool,
 }
 
 impl PlotOptions {
@@ -149,6 +153,7 @@ impl PlotOptions {
             var: "y".into(),
             rep: "y_rep".into(),
             title: None,
+            minibatch_elbo: false,
         }
     }
 }
@@ -301,11 +306,44 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
     })
 }
 
-/// Reads an ELBO trace written by `bayesc fit --elbo-output` (header `iteration,elbo,
-/// smoothed_elbo`; an empty smoothed cell is NaN).
+/// An ELBO trace read back from a file ([`read_elbo_trace`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElboTrace {
+    /// (iteration, ELBO, smoothed ELBO) rows, NaN where a value is not defined. Full-batch
+    /// fits: the per-iteration estimate and its smoothed value. Minibatch fits: the batch
+    /// estimate and, at the exit rule's checks only, the smoothed full-data ELBO.
+    pub rows: Vec<(usize, f64, f64)>,
+    /// Whether the file is a minibatch fit's (header
+    /// [`crate::output::fit_files::MINIBATCH_ELBO_HEADER`]); the plot then labels its series as such.
+    pub minibatch: bool,
+}
+
+/// The rows of a minibatch fit's ELBO plot ([`ElboTrace::rows`] of a minibatch file): each
+/// iteration of `trace` (iteration, batch estimate, ignored) with the smoothed full-data ELBO
+/// of the exit rule's check at that iteration (`checks`), NaN at the other iterations.
+pub fn minibatch_elbo_rows(
+    trace: &[(usize, f64, f64)],
+    checks: &[crate::inference::minibatch::EpochCheck],
+) -> Vec<(usize, f64, f64)> {
+    let mut next = checks.iter().peekable();
+    trace
+        .iter()
+        .map(|&(i, e, _)| {
+            let sm = next
+                .next_if(|c| c.iteration == i)
+                .map_or(f64::NAN, |c| c.smoothed);
+            (i, e, sm)
+        })
+        .collect()
+}
+
+/// Reads an ELBO trace written by `bayesc fit --elbo-output`: header `iteration,elbo,
+/// smoothed_elbo` (full batch), or the minibatch header `iteration,batch_elbo,epoch,
+/// full_data_elbo,smoothed_full_data_elbo` (docs/variational.md); an empty cell is NaN.
 ///
 /// Errors: unreadable file, another header, or a bad number (naming the file and line).
-pub fn read_elbo_trace(path: &Path) -> Result<Vec<(usize, f64, f64)>, PlotError> {
+pub fn read_elbo_trace(path: &Path) -> Result<ElboTrace, PlotError> {
+    const FULL: &str = "iteration,elbo,smoothed_elbo";
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .map_err(|e| PlotError::new(format!("cannot read the ELBO trace `{shown}`: {e}")))?;
@@ -317,37 +355,48 @@ pub fn read_elbo_trace(path: &Path) -> Result<Vec<(usize, f64, f64)>, PlotError>
         .next()
         .map(|(_, l)| l.replace(' ', ""))
         .unwrap_or_default();
-    if header != "iteration,elbo,smoothed_elbo" {
+    let minibatch = header == crate::output::fit_files::MINIBATCH_ELBO_HEADER;
+    if header != FULL && !minibatch {
         return Err(PlotError::new(format!(
-            "`{shown}` is not an ELBO trace: its header is `{header}`, not `iteration,elbo,smoothed_elbo` \
-             (write one with `bayesc fit --method qbvi --elbo-output FILE`)"
+            "`{shown}` is not an ELBO trace: its header is `{header}`, not `{FULL}` (or a \
+             minibatch fit's `{}`; write one with `bayesc fit --method qbvi --elbo-output FILE`)",
+            crate::output::fit_files::MINIBATCH_ELBO_HEADER
         )));
     }
-    let mut out = Vec::new();
+    let expected = if minibatch {
+        crate::output::fit_files::MINIBATCH_ELBO_HEADER
+    } else {
+        FULL
+    };
+    // the columns read: iteration, per-iteration ELBO, smoothed ELBO
+    let (width, smoothed_col) = if minibatch { (5, 4) } else { (3, 2) };
+    let mut rows = Vec::new();
     for (i, line) in lines {
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         let bad = || {
             PlotError::new(format!(
-                "`{shown}` line {}: expected `iteration,elbo,smoothed_elbo` numbers, found `{line}`",
+                "`{shown}` line {}: expected `{expected}` numbers, found `{line}`",
                 i + 1
             ))
         };
-        if f.len() != 3 {
+        if f.len() != width {
             return Err(bad());
         }
+        let number = |cell: &str| -> Result<f64, PlotError> {
+            if cell.is_empty() {
+                Ok(f64::NAN)
+            } else {
+                cell.parse().map_err(|_| bad())
+            }
+        };
         let it: usize = f[0].parse().map_err(|_| bad())?;
         let e: f64 = f[1].parse().map_err(|_| bad())?;
-        let s: f64 = if f[2].is_empty() {
-            f64::NAN
-        } else {
-            f[2].parse().map_err(|_| bad())?
-        };
-        out.push((it, e, s));
+        rows.push((it, e, number(f[smoothed_col])?));
     }
-    if out.is_empty() {
+    if rows.is_empty() {
         return Err(PlotError::new(format!("`{shown}` holds no ELBO values")));
     }
-    Ok(out)
+    Ok(ElboTrace { rows, minibatch })
 }
 
 /// The values of data variable `var` in `sources` (a CSV column, or a JSON entry flattened

@@ -93,7 +93,8 @@ impl Session {
         let p = &m.checked.program;
         // Typed text arrives block by block: warnings about a program without its `model`
         // block yet (e.g. "parameter has no prior") would be noise, so they wait for it.
-        let partial = m.path.is_none() && p.block_spans.model.is_none();
+        let typed = m.path.is_none();
+        let partial = typed && p.block_spans.model.is_none();
         let mut text: String = if partial {
             String::new()
         } else {
@@ -124,18 +125,33 @@ impl Session {
         // A model that checks is always installed, even when the bound data do not fit it:
         // refusing it would leave no way to switch to a model with other data (`:data` checks
         // new data against the current model). The data stay bound; the note says what to do.
-        if !self.data.is_empty()
-            && let Err(why) = self.compile_current()
-        {
-            out.text.push_str(&why);
-            let name = &self.model.as_ref().expect("installed above").name;
-            let _ = writeln!(
-                out.text,
-                "note: {name} is loaded as the current model, but the data bound from {} do not \
-                 fit it (above); they stay bound until `:data FILE...` binds data that fit it, \
-                 and `:fit` needs those",
-                self.data_list()
-            );
+        if self.data.is_empty() {
+            return out;
+        }
+        match self.compile_current() {
+            Ok(()) => self.mismatch_shown = None,
+            // the next block of a typed model, with the error its previous block showed: once
+            // is enough (each block repeated it in full)
+            Err(why) if typed && self.mismatch_shown.as_deref() == Some(why.as_str()) => {
+                let name = &self.model.as_ref().expect("installed above").name;
+                let _ = writeln!(
+                    out.text,
+                    "note: the data bound from {} still do not fit {name} (the error above)",
+                    self.data_list()
+                );
+            }
+            Err(why) => {
+                out.text.push_str(&why);
+                let name = &self.model.as_ref().expect("installed above").name;
+                let _ = writeln!(
+                    out.text,
+                    "note: {name} is loaded as the current model, but the data bound from {} do \
+                     not fit it (above); they stay bound until `:data FILE...` binds data that \
+                     fit it, and `:fit` needs those",
+                    self.data_list()
+                );
+                self.mismatch_shown = Some(why);
+            }
         }
         out
     }

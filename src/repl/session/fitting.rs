@@ -236,8 +236,8 @@ impl Session {
             .path
             .clone()
             .unwrap_or_else(|| PathBuf::from(&model.name));
-        if let (Some(path), Some(vi)) = (&args.elbo_output, &result.vi) {
-            match write_elbo(path, vi) {
+        if let (Some(path), Some(_)) = (&args.elbo_output, &result.vi) {
+            match write_elbo(path, result, options) {
                 Ok(()) => {
                     let _ = writeln!(out.text, "ELBO trace written to {}", path.display());
                 }

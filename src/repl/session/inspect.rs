@@ -564,14 +564,36 @@ impl Session {
             return Output::error(format!("error: {} has no ELBO trace", f.name));
         }
         let (line, lo, hi) = sparkline(trace, 60);
-        let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
+        let first_last = |v: &[f64]| format!("first {:.3}, last {:.3}", v[0], v[v.len() - 1]);
+        let checks = f.result.epoch_checks();
+        if checks.is_empty() {
+            let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
+            return Output::ok(format!(
+                "ELBO over {} ({}{best}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = {hi:.3}",
+                crate::words::counted(trace.len(), "iteration"),
+                first_last(trace)
+            ));
+        }
+        // a minibatch fit: the per-iteration values are batch estimates; the exit rule smooths
+        // the full-data ELBO of its epoch checks, which is a series of its own
+        let full: Vec<f64> = checks.iter().map(|c| c.elbo).collect();
+        let (full_line, full_lo, full_hi) = sparkline(&full, 60);
+        // the best smoothed value the fit kept (QNVB keeps none: the largest)
+        let best = best.unwrap_or_else(|| {
+            checks
+                .iter()
+                .map(|c| c.smoothed)
+                .fold(f64::NEG_INFINITY, f64::max)
+        });
         Output::ok(format!(
-            "ELBO over {} iterations (first {:.3}, last {:.3}{best}):\n{line}\nscale: ▁ ≤ {:.3}, █ = {:.3}",
-            trace.len(),
-            trace[0],
-            trace[trace.len() - 1],
-            lo,
-            hi
+            "batch ELBO estimates over {}, one batch each ({}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = \
+             {hi:.3}\nfull-data ELBO at {} (the exit rule's statistic; {}; smoothed: last {:.3}, \
+             best {best:.3}):\n{full_line}\nscale: ▁ ≤ {full_lo:.3}, █ = {full_hi:.3}",
+            crate::words::counted(trace.len(), "iteration"),
+            first_last(trace),
+            crate::words::counted(checks.len(), "epoch check"),
+            first_last(&full),
+            checks[checks.len() - 1].smoothed,
         ))
     }
 

@@ -90,7 +90,18 @@ impl Session {
         } else {
             None
         };
-        let trace = f.result.vi.as_ref().map(|v| v.trace.as_slice());
+        // a minibatch fit: batch estimates and the smoothed full-data ELBO of the exit rule
+        let checks = f.result.epoch_checks();
+        options.minibatch_elbo = !checks.is_empty();
+        let minibatch_rows = f
+            .result
+            .vi
+            .as_ref()
+            .filter(|_| options.minibatch_elbo)
+            .map(|v| plot::minibatch_elbo_rows(&v.trace, checks));
+        let trace = minibatch_rows
+            .as_deref()
+            .or_else(|| f.result.vi.as_ref().map(|v| v.trace.as_slice()));
         let input = PlotInput {
             draws: Some(&f.result.draws),
             divergent: divergent.as_deref(),

@@ -313,9 +313,7 @@ pub(super) fn mcse_mean(chains: &[Vec<f64>], mcmc: bool) -> Option<f64> {
         let slices: Vec<&[f64]> = chains.iter().map(Vec::as_slice).collect();
         diagnostics::mcse_mean(&slices).ok()
     } else {
-        let m = pooled.iter().sum::<f64>() / s;
-        let sd = (pooled.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (s - 1.0)).sqrt();
-        Some(sd / s.sqrt())
+        Some(diagnostics::mean_sd(&pooled).1 / s.sqrt())
     }
 }
 
@@ -328,9 +326,7 @@ pub(super) fn reduce(
     fit: &str,
 ) -> String {
     let pooled: Vec<f64> = chains.iter().flatten().copied().collect();
-    let s = pooled.len() as f64;
-    let mean = pooled.iter().sum::<f64>() / s;
-    let sd = (pooled.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (s - 1.0)).sqrt();
+    let (mean, sd) = diagnostics::mean_sd(&pooled);
     let mcse = mcse_mean(chains, mcmc)
         .map(|v| format_sig(v, 2))
         .unwrap_or_else(|| "NA".into());
