@@ -238,14 +238,16 @@ pub struct FitArgs {
         help_heading = "Variational inference"
     )]
     pub step_size: Option<f64>,
-    /// QBVI, QNVB, Laplace: write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
+    /// The variational methods (QBVI, QNVB and the survey's: BBB, IVON, VOGN, …) and Laplace:
+    /// write the ELBO trace (columns iteration, elbo, smoothed_elbo; the
     /// smoothed value is empty until its window is full) to FILE as CSV. Laplace has no
     /// iterations: one row, iteration 0, with the Monte Carlo ELBO estimate. With --batch-size:
     /// columns iteration, batch_elbo, epoch, full_data_elbo, smoothed_full_data_elbo, the last
     /// three at the exit rule's epoch checks only (docs/minibatch.md).
     #[arg(long, value_name = "FILE", help_heading = "Variational inference")]
     pub elbo_output: Option<PathBuf>,
-    /// QBVI, QNVB, Laplace: importance-resample the reported draws with the Pareto-smoothed
+    /// The variational methods (not Pathfinder, which always does) and Laplace:
+    /// importance-resample the reported draws with the Pareto-smoothed
     /// weights of the PSIS diagnostic (1000 draws of the fitted approximation).
     #[arg(long, help_heading = "Variational inference")]
     pub psis_resample: bool,
@@ -313,8 +315,9 @@ pub struct FitArgs {
     /// H⁻¹BH⁻¹ from the per-observation scores, which the arch package reports by default).
     #[arg(long, value_enum, value_name = "KIND", help_heading = "Optimization")]
     pub se: Option<SeArg>,
-    /// QBVI: start from a random point (uniform(−2, 2) on the unconstrained scale, Σ₀ = 0.01·I)
-    /// instead of the Laplace approximation at the mode.
+    /// QBVI, QNVB and the survey's variational methods (not Pathfinder): start from a random
+    /// point (uniform(−2, 2) on the unconstrained scale, Σ₀ = 0.01·I for QBVI) instead of the
+    /// Laplace approximation at the mode.
     #[arg(long, help_heading = "Variational inference")]
     pub random_init: bool,
 
