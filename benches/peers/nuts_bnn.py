@@ -6,7 +6,9 @@ model, data, priors and settings. The model is tests/fixtures/bnn_diabetes.bayes
 ../shared/data/bnn/diabetes_train.csv (331 rows, standardised). Both tools run the same number
 of chains, warmup and draws with the diagonal metric, target acceptance 0.8, max tree depth 10,
 one chain after the other on one core (bayesc --threads 1; NumPyro chain_method="sequential"),
-so that CPU time is not shared with a second chain.
+so that CPU time is not shared with a second chain. Both compute in double precision (NumPyro
+with `numpyro.enable_x64()`; `--float32` leaves JAX's default single precision, which the runs
+before session 16 used).
 
 Per tool the script reports: CPU seconds of the whole run (warmup included), CPU seconds per
 iteration (warmup + draws), the mean number of leapfrog steps (gradients) per iteration, and CPU
@@ -116,7 +118,13 @@ def main():
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--float32", action="store_true",
+                    help="leave JAX in its default single precision (bayesc computes in double)")
     a = ap.parse_args()
+    if not a.float32:
+        # like for like: bayesc computes in double precision (set before any JAX array exists)
+        import numpyro
+        numpyro.enable_x64()
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} not found: run `cargo build --release` first")
     iters = a.chains * (a.warmup + a.draws)

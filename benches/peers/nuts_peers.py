@@ -10,6 +10,8 @@ divided by the CPU seconds of the whole run, warmup included:
 - NumPyro: process CPU time of one `mcmc.run` (warmup and sampling; chain_method="parallel"
   over 4 host devices, the fastest of NumPyro's chain methods here) in a second run with the
   same shapes, so that JAX's one-off compilation is excluded.
+Both compute in double precision (NumPyro with `numpyro.enable_x64()`; `--float32` leaves JAX's
+default single precision, which the runs before session 16 used).
 Prints one table with the ratio bayesc / NumPyro per row. With `--decompose`, each run also
 prints where the ratio comes from: gradient evaluations (leapfrog steps) per chain with warmup,
 CPU µs per gradient (whole-run CPU over gradients), ESS per 1000 gradients, leapfrog steps per
@@ -259,7 +261,13 @@ def main():
                     help="also print, per run, gradients per chain (warmup included), CPU us per "
                          "gradient, ESS per 1000 gradients, leapfrog steps per draw, mean tree "
                          "depth and the chains' adapted step sizes")
+    ap.add_argument("--float32", action="store_true",
+                    help="leave JAX in its default single precision (bayesc computes in double)")
     a = ap.parse_args()
+    if not a.float32:
+        # like for like: bayesc computes in double precision (set before any JAX array exists)
+        import numpyro
+        numpyro.enable_x64()
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} not found: run `cargo build --release` first")
     data_file = {"labour": "labour.csv", "garch": "returns.csv", "eight_schools": "schools.csv"}
