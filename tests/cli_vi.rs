@@ -866,3 +866,37 @@ fn minibatch_qbvi_takes_the_diagonal_family_by_default() {
     // (the offset of beta[2] at seed 1, variances too narrow at 2–5)
     assert!(out.contains("posterior summary from 10 draws"), "{out}");
 }
+
+/// A minibatch fit whose iteration cap allows fewer epochs than its exit rule waits for cannot
+/// stop by the rule; the cap warning says so and names the --max-iter that would allow them.
+/// QNVB at M = 1 on labour (753 batches an epoch) used to report the cap with no advice.
+#[test]
+fn a_cap_below_the_exit_rules_epochs_names_the_max_iter_it_needs() {
+    let o = fit_labour(&[
+        "--method",
+        "qnvb",
+        "--batch-size",
+        "1",
+        "--seed",
+        "1",
+        "--draws",
+        "10",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(
+            "WARNING: QNVB hit the iteration cap (5000 iterations, \
+             "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "At M = 1 an epoch is 753 iterations, so 5000 iterations allow 6 epochs, fewer \
+             than the 20 the exit rule waits for: raise --max-iter to at least 15060, or raise \
+             --batch-size."
+        ),
+        "{out}"
+    );
+}

@@ -539,6 +539,12 @@ pub fn result_report(
                     // worse, says why below instead (more iterations would not help)
                     if fit.unusable.is_some() || worse.is_some() {
                         "".to_string()
+                    } else if let Some(w) = options
+                        .minibatch
+                        .as_ref()
+                        .and_then(|p| p.too_few_epochs(fit.iterations))
+                    {
+                        format!(" {w}")
                     } else if let Some(v) = result.vi.as_ref().filter(|v| !v.unbounded.is_empty()) {
                         // no interior mode and q drifting (warned about below): more
                         // iterations would drift further, not converge
@@ -631,9 +637,14 @@ pub fn result_report(
                 ),
                 QnvbStop::MaxIterations => outln!(
                     "WARNING: QNVB hit the iteration cap ({} iterations, {:.2} s) before the smoothed ELBO \
-                     stopped improving; the approximation may not have converged",
+                     stopped improving; the approximation may not have converged. {}",
                     fit.iterations,
-                    result.seconds
+                    result.seconds,
+                    options
+                        .minibatch
+                        .as_ref()
+                        .and_then(|p| p.too_few_epochs(fit.iterations))
+                        .unwrap_or_else(|| "Raise --max-iter.".to_string())
                 ),
                 QnvbStop::Interrupted => outln!(
                     "interrupted after {} iterations: the summary describes the approximation at that point",

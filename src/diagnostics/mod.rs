@@ -238,7 +238,8 @@ pub fn as_slices(chains: &[Vec<f64>]) -> Vec<&[f64]> {
 ///   at a scale where the squared deviations neither underflow nor overflow
 ///   ([`scale_factor`]): draws near 1e-200 that differ get their true sd rather than 0.
 ///
-/// Fewer than 2 values: sd NaN (mean NaN when empty); a NaN in `x` gives NaN.
+/// Fewer than 2 values: sd NaN (mean NaN when empty); a NaN in `x` gives NaN; an infinite
+/// value gives that infinite mean and sd NaN.
 pub fn mean_sd(x: &[f64]) -> (f64, f64) {
     let s = x.len() as f64;
     if let Some(&first) = x.first()
@@ -249,6 +250,10 @@ pub fn mean_sd(x: &[f64]) -> (f64, f64) {
     }
     let f = scale_factor(x.iter().fold(0.0_f64, |m, v| m.max(v.abs())));
     let mean = x.iter().map(|v| v * f).sum::<f64>() / s;
+    if !mean.is_finite() {
+        // an infinite draw: the mean is ±∞ (NaN for both signs or a NaN) and the sd undefined
+        return (mean / f, f64::NAN);
+    }
     let (sum, squares) = x.iter().fold((0.0, 0.0), |(a, b), &v| {
         let c = v * f - mean;
         (a + c, b + c * c)
@@ -357,6 +362,8 @@ mod tests {
         assert!(mean_sd(&[3.0]).1.is_nan());
         assert!(mean_sd(&[1.0, f64::NAN]).1.is_nan());
         assert!(mean_sd(&[]).0.is_nan());
+        let (m, sd) = mean_sd(&[1.0, f64::INFINITY, 2.0]);
+        assert!(m == f64::INFINITY && sd.is_nan());
     }
 
     #[test]

@@ -354,6 +354,29 @@ impl MinibatchPlan {
     pub fn epochs_per_check(&self) -> usize {
         crate::inference::minibatch::epochs_per_check(self.batches_per_epoch())
     }
+
+    /// The remedy for a fit that hit its iteration cap `cap` when the cap allows fewer epochs
+    /// than the exit rule waits for (`settings.min_epochs`), so that it could not have fired:
+    /// a sentence naming the --max-iter that would allow them, or a larger --batch-size;
+    /// `None` when the cap allows them. On labour QNVB at M = 1 (753 batches an epoch) ran
+    /// its 5000 iterations, 6 epochs, and reported the cap with no advice (fresh-user testing).
+    pub fn too_few_epochs(&self, cap: usize) -> Option<String> {
+        let per_epoch = self.batches_per_epoch().max(1);
+        let epochs = cap / per_epoch;
+        let needed = self.settings.min_epochs;
+        (self.settings.batch_size < self.n_obs && epochs < needed).then(|| {
+            format!(
+                "At M = {} an epoch is {} iterations, so {} allow {}, fewer than the {} the \
+                 exit rule waits for: raise --max-iter to at least {}, or raise --batch-size.",
+                self.settings.batch_size,
+                per_epoch,
+                crate::words::counted(cap, "iteration"),
+                crate::words::counted(epochs, "epoch"),
+                needed,
+                needed * per_epoch
+            )
+        })
+    }
 }
 
 impl FitOptions {
