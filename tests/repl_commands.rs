@@ -718,3 +718,25 @@ fn int_division_by_zero_in_a_posterior_expression_is_an_error() {
         format!("integer overflow: `-2147483648 / -1` is 2147483648, {RANGE}")
     );
 }
+
+/// A NaN or ∞ in an expression's answer is explained: `log(-sigma)` is NaN at every draw and
+/// `sigma / 0` infinite, which printed "NaN" and "5% NaN, 95% NaN" without a word
+/// (fresh-user testing); all-infinite draws have infinite quantiles.
+#[test]
+fn non_finite_expression_values_are_explained() {
+    let mut s = session();
+    ok(&mut s, ":fit qbvi --seed 1");
+    let log = ok(&mut s, "log(-sigma)");
+    assert!(
+        log.contains("note: the expression is NaN at 1000 of 1000 draws (an argument outside a function's domain"),
+        "{log}"
+    );
+    let inf = ok(&mut s, "sigma / 0");
+    assert!(inf.contains("5% inf, 95% inf"), "{inf}");
+    assert!(
+        inf.contains("note: the expression is infinite at 1000 of 1000 draws (a division by 0"),
+        "{inf}"
+    );
+    let fine = ok(&mut s, "mu + 1");
+    assert!(!fine.contains("note:"), "{fine}");
+}

@@ -34,7 +34,8 @@ pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(sorted.len() - 1);
     let frac = h - lo as f64;
-    if frac == 0.0 {
+    // equal neighbours (both +∞, say: ∞ − ∞ is NaN) need no interpolation
+    if frac == 0.0 || sorted[lo] == sorted[hi] {
         sorted[lo]
     } else {
         sorted[lo] + frac * (sorted[hi] - sorted[lo])
@@ -64,5 +65,9 @@ mod tests {
         assert_eq!(median(&[2.0, 1.0, 3.0]), 2.0);
         assert!(quantile(&[], 0.5).is_nan());
         assert!(quantile(&[1.0, f64::NAN], 0.5).is_nan());
+        // all-infinite draws (a division by 0): ∞, not ∞ − ∞ = NaN
+        let inf = f64::INFINITY;
+        assert_eq!(quantile(&[inf, inf, inf], 0.05), inf);
+        assert_eq!(quantile(&[1.0, inf, inf], 0.95), inf);
     }
 }

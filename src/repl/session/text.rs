@@ -306,7 +306,7 @@ pub(super) fn mcse_mean(chains: &[Vec<f64>], mcmc: bool) -> Option<f64> {
     if pooled.len() < 2 {
         return None;
     }
-    if pooled.iter().all(|v| *v == pooled[0]) {
+    if pooled[0].is_finite() && pooled.iter().all(|v| *v == pooled[0]) {
         return Some(0.0);
     }
     if mcmc {
@@ -331,7 +331,7 @@ pub(super) fn reduce(
         .map(|v| format_sig(v, 2))
         .unwrap_or_else(|| "NA".into());
     let n = pooled.len();
-    match r {
+    let line = match r {
         Reduction::Summary => format!(
             "{text} = {}  (MCSE {mcse}; sd {}; 5% {}, 95% {}; {n} draws of {fit})",
             format_sig(mean, 4),
@@ -352,7 +352,8 @@ pub(super) fn reduce(
             "{text} = {}  ({n} draws of {fit})",
             format_sig(quantile(&pooled, 0.5), 4)
         ),
-    }
+    };
+    line + &non_finite_note(&pooled)
 }
 
 /// A text sparkline of `values` in at most `width` cells (bucket means), using ▁▂▃▄▅▆▇█. The
@@ -386,4 +387,31 @@ pub fn sparkline(values: &[f64], width: usize) -> (String, f64, f64) {
         })
         .collect();
     (line, lo, hi)
+}
+
+/// A note after a reduced expression whose draws are not all finite, so that a NaN or ∞ in the
+/// answer is explained: how many draws are NaN (an argument outside a function's domain) or
+/// infinite (a division by 0 or an overflow); empty when every draw is finite.
+fn non_finite_note(pooled: &[f64]) -> String {
+    let nan = pooled.iter().filter(|v| v.is_nan()).count();
+    let inf = pooled.iter().filter(|v| v.is_infinite()).count();
+    let n = pooled.len();
+    let mut parts = Vec::new();
+    if nan > 0 {
+        parts.push(format!(
+            "NaN at {nan} of {n} draws (an argument outside a function's domain, such as the \
+             log of a negative value or 0/0)"
+        ));
+    }
+    if inf > 0 {
+        parts.push(format!(
+            "infinite at {inf} of {n} draws (a division by 0 or an overflow, such as exp of a \
+             large value)"
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("\nnote: the expression is {}", parts.join(", and "))
+    }
 }
