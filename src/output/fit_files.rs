@@ -741,13 +741,25 @@ fn write_approximation_csv(
             format!("eta = {eta}"),
         ]
     };
-    // an interrupted fit says so last, where a reader of the draws looks for how they ended
+    // an interrupted or unconverged fit says so last, where a reader of the draws looks for
+    // how they ended (a file read without the report would otherwise look like a result)
+    let not_converged = || {
+        fit::vi_not_converged(&result.details)
+            .or_else(|| result.vi.as_ref().and_then(|v| v.moving.clone()))
+    };
     let footer = match (result.stopped_early(), result.vi_iterations()) {
         (Some(true), Some(k)) => vec![format!(
             "interrupted: the fit was stopped at iteration {k} (Ctrl-C or SIGTERM) before its \
              exit rule; the draws come from the approximation at that point"
         )],
-        _ => Vec::new(),
+        _ if laplace => Vec::new(),
+        _ => match not_converged() {
+            Some(why) => vec![format!(
+                "not converged: {why}; the draws come from the approximation where the fit \
+                 stopped, which is not a posterior (the fit's report says what to do)"
+            )],
+            None => Vec::new(),
+        },
     };
     let layout = stan_csv::StanCsvLayout {
         config_lines: &config,
