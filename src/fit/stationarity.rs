@@ -237,36 +237,37 @@ pub fn off_optimum(
             ));
         }
     }
-    let joint = || {
-        let NewtonStep { gain, step, offset } = newton_step(&pairs, mean, sd)?;
-        let coordinate = (0..d).max_by(|&a, &b| step[a].abs().total_cmp(&step[b].abs()))?;
-        if gain > NEWTON_GAIN_NATS {
-            return Some(OffOptimum::Joint {
-                coordinate,
-                sds: step[coordinate].abs(),
-                gain,
-            });
+    if worst_mean.is_some() {
+        return worst_mean;
+    }
+    // the joint step (mean-field q, small d): its gain, then its longest move in posterior sds
+    let step = (when.joint && d <= NEWTON_MAX_D)
+        .then(|| newton_step(&pairs, mean, sd))
+        .flatten();
+    let (joint, offset) = match step {
+        Some(NewtonStep { gain, step, offset }) => {
+            let longest = |v: &[f64]| {
+                (0..d)
+                    .map(|j| (j, v[j].abs()))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+            };
+            let joint =
+                longest(&step)
+                    .filter(|_| gain > NEWTON_GAIN_NATS)
+                    .map(|(coordinate, sds)| OffOptimum::Joint {
+                        coordinate,
+                        sds,
+                        gain,
+                    });
+            let offset = longest(&offset)
+                .filter(|(_, sds)| *sds > when.offset_max)
+                .map(|(coordinate, sds)| OffOptimum::Offset { coordinate, sds });
+            (joint, offset)
         }
-        let (coordinate, sds) = offset
-            .iter()
-            .enumerate()
-            .map(|(j, x)| (j, x.abs()))
-            .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        // the scale, a plain defect, is named before the subtler offset
-        if let Some((_, scale)) = worst_scale.clone() {
-            return Some(scale);
-        }
-        (sds > when.offset_max).then_some(OffOptimum::Offset { coordinate, sds })
+        _ => (None, None),
     };
-    worst_mean
-        .or_else(|| {
-            if when.joint && d <= NEWTON_MAX_D {
-                joint()
-            } else {
-                None
-            }
-        })
-        .or(worst_scale.map(|(_, o)| o))
+    // the scale, a plain defect, is named before the subtler offset
+    joint.or(worst_scale.map(|(_, o)| o)).or(offset)
 }
 
 /// One Newton step of the mean of a mean-field q towards the optimum of the ELBO

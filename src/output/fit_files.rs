@@ -574,87 +574,50 @@ fn write_approximation_csv(
     // the algorithm that fitted it; iter, grad_samples, elbo_samples, eta and eval_elbo are
     // bayesc's corresponding settings (max iterations, Monte Carlo draws per iteration, step
     // size, ELBO evaluated every iteration).
-    let (family, fitted_by, iter, mc, eta) = match &result.details {
+    let (family, iter, mc, eta) = match &result.details {
         FitDetails::Qbvi(f) => {
-            let family = match f.family {
-                Covariance::Full => "fullrank",
-                Covariance::Diagonal => "meanfield",
-            };
-            match result.method {
-                fit::Method::Ivon => (
-                    family,
-                    "ivon",
-                    options.ivon.common.max_iter,
-                    options.ivon.mc_samples,
-                    options.ivon.lr,
-                ),
-                fit::Method::Bbb => (
-                    family,
-                    "bbb",
-                    options.bbb.common.max_iter,
-                    options.bbb.mc_samples,
-                    options.bbb.lr,
-                ),
-                fit::Method::Bbvi => (
-                    family,
-                    "bbvi",
-                    options.bbvi.common.max_iter,
-                    options.bbvi.mc_samples,
-                    options.bbvi.eta,
-                ),
-                fit::Method::Vlaplace => (
-                    family,
-                    "vlaplace",
-                    options.vlaplace.common.max_iter,
-                    options.vlaplace.probes,
-                    options.vlaplace.lr,
-                ),
+            let family = match (result.method, f.family) {
                 // a fully factorised (mean-field) family of Bernoulli masks; CmdStan's word
                 // keeps the file readable by cmdstanpy
-                fit::Method::Mcdropout => (
-                    "meanfield",
-                    "mcdropout",
-                    options.mcdropout.common.max_iter,
-                    1,
-                    options.mcdropout.lr,
-                ),
-                fit::Method::Ngvi => (
-                    family,
-                    "ngvi",
-                    options.ngvi.common.max_iter,
-                    options.ngvi.mc_samples,
-                    options.ngvi.step_size,
-                ),
-                fit::Method::Mgvb | fit::Method::Emgvb => {
-                    let s = if result.method == fit::Method::Mgvb {
-                        &options.mgvb
-                    } else {
-                        &options.emgvb
-                    };
-                    (
-                        family,
-                        if result.method == fit::Method::Mgvb {
-                            "mgvb"
-                        } else {
-                            "emgvb"
-                        },
-                        s.common.max_iter,
-                        s.mc_samples,
-                        s.step_size,
-                    )
+                (fit::Method::Mcdropout, _) | (_, Covariance::Diagonal) => "meanfield",
+                (_, Covariance::Full) => "fullrank",
+            };
+            let (iter, mc, eta) = match result.method {
+                fit::Method::Ivon => {
+                    let o = &options.ivon;
+                    (o.common.max_iter, o.mc_samples, o.lr)
+                }
+                fit::Method::Bbb => {
+                    let o = &options.bbb;
+                    (o.common.max_iter, o.mc_samples, o.lr)
+                }
+                fit::Method::Bbvi => {
+                    let o = &options.bbvi;
+                    (o.common.max_iter, o.mc_samples, o.eta)
+                }
+                fit::Method::Vlaplace => {
+                    let o = &options.vlaplace;
+                    (o.common.max_iter, o.probes, o.lr)
+                }
+                fit::Method::Mcdropout => {
+                    (options.mcdropout.common.max_iter, 1, options.mcdropout.lr)
+                }
+                fit::Method::Ngvi => {
+                    let o = &options.ngvi;
+                    (o.common.max_iter, o.mc_samples, o.step_size)
+                }
+                fit::Method::Mgvb => {
+                    let o = &options.mgvb;
+                    (o.common.max_iter, o.mc_samples, o.step_size)
+                }
+                fit::Method::Emgvb => {
+                    let o = &options.emgvb;
+                    (o.common.max_iter, o.mc_samples, o.step_size)
                 }
                 // one draw of q per step (VON's finite-difference Hessian, VOGN's per-example
                 // gradients)
-                fit::Method::Von => (
-                    family,
-                    "von",
-                    options.von.common.max_iter,
-                    1,
-                    options.von.step_size,
-                ),
+                fit::Method::Von => (options.von.common.max_iter, 1, options.von.step_size),
                 fit::Method::Vogn => (
-                    family,
-                    "vogn",
                     options.vogn.common.max_iter,
                     1,
                     match &options.minibatch {
@@ -662,31 +625,26 @@ fn write_approximation_csv(
                         _ => options.vogn.lr,
                     },
                 ),
-                fit::Method::Vadam => (
-                    family,
-                    "vadam",
-                    options.vadam.common.max_iter,
-                    options.vadam.mc_samples,
-                    options.vadam.lr,
-                ),
-                fit::Method::Ngbbvi => (
-                    family,
-                    "ngbbvi",
-                    options.ngbbvi.common.max_iter,
-                    options.ngbbvi.mc_samples,
-                    options.ngbbvi.lr,
-                ),
+                fit::Method::Vadam => {
+                    let o = &options.vadam;
+                    (o.common.max_iter, o.mc_samples, o.lr)
+                }
+                fit::Method::Ngbbvi => {
+                    let o = &options.ngbbvi;
+                    (o.common.max_iter, o.mc_samples, o.lr)
+                }
                 _ => (
-                    family,
-                    "qbvi",
                     options.qbvi.max_iter,
                     options.qbvi.n_samples,
                     options.qbvi_step_size(f.mean.len()),
                 ),
-            }
+            };
+            (family, iter, mc, eta)
         }
-        _ => ("meanfield", "qnvb", options.qnvb.max_iter, 4, f64::NAN),
+        _ => ("meanfield", options.qnvb.max_iter, 4, f64::NAN),
     };
+    // the --method word (qbvi, ivon, …): CmdStan's `variational_method` key names the algorithm
+    let fitted_by = result.method.to_string();
     let mut settings = if laplace {
         vec![
             ("jacobian", "true".to_string()),
@@ -696,7 +654,7 @@ fn write_approximation_csv(
     } else {
         vec![
             ("algorithm", family.to_string()),
-            ("variational_method", fitted_by.to_string()),
+            ("variational_method", fitted_by),
             ("iter", iter.to_string()),
             ("grad_samples", mc.to_string()),
             ("elbo_samples", mc.to_string()),

@@ -443,38 +443,24 @@ impl Evaluator<'_> {
         )))
     }
 
-    /// `-x` at every draw of an int `x`: an integer-overflow error for -(-2147483648), as in
-    /// a model.
-    fn int_neg(&self, x: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+    /// `op` (the exact result in i128) at every draw of an int `x`, an int, with the model's
+    /// integer-overflow error where the result leaves int's range, the expression shown by
+    /// `text`: -x and abs(x) overflow at -2147483648, as in a model.
+    fn int_unary(
+        &self,
+        x: Vec<f64>,
+        span: Span,
+        op: fn(i128) -> i128,
+        text: fn(i64) -> String,
+    ) -> Result<Vec<f64>, ExprError> {
         x.into_iter()
             .enumerate()
             .map(|(k, v)| {
                 let i = v as i64;
-                match int_in_range(i.checked_neg()) {
+                let exact = op(i128::from(i));
+                match int_in_range(i64::try_from(exact).ok()) {
                     Some(r) => Ok(r as f64),
-                    None => {
-                        let m = int_overflow_message(&format!("`-({i})`"), Some(-(i as i128)));
-                        self.fail(m, span, k)
-                    }
-                }
-            })
-            .collect()
-    }
-
-    /// `abs(x)` at every draw of an int `x`, an int: an integer-overflow error for
-    /// abs(-2147483648), as in a model.
-    fn int_abs(&self, x: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
-        x.into_iter()
-            .enumerate()
-            .map(|(k, v)| {
-                let i = v as i64;
-                match int_in_range(i.checked_abs()) {
-                    Some(r) => Ok(r as f64),
-                    None => {
-                        let m =
-                            int_overflow_message(&format!("`abs({i})`"), Some((i as i128).abs()));
-                        self.fail(m, span, k)
-                    }
+                    None => self.fail(int_overflow_message(&text(i), Some(exact)), span, k),
                 }
             })
             .collect()
@@ -551,7 +537,9 @@ impl Evaluator<'_> {
             ExprKind::Unary { op, operand } => {
                 let x = self.eval(operand)?;
                 Ok(match op {
-                    UnOp::Neg if x.int => Col::int(self.int_neg(x.v, e.span)?),
+                    UnOp::Neg if x.int => {
+                        Col::int(self.int_unary(x.v, e.span, |i| -i, |i| format!("`-({i})`"))?)
+                    }
                     UnOp::Neg => Col::real(x.v.into_iter().map(|v| -v).collect()),
                     UnOp::Plus => x,
                     UnOp::Not => Col::int(x.v.into_iter().map(|v| truth(v == 0.0)).collect()),
@@ -631,7 +619,9 @@ impl Evaluator<'_> {
                     return self.to_int(a.v, e.span).map(Col::int);
                 }
                 if f == "abs" && a.int {
-                    return self.int_abs(a.v, e.span).map(Col::int);
+                    return self
+                        .int_unary(a.v, e.span, i128::abs, |i| format!("`abs({i})`"))
+                        .map(Col::int);
                 }
                 if arity == 1 {
                     Ok(Col::real(a.v.into_iter().map(|x| unary(f, x)).collect()))
