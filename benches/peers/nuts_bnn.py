@@ -23,7 +23,7 @@ per-iteration cost is the bar's figure.
   (`collect_warmup=True`) and of the draws.
 
     cargo build --release
-    python3 benches/peers/nuts_bnn.py [--warmup 200] [--draws 200] [--chains 1]
+    python3 benches/peers/nuts_bnn.py [--warmup 200] [--draws 200] [--chains 1] [--seed 1] [--float32]
 """
 import argparse, csv, glob, os, resource, subprocess, sys, tempfile, time
 
