@@ -4,8 +4,10 @@ For labour (logistic regression, N = 753, d = 8), GARCH(1,1) (T = 1000, d = 4) a
 schools (non-centred, d = 10), with the diagonal and the dense metric, both tools run 4 chains
 × (1000 warmup + 1000 draws), target acceptance 0.8, max tree depth 10, one after the other in
 this process's children/threads. The figure is the minimum bulk ESS over the parameters
-(rank-normalised, Vehtari et al. 2021, computed here the same way for both tools' draws)
-divided by the CPU seconds of the whole run, warmup included:
+(rank-normalised, Vehtari et al. 2021, computed here the same way for both tools' draws) over
+the same parameters on both sides (the model's parameters; not eight schools' transformed
+theta, which NumPyro's draws do not have and which bayesc's were counted with before session
+17), divided by the CPU seconds of the whole run, warmup included:
 - bayesc: CPU time of the `bayesc fit` child process (getrusage), everything included;
 - NumPyro: process CPU time of one `mcmc.run` (warmup and sampling; chain_method="parallel"
   over 4 host devices, the fastest of NumPyro's chain methods here) in a second run with the
@@ -34,6 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EX = os.path.join(ROOT, "examples")
 BIN = os.path.join(ROOT, "target", "release", "bayesc")
 CHAINS, WARMUP, DRAWS = 4, 1000, 1000
+DATA_FILE = {"labour": "labour.csv", "garch": "returns.csv", "eight_schools": "schools.csv"}
 
 
 # ---------- bulk ESS (rank-normalised split-chain ESS, Vehtari et al. 2021, §3) ----------
@@ -86,9 +89,17 @@ def min_ess(draws):  # draws: dict name -> (chains, draws)
 
 
 # ---------- bayesc ----------
-def bayesc_run(model, data, metric, seed, binary=None):
+# The parameters whose minimum bulk ESS is taken, the same on both sides (bayesc's CSV columns
+# `beta.1`, … and NumPyro's sites; GARCH's beta1 is a deterministic site in NumPyro).
+PARAMS = {"labour": ["alpha", "beta"], "garch": ["mu", "omega", "alpha1", "beta1"],
+          "eight_schools": ["mu", "tau", "theta_tilde"]}
+
+
+def bayesc_run(name, metric, seed, binary=None):
     """(min bulk ESS, CPU s, wall s, decomposition). Warmup rows are saved (`--save-warmup`)
     so that the gradient count includes warmup; NumPyro collects its warmup statistics too."""
+    model = os.path.join(EX, name, "model.bayes")
+    data = os.path.join(EX, name, DATA_FILE[name])
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "fit.csv")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -105,7 +116,9 @@ def bayesc_run(model, data, metric, seed, binary=None):
             r = list(csv.reader(rows))
             chains.append((r[0], np.array(r[1:], dtype=float)))
         header = chains[0][0]
-        names = [n for n in header if not n.endswith("__")]
+        # The same parameters as NumPyro's side (PARAMS): transformed parameters and generated
+        # quantities (eight schools' theta) are not in NumPyro's draws, so they are left out here.
+        names = [n for n in header if n.split(".")[0] in PARAMS[name]]
         post = [c[1][WARMUP:] for c in chains]
         draws = {n: np.stack([p[:, header.index(n)] for p in post]) for n in names}
         col = lambda name, rows: np.stack([r[:, header.index(name)] for r in rows])
@@ -219,10 +232,8 @@ def numpyro_run(name, metric, seed, decompose=False):
     s = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
     steps = np.asarray(extra["num_steps"], float)
-    keep = {"labour": ["alpha", "beta"], "garch": ["mu", "omega", "alpha1", "beta1"],
-            "eight_schools": ["mu", "tau", "theta_tilde"]}[name]
     draws = {}
-    for k in keep:
+    for k in PARAMS[name]:
         v = np.asarray(s[k])
         if v.ndim == 2:
             draws[k] = v
@@ -270,41 +281,44 @@ def main():
         numpyro.enable_x64()
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} not found: run `cargo build --release` first")
-    data_file = {"labour": "labour.csv", "garch": "returns.csv", "eight_schools": "schools.csv"}
+    print("load average at start", " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     rows = []
     for name in a.models.split(","):
         for metric in a.metrics.split(","):
-            b, n, base = [], [], []
+            b, n, base, bg, ng = [], [], [], [], []
             for rep in range(a.repeats):  # interleaved
                 if a.baseline:
-                    e, c, _, dec = bayesc_run(os.path.join(EX, name, "model.bayes"),
-                                              os.path.join(EX, name, data_file[name]), metric,
-                                              rep + 1, a.baseline)
+                    e, c, _, dec = bayesc_run(name, metric, rep + 1, a.baseline)
                     base.append(e / c)
                     if a.decompose:
                         print(describe("baseline", e, c, dec), flush=True)
-                e, c, _, dec = bayesc_run(os.path.join(EX, name, "model.bayes"),
-                                          os.path.join(EX, name, data_file[name]), metric, rep + 1)
+                e, c, _, dec = bayesc_run(name, metric, rep + 1)
                 b.append(e / c)
+                bg.append(c / dec["grads"].sum() * 1e6)
                 if a.decompose:
                     print(describe("bayesc", e, c, dec), flush=True)
                 e, c, _, comp, dec = numpyro_run(name, metric, rep + 1, a.decompose)
                 n.append(e / c)
+                ng.append(c / dec["grads"].sum() * 1e6)
                 if a.decompose:
                     print(describe("numpyro", e, c, dec), flush=True)
             bm, nm = float(np.median(b)), float(np.median(n))
             if base:
                 print(f"{name:14s} {metric:5s} baseline {np.median(base):9.1f}  ratio "
                       f"{np.median(base) / nm:5.2f}", flush=True)
-            rows.append((name, metric, bm, nm, bm / nm, comp))
+            # CPU us per gradient needs NumPyro's warmup count, collected only with --decompose
+            ug = (float(np.median(bg)), float(np.median(ng))) if a.decompose else None
+            rows.append((name, metric, bm, nm, bm / nm, ug))
             print(f"{name:14s} {metric:5s} bayesc {bm:9.1f}  numpyro {nm:9.1f}  ratio {bm / nm:5.2f}  "
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)
     print("\nload average", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("min bulk ESS per CPU-second, whole runs (warmup included), medians of", a.repeats, "interleaved runs")
-    print("| model | metric | bayesc | NumPyro | bayesc / NumPyro |")
-    print("|---|---|---|---|---|")
-    for name, metric, bm, nm, r, comp in rows:
-        print(f"| {name} | {metric} | {bm:.0f} | {nm:.0f} | {r:.2f} |")
+    print("| model | metric | bayesc | NumPyro | bayesc / NumPyro | CPU us / gradient (bayesc, "
+          "NumPyro; medians) | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for name, metric, bm, nm, r, ug in rows:
+        g = f"{ug[0]:.1f}, {ug[1]:.1f} | {ug[0] / ug[1]:.2f}" if ug else "— | —"
+        print(f"| {name} | {metric} | {bm:.0f} | {nm:.0f} | {r:.2f} | {g} |")
 
 
 if __name__ == "__main__":
