@@ -58,8 +58,8 @@ use crate::inference::density::{DensityError, LogDensity, MinibatchDensity};
 use crate::inference::minibatch::{EpochBatches, EpochElbo, EpochExit, MinibatchSettings};
 use crate::inference::rng;
 use crate::inference::vi::{
-    Batch, ConjugatePrior, ControlVariates, DiagonalGaussian, Family, FullGaussian, RunRecord,
-    Tracker, TrustRecord, ViError, stein_directions,
+    Batch, BatchAnchor, ConjugatePrior, ControlVariates, DiagonalGaussian, Family, FullGaussian,
+    RunRecord, Tracker, TrustRecord, ViError, stein_directions,
 };
 
 pub use crate::inference::vi::{
@@ -466,6 +466,15 @@ fn integrand(batch: &Batch, conjugate: bool) -> &[f64] {
     if conjugate { &batch.value } else { &batch.f }
 }
 
+/// f̂ = L(μ) − log q(μ), the residual-form integrand at the mean of q, on `density` (the
+/// iteration's batch); `None` where L fails there. The anchor of [`BatchAnchor`].
+fn value_at_mean<F: Family>(q: &F, density: &dyn LogDensity) -> Option<f64> {
+    let d = q.dim();
+    let (mut zeta, mut log_q, mut u) = (vec![0.0; d], [0.0], vec![0.0; q.n_directions()]);
+    q.prepare(&vec![0.0; d], &mut zeta, &mut log_q, &mut u);
+    density.log_density(q.mean()).ok().map(|v| v - log_q[0])
+}
+
 /// σ of the diagonal family.
 fn diagonal_sd(q: &DiagonalGaussian) -> Vec<f64> {
     q.precision().iter().map(|p| 1.0 / p.sqrt()).collect()
@@ -530,6 +539,9 @@ fn run<F: Family>(
     let mut g = vec![0.0; k];
     let mut variances = vec![0.0; k];
     let analytic = settings.analytic_denominators;
+    // Minibatch score estimate: the lagged coefficients follow the batch's level (BatchAnchor).
+    let anchored = minibatch.is_some() && !gradient;
+    let mut anchor = BatchAnchor::default();
 
     let mut batches: Batching<'_, F> = match minibatch {
         Some((m, ms, sd)) => Some((
@@ -550,6 +562,12 @@ fn run<F: Family>(
         batch.draw(&q, view.as_deref().unwrap_or(density), &mut pilot_rng, 0)?;
         if analytic {
             q.direction_variances(&mut variances);
+        }
+        if anchored {
+            anchor.rebase(
+                &mut cv,
+                value_at_mean(&q, view.as_deref().unwrap_or(density)),
+            );
         }
         cv.estimate(
             &batch.u,
@@ -593,6 +611,12 @@ fn run<F: Family>(
             }
         } else {
             // Gradient with the coefficients of the previous batch, then new coefficients (§5.3).
+            if anchored {
+                anchor.rebase(
+                    &mut cv,
+                    value_at_mean(&q, view.as_deref().unwrap_or(density)),
+                );
+            }
             let h = integrand(&batch, prior.is_some());
             noise.observe(t, h, beta);
             cv.gradient(&batch.u, h, &mut g);
