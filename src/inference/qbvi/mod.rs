@@ -16,7 +16,9 @@
 //! the mean step is limited to a trust region of [`QbviSettings::trust_region`] sds of q per
 //! coordinate ([`MEAN_TRUST_REGION`]), and on minibatches the default step size is lowered with
 //! N/M so that the batch noise of the mean iterate stays small
-//! ([`QbviSettings::effective_step_size_minibatch`]).
+//! ([`QbviSettings::effective_step_size_minibatch`]); on minibatches the lagged control-variate
+//! coefficients are shifted to the level of the batch in use (`inference::vi::BatchAnchor`,
+//! a departure from §5.3 that keeps §5.1's unbiasedness).
 //!
 //! Reproducibility: the ε of each batch are drawn sequentially from one random stream
 //! (`inference::rng::stream(seed, 0)` for the pilot batch, `stream(seed, 1)` for the
@@ -303,7 +305,9 @@ pub fn fit_qbvi(
 /// Diagonal QBVI (§4) on minibatches (specs/survey_vi.md §2): iteration t draws its N_s
 /// samples against one batch B_t of M rows, L̂_{B_t} = π + (N/M)·Σ_{i∈B_t} ℓ_i (common random
 /// numbers: the control variates and LB_t compare draws on the same data); the control-variate
-/// coefficients come from the previous iteration's batch (§5.3, survey §2 table). Batches from
+/// coefficients come from the previous iteration's batch (§5.3, survey §2 table), shifted to
+/// the level of this iteration's batch by the change of L̂_B(μ) − log q(μ) (the score estimator
+/// only; [X], see `inference::vi::BatchAnchor` for why and what it measured). Batches from
 /// [`EpochBatches`] on `settings.seed`.
 ///
 /// Exit rule: LB_t (kept in `elbo_trace`) carries the batch noise, so the patience rule of §7.2

@@ -106,9 +106,10 @@ impl ControlVariates {
 /// Ĝ_k = mean_s u_k·(f_s − c_k) then carries (f̄_t − c_k)·mean_s u_k. Antithetic pairs make
 /// mean_s a_i = 0, but the precision directions b_i = p_i − v_i² are even in ε, so
 /// mean_s b_i ≈ p_i·√(2/N_s)·z and the precision step gets relative noise of sd
-/// ≈ 70·√(2/100) ≈ 10, which at the minibatch β spreads log p_i by sd ≈ 0.4–0.7 (measured);
-/// see [`crate::inference::qbvi::QbviSettings::effective_step_size_minibatch`] for what
-/// this did to the returned variances.
+/// ≈ 70·√(2/100) ≈ 10, which at the minibatch β spread log p_i by sd ≈ 0.4–0.7 (measured),
+/// and the returned sds of diagonal QBVI on labour came back 0.04–1.7 times the mean-field
+/// optimum's, not converged at 27 of 30 fits (M = 5 to 376, seeds 1–5; 0.87–1.12 and 24 of 30
+/// with the shift; docs/minibatch.md, "Diagonal QBVI on minibatches").
 ///
 /// The fix keeps §5.1's condition for an unbiased estimate (c_k independent of the current
 /// draws): before iteration t's estimate, every c_k is shifted by f̂_t − f̂_{t−1}, where f̂ is
