@@ -108,7 +108,7 @@ impl ControlVariates {
 /// mean_s b_i ≈ p_i·√(2/N_s)·z and the precision step gets relative noise of sd
 /// ≈ 70·√(2/100) ≈ 10, which at the minibatch β spread log p_i by sd ≈ 0.4–0.7 (measured),
 /// and the returned sds of diagonal QBVI on labour came back 0.04–1.7 times the mean-field
-/// optimum's, not converged at 27 of 30 fits (M = 5 to 376, seeds 1–5; 0.87–1.12 and 24 of 30
+/// optimum's, not converged at 27 of 30 fits (M = 5 to 376, seeds 1–5; 0.87–1.12 and 5 of 30
 /// with the shift; docs/minibatch.md, "Diagonal QBVI on minibatches").
 ///
 /// The fix keeps §5.1's condition for an unbiased estimate (c_k independent of the current
