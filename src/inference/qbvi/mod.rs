@@ -538,7 +538,7 @@ fn run<F: Family>(
     if gradient {
         batch = batch.with_gradients();
     }
-    batch.antithetic = settings.antithetic && n % 2 == 0 && prior.is_none();
+    batch.antithetic = settings.antithetic && n.is_multiple_of(2) && prior.is_none();
     let mut cv = ControlVariates::new(k);
     let mut g = vec![0.0; k];
     let mut variances = vec![0.0; k];
