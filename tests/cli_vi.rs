@@ -591,10 +591,12 @@ fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
 
 /// Minibatch fits are checked for stationarity against the full data (`fit::stationarity`):
 /// on labour, Vadam at M = 1 from a random start (seed 3) ends with alpha along the ridge of the
-/// age terms, where one joint Newton step of the mean gains 4.2 nats, and diagonal QBVI at
-/// M = 50 (seed 1) with a variance 11 times too small; both used to print "converged". They
-/// now say why and name the remedy, which works: from the mode, IVON and Vadam at M = 50
-/// converge.
+/// age terms, where one joint Newton step of the mean gains 4.2 nats, and used to print
+/// "converged". It now says why and names the remedy, which works: from the mode, IVON and
+/// Vadam at M = 50 converge. Diagonal QBVI at M = 50 (seed 1) was the other such fit, with a
+/// variance 11 times too small (then reported not converged, sds down to 0.19 of the mean-field
+/// optimum's); since its control variates follow the batch (`inference::vi::BatchAnchor`) it
+/// converges with sds 0.92–0.99 of the optimum's (tests/qbvi_minibatch_labour.rs).
 #[test]
 fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
     let fit = |extra: &[&str]| {
@@ -624,18 +626,7 @@ fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
         vadam.contains("start at the mode (drop --random-init), or raise --batch-size"),
         "{vadam}"
     );
-    let qbvi = fit(&[
-        "--method",
-        "qbvi",
-        "--diagonal",
-        "--batch-size",
-        "50",
-        "--seed",
-        "1",
-    ]);
-    assert!(qbvi.contains("not converged"), "{qbvi}");
-    assert!(qbvi.contains("q's variance of beta[4]"), "{qbvi}");
-    for method in ["ivon", "vadam"] {
+    for method in ["ivon", "vadam", "qbvi"] {
         let ok = fit(&["--method", method, "--batch-size", "50", "--seed", "1"]);
         assert!(
             ok.contains("\nconverged: the exit rule fired"),

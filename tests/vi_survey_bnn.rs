@@ -122,14 +122,14 @@ fn diabetes_bnn_minibatch_qbvi_test_rmse() {
     assert!((rmse - 0.713).abs() < 0.05, "test RMSE {rmse}");
 }
 
-/// The paper's values-only estimator (`--estimator score`) cannot fit this network: from the
-/// random start the score-function estimate is so noisy (step × Var(L − log q)/N_s ≈ 10³ at the
-/// first iteration, M = 64) that the precision update blows up and q collapses to a point at its
-/// start. This checks that the fit says so: no "converged", the noise note naming the cause,
-/// and the collapse warning (measured: 504 iterations, 4.5 CPU-s).
+/// The paper's values-only estimator (`--estimator score`) on this network from the random
+/// start: step × Var(L − log q)/N_s ≈ 10³ at the first iterations (M = 64), which the fit's note
+/// names. Until the lagged control variates followed the batch (`inference::vi::BatchAnchor`)
+/// the precision update blew up and q collapsed to a point (every sd ≈ 1e-15, test RMSE 6.2);
+/// now it recovers and converges (measured: 639 iterations, test RMSE 0.723, NumPyro 0.713).
 #[test]
 #[ignore]
-fn diabetes_bnn_minibatch_diagonal_qbvi_score_estimator_reports_its_collapse() {
+fn diabetes_bnn_minibatch_diagonal_qbvi_score_estimator_recovers_from_its_noisy_start() {
     let data = common::shared_data("bnn");
     let model = common::root().join("tests/fixtures/bnn_diabetes.bayes");
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
@@ -155,11 +155,10 @@ fn diabetes_bnn_minibatch_diagonal_qbvi_score_estimator_reports_its_collapse() {
         .unwrap();
     let out = String::from_utf8_lossy(&st.stdout).to_string();
     assert!(st.status.success(), "{out}");
-    assert!(!out.contains("\nconverged"), "{out}");
+    assert!(out.contains("\nconverged"), "{out}");
     assert!(
         out.contains("the score-function gradient was too noisy for the step size"),
         "{out}"
     );
-    assert!(out.contains("collapsed to a point"), "{out}");
-    assert!(out.contains("(602 parameters in all)"), "{out}");
+    assert!(!out.contains("collapsed to a point"), "{out}");
 }

@@ -516,6 +516,7 @@ pub(super) fn phrase(
         batch_size: m,
         n_obs,
         spread: epoch_spread(epoch_means, sd).unwrap_or(0.0),
+        step_size: (options.method == Method::Qbvi).then(|| options.qbvi_step_size(d)),
     });
     Some(super::off_optimum_phrase(
         &off,

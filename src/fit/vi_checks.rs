@@ -263,7 +263,28 @@ pub struct BatchNoise {
     pub n_obs: usize,
     /// The largest sd of the last epochs' average means over the sd of q (0 when not measured).
     pub spread: f64,
+    /// β of a QBVI fit (`FitOptions::qbvi_step_size`), for the advice to use a tenth of it;
+    /// `None` for the other methods.
+    pub step_size: Option<f64>,
 }
+
+/// x with two significant digits and no exponent (0.00089, 0.0089, 0.050), for a value the
+/// user is advised to type.
+fn two_digits(x: f64) -> String {
+    let digits = (1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+/// The factor by which the advice for a minibatch QBVI fit that is not converged lowers its step
+/// size ([X], measured). After the control variates followed the batch
+/// (`inference::vi::BatchAnchor`), the remaining cause is the batch noise of the mean iterate,
+/// whose spread in sds of q is ≈ √(β·(N/M − 1)/2) and whose correlation time 1/β on
+/// correlated coordinates outlasts the averaged epochs. On labour (seeds 1–5, M = 5, 16, 32,
+/// 100, 200, 376), 5 of 30 default fits were not converged (M = 16, 32 seed 2; M = 100 seed 4;
+/// M = 200 seeds 2, 3); a third of β left two of them 0.16 and 0.19 NUTS sds off, a tenth
+/// converged all five within 0.15 (0.11–0.14). Raising --batch-size lowers the noise less
+/// reliably: at M ≥ 200 the step size is already the full-data 0.05.
+pub const QBVI_STEP_ADVICE_FACTOR: f64 = 10.0;
 
 /// The phrase for a fit whose exit rule fired away from an optimum of the ELBO
 /// ([`super::stationarity::OffOptimum`]), with the remedy for its start (`random_start`); the
@@ -358,6 +379,14 @@ pub fn off_optimum_phrase(
     // alpha at 0.70 and 1.75, NUTS 3.21); the mode start did.
     let remedy = if random_start {
         "start at the mode (drop --random-init), or raise --batch-size".to_string()
+    } else if let Some(beta) = b.step_size {
+        format!(
+            "lower --step-size to {} (a tenth of this fit's {}), or raise --batch-size \
+             (--batch-size {} fits on the full data)",
+            two_digits(beta / QBVI_STEP_ADVICE_FACTOR),
+            two_digits(beta),
+            b.n_obs
+        )
     } else {
         // (Vadam's default batch is one row, so the full-data fit is --batch-size N, not a
         // flag to drop)

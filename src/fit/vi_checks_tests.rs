@@ -84,3 +84,42 @@ fn the_not_converged_remedy_never_names_the_method_that_ran() {
         "a cause; try another --step-size, or use --method qbvi or nuts"
     );
 }
+
+#[test]
+fn the_advised_step_size_is_typed_with_two_digits() {
+    assert_eq!(two_digits(0.00089), "0.00089");
+    assert_eq!(two_digits(0.008_876), "0.0089");
+    assert_eq!(two_digits(0.05), "0.050");
+    assert_eq!(two_digits(0.005), "0.0050");
+}
+
+#[test]
+fn a_minibatch_qbvi_fit_off_its_optimum_is_advised_a_tenth_of_its_step_size() {
+    use super::super::stationarity::OffOptimum;
+    let off = OffOptimum::Offset {
+        coordinate: 0,
+        sds: 0.26,
+    };
+    let batch = BatchNoise {
+        batch_size: 32,
+        n_obs: 753,
+        spread: 0.0,
+        step_size: Some(0.008_876),
+    };
+    let names = vec!["a".to_string()];
+    let text = off_optimum_phrase(&off, &names, 1, false, Method::Qbvi, Some(batch));
+    assert!(
+        text.contains("lower --step-size to 0.00089 (a tenth of this fit's 0.0089)"),
+        "{text}"
+    );
+    // the other methods keep their advice
+    let other = BatchNoise {
+        step_size: None,
+        ..batch
+    };
+    let text = off_optimum_phrase(&off, &names, 1, false, Method::Ivon, Some(other));
+    assert!(
+        text.contains("raise --batch-size or lower --step-size"),
+        "{text}"
+    );
+}

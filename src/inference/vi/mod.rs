@@ -41,7 +41,7 @@ pub mod von;
 
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;
-pub(crate) use estimator::{ControlVariates, stein_directions};
+pub(crate) use estimator::{BatchAnchor, ControlVariates, stein_directions};
 pub(crate) use exit::{RunRecord, Tracker, WindowAverage};
 pub use family::MEAN_TRUST_REGION;
 pub(crate) use family::{Family, HALF_LN_2PI, TrustRecord};
