@@ -506,6 +506,9 @@ impl Session {
                     let _ = writeln!(s, "  - {w}");
                 }
             }
+            if let Some(note) = &f.result.gq_note {
+                let _ = writeln!(s, "ERROR: {note}");
+            }
         } else if let FitDetails::Qnvb(q) = &f.result.details {
             use crate::inference::qnvb::QnvbStop;
             let _ = writeln!(
