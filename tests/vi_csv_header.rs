@@ -109,6 +109,19 @@ fn check_readable(csv: &str, eta: &str) {
     assert!(!rest[2].starts_with('#'), "the mean row follows: {rest:?}");
 }
 
+/// One method's expected header: (method, grad_samples, elbo_samples, eta, eta_schedule,
+/// exit_min_iter, start of the eta note, start of the elbo_samples note).
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
 /// Per method on labour (d = 8), the header's values and notes: draws per gradient step and
 /// per ELBO estimate, eta and its schedule, the exit rule's minimum iterations.
 #[test]
@@ -116,10 +129,8 @@ fn every_method_states_its_own_settings() {
     let dir = tempfile::tempdir().unwrap();
     let model = "examples/labour/model.bayes";
     let data = "examples/labour/labour.csv";
-    // (method, grad_samples, elbo_samples, eta, eta_schedule, exit_min_iter, eta note start,
-    // elbo note start)
     let fixed = "(elbo_samples: the exit rule's ELBO uses 10 standard-normal draws drawn once";
-    let cases: [(&str, &str, &str, &str, &str, &str, &str, &str); 11] = [
+    let cases: [Case; 11] = [
         (
             "qbvi",
             "100",
