@@ -195,7 +195,8 @@ fn labour_fit_end_to_end_writes_draws() {
     // CmdStan's variational layout: config comments, lp__/log_p__/log_g__, a mean row, draws
     let csv = std::fs::read_to_string(&out).expect("draws file");
     assert!(csv.contains("\n# method = variational\n"), "{csv:.400}");
-    // the keys cmdstanpy's from_csv needs (checked by hand with cmdstanpy 1.3.2)
+    // the keys cmdstanpy's from_csv needs (checked by hand with cmdstanpy 1.3.2 and 1.2.5;
+    // what each says for each method: tests/vi_csv_header.rs)
     for key in [
         "#     algorithm = fullrank\n",
         "#     iter = ",
@@ -204,7 +205,8 @@ fn labour_fit_end_to_end_writes_draws() {
         "#     tol_rel_obj = ",
         "#     eval_elbo = ",
         "#     output_samples = 500\n",
-        "# Stepsize adaptation complete.\n# eta = ",
+        "\n# Stepsize adaptation complete. (CmdStan's line, kept for cmdstanpy",
+        "eta is the configured one, see the eta note above)\n# eta = 0.05\n",
     ] {
         assert!(csv.contains(key), "{key}: {csv:.700}");
     }

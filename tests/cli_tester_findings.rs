@@ -57,9 +57,9 @@ fn variational_fits_keep_draws_whose_generated_quantities_fail() {
             ],
         );
         let text = common::output_text(&o);
-        assert!(o.status.success(), "{method}: {text}");
+        assert_eq!(o.status.code(), Some(3), "{method}: {text}");
         assert!(
-            text.contains("WARNING: the generated quantities failed at ")
+            text.contains("ERROR: the generated quantities failed at ")
                 && text.contains("of 1000 draws (z at ")
                 && text.contains("those draws hold NaN for the quantities that failed")
                 && text.contains("normal_rng: Scale parameter is -")

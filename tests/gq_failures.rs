@@ -210,7 +210,19 @@ fn fits_keep_the_quantities_that_did_not_fail() {
         }
         let o = common::bayesc_in(dir.path(), &args);
         let text = common::output_text(&o);
-        assert!(o.status.success(), "{method}: {text}");
+        // an error of the generated quantities: the outputs are whole, the status is 3
+        assert_eq!(o.status.code(), Some(3), "{method}: {text}");
+        assert!(
+            text.contains("ERROR: the generated quantities failed at "),
+            "{method}: {text}"
+        );
+        assert!(
+            text.contains(
+                "error: the generated quantities failed at some draws (the ERROR above says \
+                 where and why); every output was written whole"
+            ),
+            "{method}: {text}"
+        );
         let (mut total, mut failed, mut sum_e) = (0, 0, 0.0);
         for file in &files {
             let (header, rows) = read_csv(&dir.path().join(file));

@@ -6,7 +6,9 @@
 //! file and an index on a scalar; the settings line of fixed_param (no warmup) and optimize (its
 //! algorithm), `:elbo` of a QNVB fit, a fit's name given to `:plot`, and MH above its
 //! dimension limit refused before the settings line; `to_int` in a posterior expression, and
-//! its int arithmetic (range-checked, an error on division by zero).
+//! its int arithmetic (range-checked, an error on division by zero, with a help line that fits
+//! a constant expression); one wording for an index out of range in `:param` and in an
+//! expression; a `:fit` whose generated quantities fail is an error that keeps the fit.
 
 mod common;
 
@@ -607,6 +609,10 @@ fn to_int_in_a_posterior_expression_truncates_toward_zero() {
     );
 }
 
+/// The help line of an error in an expression of constants only (`7 %/% 0`).
+const CONSTANT_HELP: &str = "help: the expression is made of constants only (it reads no \
+                             draws), so it fails as written, whatever the fit";
+
 const RANGE: &str = "outside the range of int (-2147483648 to 2147483647); int is 32-bit, as \
                      in Stan: to compute with larger values, convert to real first (e.g. \
                      `1.0 * n`)";
@@ -644,7 +650,13 @@ fn int_arithmetic_in_a_posterior_expression_is_range_checked() {
     for (input, what) in cases {
         let e = err(&mut s, input);
         assert_eq!(headline(&e), format!("integer overflow: {what}, {RANGE}"));
-        assert!(e.contains(at_first), "{e}");
+        // an operation on constants fails whatever the draws: its help says so
+        let help = if input.contains("mu") {
+            at_first
+        } else {
+            CONSTANT_HELP
+        };
+        assert!(e.contains(help), "{e}");
     }
     // a real operand makes it real arithmetic, as in a model
     let big = answer(&ok(&mut s, "mean(to_int(mu * 0 + 3) * 1000000000.0)"));
@@ -739,4 +751,71 @@ fn non_finite_expression_values_are_explained() {
     );
     let fine = ok(&mut s, "mu + 1");
     assert!(!fine.contains("note:"), "{fine}");
+}
+
+/// `:param beta[0]` and the expressions `beta[9]` and `beta[0]` word an index out of range the
+/// same way: Stan's indices start at 1, and the valid range. A failing expression of
+/// constants (`7 %/% 0`) has a help line that fits it, not "the first draw where it fails".
+#[test]
+fn range_errors_share_one_wording_and_constant_errors_name_no_draw() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(&mut s, "parameters {\n  vector[3] beta;\n}");
+    ok(&mut s, "model {\n  beta ~ normal(0, 1);\n}");
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let want = |name: &str| {
+        format!(
+            "`{name}` is out of range: indices start at 1, as in Stan, and the elements run \
+             from `beta[1]` to `beta[3]`"
+        )
+    };
+    assert_eq!(headline(&err(&mut s, ":param beta[0]")), want("beta[0]"));
+    assert_eq!(headline(&err(&mut s, ":param beta[4]")), want("beta[4]"));
+    assert_eq!(headline(&err(&mut s, "beta[9]")), want("beta[9]"));
+    assert_eq!(headline(&err(&mut s, "mean(beta[0])")), want("beta[0]"));
+    // an unknown name is still named as such, with a suggestion
+    let e = err(&mut s, ":param bta[1]");
+    assert!(
+        e.contains("`bta[1]` is not in the draws of q") && e.contains("`beta`"),
+        "{e}"
+    );
+    for (input, message) in [
+        ("7 %/% 0", "integer division by zero in `7 %/% 0`"),
+        ("beta[1] + 7 % 0", "integer modulus by zero in `7 % 0`"),
+    ] {
+        let e = err(&mut s, input);
+        assert_eq!(headline(&e), message);
+        assert!(e.contains(CONSTANT_HELP), "{e}");
+        assert!(!e.contains("first draw"), "{e}");
+    }
+    // a constant division inside a branch taken at some draws fails at the first of them
+    let e = err(&mut s, "mean(beta[1] > -100 ? 7 %/% 0 : 1)");
+    assert!(
+        e.contains("help: at draw 1 of chain 1 (the first draw where it fails)"),
+        "{e}"
+    );
+}
+
+/// A `:fit` whose generated quantities fail at some draws stores the fit and prints the
+/// failure as an error (as `bayesc fit`, which exits with status 3), so that a script's exit
+/// code says so (docs/generated_quantities.md).
+#[test]
+fn a_fit_whose_generated_quantities_fail_is_an_error_that_keeps_the_fit() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n}\n\
+         generated quantities {\n  real b = normal_rng(0, mu);\n}",
+    );
+    let out = err(&mut s, ":fit qbvi --seed 1 as g");
+    assert!(
+        out.contains("ERROR: the generated quantities failed at ")
+            && out.contains("of 1000 draws (b at "),
+        "{out}"
+    );
+    assert!(!out.contains("WARNING: the generated quantities"), "{out}");
+    // stored: its quantities can be inspected
+    let mu = ok(&mut s, ":param mu g");
+    assert!(mu.contains("mu"), "{mu}");
 }

@@ -356,6 +356,9 @@ impl Fit {
                 warnings.extend(bayesc::output::report::hmc_warnings(out, &self.options));
                 let rows = summary::summarize(&self.result.draws, true);
                 warnings.extend(summary::convergence_warnings_for(&rows, &self.result.draws));
+                // the generated quantities that failed at some draws (an error of the fit's
+                // outputs, reported apart from the sampler's warnings; kept in this list)
+                warnings.extend(self.result.gq_note.clone());
                 d.set_item("warnings", warnings)?;
             }
             _ => {

@@ -233,6 +233,18 @@ pub fn run(mut args: FitArgs) -> i32 {
             EXIT_INTERRUPTED
         };
     }
+    if result.gq_note.is_some() {
+        // an error of the model's generated quantities (Stan's reference manual: errors there
+        // are fatal), after the outputs were written whole, as CmdStan writes them, with NaN
+        // where the quantities failed (docs/generated_quantities.md)
+        eprintln!(
+            "error: the generated quantities failed at some draws (the ERROR above says where \
+             and why); every output was written whole, with NaN for the quantities that failed \
+             at those draws; exit status {}",
+            super::EXIT_GQ_FAILED
+        );
+        return super::EXIT_GQ_FAILED;
+    }
     0
 }
 

@@ -21,6 +21,10 @@ use crate::syntax::source::SourceMap;
 pub const EXIT_ERROR: i32 = 1;
 /// Exit code for command-line usage errors.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code of `bayesc fit` when the fit ran and every output was written whole, but the
+/// generated quantities failed at some draws, which hold NaN for them (an error in Stan's
+/// terms; docs/generated_quantities.md).
+pub const EXIT_GQ_FAILED: i32 = 3;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -246,11 +246,9 @@ pub(super) fn fit_mcmc(
         chains: warmup_rows,
     });
     let kept: usize = out.chains.iter().map(|c| c.stats.len()).sum();
-    if let Some(note) = gq_failures.note(kept, |at| {
+    let gq_note = gq_failures.note(kept, |at| {
         format!("draw {at} of chain {}", first_gq_chain.unwrap_or(1))
-    }) {
-        out.notes.push(note);
-    }
+    });
     Ok(FitResult {
         method: options.method,
         seed,
@@ -262,7 +260,7 @@ pub(super) fn fit_mcmc(
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
         warmup_draws,
-        gq_note: None,
+        gq_note,
     })
 }
 

@@ -158,9 +158,10 @@ pub struct FitResult {
     /// chain of `draws` (same columns; generated quantities from their own random stream, so
     /// the post-warmup draws are those of a run without `save_warmup`). Never in summaries.
     pub warmup_draws: Option<Draws>,
-    /// The warning when the generated quantities failed at some draws of a variational,
-    /// Laplace, Pathfinder or optimize fit, which then hold NaN for them
-    /// ([`gq_failure_note`]); `None` otherwise. MCMC fits put it among their sampler notes.
+    /// The error when the generated quantities failed at some draws of the fit (any method),
+    /// which then hold NaN for them and keep everything else ([`gq_failure_note`]); `None`
+    /// otherwise. Reports print it as `ERROR:`; `bayesc fit` writes its outputs whole and
+    /// then exits with status 3 (docs/generated_quantities.md).
     pub gq_note: Option<String>,
 }
 

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::fit::args::FitArgs;
 use crate::fit::{self, FitDetails, FitOptions, FitResult};
 use crate::inference::mcmc;
-use crate::inference::qbvi::Covariance;
-use crate::output::stan_csv;
+use crate::output::{stan_csv, vi_header};
 
 /// Puts the output files of `args` into `--output-dir` ([`FitArgs::output_dir`]), for `bayesc fit`
 /// and the REPL's `:fit`:
@@ -569,101 +568,16 @@ fn write_approximation_csv(
     } else {
         ("variational", &["lp__", "log_p__", "log_g__"])
     };
-    // CmdStan's keys, so that cmdstanpy's `from_csv` reads the file: `algorithm` names the
-    // approximating family (`fullrank` / `meanfield`, CmdStan's words), `variational_method`
-    // the algorithm that fitted it; iter, grad_samples, elbo_samples, eta and eval_elbo are
-    // bayesc's corresponding settings (max iterations, Monte Carlo draws per iteration, step
-    // size, ELBO evaluated every iteration).
-    let (family, iter, mc, eta) = match &result.details {
-        FitDetails::Qbvi(f) => {
-            let family = match (result.method, f.family) {
-                // a fully factorised (mean-field) family of Bernoulli masks; CmdStan's word
-                // keeps the file readable by cmdstanpy
-                (fit::Method::Mcdropout, _) | (_, Covariance::Diagonal) => "meanfield",
-                (_, Covariance::Full) => "fullrank",
-            };
-            let (iter, mc, eta) = match result.method {
-                fit::Method::Ivon => {
-                    let o = &options.ivon;
-                    (o.common.max_iter, o.mc_samples, o.lr)
-                }
-                fit::Method::Bbb => {
-                    let o = &options.bbb;
-                    (o.common.max_iter, o.mc_samples, o.lr)
-                }
-                fit::Method::Bbvi => {
-                    let o = &options.bbvi;
-                    (o.common.max_iter, o.mc_samples, o.eta)
-                }
-                fit::Method::Vlaplace => {
-                    let o = &options.vlaplace;
-                    (o.common.max_iter, o.probes, o.lr)
-                }
-                fit::Method::Mcdropout => {
-                    (options.mcdropout.common.max_iter, 1, options.mcdropout.lr)
-                }
-                fit::Method::Ngvi => {
-                    let o = &options.ngvi;
-                    (o.common.max_iter, o.mc_samples, o.step_size)
-                }
-                fit::Method::Mgvb => {
-                    let o = &options.mgvb;
-                    (o.common.max_iter, o.mc_samples, o.step_size)
-                }
-                fit::Method::Emgvb => {
-                    let o = &options.emgvb;
-                    (o.common.max_iter, o.mc_samples, o.step_size)
-                }
-                // one draw of q per step (VON's finite-difference Hessian, VOGN's per-example
-                // gradients)
-                fit::Method::Von => (options.von.common.max_iter, 1, options.von.step_size),
-                fit::Method::Vogn => (
-                    options.vogn.common.max_iter,
-                    1,
-                    match &options.minibatch {
-                        Some(p) if p.settings.batch_size < p.n_obs => options.vogn.lr_minibatch,
-                        _ => options.vogn.lr,
-                    },
-                ),
-                fit::Method::Vadam => {
-                    let o = &options.vadam;
-                    (o.common.max_iter, o.mc_samples, o.lr)
-                }
-                fit::Method::Ngbbvi => {
-                    let o = &options.ngbbvi;
-                    (o.common.max_iter, o.mc_samples, o.lr)
-                }
-                _ => (
-                    options.qbvi.max_iter,
-                    options.qbvi.n_samples,
-                    options.qbvi_step_size(f.mean.len()),
-                ),
-            };
-            (family, iter, mc, eta)
-        }
-        _ => ("meanfield", options.qnvb.max_iter, 4, f64::NAN),
-    };
-    // the --method word (qbvi, ivon, …): CmdStan's `variational_method` key names the algorithm
-    let fitted_by = result.method.to_string();
-    let mut settings = if laplace {
-        vec![
+    // CmdStan's keys, so that cmdstanpy's `from_csv` reads the file, with bayesc's values and
+    // a note on what each means for this method (`vi_header`)
+    let header = (!laplace).then(|| vi_header::vi_header(result, options, n));
+    let mut settings = match &header {
+        None => vec![
             ("jacobian", "true".to_string()),
             ("draws", n.to_string()),
             ("fitted_by", "laplace".to_string()),
-        ]
-    } else {
-        vec![
-            ("algorithm", family.to_string()),
-            ("variational_method", fitted_by),
-            ("iter", iter.to_string()),
-            ("grad_samples", mc.to_string()),
-            ("elbo_samples", mc.to_string()),
-            ("eta", eta.to_string()),
-            // CmdStan's default; unused: bayesc's exit rule is the smoothed-ELBO rule
-            ("tol_rel_obj", "0.01".to_string()),
-            ("eval_elbo", "1".to_string()),
-            ("output_samples", n.to_string()),
-        ]
+        ],
+        Some(h) => h.settings.clone(),
     };
     if let Some(vi) = &result.vi {
         settings.push(("psis_resample", vi.resampled.to_string()));
@@ -675,6 +589,9 @@ fn write_approximation_csv(
         settings.extend(minibatch_settings(plan));
     }
     let mut config = stan_csv::cmdstan_config_lines(model_name, method, &settings, options.seed, 1);
+    if let Some(h) = &header {
+        vi_header::insert_notes(&mut config, &h.notes);
+    }
     add_init(&mut config, options, 0, 1);
     let mut draws = result.draws.clone();
     let mut values = Vec::with_capacity((n + 1) * cols.len());
@@ -690,14 +607,13 @@ fn write_approximation_csv(
         }
         values.extend([lp, lq]);
     }
-    // cmdstanpy reads eta from this block (CmdStan's ADVI adapts it; QBVI's is fixed)
-    let adaptation = if laplace {
-        Vec::new()
-    } else {
-        vec![
-            "Stepsize adaptation complete.".to_string(),
-            format!("eta = {eta}"),
-        ]
+    // cmdstanpy reads eta from the line after CmdStan's adaptation line (`vi_header`)
+    let adaptation = match &header {
+        None => Vec::new(),
+        Some(h) => vec![
+            vi_header::ADAPTATION_LINE.to_string(),
+            format!("eta = {}", h.eta),
+        ],
     };
     // an interrupted or unconverged fit says so last, where a reader of the draws looks for
     // how they ended (a file read without the report would otherwise look like a result)

@@ -11,6 +11,7 @@ pub mod report;
 pub mod stan_csv;
 pub mod stan_stream;
 pub mod summary;
+mod vi_header;
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};

@@ -578,6 +578,9 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
             let _ = writeln!(s, "  - {w}");
         }
     }
+    if let Some(note) = &result.gq_note {
+        let _ = writeln!(s, "\nERROR: {note}");
+    }
     s
 }
 
@@ -654,12 +657,12 @@ pub fn vi_diagnostics_text_with(result: &FitResult, unpriored: Option<&[String]>
         if s.is_empty() {
             s.push('\n');
         }
-        s.push_str(&format!("WARNING: {note}\n"));
+        s.push_str(&format!("ERROR: {note}\n"));
     }
     s
 }
 
-/// [`vi_diagnostics_text_with`] without the warning about failed generated quantities.
+/// [`vi_diagnostics_text_with`] without the error about failed generated quantities.
 fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();

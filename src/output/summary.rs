@@ -37,6 +37,10 @@ pub struct SummaryRow {
     pub nan_draws: usize,
     /// The number of draws, NaN or not (all chains).
     pub total_draws: usize,
+    /// Whether every draw that is not NaN is a whole number of magnitude at most 2^53 (an
+    /// `int` quantity, or a real one that takes whole values only): the table then prints the
+    /// statistics that are whole numbers as integers (`2147483647`, not `2.147e9`).
+    pub whole: bool,
 }
 
 impl SummaryRow {
@@ -89,6 +93,7 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
                 rhat: None,
                 nan_draws,
                 total_draws,
+                whole: !sorted.is_empty() && sorted.iter().all(|v| is_whole(*v)),
             };
             // Chains of unequal length (a caller that did not trim an interrupted run, see
             // `fit::trim_interrupted`) get no MCMC columns rather than a wrong shape.
@@ -137,6 +142,21 @@ pub fn format_sig(x: f64, sig: usize) -> String {
     }
 }
 
+/// Whether `x` is a whole number that an `i64` holds exactly (|x| ≤ 2^53).
+fn is_whole(x: f64) -> bool {
+    x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0
+}
+
+/// A statistic of a summary row: as an integer when the row's draws are whole numbers
+/// ([`SummaryRow::whole`]) and so is `x`, else [`format_sig`] with `sig` digits.
+fn format_stat(x: f64, sig: usize, whole: bool) -> String {
+    if whole && is_whole(x) {
+        format!("{}", x as i64)
+    } else {
+        format_sig(x, sig)
+    }
+}
+
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map(f).unwrap_or_else(|| "NA".to_string())
 }
@@ -144,7 +164,9 @@ fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
 /// Aligned plain-text table of `rows`: the name column left-aligned, numbers right-aligned,
 /// two spaces between columns. Columns `name mean sd 5% 50% 95%` (4 significant digits), and
 /// for MCMC also `MCSE` (3 significant digits), `ESS_bulk`, `ESS_tail` (whole numbers) and
-/// `R_hat` (3 decimals). Missing values print as `NA`. Ends with a newline.
+/// `R_hat` (3 decimals). Missing values print as `NA`. The mean and quantiles of a quantity
+/// whose draws are whole numbers ([`SummaryRow::whole`]) print as integers where they are
+/// whole. Ends with a newline.
 pub fn format_table(rows: &[SummaryRow], mcmc: bool) -> String {
     format_table_marking(rows, mcmc, &|_| false)
 }
@@ -177,15 +199,15 @@ pub fn format_table_marking(
             } else {
                 r.name.clone()
             },
-            format_sig(r.mean, 4),
+            format_stat(r.mean, 4, r.whole),
             if point(r) {
                 "point".to_string()
             } else {
                 format_sig(r.sd, 4)
             },
-            format_sig(r.q5, 4),
-            format_sig(r.q50, 4),
-            format_sig(r.q95, 4),
+            format_stat(r.q5, 4, r.whole),
+            format_stat(r.q50, 4, r.whole),
+            format_stat(r.q95, 4, r.whole),
         ];
         if mcmc {
             c.push(opt(r.mcse_mean, |v| format_sig(v, 3)));
@@ -279,6 +301,64 @@ mod tests {
                 .and_then(|l| l.split_whitespace().nth(2));
             assert_eq!(sd, Some("0"), "{table}");
         }
+    }
+
+    /// An int quantity prints as an int where its statistic is a whole number: the largest
+    /// int, constant (`int big = 2147483647;`, printed 2.147e9), and large counts whose
+    /// quantiles are whole and mean is not; a real column is unchanged.
+    #[test]
+    fn whole_number_statistics_of_int_quantities_print_as_ints() {
+        let counts: Vec<f64> = (0..100).map(|k| f64::from(3_000_000 + 7 * k)).collect();
+        let d = Draws {
+            names: vec!["big".into(), "count".into(), "x".into()],
+            chains: vec![
+                (0..100)
+                    .flat_map(|k| [2_147_483_647.0, counts[k], 2.0 + 0.5 * k as f64])
+                    .collect(),
+            ],
+        };
+        let rows = summarize(&d, false);
+        assert!(rows[0].whole && rows[1].whole && !rows[2].whole);
+        let table = format_table(&rows, false);
+        let cells = |name: &str| -> Vec<String> {
+            table
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .unwrap()
+                .split_whitespace()
+                .skip(1)
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            cells("big"),
+            ["2147483647", "0", "2147483647", "2147483647", "2147483647"],
+            "{table}"
+        );
+        // mean 3000346.5 and the type-7 quantiles 3000034.65, 3000346.5 and 3000658.35 are
+        // not whole; the sd is a real statistic
+        assert_eq!(
+            cells("count"),
+            ["3.000e6", "203.1", "3.000e6", "3.000e6", "3.001e6"],
+            "{table}"
+        );
+        // whole quantiles of a count print as ints: 0..=20, type-7 5% = 1, 50% = 10, 95% = 19
+        let d = Draws {
+            names: vec!["n".into()],
+            chains: vec![(0..=20).map(f64::from).collect()],
+        };
+        let table = format_table(&summarize(&d, false), false);
+        assert_eq!(
+            table
+                .lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["n", "10", "6.205", "1", "10", "19"],
+            "{table}"
+        );
+        assert_eq!(cells("x")[0], "26.75", "{table}");
     }
 
     #[test]

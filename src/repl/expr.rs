@@ -255,6 +255,36 @@ pub fn evaluate(expr: &Expr, draws: &Draws) -> Result<Evaluated, ExprError> {
     })
 }
 
+/// The error for the element `name` (`beta[0]`, `Sigma[4,1]`) of a variable whose elements in
+/// the draws run from `first` to `last` but do not include it: Stan indexes from 1. One
+/// wording for posterior expressions and the REPL's `:param`.
+pub(crate) fn out_of_range_message(name: &str, first: &str, last: &str) -> String {
+    format!(
+        "`{name}` is out of range: indices start at 1, as in Stan, and the elements run from \
+         `{first}` to `{last}`"
+    )
+}
+
+/// Whether `e` reads the draws (names a quantity); `false` for an expression of constants
+/// only (`7 %/% 0`), whose value is the same at every draw.
+fn reads_draws(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::IntLit(_) | ExprKind::RealLit(_) => false,
+        ExprKind::Var(_) | ExprKind::Index { .. } => true,
+        ExprKind::Binary { lhs, rhs, .. } => reads_draws(lhs) || reads_draws(rhs),
+        ExprKind::Unary { operand, .. } => reads_draws(operand),
+        ExprKind::Transpose(x) => reads_draws(x),
+        ExprKind::Call { args, .. } | ExprKind::RowVectorLit(args) | ExprKind::ArrayLit(args) => {
+            args.iter().any(reads_draws)
+        }
+        ExprKind::Ternary {
+            cond,
+            then,
+            otherwise,
+        } => reads_draws(cond) || reads_draws(then) || reads_draws(otherwise),
+    }
+}
+
 /// A numeric constant (`0.9`, `-1`, `1e-3`), if `e` is one.
 fn constant(e: &Expr) -> Option<f64> {
     match &e.kind {
@@ -346,10 +376,7 @@ impl Evaluator<'_> {
         if !elements.is_empty() {
             let last = elements[elements.len() - 1];
             return Err(ExprError::new(
-                format!(
-                    "`{name}` is out of range: the elements run from `{}` to `{last}`",
-                    elements[0]
-                ),
+                out_of_range_message(name, elements[0], last),
                 span,
             ));
         }
@@ -414,12 +441,13 @@ impl Evaluator<'_> {
     }
 
     /// Stan's `to_int` at every draw (`graph::eval::to_int_value`: truncation toward zero);
-    /// a draw that is NaN or outside the `int` range is the model's error, with where it is.
-    fn to_int(&self, values: Vec<f64>, span: Span) -> Result<Vec<f64>, ExprError> {
+    /// a draw that is NaN or outside the `int` range is the model's error at `e`, with where
+    /// it is.
+    fn to_int(&self, values: Vec<f64>, e: &Expr) -> Result<Vec<f64>, ExprError> {
         values
             .into_iter()
             .enumerate()
-            .map(|(i, x)| to_int_value(x).or_else(|m| self.fail(m, span, i)))
+            .map(|(i, x)| to_int_value(x).or_else(|m| self.fail(m, e, i)))
             .collect()
     }
 
@@ -429,14 +457,22 @@ impl Evaluator<'_> {
         self.live.borrow().as_ref().is_none_or(|m| m[i])
     }
 
-    /// The error `message` at `span`, with a help line naming pooled draw `i` (chain after
-    /// chain) as the first where it fails; NaN (a value never used) when the draw is not live.
-    fn fail(&self, message: String, span: Span, i: usize) -> Result<f64, ExprError> {
+    /// The error `message` of the subexpression `e`, at its span, with a help line naming
+    /// pooled draw `i` (chain after chain) as the first where it fails, or, when `e` reads no
+    /// draws and is evaluated at every draw (not inside a branch of `?:`), saying that it
+    /// fails whatever the draws; NaN (a value never used) when the draw is not live.
+    fn fail(&self, message: String, e: &Expr, i: usize) -> Result<f64, ExprError> {
         if !self.live(i) {
             return Ok(f64::NAN);
         }
+        if !reads_draws(e) && self.live.borrow().is_none() {
+            return Err(ExprError::new(message, e.span).help(
+                "the expression is made of constants only (it reads no draws), so it fails as \
+                 written, whatever the fit",
+            ));
+        }
         let n = self.draws.n_draws().max(1);
-        Err(ExprError::new(message, span).help(format!(
+        Err(ExprError::new(message, e.span).help(format!(
             "at draw {} of chain {} (the first draw where it fails)",
             i % n + 1,
             i / n + 1
@@ -449,7 +485,7 @@ impl Evaluator<'_> {
     fn int_unary(
         &self,
         x: Vec<f64>,
-        span: Span,
+        e: &Expr,
         op: fn(i128) -> i128,
         text: fn(i64) -> String,
     ) -> Result<Vec<f64>, ExprError> {
@@ -460,7 +496,7 @@ impl Evaluator<'_> {
                 let exact = op(i128::from(i));
                 match int_in_range(i64::try_from(exact).ok()) {
                     Some(r) => Ok(r as f64),
-                    None => self.fail(int_overflow_message(&text(i), Some(exact)), span, k),
+                    None => self.fail(int_overflow_message(&text(i), Some(exact)), e, k),
                 }
             })
             .collect()
@@ -477,7 +513,7 @@ impl Evaluator<'_> {
             let what = if op == Mod { "modulus" } else { "division" };
             self.fail(
                 format!("integer {what} by zero in `{}`", pretty::expr(e)),
-                e.span,
+                e,
                 k,
             )
         };
@@ -502,7 +538,7 @@ impl Evaluator<'_> {
                 .enumerate()
                 .map(|(k, (x, y))| match int_arith(op, *x as i64, *y as i64) {
                     Some(Ok(r)) => Ok(r as f64),
-                    Some(Err(IntArithError::Overflow(m))) => self.fail(m, e.span, k),
+                    Some(Err(IntArithError::Overflow(m))) => self.fail(m, e, k),
                     _ => by_zero(k),
                 })
                 .collect::<Result<_, _>>()
@@ -538,7 +574,7 @@ impl Evaluator<'_> {
                 let x = self.eval(operand)?;
                 Ok(match op {
                     UnOp::Neg if x.int => {
-                        Col::int(self.int_unary(x.v, e.span, |i| -i, |i| format!("`-({i})`"))?)
+                        Col::int(self.int_unary(x.v, e, |i| -i, |i| format!("`-({i})`"))?)
                     }
                     UnOp::Neg => Col::real(x.v.into_iter().map(|v| -v).collect()),
                     UnOp::Plus => x,
@@ -616,11 +652,11 @@ impl Evaluator<'_> {
                 }
                 let a = self.eval(&args[0])?;
                 if f == "to_int" {
-                    return self.to_int(a.v, e.span).map(Col::int);
+                    return self.to_int(a.v, e).map(Col::int);
                 }
                 if f == "abs" && a.int {
                     return self
-                        .int_unary(a.v, e.span, i128::abs, |i| format!("`abs({i})`"))
+                        .int_unary(a.v, e, i128::abs, |i| format!("`abs({i})`"))
                         .map(Col::int);
                 }
                 if arity == 1 {

@@ -49,7 +49,8 @@ use super::expr::{self, Reduction};
 pub struct Output {
     /// Text to print (may be empty); ends with a newline when not empty.
     pub text: String,
-    /// True when the input failed (the session is unchanged apart from what the text says).
+    /// True when the input failed (the session is unchanged apart from what the text says),
+    /// and for a `:fit` whose generated quantities failed at some draws (the fit is stored).
     pub is_error: bool,
     /// True after `:quit`: the frontend should end the session.
     pub quit: bool,

@@ -48,6 +48,7 @@ pub(crate) use family::{Family, HALF_LN_2PI, TrustRecord};
 pub(crate) use full::{FullGaussian, cholesky_lower};
 pub(crate) use gaussian::Factor;
 pub(crate) use prior::ConjugatePrior;
+pub(crate) use reparam::PROBE_DRAWS;
 
 pub use exit::{Control, DRIFT_SDS, MeanDrift, Progress, StopReason};
 pub use gaussian::GaussianFit;

@@ -107,7 +107,7 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
         }
     });
     if let Some(note) = &result.gq_note {
-        let _ = writeln!(s, "WARNING: {note}");
+        let _ = writeln!(s, "ERROR: {note}");
     }
     s
 }

@@ -195,6 +195,9 @@ impl Session {
         self.counter += 1;
         out.text
             .push_str(&result_text(&result, &options, interrupted));
+        // the fit is stored, but its generated quantities failed at some draws: an error, as
+        // in `bayesc fit` (exit status 3), so that a script's exit code says so
+        out.is_error |= result.gq_note.is_some();
         self.write_fit_files(&fit_args, &result, &options, &mut out);
         let _ = writeln!(
             out.text,

@@ -263,8 +263,23 @@ impl Session {
                 .iter()
                 .map(|n| n.split('[').next().unwrap_or(n))
                 .collect();
-            let mut msg = format!("error: `{name}` is not in the draws of {}", f.name);
             let base = name.split('[').next().unwrap_or(name);
+            // an element of a variable the draws hold, with an index outside its range: the
+            // wording of a posterior expression's (`beta[9]`)
+            let elements: Vec<&String> = draws
+                .names
+                .iter()
+                .filter(|n| n.starts_with(&format!("{base}[")))
+                .collect();
+            if let (true, Some(first), Some(last)) =
+                (name.contains('['), elements.first(), elements.last())
+            {
+                return Output::error(format!(
+                    "error: {}",
+                    crate::repl::expr::out_of_range_message(name, first, last)
+                ));
+            }
+            let mut msg = format!("error: `{name}` is not in the draws of {}", f.name);
             if let Some(s) = best_match(base, bases.iter().copied()) {
                 let _ = write!(msg, "\n  help: did you mean `{s}`?");
             }
@@ -505,6 +520,9 @@ impl Session {
                 for w in warnings {
                     let _ = writeln!(s, "  - {w}");
                 }
+            }
+            if let Some(note) = &f.result.gq_note {
+                let _ = writeln!(s, "ERROR: {note}");
             }
         } else if let FitDetails::Qnvb(q) = &f.result.details {
             use crate::inference::qnvb::QnvbStop;
