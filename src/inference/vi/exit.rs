@@ -265,7 +265,7 @@ impl<S: Clone> Tracker<S> {
 
     /// Whether iteration `t` (1-based) is one that estimates the ELBO for the rule.
     pub(crate) fn probes_at(&self, t: usize) -> bool {
-        (t - 1) % self.stride == 0
+        (t - 1).is_multiple_of(self.stride)
     }
 
     /// An iteration without an ELBO estimate (a stride's other iterations): reports progress
