@@ -43,7 +43,7 @@ Measured per run (the two tools one after the other, never concurrently, one thr
 Not like for like (see docs/variational.md): bayesc returns the Polyak average of the last 31
 iterates around the iterate its exit rule keeps (the one with the best smoothed ELBO), NumPyro
 the last iterate; bayesc's full-batch loop evaluates a 10-draw ELBO probe (log density without
-gradient) at every step for its exit rule, which NumPyro does not; bayesc's minibatches are a
+gradient) at every 5th step for its exit rule, which NumPyro does not; bayesc's minibatches are a
 fresh permutation per epoch, NumPyro's an independent random subset per step, and bayesc
 computes a full-data ELBO at the end of every epoch; the random streams differ.
 

@@ -657,6 +657,8 @@ fn finish_gaussian_fit(
     w: usize,
     no_mode: Option<String>,
 ) -> Result<GaussianOutputs, FitError> {
+    // a trace thinned by a stride k smooths over ⌈W/k⌉ + 1 of its values (Tracker::with_stride)
+    let w = w.div_ceil(fit.trace_stride.max(1));
     let trace = fit
         .elbo_trace
         .iter()
@@ -667,7 +669,7 @@ fn finish_gaussian_fit(
             } else {
                 f64::NAN
             };
-            (i + 1, e, sm)
+            (fit.trace_iteration(i), e, sm)
         })
         .collect();
     let mut out = finish_gaussian(

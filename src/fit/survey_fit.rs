@@ -186,7 +186,7 @@ pub(super) fn fit_survey(
                 .elbo_trace
                 .iter()
                 .enumerate()
-                .map(|(i, &e)| (i + 1, e, f64::NAN))
+                .map(|(i, &e)| (fit.summary.trace_iteration(i), e, f64::NAN))
                 .collect();
             let out = finish_gaussian(
                 model,

@@ -705,7 +705,8 @@ pub const MINIBATCH_ELBO_HEADER: &str =
     "iteration,batch_elbo,epoch,full_data_elbo,smoothed_full_data_elbo";
 
 /// Writes the ELBO trace of a variational fit as CSV (atomically; docs/variational.md,
-/// "ELBO trace"). Full-batch fits: `iteration,elbo,smoothed_elbo`, one row per iteration, the
+/// "ELBO trace"). Full-batch fits: `iteration,elbo,smoothed_elbo`, one row per iteration with
+/// an ELBO estimate (every iteration, or every [`crate::inference::vi::GaussianFit::trace_stride`]-th), the
 /// smoothed value empty until the exit rule's window is full; Laplace: one row with the Monte
 /// Carlo estimate. Minibatch fits (`options.minibatch` and a non-empty
 /// [`FitResult::epoch_checks`]): [`MINIBATCH_ELBO_HEADER`], one row per iteration with its

@@ -14,7 +14,7 @@
 //! when the driver found a mode ([X]) instead of the spec's σ_init = 0.1. In Algorithm 3 σ is
 //! clamped at 10⁻⁸. Full batch (minibatching waits for the minibatch density trait).
 
-use super::reparam::{ElboProbe, GradDraw, check_initial_point, run_averaged};
+use super::reparam::{ElboProbe, GradDraw, check_initial_point, run_probed};
 use super::schedule::Adam;
 use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
@@ -223,15 +223,12 @@ pub fn fit_bbb(
     check_initial_point(density, init)?;
     let mut state = Bbb::new(init, settings)?;
     let mut probe = ElboProbe::new(init.len(), settings.common.seed);
-    run_averaged(
+    run_probed(
         &settings.common,
         &mut state,
         |s| (s.mean.clone(), s.sd()),
-        |s, rng, t| {
-            let lb = probe.estimate(density, &s.mean, &s.sd())?;
-            s.step(density, rng, t)?;
-            Ok(lb)
-        },
+        |s| probe.estimate(density, &s.mean, &s.sd()),
+        |s, rng, t| s.step(density, rng, t).map(|_| ()),
         progress,
     )
 }

@@ -76,18 +76,9 @@ impl ExitRule {
     }
 }
 
-/// The trend guard of the full-data exit rule ([`still_rising`]).
-pub const ITERATION_TREND: crate::diagnostics::trend::Guard = crate::diagnostics::trend::Guard {
-    half_max: 500,
-    divisor: 4,
-    half_min: 25,
-    t: 4.0,
-    min_rise: 0.1,
-};
-
 /// The trend guard of the full-data exit rule ([X], a departure from `qbvi.md` §7.2, which
 /// stops once the smoothed ELBO has not improved for P_max iterations): the rule does not fire
-/// while the per-iteration ELBO `trace` is still rising. [`ITERATION_TREND`] judges the last
+/// while the per-iteration ELBO trace is still rising ([`Tracker::observe`]). It judges the last
 /// 2h iterations, h = min(500, len/4) (at least 25): rising when the slope exceeds 4 standard
 /// errors and the gain over h iterations 0.1 nats ([`crate::diagnostics::trend::rise`]). The
 /// window is the last half of the run at most, so that the climb from the start of a short
@@ -98,10 +89,15 @@ pub const ITERATION_TREND: crate::diagnostics::trend::Guard = crate::diagnostics
 /// 2077 iterations with the ELBO still climbing 0.37 nats per 500 iterations (t = 40), at
 /// tau's mean 7.0 (the mean-field optimum: 3.4) and 0.7 nats below the optimum; MGVB (0.35
 /// nats, t = 25) and IVON (0.25, t = 4.6) stopped on a rising trace too. On labour no method's
-/// stop is held back (largest: VON at 0.04 nats). A false alarm only lengthens the run.
-pub(crate) fn still_rising(trace: &[f64]) -> Option<crate::diagnostics::trend::Rise> {
-    ITERATION_TREND.still_rising(trace)
-}
+/// stop is held back (largest: VON at 0.04 nats). A false alarm only lengthens the run. A trace
+/// thinned by a stride k judges it in estimates ([`Tracker::with_stride`]).
+pub const ITERATION_TREND: crate::diagnostics::trend::Guard = crate::diagnostics::trend::Guard {
+    half_max: 500,
+    divisor: 4,
+    half_min: 25,
+    t: 4.0,
+    min_rise: 0.1,
+};
 
 /// Bookkeeping of a run, turned into a [`GaussianFit`] at the end.
 #[derive(Clone, Debug)]
@@ -130,6 +126,11 @@ pub(crate) struct RunRecord {
     /// Snapshots of q's mean for the drift check, fed by [`Tracker::watch`] in the loops that
     /// watch it; [`RunRecord::into_fit`] judges them ([`GaussianFit::drift`]).
     pub(crate) means: DriftMonitor,
+    /// The last iteration a [`Tracker`] saw; 0 when the loop filled `elbo_trace` itself (then
+    /// the iterations run are the trace's length).
+    pub(crate) last_iteration: usize,
+    /// k of [`Tracker::with_stride`]: `elbo_trace[i]` is the estimate of iteration i·k + 1.
+    pub(crate) stride: usize,
 }
 
 impl RunRecord {
@@ -149,7 +150,14 @@ impl RunRecord {
             epoch_means: Vec::new(),
             unusable: None,
             means: DriftMonitor::new(),
+            last_iteration: 0,
+            stride: 1,
         }
+    }
+
+    /// Iterations run: the last one a [`Tracker`] saw, or the trace's length.
+    pub(crate) fn iterations(&self) -> usize {
+        self.last_iteration.max(self.elbo_trace.len())
     }
 
     pub(crate) fn into_fit(
@@ -168,7 +176,7 @@ impl RunRecord {
                 Covariance::Diagonal => covariance.iter().map(|v| v.sqrt()).collect(),
                 Covariance::Full => (0..d).map(|i| covariance[i * d + i].sqrt()).collect(),
             };
-            self.means.drift(self.elbo_trace.len(), &mean, &sd)
+            self.means.drift(self.iterations(), &mean, &sd)
         } else {
             None
         };
@@ -177,7 +185,8 @@ impl RunRecord {
             mean,
             covariance,
             precision,
-            iterations: self.elbo_trace.len(),
+            iterations: self.iterations(),
+            trace_stride: self.stride,
             elbo_trace: self.elbo_trace,
             smoothed_elbo: self.smoothed_elbo,
             stop: self.stop,
@@ -200,9 +209,14 @@ impl RunRecord {
 /// The loop bookkeeping every method shares: append LB_t to the trace, apply the exit rule,
 /// keep a clone of the state that produced the best smoothed ELBO, report progress, and decide
 /// whether to stop. A method calls [`Tracker::observe`] once per iteration (after estimating
-/// LB_t at its current state, before updating it) and [`Tracker::finish`] at the end.
+/// LB_t at its current state, before updating it) and [`Tracker::finish`] at the end; with a
+/// stride k ([`Tracker::with_stride`]) it calls `observe` at the iterations where
+/// [`Tracker::probes_at`] holds and [`Tracker::skip`] at the others.
 pub(crate) struct Tracker<S: Clone> {
     exit: ExitRule,
+    /// The trend guard, on the trace's own scale ([`ITERATION_TREND`] at stride 1).
+    guard: crate::diagnostics::trend::Guard,
+    stride: usize,
     max_iter: usize,
     /// T_min: the exit rule cannot stop the run before this iteration (0 for QBVI).
     pub(crate) min_iter: usize,
@@ -222,12 +236,63 @@ impl<S: Clone> Tracker<S> {
                 best: f64::NEG_INFINITY,
                 count: 0,
             },
+            guard: ITERATION_TREND,
+            stride: 1,
             max_iter,
             min_iter: 0,
             keep_best,
             record: RunRecord::empty(),
             kept: None,
         }
+    }
+
+    /// The same rule on an ELBO estimate made every k-th iteration only (iterations 1, k + 1,
+    /// 2k + 1, …; [X], see [`super::reparam::PROBE_STRIDE`]), with its windows kept in
+    /// iterations: the smoothing window W and the patience P_max become ⌈W/k⌉ and ⌈P_max/k⌉
+    /// estimates, the trend guard's h bounds ([`ITERATION_TREND`]: 500 and 25 iterations)
+    /// 500/k and 25/k estimates (at least 2), its gain bar stays 0.1 nats over h. T_min and
+    /// T_max stay in iterations. k = 0 is taken as 1.
+    pub(crate) fn with_stride(mut self, k: usize) -> Self {
+        let k = k.max(1);
+        self.stride = k;
+        self.record.stride = k;
+        self.exit.window = self.exit.window.div_ceil(k);
+        self.exit.patience = self.exit.patience.div_ceil(k);
+        self.guard.half_max = (ITERATION_TREND.half_max / k).max(2);
+        self.guard.half_min = (ITERATION_TREND.half_min / k).max(2);
+        self
+    }
+
+    /// Whether iteration `t` (1-based) is one that estimates the ELBO for the rule.
+    pub(crate) fn probes_at(&self, t: usize) -> bool {
+        (t - 1).is_multiple_of(self.stride)
+    }
+
+    /// An iteration without an ELBO estimate (a stride's other iterations): reports progress
+    /// with the last estimate and smoothed value, and returns `Some(reason)` when the loop
+    /// must stop now (interrupted, or T_max reached); the exit rule is not consulted.
+    pub(crate) fn skip(
+        &mut self,
+        t: usize,
+        progress: &mut dyn FnMut(Progress) -> Control,
+    ) -> Option<StopReason> {
+        self.record.last_iteration = t;
+        let control = progress(Progress {
+            iteration: t,
+            elbo: self.record.elbo_trace.last().copied().unwrap_or(f64::NAN),
+            smoothed_elbo: self.record.smoothed_elbo.last().copied(),
+        });
+        let stop = if control == Control::Stop {
+            Some(StopReason::Interrupted)
+        } else if t >= self.max_iter {
+            Some(StopReason::MaxIterations)
+        } else {
+            None
+        };
+        if let Some(r) = stop {
+            self.record.stop = r;
+        }
+        stop
     }
 
     /// Notes q's mean at iteration `t` for the drift check ([`DriftMonitor`]): the loops whose
@@ -248,6 +313,7 @@ impl<S: Clone> Tracker<S> {
         progress: &mut dyn FnMut(Progress) -> Control,
     ) -> Option<StopReason> {
         self.record.elbo_trace.push(lb);
+        self.record.last_iteration = t;
         let (smoothed, improved) = self.exit.observe(&self.record.elbo_trace);
         if let Some(s) = smoothed {
             self.record.smoothed_elbo.push(s);
@@ -266,7 +332,7 @@ impl<S: Clone> Tracker<S> {
             Some(StopReason::Interrupted)
         } else if self.exit.exhausted()
             && t >= self.min_iter
-            && still_rising(&self.record.elbo_trace).is_none()
+            && self.guard.still_rising(&self.record.elbo_trace).is_none()
         {
             Some(StopReason::ExitRule)
         } else if t >= self.max_iter {
@@ -282,7 +348,7 @@ impl<S: Clone> Tracker<S> {
 
     /// The state to return (kept or last, see [`Tracker::new`]) and the record.
     pub(crate) fn finish(mut self, last: S) -> (S, RunRecord) {
-        let t_last = self.record.elbo_trace.len();
+        let t_last = self.record.iterations();
         match self.kept.take() {
             Some((kq, kt)) if self.keep_best => {
                 self.record.returned_iteration = kt;
@@ -408,6 +474,80 @@ impl WindowAverage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs a tracker (W = 30, P_max = 50, T_max = `max_iter`) at stride `k` on a constant
+    /// ELBO, observing at its probe iterations and skipping the others; returns the iteration
+    /// it stopped at, why, and the record.
+    fn constant_run(k: usize, max_iter: usize) -> (usize, StopReason, RunRecord) {
+        let mut tracker = Tracker::<()>::new(30, 50, max_iter, true).with_stride(k);
+        let mut progress = |_: Progress| Control::Continue;
+        for t in 1..=max_iter {
+            let stop = if tracker.probes_at(t) {
+                tracker.observe(t, -8.65, &(), &mut progress)
+            } else {
+                tracker.skip(t, &mut progress)
+            };
+            if let Some(r) = stop {
+                let ((), record) = tracker.finish(());
+                return (t, r, record);
+            }
+        }
+        unreachable!("T_max stops the run")
+    }
+
+    #[test]
+    fn a_stride_keeps_the_windows_in_iterations() {
+        // stride 1: the first smoothed value at t = 31 (the best), ties at t = 32..: the count
+        // passes P_max = 50 at t = 82
+        let (t, r, rec) = constant_run(1, 5000);
+        assert_eq!(
+            (t, r, rec.elbo_trace.len(), rec.iterations()),
+            (82, StopReason::ExitRule, 82, 82)
+        );
+        // stride 5: estimates at t = 1, 6, 11, …; W = 6 and P_max = 10 estimates: the first
+        // smoothed value at the 7th (t = 31), the count passes 10 at the 18th (t = 86)
+        let (t, r, rec) = constant_run(5, 5000);
+        assert_eq!(
+            (t, r, rec.elbo_trace.len(), rec.iterations()),
+            (86, StopReason::ExitRule, 18, 86)
+        );
+        assert_eq!(rec.smoothed_elbo.len(), 18 - 6);
+        // ties keep the later parameters: the last estimate's iteration
+        assert_eq!(rec.returned_iteration, 86);
+        let fit = GaussianFit::diagonal(vec![0.0], vec![1.0], rec);
+        assert_eq!((fit.iterations, fit.trace_stride), (86, 5));
+        assert_eq!(fit.trace_iteration(17), 86);
+        // T_max at an iteration without an estimate stops there, and counts it
+        let (t, r, rec) = constant_run(5, 43);
+        assert_eq!(
+            (t, r, rec.elbo_trace.len(), rec.iterations()),
+            (43, StopReason::MaxIterations, 9, 43)
+        );
+    }
+
+    #[test]
+    fn a_skipped_iteration_reports_progress_and_honours_a_stop() {
+        let mut tracker = Tracker::<()>::new(30, 50, 100, true).with_stride(5);
+        let mut seen = Vec::new();
+        let mut progress = |p: Progress| {
+            seen.push((p.iteration, p.elbo));
+            if p.iteration == 3 {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        };
+        assert_eq!(tracker.observe(1, -2.5, &(), &mut progress), None);
+        assert!(!tracker.probes_at(2) && tracker.probes_at(6));
+        assert_eq!(tracker.skip(2, &mut progress), None);
+        assert_eq!(
+            tracker.skip(3, &mut progress),
+            Some(StopReason::Interrupted)
+        );
+        assert_eq!(seen, vec![(1, -2.5), (2, -2.5), (3, -2.5)]);
+        let ((), rec) = tracker.finish(());
+        assert_eq!((rec.iterations(), rec.stop), (3, StopReason::Interrupted));
+    }
 
     /// Feeds `trace` to a fresh rule (W = 3, P_max = 5); the iteration at which it is
     /// exhausted, if any.

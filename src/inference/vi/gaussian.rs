@@ -31,12 +31,18 @@ pub struct GaussianFit {
     pub covariance: Vec<f64>,
     /// P = Σ⁻¹, same layout as `covariance`.
     pub precision: Vec<f64>,
-    /// LB_t for t = 1..=iterations (§7.1): Monte Carlo ELBO estimates on the log-density scale.
+    /// LB_t for t = 1..=iterations (§7.1): Monte Carlo ELBO estimates on the log-density scale;
+    /// with a `trace_stride` k > 1, LB_t for t = 1, k + 1, 2k + 1, … only.
     pub elbo_trace: Vec<f64>,
-    /// L̄_t for t = W+1..=iterations (§7.2): `smoothed_elbo[i]` belongs to iteration W + 1 + i.
+    /// L̄_t for t = W+1..=iterations (§7.2): `smoothed_elbo[i]` belongs to iteration W + 1 + i
+    /// (with a stride k: to `elbo_trace[⌈W/k⌉ + i]`).
     pub smoothed_elbo: Vec<f64>,
-    /// Iterations run (= `elbo_trace.len()`).
+    /// Iterations run (= `elbo_trace.len()` when `trace_stride` is 1).
     pub iterations: usize,
+    /// k: `elbo_trace[i]` is the estimate of iteration i·k + 1. 1 for every fit except
+    /// full-batch BBB, IVON, VOGN, VON and MC dropout, whose exit rule estimates the ELBO (10
+    /// fixed draws) every `reparam::PROBE_STRIDE` = 5 iterations.
+    pub trace_stride: usize,
     /// Why the fit stopped.
     pub stop: StopReason,
     /// Updates skipped because every halving of β failed (`qbvi.md` §8.3) or a step was
@@ -69,7 +75,8 @@ pub struct GaussianFit {
     pub unusable: Option<String>,
     /// When the exit rule fired while the mean of q was still moving by more than
     /// [`super::exit::DRIFT_SDS`] sds over the last quarter of the run (the loops that measure
-    /// it: IVON, BBB, BBVI and the others of `reparam::run_averaged`); `None` otherwise.
+    /// it: IVON, BBB, BBVI and the others of `reparam::run_averaged` and `run_probed`); `None`
+    /// otherwise.
     pub drift: Option<super::exit::MeanDrift>,
     /// Whether the fit started from the random point because the user asked for it
     /// (`--random-init`, `fit::ViInit::Random`); set by the fit layer, false from the loops.
@@ -90,6 +97,11 @@ const END_EPOCHS: usize = 6;
 const WORSENED_MARGIN: (f64, f64) = (1.0, 0.05);
 
 impl GaussianFit {
+    /// The iteration (1-based) of `elbo_trace[i]`.
+    pub fn trace_iteration(&self, i: usize) -> usize {
+        i * self.trace_stride.max(1) + 1
+    }
+
     /// A diagonal fit from μ and the precisions p (length d), with the record of the run.
     pub(crate) fn diagonal(mean: Vec<f64>, precision: Vec<f64>, record: RunRecord) -> Self {
         let covariance = precision.iter().map(|p| 1.0 / p).collect();
@@ -233,6 +245,8 @@ mod tests {
             epoch_means: Vec::new(),
             unusable: None,
             means: crate::inference::vi::exit::DriftMonitor::new(),
+            last_iteration: 0,
+            stride: 1,
         };
         GaussianFit::diagonal(vec![0.0], vec![1.0], record)
     }

@@ -17,7 +17,7 @@
 //!
 //! The fixed point (§17) is the mean-field VI optimum up to O(1 − β₂).
 
-use super::reparam::{ElboProbe, GradDraw, check_initial_point, run_averaged};
+use super::reparam::{ElboProbe, GradDraw, check_initial_point, run_probed};
 use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::LogDensity;
 use crate::inference::rng::StreamRng;
@@ -210,15 +210,12 @@ pub fn fit_ivon(
     check_initial_point(density, init)?;
     let mut state = Ivon::new(init, settings)?;
     let mut probe = ElboProbe::new(init.len(), settings.common.seed);
-    run_averaged(
+    run_probed(
         &settings.common,
         &mut state,
         |s| (s.mean.clone(), s.sd()),
-        |s, rng, _| {
-            let lb = probe.estimate(density, &s.mean, &s.sd())?;
-            s.step(density, rng)?;
-            Ok(lb)
-        },
+        |s| probe.estimate(density, &s.mean, &s.sd()),
+        |s, rng, _| s.step(density, rng).map(|_| ()),
         progress,
     )
 }

@@ -13,10 +13,11 @@
 //! more masks per epoch.
 //!
 //! The entropy of q does not depend on M (and q has no density), so the trace the exit rule
-//! reads is J(M), estimated with S = 10 masks drawn once (stream 2) and reused at every
-//! iteration (common random numbers, as `reparam::ElboProbe`); the kept state is the
-//! Polyak–Ruppert average of M over the exit rule's window (`super::WindowAverage`), as the
-//! other stochastic-gradient methods of `super::reparam::run_averaged`. With minibatches the
+//! reads is J(M), estimated with S = 10 masks drawn once (stream 2) and reused at every 5th
+//! iteration (common random numbers, as `reparam::ElboProbe`, and its stride,
+//! `reparam::PROBE_STRIDE`); the kept state is the Polyak–Ruppert average of M over the exit
+//! rule's window (`super::WindowAverage`), as the other stochastic-gradient methods of
+//! `super::reparam::run_probed`. With minibatches the
 //! statistic is the full-data J once per epoch and the last iterate is returned.
 //!
 //! Prediction (§4 "Prediction"): the posterior draws are z_t ⊙ M for T independent masks,
@@ -338,15 +339,12 @@ pub fn fit_mcdropout(
     let d = init.len();
     let probe = MaskProbe::new(&settings.units, d, settings.common.seed);
     let ones = vec![1.0; d];
-    let fit = super::reparam::run_averaged(
+    let fit = super::reparam::run_probed(
         &settings.common,
         &mut state,
         |s| (s.weights.clone(), ones.clone()),
-        |s, rng, t| {
-            let j = probe.value(density, &s.weights).map_err(ViError::Density)?;
-            s.step(density, rng, t)?;
-            Ok(j)
-        },
+        |s| probe.value(density, &s.weights).map_err(ViError::Density),
+        |s, rng, t| s.step(density, rng, t).map(|_| ()),
         progress,
     )?;
     let weights = fit.mean.clone();

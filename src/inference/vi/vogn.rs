@@ -27,7 +27,7 @@ use super::obs::{
     LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, initial_diag_precision, prior_curvature,
     prior_gradient,
 };
-use super::reparam::{ElboProbe, check_initial_point, run_averaged, run_minibatch};
+use super::reparam::{ElboProbe, check_initial_point, run_minibatch, run_probed};
 use super::{Control, GaussianFit, Progress, ViError, ViSettings};
 use crate::inference::MinibatchDensity;
 use crate::inference::minibatch::MinibatchSettings;
@@ -182,7 +182,7 @@ impl Vogn {
 ///
 /// - `density`: the model split into rows (N = `density.n_obs()`); `init`: the initial mean.
 /// - `minibatch`: `None` for full-batch steps (every row at every step; the exit rule of
-///   [`run_averaged`] on the full-data ELBO from 10 fixed draws), or batches of M rows with the
+///   [`run_probed`] on the full-data ELBO from 10 fixed draws, every 5th iteration), or batches of M rows with the
 ///   per-epoch exit rule ([`run_minibatch`]).
 ///
 /// Errors: [`ViError::InvalidSettings`], [`ViError::InitialPoint`],
@@ -216,15 +216,12 @@ pub fn fit_vogn(
         None => {
             let rows: Vec<usize> = (0..density.n_obs()).collect();
             let mut probe = ElboProbe::new(init.len(), settings.common.seed);
-            run_averaged(
+            run_probed(
                 &settings.common,
                 &mut state,
                 mean_sd,
-                |s, rng, _| {
-                    let lb = probe.estimate(density, &s.mean, &s.sd())?;
-                    s.step(density, &rows, rng, false)?;
-                    Ok(lb)
-                },
+                |s| probe.estimate(density, &s.mean, &s.sd()),
+                |s, rng, _| s.step(density, &rows, rng, false).map(|_| ()),
                 progress,
             )
         }

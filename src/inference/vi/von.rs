@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use rand::RngExt;
 use rand_distr::StandardNormal;
 
-use super::reparam::{MAX_REDRAWS, PROBE_DRAWS, check_initial_point, run_minibatch};
+use super::reparam::{MAX_REDRAWS, PROBE_DRAWS, PROBE_STRIDE, check_initial_point, run_minibatch};
 use super::{
     Control, Covariance, Family, FullGaussian, GaussianFit, HALF_LN_2PI, Progress, ViError,
     ViSettings,
@@ -373,7 +373,8 @@ fn average_len(settings: &VonSettings) -> usize {
     (settings.common.window + 1).max((10.0 / settings.step_size).ceil() as usize)
 }
 
-/// The exit rule's ELBO estimate at q from [`PROBE_DRAWS`] fixed standard normals (stream 2).
+/// The exit rule's ELBO estimate at q from [`PROBE_DRAWS`] fixed standard normals (stream 2),
+/// made every [`PROBE_STRIDE`] iterations ([`fit_von`]).
 fn probe(density: &dyn LogDensity, q: &Q, eps: &[f64]) -> Result<f64, ViError> {
     let d = q.mean.len();
     let n = eps.len() / d;
@@ -418,8 +419,10 @@ fn into_fit(q: &Q, record: super::RunRecord) -> GaussianFit {
 }
 
 /// Fits q by VON with the common exit rule (`survey_vi.md` §1) on the average of the last
-/// max(W + 1, ⌈10/β⌉) iterates, full batch. The fit's notes report negative curvature (module docs).
-/// Arguments and errors as [`super::ivon::fit_ivon`]; draws from stream 1 of the seed.
+/// max(W + 1, ⌈10/β⌉) iterates, full batch. The fit's notes report negative curvature (module
+/// docs). The rule sees an estimate every [`PROBE_STRIDE`] iterations (its windows counted in
+/// estimates, `Tracker::with_stride`). Arguments and errors as [`super::ivon::fit_ivon`];
+/// draws from stream 1 of the seed.
 pub fn fit_von(
     density: &dyn LogDensity,
     init: &[f64],
@@ -435,7 +438,8 @@ pub fn fit_von(
     let eps: Vec<f64> = (0..PROBE_DRAWS * d)
         .map(|_| eps_rng.sample(StandardNormal))
         .collect();
-    let mut tracker = settings.common.tracker::<Q>();
+    // the exit rule's estimate every PROBE_STRIDE iterations, as the other full-batch loops
+    let mut tracker = settings.common.tracker::<Q>().with_stride(PROBE_STRIDE);
     let mut average = Average {
         len: average_len(settings),
         items: VecDeque::new(),
@@ -443,9 +447,16 @@ pub fn fit_von(
     for t in 1..=settings.common.max_iter {
         let before = average.push(&state.q);
         tracker.watch(t, &before.mean);
-        let lb = probe(density, &before, &eps)?;
+        let lb = match tracker.probes_at(t) {
+            true => Some(probe(density, &before, &eps)?),
+            false => None,
+        };
         state.step(density, &mut rng)?;
-        if tracker.observe(t, lb, &before, progress).is_some() {
+        let stop = match lb {
+            Some(lb) => tracker.observe(t, lb, &before, progress),
+            None => tracker.skip(t, progress),
+        };
+        if stop.is_some() {
             break;
         }
     }

@@ -586,9 +586,18 @@ impl Session {
         let checks = f.result.epoch_checks();
         if checks.is_empty() {
             let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
+            // the full-batch stochastic-gradient methods estimate it every k-th iteration
+            let over = match &f.result.details {
+                FitDetails::Qbvi(q) if q.trace_stride > 1 => format!(
+                    "{} (estimated at every {}th: {} values; ",
+                    crate::words::counted(q.iterations, "iteration"),
+                    q.trace_stride,
+                    trace.len()
+                ),
+                _ => format!("{} (", crate::words::counted(trace.len(), "iteration")),
+            };
             return Output::ok(format!(
-                "ELBO over {} ({}{best}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = {hi:.3}",
-                crate::words::counted(trace.len(), "iteration"),
+                "ELBO over {over}{}{best}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = {hi:.3}",
                 first_last(trace)
             ));
         }
