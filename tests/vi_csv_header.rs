@@ -252,12 +252,22 @@ fn every_method_states_its_own_settings() {
         check_readable(&csv, eta);
         let lines = config(&csv);
         let kv = keys(&lines);
+        // the fixed-draw probe of these methods runs every 5th iteration (PROBE_STRIDE)
+        let strided = matches!(method, "bbb" | "ivon" | "von" | "vogn");
+        let eval_elbo = if strided { "5" } else { "1" };
+        if strided {
+            assert!(
+                note_after(&lines, "eval_elbo")
+                    .starts_with("(eval_elbo: the exit rule's ELBO is estimated every 5th"),
+                "{method}: {lines:#?}"
+            );
+        }
         for (key, want) in [
             ("variational_method", method),
             ("iter", "40"),
             ("grad_samples", grad),
             ("elbo_samples", elbo),
-            ("eval_elbo", "1"),
+            ("eval_elbo", eval_elbo),
             ("output_samples", "20"),
             ("eta_schedule", schedule),
             ("exit_rule", "smoothed_elbo"),
@@ -367,6 +377,8 @@ fn mc_dropout_names_its_masks() {
     );
     assert_eq!(kv["grad_samples"], "1");
     assert_eq!(kv["elbo_samples"], "10");
+    // the masks' probe runs every 5th iteration, as the Gaussian methods' does
+    assert_eq!(kv["eval_elbo"], "5");
     assert!(
         note_after(&lines, "elbo_samples")
             .starts_with("(elbo_samples: the exit rule's ELBO uses 10 dropout masks drawn once"),

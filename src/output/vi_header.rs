@@ -90,8 +90,8 @@ fn same_draws_note(n: usize) -> String {
 /// The note of an ELBO estimated from draws fixed at the start.
 fn fixed_draws_note(n: usize, what: &str) -> String {
     format!(
-        "elbo_samples: the exit rule's ELBO uses {n} {what} drawn once and reused at every \
-         iteration (common random numbers), not the gradient's draws"
+        "elbo_samples: the exit rule's ELBO uses {n} {what} drawn once and reused at each \
+         estimate (common random numbers), not the gradient's draws"
     )
 }
 
@@ -357,16 +357,18 @@ fn epoch_rule(method: fit::Method, options: &FitOptions) -> bool {
 
 /// The variational block for `result` fitted under `options`, with `n` draws written.
 pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> ViHeader {
-    let (family, d) = match &result.details {
+    // `stride`: the iterations between the full-batch exit rule's ELBO estimates (5 for the
+    // methods whose fixed-draw probe runs every PROBE_STRIDE-th iteration, else 1)
+    let (family, d, stride) = match &result.details {
         FitDetails::Qbvi(f) => {
             let family = match (result.method, f.family) {
                 (fit::Method::Mcdropout, _) | (_, Covariance::Diagonal) => "meanfield",
                 (_, Covariance::Full) => "fullrank",
             };
-            (family, f.mean.len())
+            (family, f.mean.len(), f.trace_stride.max(1))
         }
-        FitDetails::Qnvb(f) => ("meanfield", f.mean.len()),
-        _ => ("meanfield", 0),
+        FitDetails::Qnvb(f) => ("meanfield", f.mean.len(), 1),
+        _ => ("meanfield", 0, 1),
     };
     let m = method_facts(result.method, options, d);
     let mut notes: Vec<(&'static str, String)> = Vec::new();
@@ -420,6 +422,18 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
             }
             _ => {
                 notes.push(("elbo_samples", m.elbo_note));
+                if stride > 1 {
+                    notes.push((
+                        "eval_elbo",
+                        format!(
+                            "eval_elbo: the exit rule's ELBO is estimated every {stride}th \
+                             iteration (1, {}, {}, ...); its window, patience and minimum below \
+                             are in iterations",
+                            stride + 1,
+                            2 * stride + 1
+                        ),
+                    ));
+                }
                 let mut exit = vec![
                     ("exit_rule", "smoothed_elbo".to_string()),
                     ("exit_window", m.window.to_string()),
@@ -429,7 +443,7 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
                 if let Some(delta) = m.min_improvement {
                     exit.push(("exit_min_improvement", delta.to_string()));
                 }
-                (m.elbo_samples, 1, exit)
+                (m.elbo_samples, stride, exit)
             }
         };
     notes.push(("eta", m.eta_note));
