@@ -175,7 +175,8 @@ pub fn diagonal_step(
 /// 0.04) and QBVI on the full data (0.07) pass, and moving their means by a fraction of the step
 /// gains at most 0.4 nats (independent draws); BBB (0.20–0.30 at step sizes 0.003–0.03 and
 /// M = 64, 128), IVON (0.18–0.22) and QBVI stopped at 250 iterations (0.13, a step still gaining
-/// 3.4 nats) are off, and a quarter to a half of the step raises their ELBO by 3.4–11 nats.
+/// 3.4 nats) are off, and a quarter to a half of the step raises their ELBO by 3.4–11 nats. On
+/// digits (d = 3760) QBVI at seeds 1–3 is at 0.148, 0.11 and 0.10: seed 1 is near the bar.
 pub const DIAGONAL_RMS_MAX: f64 = 0.15;
 
 /// [`DIAGONAL_RMS_MAX`] for VOGN, Vadam and variational Laplace, whose σ is not the ELBO's and
