@@ -414,7 +414,7 @@ fn diagonal_phrase(
          density's curvature under q in root mean square over the {d} coordinates ({:.0}% of \
          them by more than {}; the longest {:.2}, {name}), from {gradients} gradients of the \
          full-data log density; the smoothed ELBO stopped improving before the steps reached it \
-         (with bbb, ivon and vadam on a BNN of this size neither another --step-size nor a \
+         (for bbb, ivon and vadam on a BNN with d = 602, neither another --step-size nor a \
          larger --batch-size changed that): use --method {}, whose steps are scaled by the \
          curvature",
         100.0 * beyond,
