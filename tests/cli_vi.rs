@@ -522,6 +522,10 @@ fn boston_ivon_m32(extra: &[&str]) -> String {
 /// training does (`FitOptions::vi_init_for`): the full-data mode search ended where the Hessian
 /// was not negative definite, and the fit then claimed hundreds of weights, all with priors,
 /// "drifting" along an improper direction; the same fit with --random-init said "converged".
+/// Since session 17 the diagonal stationarity check (`fit::diagonal_step`) finds this fit's
+/// mean 0.73 curvature sds from the ELBO's optimum in RMS over the 752 coordinates (sigma 5.4
+/// sds off alone: IVON's sigma is 0.56, QBVI's 0.42 with sd 0.014), so it is "not converged"
+/// for that reason, and for no other.
 #[test]
 fn a_minibatch_bnn_fit_starts_at_random_without_false_impropriety() {
     let out = boston_ivon_m32(&["--max-iter", "10000"]);
@@ -531,15 +535,21 @@ fn a_minibatch_bnn_fit_starts_at_random_without_false_impropriety() {
     );
     assert!(!out.contains("drifting"), "{out}");
     assert!(!out.contains("improper"), "{out}");
-    assert!(out.contains("\nconverged: the exit rule fired"), "{out}");
-    let smoothed: f64 = out
-        .split("smoothed ELBO = ")
+    assert!(
+        out.contains("WARNING: not converged: the exit rule fired")
+            && out.contains("not at the ELBO's optimum")
+            && out.contains("over the 752 coordinates"),
+        "{out}"
+    );
+    let iterations: usize = out
+        .split("the exit rule fired after ")
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .expect("the converged line gives the smoothed ELBO");
-    // it stops on the plateau (≈ 367 at seed 1), not where the trace was still climbing (76)
-    assert!(smoothed > 300.0, "{out}");
+        .expect("the exit rule's line gives the iterations");
+    // it stops on the plateau (7230 iterations at seed 1), not where the trace was still
+    // climbing (301 epochs of 15 batches)
+    assert!(iterations > 301 * 15, "{out}");
 }
 
 /// The minibatch exit rule waits while the epoch ELBO still rises

@@ -2,6 +2,7 @@
 //! scale: the step after [`crate::pipeline::compile`], shared by the CLI and the REPL.
 
 pub mod args;
+mod diagonal_step;
 mod fixed_param;
 mod gq_failures;
 pub mod inits;

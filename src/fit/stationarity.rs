@@ -28,6 +28,10 @@ use rayon::prelude::*;
 /// Draws of q whose gradients the check averages.
 pub const STATIONARITY_DRAWS: usize = 200;
 
+/// The random stream (of the seed) of the draws of the diagonal check of a mean-field fit with
+/// d > [`NEWTON_MAX_D`] ([`super::diagonal_step`]); unused by the fits and the other checks.
+const DIAGONAL_STREAM: u64 = 9;
+
 /// A Newton step of the mean longer than this many sds of q, in the coordinate where it is
 /// longest, means q was not at an optimum ([X]). From the Laplace start on labour, over seeds
 /// 1–5, the stochastic methods (IVON, BBB, BBVI, NG-BBVI, VOGN) end at most 1.35 sds away and
@@ -139,6 +143,22 @@ pub enum OffOptimum {
         coordinate: usize,
         /// That move, in sds of the curvature's Gaussian (about the posterior's).
         sds: f64,
+    },
+    /// The mean of a mean-field q with d > [`NEWTON_MAX_D`]: the root mean square of the
+    /// per-coordinate Newton steps exceeds [`super::diagonal_step::DIAGONAL_RMS_MAX`] (or
+    /// [`super::diagonal_step::DIAGONAL_RMS_MAX_OTHER`]) ([`super::diagonal_step`]).
+    Diagonal {
+        /// The coordinate with the longest step at 4 Monte Carlo standard errors (0-based).
+        coordinate: usize,
+        /// That step, in sds of the curvature's conditional Gaussian (signed).
+        sds: f64,
+        /// The RMS step over the d coordinates, the Monte Carlo noise removed.
+        rms: f64,
+        /// The fraction of coordinates whose step exceeds [`MEAN_OFFSET_MAX`] and 4 standard
+        /// errors.
+        beyond: f64,
+        /// The gradients of the full-data log density the check evaluated.
+        gradients: usize,
     },
     /// The variance: the coordinate whose σ_j² h_j = −c_j is furthest from 1.
     Scale {
@@ -463,10 +483,16 @@ pub fn widest_spread(epoch_means: &[Vec<f64>], sd: &[f64]) -> Option<(usize, f64
 /// QBVI at M = 50 with sds up to 7 times narrower than the mean-field optimum (variance ratio
 /// 0.02), QNVB at M = 50 with sds up to 40 % narrower and means 0.3 reference sds off; IVON,
 /// VOGN, BBB and Vadam at M = 50 pass, as do the flagged fits with M = 250 (or a smaller step
-/// size, which also fixed variational Laplace and Vadam at seed 2). Above [`super::options::MODE_START_MAX_D`] coordinates (a BNN) minibatch
-/// fits are not checked: the one-coordinate Newton step is not a measure of convergence where
-/// the curvature of many weights is near zero (IVON on the Boston BNN, M = 32: 26 sds on a
-/// weight at a test RMSE as good as QNVB's); there the report says so.
+/// size, which also fixed variational Laplace and Vadam at seed 2). Above
+/// [`super::options::MODE_START_MAX_D`] coordinates (a BNN) minibatch fits get neither the
+/// one-coordinate step nor the epoch spread: the largest of thousands of one-coordinate steps is
+/// not a measure of convergence where the curvature of many weights is near zero (IVON on the
+/// Boston BNN, M = 32: 26 sds on a weight at a test RMSE as good as QNVB's).
+///
+/// Every mean-field fit with d > [`NEWTON_MAX_D`] (where the joint step is not estimated) that
+/// passes the checks above, and every such minibatch fit above d = 200, gets the diagonal check
+/// of [`super::diagonal_step`] instead: [`super::diagonal_step::DIAGONAL_PAIRS`] antithetic
+/// pairs of draws (stream [`DIAGONAL_STREAM`]) and the full-data gradients at them.
 pub(super) fn phrase(
     model: &crate::graph::Model,
     options: &super::FitOptions,
@@ -483,34 +509,55 @@ pub(super) fn phrase(
         .as_ref()
         .filter(|p| p.settings.batch_size < p.n_obs)
         .map(|p| p.settings.batch_size);
-    if batch_size.is_some() && d > super::options::MODE_START_MAX_D {
-        return None;
-    }
-    let draws = sample(
-        STATIONARITY_DRAWS,
-        &mut crate::inference::rng::stream(options.seed, 5),
-    );
     let elbo_fixed_point = !matches!(
         options.method,
         Method::Vogn | Method::Vadam | Method::Vlaplace
     );
-    let when = Conditions {
-        scale: elbo_fixed_point,
-        joint: mean_field,
-        offset_max: if elbo_fixed_point {
-            MEAN_OFFSET_MAX
+    // above d = 200 a minibatch fit gets the diagonal check only (the one-coordinate step and
+    // the epoch spread misfire there: see above)
+    let large = batch_size.is_some() && d > super::options::MODE_START_MAX_D;
+    let diagonal = || {
+        if !mean_field || d <= NEWTON_MAX_D {
+            return None;
+        }
+        let draws = sample(
+            super::diagonal_step::DIAGONAL_PAIRS,
+            &mut crate::inference::rng::stream(options.seed, DIAGONAL_STREAM),
+        );
+        let bar = if elbo_fixed_point {
+            super::diagonal_step::DIAGONAL_RMS_MAX
         } else {
-            MEAN_OFFSET_MAX_OTHER
-        },
+            super::diagonal_step::DIAGONAL_RMS_MAX_OTHER
+        };
+        super::diagonal_step::diagonal_off(model, &draws, mean, sd, bar)
     };
-    // a minibatch mean that the batch noise moves by more than q's width is not converged,
-    // whatever its gradient says (NOISY_MAX_SPREAD)
-    let noisy = || {
-        batch_size?;
-        let (coordinate, spread) = widest_spread(epoch_means, sd)?;
-        (spread > NOISY_MAX_SPREAD).then_some(OffOptimum::Noisy { coordinate, spread })
+    let off = if large {
+        diagonal()?
+    } else {
+        let draws = sample(
+            STATIONARITY_DRAWS,
+            &mut crate::inference::rng::stream(options.seed, 5),
+        );
+        let when = Conditions {
+            scale: elbo_fixed_point,
+            joint: mean_field,
+            offset_max: if elbo_fixed_point {
+                MEAN_OFFSET_MAX
+            } else {
+                MEAN_OFFSET_MAX_OTHER
+            },
+        };
+        // a minibatch mean that the batch noise moves by more than q's width is not
+        // converged, whatever its gradient says (NOISY_MAX_SPREAD)
+        let noisy = || {
+            batch_size?;
+            let (coordinate, spread) = widest_spread(epoch_means, sd)?;
+            (spread > NOISY_MAX_SPREAD).then_some(OffOptimum::Noisy { coordinate, spread })
+        };
+        off_optimum(model, &draws, mean, sd, when)
+            .or_else(noisy)
+            .or_else(diagonal)?
     };
-    let off = off_optimum(model, &draws, mean, sd, when).or_else(noisy)?;
     let n_obs = options.minibatch.as_ref().map_or(0, |p| p.n_obs);
     let batch = batch_size.map(|m| super::vi_checks::BatchNoise {
         batch_size: m,
