@@ -365,7 +365,7 @@ pub struct PredictionRow {
 /// Evaluates the generated quantities of `model` (compiled on the new data) at every
 /// unconstrained draw in `zetas`, returning the `draws × generated_quantity_names()` values in
 /// row-major order. `_rng` calls of draw `s` use random stream `3000 + s` of `seed`, so the result
-/// does not depend on the number of threads.
+/// (and the draw named by an error) does not depend on the number of threads.
 ///
 /// Errors: [`PredictError::GeneratedQuantities`] naming the first draw (1-based, `draw N`) at
 /// which the generated quantities (or the transformed parameters, recomputed on the new data)
@@ -391,6 +391,9 @@ pub fn generated_quantity_draws(
                 })?;
             Ok(all[n_before..].to_vec())
         })
+        .collect::<Vec<Result<Vec<f64>, PredictError>>>()
+        // the first failing draw in draw order, whatever the threads' timing
+        .into_iter()
         .collect()
 }
 
