@@ -30,7 +30,7 @@ use crate::graph::Model;
 use crate::inference::DensityError;
 use crate::inference::optimize::{OptimizeSettings, newton_refine, optimize};
 use crate::inference::rng::stream;
-use crate::predict::generated_quantity_draws;
+use crate::predict::{PredictError, generated_quantity_draws};
 
 /// How the CSV rows are divided between training and test sets.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -173,7 +173,7 @@ fn class_positions(names: &[String], rows: usize) -> Vec<Vec<usize>> {
         }
         cells.push((idx[0] - 1, idx[1] - 1, i));
     }
-    if rows == 0 || cells.len() % rows != 0 || cells.len() / rows < 2 {
+    if rows == 0 || !cells.len().is_multiple_of(rows) || cells.len() / rows < 2 {
         return Vec::new();
     }
     let k = cells.len() / rows;
@@ -286,9 +286,56 @@ pub struct Scored<'a> {
     pub outcome: &'a str,
 }
 
-/// Evaluates the generated quantities at one unconstrained point.
+/// Evaluates the generated quantities at one unconstrained point; a failure is
+/// [`PredictError::GeneratedQuantities`] with no draw number ("the point estimate").
 fn gq_at(model: &Model, zeta: &[f64], seed: u64) -> Result<Vec<f64>, EvaluateError> {
-    Ok(generated_quantity_draws(model, &[zeta.to_vec()], seed)?.remove(0))
+    match generated_quantity_draws(model, &[zeta.to_vec()], seed) {
+        Ok(mut v) => Ok(v.remove(0)),
+        Err(PredictError::GeneratedQuantities { source, .. }) => {
+            Err(PredictError::GeneratedQuantities {
+                at: "the point estimate".to_string(),
+                draw: None,
+                source,
+            }
+            .into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Names where the generated quantities of [`evaluate`] failed: at `point` (the point
+/// estimate, no draw number) or at draw `d` of the fit, placed in its chain from the chains'
+/// draw counts `lengths` ("draw 3 of chain 2"; "draw 3" with one chain or none given), on the
+/// `set` ("training", "test") rows. Other errors pass through.
+fn gq_place<'a>(
+    point: &'a str,
+    set: &'a str,
+    lengths: &'a [usize],
+) -> impl Fn(EvaluateError) -> EvaluateError + 'a {
+    move |e| match e {
+        EvaluateError::Predict(PredictError::GeneratedQuantities { draw, source, .. }) => {
+            let mut at = match draw {
+                None => point.to_string(),
+                Some(d) => {
+                    let mut rest = d;
+                    let mut place = format!("draw {d}");
+                    for (c, &n) in lengths.iter().enumerate() {
+                        if rest <= n {
+                            if lengths.len() > 1 {
+                                place = format!("draw {rest} of chain {}", c + 1);
+                            }
+                            break;
+                        }
+                        rest -= n;
+                    }
+                    place
+                }
+            };
+            at.push_str(&format!(", on the {set} rows"));
+            EvaluateError::Predict(PredictError::GeneratedQuantities { at, draw, source })
+        }
+        e => e,
+    }
 }
 
 /// The outcome's values: the data variable, or the generated quantity of the same name in `rows`.
@@ -557,15 +604,19 @@ pub fn evaluate(
     let result = fit::fit(bayes.train.model, options, &monitor)?;
     let (zeta, zetas) = posterior_mean_point(bayes.train.model, &result)?;
     let seed = options.seed;
-    let train = score(&bayes.train, &zeta, Some(&zetas), seed)?;
-    let test = score(&bayes.test, &zeta, Some(&zetas), seed)?;
+    let k = result.draws.names.len().max(1);
+    let lengths: Vec<usize> = result.draws.chains.iter().map(|c| c.len() / k).collect();
+    let bayes_at = |set: &'static str| gq_place("the posterior mean point", set, &lengths);
+    let train = score(&bayes.train, &zeta, Some(&zetas), seed).map_err(bayes_at("training"))?;
+    let test = score(&bayes.test, &zeta, Some(&zetas), seed).map_err(bayes_at("test"))?;
     let ml = match ml {
         None => None,
         Some(m) => {
             let hat = maximum_likelihood(m.train.model, seed)?;
+            let ml_at = |set: &'static str| gq_place("the maximum-likelihood point", set, &[]);
             Some((
-                score(&m.train, &hat, None, seed)?,
-                score(&m.test, &hat, None, seed)?,
+                score(&m.train, &hat, None, seed).map_err(ml_at("training"))?,
+                score(&m.test, &hat, None, seed).map_err(ml_at("test"))?,
             ))
         }
     };

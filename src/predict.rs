@@ -86,10 +86,31 @@ pub enum PredictError {
     /// The model declares no generated quantities, so there is nothing to predict.
     #[error("the model has no generated quantities to predict")]
     NothingToPredict,
-    /// A draw could not be mapped to the unconstrained scale or its generated quantities failed.
+    /// A draw could not be mapped to the unconstrained scale.
     #[error("draw {draw}: {source}")]
     Density { draw: usize, source: DensityError },
+    /// The generated quantities failed (a `reject`, an `_rng` argument outside its support, a
+    /// domain error, a declared bound broken) at draw `draw` (1-based, of the draws given to
+    /// [`generated_quantity_draws`]; `None` at a single point estimate), which `at` names for
+    /// the message ("draw 3", "draw 3 of chain 1", "the posterior mean point"); the message
+    /// ends with [`GQ_FAILURE_ADVICE`].
+    #[error(
+        "the generated quantities failed at {at}: {source}. {}",
+        GQ_FAILURE_ADVICE
+    )]
+    GeneratedQuantities {
+        at: String,
+        draw: Option<usize>,
+        source: DensityError,
+    },
 }
+
+/// How to fix generated quantities that fail at some draws, as `bayesc predict` and
+/// `bayesc evaluate` print it (they stop at the first failure; docs/generated_quantities.md).
+pub const GQ_FAILURE_ADVICE: &str = "Guard the statement against the values that break it \
+     (e.g. `if (mu > 0)`), or use a function defined for all of them; `bayesc fit` on the same \
+     model writes NaN where the generated quantities fail and counts the failures \
+     (docs/generated_quantities.md)";
 
 /// A content hash of a model's text: 64-bit FNV-1a (Fowler–Noll–Vo) of its UTF-8 bytes, with
 /// line endings normalised to `\n`, written as `fnv1a64:` and 16 hex digits.
@@ -344,9 +365,11 @@ pub struct PredictionRow {
 /// Evaluates the generated quantities of `model` (compiled on the new data) at every
 /// unconstrained draw in `zetas`, returning the `draws × generated_quantity_names()` values in
 /// row-major order. `_rng` calls of draw `s` use random stream `3000 + s` of `seed`, so the result
-/// does not depend on the number of threads.
+/// (and the draw named by an error) does not depend on the number of threads.
 ///
-/// Errors: [`PredictError::Density`] naming the first failing draw (1-based).
+/// Errors: [`PredictError::GeneratedQuantities`] naming the first draw (1-based, `draw N`) at
+/// which the generated quantities (or the transformed parameters, recomputed on the new data)
+/// fail.
 pub fn generated_quantity_draws(
     model: &Model,
     zetas: &[Vec<f64>],
@@ -361,12 +384,16 @@ pub fn generated_quantity_draws(
             let mut rng = stream(seed, 3000 + s as u64);
             let all = model
                 .write_array(z, true, true, &mut rng)
-                .map_err(|source| PredictError::Density {
-                    draw: s + 1,
+                .map_err(|source| PredictError::GeneratedQuantities {
+                    at: format!("draw {}", s + 1),
+                    draw: Some(s + 1),
                     source,
                 })?;
             Ok(all[n_before..].to_vec())
         })
+        .collect::<Vec<Result<Vec<f64>, PredictError>>>()
+        // the first failing draw in draw order, whatever the threads' timing
+        .into_iter()
         .collect()
 }
 
@@ -419,7 +446,21 @@ pub fn predict(
         return Err(PredictError::NothingToPredict);
     }
     let zetas = fit.unconstrained_draws(model)?;
-    let values = generated_quantity_draws(model, &zetas, seed)?;
+    let values = generated_quantity_draws(model, &zetas, seed).map_err(|e| match e {
+        PredictError::GeneratedQuantities {
+            draw: Some(d),
+            source,
+            ..
+        } => PredictError::GeneratedQuantities {
+            at: format!(
+                "draw {d} of the fit's {} draws (its chains one after another)",
+                zetas.len()
+            ),
+            draw: Some(d),
+            source,
+        },
+        e => e,
+    })?;
     Ok(summarize_columns(&names, &values))
 }
 

@@ -354,3 +354,167 @@ generated quantities {
     assert!(close(col("draw"), row("draw").0), "{text}");
     assert!(close(col("twice"), row("twice").0), "{text}");
 }
+
+/// `fixed_param` (here run by NUTS on a model without parameters) writes NaN where a quantity
+/// fails and the draws files whole, counts the failures in its `ERROR:`, naming the first by
+/// draw and chain, and exits with status 3, as the other methods do.
+#[test]
+fn fixed_param_writes_nan_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("fp.bayes"),
+        "generated quantities {\n  real z = normal_rng(0, 1);\n  real w = 2;\n  \
+         if (z > 2) reject(\"z big \", z);\n}\n",
+    )
+    .unwrap();
+    let o = common::bayesc_in(
+        dir.path(),
+        &[
+            "fit", "fp.bayes", "--method", "nuts", "--seed", "1", "--chains", "2", "-o", "fp.csv",
+        ],
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    let (mut total, mut failed) = (0, 0);
+    let mut first = None;
+    for c in 1..=2 {
+        let (header, rows) = read_csv(&dir.path().join(format!("fp_{c}.csv")));
+        assert_eq!(rows.len(), 1000, "chain {c}");
+        let z = header.iter().position(|h| h == "z").unwrap();
+        let w = header.iter().position(|h| h == "w").unwrap();
+        for (i, r) in rows.iter().enumerate() {
+            total += 1;
+            // a reject fails the whole draw: every quantity is NaN there
+            if r[z].is_nan() {
+                assert!(r[w].is_nan(), "{r:?}");
+                failed += 1;
+                first.get_or_insert((i + 1, c));
+            } else {
+                assert!(r[z] <= 2.0 && r[w] == 2.0, "{r:?}");
+            }
+        }
+    }
+    // P(z > 2) = 0.023: about 45 of 2000
+    assert!(failed > 20 && failed < 80, "{failed}");
+    let (draw, chain) = first.unwrap();
+    assert!(
+        text.contains(&format!(
+            "ERROR: the generated quantities failed at {failed} of {total} draws (z at {failed}, \
+             w at {failed})"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "The first failure, at draw {draw} of chain {chain}: z big "
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("computing constrained draws"), "{text}");
+}
+
+/// `bayesc predict` stops at the first draw whose generated quantities fail (status 1), and
+/// says so: the generated quantities, the draw of the saved fit, the statement, the advice.
+#[test]
+fn predict_names_the_failing_generated_quantities() {
+    let dir = tempfile::tempdir().unwrap();
+    write_case(dir.path(), MODEL);
+    let fit = common::bayesc_in(
+        dir.path(),
+        &[
+            "fit",
+            "model.bayes",
+            "--data",
+            "d.csv",
+            "--method",
+            "nuts",
+            "--seed",
+            "1",
+            "--chains",
+            "2",
+            "--save-fit",
+            "f.json",
+        ],
+    );
+    assert_eq!(fit.status.code(), Some(3), "{}", common::output_text(&fit));
+    let o = common::bayesc_in(
+        dir.path(),
+        &[
+            "predict",
+            "model.bayes",
+            "--fit",
+            "f.json",
+            "--data",
+            "d.csv",
+        ],
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: the generated quantities failed at draw "),
+        "{text}"
+    );
+    assert!(
+        text.contains(" of the fit's 2000 draws (its chains one after another): "),
+        "{text}"
+    );
+    assert!(text.contains("model.bayes:"), "{text}");
+    assert!(text.contains("Guard the statement"), "{text}");
+}
+
+/// `bayesc evaluate` stops at the first failure (status 1) and names where: the posterior
+/// mean point, or a draw and its chain, and the training or test rows.
+#[test]
+fn evaluate_names_the_failing_generated_quantities() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("x,y\n");
+    for (i, y) in YS.iter().enumerate() {
+        csv.push_str(&format!("{},{}\n", i as f64 / 10.0, y + i as f64 / 10.0));
+    }
+    std::fs::write(dir.path().join("d.csv"), csv).unwrap();
+    let model = |guard: &str| {
+        format!(
+            "// @outcome y
+data {{ int<lower=0> N; vector[N] x; vector[N] y; }}
+parameters {{ real a; real b; real<lower=0> sigma; }}
+model {{ a ~ normal(0, 5); b ~ normal(0, 5); sigma ~ normal(0, 2); y ~ normal(a + b * x, sigma); }}
+generated quantities {{
+  vector[N] log_lik;
+  vector[N] y_hat;
+  for (n in 1:N) {{
+    if ({guard}) reject(\"bad row \", n);
+    log_lik[n] = normal_lpdf(y[n] | a + b * x[n], sigma);
+    y_hat[n] = a + b * x[n];
+  }}
+}}
+"
+        )
+    };
+    // fails everywhere: first at the point estimate of the plug-in metrics
+    // fails at about 1 in 37 draws (20 rows, P(z > 3) each): at a draw of some chain
+    for (guard, at) in [
+        (
+            "sigma > 0",
+            "the posterior mean point, on the training rows".to_string(),
+        ),
+        ("normal_rng(0, 1) > 3", " of chain ".to_string()),
+    ] {
+        std::fs::write(dir.path().join("m.bayes"), model(guard)).unwrap();
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "evaluate", "m.bayes", "--data", "d.csv", "--method", "nuts", "--seed", "1",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert_eq!(o.status.code(), Some(1), "{guard}: {text}");
+        assert!(
+            text.contains("error: the generated quantities failed at "),
+            "{guard}: {text}"
+        );
+        assert!(text.contains(&at), "{guard}: {text}");
+        assert!(text.contains("bad row "), "{guard}: {text}");
+        assert!(text.contains("(m.bayes:9:"), "{guard}: {text}");
+        assert!(text.contains("Guard the statement"), "{guard}: {text}");
+    }
+}

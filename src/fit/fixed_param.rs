@@ -72,8 +72,13 @@ fn fixed_point(
 /// evaluation stops at `inference::interrupt`'s flag and its draw is dropped); the chains are
 /// then trimmed to a common length ([`trim_interrupted`]).
 ///
+/// A generated quantity that fails at a draw holds NaN there, the others keep their values,
+/// and the failures are counted into [`FitResult::gq_note`] (the draw and chain of the first),
+/// as for the other samplers: the draws file is written whole and `bayesc fit` exits with
+/// status 3.
+///
 /// Errors: [`FitError::Algorithm`] when no finite starting point is found;
-/// [`FitError::Constrain`] when the generated quantities fail; [`FitError::Model`] for an
+/// [`FitError::Constrain`] when the transformed parameters fail; [`FitError::Model`] for an
 /// unrecoverable model error.
 pub(super) fn fit_fixed_param(
     model: &Model,
@@ -96,7 +101,8 @@ pub(super) fn fit_fixed_param(
     } else {
         None
     };
-    let chains: Vec<Result<(ChainOutput, Vec<f64>, bool), FitError>> = (0..m.chains)
+    type Chain = (ChainOutput, Vec<f64>, bool, GqTally);
+    let chains: Vec<Result<Chain, FitError>> = (0..m.chains)
         .into_par_iter()
         .map(|c| {
             let t0 = Instant::now();
@@ -111,22 +117,31 @@ pub(super) fn fit_fixed_param(
             let mut draws = Vec::new();
             let mut interrupted = false;
             let mut done = 0;
+            let mut gq_failures = GqTally::default();
             for i in 0..m.samples {
                 if monitor.stop.load(Ordering::Relaxed) {
                     interrupted = true;
                     break;
                 }
                 if i % m.thin.max(1) == 0 {
-                    let row = match model.write_array(&q, true, true, &mut gq_rng) {
-                        Ok(row) => row,
+                    // a generated quantity that fails at this draw holds NaN and is counted
+                    // ([`constrained_row`]), as for the other samplers
+                    let stopping = || {
+                        monitor.stop.load(Ordering::Relaxed)
+                            || crate::inference::interrupt::requested()
+                    };
+                    let row = match constrained_row(model, &q, &mut gq_rng) {
                         // Ctrl-C or SIGTERM inside a long loop of the generated quantities
                         // (`inference::interrupt`): that draw is dropped, the earlier ones kept
-                        Err(_)
-                            if monitor.stop.load(Ordering::Relaxed)
-                                || crate::inference::interrupt::requested() =>
-                        {
+                        Ok((_, Some(_))) | Err(_) if stopping() => {
                             interrupted = true;
                             break;
+                        }
+                        Ok((row, failure)) => {
+                            if let Some(f) = failure {
+                                gq_failures.add(stats.lp.len() + 1, f);
+                            }
+                            row
                         }
                         Err(e) => return Err(FitError::Constrain(e)),
                     };
@@ -173,14 +188,20 @@ pub(super) fn fit_fixed_param(
                 n_gradients: 0,
                 restarts: Vec::new(),
             };
-            Ok((out, values, interrupted))
+            Ok((out, values, interrupted, gq_failures))
         })
         .collect();
     let mut outputs = Vec::with_capacity(chains.len());
     let mut rows = Vec::with_capacity(chains.len());
     let mut interrupted = false;
-    for c in chains {
-        let (out, values, stopped) = c?;
+    let mut gq_failures = GqTally::default();
+    let mut first_gq_chain = None;
+    for (i, c) in chains.into_iter().enumerate() {
+        let (out, values, stopped, tally) = c?;
+        if first_gq_chain.is_none() && tally.first.is_some() {
+            first_gq_chain = Some(i + 1);
+        }
+        gq_failures.merge(tally);
         outputs.push(out);
         rows.push(values);
         interrupted |= stopped;
@@ -202,6 +223,10 @@ pub(super) fn fit_fixed_param(
     if out.interrupted {
         trim_interrupted(&mut out, &mut draws);
     }
+    let kept: usize = out.chains.iter().map(|c| c.stats.lp.len()).sum();
+    let gq_note = gq_failures.note(kept, |at| {
+        format!("draw {at} of chain {}", first_gq_chain.unwrap_or(1))
+    });
     Ok(FitResult {
         method: Method::FixedParam,
         seed: options.seed,
@@ -213,7 +238,7 @@ pub(super) fn fit_fixed_param(
         approx_log_densities: Vec::new(),
         approx_mean_row: None,
         warmup_draws: None,
-        gq_note: None,
+        gq_note,
     })
 }
 
