@@ -443,6 +443,7 @@ pub fn fit_options(
         options.qbvi.covariance = Covariance::Diagonal;
         options.von.covariance = Covariance::Diagonal;
         options.covariance_by_dimension = false;
+        options.covariance_for_minibatch = true;
     }
     Ok(FitSetup { options, note })
 }

@@ -866,13 +866,47 @@ fn minibatch_qbvi_takes_the_diagonal_family_by_default() {
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
+    // the settings line says why the family is diagonal at d = 8 (the full one is the default
+    // for d ≤ 50 without --batch-size)
     assert!(
-        out.starts_with("method = qbvi (covariance = diagonal,"),
+        out.starts_with(
+            "method = qbvi (covariance = diagonal (auto: --batch-size; minibatch QBVI fits the \
+             diagonal family only, so the correlations between parameters are not fitted; drop \
+             --batch-size for the full covariance),"
+        ),
         "{out}"
     );
     // a fit, not a refusal; at M = 32 minibatch QBVI is reported not converged at seeds 1–5
     // (the offset of beta[2] at seed 1, variances too narrow at 2–5)
     assert!(out.contains("posterior summary from 10 draws"), "{out}");
+    // asked for, the family needs no reason; --full with --batch-size is refused
+    let o = fit_labour(&[
+        "--method",
+        "qbvi",
+        "--diagonal",
+        "--batch-size",
+        "32",
+        "--seed",
+        "1",
+        "--draws",
+        "10",
+        "--max-iter",
+        "20",
+    ]);
+    assert!(
+        stdout(&o).starts_with("method = qbvi (covariance = diagonal,"),
+        "{}",
+        stdout(&o)
+    );
+    let o = fit_labour(&["--method", "qbvi", "--full", "--batch-size", "32"]);
+    assert!(!o.status.success());
+    let text = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains(
+            "not qbvi with --full (minibatch qbvi fits the diagonal family only: drop --full)"
+        ),
+        "{text}"
+    );
 }
 
 /// A minibatch fit whose iteration cap allows fewer epochs than its exit rule waits for cannot

@@ -299,6 +299,8 @@ generated quantities {
   real twice = 2 * mu;
   vector[2] shifted = [mu + 1, sigma - 1]';
   real draw = normal_rng(mu, sigma);
+  int k = poisson_rng(3);
+  int seven = 7;
 }
 ",
     );
@@ -342,10 +344,28 @@ generated quantities {
     assert!(close(row("shifted[1]").0, mu + 1.0), "{text}");
     assert!(close(row("shifted[2]").0, sigma - 1.0), "{text}");
     assert_eq!(row("draw").1, "-", "{text}");
+    // int quantities print as integers (`7`, not `7.000000`), as the posterior summaries do;
+    // a real one keeps its 6 decimals
+    let cell = |n: &str| row(n).0.to_string();
+    let raw = |n: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(n))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(raw("seven"), "7", "{text}");
+    assert_eq!(raw("k"), cell("k"), "{text}");
+    assert!(!raw("k").contains('.'), "{text}");
+    assert_eq!(
+        raw("twice").split('.').nth(1).map(str::len),
+        Some(6),
+        "{text}"
+    );
     assert!(
         text.contains(
-            "twice, shifted, draw: generated quantities, evaluated once at the estimate (no \
-             standard error)"
+            "twice, shifted, draw, k, seven: generated quantities, evaluated once at the \
+             estimate (no standard error)"
         ),
         "{text}"
     );

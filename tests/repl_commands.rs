@@ -178,7 +178,10 @@ fn a_quantity_with_nan_draws_compares_as_a_dash() {
 #[test]
 fn param_of_an_optimize_fit_shows_estimate_and_standard_error() {
     let mut s = session();
-    ok(&mut s, "generated quantities {\n  real m2 = 2 * mu;\n}");
+    ok(
+        &mut s,
+        "generated quantities {\n  real m2 = 2 * mu;\n  int three = 3;\n}",
+    );
     ok(&mut s, ":fit optimize --seed 1 as opt");
     let t = ok(&mut s, ":param mu");
     assert!(!t.contains("NaN") && !t.contains("mean"), "{t}");
@@ -201,6 +204,9 @@ fn param_of_an_optimize_fit_shows_estimate_and_standard_error() {
         t.contains("m2: generated quantity, evaluated once at the estimate (no standard error)"),
         "{t}"
     );
+    // an int quantity prints as an integer, as in the posterior summaries
+    let t = ok(&mut s, ":param three");
+    assert_eq!(cells(&t, "three"), ["3", "-"], "{t}");
     // the constrained sigma: its delta-method standard error
     let t = ok(&mut s, ":param sigma opt");
     assert!(!t.contains("NaN"), "{t}");

@@ -340,6 +340,44 @@ fn minibatch_fits_state_the_epoch_rule() {
     }
 }
 
+/// A minibatch QBVI fit without `--step-size` runs at a step size bayesc lowered for the batch
+/// noise: the eta note says so (the default 0.05, the rule, M and N) instead of leaving an
+/// unexplained number, and eta is written with 6 significant digits, not 17. With
+/// `--step-size` the note says nothing of the kind.
+#[test]
+fn minibatch_qbvi_eta_says_it_was_set_from_the_batch_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, data) = ("examples/labour/model.bayes", "examples/labour/labour.csv");
+    let base = ["--method", "qbvi", "--diagonal", "--batch-size", "64"];
+    let csv = fit_file(
+        dir.path(),
+        model,
+        data,
+        &[&base[..], &["--max-iter", "30"]].concat(),
+    );
+    // 2 * 0.1 / (753/64 - 1) = 0.018577648766328014
+    check_readable(&csv, "0.0185776");
+    let lines = config(&csv);
+    let note = note_after(&lines, "eta");
+    assert!(
+        note.starts_with("(eta: QBVI's step size beta")
+            && note.contains(
+                "set by bayesc from the batch size, not configured: the default 0.05 lowered \
+                 to 2 r/(N/M - 1) with r 0.1 for batches of M 64 of N 753 rows"
+            )
+            && note.contains("(--step-size to override)"),
+        "{note}"
+    );
+    let args = [&base[..], &["--step-size", "0.02", "--max-iter", "30"]].concat();
+    let csv = fit_file(dir.path(), model, data, &args);
+    check_readable(&csv, "0.02");
+    let lines = config(&csv);
+    assert!(
+        !note_after(&lines, "eta").contains("set by bayesc"),
+        "{lines:#?}"
+    );
+}
+
 /// MC dropout's q is Bernoulli masks, not a Gaussian: the header says so under `algorithm`,
 /// and its ELBO is the mean over 10 fixed masks.
 #[test]

@@ -275,6 +275,11 @@ pub struct FitOptions {
     /// [`crate::inference::qbvi::Covariance::for_dimension`] rather than asked for (the settings
     /// line then says so). Default false.
     pub covariance_by_dimension: bool,
+    /// True when QBVI and VON take the diagonal family because the fit runs on minibatches and
+    /// neither `--full` nor `--diagonal` was given (bayesc's minibatch QBVI and VON are
+    /// implemented for the diagonal family only; `crate::pipeline::fit_options`); the settings
+    /// line then says so. Default false.
+    pub covariance_for_minibatch: bool,
     /// IVON settings (`survey_vi.md` §17; seed, initial mean and Hessian come from the fit).
     pub ivon: IvonSettings,
     /// Bayes-by-backprop settings (`survey_vi.md` §5; seed, initial mean and σ from the fit).
@@ -446,6 +451,7 @@ impl FitOptions {
             psis_resample: false,
             minibatch: None,
             covariance_by_dimension: false,
+            covariance_for_minibatch: false,
             ivon: IvonSettings::default(),
             bbb: BbbSettings::default(),
             bbvi: BbviSettings::default(),

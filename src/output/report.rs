@@ -253,6 +253,23 @@ fn mcmc_length(o: &FitOptions) -> String {
     }
 }
 
+/// The QBVI settings line's family when `--batch-size` chose it for `d` unconstrained
+/// parameters ([`FitOptions::covariance_for_minibatch`]): bayesc's minibatch QBVI (batches,
+/// batch-anchored control variates, the epoch exit rule) is implemented for the diagonal family
+/// only, so a minibatch fit takes it whatever d, and `--full` with `--batch-size` is refused.
+/// For d ≤ 50 the full family would have been the default, so the line says what is lost.
+fn minibatch_diagonal(d: usize) -> String {
+    let max = crate::inference::qbvi::FULL_COVARIANCE_MAX_DIM;
+    if d > max {
+        format!("diagonal (auto: d > {max}, and minibatch QBVI fits the diagonal family only)")
+    } else {
+        "diagonal (auto: --batch-size; minibatch QBVI fits the diagonal family only, so the \
+         correlations between parameters are not fitted; drop --batch-size for the full \
+         covariance)"
+            .to_string()
+    }
+}
+
 fn method_settings(o: &FitOptions, d: usize) -> String {
     let dims = format!(
         "d = {d} unconstrained parameter{}",
@@ -262,6 +279,7 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
         fit::Method::Qbvi => format!(
             "method = qbvi (covariance = {}, residual form{}, start: {}); {dims}; N_s = {}; step size = {:.4}{}; max_iter = {}; seed = {}",
             match (o.qbvi.covariance, o.covariance_by_dimension) {
+                (Covariance::Diagonal, _) if o.covariance_for_minibatch => minibatch_diagonal(d),
                 (Covariance::Diagonal, false) => "diagonal".to_string(),
                 (Covariance::Full, false) => "full".to_string(),
                 (Covariance::Diagonal, true) => format!(
@@ -420,10 +438,12 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::Von => format!(
-            "method = von ({} Gaussian, finite-difference Hessian at one draw, negative-curvature guard, start: {}); {dims}; beta = {}; max_iter = {}; seed = {}",
+            "method = von ({}, finite-difference Hessian at one draw, negative-curvature guard, start: {}); {dims}; beta = {}; max_iter = {}; seed = {}",
             match o.von.covariance {
-                Covariance::Full => "full-covariance",
-                Covariance::Diagonal => "mean-field",
+                Covariance::Full => "full-covariance Gaussian",
+                Covariance::Diagonal if o.covariance_for_minibatch =>
+                    "mean-field Gaussian (auto: --batch-size; minibatch VON fits the mean-field family only)",
+                Covariance::Diagonal => "mean-field Gaussian",
             },
             vi_start_text(o, d),
             o.von.step_size,

@@ -143,7 +143,7 @@ pub fn format_sig(x: f64, sig: usize) -> String {
 }
 
 /// Whether `x` is a whole number that an `i64` holds exactly (|x| ≤ 2^53).
-fn is_whole(x: f64) -> bool {
+pub(crate) fn is_whole(x: f64) -> bool {
     x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0
 }
 

@@ -30,8 +30,8 @@ use crate::inference::vi::vlaplace::{Curvature, EXACT_CURVATURE_MAX_DIM};
 /// The first comment line after the column header: CmdStan ADVI's, which cmdstanpy needs before
 /// the `eta = …` line, with a note that bayesc adapted nothing (no `=` in it).
 pub(crate) const ADAPTATION_LINE: &str = "Stepsize adaptation complete. (CmdStan's line, kept for \
-     cmdstanpy, which reads eta on the next line; bayesc adapts no step size: eta is the \
-     configured one, see the eta note above)";
+     cmdstanpy, which reads eta on the next line; bayesc adapts no step size: eta is fixed \
+     before the fit, configured or set by bayesc, see the eta note above)";
 
 /// The variational block of a draws file's configuration comments.
 pub(super) struct ViHeader {
@@ -39,8 +39,22 @@ pub(super) struct ViHeader {
     pub settings: Vec<(&'static str, String)>,
     /// (key, note): a comment line (no `=`) to put after the line of `key`.
     pub notes: Vec<(&'static str, String)>,
-    /// The value of `eta` (also written after [`ADAPTATION_LINE`]).
-    pub eta: f64,
+    /// The value of `eta` as written, by [`eta_text`] (also written after [`ADAPTATION_LINE`]).
+    pub eta: String,
+}
+
+/// `eta` as the header writes it: rounded to 6 significant digits and printed in the shortest
+/// form that reads back as that rounded value (`0.05`, `0.0185776`, not the 17 digits of
+/// 0.018577648766328014), which cmdstanpy parses with `float`. A step size set from the batch
+/// size is computed, so its further digits carry nothing a reader needs.
+pub(crate) fn eta_text(eta: f64) -> String {
+    if !eta.is_finite() || eta == 0.0 {
+        return eta.to_string();
+    }
+    format!("{eta:.5e}")
+        .parse::<f64>()
+        .unwrap_or(eta)
+        .to_string()
 }
 
 /// What a method does per iteration, for the header.
@@ -318,12 +332,26 @@ fn method_facts(method: fit::Method, options: &FitOptions, d: usize) -> MethodFa
         // QBVI (and anything else reaching the variational writer with QBVI's details)
         _ => {
             let o = &options.qbvi;
+            let (eta, default) = (options.qbvi_step_size(d), o.effective_step_size(d));
+            let mut eta_note = "eta: QBVI's step size beta on the natural gradient of the mean \
+                                and precision, constant"
+                .to_string();
+            if let Some(p) = options.minibatch.as_ref().filter(|_| eta < default) {
+                eta_note.push_str(&format!(
+                    "; set by bayesc from the batch size, not configured: the default {} \
+                     lowered to 2 r/(N/M - 1) with r {} for batches of M {} of N {} rows, so \
+                     that the batch noise keeps the mean iterate within about 0.3 sd of the \
+                     optimum (--step-size to override)",
+                    eta_text(default),
+                    crate::inference::qbvi::MINIBATCH_NOISE_RATIO,
+                    p.settings.batch_size,
+                    p.n_obs
+                ));
+            }
             MethodFacts {
                 iter: o.max_iter,
-                eta: options.qbvi_step_size(d),
-                eta_note: "eta: QBVI's step size beta on the natural gradient of the mean and \
-                           precision, constant"
-                    .into(),
+                eta,
+                eta_note,
                 schedule: "constant",
                 decay_after: None,
                 grad_samples: o.n_samples,
@@ -459,7 +487,7 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
         ("iter", m.iter.to_string()),
         ("grad_samples", m.grad_samples.to_string()),
         ("elbo_samples", elbo_samples.to_string()),
-        ("eta", m.eta.to_string()),
+        ("eta", eta_text(m.eta)),
         ("tol_rel_obj", "0.01".to_string()),
         ("eval_elbo", eval_elbo.to_string()),
         ("output_samples", n.to_string()),
@@ -473,7 +501,7 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
     ViHeader {
         settings,
         notes,
-        eta: m.eta,
+        eta: eta_text(m.eta),
     }
 }
 

@@ -151,7 +151,10 @@ pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String>
                  data at every step",
                 fit::MINIBATCH_METHODS,
                 if matches!(method, M::Qbvi | M::Von) {
-                    format!("{method} with a full covariance (add --diagonal)")
+                    format!(
+                        "{method} with --full (minibatch {method} fits the diagonal family only: \
+                         drop --full)"
+                    )
                 } else {
                     method.to_string()
                 }

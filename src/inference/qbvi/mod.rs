@@ -331,8 +331,8 @@ pub fn fit_qbvi_minibatch(
 ) -> Result<QbviFit, QbviError> {
     if settings.covariance != Covariance::Diagonal {
         return Err(QbviError::InvalidSettings(
-            "minibatch QBVI needs the diagonal family, and the full covariance is the default \
-             for d ≤ 50: add --diagonal"
+            "minibatch QBVI fits the diagonal family only (bayesc's minibatch path is \
+             implemented for it alone): drop --full, or drop --batch-size for the full covariance"
                 .into(),
         ));
     }

@@ -479,8 +479,8 @@ pub fn fit_von_minibatch(
 ) -> Result<GaussianFit, ViError> {
     if settings.covariance != Covariance::Diagonal {
         return Err(ViError::InvalidSettings(
-            "minibatch VON needs the diagonal family, and the full covariance is the default for \
-             d ≤ 50: add --diagonal"
+            "minibatch VON fits the diagonal family only (bayesc's minibatch path is implemented \
+             for it alone): drop --full, or drop --batch-size for the full covariance"
                 .into(),
         ));
     }

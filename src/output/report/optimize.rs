@@ -118,12 +118,12 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
 /// These have no standard error (`-`; they are evaluated once at the estimate, `_rng` calls
 /// drawing once), which a line under the table says.
 pub fn optimize_table(fit: &fit::OptimizeFit, draws: &Draws) -> String {
-    let mut rows: Vec<(&str, f64, f64)> = fit
+    let mut rows: Vec<(&str, f64, f64, bool)> = fit
         .names
         .iter()
         .zip(&fit.estimates)
         .zip(&fit.std_errors)
-        .map(|((n, e), s)| (n.as_str(), *e, *s))
+        .map(|((n, e), s)| (n.as_str(), *e, *s, false))
         .collect();
     let row = draws.chains.first();
     let generated: Vec<&str> = draws
@@ -133,7 +133,7 @@ pub fn optimize_table(fit: &fit::OptimizeFit, draws: &Draws) -> String {
         .filter(|(_, n)| !fit.names.contains(n))
         .map(|(j, n)| {
             let v = row.and_then(|r| r.get(j)).copied().unwrap_or(f64::NAN);
-            rows.push((n.as_str(), v, f64::NAN));
+            rows.push((n.as_str(), v, f64::NAN, true));
             n.as_str()
         })
         .collect();
@@ -159,11 +159,14 @@ pub fn optimize_table(fit: &fit::OptimizeFit, draws: &Draws) -> String {
     s
 }
 
-/// The lines of [`optimize_table`] for chosen rows — (name, estimate, standard error) on the
-/// constrained scale — under the line naming the standard errors' `kind`; a standard error
-/// that is NaN (none: −H not positive definite, or a quantity without one) prints as `-`.
+/// The lines of [`optimize_table`] for chosen rows — (name, estimate, standard error, whether
+/// it is a generated quantity) on the constrained scale — under the line naming the standard
+/// errors' `kind`; a standard error that is NaN (none: −H not positive definite, or a quantity
+/// without one) prints as `-`. The estimate prints with 6 decimals, except that a generated
+/// quantity whose value is a whole number (an `int`, e.g. `poisson_rng(3)`) prints as an
+/// integer, as the posterior summaries print quantities whose draws are whole numbers.
 /// The REPL's `:param` shows one parameter of an optimize fit with it.
-pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64)]) -> String {
+pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64, bool)]) -> String {
     let width = rows
         .iter()
         .map(|r| r.0.chars().count())
@@ -181,13 +184,18 @@ pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64)]) -
         "estimate",
         "std. error"
     );
-    for (n, e, s) in rows {
+    for (n, e, s, generated) in rows {
         let se = if s.is_nan() {
             "-".to_string()
         } else {
             format!("{s:.6}")
         };
-        out.push_str(&format!("{n:<width$}  {e:>14.6}  {se:>12}\n"));
+        let est = if *generated && crate::output::summary::is_whole(*e) {
+            format!("{}", *e as i64)
+        } else {
+            format!("{e:.6}")
+        };
+        out.push_str(&format!("{n:<width$}  {est:>14}  {se:>12}\n"));
     }
     out
 }

@@ -786,7 +786,7 @@ fn quantity_columns(draws: &Draws, name: &str) -> Vec<usize> {
 
 fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String {
     let at = |j: usize| draws.chains.first().and_then(|c| c.get(j)).copied();
-    let mut rows: Vec<(&str, f64, f64)> = Vec::new();
+    let mut rows: Vec<(&str, f64, f64, bool)> = Vec::new();
     let mut generated: Vec<&str> = Vec::new();
     let mut no_se = false;
     for &j in cols {
@@ -794,11 +794,11 @@ fn optimize_param(o: &fit::OptimizeFit, draws: &Draws, cols: &[usize]) -> String
         match o.names.iter().position(|n| n == name) {
             Some(k) => {
                 no_se |= o.std_errors[k].is_nan();
-                rows.push((name, o.estimates[k], o.std_errors[k]));
+                rows.push((name, o.estimates[k], o.std_errors[k], false));
             }
             None => {
                 generated.push(name);
-                rows.push((name, at(j).unwrap_or(f64::NAN), f64::NAN));
+                rows.push((name, at(j).unwrap_or(f64::NAN), f64::NAN, true));
             }
         }
     }
