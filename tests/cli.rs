@@ -206,7 +206,7 @@ fn labour_fit_end_to_end_writes_draws() {
         "#     eval_elbo = ",
         "#     output_samples = 500\n",
         "\n# Stepsize adaptation complete. (CmdStan's line, kept for cmdstanpy",
-        "eta is the configured one, see the eta note above)\n# eta = 0.05\n",
+        "set by bayesc, see the eta note above)\n# eta = 0.05\n",
     ] {
         assert!(csv.contains(key), "{key}: {csv:.700}");
     }
