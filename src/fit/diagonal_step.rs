@@ -223,8 +223,6 @@ pub fn diagonal_off(
 mod tests {
     use super::*;
     use crate::inference::DensityError;
-    use crate::inference::rng::stream;
-    use rand_distr::{Distribution, StandardNormal};
 
     /// log N(ζ; 0, P⁻¹) up to a constant, P tridiagonal with unit diagonal and `rho` beside it:
     /// the mean-field optimum is μ = 0, σ = 1, and at a mean μ the whitened gradient is −Pμ
@@ -275,18 +273,7 @@ mod tests {
     }
 
     fn draws(mean: &[f64], sd: &[f64], n: usize, seed: u64) -> Vec<Vec<f64>> {
-        let mut rng = stream(seed, 0);
-        (0..n)
-            .map(|_| {
-                mean.iter()
-                    .zip(sd)
-                    .map(|(m, s)| {
-                        let e: f64 = StandardNormal.sample(&mut rng);
-                        m + s * e
-                    })
-                    .collect()
-            })
-            .collect()
+        crate::fit::stationarity::tests::gaussian_draws(mean, sd, n, seed)
     }
 
     #[test]

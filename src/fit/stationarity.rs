@@ -576,7 +576,7 @@ pub(super) fn phrase(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::inference::DensityError;
     use crate::inference::rng::stream;
@@ -605,7 +605,17 @@ mod tests {
     }
 
     fn draws(mean: &[f64], sd: &[f64], n: usize) -> Vec<Vec<f64>> {
-        let mut rng = stream(7, 0);
+        gaussian_draws(mean, sd, n, 7)
+    }
+
+    /// `n` independent draws of N(mean, diag sd²) from stream 0 of `seed` (the tests' q).
+    pub(in crate::fit) fn gaussian_draws(
+        mean: &[f64],
+        sd: &[f64],
+        n: usize,
+        seed: u64,
+    ) -> Vec<Vec<f64>> {
+        let mut rng = stream(seed, 0);
         (0..n)
             .map(|_| {
                 mean.iter()

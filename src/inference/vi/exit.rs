@@ -282,8 +282,16 @@ impl<S: Clone> Tracker<S> {
             elbo: self.record.elbo_trace.last().copied().unwrap_or(f64::NAN),
             smoothed_elbo: self.record.smoothed_elbo.last().copied(),
         });
+        self.stop_at(t, control, false)
+    }
+
+    /// The stop decision of iteration `t` after `progress` returned `control`: interrupted,
+    /// the exit rule (when `rule_fired`), or T_max; recorded in the run's record.
+    fn stop_at(&mut self, t: usize, control: Control, rule_fired: bool) -> Option<StopReason> {
         let stop = if control == Control::Stop {
             Some(StopReason::Interrupted)
+        } else if rule_fired {
+            Some(StopReason::ExitRule)
         } else if t >= self.max_iter {
             Some(StopReason::MaxIterations)
         } else {
@@ -328,22 +336,11 @@ impl<S: Clone> Tracker<S> {
             elbo: lb,
             smoothed_elbo: smoothed,
         });
-        let stop = if control == Control::Stop {
-            Some(StopReason::Interrupted)
-        } else if self.exit.exhausted()
+        let fired = control != Control::Stop
+            && self.exit.exhausted()
             && t >= self.min_iter
-            && self.guard.still_rising(&self.record.elbo_trace).is_none()
-        {
-            Some(StopReason::ExitRule)
-        } else if t >= self.max_iter {
-            Some(StopReason::MaxIterations)
-        } else {
-            None
-        };
-        if let Some(r) = stop {
-            self.record.stop = r;
-        }
-        stop
+            && self.guard.still_rising(&self.record.elbo_trace).is_none();
+        self.stop_at(t, control, fired)
     }
 
     /// The state to return (kept or last, see [`Tracker::new`]) and the record.
