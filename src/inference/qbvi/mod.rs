@@ -213,6 +213,15 @@ impl QbviSettings {
     /// about 0.3 sd of the optimum. Measured on the digits BNN (N/M = 1347/64 = 21, d = 3760):
     /// β = 0.05 (r ≈ 0.5) plateaued at a full-data ELBO near 1000, about d·r/2 ≈ 940 nats below
     /// the ≈ 1950 that β = 0.01 (this rule) and β = 0.005 reach (test accuracy 0.92 against 0.97).
+    ///
+    /// A smaller r was measured in session 18 and not adopted (docs/bnn_methods.md, "Session 18";
+    /// docs/minibatch.md): on labour (`--diagonal`, M = 5, 16, 32, 100, 200, 376, seeds 1–5)
+    /// r = 0.03 converged 30 of 30 default fits and r = 0.05 29 of 30, against 25 of 30 at
+    /// r = 0.1; but at r = 0.03 minibatch QBVI stopped at its 5000-iteration cap, not converged,
+    /// in all 3 Boston (N/M = 14.2) and all 3 digits (N/M = 21) fits at seeds 1–3 (converged today
+    /// after 1428–2898 and 2058–4242 iterations; the Boston fits needed 6076–9940 iterations to
+    /// converge, at test RMSE and lppd within the seed-to-seed spread), and at r = 0.05 in 2 of 3
+    /// Boston fits.
     pub fn effective_step_size_minibatch(&self, d: usize, n: usize, m: usize) -> f64 {
         let beta = self.effective_step_size(d);
         if self.step_size.is_some() || m >= n || m == 0 {
