@@ -90,7 +90,10 @@ pub struct Bbb {
     /// μ (length d).
     pub mean: Vec<f64>,
     /// σ (Algorithm 3) or ρ (Algorithm 4), length d.
-    pub scale: Vec<f64>,
+    scale: Vec<f64>,
+    /// σ of `scale` (softplus(ρ) under Algorithm 4), refreshed whenever `scale` changes, so that
+    /// a step and the loop's window average (`reparam::run_probed`) share one evaluation.
+    sigma: Vec<f64>,
     adam: Adam,
     lr_scale: Vec<f64>,
     draw: GradDraw,
@@ -126,10 +129,12 @@ impl Bbb {
         lr_scale[d..]
             .iter_mut()
             .for_each(|x| *x = settings.scale_lr_multiplier);
+        let sigma = sd_of(settings.parameterisation, &scale);
         Ok(Bbb {
             settings: settings.clone(),
             mean: init.to_vec(),
             scale,
+            sigma,
             adam: Adam::new(2 * d),
             lr_scale,
             draw: GradDraw::new(d),
@@ -145,10 +150,18 @@ impl Bbb {
 
     /// σ (length d).
     pub fn sd(&self) -> Vec<f64> {
-        match self.settings.parameterisation {
-            Parameterisation::Sigma => self.scale.clone(),
-            Parameterisation::SoftplusRho => self.scale.iter().map(|r| softplus(*r)).collect(),
-        }
+        self.sigma.clone()
+    }
+
+    /// σ (Algorithm 3) or ρ (Algorithm 4), length d.
+    pub fn scale(&self) -> &[f64] {
+        &self.scale
+    }
+
+    /// Writes μ and σ (length d each): what the full-batch loop averages.
+    pub(crate) fn mean_sd_into(&self, mean: &mut [f64], sd: &mut [f64]) {
+        mean.copy_from_slice(&self.mean);
+        sd.copy_from_slice(&self.sigma);
     }
 
     /// The gradient of F = −ELBO in (μ, σ or ρ), estimated from S draws (§5 simplified form),
@@ -162,11 +175,11 @@ impl Bbb {
     ) -> Result<f64, ViError> {
         let d = self.mean.len();
         let s = self.settings.mc_samples;
-        let sd = self.sd();
+        let sd = &self.sigma;
         out.iter_mut().for_each(|x| *x = 0.0);
         let mut lb = 0.0;
         for _ in 0..s {
-            self.draw.draw(density, &self.mean, &sd, rng, iteration)?;
+            self.draw.draw(density, &self.mean, sd, rng, iteration)?;
             lb += self.draw.value - self.draw.log_q;
             for i in 0..d {
                 let gl = self.draw.grad[i];
@@ -206,8 +219,28 @@ impl Bbb {
                 self.scale[i] = self.scale[i].max(SIGMA_MIN);
             }
         }
+        sd_into(self.settings.parameterisation, &self.scale, &mut self.sigma);
         Ok(lb)
     }
+}
+
+/// σ of the scale parameters `scale` (σ itself, or softplus(ρ)), written into `out`.
+fn sd_into(p: Parameterisation, scale: &[f64], out: &mut [f64]) {
+    match p {
+        Parameterisation::Sigma => out.copy_from_slice(scale),
+        Parameterisation::SoftplusRho => {
+            out.iter_mut()
+                .zip(scale)
+                .for_each(|(o, r)| *o = softplus(*r));
+        }
+    }
+}
+
+/// σ of the scale parameters `scale` (length d).
+fn sd_of(p: Parameterisation, scale: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; scale.len()];
+    sd_into(p, scale, &mut out);
+    out
 }
 
 /// Fits q by Bayes-by-backprop with the common exit rule (`survey_vi.md` §1), returning the
@@ -226,8 +259,9 @@ pub fn fit_bbb(
     run_probed(
         &settings.common,
         &mut state,
-        |s| (s.mean.clone(), s.sd()),
-        |s| probe.estimate(density, &s.mean, &s.sd()),
+        init.len(),
+        Bbb::mean_sd_into,
+        |s| probe.estimate(density, &s.mean, &s.sigma),
         |s, rng, t| s.step(density, rng, t).map(|_| ()),
         progress,
     )

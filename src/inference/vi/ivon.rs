@@ -140,6 +140,16 @@ impl Ivon {
         self.precision().iter().map(|p| 1.0 / p.sqrt()).collect()
     }
 
+    /// Writes μ and σ = 1/√(λ(h + δ)) (length d each) without allocating: what the full-batch
+    /// loop averages.
+    pub(crate) fn mean_sd_into(&self, mean: &mut [f64], sd: &mut [f64]) {
+        let s = &self.settings;
+        mean.copy_from_slice(&self.mean);
+        for (o, h) in sd.iter_mut().zip(&self.hess) {
+            *o = 1.0 / (s.ess * (h + s.weight_decay)).sqrt();
+        }
+    }
+
     /// The precisions λ(h + δ) of q (length d).
     pub fn precision(&self) -> Vec<f64> {
         let s = &self.settings;
@@ -213,7 +223,8 @@ pub fn fit_ivon(
     run_probed(
         &settings.common,
         &mut state,
-        |s| (s.mean.clone(), s.sd()),
+        init.len(),
+        Ivon::mean_sd_into,
         |s| probe.estimate(density, &s.mean, &s.sd()),
         |s, rng, _| s.step(density, rng).map(|_| ()),
         progress,

@@ -16,7 +16,7 @@
 //! reads is J(M), estimated with S = 10 masks drawn once (stream 2) and reused at every 5th
 //! iteration (common random numbers, as `reparam::ElboProbe`, and its stride,
 //! `reparam::PROBE_STRIDE`); the kept state is the Polyak–Ruppert average of M over the exit
-//! rule's window (`super::WindowAverage`), as the other stochastic-gradient methods of
+//! rule's window (`super::WindowMeanSd`), as the other stochastic-gradient methods of
 //! `super::reparam::run_probed`. With minibatches the
 //! statistic is the full-data J once per epoch and the last iterate is returned.
 //!
@@ -338,11 +338,14 @@ pub fn fit_mcdropout(
     check_initial_point(density, init)?;
     let d = init.len();
     let probe = MaskProbe::new(&settings.units, d, settings.common.seed);
-    let ones = vec![1.0; d];
     let fit = super::reparam::run_probed(
         &settings.common,
         &mut state,
-        |s| (s.weights.clone(), ones.clone()),
+        d,
+        |s, m, sd| {
+            m.copy_from_slice(&s.weights);
+            sd.fill(1.0);
+        },
         |s| probe.value(density, &s.weights).map_err(ViError::Density),
         |s, rng, t| s.step(density, rng, t).map(|_| ()),
         progress,

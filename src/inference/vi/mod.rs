@@ -42,7 +42,7 @@ pub mod von;
 pub(crate) use batch::Batch;
 pub(crate) use diagonal::DiagonalGaussian;
 pub(crate) use estimator::{BatchAnchor, ControlVariates, stein_directions};
-pub(crate) use exit::{RunRecord, Tracker, WindowAverage};
+pub(crate) use exit::{RunRecord, Tracker, WindowMeanSd, WindowSums};
 pub use family::MEAN_TRUST_REGION;
 pub(crate) use family::{Family, HALF_LN_2PI, TrustRecord};
 pub(crate) use full::{FullGaussian, cholesky_lower};

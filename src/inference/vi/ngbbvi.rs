@@ -291,7 +291,11 @@ pub fn fit_ngbbvi(
     run_averaged(
         &settings.common,
         &mut state,
-        |s| (s.mean.clone(), s.sd()),
+        init.len(),
+        |s, m, sd| {
+            m.copy_from_slice(&s.mean);
+            sd.iter_mut().zip(&s.log_sd).for_each(|(o, w)| *o = w.exp());
+        },
         |s, rng, t| s.step(density, rng, t),
         progress,
     )

@@ -161,15 +161,17 @@ impl ElboProbe {
 pub(crate) const PROBE_STRIDE: usize = 5;
 
 /// The loop the stochastic-gradient mean-field methods share (BBVI and NG-BBVI, whose steps
-/// estimate the ELBO from their own draws): at iteration t, push (μ, σ) of `state` into the
-/// window average, let `iterate` return LB_t at that state and then update it, and hand the
-/// averaged iterate to the exit rule (`survey_vi.md` §1; the Polyak–Ruppert average of
-/// [`super::WindowAverage`]). Draws come from stream 1 of the seed. Returns the kept averaged
-/// iterate as a diagonal [`super::GaussianFit`]; errors are those of `iterate`.
+/// estimate the ELBO from their own draws): at iteration t, add (μ, σ) of `state` to the
+/// window average (`mean_sd(state, μ, σ)` writes them, length d each), let `iterate` return
+/// LB_t at that state and then update it, and hand the averaged iterate to the exit rule
+/// (`survey_vi.md` §1; the Polyak–Ruppert average of [`super::WindowMeanSd`]). Draws come from
+/// stream 1 of the seed. Returns the kept averaged iterate as a diagonal
+/// [`super::GaussianFit`]; errors are those of `iterate`.
 pub(crate) fn run_averaged<S>(
     common: &super::ViSettings,
     state: &mut S,
-    mean_sd: impl Fn(&S) -> (Vec<f64>, Vec<f64>),
+    d: usize,
+    mean_sd: impl Fn(&S, &mut [f64], &mut [f64]),
     mut iterate: impl FnMut(
         &mut S,
         &mut crate::inference::rng::StreamRng,
@@ -180,6 +182,7 @@ pub(crate) fn run_averaged<S>(
     run_strided(
         common,
         state,
+        d,
         mean_sd,
         1,
         |s, rng, t, _| iterate(s, rng, t).map(Some),
@@ -195,7 +198,8 @@ pub(crate) fn run_averaged<S>(
 pub(crate) fn run_probed<S>(
     common: &super::ViSettings,
     state: &mut S,
-    mean_sd: impl Fn(&S) -> (Vec<f64>, Vec<f64>),
+    d: usize,
+    mean_sd: impl Fn(&S, &mut [f64], &mut [f64]),
     mut probe: impl FnMut(&S) -> Result<f64, ViError>,
     mut step: impl FnMut(&mut S, &mut crate::inference::rng::StreamRng, usize) -> Result<(), ViError>,
     progress: &mut dyn FnMut(super::Progress) -> super::Control,
@@ -203,6 +207,7 @@ pub(crate) fn run_probed<S>(
     run_strided(
         common,
         state,
+        d,
         mean_sd,
         PROBE_STRIDE,
         |s, rng, t, probe_now| {
@@ -216,11 +221,16 @@ pub(crate) fn run_probed<S>(
 
 /// The loop of [`run_averaged`] and [`run_probed`] with an exit rule that sees an estimate
 /// every `stride` iterations: `iterate(state, rng, t, probe_now)` returns LB_t (at the state
-/// before its update) when `probe_now`, else `None`, and updates the state.
+/// before its update) when `probe_now`, else `None`, and updates the state. Each iteration
+/// adds (μ, σ) to the window's running sums, O(d); the average is formed only where it is used
+/// (an estimate for the exit rule, a snapshot for the drift check, the end), so the kept iterate
+/// and the returned q are those of recomputing the average at every iteration up to rounding
+/// ([`super::exit::WindowSums`]).
 fn run_strided<S>(
     common: &super::ViSettings,
     state: &mut S,
-    mean_sd: impl Fn(&S) -> (Vec<f64>, Vec<f64>),
+    d: usize,
+    mean_sd: impl Fn(&S, &mut [f64], &mut [f64]),
     stride: usize,
     mut iterate: impl FnMut(
         &mut S,
@@ -232,12 +242,20 @@ fn run_strided<S>(
 ) -> Result<super::GaussianFit, ViError> {
     let mut rng = crate::inference::rng::stream(common.seed, 1);
     let mut tracker = common.tracker::<(Vec<f64>, Vec<f64>)>().with_stride(stride);
-    let mut window = super::WindowAverage::new(common.window);
+    let mut window = super::WindowMeanSd::new(common.window, d);
+    // the average (μ̄, 1/σ̄²) of the window ending at this iteration's state, where it is used
+    let mut before = (vec![0.0; d], vec![0.0; d]);
     for t in 1..=common.max_iter {
-        let (m, sd) = mean_sd(state);
-        let before = window.push(&m, &sd);
-        tracker.watch(t, &before.0);
-        let stop = match iterate(state, &mut rng, t, tracker.probes_at(t))? {
+        window.push(|m, sd| mean_sd(state, m, sd));
+        let lb = iterate(state, &mut rng, t, tracker.probes_at(t))?;
+        let watch = tracker.watches_at(t);
+        if lb.is_some() || watch {
+            window.average_into(&mut before.0, &mut before.1);
+        }
+        if watch {
+            tracker.watch(t, &before.0);
+        }
+        let stop = match lb {
             Some(lb) => tracker.observe(t, lb, &before, progress),
             None => tracker.skip(t, progress),
         };
@@ -245,9 +263,8 @@ fn run_strided<S>(
             break;
         }
     }
-    let (m, sd) = mean_sd(state);
-    let last = window.push(&m, &sd);
-    let ((mean, p), record) = tracker.finish(last);
+    window.push(|m, sd| mean_sd(state, m, sd));
+    let ((mean, p), record) = tracker.finish(window.average());
     Ok(super::GaussianFit::diagonal(mean, p, record))
 }
 
@@ -359,7 +376,8 @@ mod tests {
         let fit = run_probed(
             &common,
             &mut state,
-            |s| (vec![*s], vec![1.0]),
+            1,
+            |s, m, sd| (m[0], sd[0]) = (*s, 1.0),
             |s| {
                 probed.push(*s);
                 Ok(-*s)

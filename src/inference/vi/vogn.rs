@@ -142,6 +142,15 @@ impl Vogn {
         self.precision().iter().map(|p| 1.0 / p.sqrt()).collect()
     }
 
+    /// Writes μ and σ = 1/√(N(s + λ̃)) (length d each) without allocating: what the full-batch
+    /// loop averages.
+    pub(crate) fn mean_sd_into(&self, mean: &mut [f64], sd: &mut [f64]) {
+        mean.copy_from_slice(&self.mean);
+        for ((o, s), c) in sd.iter_mut().zip(&self.s).zip(&self.prior_curv) {
+            *o = 1.0 / (self.n * (s + c)).sqrt();
+        }
+    }
+
     /// One step on the batch `rows` (§12 "Update"). Returns the batch ELBO estimate
     /// L̂_B(θ) − log q(θ) at the draw when `elbo` is set (one more evaluation of the prior
     /// part), else NaN.
@@ -202,14 +211,13 @@ pub fn fit_vogn(
         Some(p) => gauss_newton_check(density, init, p, &state.prior_curv)?,
         None => None,
     };
-    let mean_sd = |s: &Vogn| (s.mean.clone(), s.sd());
     let mut fit = match minibatch {
         Some(ms) => run_minibatch(
             &settings.common,
             density,
             ms,
             &mut state,
-            mean_sd,
+            |s: &Vogn| (s.mean.clone(), s.sd()),
             |s, rows, rng, _| s.step(density, rows, rng, true),
             progress,
         ),
@@ -219,7 +227,8 @@ pub fn fit_vogn(
             run_probed(
                 &settings.common,
                 &mut state,
-                mean_sd,
+                init.len(),
+                Vogn::mean_sd_into,
                 |s| probe.estimate(density, &s.mean, &s.sd()),
                 |s, rng, _| s.step(density, &rows, rng, false).map(|_| ()),
                 progress,

@@ -23,8 +23,6 @@
 //! and advise `ivon`, whose update keeps the precision positive (its retraction gives 2.065703
 //! on the same numbers, [`super::ivon::hessian_update`]), or `vogn`.
 
-use std::collections::VecDeque;
-
 use rand::RngExt;
 use rand_distr::StandardNormal;
 
@@ -332,35 +330,41 @@ impl Von {
     }
 }
 
-/// Polyak–Ruppert average of the last W + 1 (μ, P) of a run (as [`super::WindowAverage`] for
-/// the other single-draw methods; an average of positive definite P is positive definite).
+/// Polyak–Ruppert average of the last [`average_len`] (μ, P) of a run (as
+/// [`super::WindowMeanSd`] for the other single-draw methods; an average of positive definite P
+/// is positive definite), kept as running sums ([`super::WindowSums`]: O(d) per iteration
+/// for the diagonal family, O(d²) for the full one, instead of recomputing the average of up to
+/// ⌈10/β⌉ = 200 copied iterates at every iteration).
 struct Average {
-    len: usize,
-    items: VecDeque<(Vec<f64>, Vec<f64>)>,
+    d: usize,
+    sums: super::WindowSums,
 }
 
 impl Average {
-    fn push(&mut self, q: &Q) -> Q {
-        if self.items.len() == self.len {
-            self.items.pop_front();
+    fn new(len: usize, q: &Q) -> Self {
+        Average {
+            d: q.mean.len(),
+            sums: super::WindowSums::new(len, q.mean.len() + q.precision.len()),
         }
-        self.items.push_back((q.mean.clone(), q.precision.clone()));
-        let n = self.items.len() as f64;
-        let avg = |k: usize, len: usize| -> Vec<f64> {
-            (0..len)
-                .map(|i| {
-                    self.items
-                        .iter()
-                        .map(|it| if k == 0 { it.0[i] } else { it.1[i] })
-                        .sum::<f64>()
-                        / n
-                })
-                .collect()
-        };
-        Q {
-            mean: avg(0, q.mean.len()),
-            precision: avg(1, q.precision.len()),
-            full: q.full,
+    }
+
+    /// Adds the iterate q.
+    fn push(&mut self, q: &Q) {
+        let d = self.d;
+        self.sums.push(|slot| {
+            slot[..d].copy_from_slice(&q.mean);
+            slot[d..].copy_from_slice(&q.precision);
+        });
+    }
+
+    /// The average of the window into `out` (of q's family and dimension).
+    fn average_into(&self, out: &mut Q) {
+        let d = self.d;
+        for (i, m) in out.mean.iter_mut().enumerate() {
+            *m = self.sums.average(i);
+        }
+        for (i, p) in out.precision.iter_mut().enumerate() {
+            *p = self.sums.average(d + i);
         }
     }
 }
@@ -440,14 +444,19 @@ pub fn fit_von(
         .collect();
     // the exit rule's estimate every PROBE_STRIDE iterations, as the other full-batch loops
     let mut tracker = settings.common.tracker::<Q>().with_stride(PROBE_STRIDE);
-    let mut average = Average {
-        len: average_len(settings),
-        items: VecDeque::new(),
-    };
+    let mut average = Average::new(average_len(settings), &state.q);
+    // the window's average at this iteration's state, formed where it is used
+    let mut before = state.q.clone();
     for t in 1..=settings.common.max_iter {
-        let before = average.push(&state.q);
-        tracker.watch(t, &before.mean);
-        let lb = match tracker.probes_at(t) {
+        average.push(&state.q);
+        let (probe_now, watch) = (tracker.probes_at(t), tracker.watches_at(t));
+        if probe_now || watch {
+            average.average_into(&mut before);
+        }
+        if watch {
+            tracker.watch(t, &before.mean);
+        }
+        let lb = match probe_now {
             true => Some(probe(density, &before, &eps)?),
             false => None,
         };
@@ -460,7 +469,9 @@ pub fn fit_von(
             break;
         }
     }
-    let last = average.push(&state.q);
+    average.push(&state.q);
+    let mut last = state.q.clone();
+    average.average_into(&mut last);
     tracker.record.skipped_steps = state.skipped;
     tracker.record.notes = state.notes();
     let (q, record) = tracker.finish(last);
