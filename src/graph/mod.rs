@@ -302,6 +302,20 @@ impl Model {
             .collect()
     }
 
+    /// The `int` scalars of `data` and `transformed data` with their values (transformed data
+    /// after its block ran), e.g. `("K", 7)` for `int K = cols(X);`, for
+    /// [`crate::semantics::check_with_data`].
+    pub fn int_scalars(&self) -> Vec<(String, i64)> {
+        self.global_names
+            .iter()
+            .zip(&self.globals)
+            .filter_map(|(n, v)| match v {
+                Value::Int(i) => Some((n.clone(), *i)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Constrained parameter names, flattened in Stan's order (all indices column-major, first
     /// index fastest, 1-based): `alpha`, `beta[1]`, …, `Sigma[1,1]`, `Sigma[2,1]`, ….
     pub fn parameter_names(&self) -> Vec<String> {
