@@ -503,7 +503,9 @@ fn sizes_from_the_data_and_jacobian_warnings_through_aliases() {
         .replace("vector[6] beta", "vector[7] beta")
         .replace("X * beta", "X * head(beta, 6)");
     std::fs::write(dir.path().join("r.bayes"), runtime).expect("write model");
-    let args = ["fit", "r.bayes", "--data", "d.csv", "--data", "k.json", "--seed", "1"];
+    let args = [
+        "fit", "r.bayes", "--data", "d.csv", "--data", "k.json", "--seed", "1",
+    ];
     let out = common::bayesc_in(dir.path(), &args);
     let text = common::output_text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");

@@ -848,7 +848,10 @@ fn a_decimal_index_names_the_integer_positions() {
     );
     assert!(!e.contains("out of range"), "{e}");
     let e = err(&mut s, ":param beta[2.0]");
-    assert!(e.contains("`beta[2]`") && !e.contains("out of range"), "{e}");
+    assert!(
+        e.contains("`beta[2]`") && !e.contains("out of range"),
+        "{e}"
+    );
     let e = err(&mut s, "beta[1.5]");
     assert_eq!(headline(&e), "an index must be an integer, found `1.5`");
     assert!(e.contains("`beta[1]` or `beta[2]`"), "{e}");

@@ -294,9 +294,7 @@ fn integer_index_help(base: &str, bad: &str) -> String {
         Ok(v) if v.is_finite() => {
             let lo = v.floor().max(1.0) as i64;
             let hi = (v.ceil() as i64).max(lo + 1);
-            format!(
-                "positions are whole numbers counted from 1: `{base}[{lo}]` or `{base}[{hi}]`"
-            )
+            format!("positions are whole numbers counted from 1: `{base}[{lo}]` or `{base}[{hi}]`")
         }
         _ => format!("positions are whole numbers counted from 1, e.g. `{base}[1]`"),
     }

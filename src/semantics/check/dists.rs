@@ -191,13 +191,17 @@ impl<'p> Checker<'p> {
             let def = self.nonlinear_defs.get(v)?;
             Some((v.to_string(), *def))
         });
-        self.warnings
-            .push(Warning::NonLinearLhs { span: lhs.span, via });
+        self.warnings.push(Warning::NonLinearLhs {
+            span: lhs.span,
+            via,
+        });
     }
 
     /// Records that `name` (a transformed parameter or a local, outside functions) is assigned
     /// `value`, a non-linear function of parameters, or one made so by `product` (`x *= p`
-    /// with both depending on parameters).
+    /// with both depending on parameters). A value that reads data is not recorded: it is a
+    /// residual such as MA(1)'s `err[t] = y[t] - mu - theta * err[t - 1]`, whose density under
+    /// `~` is the likelihood of `y` (unit Jacobian in `y`), not a prior on a transform.
     pub(super) fn note_nonlinear_def(&mut self, name: &str, value: &Expr, product: bool) {
         if self.func.is_some()
             || !matches!(self.block, Block::TransformedParameters | Block::Model)
@@ -205,8 +209,20 @@ impl<'p> Checker<'p> {
         {
             return;
         }
-        let nonlinear = self.depends_on_parameters(value)
-            && (self.nonlinear(value) || product);
+        let mut vars = Vec::new();
+        collect_vars(value, &mut vars);
+        let reads_data = vars.iter().any(|(v, _)| {
+            self.scopes.lookup(v).is_some_and(|i| {
+                matches!(
+                    i.origin,
+                    Origin::Data | Origin::TransformedData | Origin::ImputedData
+                )
+            })
+        });
+        if reads_data {
+            return;
+        }
+        let nonlinear = self.depends_on_parameters(value) && (self.nonlinear(value) || product);
         if nonlinear {
             self.nonlinear_defs.insert(name.to_string(), value.span);
         }

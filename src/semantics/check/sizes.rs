@@ -154,9 +154,9 @@ impl Checker<'_> {
                     }
                     ("rows", Base::Matrix, [r, _]) if n_arr == 0 => *r,
                     ("cols", Base::Matrix, [_, c]) if n_arr == 0 => *c,
-                    ("num_elements", _, _) => dims
-                        .iter()
-                        .try_fold(1i64, |acc, d| acc.checked_mul((*d)?)),
+                    ("num_elements", _, _) => {
+                        dims.iter().try_fold(1i64, |acc, d| acc.checked_mul((*d)?))
+                    }
                     _ => None,
                 }
             }
@@ -338,8 +338,7 @@ impl Checker<'_> {
             return;
         }
         // two literal-sized variables: `LiteralSizeMismatch` already compared them
-        if elementwise && self.literal_sizes(lhs).is_some() && self.literal_sizes(rhs).is_some()
-        {
+        if elementwise && self.literal_sizes(lhs).is_some() && self.literal_sizes(rhs).is_some() {
             return;
         }
         let (Some(l), Some(r)) = (self.shape(lhs), self.shape(rhs)) else {

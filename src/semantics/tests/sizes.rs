@@ -67,7 +67,11 @@ fn matrix_times_vector_with_sizes_from_the_data() {
         e => panic!("{e:?}"),
     }
     // K = 6 fits
-    assert!(run_with(REGRESSION, &[("N", 10), ("K", 6)]).errors.is_empty());
+    assert!(
+        run_with(REGRESSION, &[("N", 10), ("K", 6)])
+            .errors
+            .is_empty()
+    );
 }
 
 #[test]
@@ -87,7 +91,10 @@ fn products_rows_loops_and_transposes() {
     for (expr, what) in [
         ("A * B", "`A` has 3 columns but `B` has 4 rows"),
         ("X[1] * beta", "`X[1]` has 7 columns but `beta` has 6 rows"),
-        ("X[2:3] * beta", "`X[2:3]` has 7 columns but `beta` has 6 rows"),
+        (
+            "X[2:3] * beta",
+            "`X[2:3]` has 7 columns but `beta` has 6 rows",
+        ),
         ("A' * B", "`A'` has 2 columns but `B` has 4 rows"),
     ] {
         let src = format!(
@@ -98,11 +105,13 @@ fn products_rows_loops_and_transposes() {
         assert_eq!(w, what, "{expr}");
     }
     // a loop variable is an `int` position: `X[n]` is a row vector of 7
-    let src = format!(
-        "{decls} model {{ beta ~ normal(0, 1); for (n in 1:N) target += X[n] * beta; }}"
-    );
+    let src =
+        format!("{decls} model {{ beta ~ normal(0, 1); for (n in 1:N) target += X[n] * beta; }}");
     let (w, _, at, _) = mismatch(&src, &run(&src));
-    assert_eq!((w.as_str(), at.as_str()), ("`X[n]` has 7 columns but `beta` has 6 rows", "X[n] * beta"));
+    assert_eq!(
+        (w.as_str(), at.as_str()),
+        ("`X[n]` has 7 columns but `beta` has 6 rows", "X[n] * beta")
+    );
     // these fit, or their sizes are unknown: no error
     for expr in [
         "B * A",
@@ -138,7 +147,10 @@ fn elementwise_dot_products_and_indexes_with_data() {
             "index 11 is out of range for `a`, whose size there is 10: indexes run from 1 to 10",
         ]
     );
-    assert!(run_with(src, &[("N", 6)]).errors.len() == 1, "only a[11] is left");
+    assert!(
+        run_with(src, &[("N", 6)]).errors.len() == 1,
+        "only a[11] is left"
+    );
     // literal sizes: dot products without data
     let lit = "parameters { vector[3] a; vector[4] b; } model { a ~ normal(0, 1); \
                b ~ normal(0, 1); target += squared_distance(a, b); }";
@@ -206,6 +218,10 @@ fn nonlinear_values_warn_through_transformed_parameters_and_locals() {
         "parameters { real<offset=1, multiplier=2> z; } model { z ~ normal(1, 2); }",
         "data { real y; } parameters { real a; } model { real ly = log(y); \
          ly ~ normal(a, 1); a ~ normal(0, 1); }",
+        // a residual reads data: `err ~ …` is the likelihood of `y` (MA(1), no Jacobian)
+        "data { int T; vector[T] y; } parameters { real mu; real theta; } model { \
+         vector[T] err; err[1] = y[1] - mu; for (t in 2:T) { \
+         err[t] = y[t] - mu - theta * err[t - 1]; } err ~ normal(0, 1); }",
     ] {
         assert!(nonlinear(src).is_empty(), "{src}");
     }
