@@ -1,6 +1,7 @@
 //! The pipeline as a library — parse → check → bind data → compile — shared by the CLI, the
 //! REPL and the tests, so that all three take exactly the same path (STYLE.md §4, "a thin binary").
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use codespan_reporting::diagnostic::Diagnostic;
@@ -11,7 +12,7 @@ use crate::graph::{Model, separability};
 use crate::inference::MinibatchDensity;
 use crate::inference::minibatch::MinibatchSettings;
 use crate::semantics;
-use crate::syntax::ast::Program;
+use crate::syntax::ast::{Program, SizedBase};
 use crate::syntax::parser;
 use crate::syntax::report::ToDiagnostic;
 use crate::syntax::source::SourceMap;
@@ -155,9 +156,7 @@ pub fn compile_unobserved(
 ) -> Result<Model, Failure> {
     let bound = data::bind_unobserved(&checked.program, sources, unobserved)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
-    Model::from_bound(&checked.program, bound)
-        .map(|m| m.with_sources(files))
-        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
+    compile_bound(checked, files, bound)
 }
 
 /// Binds `sources` to the program's `data` block and compiles the log-joint graph (running
@@ -179,9 +178,63 @@ pub fn compile(
 ) -> Result<Model, Failure> {
     let bound = data::bind(&checked.program, sources)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
-    Model::from_bound(&checked.program, bound)
+    compile_bound(checked, files, bound)
+}
+
+/// Compiles the program against bound data, after checking the sizes the data declare
+/// ([`semantics::check_with_data`] with the `int` data scalars; again with the `int`
+/// transformed data scalars once `transformed data` has run, when there are any), so that an
+/// operation whose operands cannot fit is an error at that operation before any evaluation.
+fn compile_bound(
+    checked: &Checked,
+    files: &SourceMap,
+    bound: data::BoundData,
+) -> Result<Model, Failure> {
+    let program = &checked.program;
+    let mut ints = HashMap::new();
+    for d in &program.data {
+        if matches!(d.ty.base, SizedBase::Int)
+            && d.ty.array_dims.is_empty()
+            && let Some(v) = bound.values.get(&d.name.name)
+            && let [x] = v.values.as_slice()
+            && x.fract() == 0.0
+            && x.abs() < 2f64.powi(53)
+        {
+            ints.insert(d.name.name.clone(), *x as i64);
+        }
+    }
+    size_errors(checked, &ints)?;
+    let model = Model::from_bound(program, bound)
         .map(|m| m.with_sources(files))
-        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))
+        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+    let n = ints.len();
+    ints.extend(model.int_scalars());
+    if ints.len() > n {
+        size_errors(checked, &ints)?;
+    }
+    Ok(model)
+}
+
+/// The errors of [`semantics::check_with_data`] with `ints` (the size errors: the program
+/// passed [`semantics::check`] already), located in the model as [`check_source`]'s are.
+fn size_errors(checked: &Checked, ints: &HashMap<String, i64>) -> Result<(), Failure> {
+    let out = semantics::check_with_data(&checked.program, ints.clone());
+    if out.errors.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Reported(
+        out.errors
+            .iter()
+            .map(|e| {
+                include::locate_in_model(
+                    e.to_diagnostic(),
+                    &checked.program,
+                    checked.file,
+                    &checked.includes,
+                )
+            })
+            .collect(),
+    ))
 }
 
 /// Chooses the observation axis, proves that the log density splits over its rows

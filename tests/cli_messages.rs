@@ -458,3 +458,80 @@ fn divergences_from_an_undefined_log_density_name_the_cause() {
     assert!(!text.contains("Increase adapt_delta"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Session 18, tester finding 1: a model whose `X * beta` cannot fit with the data's sizes
+/// (`matrix[N, K] X` with K = 7 in the data, `vector[6] beta`) used to pass `check --data` and
+/// fail in `fit` at the whole statement; both now report it at `X * beta`, with both
+/// declarations labelled and the declaration to write, before any fitting. Finding 2: the
+/// Jacobian warning for `ls ~ …` with `real ls = log(s);` in `check` and `fit` alike.
+#[test]
+fn sizes_from_the_data_and_jacobian_warnings_through_aliases() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = "data {\n  int N;\n  int K;\n  matrix[N, K] X;\n  vector[N] y;\n}\n\
+                 parameters {\n  vector[6] beta;\n  real<lower=0> sigma;\n}\n\
+                 model {\n  beta ~ normal(0, 1);\n  sigma ~ exponential(1);\n  \
+                 y ~ normal(X * beta, sigma);\n}\n";
+    std::fs::write(dir.path().join("m.bayes"), model).expect("write model");
+    let mut csv = String::from("y,X.1,X.2,X.3,X.4,X.5,X.6,X.7\n");
+    for i in 0..10 {
+        let row: Vec<String> = (0..8).map(|j| format!("{}", (i * 8 + j) % 5)).collect();
+        csv.push_str(&format!("{}\n", row.join(",")));
+    }
+    std::fs::write(dir.path().join("d.csv"), csv).expect("write data");
+    std::fs::write(dir.path().join("k.json"), "{\"K\": 7}").expect("write data");
+    for cmd in ["check", "fit"] {
+        let args = [cmd, "m.bayes", "--data", "d.csv", "--data", "k.json"];
+        let out = common::bayesc_in(dir.path(), &args);
+        let text = common::output_text(&out);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {text}");
+        for want in [
+            "error: size mismatch in `X * beta`: `X` has 7 columns but `beta` has 6 rows",
+            "┌─ m.bayes:14:14",
+            "^^^^^^^^ matrix[10, 7] times vector[6]",
+            "`X` declared with `K` = 7 columns",
+            "`beta` declared with 6 rows",
+            "help: a product needs as many rows on the right as columns on the left: declare \
+             `vector[K] beta;`",
+        ] {
+            assert!(text.contains(want), "{cmd}: {want}\n{text}");
+        }
+        assert!(!text.contains("method ="), "{cmd} fitted: {text}");
+    }
+    // sizes the checker cannot follow (a function's result) fail at the first evaluation, at
+    // the one product of the statement (they used to point at the statement's start, 14:3)
+    let runtime = model
+        .replace("vector[6] beta", "vector[7] beta")
+        .replace("X * beta", "X * head(beta, 6)");
+    std::fs::write(dir.path().join("r.bayes"), runtime).expect("write model");
+    let args = [
+        "fit", "r.bayes", "--data", "d.csv", "--data", "k.json", "--seed", "1",
+    ];
+    let out = common::bayesc_in(dir.path(), &args);
+    let text = common::output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "error: the model cannot be evaluated: size mismatch in `X * head(beta, 6)`: \
+             matrix[10, 7] times vector[6] (r.bayes:14:14)"
+        ),
+        "{text}"
+    );
+    // a transformed parameter assigned `log(s)` under `~`: the warning in check and fit
+    let alias = "parameters {\n  real<lower=0> s;\n}\ntransformed parameters {\n  \
+                 real ls = log(s);\n}\nmodel {\n  ls ~ normal(0, 1);\n}\n";
+    std::fs::write(dir.path().join("a.bayes"), alias).expect("write model");
+    for args in [
+        &["check", "a.bayes"][..],
+        &["fit", "a.bayes", "--method", "optimize", "--seed", "1"][..],
+    ] {
+        let out = common::bayesc_in(dir.path(), args);
+        let text = common::output_text(&out);
+        assert!(out.status.success(), "{args:?}: {text}");
+        for want in [
+            "warning: the left side of `~` is a non-linear transform of a parameter",
+            "`ls` is assigned this non-linear value",
+        ] {
+            assert!(text.contains(want), "{args:?}: {want}\n{text}");
+        }
+    }
+}

@@ -825,3 +825,48 @@ fn a_fit_whose_generated_quantities_fail_is_an_error_that_keeps_the_fit() {
     let mu = ok(&mut s, ":param mu g");
     assert!(mu.contains("mu"), "{mu}");
 }
+
+/// Session 18, tester finding 3: a decimal index is no position, so `:param beta[1.5]` and the
+/// expression `beta[1.5]` say an index must be an integer and name the ones around it (they
+/// used to say "out of range", and "must be integer constants"); `beta[2.0]` names `beta[2]`.
+/// Finding 2: a transformed parameter assigned `log(s)` under `~` warns as `log(s) ~` does.
+#[test]
+fn a_decimal_index_names_the_integer_positions() {
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(&mut s, "parameters {\n  vector[3] beta;\n}");
+    ok(&mut s, "model {\n  beta ~ normal(0, 1);\n}");
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let e = err(&mut s, ":param beta[1.5]");
+    assert_eq!(
+        headline(&e),
+        "`beta[1.5]`: an index must be an integer, found `1.5`"
+    );
+    assert!(
+        e.contains("help: positions are whole numbers counted from 1: `beta[1]` or `beta[2]`"),
+        "{e}"
+    );
+    assert!(!e.contains("out of range"), "{e}");
+    let e = err(&mut s, ":param beta[2.0]");
+    assert!(
+        e.contains("`beta[2]`") && !e.contains("out of range"),
+        "{e}"
+    );
+    let e = err(&mut s, "beta[1.5]");
+    assert_eq!(headline(&e), "an index must be an integer, found `1.5`");
+    assert!(e.contains("`beta[1]` or `beta[2]`"), "{e}");
+    // integer indexes still read the draws, and out of range stays out of range
+    ok(&mut s, ":param beta[2]");
+    assert!(err(&mut s, ":param beta[4]").contains("out of range"));
+
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(&mut s, "parameters {\n  real<lower=0> s;\n}");
+    ok(&mut s, "transformed parameters {\n  real ls = log(s);\n}");
+    let w = ok(&mut s, "model {\n  ls ~ normal(0, 1);\n}");
+    assert!(
+        w.contains("non-linear transform of a parameter")
+            && w.contains("`ls` is assigned this non-linear value"),
+        "{w}"
+    );
+}

@@ -356,6 +356,7 @@ impl Model {
                 .filter(|d| d.annotations.iter().any(|a| a.name.name == "missing"))
                 .map(|d| d.name.name.clone())
                 .collect(),
+            op_spans: op_spans::collect(program),
         })
     }
 

@@ -12,6 +12,7 @@ mod build;
 mod fuse;
 mod gq_deps;
 mod impute;
+mod op_spans;
 mod outputs;
 mod unconstrain;
 
@@ -131,6 +132,9 @@ pub struct Model {
     imputed: Vec<impute::Imputed>,
     /// The data variables declared `@missing` (with or without missing entries).
     missing_declared: Vec<String>,
+    /// The size-checked operations of each statement, to name the one a runtime size mismatch
+    /// happened in (`op_spans`).
+    op_spans: op_spans::OpSpans,
 }
 
 thread_local! {
@@ -244,18 +248,24 @@ impl Model {
     fn density_error(&self, l: Located) -> DensityError {
         // A fault inside a user-defined function names the model statement that called it and
         // the statement in the function (which may be in an included library).
+        // A size mismatch of the model's own statement: at the one operation it can be.
+        let (at, message) = match l.fault.origin {
+            None => op_spans::narrow(&self.op_spans, l.span, &l.fault.message)
+                .unwrap_or_else(|| (l.span, l.fault.message.clone())),
+            Some(_) => (l.span, l.fault.message.clone()),
+        };
         let location = match l.fault.origin {
             Some(o) if o != l.span => {
                 format!("{}, inside at {}", self.location(l.span), self.location(o))
             }
-            _ => self.location(l.span),
+            _ => self.location(at),
         };
         let location = match l.fault.iteration() {
             Some(it) => format!("{location}, {it}"),
             None => location,
         };
         DensityError {
-            message: l.fault.message.clone(),
+            message,
             location: Some(location),
             recoverable: l.fault.recoverable,
         }
@@ -298,6 +308,20 @@ impl Model {
                     rate,
                     units,
                 })
+            })
+            .collect()
+    }
+
+    /// The `int` scalars of `data` and `transformed data` with their values (transformed data
+    /// after its block ran), e.g. `("K", 7)` for `int K = cols(X);`, for
+    /// [`crate::semantics::check_with_data`].
+    pub fn int_scalars(&self) -> Vec<(String, i64)> {
+        self.global_names
+            .iter()
+            .zip(&self.globals)
+            .filter_map(|(n, v)| match v {
+                Value::Int(i) => Some((n.clone(), *i)),
+                _ => None,
             })
             .collect()
     }

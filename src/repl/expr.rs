@@ -265,6 +265,41 @@ pub(crate) fn out_of_range_message(name: &str, first: &str, last: &str) -> Strin
     )
 }
 
+/// The error for an element `name` (`beta[1.5]`, `Sigma[1,x]`) whose index text is not an
+/// integer: positions are whole numbers, so the range of the draws is not the problem. `None`
+/// when every index in `name` is an integer (or `name` has none). One wording for `:param` and
+/// posterior expressions; the help names the integer positions around a decimal index.
+pub(crate) fn non_integer_index_message(name: &str) -> Option<String> {
+    let (base, rest) = name.split_once('[')?;
+    let inner = rest.trim_end().strip_suffix(']')?;
+    let bad = inner
+        .split(|c| c == ',' || c == '[' || c == ']')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .find(|p| p.parse::<i64>().is_err())?;
+    Some(format!(
+        "`{name}`: an index must be an integer, found `{bad}`\n  help: {}",
+        integer_index_help(base, bad)
+    ))
+}
+
+/// What to write instead of the index `bad` of `base`: the whole numbers around a decimal
+/// (`1.5` → `base[1]` or `base[2]`), the number without its point (`2.0` → `base[2]`).
+fn integer_index_help(base: &str, bad: &str) -> String {
+    match bad.parse::<f64>() {
+        Ok(v) if v.is_finite() && v.fract() == 0.0 => format!(
+            "write the position without the decimal point: `{base}[{}]`",
+            v as i64
+        ),
+        Ok(v) if v.is_finite() => {
+            let lo = v.floor().max(1.0) as i64;
+            let hi = (v.ceil() as i64).max(lo + 1);
+            format!("positions are whole numbers counted from 1: `{base}[{lo}]` or `{base}[{hi}]`")
+        }
+        _ => format!("positions are whole numbers counted from 1, e.g. `{base}[1]`"),
+    }
+}
+
 /// Whether `e` reads the draws (names a quantity); `false` for an expression of constants
 /// only (`7 %/% 0`), whose value is the same at every draw.
 fn reads_draws(e: &Expr) -> bool {
@@ -282,6 +317,18 @@ fn reads_draws(e: &Expr) -> bool {
             then,
             otherwise,
         } => reads_draws(cond) || reads_draws(then) || reads_draws(otherwise),
+    }
+}
+
+/// Whether `e` is an integer literal, possibly signed (`2`, `-1`; not `2.0`).
+fn is_int_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::IntLit(_) => true,
+        ExprKind::Unary {
+            op: UnOp::Neg | UnOp::Plus,
+            operand,
+        } => is_int_literal(operand),
+        _ => false,
     }
 }
 
@@ -411,12 +458,22 @@ impl Evaluator<'_> {
                 for i in indices {
                     match i {
                         Index::Single(ix) => match constant(ix) {
-                            Some(v) if v.fract() == 0.0 => idx.push(format!("{}", v as i64)),
-                            _ => {
+                            Some(v) if is_int_literal(ix) => idx.push(format!("{}", v as i64)),
+                            Some(_) => {
+                                let base = crate::semantics::pretty::expr(base);
+                                let text = crate::semantics::pretty::expr(ix);
+                                return Err(ExprError::new(
+                                    format!("an index must be an integer, found `{text}`"),
+                                    ix.span,
+                                )
+                                .help(integer_index_help(&base, &text)));
+                            }
+                            None => {
                                 return Err(ExprError::new(
                                     "indices in posterior expressions must be integer constants",
                                     ix.span,
-                                ));
+                                )
+                                .help("index one element with integer positions, e.g. `beta[1]`"));
                             }
                         },
                         _ => {

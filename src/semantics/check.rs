@@ -29,6 +29,7 @@ use super::types::{Base, IndexKind, Type, index_type, max_indices};
 use super::warnings::Warning;
 
 mod multivariate;
+mod sizes;
 
 /// The block a statement belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,6 +280,13 @@ pub(super) struct Checker<'p> {
     used_in_density: HashSet<String>,
     /// For transformed parameters and locals: the parameters their assigned values depend on.
     deps: HashMap<String, BTreeSet<String>>,
+    /// Transformed parameters and locals assigned a non-linear function of parameters
+    /// ([`Checker::nonlinear`]), with the span of the first such value: `ls ~ …` after
+    /// `real ls = log(s);` needs the Jacobian of `log` as much as `log(s) ~ …` does.
+    nonlinear_defs: HashMap<String, Span>,
+    /// The values of the `int` scalars of `data` and `transformed data` when the program is
+    /// checked with its data ([`crate::semantics::check_with_data`]); empty otherwise.
+    size_ints: HashMap<String, i64>,
     /// Names that are the target of an assignment anywhere in the program (any scope).
     assigned: HashSet<String>,
     /// Scalars declared with a literal initialiser (`real s = 0;`) and never assigned: name →
@@ -305,9 +313,18 @@ impl<'p> Checker<'p> {
             imputed: Vec::new(),
             used_in_density: HashSet::new(),
             deps: HashMap::new(),
+            nonlinear_defs: HashMap::new(),
+            size_ints: HashMap::new(),
             assigned: HashSet::new(),
             constants: HashMap::new(),
         }
+    }
+
+    /// The same checker, knowing the values of `int` data and transformed data (name → value)
+    /// for the sizes they declare ([`sizes`]).
+    pub(super) fn with_size_ints(mut self, ints: HashMap<String, i64>) -> Self {
+        self.size_ints = ints;
+        self
     }
 
     pub(super) fn run(mut self) -> CheckOutput {

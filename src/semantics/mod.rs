@@ -24,9 +24,12 @@
 //!   family's support, integer division.
 //!
 //! Sizes are not part of types: they are runtime values, checked when data are bound and when
-//! the graph evaluates. The "no prior" warning follows dependence through transformed parameters
-//! and locals (a parameter counts as having a prior when a `~` left side or a `target +=` term
-//! depends on it), which is coarser than stanc3's dataflow analysis but needs no extra pass.
+//! the graph evaluates. Where they are known before (literal sizes, or `int` data given to
+//! [`check_with_data`]), `check/sizes.rs` reports operations whose operands cannot fit.
+//!
+//! The "no prior" warning follows dependence through transformed parameters and locals (a
+//! parameter counts as having a prior when a `~` left side or a `target +=` term depends on
+//! it), which is coarser than stanc3's dataflow analysis but needs no extra pass.
 
 #![warn(missing_docs)]
 pub mod builtins;
@@ -43,6 +46,8 @@ pub(crate) use check::ode::is_ode_solver;
 pub use error::SemanticError;
 pub use types::{Base, Type};
 pub use warnings::Warning;
+
+use std::collections::HashMap;
 
 use crate::syntax::ast;
 
@@ -71,6 +76,18 @@ impl CheckOutput {
 /// transformed parameters, model, generated quantities), each name visible from its declaration on.
 pub fn check(program: &ast::Program) -> CheckOutput {
     check::Checker::new(program).run()
+}
+
+/// [`check`] knowing the values of the program's `int` data and transformed data scalars
+/// (`ints`: name → value, e.g. `N` = 10 read from the data file), so that sizes declared with
+/// them (`matrix[N, K] X`) are known and an operation whose operands cannot fit (`X * beta`
+/// with `vector[6] beta` and K = 7) is an error at the operation, with the declarations as
+/// secondary labels, before any evaluation ([X] session 18, tester finding 1: such a model
+/// passed `check --data` and failed in `fit` at the whole statement). The errors are those of
+/// [`check`] plus these size errors; names in `ints` that are not `int` scalars of `data` or
+/// `transformed data` are ignored. Never panics.
+pub fn check_with_data(program: &ast::Program, ints: HashMap<String, i64>) -> CheckOutput {
+    check::Checker::new(program).with_size_ints(ints).run()
 }
 
 /// The type of `expr` evaluated after `program` (the REPL's expression form): every block-level

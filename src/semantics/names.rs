@@ -81,6 +81,10 @@ pub struct VarInfo {
     /// The declaration's size expressions as source text, outermost first (`array[J] vector[K]`
     /// gives `["J", "K"]`), for `help:` notes that show a corrected declaration.
     pub sizes: Vec<String>,
+    /// The values of those sizes where they are known before evaluation (integer literals and
+    /// arithmetic on them, or `int` data when the program is checked with its data), parallel
+    /// to `sizes`; `None` where unknown.
+    pub known: Vec<Option<i64>>,
     /// Declared with a constrained type (`simplex`, `ordered`, `cov_matrix`, …).
     pub structured: bool,
 }
@@ -182,6 +186,7 @@ mod tests {
             lower: None,
             upper: None,
             sizes: vec![],
+            known: vec![],
             structured: false,
         };
         s.declare("x", info.clone());

@@ -27,6 +27,9 @@ pub enum Warning {
     NonLinearLhs {
         /// Primary label: where the problem is.
         span: Span,
+        /// When the left side is (an element of) a transformed parameter or local assigned a
+        /// non-linear function of parameters: its name and that value's span (secondary label).
+        via: Option<(String, Span)>,
     },
     /// A parameter given `uniform(a, b)` whose declared bounds are not `<lower=a, upper=b>`.
     #[error("parameter `{name}` has a `uniform({a}, {b})` prior but is declared {declared}")]
@@ -103,7 +106,7 @@ impl Warning {
     pub fn span(&self) -> Span {
         match self {
             Warning::NoPrior { span, .. }
-            | Warning::NonLinearLhs { span }
+            | Warning::NonLinearLhs { span, .. }
             | Warning::UniformBoundsMismatch { span, .. }
             | Warning::ParameterOutsideSupport { span, .. }
             | Warning::ArgumentOutsideSupport { span, .. }
@@ -123,7 +126,7 @@ impl ToDiagnostic for Warning {
                      unless a flat prior is intended"
                 )],
             ),
-            Warning::NonLinearLhs { span } => (
+            Warning::NonLinearLhs { span, via: None } => (
                 vec![prim(*span, "non-linear function of a parameter")],
                 vec![
                     "help: add the log absolute derivative of the transform to `target` (for \
@@ -131,6 +134,22 @@ impl ToDiagnostic for Warning {
                      parameter itself"
                         .to_string(),
                 ],
+            ),
+            Warning::NonLinearLhs {
+                span,
+                via: Some((name, def)),
+            } => (
+                vec![
+                    prim(*span, "non-linear function of a parameter"),
+                    Label::secondary(def.file, def.range())
+                        .with_message(format!("`{name}` is assigned this non-linear value")),
+                ],
+                vec![format!(
+                    "help: `{name}` is a non-linear transform of parameters, so the density is \
+                     over the transformed value: add the log absolute derivative of the \
+                     transform to `target` (for a value `log(x)` that is `target += -log(x);`), \
+                     or put the distribution on the parameter itself"
+                )],
             ),
             Warning::UniformBoundsMismatch {
                 name,

@@ -264,6 +264,10 @@ impl Session {
                 .map(|n| n.split('[').next().unwrap_or(n))
                 .collect();
             let base = name.split('[').next().unwrap_or(name);
+            // a decimal index (`beta[1.5]`) is not an element out of range but no position
+            if let Some(msg) = crate::repl::expr::non_integer_index_message(name) {
+                return Output::error(format!("error: {msg}"));
+            }
             // an element of a variable the draws hold, with an index outside its range: the
             // wording of a posterior expression's (`beta[9]`)
             let elements: Vec<&String> = draws

@@ -93,6 +93,7 @@ impl<'p> Checker<'p> {
                     lower: None,
                     upper: None,
                     sizes: Vec::new(),
+                    known: Vec::new(),
                     structured: false,
                 },
             );
@@ -233,8 +234,10 @@ impl<'p> Checker<'p> {
 
         // Sizes: int, and data-only at block level.
         let mut sizes = Vec::new();
+        let mut known = Vec::new();
         for e in size_exprs(d) {
             sizes.push(pretty::expr(e));
+            known.push(self.size_value(e));
             if let Some(t) = self.expr(e)
                 && !t.is_int()
             {
@@ -370,6 +373,7 @@ impl<'p> Checker<'p> {
                 }
                 let deps = self.param_deps(init);
                 self.deps.entry(name.clone()).or_default().extend(deps);
+                self.note_nonlinear_def(name, init, false);
             }
         }
 
@@ -435,6 +439,7 @@ impl<'p> Checker<'p> {
                 lower: c.lower.clone(),
                 upper: c.upper.clone(),
                 sizes,
+                known,
                 structured: is_structured(&d.ty.base),
             },
         );

@@ -180,12 +180,51 @@ impl<'p> Checker<'p> {
         }
     }
 
+    /// Warns ([`Warning::NonLinearLhs`]) when the left side of `~` is a non-linear function of
+    /// parameters, written there (`log(s) ~ …`) or through a transformed parameter or local
+    /// assigned one (`real ls = log(s); ls ~ …`, found by the tester of session 18).
     pub(super) fn check_nonlinear_lhs(&mut self, lhs: &Expr) {
-        if root_var(lhs).is_some() || !self.depends_on_parameters(lhs) {
+        if !self.depends_on_parameters(lhs) || !self.nonlinear(lhs) {
             return;
         }
-        if self.nonlinear(lhs) {
-            self.warnings.push(Warning::NonLinearLhs { span: lhs.span });
+        let via = root_var(lhs).and_then(|v| {
+            let def = self.nonlinear_defs.get(v)?;
+            Some((v.to_string(), *def))
+        });
+        self.warnings.push(Warning::NonLinearLhs {
+            span: lhs.span,
+            via,
+        });
+    }
+
+    /// Records that `name` (a transformed parameter or a local, outside functions) is assigned
+    /// `value`, a non-linear function of parameters, or one made so by `product` (`x *= p`
+    /// with both depending on parameters). A value that reads data is not recorded: it is a
+    /// residual such as MA(1)'s `err[t] = y[t] - mu - theta * err[t - 1]`, whose density under
+    /// `~` is the likelihood of `y` (unit Jacobian in `y`), not a prior on a transform.
+    pub(super) fn note_nonlinear_def(&mut self, name: &str, value: &Expr, product: bool) {
+        if self.func.is_some()
+            || !matches!(self.block, Block::TransformedParameters | Block::Model)
+            || self.nonlinear_defs.contains_key(name)
+        {
+            return;
+        }
+        let mut vars = Vec::new();
+        collect_vars(value, &mut vars);
+        let reads_data = vars.iter().any(|(v, _)| {
+            self.scopes.lookup(v).is_some_and(|i| {
+                matches!(
+                    i.origin,
+                    Origin::Data | Origin::TransformedData | Origin::ImputedData
+                )
+            })
+        });
+        if reads_data {
+            return;
+        }
+        let nonlinear = self.depends_on_parameters(value) && (self.nonlinear(value) || product);
+        if nonlinear {
+            self.nonlinear_defs.insert(name.to_string(), value.span);
         }
     }
 
@@ -194,7 +233,9 @@ impl<'p> Checker<'p> {
     /// any other function call or product of two parameter-dependent factors counts).
     pub(super) fn nonlinear(&self, e: &Expr) -> bool {
         match &e.kind {
-            ExprKind::IntLit(_) | ExprKind::RealLit(_) | ExprKind::Var(_) => false,
+            ExprKind::IntLit(_) | ExprKind::RealLit(_) => false,
+            // a transformed parameter or local assigned a non-linear function of parameters
+            ExprKind::Var(v) => self.nonlinear_defs.contains_key(v),
             // Reshaping and selecting elements, like indexing, changes no values: a density on
             // the result needs no Jacobian adjustment.
             ExprKind::Call { name, args, .. } if RESHAPES.contains(&name.name.as_str()) => {

@@ -94,7 +94,7 @@ impl<'p> Checker<'p> {
         if info.sizes.is_empty() {
             return None;
         }
-        let mut dims: Vec<Option<i64>> = info.sizes.iter().map(|s| s.parse().ok()).collect();
+        let mut dims: Vec<Option<i64>> = info.known.clone();
         let expected = info.ty.dims
             + match info.ty.base {
                 Base::Int | Base::Real => 0,
@@ -222,6 +222,14 @@ impl<'p> Checker<'p> {
                                 e.span,
                             );
                         }
+                        if matches!(
+                            op,
+                            BinOp::Add | BinOp::Sub | BinOp::EltMul | BinOp::EltDiv | BinOp::Mul
+                        ) && !l.is_scalar()
+                            && !r.is_scalar()
+                        {
+                            self.check_binary_sizes(e, *op, lhs, rhs);
+                        }
                         if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
                             && l.is_int()
                             && r.is_int()
@@ -273,7 +281,10 @@ impl<'p> Checker<'p> {
                 args,
                 conditional,
             } => match self.call(name, args, *conditional, e.span) {
-                CallType::Value(t) => Some(t),
+                CallType::Value(t) => {
+                    self.check_call_sizes(e, &name.name, args);
+                    Some(t)
+                }
                 CallType::Void => {
                     self.err(SemanticError::VoidInExpression {
                         name: name.name.clone(),
@@ -393,9 +404,11 @@ impl<'p> Checker<'p> {
                 Some(t) if t.is_int() => IndexKind::Single,
                 Some(t) if t == Type::array(Base::Int, 1) => IndexKind::Multi,
                 Some(t) => {
+                    let help = self.non_int_index_help(e, t);
                     self.err(SemanticError::NonIntIndex {
                         found: t.to_string(),
                         span: e.span,
+                        help,
                     });
                     IndexKind::Single
                 }
@@ -406,9 +419,11 @@ impl<'p> Checker<'p> {
                     if let Some(t) = self.expr(e)
                         && !t.is_int()
                     {
+                        let help = self.non_int_index_help(e, t);
                         self.err(SemanticError::NonIntIndex {
                             found: t.to_string(),
                             span: e.span,
+                            help,
                         });
                     }
                 }

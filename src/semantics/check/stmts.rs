@@ -193,6 +193,7 @@ impl<'p> Checker<'p> {
                     lower: None,
                     upper: None,
                     sizes: Vec::new(),
+                    known: Vec::new(),
                     structured: false,
                 },
             );
@@ -378,6 +379,16 @@ impl<'p> Checker<'p> {
                 help: promotion_help(lt, r),
             });
         }
+        // `x *= p` and `x /= p` multiply or divide what `x` holds by `p`: non-linear when
+        // both depend on parameters, as `x * p` is
+        let product = matches!(
+            op,
+            AssignOp::MulAssign
+                | AssignOp::DivAssign
+                | AssignOp::EltMulAssign
+                | AssignOp::EltDivAssign
+        ) && self.deps.get(name).is_some_and(|d| !d.is_empty());
+        self.note_nonlinear_def(name, rhs, product);
         let deps = self.param_deps(rhs);
         self.deps.entry(name.clone()).or_default().extend(deps);
     }
