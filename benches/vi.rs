@@ -13,7 +13,7 @@
 //! H = 50: the time to convergence (wall time of the fit, including the Laplace start that every
 //! variational method shares), the time per iteration (that wall time over the iterations run)
 //! and the iterations with the stop reason. Environment: `BAYESC_BENCH_FULL=1` lifts the BNN's
-//! iteration cap of 200, `BAYESC_BENCH_REPEATS=k` takes the fastest of k labour fits.
+//! iteration cap of 30, `BAYESC_BENCH_REPEATS=k` takes the fastest of k labour fits.
 
 use std::sync::atomic::AtomicBool;
 
@@ -181,15 +181,55 @@ struct Wrapper {
     fit: bayesc::fit::args::FitArgs,
 }
 
-/// `bayesc fit`'s options for `--method name` plus `extra` flags, or `None` when this build
-/// has no such method.
-fn survey_options(name: &str, extra: &[&str], d: usize) -> Option<FitOptions> {
+/// A model of the survey tables with what `bayesc fit` knows of it: the checked program and the
+/// data, from which [`pipeline::fit_options`] takes the minibatch plan (VOGN and Vadam need its
+/// per-observation gradients; a full-batch IVON fit takes its effective sample size λ = N from
+/// it).
+struct Case {
+    checked: pipeline::Checked,
+    data: Vec<bayesc::data::DataSource>,
+    model: Model,
+}
+
+/// The [`Case`] of `text` (named `name`, which may `include` the stdlib) on the data `data`
+/// (paths under the repository root).
+fn case(name: &str, text: &str, data: &[&str]) -> Case {
+    let root = root_dir();
+    let data = pipeline::load_data(&data.iter().map(|d| root.join(d)).collect::<Vec<_>>())
+        .expect("data loads");
+    let mut sources = SourceMap::new();
+    let checked = pipeline::check_source_in(&mut sources, name, text, None).expect("checks");
+    let model = pipeline::compile(&checked, &sources, &data).expect("compiles");
+    Case {
+        checked,
+        data,
+        model,
+    }
+}
+
+/// `bayesc fit`'s options for `--method name` plus `extra` flags on `case`, as `bayesc fit`
+/// builds them ([`pipeline::fit_options`], seed 1), or `None` when this build has no such
+/// method (a row saying so is printed then).
+fn survey_options(name: &str, extra: &[&str], case: &Case) -> Option<FitOptions> {
     use clap::Parser;
     let mut argv = vec!["bench", "m.bayes", "--method", name];
     argv.extend_from_slice(extra);
-    let args = Wrapper::try_parse_from(argv).ok()?.fit;
-    bayesc::fit::args::check_args(&args).ok()?;
-    Some(bayesc::fit::args::options_from_args(&args, d, 1))
+    let Some(args) = Wrapper::try_parse_from(argv)
+        .ok()
+        .map(|w| w.fit)
+        .filter(|a| bayesc::fit::args::check_args(a).is_ok())
+    else {
+        println!("| {name} | not in this build | | | | |");
+        return None;
+    };
+    let setup = pipeline::fit_options(&case.checked, &case.data, &case.model, &args, 1);
+    match setup {
+        Ok(s) => Some(s.options),
+        Err(e) => {
+            println!("| {name} | refused: {e:?} | | | | |");
+            None
+        }
+    }
 }
 
 /// Second and third tables: time to convergence (wall time of the fit, including the Laplace
@@ -207,25 +247,19 @@ fn survey_tables() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1)
         .max(1);
-    let labour = compile("examples/labour/model.bayes", "examples/labour/labour.csv");
-    let labour_dropout = {
-        let text = std::fs::read_to_string(root_dir().join("examples/labour/model.bayes"))
-            .expect("labour model")
-            .replace("  vector[7] beta;", "  @dropout(0.1) vector[7] beta;");
-        let data = pipeline::load_data(&[root_dir().join("examples/labour/labour.csv")])
-            .expect("labour data");
-        let mut sources = SourceMap::new();
-        let checked =
-            pipeline::check_source(&mut sources, "labour_dropout.bayes", &text).expect("checks");
-        pipeline::compile(&checked, &sources, &data).expect("compiles")
-    };
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let data = pipeline::load_data(&[root.join("../shared/data/bnn/diabetes_train.csv")])
-        .expect("diabetes data loads");
-    let mut sources = SourceMap::new();
-    let checked =
-        pipeline::check_source_in(&mut sources, "bnn.bayes", BNN, None).expect("the BNN checks");
-    let bnn = pipeline::compile(&checked, &sources, &data).expect("the BNN compiles");
+    let labour_text = std::fs::read_to_string(root_dir().join("examples/labour/model.bayes"))
+        .expect("labour model");
+    let labour = case(
+        "labour.bayes",
+        &labour_text,
+        &["examples/labour/labour.csv"],
+    );
+    let labour_dropout = case(
+        "labour_dropout.bayes",
+        &labour_text.replace("  vector[7] beta;", "  @dropout(0.1) vector[7] beta;"),
+        &["examples/labour/labour.csv"],
+    );
+    let bnn = case("bnn.bayes", BNN, &["../shared/data/bnn/diabetes_train.csv"]);
     // The BNN rows start at the spec's random point (no mode search: at d = 602 its three
     // finite-difference Hessians would dominate a capped run's time per iteration).
     let cap = if full {
@@ -233,10 +267,16 @@ fn survey_tables() {
     } else {
         vec!["--random-init", "--max-iter", "30"]
     };
-    for (label, model, extra, psis) in [
+    let bnn_label = if full {
+        "diabetes BNN, H = 50"
+    } else {
+        "diabetes BNN, H = 50, capped at 30 iterations (BAYESC_BENCH_FULL=1 runs to convergence)"
+    };
+    for (label, case, extra, psis) in [
         ("labour", &labour, Vec::new(), 1000),
-        ("diabetes BNN, H = 50", &bnn, cap, 0),
+        (bnn_label, &bnn, cap, 0),
     ] {
+        let model = &case.model;
         println!(
             "\n| {label} (d = {}) | time to convergence (s) | time per iteration (ms) | iterations (stop) | ELBO | PSIS k-hat |\n| --- | --- | --- | --- | --- | --- |",
             model.dim()
@@ -254,8 +294,12 @@ fn survey_tables() {
             if is_bnn && matches!(name, "qbvi" | "ngvi") {
                 flags.push("--diagonal");
             }
-            let Some(mut options) = survey_options(name, &flags, model.dim()) else {
-                println!("| {name} | not in this build | | | | |");
+            let c = if name == "mcdropout" && !is_bnn {
+                &labour_dropout
+            } else {
+                case
+            };
+            let Some(mut options) = survey_options(name, &flags, c) else {
                 continue;
             };
             options.psis_draws = psis;
@@ -265,11 +309,7 @@ fn survey_tables() {
                 stop: &never,
             };
             let mut best: Option<bayesc::fit::FitResult> = None;
-            let m = if name == "mcdropout" && !is_bnn {
-                &labour_dropout
-            } else {
-                model
-            };
+            let m = &c.model;
             for _ in 0..if is_bnn { 1 } else { repeats } {
                 let r = match fit::fit(m, &options, &monitor) {
                     Ok(r) => r,
