@@ -342,10 +342,11 @@ mod tests {
             "{table}"
         );
         // mean 3000346.5 and the type-7 quantiles 3000034.65, 3000346.5 and 3000658.35 are
-        // not whole: their whole digits, not 3.000e6 for all three; the sd is a real statistic
+        // not whole: their whole digits (half to even), not 3.000e6 for all three; the sd is a
+        // real statistic
         assert_eq!(
             cells("count"),
-            ["3000347", "203.1", "3000035", "3000347", "3000658"],
+            ["3000346", "203.1", "3000035", "3000346", "3000658"],
             "{table}"
         );
         // whole quantiles of a count print as ints: 0..=20, type-7 5% = 1, 50% = 10, 95% = 19
@@ -421,7 +422,7 @@ mod tests {
         assert_eq!(
             convergence_warnings(&rows, 2),
             vec![
-                "R-hat, ESS and MCSE are undefined (NaN in the table) for c = 3.000: every draw \
+                "R-hat, ESS and MCSE are undefined (NaN in the table) for c = 3: every draw \
                  has the same value. A transformed parameter or generated quantity that does \
                  not depend on the parameters is constant by design; a parameter that never \
                  changes means its chains never moved (every transition was rejected: check \
@@ -574,7 +575,8 @@ mod tests {
         assert_eq!(format_sig(1.5e7, 4), "15000000");
         assert_eq!(format_sig(1000012.3, 4), "1000012");
         assert_eq!(format_sig(-999983.46, 4), "-999983");
-        assert_eq!(format_sig(9_999_999_999.4, 4), "9999999999");
+        assert_eq!(format_sig(9_876_543_210.4, 4), "9876543210");
+        assert_eq!(format_sig(9_999_999_999.9, 4), "1.000e10");
         assert_eq!(format_sig(1.5e10, 4), "1.500e10");
         assert_eq!(format_sig(2147483647.5, 4), "2147483648");
         assert_eq!(format_sig(2.0e-5, 3), "2.00e-5");
