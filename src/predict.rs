@@ -375,6 +375,9 @@ pub struct Prediction {
     pub rows: Vec<PredictionRow>,
     /// The failures: count per quantity, the first by draw, and how to fix the model.
     pub gq_note: Option<String>,
+    /// The declared names of the generated quantities that failed at some draw (`log_lik`,
+    /// not `log_lik[3]`), in the order they first failed; empty when `gq_note` is `None`.
+    pub failed: Vec<String>,
 }
 
 /// Evaluates the generated quantities of `model` (compiled on the new data) at every
@@ -506,7 +509,8 @@ pub fn predict(model: &Model, fit: &SavedFit, seed: u64) -> Result<Prediction, P
     }
     let zetas = fit.unconstrained_draws(model)?;
     let n = zetas.len();
-    let placed = |d: usize| format!("draw {d} of the fit's {n} draws (its chains one after another)");
+    let placed =
+        |d: usize| format!("draw {d} of the fit's {n} draws (its chains one after another)");
     let (values, tally) =
         generated_quantity_draws_counting(model, &zetas, seed).map_err(|e| match e {
             PredictError::GeneratedQuantities {
@@ -523,6 +527,7 @@ pub fn predict(model: &Model, fit: &SavedFit, seed: u64) -> Result<Prediction, P
     Ok(Prediction {
         rows: summarize_columns(&names, &values),
         gq_note: tally.note(n, placed),
+        failed: tally.per_quantity.iter().map(|(q, _)| q.clone()).collect(),
     })
 }
 

@@ -577,3 +577,75 @@ generated quantities {{
         assert!(text.contains("Guard the statement"), "{guard}: {text}");
     }
 }
+
+/// Without the outcome in the new data, `log_lik` (which reads it) fails at every draw: it is
+/// left out, as before, and is not counted as a failure of what is written; `y_hat` is
+/// predicted and the status is 0. Another quantity that reads the outcome and fails makes the
+/// status 3 with a note naming the missing column. (The old code stopped at draw 1 with status
+/// 1 whenever `log_lik` read the missing outcome.)
+#[test]
+fn predict_without_the_outcome_leaves_out_log_lik_and_counts_other_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    for f in ["lin.csv", "new_rows_without_y.csv"] {
+        std::fs::copy(root.join("tests/fixtures/ux").join(f), dir.path().join(f)).unwrap();
+    }
+    let model = |extra: &str| {
+        format!(
+            "// @outcome y
+data {{ int N; vector[N] x; vector[N] y; }}
+parameters {{ real a; real b; real<lower=0> s; }}
+model {{ a ~ normal(0, 5); b ~ normal(0, 5); s ~ normal(0, 2); y ~ normal(a + b * x, s); }}
+generated quantities {{
+  vector[N] log_lik;
+  vector[N] y_hat = a + b * x;
+  {extra}
+  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | y_hat[n], s);
+}}
+"
+        )
+    };
+    for (extra, code) in [("", 0), ("real r = normal_rng(y[1], s);", 3)] {
+        std::fs::write(dir.path().join("m.bayes"), model(extra)).unwrap();
+        let fit = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "m.bayes",
+                "--data",
+                "lin.csv",
+                "--seed",
+                "1",
+                "-q",
+                "--save-fit",
+                "f.json",
+            ],
+        );
+        assert!(fit.status.success(), "{}", common::output_text(&fit));
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "predict",
+                "m.bayes",
+                "--fit",
+                "f.json",
+                "--data",
+                "new_rows_without_y.csv",
+                "-o",
+                "p.csv",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert_eq!(o.status.code(), Some(code), "{extra}: {text}");
+        let table = std::fs::read_to_string(dir.path().join("p.csv")).unwrap();
+        assert!(table.contains("\ny_hat[1],"), "{table}");
+        assert!(!table.contains("log_lik["), "{table}");
+        if code == 3 {
+            assert!(text.contains("(log_lik at 1000, r at 1000)"), "{text}");
+            assert!(text.contains("the new data has no `y` column"), "{text}");
+            assert!(table.contains("\nr,NaN,NaN,NaN,NaN,NaN,0"), "{table}");
+        } else {
+            assert!(!text.contains("ERROR"), "{text}");
+        }
+    }
+}

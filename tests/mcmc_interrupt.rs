@@ -117,7 +117,9 @@ fn the_interruption_message_says_which_chains_had_not_started_and_why() {
     assert_eq!(out.chain_ends[0], ChainEnd::Warmup(50));
     let text = bayesc::output::report::mcmc_text(&r, out, &options);
     assert!(
-        text.contains("Of the 4 chains, 1 was in warmup (chain 1) and 3 had not started (chains 2–4)"),
+        text.contains(
+            "Of the 4 chains, 1 was in warmup (chain 1) and 3 had not started (chains 2–4)"
+        ),
         "{text}"
     );
 }

@@ -71,7 +71,10 @@ fn summary_of_an_optimize_file_shows_the_point_estimate() {
         format!("{config}-9.5,0.1,3\n-7.25,2.0,3\n-4.0,4.0,3\n-3.5,4.5,3\n-3.0638,4.620923,3\n"),
     )
     .expect("write");
-    for (path, estimate, rows) in [(&one, "1000000", ""), (&iters, "3", "the last of its 5 rows")] {
+    for (path, estimate, rows) in [
+        (&one, "1000000", ""),
+        (&iters, "3", "the last of its 5 rows"),
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
             .arg("summary")
             .arg(path)
@@ -97,7 +100,10 @@ fn summary_of_an_optimize_file_shows_the_point_estimate() {
         assert_eq!(cells("mu"), ["mu", "4.62092"], "{text}");
         assert_eq!(cells("n"), ["n", estimate], "{text}");
         assert!(text.contains("lp__) = -3.06380"), "{text}");
-        assert!(!text.contains("R_hat") && !text.contains("ESS_bulk"), "{text}");
+        assert!(
+            !text.contains("R_hat") && !text.contains("ESS_bulk"),
+            "{text}"
+        );
         assert!(text.contains("--method laplace"), "{text}");
     }
 }

@@ -440,7 +440,14 @@ fn full_covariance_qbvi_eta_gives_the_rule_bayesc_chose() {
         .unwrap();
         let out = dir.path().join("q.csv");
         let o = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-            .args(["fit", model.to_str().unwrap(), "--method", "qbvi", "--seed", "1"])
+            .args([
+                "fit",
+                model.to_str().unwrap(),
+                "--method",
+                "qbvi",
+                "--seed",
+                "1",
+            ])
             .args(["-q", "--draws", "20", "-o", out.to_str().unwrap()])
             .args(extra)
             .output()
@@ -501,10 +508,23 @@ fn ivon_and_vogn_eta_notes_say_what_the_steps_do() {
         ),
         "{note}"
     );
-    let (eta, note) = run(&["--method", "vogn", "--batch-size", "50", "--step-size", "0.02"]);
+    let (eta, note) = run(&[
+        "--method",
+        "vogn",
+        "--batch-size",
+        "50",
+        "--step-size",
+        "0.02",
+    ]);
     assert_eq!(eta, "0.02");
-    assert!(note.ends_with("constant; configured by --step-size)"), "{note}");
+    assert!(
+        note.ends_with("constant; configured by --step-size)"),
+        "{note}"
+    );
     let (eta, note) = run(&["--method", "vogn"]);
     assert_eq!(eta, "0.1");
-    assert!(note.ends_with("constant; the full-batch default)"), "{note}");
+    assert!(
+        note.ends_with("constant; the full-batch default)"),
+        "{note}"
+    );
 }

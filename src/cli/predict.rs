@@ -107,7 +107,12 @@ pub fn run(args: PredictArgs) -> i32 {
     let observed = outcome
         .as_deref()
         .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
-    let (mut rows, gq_note) = match predict::predict(&model, &saved, seed) {
+    let (mut rows, mut gq_note) = match predict::predict(&model, &saved, seed) {
+        Ok(p) if matches!(observed, Some(None)) && p.failed.iter().all(|q| q == "log_lik") => {
+            // without the outcome, `log_lik` (which reads it) fails at every draw and is left
+            // out below: not a failure of what is written
+            (p.rows, None)
+        }
         Ok(p) => (p.rows, p.gq_note),
         Err(e) => {
             eprintln!("error: {e}");
@@ -128,6 +133,27 @@ pub fn run(args: PredictArgs) -> i32 {
         // log p(y | θ) of an outcome that is not there is meaningless (and some discrete lpmfs
         // do not propagate the NaN placeholder), so it is left out.
         rows.retain(|r| !r.name.starts_with("log_lik["));
+        if rows.is_empty()
+            && let Some(o) = &outcome
+        {
+            eprintln!(
+                "error: nothing to predict: the model's only generated quantity is `log_lik`, \
+                 which reads the outcome `{o}`\n  = note: the new data has no `{o}` column, so \
+                 `{o}` is NaN in the generated quantities; a statement that reads it (such as \
+                 `log_lik[n] = normal_lpdf({o}[n] | …)`) cannot be evaluated. Add the `{o}` \
+                 column to score the new rows, or guard the statement with `if \
+                 (!is_nan({o}[n])) {{ … }}`"
+            );
+            return super::EXIT_ERROR;
+        }
+        // another quantity that failed may read the missing outcome too
+        if let (Some(note), Some(o)) = (gq_note.as_mut(), &outcome) {
+            note.push_str(&format!(
+                "\n  = note: the new data has no `{o}` column, so `{o}` is NaN in the generated \
+                 quantities; a statement that reads it cannot be evaluated. Add the `{o}` \
+                 column, or guard the statement with `if (!is_nan({o}[n])) {{ … }}`"
+            ));
+        }
     }
     let written = match &args.output {
         Some(path) => {
@@ -169,7 +195,11 @@ pub fn run(args: PredictArgs) -> i32 {
                  computed (the `draws` column); exit status {}",
                 super::EXIT_GQ_FAILED
             );
-            if code == 0 { super::EXIT_GQ_FAILED } else { code }
+            if code == 0 {
+                super::EXIT_GQ_FAILED
+            } else {
+                code
+            }
         }
         None => code,
     };

@@ -262,7 +262,13 @@ fn point_estimates(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> i32 {
                 String::new()
             }
         );
-        let width = f.names.iter().map(|n| n.chars().count()).max().unwrap_or(4).max(4);
+        let width = f
+            .names
+            .iter()
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(4)
+            .max(4);
         let cells: Vec<String> = last.iter().map(|&v| point_value(v)).collect();
         let cw = cells.iter().map(|c| c.len()).max().unwrap_or(8).max(8);
         println!("{:<width$}  {:>cw$}", "name", "estimate");

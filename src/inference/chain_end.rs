@@ -40,7 +40,11 @@ pub fn chain_numbers(numbers: &[usize]) -> String {
         }
         i = j + 1;
     }
-    let word = if numbers.len() == 1 { "chain" } else { "chains" };
+    let word = if numbers.len() == 1 {
+        "chain"
+    } else {
+        "chains"
+    };
     match parts.len() {
         0 => format!("no {word}"),
         1 => format!("{word} {}", parts[0]),
@@ -62,7 +66,10 @@ impl McmcOutput {
             return String::new();
         }
         let pick = |f: &dyn Fn(&ChainEnd) -> bool| -> Vec<usize> {
-            (0..ends.len()).filter(|&c| f(&ends[c])).map(|c| c + 1).collect()
+            (0..ends.len())
+                .filter(|&c| f(&ends[c]))
+                .map(|c| c + 1)
+                .collect()
         };
         let finished = pick(&|e| *e == ChainEnd::Finished);
         let sampling = pick(&|e| matches!(e, ChainEnd::Sampling(_)));
@@ -77,7 +84,11 @@ impl McmcOutput {
         ] {
             if !chains.is_empty() {
                 let verb = if chains.len() == 1 { one } else { many };
-                groups.push(format!("{} {verb} ({})", chains.len(), chain_numbers(chains)));
+                groups.push(format!(
+                    "{} {verb} ({})",
+                    chains.len(),
+                    chain_numbers(chains)
+                ));
             }
         }
         let list = match groups.len() {

@@ -563,7 +563,11 @@ mod tests {
         let table = format_table(&rows, false);
         let mu: Vec<&str> = table.lines().nth(3).unwrap().split_whitespace().collect();
         // mean 1e6, 5% = 1e6 - 9.0, 95% = 1e6 + 9.0 (type-7 over the 200 values)
-        assert_eq!(mu, ["mu", "1000000", "5.788", "999991", "1000000", "1000009"], "{table}");
+        assert_eq!(
+            mu,
+            ["mu", "1000000", "5.788", "999991", "1000000", "1000009"],
+            "{table}"
+        );
     }
 
     #[test]
