@@ -105,8 +105,9 @@ pub enum PredictError {
     },
 }
 
-/// How to fix generated quantities that fail at some draws, as `bayesc predict` and
-/// `bayesc evaluate` print it (they stop at the first failure; docs/generated_quantities.md).
+/// How to fix generated quantities that fail at some draws, as `bayesc evaluate` prints it (it
+/// stops at the first failure, since its metrics need every draw) and `bayesc predict` when the
+/// transformed parameters fail on the new data (docs/generated_quantities.md).
 pub const GQ_FAILURE_ADVICE: &str = "Guard the statement against the values that break it \
      (e.g. `if (mu > 0)`), or use a function defined for all of them; `bayesc fit` on the same \
      model writes NaN where the generated quantities fail and counts the failures \
@@ -360,6 +361,23 @@ pub struct PredictionRow {
     pub q5: f64,
     pub q50: f64,
     pub q95: f64,
+    /// Draws the row summarises: those at which the quantity is not NaN (fewer than the fit's
+    /// where its generated quantities failed, [`Prediction::gq_note`]).
+    pub draws: usize,
+}
+
+/// What [`predict`] returns: the summary rows, and the warning (an error in Stan's terms)
+/// when the generated quantities failed at some draws, which then hold NaN for the quantities
+/// that failed ([`crate::fit::gq_failure_note`]); `None` when nothing failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    /// One row per scalar generated quantity, in Stan's order.
+    pub rows: Vec<PredictionRow>,
+    /// The failures: count per quantity, the first by draw, and how to fix the model.
+    pub gq_note: Option<String>,
+    /// The declared names of the generated quantities that failed at some draw (`log_lik`,
+    /// not `log_lik[3]`), in the order they first failed; empty when `gq_note` is `None`.
+    pub failed: Vec<String>,
 }
 
 /// Evaluates the generated quantities of `model` (compiled on the new data) at every
@@ -397,18 +415,24 @@ pub fn generated_quantity_draws(
         .collect()
 }
 
-/// Summarises `values` (draws × names, one `Vec` per draw) per column: mean, sd and the 5%, 50%
-/// and 95% quantiles.
+/// Summarises `values` (draws × names, one `Vec` per draw) per column over the draws at which
+/// the column is not NaN (a generated quantity that failed there, as `bayesc fit`'s summary
+/// does): mean, sd and the 5%, 50% and 95% quantiles, and the count of those draws. A column
+/// NaN at every draw is summarised as NaN.
 pub fn summarize_columns(names: &[String], values: &[Vec<f64>]) -> Vec<PredictionRow> {
-    let s = values.len();
     names
         .iter()
         .enumerate()
         .map(|(j, name)| {
-            let mut col: Vec<f64> = values.iter().map(|r| r[j]).collect();
-            let (mean, sd) = match s {
-                0 => (0.0, 0.0),
-                1 => (col[0], 0.0),
+            let mut col: Vec<f64> = values
+                .iter()
+                .map(|r| r[j])
+                .filter(|v| !v.is_nan())
+                .collect();
+            let (mean, sd) = match (col.len(), values.len()) {
+                (_, 0) => (0.0, 0.0),
+                (0, _) => (f64::NAN, f64::NAN),
+                (1, _) => (col[0], 0.0),
                 _ => crate::diagnostics::mean_sd(&col),
             };
             col.sort_by(f64::total_cmp);
@@ -426,58 +450,104 @@ pub fn summarize_columns(names: &[String], values: &[Vec<f64>]) -> Vec<Predictio
                 q5: q(0.05),
                 q50: q(0.5),
                 q95: q(0.95),
+                draws: col.len(),
             }
         })
         .collect()
 }
 
+/// The generated quantities of `model` at every unconstrained draw in `zetas`, as
+/// [`generated_quantity_draws`] (random stream `3000 + s` of `seed` for draw `s`), except that
+/// a generated quantity that fails at a draw holds NaN there and the failures are counted
+/// (`GqTally`, draws numbered from 1 in the order of `zetas`), as `bayesc fit` does.
+///
+/// Errors: [`PredictError::GeneratedQuantities`] for the first draw whose transformed
+/// parameters (recomputed on the new data) fail, which leave no generated quantity.
+pub(crate) fn generated_quantity_draws_counting(
+    model: &Model,
+    zetas: &[Vec<f64>],
+    seed: u64,
+) -> Result<(Vec<Vec<f64>>, crate::fit::GqTally), PredictError> {
+    use rayon::prelude::*;
+    let n_before = model.parameter_names().len() + model.transformed_parameter_names().len();
+    let made: Vec<_> = zetas
+        .par_iter()
+        .enumerate()
+        .map(|(s, z)| {
+            let mut rng = stream(seed, 3000 + s as u64);
+            crate::fit::constrained_row(model, z, &mut rng)
+        })
+        .collect();
+    let mut tally = crate::fit::GqTally::default();
+    let mut values = Vec::with_capacity(made.len());
+    for (s, r) in made.into_iter().enumerate() {
+        let (row, failure) = r.map_err(|source| PredictError::GeneratedQuantities {
+            at: format!("draw {}", s + 1),
+            draw: Some(s + 1),
+            source,
+        })?;
+        if let Some(f) = failure {
+            tally.add(s + 1, f);
+        }
+        values.push(row[n_before..].to_vec());
+    }
+    Ok((values, tally))
+}
+
 /// Posterior prediction: the generated quantities of `model` (compiled on the new data) for
-/// every draw of `fit`, summarised per scalar quantity.
+/// every draw of `fit`, summarised per scalar quantity. A quantity that fails at some draws
+/// holds NaN there and is summarised over the others ([`PredictionRow::draws`]); the failures
+/// are reported in [`Prediction::gq_note`], the first named by its draw of the fit (its
+/// chains one after another), as `bayesc fit` reports them.
 ///
 /// Errors: [`PredictError::NothingToPredict`] when the model has no generated quantities, and
-/// those of [`SavedFit::unconstrained_draws`] and [`generated_quantity_draws`].
-pub fn predict(
-    model: &Model,
-    fit: &SavedFit,
-    seed: u64,
-) -> Result<Vec<PredictionRow>, PredictError> {
+/// those of [`SavedFit::unconstrained_draws`] and [`generated_quantity_draws_counting`].
+pub fn predict(model: &Model, fit: &SavedFit, seed: u64) -> Result<Prediction, PredictError> {
     let names = model.generated_quantity_names();
     if names.is_empty() {
         return Err(PredictError::NothingToPredict);
     }
     let zetas = fit.unconstrained_draws(model)?;
-    let values = generated_quantity_draws(model, &zetas, seed).map_err(|e| match e {
-        PredictError::GeneratedQuantities {
-            draw: Some(d),
-            source,
-            ..
-        } => PredictError::GeneratedQuantities {
-            at: format!(
-                "draw {d} of the fit's {} draws (its chains one after another)",
-                zetas.len()
-            ),
-            draw: Some(d),
-            source,
-        },
-        e => e,
-    })?;
-    Ok(summarize_columns(&names, &values))
+    let n = zetas.len();
+    let placed =
+        |d: usize| format!("draw {d} of the fit's {n} draws (its chains one after another)");
+    let (values, tally) =
+        generated_quantity_draws_counting(model, &zetas, seed).map_err(|e| match e {
+            PredictError::GeneratedQuantities {
+                draw: Some(d),
+                source,
+                ..
+            } => PredictError::GeneratedQuantities {
+                at: placed(d),
+                draw: Some(d),
+                source,
+            },
+            e => e,
+        })?;
+    Ok(Prediction {
+        rows: summarize_columns(&names, &values),
+        gq_note: tally.note(n, placed),
+        failed: tally.per_quantity.iter().map(|(q, _)| q.clone()).collect(),
+    })
 }
 
-/// Writes prediction rows as CSV: `name,mean,sd,q5,q50,q95`, values with round-trip precision.
+/// Writes prediction rows as CSV: `name,mean,sd,q5,q50,q95,draws`, values with round-trip
+/// precision; `draws` is [`PredictionRow::draws`], the draws each row summarises (fewer than
+/// the fit's where the quantity failed).
 pub fn write_predictions_csv(w: &mut dyn io::Write, rows: &[PredictionRow]) -> io::Result<()> {
     use crate::output::format_f64_roundtrip as f;
-    writeln!(w, "name,mean,sd,q5,q50,q95")?;
+    writeln!(w, "name,mean,sd,q5,q50,q95,draws")?;
     for r in rows {
         writeln!(
             w,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{}",
             r.name,
             f(r.mean),
             f(r.sd),
             f(r.q5),
             f(r.q50),
-            f(r.q95)
+            f(r.q95),
+            r.draws
         )?;
     }
     Ok(())
@@ -505,6 +575,17 @@ mod tests {
         assert_eq!(r.q50, 3.0);
         assert!((r.q5 - 1.2).abs() < 1e-12);
         assert!((r.q95 - 4.8).abs() < 1e-12);
+        assert_eq!(r.draws, 5);
+        // NaN where a generated quantity failed: summarised over the other draws
+        let values: Vec<Vec<f64>> = [1.0, f64::NAN, 2.0, 3.0, f64::NAN, 4.0, 5.0]
+            .iter()
+            .map(|&v| vec![v, f64::NAN])
+            .collect();
+        let names = vec!["a".to_string(), "b".to_string()];
+        let rows = summarize_columns(&names, &values);
+        assert_eq!((rows[0].mean, rows[0].q50, rows[0].draws), (3.0, 3.0, 5));
+        assert!((rows[0].sd - 2.5f64.sqrt()).abs() < 1e-15);
+        assert!(rows[1].mean.is_nan() && rows[1].q50.is_nan() && rows[1].draws == 0);
     }
 
     #[test]

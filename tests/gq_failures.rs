@@ -433,10 +433,13 @@ fn fixed_param_writes_nan_and_exits_3() {
     assert!(!text.contains("computing constrained draws"), "{text}");
 }
 
-/// `bayesc predict` stops at the first draw whose generated quantities fail (status 1), and
-/// says so: the generated quantities, the draw of the saved fit, the statement, the advice.
+/// `bayesc predict` treats failing generated quantities as `bayesc fit` does: the table is
+/// written whole, each quantity summarised over the draws where it was computed (the `draws`
+/// column), the failures counted per quantity with the first named by its draw of the saved fit,
+/// the statement and the advice, and the exit status is 3 (the old code stopped at the first
+/// failing draw with status 1 and wrote nothing).
 #[test]
-fn predict_names_the_failing_generated_quantities() {
+fn predict_writes_the_table_whole_and_counts_the_failing_generated_quantities() {
     let dir = tempfile::tempdir().unwrap();
     write_case(dir.path(), MODEL);
     let fit = common::bayesc_in(
@@ -454,6 +457,8 @@ fn predict_names_the_failing_generated_quantities() {
             "2",
             "--save-fit",
             "f.json",
+            "--output",
+            "draws.csv",
         ],
     );
     assert_eq!(fit.status.code(), Some(3), "{}", common::output_text(&fit));
@@ -466,12 +471,45 @@ fn predict_names_the_failing_generated_quantities() {
             "f.json",
             "--data",
             "d.csv",
+            "--output",
+            "p.csv",
         ],
     );
     let text = common::output_text(&o);
-    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    // the fit's own draws: b fails where mu < 0, at the same draws in both runs
+    let (names, rows) = read_csv(&dir.path().join("draws_1.csv"));
+    let (names2, rows2) = read_csv(&dir.path().join("draws_2.csv"));
+    assert_eq!(names, names2);
+    let mu = names.iter().position(|n| n == "mu").unwrap();
+    let negative = rows.iter().chain(&rows2).filter(|r| r[mu] < 0.0).count();
+    assert!(negative > 0 && negative < 2000, "{negative}");
+    let table = std::fs::read_to_string(dir.path().join("p.csv")).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "name,mean,sd,q5,q50,q95,draws");
+    let row = |name: &str| -> Vec<String> {
+        lines
+            .iter()
+            .find(|l| l.split(',').next() == Some(name))
+            .unwrap_or_else(|| panic!("a row `{name}` in {table}"))
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    };
+    // b, d, e, f and g fail at the draws with mu < 0; a and v at none
+    for q in ["b", "d", "e", "f", "g"] {
+        let r = row(q);
+        assert_eq!(r[6], (2000 - negative).to_string(), "{q}: {table}");
+        assert!(r[1].parse::<f64>().unwrap().is_finite(), "{q}: {table}");
+    }
+    assert_eq!(row("a")[6], "2000", "{table}");
+    // f = mu over the draws with mu ≥ 0 (its bound), so its 5% is not negative
+    assert!(row("f")[3].parse::<f64>().unwrap() >= 0.0, "{table}");
     assert!(
-        text.contains("error: the generated quantities failed at draw "),
+        text.contains(&format!(
+            "ERROR: the generated quantities failed at {negative} of 2000 draws (b at \
+             {negative}, d at {negative}"
+        )),
         "{text}"
     );
     assert!(
@@ -480,6 +518,7 @@ fn predict_names_the_failing_generated_quantities() {
     );
     assert!(text.contains("model.bayes:"), "{text}");
     assert!(text.contains("Guard the statement"), "{text}");
+    assert!(text.contains("exit status 3"), "{text}");
 }
 
 /// `bayesc evaluate` stops at the first failure (status 1) and names where: the posterior
@@ -536,5 +575,77 @@ generated quantities {{
         assert!(text.contains("bad row "), "{guard}: {text}");
         assert!(text.contains("(m.bayes:9:"), "{guard}: {text}");
         assert!(text.contains("Guard the statement"), "{guard}: {text}");
+    }
+}
+
+/// Without the outcome in the new data, `log_lik` (which reads it) fails at every draw: it is
+/// left out, as before, and is not counted as a failure of what is written; `y_hat` is
+/// predicted and the status is 0. Another quantity that reads the outcome and fails makes the
+/// status 3 with a note naming the missing column. (The old code stopped at draw 1 with status
+/// 1 whenever `log_lik` read the missing outcome.)
+#[test]
+fn predict_without_the_outcome_leaves_out_log_lik_and_counts_other_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    for f in ["lin.csv", "new_rows_without_y.csv"] {
+        std::fs::copy(root.join("tests/fixtures/ux").join(f), dir.path().join(f)).unwrap();
+    }
+    let model = |extra: &str| {
+        format!(
+            "// @outcome y
+data {{ int N; vector[N] x; vector[N] y; }}
+parameters {{ real a; real b; real<lower=0> s; }}
+model {{ a ~ normal(0, 5); b ~ normal(0, 5); s ~ normal(0, 2); y ~ normal(a + b * x, s); }}
+generated quantities {{
+  vector[N] log_lik;
+  vector[N] y_hat = a + b * x;
+  {extra}
+  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | y_hat[n], s);
+}}
+"
+        )
+    };
+    for (extra, code) in [("", 0), ("real r = normal_rng(y[1], s);", 3)] {
+        std::fs::write(dir.path().join("m.bayes"), model(extra)).unwrap();
+        let fit = common::bayesc_in(
+            dir.path(),
+            &[
+                "fit",
+                "m.bayes",
+                "--data",
+                "lin.csv",
+                "--seed",
+                "1",
+                "-q",
+                "--save-fit",
+                "f.json",
+            ],
+        );
+        assert!(fit.status.success(), "{}", common::output_text(&fit));
+        let o = common::bayesc_in(
+            dir.path(),
+            &[
+                "predict",
+                "m.bayes",
+                "--fit",
+                "f.json",
+                "--data",
+                "new_rows_without_y.csv",
+                "-o",
+                "p.csv",
+            ],
+        );
+        let text = common::output_text(&o);
+        assert_eq!(o.status.code(), Some(code), "{extra}: {text}");
+        let table = std::fs::read_to_string(dir.path().join("p.csv")).unwrap();
+        assert!(table.contains("\ny_hat[1],"), "{table}");
+        assert!(!table.contains("log_lik["), "{table}");
+        if code == 3 {
+            assert!(text.contains("(log_lik at 1000, r at 1000)"), "{text}");
+            assert!(text.contains("the new data has no `y` column"), "{text}");
+            assert!(table.contains("\nr,NaN,NaN,NaN,NaN,NaN,0"), "{table}");
+        } else {
+            assert!(!text.contains("ERROR"), "{text}");
+        }
     }
 }

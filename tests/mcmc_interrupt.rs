@@ -77,6 +77,53 @@ fn unequal_chains_are_trimmed_and_empty_ones_dropped() {
     assert!(rows.iter().all(|row| row.rhat.is_some_and(f64::is_finite)));
 }
 
+/// The message of an interrupted run says where each chain was and why chains 3 and 4 have no
+/// draws: one thread runs one chain at a time, so they had not started (the fresh-user finding:
+/// on 2 cores a Ctrl-C kept 2 of 4 chains without saying why).
+#[test]
+fn the_interruption_message_says_which_chains_had_not_started_and_why() {
+    use bayesc::inference::mcmc::ChainEnd;
+    let r = interrupted_fit(|c, i| c == 1 && i >= 130);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert_eq!(
+        out.chain_ends,
+        vec![
+            ChainEnd::Finished,
+            ChainEnd::Sampling(30),
+            ChainEnd::NotStarted,
+            ChainEnd::NotStarted
+        ]
+    );
+    assert_eq!(out.parallel_chains, 1);
+    let mut options = FitOptions::new(Method::Nuts, 7);
+    options.mcmc.chains = 4;
+    let text = bayesc::output::report::mcmc_text(&r, out, &options);
+    assert!(
+        text.contains(
+            "Of the 4 chains, 1 had finished (chain 1), 1 was sampling (chain 2) and 2 had not \
+             started (chains 3 and 4): chains run in parallel, at most 1 at a time (one per \
+             core, or --threads), so chains 3 and 4 were still waiting for a free core when \
+             the stop came"
+        ),
+        "{text}"
+    );
+    // a stop in warmup: chain 1 was in warmup (50 iterations), the others had not started
+    let r = interrupted_fit(|c, i| c == 0 && i >= 50);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert_eq!(out.chain_ends[0], ChainEnd::Warmup(50));
+    let text = bayesc::output::report::mcmc_text(&r, out, &options);
+    assert!(
+        text.contains(
+            "Of the 4 chains, 1 was in warmup (chain 1) and 3 had not started (chains 2–4)"
+        ),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_stop_during_warmup_of_every_chain_leaves_no_chains() {
     let r = interrupted_fit(|c, i| c == 0 && i >= 50);

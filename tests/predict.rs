@@ -67,7 +67,10 @@ fn labour_round_trip_matches_the_posterior_computed_directly() {
         .check_model("fit.json", "experiment.bayes", &text)
         .unwrap();
 
-    let rows = predict::predict(&model, &loaded, 5).unwrap();
+    let prediction = predict::predict(&model, &loaded, 5).unwrap();
+    assert_eq!(prediction.gq_note, None);
+    let rows = prediction.rows;
+    assert!(rows.iter().all(|r| r.draws == 400));
     let x = labour_covariates();
     // Direct: mean over draws of inv_logit(alpha + x·beta), from the fitted parameter draws.
     for n in [0usize, 1, 200, 752] {
@@ -138,7 +141,7 @@ fn cli_save_fit_then_predict_on_new_rows() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(&pred_path).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "name,mean,sd,q5,q50,q95");
+    assert_eq!(lines[0], "name,mean,sd,q5,q50,q95,draws");
     assert_eq!(lines.len(), 1 + 6, "{csv}");
     assert!(lines[4].starts_with("y_hat[1],"));
     let p: f64 = lines[4].split(',').nth(1).unwrap().parse().unwrap();

@@ -53,3 +53,57 @@ fn summary_reports_divergences_treedepth_and_e_bfmi_from_the_files() {
     assert!(text.contains("chain 2: E-BFMI = 0.001"), "{text}");
     assert!(!text.contains("chain 1: E-BFMI"), "{text}");
 }
+
+/// `bayesc summary` of `--method optimize` output shows the point estimate as such (the last
+/// row, which with saved iterations is the optimum), with no sd, quantiles, R-hat or ESS; the
+/// old code refused it with "the files hold 1 draws per chain", or, with 4 or more saved
+/// iterations, summarised the iterations as if they were draws.
+#[test]
+fn summary_of_an_optimize_file_shows_the_point_estimate() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let config = "# method = optimize\n#   optimize\n#     jacobian = false (Default)\n\
+                  lp__,mu,n\n";
+    let one = dir.path().join("opt.csv");
+    std::fs::write(&one, format!("{config}-3.0638,4.620923,1000000\n")).expect("write");
+    let iters = dir.path().join("iters.csv");
+    std::fs::write(
+        &iters,
+        format!("{config}-9.5,0.1,3\n-7.25,2.0,3\n-4.0,4.0,3\n-3.5,4.5,3\n-3.0638,4.620923,3\n"),
+    )
+    .expect("write");
+    for (path, estimate, rows) in [
+        (&one, "1000000", ""),
+        (&iters, "3", "the last of its 5 rows"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+            .arg("summary")
+            .arg(path)
+            .output()
+            .expect("run bayesc");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("holds a point estimate, not draws"), "{text}");
+        assert!(text.contains("without the Jacobian adjustment"), "{text}");
+        assert!(text.contains(rows), "{text}");
+        let cells = |name: &str| -> Vec<String> {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .unwrap_or_else(|| panic!("a row `{name}` in {text}"))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(cells("mu"), ["mu", "4.62092"], "{text}");
+        assert_eq!(cells("n"), ["n", estimate], "{text}");
+        assert!(text.contains("lp__) = -3.06380"), "{text}");
+        assert!(
+            !text.contains("R_hat") && !text.contains("ESS_bulk"),
+            "{text}"
+        );
+        assert!(text.contains("--method laplace"), "{text}");
+    }
+}

@@ -423,3 +423,108 @@ fn mc_dropout_names_its_masks() {
         "{lines:#?}"
     );
 }
+
+/// Full-covariance QBVI with d > S/10 runs at the step size of the §11 rule min(0.05,
+/// 0.005 S/d), which bayesc chose from the dimension: the eta note gives the rule and its
+/// numbers (d = 12, S = 100: 0.0416667), where the old note said only "constant". With
+/// `--step-size`, or at d ≤ 10, it says nothing of the kind.
+#[test]
+fn full_covariance_qbvi_eta_gives_the_rule_bayesc_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let fit = |d: usize, extra: &[&str]| -> String {
+        let model = dir.path().join("m.bayes");
+        std::fs::write(
+            &model,
+            format!("parameters {{ vector[{d}] b; }}\nmodel {{ b ~ normal(0, 1); }}\n"),
+        )
+        .unwrap();
+        let out = dir.path().join("q.csv");
+        let o = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+            .args([
+                "fit",
+                model.to_str().unwrap(),
+                "--method",
+                "qbvi",
+                "--seed",
+                "1",
+            ])
+            .args(["-q", "--draws", "20", "-o", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .expect("run bayesc");
+        assert!(o.status.success(), "{}", common::output_text(&o));
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let csv = fit(12, &[]);
+    check_readable(&csv, "0.0416667");
+    let lines = config(&csv);
+    let note = note_after(&lines, "eta");
+    assert!(
+        note.contains(
+            "; set by bayesc from the dimension, not configured: the full-covariance rule \
+             min(0.05, 0.005 S/d) with S 100 draws per step and d 12 parameters"
+        ) && note.contains("--step-size to override"),
+        "{note}"
+    );
+    for (d, extra) in [(12, &["--step-size", "0.03"][..]), (8, &[][..])] {
+        let csv = fit(d, extra);
+        let lines = config(&csv);
+        let note = note_after(&lines, "eta");
+        assert!(!note.contains("set by bayesc"), "{d} {extra:?}: {note}");
+    }
+}
+
+/// IVON's and VOGN's eta notes say what their steps do with eta, also with `--batch-size`:
+/// IVON moves the mean by alpha (h0 + delta) times the momentum of the gradient of -L/lambda
+/// with lambda = N once a minibatch plan exists; VOGN on batches smaller than N runs at its
+/// minibatch default 0.01 in place of 0.1, which bayesc set (the old note said only "its
+/// minibatch value"), and says so only when --step-size did not set it.
+#[test]
+fn ivon_and_vogn_eta_notes_say_what_the_steps_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, data) = ("examples/labour/model.bayes", "examples/labour/labour.csv");
+    let run = |extra: &[&str]| -> (String, String) {
+        let args = [extra, &["--max-iter", "30"]].concat();
+        let csv = fit_file(dir.path(), model, data, &args);
+        let lines = config(&csv);
+        let eta = keys(&lines)["eta"].to_string();
+        (eta, note_after(&lines, "eta").to_string())
+    };
+    let (eta, note) = run(&["--method", "ivon", "--batch-size", "50"]);
+    assert_eq!(eta, "0.1");
+    assert!(
+        note.contains(
+            "each step moves the mean by alpha (h0 + delta) with h0 1 and weight decay delta 0 \
+             times the debiased momentum of the gradient of -L/lambda (lambda N 753 rows)"
+        ),
+        "{note}"
+    );
+    let (eta, note) = run(&["--method", "vogn", "--batch-size", "50"]);
+    assert_eq!(eta, "0.01");
+    assert!(
+        note.contains(
+            "set by bayesc, not configured: the minibatch default 0.01 in place of the \
+             full-batch 0.1, since the batches are smaller than N (--step-size to override)"
+        ),
+        "{note}"
+    );
+    let (eta, note) = run(&[
+        "--method",
+        "vogn",
+        "--batch-size",
+        "50",
+        "--step-size",
+        "0.02",
+    ]);
+    assert_eq!(eta, "0.02");
+    assert!(
+        note.ends_with("constant; configured by --step-size)"),
+        "{note}"
+    );
+    let (eta, note) = run(&["--method", "vogn"]);
+    assert_eq!(eta, "0.1");
+    assert!(
+        note.ends_with("constant; the full-batch default)"),
+        "{note}"
+    );
+}

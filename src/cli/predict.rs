@@ -2,7 +2,9 @@
 //! summarised per quantity (mean, sd, 5%/50%/95% quantiles) as CSV; when the model follows the
 //! per-row convention of `crate::evaluate` and the new data hold the outcome, also the
 //! posterior-predictive scores of the new rows. The outcome column may be absent: it is then
-//! predicted, not scored.
+//! predicted, not scored. Generated quantities that fail at some draws hold NaN there, the
+//! table is written whole (each row over the draws where its quantity was computed) and the
+//! failures are an error with exit status 3, as in `bayesc fit`.
 
 use std::path::PathBuf;
 
@@ -105,8 +107,13 @@ pub fn run(args: PredictArgs) -> i32 {
     let observed = outcome
         .as_deref()
         .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
-    let mut rows = match predict::predict(&model, &saved, seed) {
-        Ok(r) => r,
+    let (mut rows, mut gq_note) = match predict::predict(&model, &saved, seed) {
+        Ok(p) if matches!(observed, Some(None)) && p.failed.iter().all(|q| q == "log_lik") => {
+            // without the outcome, `log_lik` (which reads it) fails at every draw and is left
+            // out below: not a failure of what is written
+            (p.rows, None)
+        }
+        Ok(p) => (p.rows, p.gq_note),
         Err(e) => {
             eprintln!("error: {e}");
             // The usual cause when the new data lacks the outcome: a generated quantity reads
@@ -126,6 +133,27 @@ pub fn run(args: PredictArgs) -> i32 {
         // log p(y | θ) of an outcome that is not there is meaningless (and some discrete lpmfs
         // do not propagate the NaN placeholder), so it is left out.
         rows.retain(|r| !r.name.starts_with("log_lik["));
+        if rows.is_empty()
+            && let Some(o) = &outcome
+        {
+            eprintln!(
+                "error: nothing to predict: the model's only generated quantity is `log_lik`, \
+                 which reads the outcome `{o}`\n  = note: the new data has no `{o}` column, so \
+                 `{o}` is NaN in the generated quantities; a statement that reads it (such as \
+                 `log_lik[n] = normal_lpdf({o}[n] | …)`) cannot be evaluated. Add the `{o}` \
+                 column to score the new rows, or guard the statement with `if \
+                 (!is_nan({o}[n])) {{ … }}`"
+            );
+            return super::EXIT_ERROR;
+        }
+        // another quantity that failed may read the missing outcome too
+        if let (Some(note), Some(o)) = (gq_note.as_mut(), &outcome) {
+            note.push_str(&format!(
+                "\n  = note: the new data has no `{o}` column, so `{o}` is NaN in the generated \
+                 quantities; a statement that reads it cannot be evaluated. Add the `{o}` \
+                 column, or guard the statement with `if (!is_nan({o}[n])) {{ … }}`"
+            ));
+        }
     }
     let written = match &args.output {
         Some(path) => {
@@ -156,14 +184,33 @@ pub fn run(args: PredictArgs) -> i32 {
             path.display()
         ));
     }
+    // generated quantities that failed at some draws: an error (as `bayesc fit` reports it),
+    // after the table was written whole, with each row summarised over the draws where its
+    // quantity was computed (the `draws` column); status 3 (docs/generated_quantities.md)
+    let gq_failed = |code: i32| match &gq_note {
+        Some(note) => {
+            eprintln!(
+                "ERROR: {note}\nerror: the generated quantities failed at some draws; the \
+                 predictions were written whole, each row over the draws where its quantity was \
+                 computed (the `draws` column); exit status {}",
+                super::EXIT_GQ_FAILED
+            );
+            if code == 0 {
+                super::EXIT_GQ_FAILED
+            } else {
+                code
+            }
+        }
+        None => code,
+    };
     let (Some(outcome), Some(observed)) = (outcome, observed) else {
-        return 0;
+        return gq_failed(0);
     };
     let names = model.generated_quantity_names();
     let has = |q: &str| names.iter().any(|n| n.starts_with(&format!("{q}[")));
     // `y_hat[n]`, or `p_hat[n, k]` for a K-class outcome (crate::evaluate's per-row convention).
     let follows = has("log_lik") && (has("y_hat") || has("p_hat"));
-    match observed {
+    let code = match observed {
         None => {
             say(&format!(
                 "the outcome `{outcome}` is not in the new data: it is predicted, not scored; \
@@ -173,8 +220,11 @@ pub fn run(args: PredictArgs) -> i32 {
             0
         }
         Some(_) if !follows => 0,
+        // scoring needs every draw (`evaluate::score`): with failed draws it stops at the first,
+        // as `bayesc evaluate` does
         Some(y) => score_new_rows(&args, &model, &saved, &outcome, y, seed, &say),
-    }
+    };
+    gq_failed(code)
 }
 
 /// Scores the new rows (posterior predictive and at the posterior mean of the draws), prints the

@@ -42,6 +42,9 @@ pub fn run(args: SummaryArgs) -> i32 {
         eprintln!("error: {message}; give the chains of one fit");
         return super::EXIT_ERROR;
     }
+    if files.iter().any(is_optimize) {
+        return point_estimates(&files, &args.files);
+    }
     let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     let draws = match stan_csv::draws_from_files(&files, &paths) {
         Ok(d) => d,
@@ -203,4 +206,94 @@ fn not_one_fit(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> Option<String>
         }
     }
     None
+}
+
+/// Whether the configuration comments say `method = optimize` (CmdStan's and bayesc's
+/// optimize output: one row, the optimum, or with `save_iterations = true` one row per
+/// iteration, the optimum last).
+fn is_optimize(file: &stan_csv::StanCsv) -> bool {
+    file.config_lines
+        .iter()
+        .any(|l| l.trim() == "method = optimize")
+}
+
+/// `bayesc summary` of optimize output: the point estimate of each file as such (its last
+/// row, the optimum), with what it is and where to get uncertainty, and no sd, quantiles,
+/// R-hat or ESS, which a single point does not have ([X]: a fresh user ran `bayesc summary`
+/// on an optimize file and got "the files hold 1 draws per chain; a summary needs at least 4").
+/// Files of the same fit already passed [`not_one_fit`], so all are optimize files. Exit 0,
+/// or [`super::EXIT_ERROR`] for a file with no rows.
+fn point_estimates(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> i32 {
+    for (f, path) in files.iter().zip(paths) {
+        let k = f.names.len();
+        if f.n_draws == 0 || k == 0 {
+            eprintln!(
+                "error: `{}` is the output of `--method optimize` but holds no estimate (no data \
+                 rows)",
+                path.display()
+            );
+            return super::EXIT_ERROR;
+        }
+        let setting = |key: &str| {
+            f.config_lines.iter().find_map(|l| {
+                let rest = l.trim().strip_prefix(key)?.trim_start().strip_prefix('=')?;
+                rest.split_whitespace().next().map(str::to_string)
+            })
+        };
+        let jacobian = matches!(setting("jacobian").as_deref(), Some("true" | "1"));
+        let last = &f.values[(f.n_draws - 1) * k..f.n_draws * k];
+        let lp = f
+            .sampler_names
+            .iter()
+            .position(|n| n == "lp__")
+            .map(|i| f.sampler_values[(f.n_draws - 1) * f.sampler_names.len() + i]);
+        println!(
+            "`{}` holds a point estimate, not draws: the output of `--method optimize`, the mode \
+             of the log density {} the Jacobian adjustment{}. A single point has no sd, \
+             quantiles, R-hat or ESS, so none are shown.\n",
+            path.display(),
+            if jacobian { "with" } else { "without" },
+            if f.n_draws > 1 {
+                format!(
+                    " (the last of its {} rows: the file saves the iterations, the optimum last)",
+                    f.n_draws
+                )
+            } else {
+                String::new()
+            }
+        );
+        let width = f
+            .names
+            .iter()
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let cells: Vec<String> = last.iter().map(|&v| point_value(v)).collect();
+        let cw = cells.iter().map(|c| c.len()).max().unwrap_or(8).max(8);
+        println!("{:<width$}  {:>cw$}", "name", "estimate");
+        for (name, cell) in f.names.iter().zip(&cells) {
+            println!("{name:<width$}  {cell:>cw$}");
+        }
+        if let Some(lp) = lp {
+            println!("\nlog density at the optimum (lp__) = {}", point_value(lp));
+        }
+        println!();
+    }
+    println!(
+        "For uncertainty: `bayesc fit --method optimize` prints standard errors from the \
+         Hessian; `--method laplace` draws from the normal approximation at the mode, and \
+         `--method nuts` from the posterior, whose files `bayesc summary` summarises."
+    );
+    0
+}
+
+/// A value of an optimize file: an integer when whole (an `int` quantity, or `1000000`),
+/// else six significant digits ([`summary::format_sig`]).
+fn point_value(v: f64) -> String {
+    if summary::is_whole(v) {
+        format!("{}", v as i64)
+    } else {
+        summary::format_sig(v, 6)
+    }
 }

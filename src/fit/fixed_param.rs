@@ -168,7 +168,6 @@ pub(super) fn fit_fixed_param(
             if let Some(s) = stream {
                 s.finish(c, 0.0, seconds);
             }
-            let _ = done;
             let out = ChainOutput {
                 draws,
                 stats,
@@ -187,6 +186,7 @@ pub(super) fn fit_fixed_param(
                 sampling_cpu_seconds: None,
                 n_gradients: 0,
                 restarts: Vec::new(),
+                iterations: done,
             };
             Ok((out, values, interrupted, gq_failures))
         })
@@ -196,8 +196,10 @@ pub(super) fn fit_fixed_param(
     let mut interrupted = false;
     let mut gq_failures = GqTally::default();
     let mut first_gq_chain = None;
+    let mut chain_ends = Vec::with_capacity(chains.len());
     for (i, c) in chains.into_iter().enumerate() {
         let (out, values, stopped, tally) = c?;
+        chain_ends.push(mcmc::ChainEnd::of(&out, stopped, 0));
         if first_gq_chain.is_none() && tally.first.is_some() {
             first_gq_chain = Some(i + 1);
         }
@@ -215,6 +217,8 @@ pub(super) fn fit_fixed_param(
         flat: Vec::new(),
         flat_direction: None,
         notes: Vec::new(),
+        parallel_chains: rayon::current_num_threads().clamp(1, chain_ends.len().max(1)),
+        chain_ends,
     };
     let mut draws = Draws {
         names,

@@ -19,7 +19,7 @@ mod vi_checks;
 pub mod vi_gate;
 
 pub use gq_failures::gq_failure_note;
-use gq_failures::{GqTally, constrained_row};
+pub(crate) use gq_failures::{GqTally, constrained_row};
 pub use limits::*;
 pub use mcmc_fit::{McmcStream, trim_interrupted};
 use mode::*;

@@ -491,6 +491,7 @@ fn run_attempt(
         sampling_cpu_seconds: None,
         n_gradients: 0,
         restarts: Vec::new(),
+        iterations: 0,
     };
     let mut interrupted = false;
     let t0 = Instant::now();
@@ -603,6 +604,7 @@ fn run_attempt(
     out.sampling_seconds = t1.elapsed().as_secs_f64();
     out.sampling_cpu_seconds = cpu1.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
     sink.finish(chain, out.warmup_seconds, out.sampling_seconds);
+    out.iterations = done;
     progress(ChainProgress {
         chain,
         iteration: done,

@@ -506,6 +506,25 @@ pub struct ChainOutput {
     /// One note per time the chain's warmup collapsed and the chain was started afresh
     /// (issue 13 item 8), e.g. "chain 2 was re-initialised …"; empty normally.
     pub restarts: Vec<String>,
+    /// Iterations (warmup and sampling, before thinning) the chain's last start ran:
+    /// `warmup + samples` when it finished, fewer when it was stopped, 0 when the stop came
+    /// before its first iteration.
+    pub iterations: usize,
+}
+
+/// Where one chain of a run was when it ended (read for an interrupted run, to say which
+/// chains had finished, were running, or had not started).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainEnd {
+    /// The chain ran all its iterations.
+    Finished,
+    /// Stopped while sampling, with this many kept post-warmup draws.
+    Sampling(usize),
+    /// Stopped during warmup, after this many warmup iterations (no post-warmup draws).
+    Warmup(usize),
+    /// Stopped before its first iteration: the chain was waiting for a free thread (chains run
+    /// in parallel, at most [`McmcOutput::parallel_chains`] at a time).
+    NotStarted,
 }
 
 /// The result of [`sample`].
@@ -532,6 +551,13 @@ pub struct McmcOutput {
     /// Warnings the caller adds about the run (e.g. draws whose generated quantities failed),
     /// printed with [`McmcOutput::warnings`]. Empty from [`sample`].
     pub notes: Vec<String>,
+    /// One entry per requested chain, in chain order, where it was when the run ended (all
+    /// [`ChainEnd::Finished`] unless `interrupted`). Unlike `chains`, not trimmed by
+    /// `fit::trim_interrupted`.
+    pub chain_ends: Vec<ChainEnd>,
+    /// How many chains could run at once: the rayon pool's threads (the core count, or
+    /// `--threads`), at most the number of chains. The others wait for a free thread.
+    pub parallel_chains: usize,
 }
 
 /// A log density that counts the recoverable errors of the density it wraps and keeps the
@@ -765,10 +791,12 @@ pub fn sample_with_sink(
         })
         .collect();
     let mut chains = Vec::with_capacity(settings.chains);
+    let mut chain_ends = Vec::with_capacity(settings.chains);
     let mut interrupted = false;
     for r in results {
         let (chain, stopped) = r?;
         interrupted |= stopped;
+        chain_ends.push(ChainEnd::of(&chain, stopped, settings.warmup));
         chains.push(chain);
     }
     let (flat, flat_direction) = if dim > 0 {
@@ -795,6 +823,8 @@ pub fn sample_with_sink(
         flat,
         flat_direction,
         notes: Vec::new(),
+        chain_ends,
+        parallel_chains: rayon::current_num_threads().clamp(1, settings.chains.max(1)),
     })
 }
 

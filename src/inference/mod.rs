@@ -2,6 +2,7 @@
 
 pub mod adapt;
 pub mod chain;
+pub mod chain_end;
 pub mod density;
 pub mod draws;
 pub mod flat;

@@ -528,6 +528,14 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
     }
 }
 
+/// `s` with its first letter in upper case.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// What an MCMC fit prints (CLI and the REPL's `:fit`): how many chains and draws were kept
 /// (for an interrupted run, after [`fit::trim_interrupted`]: "k chains × n draws kept"), the
 /// summary table with MCSE, ESS and R-hat, and the sampler and convergence warnings. When an
@@ -554,6 +562,7 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
              there are no post-warmup draws to summarise",
             result.seconds, options.mcmc.chains
         );
+        let _ = writeln!(s, "{}", capitalised(&out.interruption_note()));
         return s;
     } else {
         let _ = writeln!(
@@ -562,6 +571,7 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
              chains without post-warmup draws are dropped, the others cut to the shortest)",
             result.seconds, options.mcmc.chains
         );
+        let _ = writeln!(s, "{}", capitalised(&out.interruption_note()));
     }
     // chains whose warmup collapsed and were started afresh (issue 13 item 8)
     for note in out.chains.iter().flat_map(|c| &c.restarts) {

@@ -118,8 +118,14 @@ pub fn summarize(draws: &Draws, mcmc: bool) -> Vec<SummaryRow> {
         .collect()
 }
 
-/// Formats `x` with `sig` significant digits: fixed notation for 1e-4 ≤ |x| < 1e6, scientific
-/// otherwise; `NaN`, `inf`, `-inf` for non-finite values.
+/// Formats `x` with `sig` significant digits: fixed notation for 1e-4 ≤ |x| < 1e10 (at least
+/// the whole digits: 1000012.3 prints `1000012`, not `1.000e6`), scientific otherwise; `NaN`,
+/// `inf`, `-inf` for non-finite values.
+///
+/// [X]: the bound was 1e6, which printed the 5%, 50% and 95% of `mu ~ normal(1e6, 10)` all as
+/// `1.000e6` (and a constant 1e6 as `1.000e6` beside an int column printed whole); ten digits
+/// still read at a glance and cover the int32 range, as ArviZ's fixed-decimal summary does,
+/// while 1e10 and beyond stay scientific as in CmdStan's stansummary.
 pub fn format_sig(x: f64, sig: usize) -> String {
     if !x.is_finite() {
         return format!("{x}");
@@ -134,7 +140,7 @@ pub fn format_sig(x: f64, sig: usize) -> String {
         .next()
         .and_then(|t| t.parse().ok())
         .expect("`{:e}` output of a finite f64 ends in e<integer>");
-    if !(-4..6).contains(&e) {
+    if !(-4..10).contains(&e) {
         sci
     } else {
         let decimals = (sig as i32 - 1 - e).max(0) as usize;
@@ -143,7 +149,7 @@ pub fn format_sig(x: f64, sig: usize) -> String {
 }
 
 /// Whether `x` is a whole number that an `i64` holds exactly (|x| ≤ 2^53).
-pub(crate) fn is_whole(x: f64) -> bool {
+pub fn is_whole(x: f64) -> bool {
     x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0
 }
 
@@ -336,10 +342,11 @@ mod tests {
             "{table}"
         );
         // mean 3000346.5 and the type-7 quantiles 3000034.65, 3000346.5 and 3000658.35 are
-        // not whole; the sd is a real statistic
+        // not whole: their whole digits (half to even), not 3.000e6 for all three; the sd is a
+        // real statistic
         assert_eq!(
             cells("count"),
-            ["3.000e6", "203.1", "3.000e6", "3.000e6", "3.001e6"],
+            ["3000346", "203.1", "3000035", "3000346", "3000658"],
             "{table}"
         );
         // whole quantiles of a count print as ints: 0..=20, type-7 5% = 1, 50% = 10, 95% = 19
@@ -415,7 +422,7 @@ mod tests {
         assert_eq!(
             convergence_warnings(&rows, 2),
             vec![
-                "R-hat, ESS and MCSE are undefined (NaN in the table) for c = 3.000: every draw \
+                "R-hat, ESS and MCSE are undefined (NaN in the table) for c = 3: every draw \
                  has the same value. A transformed parameter or generated quantity that does \
                  not depend on the parameters is constant by design; a parameter that never \
                  changes means its chains never moved (every transition was rejected: check \
@@ -537,12 +544,45 @@ mod tests {
         assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{table}");
     }
 
+    /// Large values read the same in the table and in the warnings: `real m = 1e6;` and
+    /// `int big = 2147483647;` constant (once `m = 1.000e6, big = 2.147e9` in the warning), and
+    /// the quantiles of a real near 1e6 keep their whole digits (once all `1.000e6`).
+    #[test]
+    fn large_values_keep_their_whole_digits() {
+        let d = Draws {
+            names: vec!["m".into(), "big".into(), "mu".into()],
+            chains: vec![
+                (0..200)
+                    .flat_map(|k| [1e6, 2_147_483_647.0, 1e6 + 0.1 * (k as f64 - 99.5)])
+                    .collect(),
+            ],
+        };
+        let rows = summarize(&d, true);
+        let w = undefined_diagnostics(&rows);
+        assert!(w[0].contains("for m = 1000000, big = 2147483647:"), "{w:?}");
+        let table = format_table(&rows, false);
+        let mu: Vec<&str> = table.lines().nth(3).unwrap().split_whitespace().collect();
+        // mean 1e6, 5% = 1e6 - 9.0, 95% = 1e6 + 9.0 (type-7 over the 200 values)
+        assert_eq!(
+            mu,
+            ["mu", "1000000", "5.788", "999991", "1000000", "1000009"],
+            "{table}"
+        );
+    }
+
     #[test]
     fn significant_digits() {
         assert_eq!(format_sig(12.3456, 4), "12.35");
         assert_eq!(format_sig(-0.001234, 4), "-0.001234");
         assert_eq!(format_sig(123456.0, 4), "123456");
-        assert_eq!(format_sig(1.5e7, 4), "1.500e7");
+        // fixed up to 1e10 (once 1.500e7, and 1.000e6 for 1000012.3)
+        assert_eq!(format_sig(1.5e7, 4), "15000000");
+        assert_eq!(format_sig(1000012.3, 4), "1000012");
+        assert_eq!(format_sig(-999983.46, 4), "-999983");
+        assert_eq!(format_sig(9_876_543_210.4, 4), "9876543210");
+        assert_eq!(format_sig(9_999_999_999.9, 4), "1.000e10");
+        assert_eq!(format_sig(1.5e10, 4), "1.500e10");
+        assert_eq!(format_sig(2147483647.5, 4), "2147483648");
         assert_eq!(format_sig(2.0e-5, 3), "2.00e-5");
         assert_eq!(format_sig(f64::NAN, 4), "NaN");
         assert_eq!(format_sig(0.0, 4), "0");
@@ -694,7 +734,7 @@ pub fn undefined_diagnostics(rows: &[SummaryRow]) -> Vec<String> {
         if infinite(r) {
             inf.push(r.name.as_str().to_string());
         } else if r.q5 == r.q95 && r.sd.is_finite() {
-            constant.push(format!("{} = {}", r.name, format_sig(r.q50, 4)));
+            constant.push(format!("{} = {}", r.name, format_stat(r.q50, 4, r.whole)));
         } else {
             other.push(r.name.clone());
         }

@@ -159,11 +159,28 @@ fn method_facts(method: fit::Method, options: &FitOptions, d: usize) -> MethodFa
         }
         M::Ivon => {
             let o = &options.ivon;
+            // `fit::survey_fit`: with a minibatch plan (any --batch-size) and ess not set,
+            // lambda is N, and the gradient is that of the mean loss -L/N
+            let lambda = match &options.minibatch {
+                Some(p) if o.ess == 1.0 => format!("N {} rows", p.n_obs),
+                _ => crate::output::format_f64_roundtrip(o.ess),
+            };
+            let scale = if o.rescale_lr {
+                format!(
+                    "alpha (h0 + delta) with h0 {} and weight decay delta {}",
+                    crate::output::format_f64_roundtrip(o.h0),
+                    crate::output::format_f64_roundtrip(o.weight_decay)
+                )
+            } else {
+                "alpha".to_string()
+            };
             MethodFacts {
                 eta: o.lr,
-                eta_note: "eta: IVON's learning rate alpha on the mean (scaled by the \
-                           curvature estimate h), constant"
-                    .into(),
+                eta_note: format!(
+                    "eta: IVON's learning rate alpha, constant: each step moves the mean by \
+                     {scale} times the debiased momentum of the gradient of -L/lambda (lambda \
+                     {lambda}) plus delta m, over the curvature estimate h plus delta"
+                ),
                 grad_samples: o.mc_samples,
                 grad_note: draws_note(o.mc_samples, "(reparameterised gradients)"),
                 ..base(&o.common)
@@ -281,11 +298,27 @@ fn method_facts(method: fit::Method, options: &FitOptions, d: usize) -> MethodFa
             let o = &options.vogn;
             let minibatch = matches!(&options.minibatch,
                 Some(p) if p.settings.batch_size < p.n_obs);
+            let defaults = crate::inference::vi::vogn::VognSettings::default();
+            // --step-size sets both `lr` and `lr_minibatch`; unset, batches of M < N rows run
+            // at the minibatch default in place of the full-batch one (`fit::survey_fit`)
+            let configured = o.lr != defaults.lr || o.lr_minibatch != defaults.lr_minibatch;
+            let which = match (minibatch, configured) {
+                (_, true) => "configured by --step-size".to_string(),
+                (true, false) => format!(
+                    "set by bayesc, not configured: the minibatch default {} in place of the \
+                     full-batch {}, since the batches are smaller than N (--step-size to \
+                     override)",
+                    eta_text(o.lr_minibatch),
+                    eta_text(o.lr)
+                ),
+                (false, false) => "the full-batch default".to_string(),
+            };
             MethodFacts {
                 eta: if minibatch { o.lr_minibatch } else { o.lr },
                 eta_note: format!(
-                    "eta: VOGN's step alpha on the mean, constant (its {} value)",
-                    if minibatch { "minibatch" } else { "full-batch" }
+                    "eta: VOGN's step alpha on the mean (each step moves it by alpha times the \
+                     mean per-row gradient over the moving average of the squared per-row \
+                     gradients plus the prior's curvature per row), constant; {which}"
                 ),
                 grad_note: "grad_samples: 1 draw of q per iteration (per-row gradients)".into(),
                 ..base(&o.common)
@@ -336,6 +369,21 @@ fn method_facts(method: fit::Method, options: &FitOptions, d: usize) -> MethodFa
             let mut eta_note = "eta: QBVI's step size beta on the natural gradient of the mean \
                                 and precision, constant"
                 .to_string();
+            let full_default = crate::inference::qbvi::QbviSettings {
+                covariance: crate::inference::qbvi::Covariance::Diagonal,
+                ..o.clone()
+            }
+            .effective_step_size(d);
+            if o.step_size.is_none() && default < full_default {
+                // the full family's rule of specs/qbvi.md §11 lowered it below 0.05 (d > S/10)
+                eta_note.push_str(&format!(
+                    "; set by bayesc from the dimension, not configured: the full-covariance \
+                     rule min({}, 0.005 S/d) with S {} draws per step and d {d} parameters \
+                     (specs/qbvi.md section 11; --step-size to override)",
+                    eta_text(full_default),
+                    o.n_samples
+                ));
+            }
             if let Some(p) = options.minibatch.as_ref().filter(|_| eta < default) {
                 eta_note.push_str(&format!(
                     "; set by bayesc from the batch size, not configured: the default {} \
