@@ -526,7 +526,6 @@ pub fn fit_with_stream(
                     &fit.mean,
                     &fit.sd(),
                     true,
-                    None,
                     stationarity::Refined::No,
                     &fit.epoch_means,
                 )
@@ -714,10 +713,6 @@ fn finish_gaussian_fit(
             && options.method != Method::Mcdropout
         {
             let sd: Vec<f64> = fit.variances().iter().map(|v| v.sqrt()).collect();
-            let factor = match &fit.factor {
-                crate::inference::vi::Factor::Full(l) => Some(l.as_slice()),
-                crate::inference::vi::Factor::Diagonal(_) => None,
-            };
             let verdict = stationarity::phrase(
                 model,
                 options,
@@ -725,7 +720,6 @@ fn finish_gaussian_fit(
                 &fit.mean,
                 &sd,
                 fit.family == crate::inference::vi::Covariance::Diagonal,
-                factor,
                 match (attempted, &refined) {
                     (_, Some(_)) => stationarity::Refined::Moved,
                     (true, None) => stationarity::Refined::Tried,
