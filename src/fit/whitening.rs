@@ -1,9 +1,9 @@
 //! The whitening of draws of a Gaussian q by its covariance's factor, for the Newton step of
 //! the mean of [`super::stationarity::newton_step_in`] (standard change of variables).
 
-/// How [`super::stationarity::newton_step_in`] whitens the draws of q = N(μ, Σ): ε = Lᵀ(ζ − μ) and w = L⁻¹∇log p,
-/// with P = Σ⁻¹ = L Lᵀ, so that ε ~ N(0, I) and w is the gradient in ε (the standard change
-/// of variables ζ = μ + L⁻ᵀε).
+/// How [`super::stationarity::newton_step_in`] whitens the draws of q = N(μ, Σ):
+/// ε = Lᵀ(ζ − μ) and w = L⁻¹∇log p, with P = Σ⁻¹ = L Lᵀ, so that ε ~ N(0, I) and w is the
+/// gradient in ε (the standard change of variables ζ = μ + L⁻ᵀε).
 #[derive(Clone, Copy, Debug)]
 pub enum Whitening<'a> {
     /// Mean-field q: its marginal sds σ (length d), L = diag(1/σ).
