@@ -29,6 +29,37 @@ fn fit_labour(extra: &[&str]) -> Output {
     bayesc(&args)
 }
 
+/// The largest distance of the mean of q in a labour draws file (its first row, CmdStan's
+/// variational layout) from the NUTS reference means, in reference sds, with its column.
+fn nuts_distance(csv: &std::path::Path) -> (String, f64) {
+    let reference =
+        common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut rows = text.lines().filter(|l| !l.starts_with('#'));
+    let header: Vec<String> = rows
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|h| match h.split_once('.') {
+            Some((a, i)) => format!("{a}[{i}]"),
+            None => h.to_string(),
+        })
+        .collect();
+    let mean: Vec<f64> = rows
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    reference
+        .iter()
+        .map(|r| {
+            let j = header.iter().position(|h| *h == r.name).expect("column");
+            (r.name.clone(), (mean[j] - r.mean).abs() / r.sd)
+        })
+        .fold((String::new(), 0.0), |b, x| if x.1 > b.1 { x } else { b })
+}
+
 /// The row `name` of a printed table as (estimate, std. error).
 fn row(out: &str, name: &str) -> (f64, f64) {
     let line = out
@@ -568,14 +599,20 @@ fn a_minibatch_fit_on_a_still_rising_elbo_is_not_converged() {
     assert!(out.contains("Raise --max-iter"), "{out}");
 }
 
-/// A minibatch fit whose epoch-averaged means spread by more than q's own sd is not converged
-/// (`fit::stationarity::NOISY_MAX_SPREAD`), though its gradient checks pass: variational
+/// A minibatch fit whose epoch-averaged means spread by more than q's own sd was not converged
+/// (`fit::stationarity::NOISY_MAX_SPREAD`), though its gradient checks passed: variational
 /// Laplace on labour at M = 10 (seed 1) printed "converged" with beta[7] 0.69 NUTS sds off and
-/// its mean moving 2.1 sds of q between epochs; averaged over its last epochs it is 0.21 NUTS
-/// sds off, and its epoch averages still move 1.3 sds of q. VOGN at M = 10 stays converged.
+/// its mean moving 2.1 sds of q between epochs; averaged over its last epochs it was 0.21 NUTS
+/// sds off, its epoch averages still moving 1.3 sds of q, and it was reported not converged.
+/// The Newton refinement of the mean after the exit rule (`fit::refine`) now brings it to 0.060
+/// NUTS sds (measured) on the full data, so the spread no longer judges it and it converges.
+/// VOGN at M = 10 stays converged.
 #[test]
-fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
-    let run = |method: &str| {
+fn a_minibatch_fit_dominated_by_its_batch_noise_is_refined_on_the_full_data() {
+    let dir = std::env::temp_dir().join(format!("bayesc_noisy_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for method in ["vlaplace", "vogn"] {
+        let out = dir.join(format!("{method}.csv"));
         let o = fit_labour(&[
             "--method",
             method,
@@ -584,26 +621,24 @@ fn a_minibatch_fit_dominated_by_its_batch_noise_is_not_converged() {
             "--seed",
             "1",
             "--draws",
-            "100",
+            "10",
+            "-o",
+            out.to_str().unwrap(),
         ]);
-        let out = stdout(&o);
-        assert!(o.status.success(), "{out}");
-        out
-    };
-    let out = run("vlaplace");
-    assert!(
-        out.contains("WARNING: not converged")
-            && out.contains(
-                "the batch noise moves the epoch-averaged mean of beta[7] by 1.3 sds of q"
-            )
-            && out.contains(
-                "raise --batch-size or lower --step-size (--batch-size 753 fits on the full data)"
-            ),
-        "{out}"
-    );
-    assert!(!out.contains("\nconverged"), "{out}");
-    let out = run("vogn");
-    assert!(out.contains("\nconverged: the exit rule fired"), "{out}");
+        let text = stdout(&o);
+        assert!(o.status.success(), "{text}");
+        assert!(
+            text.contains("\nconverged: the exit rule fired"),
+            "{method}: {text}"
+        );
+        assert!(
+            text.contains("after the exit rule the mean was refined by"),
+            "{method}: {text}"
+        );
+        let (name, z) = nuts_distance(&out);
+        assert!(z < 0.15, "{method}: {name} off by {z:.3} NUTS sds");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Minibatch fits are checked for stationarity against the full data (`fit::stationarity`):
@@ -660,13 +695,11 @@ fn minibatch_fits_off_the_full_data_optimum_are_not_called_converged() {
 /// IVON at M = 32 (seed 5, 0.50). Averaged over the epochs they land within 0.2 NUTS sds
 /// (0.12, 0.16 and 0.17 measured; full-batch BBB is 0.22 off at seed 1). IVON at seed 5 is
 /// 0.24 posterior sds from the mean-field optimum in beta[1], at the bar of
-/// `fit::stationarity::MEAN_OFFSET_MAX`, and is reported not converged
-/// ([`a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_not_converged`]); seed 2
-/// converges.
+/// `fit::stationarity::MEAN_OFFSET_MAX`, and was reported not converged; the Newton refinement
+/// of the mean now brings it to 0.081 and it converges
+/// ([`a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_refined`]).
 #[test]
 fn minibatch_fits_average_their_last_epochs_and_land_near_the_posterior_mean() {
-    let reference =
-        common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
     let dir = std::env::temp_dir().join(format!("bayesc_tail_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (method, m, seed) in [("vadam", "1", "3"), ("bbb", "32", "3"), ("ivon", "32", "2")] {
@@ -689,76 +722,47 @@ fn minibatch_fits_average_their_last_epochs_and_land_near_the_posterior_mean() {
             "{method}: {text}"
         );
         // CmdStan's variational layout: the header, then the mean of q as the first row
-        let csv = std::fs::read_to_string(&out).unwrap();
-        let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
-        let header: Vec<String> = rows
-            .next()
-            .unwrap()
-            .split(',')
-            .map(|h| match h.split_once('.') {
-                Some((a, i)) => format!("{a}[{i}]"),
-                None => h.to_string(),
-            })
-            .collect();
-        let mean: Vec<f64> = rows
-            .next()
-            .unwrap()
-            .split(',')
-            .map(|v| v.parse().unwrap())
-            .collect();
-        for r in &reference {
-            let j = header.iter().position(|h| *h == r.name).expect("column");
-            let z = (mean[j] - r.mean).abs() / r.sd;
-            assert!(z < 0.2, "{method}: {} off by {z:.3} NUTS sds", r.name);
-        }
+        let (name, z) = nuts_distance(&out);
+        assert!(z < 0.2, "{method}: {name} off by {z:.3} NUTS sds");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A stochastic fit whose returned mean is off the mean-field optimum along a weakly identified
-/// direction gains next to nothing in the ELBO from moving it (`fit::stationarity::
-/// MEAN_OFFSET_MAX`), so the exit rule fires; the regression estimate of the Newton step sees
-/// it. On labour, BBB at M = 5 (seed 4) printed "converged" with beta[7] 0.42 NUTS sds off
-/// (estimated 0.47 from the mean-field optimum), and full-batch IVON (seed 3) with beta[4] 0.25
-/// off (estimated 0.27); the advice names the remedies, which at lr 0.05 bring IVON's to 0.14.
+/// direction gains next to nothing in the ELBO from moving it, so the exit rule fires; the
+/// regression estimate of the Newton step sees it (`fit::stationarity::OffOptimum::Offset`). On
+/// labour, BBB at M = 5 (seed 4) printed "converged" with beta[7] 0.42 NUTS sds off, and
+/// full-batch IVON (seed 3) with beta[4] 0.25 off; then they were reported not converged. The
+/// Newton refinement of the mean after the exit rule (`fit::refine`) takes that step: both now
+/// converge, at 0.048 and 0.076 NUTS sds (measured), and the report says how far it moved the
+/// mean.
 #[test]
-fn a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_not_converged() {
-    let run = |extra: &[&str]| {
-        let o = fit_labour(&[&["--draws", "10"][..], extra].concat());
-        let out = stdout(&o);
-        assert!(o.status.success(), "{out}");
-        out
-    };
-    let bbb = run(&["--method", "bbb", "--batch-size", "5", "--seed", "4"]);
-    assert!(bbb.contains("WARNING: not converged"), "{bbb}");
-    assert!(
-        bbb.contains("one Newton step would move beta[7] by 0.4"),
-        "{bbb}"
-    );
-    assert!(
-        bbb.contains("posterior sds (estimated from the log density's curvature under q)"),
-        "{bbb}"
-    );
-    assert!(bbb.contains("steps on batches of M = 5 rows"), "{bbb}");
-    assert!(
-        bbb.contains("raise --batch-size or lower --step-size"),
-        "{bbb}"
-    );
-    let ivon = run(&["--method", "ivon", "--seed", "3"]);
-    assert!(ivon.contains("WARNING: not converged"), "{ivon}");
-    assert!(
-        ivon.contains("one Newton step would move beta[4] by 0.2"),
-        "{ivon}"
-    );
-    assert!(
-        ivon.contains("noise of the stochastic steps: lower --step-size"),
-        "{ivon}"
-    );
-    let lower = run(&["--method", "ivon", "--seed", "3", "--step-size", "0.05"]);
-    assert!(
-        lower.contains("\nconverged: the exit rule fired"),
-        "{lower}"
-    );
+fn a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_refined() {
+    let dir = std::env::temp_dir().join(format!("bayesc_ridge_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (tag, extra) in [
+        (
+            "bbb",
+            &["--method", "bbb", "--batch-size", "5", "--seed", "4"][..],
+        ),
+        ("ivon", &["--method", "ivon", "--seed", "3"][..]),
+    ] {
+        let out = dir.join(format!("{tag}.csv"));
+        let o = fit_labour(&[&["--draws", "10", "-o", out.to_str().unwrap()][..], extra].concat());
+        let text = stdout(&o);
+        assert!(o.status.success(), "{text}");
+        assert!(
+            text.contains("\nconverged: the exit rule fired"),
+            "{tag}: {text}"
+        );
+        assert!(
+            text.contains("after the exit rule the mean was refined by"),
+            "{tag}: {text}"
+        );
+        let (name, z) = nuts_distance(&out);
+        assert!(z < 0.15, "{tag}: {name} off by {z:.3} NUTS sds");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Variational Laplace sets σ² = 1/curvature (`survey_vi.md` §16); where the curvature is not
@@ -945,7 +949,8 @@ fn a_cap_below_the_exit_rules_epochs_names_the_max_iter_it_needs() {
 
 /// The draws file of a fit that is not converged says so in its last comment line, so that a
 /// reader of the file alone (cmdstanpy, ArviZ) is not handed it as a result; a converged fit's
-/// file has no such line. IVON at M = 16 (seed 2) is 0.36 posterior sds off the optimum.
+/// file has no such line. IVON at M = 5 (seed 2) ends with a full-data ELBO 80 nats below its
+/// start (IVON at M = 16, seed 2, the fit this test used, is now refined and converges).
 #[test]
 fn the_draws_file_of_an_unconverged_fit_says_so() {
     let dir = std::env::temp_dir().join(format!("bayesc_nc_{}", std::process::id()));
@@ -962,11 +967,11 @@ fn the_draws_file_of_an_unconverged_fit_says_so() {
             .to_string()
     };
     let off = last_comment(
-        &["--method", "ivon", "--batch-size", "16", "--seed", "2"],
+        &["--method", "ivon", "--batch-size", "5", "--seed", "2"],
         "off.csv",
     );
     assert!(
-        off.starts_with("# not converged: the mean of q is not at the ELBO's optimum"),
+        off.starts_with("# not converged: the full-data ELBO averaged"),
         "{off}"
     );
     let ok = last_comment(&["--method", "ivon", "--seed", "1"], "ok.csv");

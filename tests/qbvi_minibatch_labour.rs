@@ -110,26 +110,26 @@ fn minibatch_diagonal_qbvi_keeps_the_mean_field_variances_on_labour() {
             "{}: sd ratio {ratio}",
             NAMES[j]
         );
-        // Measured at most 0.16 NUTS sds (the batch noise of the mean iterate).
+        // Measured at most 0.06 NUTS sds after the Newton refinement of the mean (0.16
+        // before, the batch noise of the mean iterate).
         let off = (mean[j] - MF_MEAN[j]).abs() / NUTS_SD[j];
-        assert!(off < 0.25, "{}: mean {} sds off", NAMES[j], off);
+        assert!(off < 0.12, "{}: mean {} sds off", NAMES[j], off);
     }
 }
 
-/// At seed 2 the batch noise leaves the mean 0.29 NUTS sds off and the fit says so; the advice
-/// names a tenth of the step size, and following it converges within 0.15 NUTS sds (measured
-/// 0.13). Before, the advice named --batch-size first and no step size.
+/// At seed 2 the batch noise left the returned mean 0.29 NUTS sds off and the fit said so (the
+/// advice, a tenth of the step size, converged within 0.15 NUTS sds: 0.13). The Newton
+/// refinement of the mean after the exit rule (`fit::refine`) now brings this fit itself to
+/// 0.098 NUTS sds (measured), and it converges.
 #[test]
-fn following_the_advice_for_a_noisy_minibatch_qbvi_fit_converges() {
-    let (stdout, ..) = fit_labour("noisy", &["--seed", "2"]);
-    assert!(stdout.contains("WARNING: not converged"), "{stdout}");
-    assert!(
-        stdout.contains("lower --step-size to 0.00089 (a tenth of this fit's 0.0089)"),
-        "{stdout}"
-    );
-    let (stdout, mean, _) = fit_labour("advised", &["--seed", "2", "--step-size", "0.00089"]);
+fn a_noisy_minibatch_qbvi_fit_is_refined_within_the_bar() {
+    let (stdout, mean, _) = fit_labour("noisy", &["--seed", "2"]);
     assert!(
         stdout.lines().any(|l| l.starts_with("converged:")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("after the exit rule the mean was refined by"),
         "{stdout}"
     );
     for j in 0..8 {

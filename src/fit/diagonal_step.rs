@@ -6,7 +6,7 @@
 //! For a mean-field q = N(μ, diag σ²), with ε = (ζ − μ)/σ and w = σ ∘ ∇log p(ζ), the ELBO's
 //! gradient in μ in q's whitened coordinates is ḡ = E_q[w] (Bonnet's theorem; Opper &
 //! Archambeau 2009, eq. 9) and the diagonal of its negative Hessian is a_ii = −E_q[w_i ε_i]
-//! (Stein's lemma). The joint regression of [`super::stationarity::newton_step`] needs S > 2d
+//! (Stein's lemma). The joint regression of [`super::stationarity::newton_step_in`] needs S > 2d
 //! draws and a d × d factorisation; here each coordinate is taken alone: the step ḡ_i / a_ii
 //! (in sds of q) is the distance to the ELBO's optimum in μ_i with the other coordinates held,
 //! ḡ_i / √a_ii in sds of the curvature's conditional Gaussian. It is a lower bound on the

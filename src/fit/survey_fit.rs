@@ -126,13 +126,18 @@ pub(super) fn fit_survey(
             .map_err(|e| {
                 survey_error(Method::Vlaplace, e, options, start_point.no_mode.as_deref())
             })?;
-            let fit = GaussianFit {
+            let mut fit = GaussianFit {
                 random_start: options.random_start_by_request(model.dim()),
                 ..fit
             };
             let seconds = start.elapsed().as_secs_f64();
-            let out =
-                finish_gaussian_fit(model, options, &fit, s.common.window, start_point.no_mode)?;
+            let out = finish_gaussian_fit(
+                model,
+                options,
+                &mut fit,
+                s.common.window,
+                start_point.no_mode,
+            )?;
             Ok(out.into_result(Method::Vlaplace, seed, FitDetails::Qbvi(fit), seconds))
         }
         Method::Mcdropout => {
@@ -357,7 +362,7 @@ pub(super) fn fit_survey(
                     }
                 }
             };
-            let fit = GaussianFit {
+            let mut fit = GaussianFit {
                 random_start: options.random_start_by_request(model.dim()),
                 ..result.map_err(|e| survey_error(m, e, options, start_point.no_mode.as_deref()))?
             };
@@ -365,7 +370,7 @@ pub(super) fn fit_survey(
             let out = finish_gaussian_fit(
                 model,
                 options,
-                &fit,
+                &mut fit,
                 options.ivon.common.window,
                 start_point.no_mode.clone(),
             )?;
