@@ -120,3 +120,50 @@ fn a_fit_stopped_by_the_iteration_cap_is_not_refined() {
     assert!(stdout.contains("hit the iteration cap"), "{stdout}");
     assert!(!stdout.contains("refined by"), "{stdout}");
 }
+
+/// `--no-refine` reports the method's own end point: BBB at seed 3 is then not moved (no
+/// refinement note; the offset left is quoted instead), its mean differs from the refined one
+/// (in beta[7], which the refinement moved by 0.21 posterior sds), and the draws file says
+/// `refine_mean = off` where the default says `newton`.
+#[test]
+fn no_refine_keeps_the_methods_own_end_point() {
+    let (refined, m1) = fit_labour("bbb3r", &["--method", "bbb", "--seed", "3"]);
+    let (own, m2) = fit_labour("bbb3n", &["--method", "bbb", "--seed", "3", "--no-refine"]);
+    assert!(refined.contains("the mean was refined by"), "{refined}");
+    assert!(!own.contains("refined"), "{own}");
+    assert!(own.contains("posterior sds from the ELBO's optimum in beta[7]"), "{own}");
+    let b7 = |m: &[(String, f64)]| m.iter().find(|(n, _)| n == "beta[7]").unwrap().1;
+    // 0.21 sds of the curvature of beta[7] in the ELBO (a mean-field sd, narrower than the
+    // NUTS sd of 0.0083): between 4e-4 and 2e-3 on this scale
+    let moved = (b7(&m1) - b7(&m2)).abs();
+    assert!(moved > 4e-4 && moved < 2e-3, "beta[7] moved by {moved}");
+    for (flag, word) in [(None, "newton"), (Some("--no-refine"), "off")] {
+        let out = std::env::temp_dir().join(format!(
+            "vi_refine_hdr_{word}_{}.csv",
+            std::process::id()
+        ));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bayesc"));
+        cmd.current_dir(common::root()).args([
+            "fit",
+            "examples/labour/model.bayes",
+            "--data",
+            "examples/labour/labour.csv",
+            "--method",
+            "bbb",
+            "--seed",
+            "3",
+            "--draws",
+            "10",
+        ]);
+        if let Some(f) = flag {
+            cmd.arg(f);
+        }
+        assert!(cmd.arg("-o").arg(&out).output().unwrap().status.success());
+        let text = std::fs::read_to_string(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        assert!(
+            text.lines().any(|l| l == format!("#     refine_mean = {word}")),
+            "{text}"
+        );
+    }
+}

@@ -320,6 +320,12 @@ pub struct FitArgs {
     /// Laplace approximation at the mode.
     #[arg(long, help_heading = "Variational inference")]
     pub random_init: bool,
+    /// Variational methods with at most 50 unconstrained parameters: report the method's own
+    /// end point (the average of its last iterates) instead of refining its mean by up to two
+    /// Newton steps of the ELBO after the exit rule fires (the default; docs/variational.md).
+    /// The stationarity check then judges the unrefined mean.
+    #[arg(long, help_heading = "Variational inference")]
+    pub no_refine: bool,
 
     /// Where the fit starts. MCMC: a number R (uniform(−R, R) on the unconstrained scale;
     /// default 2, Stan's; 0 starts at zero) or `pathfinder` (one importance-resampled draw of
@@ -633,6 +639,7 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
         o.vi_init = fit::ViInit::Random;
     }
     o.psis_resample = args.psis_resample;
+    o.refine_mean = !args.no_refine;
     o.jacobian = args.jacobian;
     if args.se == Some(SeArg::Robust) {
         o.std_errors = fit::StdErrorKind::Robust;

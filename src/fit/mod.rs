@@ -12,8 +12,8 @@ pub mod mh_length;
 mod mode;
 mod options;
 mod pathfinder_fit;
-mod refine;
-mod stationarity;
+pub mod refine;
+pub mod stationarity;
 mod status;
 mod survey_fit;
 mod vi_checks;
@@ -664,7 +664,8 @@ fn finish_gaussian_fit(
 ) -> Result<GaussianOutputs, FitError> {
     // the Newton refinement of the mean (`refine`) of a fit the exit rule stopped, whose mean
     // the checks below then judge at a tighter bar (not MC dropout's point estimate)
-    let attempted = fit.stop == crate::inference::vi::StopReason::ExitRule
+    let attempted = options.refine_mean
+        && fit.stop == crate::inference::vi::StopReason::ExitRule
         && fit.unusable.is_none()
         && fit.drift.is_none()
         && options.method != Method::Mcdropout

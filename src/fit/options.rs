@@ -269,6 +269,12 @@ pub struct FitOptions {
     /// Report `vi_draws` draws importance-resampled (systematic resampling with the Pareto-
     /// smoothed weights) from the `psis_draws` draws of q, instead of fresh draws of q.
     pub psis_resample: bool,
+    /// Gaussian variational fits with d ≤ [`super::stationarity::NEWTON_MAX_D`] that their exit
+    /// rule stopped (not MC dropout): refine the mean by up to
+    /// [`super::refine::REFINE_STEPS`] Newton steps of the ELBO before the checks
+    /// ([`super::refine::refine_mean`]; default true, `--no-refine` turns it off so that a
+    /// method's own end point is reported, e.g. to compare the methods themselves).
+    pub refine_mean: bool,
     /// QNVB and diagonal QBVI only: fit on minibatches of rows (`--batch-size`; docs/minibatch.md).
     pub minibatch: Option<MinibatchPlan>,
     /// True when the QBVI covariance family was chosen from d by
@@ -449,6 +455,7 @@ impl FitOptions {
             std_errors: StdErrorKind::Hessian,
             psis_draws: 4000,
             psis_resample: false,
+            refine_mean: true,
             minibatch: None,
             covariance_by_dimension: false,
             covariance_for_minibatch: false,

@@ -546,6 +546,31 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
     }
     settings.extend(m.extra);
     settings.extend(exit);
+    // the Newton refinement of the mean after the exit rule (fit::refine_mean), where it applies
+    let refines = result.method != fit::Method::Mcdropout
+        && matches!(result.details, FitDetails::Qbvi(_))
+        && d <= crate::fit::stationarity::NEWTON_MAX_D;
+    if refines {
+        settings.push((
+            "refine_mean",
+            if options.refine_mean { "newton" } else { "off" }.to_string(),
+        ));
+        notes.push((
+            "refine_mean",
+            if options.refine_mean {
+                format!(
+                    "refine_mean: after the exit rule the mean takes up to {} Newton steps of the \
+                     ELBO from full-data gradients at draws of q (a step longer than {} \
+                     posterior sd is not taken); the fit's report says how far it moved; \
+                     --no-refine keeps the method's own end point",
+                    crate::fit::refine::REFINE_STEPS,
+                    crate::fit::refine::REFINE_MAX
+                )
+            } else {
+                "refine_mean: off (--no-refine): the mean is the method's own end point".into()
+            },
+        ));
+    }
     ViHeader {
         settings,
         notes,
