@@ -35,27 +35,12 @@ fn nuts_distance(csv: &std::path::Path) -> (String, f64) {
     let reference =
         common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
     let text = std::fs::read_to_string(csv).unwrap();
-    let mut rows = text.lines().filter(|l| !l.starts_with('#'));
-    let header: Vec<String> = rows
-        .next()
-        .unwrap()
-        .split(',')
-        .map(|h| match h.split_once('.') {
-            Some((a, i)) => format!("{a}[{i}]"),
-            None => h.to_string(),
-        })
-        .collect();
-    let mean: Vec<f64> = rows
-        .next()
-        .unwrap()
-        .split(',')
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let mean = common::vi_mean_row(&text);
     reference
         .iter()
         .map(|r| {
-            let j = header.iter().position(|h| *h == r.name).expect("column");
-            (r.name.clone(), (mean[j] - r.mean).abs() / r.sd)
+            let (_, m) = mean.iter().find(|(h, _)| *h == r.name).expect("column");
+            (r.name.clone(), (m - r.mean).abs() / r.sd)
         })
         .fold((String::new(), 0.0), |b, x| if x.1 > b.1 { x } else { b })
 }

@@ -38,23 +38,7 @@ fn fit_labour(tag: &str, args: &[&str]) -> (String, Vec<(String, f64)>) {
     assert!(run.status.success(), "{stdout}");
     let text = std::fs::read_to_string(&out).unwrap();
     let _ = std::fs::remove_file(&out);
-    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
-    let header: Vec<String> = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(|h| match h.split_once('.') {
-            Some((a, i)) => format!("{a}[{i}]"),
-            None => h.to_string(),
-        })
-        .collect();
-    let mean = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(|v| v.parse().unwrap())
-        .collect::<Vec<f64>>();
-    (stdout, header.into_iter().zip(mean).collect())
+    (stdout, common::vi_mean_row(&text))
 }
 
 #[test]
@@ -131,17 +115,18 @@ fn no_refine_keeps_the_methods_own_end_point() {
     let (own, m2) = fit_labour("bbb3n", &["--method", "bbb", "--seed", "3", "--no-refine"]);
     assert!(refined.contains("the mean was refined by"), "{refined}");
     assert!(!own.contains("refined"), "{own}");
-    assert!(own.contains("posterior sds from the ELBO's optimum in beta[7]"), "{own}");
+    assert!(
+        own.contains("posterior sds from the ELBO's optimum in beta[7]"),
+        "{own}"
+    );
     let b7 = |m: &[(String, f64)]| m.iter().find(|(n, _)| n == "beta[7]").unwrap().1;
     // 0.21 sds of the curvature of beta[7] in the ELBO (a mean-field sd, narrower than the
     // NUTS sd of 0.0083): between 4e-4 and 2e-3 on this scale
     let moved = (b7(&m1) - b7(&m2)).abs();
     assert!(moved > 4e-4 && moved < 2e-3, "beta[7] moved by {moved}");
     for (flag, word) in [(None, "newton"), (Some("--no-refine"), "off")] {
-        let out = std::env::temp_dir().join(format!(
-            "vi_refine_hdr_{word}_{}.csv",
-            std::process::id()
-        ));
+        let out =
+            std::env::temp_dir().join(format!("vi_refine_hdr_{word}_{}.csv", std::process::id()));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_bayesc"));
         cmd.current_dir(common::root()).args([
             "fit",
@@ -162,7 +147,8 @@ fn no_refine_keeps_the_methods_own_end_point() {
         let text = std::fs::read_to_string(&out).unwrap();
         let _ = std::fs::remove_file(&out);
         assert!(
-            text.lines().any(|l| l == format!("#     refine_mean = {word}")),
+            text.lines()
+                .any(|l| l == format!("#     refine_mean = {word}")),
             "{text}"
         );
     }

@@ -324,3 +324,27 @@ pub fn repl_err(s: &mut bayesc::repl::Session, input: &str) -> String {
     assert!(o.is_error, "`{input}` should fail but printed:\n{}", o.text);
     o.text
 }
+
+/// The mean of q in a variational draws file's text (its first data row, CmdStan's variational
+/// layout), by column name with CmdStan's `beta.1` written `beta[1]`.
+///
+/// Panics (a test helper) when the text has no header or no first row, or a value is not a
+/// number.
+#[allow(dead_code)]
+pub fn vi_mean_row(text: &str) -> Vec<(String, f64)> {
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    let header = lines
+        .next()
+        .expect("a header row")
+        .split(',')
+        .map(|h| match h.split_once('.') {
+            Some((a, i)) => format!("{a}[{i}]"),
+            None => h.to_string(),
+        });
+    let mean = lines
+        .next()
+        .expect("the mean row")
+        .split(',')
+        .map(|v| v.parse::<f64>().unwrap());
+    header.zip(mean).collect()
+}
