@@ -153,3 +153,32 @@ fn no_refine_keeps_the_methods_own_end_point() {
         );
     }
 }
+
+/// A refinement that does not settle means q's mean is not at the optimum. Fresh-user testing
+/// found minibatch IVON from `--random-init` (M = 200, seed 10) said "converged" after the
+/// refinement with alpha 0.64 NUTS sds off: the two steps closed part of the distance along the
+/// alpha–age ridge, where the mean-field curvature is too large, and the re-run check read the
+/// rest below its bar. Its last step still moved a coordinate by 0.27 sds (converged fits on
+/// labour: at most 0.046, measured over 120 fits), so it is now reported not converged, with
+/// the mode start as the remedy.
+#[test]
+fn an_unsettled_refinement_is_not_converged() {
+    let (report, _) = fit_labour(
+        "ivon10",
+        &[
+            "--method",
+            "ivon",
+            "--seed",
+            "10",
+            "--batch-size",
+            "200",
+            "--random-init",
+        ],
+    );
+    assert!(report.contains("not converged"), "{report}");
+    assert!(
+        report.contains("the Newton refinement of the mean after the exit rule did not settle"),
+        "{report}"
+    );
+    assert!(report.contains("drop --random-init"), "{report}");
+}

@@ -709,6 +709,28 @@ fn finish_gaussian_fit(
         // MC dropout's q is not the Gaussian's: its mean is a point estimate of the weights.
         // Minibatch fits are checked up to a size, against their batch noise
         // (`stationarity::phrase`).
+        // a refinement that did not settle: the mean is not at the optimum, whatever the
+        // check estimates afterwards (it under-reads distances along ridges)
+        if vi.moving.is_none()
+            && let Some(r) = refined.as_ref().filter(|r| !r.settled())
+        {
+            let minibatch = options
+                .minibatch
+                .as_ref()
+                .is_some_and(|p| p.settings.batch_size < p.n_obs);
+            let name = names
+                .get(r.last_coordinate)
+                .cloned()
+                .unwrap_or_else(|| format!("coordinate {}", r.last_coordinate));
+            vi.moving = Some(vi_checks::unsettled_phrase(
+                &name,
+                r.last,
+                r.refused,
+                random_start,
+                options.method,
+                minibatch,
+            ));
+        }
         if vi.moving.is_none()
             && fit.stop == crate::inference::vi::StopReason::ExitRule
             && options.method != Method::Mcdropout
@@ -761,11 +783,12 @@ fn refine_note(
         format!(
             "after the exit rule the mean was refined by {} of the ELBO in the mean (full-data \
              gradients at {} draws of q each), which moved it by up to {:.2} posterior sds \
-             ({})",
+             ({}); the last step estimated was {:.3} sds",
             crate::words::counted(r.steps, "Newton step"),
             refine::REFINE_DRAWS,
             r.moved,
-            name(r.coordinate)
+            name(r.coordinate),
+            r.last
         )
     });
     let left = offset.filter(|(_, x)| *x >= OFFSET_NOTE_MIN).map(|(j, x)| {

@@ -227,6 +227,38 @@ fn not_converged_remedy(random_start: bool, method: Method, cause: &str) -> Stri
     }
 }
 
+/// The phrase for a fit whose Newton refinement of the mean did not settle
+/// ([`super::refine::Refinement::settled`]): its last step moved `name` by `last` sds of the
+/// curvature's Gaussian, or a later step was refused (`refused`). From a random start
+/// (`random_start`) the remedy is the mode start, as for [`drift_phrase`]; from the mode, a
+/// minibatch fit (`minibatch`) is put down to its batch noise.
+pub fn unsettled_phrase(
+    name: &str,
+    last: f64,
+    refused: bool,
+    random_start: bool,
+    method: Method,
+    minibatch: bool,
+) -> String {
+    let how = if refused {
+        format!("a further step of {name} was too long to take")
+    } else {
+        format!("its last step still moved {name} by {last:.2} posterior sds")
+    };
+    let cause = if minibatch {
+        "the batches' noise left the mean far from the optimum: try a larger --batch-size or a \
+         smaller --step-size"
+    } else {
+        "the mean stopped far from the optimum"
+    };
+    let remedy = not_converged_remedy(random_start, method, cause);
+    format!(
+        "the Newton refinement of the mean after the exit rule did not settle ({how}; at an \
+         optimum its steps fall below {}), so q's mean is not at the ELBO's optimum: {remedy}",
+        super::refine::REFINE_SETTLED
+    )
+}
+
 /// [`drift_cause`] with what to do about it. The exit rule, not the iteration cap, stopped the
 /// run, so a larger --max-iter does not help: from a random start (`random_start`) the remedy
 /// is the mode start (on labour, IVON from a random point moved alpha 3.8 sds over its last
