@@ -182,3 +182,19 @@ fn an_unsettled_refinement_is_not_converged() {
     );
     assert!(report.contains("drop --random-init"), "{report}");
 }
+
+/// The REPL's `:fit` prints the refinement's note as `bayesc fit` does (fresh-user testing
+/// found it left out).
+#[test]
+fn the_repl_reports_the_refinement() {
+    let root = common::root();
+    let root = root.display();
+    let mut s = bayesc::repl::Session::new();
+    common::repl_ok(&mut s, &format!(":load {root}/examples/labour/model.bayes"));
+    common::repl_ok(&mut s, &format!(":data {root}/examples/labour/labour.csv"));
+    let text = common::repl_ok(&mut s, ":fit bbb --seed 3");
+    assert!(
+        text.contains("note: after the exit rule the mean was refined by 1 Newton step"),
+        "{text}"
+    );
+}

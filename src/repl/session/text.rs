@@ -179,6 +179,11 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
                     crate::output::report::smoothed_elbo_text(q.best_smoothed_elbo)
                 );
             }
+            // the fit's notes, as `bayesc fit` prints them (the refinement of the mean, the
+            // minibatch notes)
+            for note in &q.notes {
+                let _ = writeln!(s, "note: {note}");
+            }
         }
         FitDetails::Qnvb(q) => {
             use crate::inference::qnvb::QnvbStop;
