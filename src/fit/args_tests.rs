@@ -47,6 +47,7 @@ fn read(flag: &str, method: fit::Method, o: &FitOptions) -> String {
         ("--step-size", M::Nuts | M::Hmc) => format!("{}", o.mcmc.step_size),
         ("--step-size", _) => format!("{:?}", o.qbvi.step_size),
         ("--random-init", _) => format!("{:?}", o.vi_init),
+        ("--no-refine", _) => format!("{:?}", o.refine_mean),
         ("--psis-resample", _) => format!("{}", o.psis_resample),
         ("--jacobian", _) => format!("{}", o.jacobian),
         ("--se", _) => format!("{}", o.std_errors),
@@ -64,7 +65,7 @@ fn read(flag: &str, method: fit::Method, o: &FitOptions) -> String {
 
 #[test]
 fn every_accepted_flag_changes_a_setting_its_method_reads() {
-    let flags: [&[&str]; 30] = [
+    let flags: [&[&str]; 31] = [
         &["--draws", "7"],
         &["--init", "0.5"],
         &["--init", "pathfinder"],
@@ -76,6 +77,7 @@ fn every_accepted_flag_changes_a_setting_its_method_reads() {
         &["--max-iter", "7"],
         &["--step-size", "0.3"],
         &["--random-init"],
+        &["--no-refine"],
         &["--psis-resample"],
         &["--jacobian"],
         &["--se", "robust"],

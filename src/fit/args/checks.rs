@@ -171,7 +171,7 @@ pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String>
     let adapting = mcmc && method != M::FixedParam;
     let init_file = matches!(init, Some(InitArg::File(_)));
     let tol = "optimize with --algorithm lbfgs or bfgs (newton reads only --iter)";
-    let checks: [(&str, bool, bool, &str); 30] = [
+    let checks: [(&str, bool, bool, &str); 31] = [
         (
             "--init R|pathfinder",
             init.is_some(),
@@ -275,6 +275,12 @@ pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String>
             args.random_init,
             matches!(method, M::Qbvi | M::Qnvb) || method.is_survey(),
             "qbvi, qnvb and the survey methods",
+        ),
+        (
+            "--no-refine",
+            args.no_refine,
+            (method == M::Qbvi || method.is_survey()) && method != M::Mcdropout,
+            "qbvi and the survey methods except mcdropout",
         ),
         (
             "--chains",
