@@ -905,14 +905,7 @@ pub(super) mod tests {
             Some(OffOptimum::Offset { sds, .. }) => assert!((sds - 0.4).abs() < 1e-9, "{sds}"),
             other => panic!("expected the offset, got {other:?}"),
         }
-        let pairs: Vec<(&Vec<f64>, Vec<f64>)> = q
-            .iter()
-            .map(|z| {
-                let mut g = vec![0.0; 2];
-                target.log_density_grad(z, &mut g).unwrap();
-                (z, g)
-            })
-            .collect();
+        let pairs = gradient_pairs(&target, &q);
         let step = newton_step(&pairs, &mean, &sd).unwrap();
         assert!((step.gain - 0.16 / 1.9).abs() < 1e-9, "{}", step.gain);
         for (x, o) in step.step.iter().zip(&step.offset) {
@@ -948,14 +941,7 @@ pub(super) mod tests {
             })
             .collect();
         let target = Ridge(r);
-        let pairs: Vec<(&Vec<f64>, Vec<f64>)> = q
-            .iter()
-            .map(|z| {
-                let mut g = vec![0.0; 2];
-                target.log_density_grad(z, &mut g).unwrap();
-                (z, g)
-            })
-            .collect();
+        let pairs = gradient_pairs(&target, &q);
         let step = newton_step_in(&pairs, &mean, &Whitening::Full(&l)).unwrap();
         for j in 0..2 {
             assert!((step.delta[j] + mean[j]).abs() < 1e-9, "{:?}", step.delta);
