@@ -784,17 +784,19 @@ fn variational_laplace_with_non_positive_curvature_is_not_called_converged() {
     }
 }
 
-/// L-BFGS runs into its 2000-iteration cap on labour from seed 3's start (the age terms are
-/// badly scaled); the Newton polish then reaches the optimum, which the report verifies by the
-/// Newton decrement instead of warning "may not be at an optimum".
+/// L-BFGS ran into its 2000-iteration cap on labour from seed 3's start (the age terms are
+/// badly scaled; since its line search expands tenfold where the slope has not changed, it
+/// converges there in 407 iterations, so the cap is set to 200 here); the Newton polish then
+/// reaches the optimum, which the report verifies by the Newton decrement instead of warning
+/// "may not be at an optimum".
 #[test]
 fn optimize_is_converged_when_the_newton_polish_reaches_the_optimum() {
     let o = bayesc(&[
-        "fit", LABOUR, "--data", DATA, "--method", "optimize", "--seed", "3",
+        "fit", LABOUR, "--data", DATA, "--method", "optimize", "--seed", "3", "--iter", "200",
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
-    assert!(out.contains("iterations: 2000 L-BFGS"), "{out}");
+    assert!(out.contains("iterations: 200 L-BFGS"), "{out}");
     assert!(
         out.contains("converged: the Newton polish reached the optimum"),
         "{out}"
