@@ -107,11 +107,12 @@ pub fn flat_combination_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> 
 }
 
 /// The coordinates i along which L is flat on one side of `point` (length d): ∂L/∂ζ_i ≈ 0
-/// (see [`FLAT_GRAD`]) at `point` and at `point ± t·e_i` for every t in [`FLAT_STEPS`], on the
-/// + side or on the − side, unless those slopes pull back towards `point` and grow with t (a
-/// mode of a scale too large for [`FLAT_GRAD`], see `restoring`). Only the `candidates` are probed (e.g. the coordinates where the
-/// Hessian's row is zero), at 1 + 6 gradient evaluations each at most. A probe where L or its
-/// gradient is not finite ends that side (not flat).
+/// (see [`FLAT_GRAD`]) at `point` and at `point ± t·e_i` for every t in [`FLAT_STEPS`], on
+/// the plus side or on the minus side, unless those slopes pull back towards `point` and grow
+/// with t (a mode of a scale too large for [`FLAT_GRAD`], see `restoring`). Only the
+/// `candidates` are probed (e.g. the coordinates where the Hessian's row is zero), at 1 + 6
+/// gradient evaluations each at most. A probe where L or its gradient is not finite ends that
+/// side (not flat).
 pub fn flat_at_point(density: &dyn LogDensity, point: &[f64], candidates: &[usize]) -> Vec<usize> {
     let Some(g0) = grad_at(density, point) else {
         return Vec::new();
