@@ -109,3 +109,30 @@ fn the_gradient_test_still_stops_a_well_scaled_optimum_at_once() {
     assert_eq!(r.point, vec![1e-10]);
     assert!(model.dim() == 1);
 }
+
+/// Newton's method cannot see the far mode (the finite-difference Hessian at a start near 0 is
+/// zero to rounding, so its step is the 1e-12 gradient and gains 1e-24): it used to stop there
+/// saying "change in log density below 1e-8"; now it says it cannot judge, not converged.
+#[test]
+fn newton_does_not_call_a_curvature_free_start_converged() {
+    use bayesc::inference::optimize::Algorithm;
+    let model = common::compile_source("far.bayes", FAR, None, &[]);
+    let settings = OptimizeSettings {
+        algorithm: Algorithm::Newton,
+        ..OptimizeSettings::default()
+    };
+    let r = optimize(&model.with_jacobian(false), &[1.25], &settings).unwrap();
+    assert!(!r.converged, "{}", r.message);
+    assert!(
+        r.message.contains("finite-difference Hessian is zero"),
+        "{}",
+        r.message
+    );
+    let mut options = FitOptions::new(Method::Optimize, 1);
+    options.optimize.algorithm = Algorithm::Newton;
+    let fit = common::fit_quietly(&model, &options);
+    let FitDetails::Optimize(o) = &fit.details else {
+        panic!("an optimize fit")
+    };
+    assert!(!o.converged, "{}", o.lbfgs.message);
+}
