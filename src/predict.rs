@@ -378,6 +378,46 @@ pub struct Prediction {
     /// The declared names of the generated quantities that failed at some draw (`log_lik`,
     /// not `log_lik[3]`), in the order they first failed; empty when `gq_note` is `None`.
     pub failed: Vec<String>,
+    /// The first failure's message and location (`file:line:column`, possibly with
+    /// `, where n = 1`), as in `gq_note`; `None` when nothing failed. [`outcome_is_cause`]
+    /// reads it.
+    pub first_failure: Option<(String, Option<String>)>,
+}
+
+/// Whether a failure of the generated quantities (its `message` and `location`, as
+/// [`crate::inference::DensityError`] holds them) comes from the outcome `outcome` missing
+/// from the new data, whose entries are then NaN: the statement at `location`, looked up in
+/// the model `source`, reads `outcome` (as a whole word), or, without a usable location, the
+/// message names a NaN. [X]: fresh-user finding — `bayesc predict` blamed the missing outcome
+/// for every failure, e.g. a `bernoulli_rng` of a probability above 1.
+pub fn outcome_is_cause(
+    message: &str,
+    location: Option<&str>,
+    source: &str,
+    outcome: &str,
+) -> bool {
+    let line = location.and_then(|loc| {
+        // "file:line:column" or "file:line:column, where n = 1"; the file may hold ':'
+        let at = loc.split(", ").next()?;
+        let mut parts = at.rsplitn(3, ':');
+        let _column = parts.next()?;
+        let line: usize = parts.next()?.trim().parse().ok()?;
+        source.lines().nth(line.checked_sub(1)?)
+    });
+    match line {
+        Some(text) => reads_word(text, outcome),
+        None => message.to_ascii_lowercase().contains("nan"),
+    }
+}
+
+/// Whether `word` occurs in `text` as an identifier (not inside a longer one).
+fn reads_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
 }
 
 /// Evaluates the generated quantities of `model` (compiled on the new data) at every
@@ -528,6 +568,10 @@ pub fn predict(model: &Model, fit: &SavedFit, seed: u64) -> Result<Prediction, P
         rows: summarize_columns(&names, &values),
         gq_note: tally.note(n, placed),
         failed: tally.per_quantity.iter().map(|(q, _)| q.clone()).collect(),
+        first_failure: tally
+            .first
+            .as_ref()
+            .map(|(_, e, _)| (e.message.clone(), e.location.clone())),
     })
 }
 

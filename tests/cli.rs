@@ -429,7 +429,7 @@ fn ctrl_c_during_a_multi_chain_fit_keeps_the_draws_made() {
     let (status, text, err) = run.wait(Duration::from_secs(30));
     assert!(!err.contains("panicked"), "bayesc panicked:\n{err}");
     assert_eq!(status.code(), Some(130), "{text}\n{err}");
-    // "INTERRUPTED after … s (wall): k chains × n draws kept (of 4 chains; …)"
+    // "INTERRUPTED after … s (wall): k chains (chains 1 and 3) × n draws kept (of 4 chains; …)"
     let line = text
         .lines()
         .find(|l| l.starts_with("INTERRUPTED after"))
@@ -437,16 +437,38 @@ fn ctrl_c_during_a_multi_chain_fit_keeps_the_draws_made() {
     let after = line.split(": ").nth(1).unwrap();
     let words: Vec<&str> = after.split_whitespace().collect();
     let k: usize = words[0].parse().unwrap();
-    let n: usize = words[3].parse().unwrap();
+    let times = words.iter().position(|w| *w == "×").unwrap();
+    let n: usize = words[times + 1].parse().unwrap();
     assert!((1..=4).contains(&k) && n > 0, "{line}");
+    // the kept chains by their own numbers: "chain 2", "chains 1 and 3", "chains 1–3", …
+    let list = after.split('(').nth(1).unwrap().split(')').next().unwrap();
+    let mut kept: Vec<usize> = Vec::new();
+    for part in list
+        .replace(" and ", ", ")
+        .trim_start_matches("chains ")
+        .trim_start_matches("chain ")
+        .split(", ")
+    {
+        match part.split_once('–') {
+            Some((a, b)) => kept.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()),
+            None => kept.push(part.parse().unwrap()),
+        }
+    }
+    assert_eq!(kept.len(), k, "{line}");
     assert!(text.contains("R_hat") && text.contains("\nmu "), "{text}");
     for c in 1..=4 {
         let file = dir.path().join(format!("x_{c}.csv"));
-        assert_eq!(file.exists(), c <= k, "{}", file.display());
-        if c <= k {
+        assert_eq!(
+            file.exists(),
+            kept.contains(&c),
+            "{}: {line}",
+            file.display()
+        );
+        if kept.contains(&c) {
             let csv = std::fs::read_to_string(&file).unwrap();
             assert!(csv.contains(&format!("# interrupted after {n} draws")));
             assert!(csv.contains(&format!("num_samples = {n}\n")));
+            assert!(csv.contains(&format!("\n# id = {c}\n")), "{csv}");
             let rows = csv
                 .lines()
                 .filter(|l| !l.starts_with('#') && !l.is_empty())

@@ -98,3 +98,83 @@ fn json_in_a_csv_file_is_named_as_json() {
         );
     }
 }
+
+fn bind_text(
+    model: &str,
+    name: &str,
+    text: &str,
+) -> Result<bayesc::data::BoundData, bayesc::data::DataError> {
+    let program = parse_program(model, 0).expect("test model parses");
+    let source = if name.ends_with(".json") {
+        load_json_str(name, text)?
+    } else {
+        load_csv_str(name, text)?
+    };
+    bind(&program, &[source])
+}
+
+/// CSV and JSON agree on infinities (fresh-user finding: `inf` in a one-row CSV was refused for
+/// `real<lower=0> U;` while JSON's "Infinity" bound): every spelling binds to a scalar, and the
+/// declaration's bounds, its `int` type and a column of observations still refuse them, naming
+/// the file, row and column.
+#[test]
+fn csv_infinities_bind_to_scalars_as_json_ones_do() {
+    const BOUND: &str =
+        "data { real<lower=0> U; } parameters { real mu; } model { mu ~ normal(0, 1); }";
+    for v in ["inf", "Inf", "+inf", "Infinity", "INFINITY"] {
+        let b = bind_text(BOUND, "u.csv", &format!("U\n{v}\n"))
+            .unwrap_or_else(|e| panic!("{v}: {}", e.message));
+        assert_eq!(*b.values["U"].values, vec![f64::INFINITY], "{v}");
+    }
+    let b = bind_text(BOUND, "u.json", r#"{"U": "Infinity"}"#).unwrap();
+    assert_eq!(*b.values["U"].values, vec![f64::INFINITY]);
+    // -inf is below the bound in both formats; the CSV error names file, row and column
+    for v in ["-inf", "-Infinity"] {
+        let e = bind_text(BOUND, "u.csv", &format!("U\n{v}\n")).expect_err("below the bound");
+        assert!(
+            e.message
+                .starts_with("u.csv row 1 (line 2), column `U`: -inf is below the lower bound 0"),
+            "{}",
+            e.message
+        );
+    }
+    assert!(bind_text(BOUND, "u.json", r#"{"U": "-Infinity"}"#).is_err());
+    // an int cannot be infinite
+    let int = "data { int K; } parameters { real mu; } model { mu ~ normal(0, 1); }";
+    let e = bind_text(int, "k.csv", "K\ninf\n").expect_err("an int is finite");
+    assert_eq!(e.kind, DataErrorKind::NotAnInteger, "{}", e.message);
+    // observations stay finite, as in JSON
+    let e = bind_csv("y\n1\ninf\n").expect_err("an infinite observation");
+    assert_eq!(e.kind, DataErrorKind::NotFinite);
+    assert!(
+        e.message.starts_with("obs.csv row 2 (line 3), column `y`"),
+        "{}",
+        e.message
+    );
+    // an overflowing number is still a typo, not an infinity
+    let e = bind_text(BOUND, "u.csv", "U\n2e400\n").expect_err("overflow");
+    assert_eq!(e.kind, DataErrorKind::Overflow, "{}", e.message);
+}
+
+/// `#` comment lines (CmdStan's CSV files carry them) are skipped above the header and between
+/// rows, and do not shift the row numbers or the lines messages name (fresh-user finding: the
+/// first comment line became the header).
+#[test]
+fn comment_lines_in_a_csv_are_skipped() {
+    let b = bind_csv("# from a CmdStan run\n# another\ny\n1.5\n# a note\n2.5\n").unwrap();
+    assert_eq!(*b.values["N"].values, vec![2.0]);
+    assert_eq!(*b.values["y"].values, vec![1.5, 2.5]);
+    let e = bind_csv("# note\ny\n1.5\n# note\nx\n").expect_err("not a number");
+    assert!(
+        e.message.starts_with("obs.csv row 2 (line 5), column `y`"),
+        "{}",
+        e.message
+    );
+    // a comment line in a one-column file is not a blank (missing) row
+    let e = bind_csv("y\n1.5\n# note\n\n2\n").expect_err("the blank line is a missing row");
+    assert!(
+        e.message.starts_with("obs.csv row 2 (line 4)"),
+        "{}",
+        e.message
+    );
+}

@@ -258,3 +258,81 @@ fn metropolis_hastings_stops_promptly_when_asked() {
     assert!(out.interrupted);
     assert!(seconds < 5.0, "stopping took {seconds} s");
 }
+
+/// Chains keep their own numbers when an interrupted run drops one in the middle (fresh-user
+/// finding: with chain 2 in warmup at the stop, chain 3's draws were written to `_2.csv` with
+/// `id = 2`). Built from a run stopped in chain 3's sampling (chains 1 and 2 finished) by
+/// dropping chain 2 as if it had been in warmup, as happens when chains run in parallel.
+#[test]
+fn files_of_an_interrupted_run_keep_their_chain_numbers() {
+    use bayesc::inference::mcmc::ChainEnd;
+    let mut r = interrupted_fit(|c, i| c == 2 && i >= 130);
+    let FitDetails::Mcmc(out) = &mut r.details else {
+        panic!("an MCMC fit")
+    };
+    assert_eq!(out.chains.len(), 3);
+    out.chain_ends[1] = ChainEnd::Warmup(50);
+    out.chains.remove(1);
+    r.draws.chains.remove(1);
+    let FitDetails::Mcmc(out) = &r.details else {
+        unreachable!()
+    };
+    assert_eq!(out.chain_ids(), vec![0, 2]);
+    let mut options = FitOptions::new(Method::Nuts, 7);
+    options.mcmc.chains = 4;
+    options.mcmc.warmup = 100;
+    options.mcmc.samples = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("draws.csv");
+    let files = bayesc::output::fit_files::write_outputs(
+        &path,
+        &r,
+        &options,
+        std::path::Path::new("interrupt.bayes"),
+    )
+    .unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| {
+            std::path::Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(names, vec!["draws_1.csv", "draws_3.csv"]);
+    let read = |f: &String| bayesc::output::read_stan_csv(std::path::Path::new(f)).unwrap();
+    for (file, id) in files.iter().zip(["1", "3"]) {
+        let csv = read(file);
+        assert!(
+            csv.config_lines
+                .iter()
+                .any(|l| l.trim() == format!("id = {id}")),
+            "{file}: {:?}",
+            csv.config_lines
+        );
+        assert_eq!(csv.n_draws, 30);
+    }
+    // the third chain's file holds the third chain's draws (the second kept)
+    let third = read(&files[1]);
+    let k = r.draws.names.len();
+    let (j, jm) = (
+        third.names.iter().position(|n| n == "mu").unwrap(),
+        r.draws.names.iter().position(|n| n == "mu").unwrap(),
+    );
+    for i in [0, 29] {
+        let ours = r.draws.chains[1][i * k + jm];
+        let theirs = third.values[i * third.names.len() + j];
+        assert!(
+            (ours - theirs).abs() <= 1e-5 * ours.abs().max(1.0),
+            "{ours} vs {theirs}"
+        );
+    }
+    // and the summary says which chains are there
+    let text = bayesc::output::report::mcmc_text(&r, out, &options);
+    assert!(
+        text.contains("2 chains (chains 1 and 3) × 30 draws kept (of 4 chains"),
+        "{text}"
+    );
+}

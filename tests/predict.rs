@@ -237,3 +237,85 @@ fn evaluate_refuses_models_without_the_per_row_convention_and_bad_splits() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("`nope` is neither"));
 }
+
+/// The note about a missing outcome is printed only when the failing statement reads the
+/// outcome (fresh-user finding: a generated quantity failing for a domain error was blamed on
+/// the missing outcome). The first failure's message and place are named either way.
+#[test]
+fn the_missing_outcome_is_blamed_only_for_failures_that_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.bayes");
+    std::fs::write(
+        &model,
+        "// @outcome y\n\
+         data { int N; vector[N] x; vector[N] y; }\n\
+         parameters { real a; real<lower=0> s; }\n\
+         model { a ~ normal(0, 1); s ~ exponential(1); y ~ normal(a + x, s); }\n\
+         generated quantities {\n\
+         \x20 vector[N] y_hat;\n\
+         \x20 int flag = bernoulli_rng(x[1] / 10);\n\
+         \x20 for (n in 1:N) y_hat[n] = normal_rng(a + x[n], s);\n\
+         }\n",
+    )
+    .unwrap();
+    let data = dir.path().join("d.csv");
+    std::fs::write(&data, "x,y\n1,1.1\n2,2.3\n3,2.9\n").unwrap();
+    let fit_path = dir.path().join("fit.json");
+    let m = model.to_str().unwrap();
+    let o = bayesc(&[
+        "fit",
+        m,
+        "--data",
+        data.to_str().unwrap(),
+        "--seed",
+        "1",
+        "--draws",
+        "50",
+        "-q",
+        "--save-fit",
+        fit_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // new rows without `y`, where bernoulli_rng(4) fails: a domain error, not the outcome
+    let new = dir.path().join("new.csv");
+    std::fs::write(&new, "x\n40\n50\n").unwrap();
+    let o = bayesc(&[
+        "predict",
+        m,
+        "--fit",
+        fit_path.to_str().unwrap(),
+        "--data",
+        new.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("bernoulli_rng: Probability parameter is 4"),
+        "{err}"
+    );
+    assert!(
+        err.contains("m.bayes:7:"),
+        "the first failure's place: {err}"
+    );
+    assert!(!err.contains("has no `y` column"), "{err}");
+
+    // the rule itself: the statement at the location reads the outcome
+    let text = "data { vector[N] y; }\nlog_lik[n] = normal_lpdf(y[n] | mu, s);\nflag = bernoulli_rng(p);\nyy = 1;\n";
+    let cause = |loc: &str| predict::outcome_is_cause("msg", Some(loc), text, "y");
+    assert!(cause("m.bayes:2:14, where n = 1"));
+    assert!(!cause("m.bayes:3:8"));
+    assert!(!cause("m.bayes:4:1"), "`yy` is not `y`");
+    // without a location, a NaN in the message
+    assert!(predict::outcome_is_cause(
+        "Random variable is NaN",
+        None,
+        text,
+        "y"
+    ));
+    assert!(!predict::outcome_is_cause(
+        "Probability parameter is 4",
+        None,
+        text,
+        "y"
+    ));
+}

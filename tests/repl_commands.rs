@@ -331,7 +331,7 @@ fn summary_of_an_optimize_fit_says_whether_it_converged() {
             && t.contains("\nconverged: "),
         "{t}"
     );
-    assert_eq!(cells(&t, "m2"), ["2.000000", "-"], "{t}");
+    assert_eq!(cells(&t, "m2"), ["2.00000", "-"], "{t}");
     assert!(t.contains("m2: generated quantity"), "{t}");
     // one L-BFGS iteration: the Newton polish finishes the job and the report says how
     ok(&mut s, ":fit optimize --seed 1 --iter 1 as short");

@@ -464,7 +464,17 @@ pub fn result_report(
     match &result.details {
         FitDetails::Qbvi(fit) => {
             let worse = fit::not_converged_phrase(fit, result, options);
+            // an ELBO that ran off upwards: the cause is said and no "best" ELBO is quoted
+            let diverged = fit::diverged_phrase(fit, result.method);
             match fit.stop {
+                StopReason::MaxIterations | StopReason::ExitRule if diverged.is_some() => outln!(
+                    "WARNING: not converged: {} diverged ({}, {:.2} s): {}. The summary below is \
+                     not a posterior.",
+                    result.method.display_name(),
+                    crate::words::counted(fit.iterations, "iteration"),
+                    result.seconds,
+                    diverged.as_deref().unwrap_or_default()
+                ),
                 // the ELBO ended below its start: the exit rule fired on a plateau of a fit
                 // that diverged (docs/bnn_methods.md, the digits BNN at β = 0.05)
                 StopReason::ExitRule if worse.is_some() => outln!(

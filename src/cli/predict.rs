@@ -107,18 +107,33 @@ pub fn run(args: PredictArgs) -> i32 {
     let observed = outcome
         .as_deref()
         .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
-    let (mut rows, mut gq_note) = match predict::predict(&model, &saved, seed) {
+    // whether the missing outcome (NaN in the generated quantities) caused a failure: the
+    // failing statement reads it (fresh-user finding: every failure was blamed on it)
+    let model_text = sources.text(checked.file).to_string();
+    let outcome_caused = |message: &str, location: Option<&str>| {
+        outcome
+            .as_deref()
+            .is_some_and(|o| predict::outcome_is_cause(message, location, &model_text, o))
+    };
+    let (mut rows, mut gq_note, first_failure) = match predict::predict(&model, &saved, seed) {
         Ok(p) if matches!(observed, Some(None)) && p.failed.iter().all(|q| q == "log_lik") => {
             // without the outcome, `log_lik` (which reads it) fails at every draw and is left
             // out below: not a failure of what is written
-            (p.rows, None)
+            (p.rows, None, None)
         }
-        Ok(p) => (p.rows, p.gq_note),
+        Ok(p) => (p.rows, p.gq_note, p.first_failure),
         Err(e) => {
             eprintln!("error: {e}");
             // The usual cause when the new data lacks the outcome: a generated quantity reads
-            // it (its placeholder is NaN), e.g. `log_lik[n] = normal_lpdf(y[n] | …)`.
-            if let (Some(o), Some(None)) = (&outcome, &observed) {
+            // it (its placeholder is NaN), e.g. `log_lik[n] = normal_lpdf(y[n] | …)`; said
+            // only when the failing statement reads it.
+            let caused = match &e {
+                predict::PredictError::GeneratedQuantities { source, .. } => {
+                    outcome_caused(&source.message, source.location.as_deref())
+                }
+                _ => false,
+            };
+            if let (Some(o), Some(None), true) = (&outcome, &observed, caused) {
                 eprintln!(
                     "  = note: the new data has no `{o}` column, so `{o}` is NaN in the generated \
                      quantities; a statement that reads it (such as `log_lik[n] = \
@@ -146,8 +161,12 @@ pub fn run(args: PredictArgs) -> i32 {
             );
             return super::EXIT_ERROR;
         }
-        // another quantity that failed may read the missing outcome too
-        if let (Some(note), Some(o)) = (gq_note.as_mut(), &outcome) {
+        // the failing statement may read the missing outcome: said only when it does (the
+        // note above already names the first failure's message and place)
+        let caused = first_failure
+            .as_ref()
+            .is_some_and(|(m, loc)| outcome_caused(m, loc.as_deref()));
+        if let (Some(note), Some(o), true) = (gq_note.as_mut(), &outcome, caused) {
             note.push_str(&format!(
                 "\n  = note: the new data has no `{o}` column, so `{o}` is NaN in the generated \
                  quantities; a statement that reads it cannot be evaluated. Add the `{o}` \

@@ -621,7 +621,15 @@ impl<'a> Binder<'a> {
         let column = &src.columns[col].values;
         let rows = src.n_rows().min(dims.first().copied().unwrap_or(1));
         let bad = bad_cell(decl);
-        if let Some(row) = column[..rows].iter().position(bad) {
+        // A scalar may be infinite, as in JSON ("Infinity") and CmdStan: `inf`, `-inf`,
+        // `Infinity` written in the file (not a number that overflows); its declared bounds and
+        // type are checked with the other values (`check_values`).
+        let scalar_inf = |row: usize, v: &f64| {
+            dims.is_empty()
+                && v.is_infinite()
+                && matches!(src.columns[col].cell(row), Some(Cell::Number(_)))
+        };
+        if let Some(row) = (0..rows).find(|&r| bad(&column[r]) && !scalar_inf(r, &column[r])) {
             return Err(cell_value(src, col, row, name).expect_err("a non-finite cell is an error"));
         }
         // The whole column: shared with the source, not copied.
@@ -816,7 +824,8 @@ fn cell_value(src: &CsvSource, col: usize, row: usize, name: &str) -> Result<f64
         )
         .with_help(
             "replace the value with a finite number, or remove the row; an infinite observation \
-             makes the log density -inf at every parameter value",
+             makes the log density -inf at every parameter value (an infinite value is accepted \
+             for a scalar only, e.g. a bound `U` in a one-row file, as in JSON)",
         )),
         Some(Cell::Overflow(raw)) => Err(DataError::new(
             DataErrorKind::Overflow,

@@ -431,6 +431,8 @@ pub fn parse_reader_sized(
         // Fields are trimmed by `parse_cell` and the header loop (cheaper than the crate's
         // `Trim::All`, which rewrites every record).
         .trim(::csv::Trim::None)
+        // `#` comment lines (as CmdStan's CSV files carry) are skipped, before the header too
+        .comment(Some(b'#'))
         .buffer_capacity(1 << 16)
         .from_reader(tracked);
     let mut record = ::csv::ByteRecord::new();
@@ -449,11 +451,25 @@ pub fn parse_reader_sized(
         let mut w = window.borrow_mut();
         w.advance(p);
         let mut first = p;
-        while matches!(w.at(first), Some(b'\n' | b'\r')) {
-            first += 1;
+        // comment lines skipped before the record: not blank lines (not missing cells)
+        let mut comments = 0;
+        loop {
+            match w.at(first) {
+                Some(b'\n' | b'\r') => first += 1,
+                Some(b'#') if first == 0 || matches!(w.at(first - 1), Some(b'\n' | b'\r')) => {
+                    while !matches!(w.at(first), Some(b'\n') | None) {
+                        first += 1;
+                    }
+                    if w.at(first).is_some() {
+                        first += 1;
+                        comments += 1;
+                    }
+                }
+                _ => break,
+            }
         }
         let line = w.newlines_before(first) + 1;
-        let mut blanks = w.newlines_before(first) - w.newlines_before(p);
+        let mut blanks = (w.newlines_before(first) - w.newlines_before(p)).saturating_sub(comments);
         // a previous record ended by "\r" whose "\n" is counted here is not a blank line
         if p > 0 && w.at(p - 1) == Some(b'\r') && w.at(p) == Some(b'\n') {
             blanks = blanks.saturating_sub(1);
@@ -475,7 +491,7 @@ pub fn parse_reader_sized(
         return Err(DataError::new(
             DataErrorKind::MalformedCsv,
             format!(
-                "{name} line 1: the file looks like JSON (it starts with `{{` or `[`), not CSV"
+                "{name} line {previous}: the file looks like JSON (it starts with `{{` or `[`), not CSV"
             ),
         )
         .with_help(
@@ -490,7 +506,7 @@ pub fn parse_reader_sized(
         if h.is_empty() {
             return Err(DataError::new(
                 DataErrorKind::MalformedCsv,
-                format!("{name} line 1: column {} has an empty name", i + 1),
+                format!("{name} line {previous}: column {} has an empty name", i + 1),
             )
             .with_help("every column needs a name in the header row"));
         }
@@ -498,7 +514,7 @@ pub fn parse_reader_sized(
             return Err(DataError::new(
                 DataErrorKind::MalformedCsv,
                 format!(
-                    "{name} line 1: column `{h}` appears twice in the header (columns {} and {})",
+                    "{name} line {previous}: column `{h}` appears twice in the header (columns {} and {})",
                     j + 1,
                     i + 1
                 ),

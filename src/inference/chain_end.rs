@@ -53,6 +53,27 @@ pub fn chain_numbers(numbers: &[usize]) -> String {
 }
 
 impl McmcOutput {
+    /// The 0-based numbers of the requested chains that `chains` holds, in order: every chain
+    /// for a run that finished, and for an interrupted one after `fit::trim_interrupted` those
+    /// that had post-warmup draws (finished, or stopped while sampling), so that chain 3's
+    /// draws keep the number 3 in file names, `id` lines and messages, as CmdStan's `id` does
+    /// ([X]: fresh-user finding; the files used to be renumbered 1, 2, …). Falls back to
+    /// 0, 1, … when `chain_ends` does not account for `chains`.
+    pub fn chain_ids(&self) -> Vec<usize> {
+        let kept: Vec<usize> = (0..self.chain_ends.len())
+            .filter(|&c| match self.chain_ends[c] {
+                ChainEnd::Finished => true,
+                ChainEnd::Sampling(n) => n > 0,
+                _ => false,
+            })
+            .collect();
+        if self.interrupted && kept.len() == self.chains.len() {
+            kept
+        } else {
+            (0..self.chains.len()).collect()
+        }
+    }
+
     /// For an interrupted run: how many of the chains had finished, were sampling, were in
     /// warmup and had not started when the stop came, with their numbers, and, when some had
     /// not started, why: chains run in parallel, at most [`McmcOutput::parallel_chains`] at a

@@ -107,10 +107,12 @@ pub fn flat_combination_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> 
 }
 
 /// The coordinates i along which L is flat on one side of `point` (length d): ∂L/∂ζ_i ≈ 0
-/// (see [`FLAT_GRAD`]) at `point` and at `point ± t·e_i` for every t in [`FLAT_STEPS`], on the
-/// + side or on the − side. Only the `candidates` are probed (e.g. the coordinates where the
-/// Hessian's row is zero), at 1 + 6 gradient evaluations each at most. A probe where L or its
-/// gradient is not finite ends that side (not flat).
+/// (see [`FLAT_GRAD`]) at `point` and at `point ± t·e_i` for every t in [`FLAT_STEPS`], on
+/// the plus side or on the minus side, unless those slopes pull back towards `point` and grow
+/// with t (a mode of a scale too large for [`FLAT_GRAD`], see `restoring`). Only the
+/// `candidates` are probed (e.g. the coordinates where the Hessian's row is zero), at 1 + 6
+/// gradient evaluations each at most. A probe where L or its gradient is not finite ends that
+/// side (not flat).
 pub fn flat_at_point(density: &dyn LogDensity, point: &[f64], candidates: &[usize]) -> Vec<usize> {
     let Some(g0) = grad_at(density, point) else {
         return Vec::new();
@@ -121,14 +123,33 @@ pub fn flat_at_point(density: &dyn LogDensity, point: &[f64], candidates: &[usiz
         .filter(|&i| is_zero(&g0, i))
         .filter(|&i| {
             [1.0, -1.0].iter().any(|&sign| {
-                FLAT_STEPS.iter().all(|&t| {
-                    let mut z = point.to_vec();
-                    z[i] += sign * t;
-                    grad_at(density, &z).is_some_and(|g| is_zero(&g, i))
-                })
+                let slopes: Option<Vec<f64>> = FLAT_STEPS
+                    .iter()
+                    .map(|&t| {
+                        let mut z = point.to_vec();
+                        z[i] += sign * t;
+                        grad_at(density, &z).filter(|g| is_zero(g, i)).map(|g| g[i])
+                    })
+                    .collect();
+                slopes.is_some_and(|s| !restoring(sign, &s))
             })
         })
         .collect()
+}
+
+/// Whether the slopes ∂L/∂ζ_i at `point + sign·t·e_i` for t in [`FLAT_STEPS`] (in that order)
+/// beyond the first pull back towards `point` and grow with t, as near a mode of any scale: L = −ζ²/(2s²) has
+/// slope −t/s², which [`is_zero`]'s absolute threshold calls zero once s > 10⁷ (a prior
+/// normal(1.23e15, 3e13) at its mode). A flat direction has slopes of exactly 0 or rounding
+/// noise, never a consistent pull growing with distance. [X], a design decision.
+///
+/// The nearest probe is left out: `point` may sit a unit or so off the mode (the end of a mode
+/// search at 1e15 is exact to about an ulp of ζ), so the slope there can point either way.
+fn restoring(sign: f64, slopes: &[f64]) -> bool {
+    let far = &slopes[slopes.len().min(1)..];
+    !far.is_empty()
+        && far.iter().all(|&v| sign * v < 0.0)
+        && far.windows(2).all(|w| w[1].abs() > w[0].abs())
 }
 
 /// The coordinates of a negative Hessian `neg_h` (d × d, row-major) whose row is zero to
@@ -147,7 +168,9 @@ pub fn null_rows(neg_h: &[f64], d: usize) -> Vec<usize> {
 
 /// The coordinates i along which the gradient is ≈ 0 (see [`FLAT_GRAD`]) at every one of up to
 /// [`FLAT_DRAWS`] draws spread over `draws` (each of length d), while the draws differ in ζ_i:
-/// L does not change along ζ_i over the region the fit visited. Draws where L or its gradient
+/// L does not change along ζ_i over the region the fit visited — unless at 90% or more of them
+/// the slope pulls back towards the middle of the draws' range (a proper density of large
+/// scale: gradients of 1e-14 over draws spread by 3e13). Draws where L or its gradient
 /// is not finite are skipped; with fewer than 5 usable draws nothing is reported.
 pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
     if draws.is_empty() {
@@ -168,7 +191,16 @@ pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
                 .iter()
                 .map(|(k, _)| picked[*k][i])
                 .fold(f64::NEG_INFINITY, f64::max);
-            hi > lo && grads.iter().all(|(_, g)| is_zero(g, i))
+            // A slope that pulls the draws back towards their middle at nearly every draw is a
+            // proper density of large scale (gradients of 1e-14 at a scale of 3e13), not a flat
+            // one, whose gradients are exactly 0 or rounding noise. [X]
+            let mid = 0.5 * (lo + hi);
+            let pulled = grads
+                .iter()
+                .filter(|(k, g)| g[i] * (picked[*k][i] - mid) < 0.0)
+                .count();
+            let restoring = pulled * 10 >= grads.len() * 9;
+            hi > lo && !restoring && grads.iter().all(|(_, g)| is_zero(g, i))
         })
         .collect()
 }
@@ -326,5 +358,38 @@ mod tests {
         let refs: Vec<&[f64]> = draws.iter().map(|v| v.as_slice()).collect();
         assert!(flat_in_draws(&HalfFlat, &refs).is_empty());
         assert_eq!(null_rows(&[1.0, 0.0, 0.0, 0.0], 2), vec![1]);
+    }
+
+    /// L(x) = −(x − 1.23e15)²/(2·(3e13)²): a proper density whose slopes (1e-27 per unit from
+    /// the mode) are below [`FLAT_GRAD`] everywhere the checks look.
+    struct Wide;
+    impl LogDensity for Wide {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn log_density(&self, t: &[f64]) -> Result<f64, DensityError> {
+            let z = (t[0] - 1.23e15) / 3e13;
+            Ok(-0.5 * z * z)
+        }
+        fn log_density_grad(&self, t: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+            let z = (t[0] - 1.23e15) / 3e13;
+            g[0] = -z / 3e13;
+            Ok(-0.5 * z * z)
+        }
+    }
+
+    #[test]
+    fn a_proper_density_of_huge_scale_is_not_flat() {
+        // at the mode, and two units off it (the end of a mode search at 1e15 is exact to
+        // about an ulp, 0.25)
+        for x in [1.23e15, 1.23e15 + 2.0, 1.23e15 - 2.0] {
+            assert!(flat_at_point(&Wide, &[x], &[0]).is_empty(), "{x}");
+        }
+        // draws spread over ±2 sds
+        let draws: Vec<Vec<f64>> = (0..50)
+            .map(|k| vec![1.23e15 + (k as f64 - 24.5) * 2.4e12])
+            .collect();
+        let refs: Vec<&[f64]> = draws.iter().map(|v| v.as_slice()).collect();
+        assert!(flat_in_draws(&Wide, &refs).is_empty());
     }
 }

@@ -729,7 +729,9 @@ impl McmcOutput {
                 .target_accept
                 .unwrap_or_else(|| crate::inference::mh::target_accept(self.dim));
             let (lo, hi) = crate::inference::mh::accept_flag_band(target);
+            let ids = self.chain_ids();
             for (c, chain) in self.chains.iter().enumerate() {
+                let c = ids.get(c).copied().unwrap_or(c);
                 let a = chain.mean_accept_stat();
                 if kept > 0 && !(lo..=hi).contains(&a) {
                     out.push(format!(

@@ -36,8 +36,10 @@ fn eval(density: &dyn LogDensity, x: &[f64], g: &mut [f64]) -> Result<f64, Densi
 }
 
 /// The modified Newton step p (module docs) at a point with gradient `g` and Hessian `h` of L
-/// (d × d row-major); `None` when the eigensolver fails or the Hessian is not finite.
-fn modified_step(g: &[f64], h: &[f64]) -> Option<Vec<f64>> {
+/// (d × d row-major), and whether the Hessian had any curvature (false: it is zero to its
+/// finite-difference precision and p is the gradient); `None` when the eigensolver fails or the
+/// Hessian is not finite.
+fn modified_step(g: &[f64], h: &[f64]) -> Option<(Vec<f64>, bool)> {
     let d = g.len();
     if h.iter().any(|v| !v.is_finite()) {
         return None;
@@ -48,7 +50,7 @@ fn modified_step(g: &[f64], h: &[f64]) -> Option<Vec<f64>> {
     let largest = (0..d).map(|k| lambda[k].abs()).fold(0.0, f64::max);
     if !(largest.is_finite() && largest > 0.0) {
         // no curvature at all: a gradient step
-        return Some(g.to_vec());
+        return Some((g.to_vec(), false));
     }
     let floor = 1e-8 * largest;
     let mut p = vec![0.0; d];
@@ -59,8 +61,17 @@ fn modified_step(g: &[f64], h: &[f64]) -> Option<Vec<f64>> {
             *pi += c * q[(i, k)];
         }
     }
-    Some(p)
+    Some((p, true))
 }
+
+/// Why a run whose Hessian had no curvature is not called converged: a gain below
+/// [`NEWTON_TOL_LP`] from a gradient step of length ‖∇L‖ says nothing when ‖∇L‖ is tiny because
+/// the posterior's scale is huge (`mu ~ normal(1.23e15, 3e13)` from a start near 0: ‖∇L‖ ≈
+/// 1e-12, a zero finite-difference Hessian, 840 still to gain). [X], fresh-user finding.
+const NO_CURVATURE: &str = "the finite-difference Hessian is zero here (the curvature of the \
+     log density is below its rounding, as for a parameter whose posterior scale is huge or a \
+     flat direction), so Newton's method cannot judge whether this is an optimum; use the \
+     default --algorithm lbfgs";
 
 /// Maximises L = `density.log_density` from `init` by Newton's method (module docs), calling
 /// `on_iterate(ζ_k, L(ζ_k), ∇L(ζ_k))` at the start and after every accepted step. Reads
@@ -69,8 +80,9 @@ fn modified_step(g: &[f64], h: &[f64]) -> Option<Vec<f64>> {
 ///
 /// `converged` is true when an iteration gained less than [`NEWTON_TOL_LP`] (also when the line
 /// search finds no increase and the predicted gain ∇Lᵀp is below it: a mode to working
-/// precision); false at the iteration limit, when the Hessian cannot be computed, or when the
-/// line search fails with a larger predicted gain.
+/// precision); false at the iteration limit, when the Hessian cannot be computed, when the
+/// line search fails with a larger predicted gain, or when the Hessian was zero at that
+/// iteration (`NO_CURVATURE`: a tiny gain then says nothing).
 ///
 /// Errors: as [`super::optimize::optimize`].
 pub fn newton(
@@ -115,7 +127,7 @@ pub fn newton(
             }
             Err(e) => return Ok(done(x, f, it, false, e.to_string())),
         };
-        let Some(p) = modified_step(&g, &h) else {
+        let Some((p, curved)) = modified_step(&g, &h) else {
             return Ok(done(
                 x,
                 f,
@@ -138,6 +150,9 @@ pub fn newton(
             t *= 0.5;
         }
         let Some((x_new, g_new, f_new)) = accepted else {
+            if !curved {
+                return Ok(done(x, f, it, false, NO_CURVATURE.into()));
+            }
             let at_mode = slope < NEWTON_TOL_LP;
             let msg = if at_mode {
                 "no increase along the Newton direction; predicted gain below 1e-8"
@@ -151,6 +166,9 @@ pub fn newton(
         g = g_new;
         f = f_new;
         on_iterate(&x, f, &g);
+        if gain < NEWTON_TOL_LP && !curved {
+            return Ok(done(x, f, it, false, NO_CURVATURE.into()));
+        }
         if gain < NEWTON_TOL_LP {
             return Ok(done(
                 x,

@@ -87,7 +87,8 @@ pub struct OptimizeResult {
     pub point: Vec<f64>,
     /// L(ζ̂).
     pub log_density: f64,
-    /// Number of L-BFGS iterations taken (0 when the initial point already satisfies `tol_grad`).
+    /// Number of L-BFGS iterations taken (0 when the initial point already satisfies `tol_grad`
+    /// and a steepest-ascent probe from it gains no more than ‖∇L‖).
     pub iterations: usize,
     /// Whether one of the convergence tests fired (false: iteration limit or line-search failure).
     pub converged: bool,
@@ -126,6 +127,12 @@ const C2: f64 = 0.9;
 const APPROX_WOLFE_EPS: f64 = 1e-10;
 /// Maximum number of trial points of one line search (Stan's `maxLSIts` is 20 per restart).
 const MAX_LS_EVALS: usize = 40;
+/// Relative change of the slope φ' over [0, α] below which the bracketing phase of
+/// [`line_search`] expands the step [`FAR_EXPANSION`]-fold instead of doubling it ([X], a
+/// design decision: under a quadratic model the minimiser is then beyond α/0.01 = 100·α).
+const FAR_SLOPE_CHANGE: f64 = 0.01;
+/// The expansion factor of [`line_search`] when the slope has not changed ([`FAR_SLOPE_CHANGE`]).
+const FAR_EXPANSION: f64 = 10.0;
 /// Maximum number of steepest-ascent probes that may overturn a convergence test in one run of
 /// [`optimize`] ([X], a design decision: the false convergences seen, at the first iterations
 /// of an exploding MA(1) recursion, are overturned by one or two).
@@ -265,7 +272,11 @@ fn line_search(
     loop {
         let cur = eval(alpha)?;
         evals += 1;
-        if !sufficient(&cur) || (!first && cur.f >= prev.f && !approx_wolfe(&cur)) {
+        // Far from a far-off optimum f can be constant to rounding over many expansions while
+        // its slope has not changed: no bracket yet, keep expanding.
+        let far = (cur.df - df0).abs() <= FAR_SLOPE_CHANGE * df0.abs();
+        let flat_far = far && cur.f <= prev.f;
+        if !sufficient(&cur) || (!first && cur.f >= prev.f && !approx_wolfe(&cur) && !flat_far) {
             lo = prev;
             hi = cur;
             break;
@@ -282,7 +293,15 @@ fn line_search(
             return Ok(None);
         }
         first = false;
-        alpha = 2.0 * cur.alpha;
+        // When the slope has not changed by 1% over [0, α], the minimiser of a quadratic
+        // model along p lies beyond 100·α, so a tenfold step cannot overshoot it: a far-off
+        // optimum (a prior normal(1.23e15, 3e13) from a start near 0, where the first step is
+        // ‖∇f‖ ≈ 1e-12 long) is reached in tens of evaluations, where doubling would need ~90.
+        alpha = if far {
+            FAR_EXPANSION * cur.alpha
+        } else {
+            2.0 * cur.alpha
+        };
         prev = cur;
     }
     // Algorithm 3.6 (zoom): lo satisfies sufficient decrease and has the lowest f so far.
@@ -332,7 +351,11 @@ fn line_search(
 ///   search from the candidate point: when that still gains a relative objective change of at
 ///   least `tol_rel_obj`·ε, the step is taken and the iterations go on (a tiny first curvature
 ///   estimate otherwise passes the relative-gradient test at a point far from the optimum);
-///   at most [`MAX_PROBES`] times per run.
+///   at most [`MAX_PROBES`] times per run. ‖∇L‖ < `tol_grad` (also at `init`) is overturned
+///   only when that probe gains more than ‖∇L‖ too: the optimum is then more than a unit of ζ
+///   away, which an absolute gradient tolerance cannot judge (a prior normal(1.23e15, 3e13)).
+///   While the slope along the search line has changed by less than 1%, the line search
+///   expands its step tenfold instead of doubling it, so that a far optimum is reached.
 ///
 /// Errors: [`OptimizeError::DimensionMismatch`]; [`OptimizeError::BadInit`] when L or ∇L at
 /// `init` is not finite; [`OptimizeError::Density`] for an unrecoverable model error.
@@ -387,17 +410,40 @@ pub fn optimize_traced(
         message: msg.to_string(),
     };
     report(&x, f, &g);
-    if norm(&g) < settings.tol_grad {
-        return Ok(done(x, f, 0, true, "gradient norm below tolerance"));
-    }
     let mut pairs = match settings.algorithm {
         Algorithm::Bfgs => Curvature::dense(d),
         _ => Curvature::limited(settings.history),
     };
-    let (mut p, mut alpha_sd) = steepest(&g);
-    let mut fresh = true; // p is the steepest-descent direction with no history
-    let mut it = 0;
     let mut probes = 0;
+    if norm(&g) == 0.0 {
+        return Ok(done(x, f, 0, true, "gradient norm below tolerance"));
+    }
+    if norm(&g) < settings.tol_grad {
+        // ‖∇L‖ < tol_grad is an absolute test: it presumes the optimum within about a unit of
+        // ζ. A steepest-ascent probe that gains more than ‖∇L‖ (the gain over one unit at the
+        // current slope) shows the optimum is farther, e.g. `mu ~ normal(1.23e15, 3e13)` from
+        // a start near 0 has ‖∇L‖ ≈ 1e-12 and 840 still to gain (fresh-user finding).
+        probes += 1;
+        match far_probe(&obj, &x, f, &g, settings)? {
+            Some(t) => {
+                let s: Vec<f64> = t.x.iter().zip(&x).map(|(a, b)| a - b).collect();
+                let y: Vec<f64> = t.g.iter().zip(&g).map(|(a, b)| a - b).collect();
+                (x, g, f) = (t.x, t.g, t.f);
+                report(&x, f, &g);
+                let sy = dot(&s, &y);
+                if sy > 1e-10 * norm(&s) * norm(&y) {
+                    pairs.update(s, y, sy);
+                }
+            }
+            None => return Ok(done(x, f, 0, true, "gradient norm below tolerance")),
+        }
+    }
+    let mut fresh = pairs.is_empty(); // p is the steepest-descent direction with no history
+    let (mut p, mut alpha_sd) = steepest(&g);
+    if !fresh {
+        p = pairs.apply(&g).iter().map(|v| -v).collect();
+    }
+    let mut it = 0;
     loop {
         it += 1;
         let mut df0 = dot(&g, &p);
@@ -472,15 +518,25 @@ pub fn optimize_traced(
         // an optimum: take that step (its pair joins the history) and go on. At most
         // MAX_PROBES such restarts, so that a flat ridge, where every probe gains a little,
         // ends as Stan's tests would.
-        if conv && norm(&g) >= settings.tol_grad && probes < MAX_PROBES && it < settings.max_iter {
+        // The absolute test ‖∇f‖ < tol_grad is confirmed the same way, but overturned only when
+        // the probe gains more than ‖∇f‖ as well: the optimum then lies more than about a unit
+        // away, beyond what an absolute gradient tolerance can judge (a posterior whose scale
+        // is 3e13 has ‖∇L‖ ≈ 1e-12 a thousand sds from its mode).
+        let gradient_test = norm(&g) < settings.tol_grad;
+        if conv && probes < MAX_PROBES && it < settings.max_iter && norm(&g) > 0.0 {
             probes += 1;
-            let (p_sd, a_sd) = steepest(&g);
-            let df_sd = dot(&g, &p_sd);
-            let probe =
-                line_search(&obj, &x, f, df_sd, &p_sd, a_sd).map_err(OptimizeError::Density)?;
-            if let Some(t) = probe
-                && (f - t.f) / f.abs().max(t.f.abs()).max(1.0) >= settings.tol_rel_obj * eps
-            {
+            let probe = if gradient_test {
+                far_probe(&obj, &x, f, &g, settings)?
+            } else {
+                let (p_sd, a_sd) = steepest(&g);
+                let df_sd = dot(&g, &p_sd);
+                line_search(&obj, &x, f, df_sd, &p_sd, a_sd)
+                    .map_err(OptimizeError::Density)?
+                    .filter(|t| {
+                        (f - t.f) / f.abs().max(t.f.abs()).max(1.0) >= settings.tol_rel_obj * eps
+                    })
+            };
+            if let Some(t) = probe {
                 let s: Vec<f64> = t.x.iter().zip(&x).map(|(a, b)| a - b).collect();
                 let y: Vec<f64> = t.g.iter().zip(&g).map(|(a, b)| a - b).collect();
                 x = t.x;
@@ -502,6 +558,31 @@ pub fn optimize_traced(
         }
         return Ok(done(x, f, it, conv, msg));
     }
+}
+
+/// The steepest-descent probe of a point where ‖∇f‖ < `tol_grad`: the line search along −∇f,
+/// kept when it gains more than ‖∇f‖ (the decrease one unit of ζ at the current slope would
+/// give) and at least the relative-objective tolerance; `None` otherwise (the absolute gradient
+/// test stands). [X], a design decision: on a well-scaled optimum the gain of that line search
+/// is about ‖∇f‖²/(2c) for curvature c, far below ‖∇f‖; it exceeds ‖∇f‖ only when the
+/// curvature along −∇f is below ‖∇f‖/2, i.e. the optimum is more than a unit away.
+fn far_probe(
+    obj: &Objective,
+    x: &[f64],
+    f: f64,
+    g: &[f64],
+    settings: &OptimizeSettings,
+) -> Result<Option<Trial>, OptimizeError> {
+    let (p, a) = steepest(g);
+    let df = dot(g, &p);
+    let gnorm = norm(g);
+    Ok(line_search(obj, x, f, df, &p, a)
+        .map_err(OptimizeError::Density)?
+        .filter(|t| {
+            let gain = f - t.f;
+            gain > gnorm
+                && gain / f.abs().max(t.f.abs()).max(1.0) >= settings.tol_rel_obj * f64::EPSILON
+        }))
 }
 
 /// The result of [`newton_refine`].

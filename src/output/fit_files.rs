@@ -254,8 +254,12 @@ pub fn write_outputs(
             let mut files = Vec::new();
             // Write every chain to its final name only after all succeeded would need a
             // transaction; each file is written atomically, and a failure stops at once.
+            // chain c of `out` is requested chain ids[c]: an interrupted run keeps its chains'
+            // own numbers (chain 3's file is `_3.csv` with `id = 3` even when chain 2 is gone)
+            let ids = out.chain_ids();
             for (c, chain) in out.chains.iter().enumerate() {
-                let file = mcmc_chain_path(path, c);
+                let id = ids.get(c).copied().unwrap_or(c);
+                let file = mcmc_chain_path(path, id);
                 let cols = chain.stats.columns();
                 let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
                 let n = chain.stats.len();
@@ -281,7 +285,7 @@ pub fn write_outputs(
                 // an interrupted run (trimmed by `fit::trim_interrupted`): the kept count
                 let kept = out.interrupted.then_some(n);
                 let config =
-                    mcmc_config_lines(&model_name, options, result.seed, c, chain.dense, kept);
+                    mcmc_config_lines(&model_name, options, result.seed, id, chain.dense, kept);
                 let adaptation = mcmc_adaptation_lines(
                     options,
                     chain.step_size,

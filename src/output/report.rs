@@ -565,11 +565,23 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
         let _ = writeln!(s, "{}", capitalised(&out.interruption_note()));
         return s;
     } else {
+        // which chains, by their own numbers (the output files keep them: `_3.csv`, `id = 3`)
+        let ids: Vec<usize> = out.chain_ids().iter().map(|c| c + 1).collect();
         let _ = writeln!(
             s,
-            "INTERRUPTED after {:.2} s (wall): {k} chains × {kept} draws kept (of {} chains; \
+            "INTERRUPTED after {:.2} s (wall): {} × {kept} draws kept (of {} chains; \
              chains without post-warmup draws are dropped, the others cut to the shortest)",
-            result.seconds, options.mcmc.chains
+            result.seconds,
+            if ids.len() == k {
+                format!(
+                    "{k} {} ({})",
+                    if k == 1 { "chain" } else { "chains" },
+                    crate::inference::chain_end::chain_numbers(&ids)
+                )
+            } else {
+                format!("{k} chains")
+            },
+            options.mcmc.chains
         );
         let _ = writeln!(s, "{}", capitalised(&out.interruption_note()));
     }
@@ -656,7 +668,9 @@ pub fn hmc_warnings(out: &McmcOutput, options: &FitOptions) -> Vec<String> {
         return Vec::new();
     }
     let mut w = Vec::new();
+    let ids = out.chain_ids();
     for (c, chain) in out.chains.iter().enumerate() {
+        let c = ids.get(c).copied().unwrap_or(c);
         if let Ok(b) = hmc_stats::e_bfmi(&chain.stats.energy)
             && b < hmc_stats::E_BFMI_THRESHOLD
         {

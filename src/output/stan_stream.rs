@@ -154,8 +154,14 @@ impl ChainFiles {
                     writeln!(f, "# interrupted: {n} of {requested} draws")?;
                 }
             }
-            for (c, made) in created.iter().enumerate().skip(kept) {
-                if *made {
+            // the kept chains keep their own numbers (`McmcOutput::chain_ids`): remove the
+            // files of the others
+            let ids = match &result.details {
+                FitDetails::Mcmc(out) => out.chain_ids(),
+                _ => (0..kept).collect(),
+            };
+            for (c, made) in created.iter().enumerate() {
+                if *made && !ids.contains(&c) {
                     std::fs::remove_file(mcmc_chain_path(&self.path, c))?;
                 }
             }

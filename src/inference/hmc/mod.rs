@@ -22,7 +22,9 @@ pub const INITIAL_STEP_SIZE: f64 = 1.0;
 /// The heuristic doubles or halves ε̄ until the one-step acceptance crosses 0.8.
 /// `specs/nuts.md` §4, Stan's `base_hmc.hpp`.
 pub const HEURISTIC_ACCEPT: f64 = 0.8;
-/// Above this ε̄ the heuristic gives up: "posterior is improper". `specs/nuts.md` §4.
+/// Above this ε̄ the heuristic gives up: "posterior is improper" (Stan's bound), or its scale
+/// is beyond 10⁷ units, which the message says too: a unit-metric step of 10⁷ cannot tell a
+/// flat density from one of scale 3e13. `specs/nuts.md` §4.
 pub const MAX_STEP_SIZE: f64 = 1e7;
 
 /// Per-transition sampler statistics (`specs/nuts.md` §2.6).
@@ -194,8 +196,13 @@ impl AdaptiveHmc {
             };
             if self.step_size > MAX_STEP_SIZE {
                 return Err(TransitionError::StepSize(
-                    "the step size grew beyond 1e7 during initialisation: the posterior is \
-                     improper (check the priors and the model)"
+                    "the step size grew beyond 1e7 during initialisation: the log density \
+                     barely changes over 1e7 units of the unconstrained parameters, so the \
+                     posterior is improper, or its scale is beyond 1e7 (e.g. a prior \
+                     normal(1.23e15, 3e13)); check the priors, or put a parameter of such a \
+                     scale on a unit scale (declare it `real<offset=…, multiplier=…>` with its \
+                     location and scale, or model it in those units); --method optimize or \
+                     laplace finds the mode of such a posterior"
                         .into(),
                 ));
             }

@@ -159,10 +159,17 @@ pub fn optimize_table(fit: &fit::OptimizeFit, draws: &Draws) -> String {
     s
 }
 
+/// Significant digits of the estimates and standard errors of [`optimize_rows_table`], with
+/// the posterior summary's formatter ([`crate::output::summary::format_sig`]: fixed notation
+/// for 1e-4 ≤ |x| < 1e10, scientific otherwise). [X]: six fixed decimals printed 1e-20 as
+/// `0.000000` and 1e290 with 291 digits (fresh-user finding); six significant digits keep the
+/// precision that the decimals gave values of order 1.
+pub const OPTIMIZE_SIG: usize = 6;
+
 /// The lines of [`optimize_table`] for chosen rows — (name, estimate, standard error, whether
 /// it is a generated quantity) on the constrained scale — under the line naming the standard
 /// errors' `kind`; a standard error that is NaN (none: −H not positive definite, or a quantity
-/// without one) prints as `-`. The estimate prints with 6 decimals, except that a generated
+/// without one) prints as `-`. Numbers print with [`OPTIMIZE_SIG`] significant digits, except that a generated
 /// quantity whose value is a whole number (an `int`, e.g. `poisson_rng(3)`) prints as an
 /// integer, as the posterior summaries print quantities whose draws are whole numbers.
 /// The REPL's `:param` shows one parameter of an optimize fit with it.
@@ -188,12 +195,12 @@ pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64, boo
         let se = if s.is_nan() {
             "-".to_string()
         } else {
-            format!("{s:.6}")
+            crate::output::summary::format_sig(*s, OPTIMIZE_SIG)
         };
         let est = if *generated && crate::output::summary::is_whole(*e) {
             format!("{}", *e as i64)
         } else {
-            format!("{e:.6}")
+            crate::output::summary::format_sig(*e, OPTIMIZE_SIG)
         };
         out.push_str(&format!("{n:<width$}  {est:>14}  {se:>12}\n"));
     }
@@ -203,3 +210,32 @@ pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64, boo
 /// Fraction of the PSIS draws below which the PSIS ESS alone makes the means unreliable
 /// (defined with the rest of the gate in [`fit::vi_gate`]).
 pub use crate::fit::vi_gate::PSIS_ESS_FLOOR;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_and_huge_values_print_with_significant_digits() {
+        let rows = [
+            ("tiny", 1e-20, 3.2e-21, false),
+            ("huge", 1e290, 2.5e289, false),
+            ("plain", 1.2345678, 0.5, false),
+            ("count", 3.0, f64::NAN, true),
+        ];
+        let t = optimize_rows_table(fit::StdErrorKind::Hessian, &rows);
+        let line = |n: &str| -> Vec<String> {
+            t.lines()
+                .find(|l| l.starts_with(n))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        // six fixed decimals printed 0.000000 and 0.000000, and 1e290 with 291 digits
+        assert_eq!(line("tiny"), ["tiny", "1.00000e-20", "3.20000e-21"]);
+        assert_eq!(line("huge"), ["huge", "1.00000e290", "2.50000e289"]);
+        assert_eq!(line("plain"), ["plain", "1.23457", "0.500000"]);
+        assert_eq!(line("count"), ["count", "3", "-"]);
+    }
+}

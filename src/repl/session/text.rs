@@ -144,7 +144,24 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
         }
         FitDetails::Qbvi(q) => {
             let worse = fit::not_converged_phrase(q, r, options);
-            if let (Some(w), StopReason::ExitRule | StopReason::MaxIterations) = (&worse, q.stop) {
+            let diverged = fit::diverged_phrase(q, r.method);
+            if let (Some(d), StopReason::ExitRule | StopReason::MaxIterations) = (&diverged, q.stop)
+            {
+                // as `bayesc fit` says it: the cause, and no "best" ELBO quoted
+                let _ = writeln!(
+                    s,
+                    "NOT converged after {} iterations ({:.2} s): {} diverged: {d}",
+                    q.iterations,
+                    r.seconds,
+                    r.method.display_name()
+                );
+                // what else is wrong (vlaplace's non-positive curvature)
+                if let Some(w) = &worse {
+                    let _ = writeln!(s, "WARNING: {w}");
+                }
+            } else if let (Some(w), StopReason::ExitRule | StopReason::MaxIterations) =
+                (&worse, q.stop)
+            {
                 let _ = writeln!(
                     s,
                     "NOT converged after {} iterations ({:.2} s): {w}",

@@ -1,0 +1,138 @@
+//! A posterior far from the origin on a scale far above 1 (fresh-user finding, session 19):
+//! `mu ~ normal(1.23e15, 3e13)` has ‖∇L‖ ≈ 1e-12 at a random start, below the absolute
+//! `tol_grad` of 1e-8, so `optimize` stopped at once at mu ≈ 1.25 saying "converged", Laplace
+//! failed with "not negative definite" and QBVI warned of an improper posterior. The gradient
+//! test is now confirmed by a steepest-ascent probe whose line search expands tenfold while the
+//! slope has not changed, and the flat-direction checks see the pull back towards the mode.
+
+mod common;
+
+use bayesc::fit::{FitDetails, FitOptions, Method};
+use bayesc::inference::LogDensity;
+use bayesc::inference::optimize::{OptimizeSettings, optimize};
+
+const FAR: &str = "parameters { real mu; }\nmodel { mu ~ normal(1.23e15, 3e13); }\n";
+
+const FAR_DATA: &str = "data { int N; vector[N] y; }\nparameters { real mu; }\n\
+                        model { mu ~ normal(1.23e15, 3e13); y ~ normal(mu, 1e13); }\n";
+
+#[test]
+fn optimize_finds_a_far_mode_and_its_standard_error() {
+    let model = common::compile_source("far.bayes", FAR, None, &[]);
+    for seed in [1, 2, 3] {
+        let r = common::fit_quietly(&model, &FitOptions::new(Method::Optimize, seed));
+        let FitDetails::Optimize(o) = &r.details else {
+            panic!("an optimize fit")
+        };
+        assert!(o.converged, "seed {seed}: {}", o.lbfgs.message);
+        assert!(o.flat.is_empty(), "seed {seed}: {:?}", o.flat);
+        assert!(
+            common::rel(o.estimates[0], 1.23e15) < 1e-9,
+            "{}",
+            o.estimates[0]
+        );
+        assert!(
+            common::rel(o.std_errors[0], 3e13) < 1e-3,
+            "{}",
+            o.std_errors[0]
+        );
+    }
+}
+
+#[test]
+fn optimize_with_data_matches_the_conjugate_posterior_mode() {
+    let y = [1.2e15, 1.21e15, 1.19e15, 1.22e15];
+    let json = format!(
+        "{{\"N\": 4, \"y\": [{}]}}",
+        y.map(|v| v.to_string()).join(", ")
+    );
+    let model = common::compile_source("far_data.bayes", FAR_DATA, Some(&json), &[]);
+    // normal prior × normal likelihood: precision-weighted mean, sd 1/sqrt(precision)
+    let (p0, p1) = (1.0 / 9e26, 4.0 / 1e26);
+    let mode = (1.23e15 * p0 + y.iter().sum::<f64>() / 1e26) / (p0 + p1);
+    let sd = 1.0 / (p0 + p1).sqrt();
+    let r = common::fit_quietly(&model, &FitOptions::new(Method::Optimize, 4));
+    let FitDetails::Optimize(o) = &r.details else {
+        panic!("an optimize fit")
+    };
+    assert!(o.converged, "{}", o.lbfgs.message);
+    assert!(
+        common::rel(o.estimates[0], mode) < 1e-9,
+        "{} vs {mode}",
+        o.estimates[0]
+    );
+    assert!(
+        common::rel(o.std_errors[0], sd) < 1e-3,
+        "{} vs {sd}",
+        o.std_errors[0]
+    );
+}
+
+#[test]
+fn laplace_and_qbvi_fit_the_far_prior() {
+    let model = common::compile_source("far.bayes", FAR, None, &[]);
+    for method in [Method::Laplace, Method::Qbvi] {
+        let r = common::fit_quietly(&model, &FitOptions::new(method, 1));
+        let flat = &r.draws.chains[0];
+        let n = flat.len() as f64;
+        let mean = flat.iter().sum::<f64>() / n;
+        let sd = (flat.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        assert!((mean - 1.23e15).abs() < 0.2 * 3e13, "{method}: mean {mean}");
+        assert!((sd / 3e13 - 1.0).abs() < 0.1, "{method}: sd {sd}");
+        let vi = r.vi.as_ref();
+        assert!(
+            vi.is_none_or(|v| v.unbounded.is_empty()),
+            "{method}: called unbounded {:?}",
+            vi.map(|v| &v.unbounded)
+        );
+    }
+}
+
+#[test]
+fn the_gradient_test_still_stops_a_well_scaled_optimum_at_once() {
+    // a start 1e-10 from the mode of N(0, 1): the probe gains ~1e-20, far below ‖∇L‖
+    let model = common::compile_source(
+        "near.bayes",
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n",
+        None,
+        &[],
+    );
+    let r = optimize(
+        &model.with_jacobian(false),
+        &[1e-10],
+        &OptimizeSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(r.iterations, 0);
+    assert!(r.converged);
+    assert_eq!(r.message, "gradient norm below tolerance");
+    assert_eq!(r.point, vec![1e-10]);
+    assert!(model.dim() == 1);
+}
+
+/// Newton's method cannot see the far mode (the finite-difference Hessian at a start near 0 is
+/// zero to rounding, so its step is the 1e-12 gradient and gains 1e-24): it used to stop there
+/// saying "change in log density below 1e-8"; now it says it cannot judge, not converged.
+#[test]
+fn newton_does_not_call_a_curvature_free_start_converged() {
+    use bayesc::inference::optimize::Algorithm;
+    let model = common::compile_source("far.bayes", FAR, None, &[]);
+    let settings = OptimizeSettings {
+        algorithm: Algorithm::Newton,
+        ..OptimizeSettings::default()
+    };
+    let r = optimize(&model.with_jacobian(false), &[1.25], &settings).unwrap();
+    assert!(!r.converged, "{}", r.message);
+    assert!(
+        r.message.contains("finite-difference Hessian is zero"),
+        "{}",
+        r.message
+    );
+    let mut options = FitOptions::new(Method::Optimize, 1);
+    options.optimize.algorithm = Algorithm::Newton;
+    let fit = common::fit_quietly(&model, &options);
+    let FitDetails::Optimize(o) = &fit.details else {
+        panic!("an optimize fit")
+    };
+    assert!(!o.converged, "{}", o.lbfgs.message);
+}
