@@ -349,6 +349,15 @@ pub struct NewtonStep {
     /// The marginal sds of the curvature's Gaussian on the unconstrained scale (length d), the
     /// unit of `offset`.
     pub curvature_sd: Vec<f64>,
+    /// The diagonal of the whitened curvature Â (symmetrised, before its eigenvalue floor;
+    /// length d). With q's sds as the whitening, Â_jj estimates σ_j² E_q[−∂²_jj log p] = −c_j
+    /// of the module docs, exactly where log p is quadratic: the mean-field ELBO's fixed point
+    /// in σ_j is σ_j / √Â_jj (used by [`super::refine::refine_mean`]).
+    pub curvature_diag: Vec<f64>,
+    /// The Monte Carlo standard error of each `curvature_diag` (length d; White's
+    /// heteroscedasticity-robust estimate for the regression, White 1980, HC0); 0 where log p is
+    /// quadratic.
+    pub curvature_diag_se: Vec<f64>,
 }
 
 /// For a mean-field q: one Newton step of μ estimated from S draws of q (`pairs`: each draw ζ
@@ -414,11 +423,26 @@ pub fn newton_step_in(
         return None;
     }
     // Â = −C_we C_ee⁻¹ = −(C_ee⁻¹ C_weᵀ)ᵀ, C_ee symmetric
-    let b = c_ee
-        .llt(Side::Lower)
-        .ok()?
-        .solve(c_we.transpose().to_owned());
+    let llt = c_ee.llt(Side::Lower).ok()?;
+    let b = llt.solve(c_we.transpose().to_owned());
     let a = Mat::from_fn(d, d, |i, k| -0.5 * (b[(k, i)] + b[(i, k)]));
+    // the standard error of each Â_jj, the coefficient of ε_j in the regression of w_j on ε:
+    // heteroscedasticity-robust (White's HC0), Σ_r (C_ee⁻¹ (ε_r − ε̄))_j² e_rj² / S², with e_rj
+    // the residual of w_j; 0 where log p is quadratic (w is then linear in ε)
+    let centred = Mat::from_fn(d, s, |k, r| eps[r][k] - eps_bar[k]);
+    let lever = llt.solve(centred.as_ref());
+    let curvature_diag_se: Vec<f64> = (0..d)
+        .map(|j| {
+            let sum: f64 = (0..s)
+                .map(|r| {
+                    let fitted: f64 = (0..d).map(|k| b[(k, j)] * (eps[r][k] - eps_bar[k])).sum();
+                    let e = w[r][j] - w_bar[j] - fitted;
+                    (lever[(j, r)] * e).powi(2)
+                })
+                .sum();
+            sum.sqrt() / s as f64
+        })
+        .collect();
     let evd = a.self_adjoint_eigen(Side::Lower).ok()?;
     let (u, lambda) = (evd.U(), evd.S().column_vector());
     let lambda: Vec<f64> = (0..d)
@@ -484,6 +508,8 @@ pub fn newton_step_in(
         offset,
         delta,
         curvature_sd,
+        curvature_diag: (0..d).map(|j| a[(j, j)]).collect(),
+        curvature_diag_se,
     })
 }
 
@@ -548,7 +574,9 @@ pub fn widest_spread(epoch_means: &[Vec<f64>], sd: &[f64]) -> Option<(usize, f64
 /// where every method's did, the noise of a non-quadratic log τ, measured). `refined`: whether
 /// the mean went through [`super::refine::refine_mean`] ([`Refined`]); the joint step's offset
 /// must then be below [`REFINED_OFFSET_MAX`] for every method, and a minibatch mean that the
-/// refinement moved is not judged by its epoch spread ([`NOISY_MAX_SPREAD`]).
+/// refinement moved is not judged by its epoch spread ([`NOISY_MAX_SPREAD`]). `known`: a
+/// defect the refinement found (its sds' step refused, [`super::refine::SD_STEP_MAX`]), which
+/// is the verdict without further draws.
 ///
 /// Minibatch fits (batches smaller than N) are checked too, against the full data, with the
 /// spread of their last epoch-averaged means (`epoch_means`, [`epoch_spread`]) in the report.
@@ -578,6 +606,7 @@ pub(super) fn phrase(
     mean_field: bool,
     refined: Refined,
     epoch_means: &[Vec<f64>],
+    known: Option<OffOptimum>,
 ) -> Verdict {
     use super::Method;
     let d = mean.len();
@@ -608,7 +637,9 @@ pub(super) fn phrase(
         };
         super::diagonal_step::diagonal_off(model, &draws, mean, sd, bar)
     };
-    let (off, estimate) = if large {
+    let (off, estimate) = if let Some(known) = known {
+        (Some(known), None)
+    } else if large {
         (diagonal(), None)
     } else {
         let draws = sample(
