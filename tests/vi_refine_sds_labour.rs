@@ -21,7 +21,14 @@ use std::process::Command;
 /// Newton/fixed-point iteration with each row's linear predictor integrated by the trapezoid
 /// rule on ±12 sds: the same values to every printed digit, ELBO gradient below 1e-13).
 const MF_SD: [f64; 8] = [
-    0.080_402, 0.153_354, 0.043_045, 0.001_830_5, 0.165_367, 0.132_318, 0.067_363, 0.003_549_5,
+    0.080_402,
+    0.153_354,
+    0.043_045,
+    0.001_830_5,
+    0.165_367,
+    0.132_318,
+    0.067_363,
+    0.003_549_5,
 ];
 
 const NAMES: [&str; 8] = [
@@ -79,8 +86,8 @@ fn fit_labour(tag: &str, args: &[&str]) -> Fit {
         .map(|n| {
             let c = header.iter().position(|h| h == n).unwrap();
             let m = draws.iter().map(|r| r[c]).sum::<f64>() / draws.len() as f64;
-            let v = draws.iter().map(|r| (r[c] - m).powi(2)).sum::<f64>()
-                / (draws.len() - 1) as f64;
+            let v =
+                draws.iter().map(|r| (r[c] - m).powi(2)).sum::<f64>() / (draws.len() - 1) as f64;
             v.sqrt()
         })
         .collect();
@@ -124,15 +131,19 @@ fn vadam_on_small_batches_is_refined_at_the_elbo_sds_and_meets_the_bar() {
         // measured 0.10–0.11 (before: 0.229 and 0.226, "converged")
         assert!(z < 0.15, "seed {seed}: a mean {z:.3} NUTS sds off");
         assert!(
-            f.report
-                .contains("the mean's steps were taken at the sds of the mean-field ELBO's optimum"),
+            f.report.contains(
+                "the mean's steps were taken at the sds of the mean-field ELBO's optimum"
+            ),
             "{}",
             f.report
         );
         // Vadam's own sds are reported: its empirical-Fisher σ at M = 5 is 1.7–1.9 times the
         // mean-field optimum's (docs/variational.md)
         let (lo, hi) = sd_ratios(&f.sd);
-        assert!(lo > 1.5 && hi < 2.2, "seed {seed}: sd ratios {lo:.2}–{hi:.2}");
+        assert!(
+            lo > 1.5 && hi < 2.2,
+            "seed {seed}: sd ratios {lo:.2}–{hi:.2}"
+        );
     }
 }
 
@@ -152,18 +163,18 @@ fn converged_elbo_fits_report_sds_at_the_mean_field_optimum() {
     for (tag, args) in cases {
         let f = fit_labour(tag, args);
         assert!(converged(&f.report), "{tag}: {}", f.report);
-        assert!(
-            f.report
-                .contains("the sds were set to the mean-field ELBO's fixed point"),
-            "{tag}: {}",
-            f.report
-        );
         let (lo, hi) = sd_ratios(&f.sd);
         // measured 0.98–1.02 with 10 000 draws (before: up to 1.39, 1.28, 1.27, "converged");
         // 4000 draws add about 1 % of noise
         assert!(
             lo > 0.93 && hi < 1.07,
             "{tag}: sd ratios {lo:.3}–{hi:.3} of the mean-field optimum"
+        );
+        assert!(
+            f.report
+                .contains("the sds were set to the mean-field ELBO's fixed point"),
+            "{tag}: {}",
+            f.report
         );
         let z = nuts_distance(&f.mean);
         assert!(z < 0.15, "{tag}: a mean {z:.3} NUTS sds off");

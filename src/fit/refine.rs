@@ -521,3 +521,80 @@ const OFFSET_NOTE_MIN: f64 = 0.05;
 /// The change of an sd (as |ratio − 1|) from which [`note`] reports the sds' refinement ([X]:
 /// below it the change is the size of the estimate's noise on labour).
 const SD_NOTE_MIN: f64 = 0.02;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::vi::RunRecord;
+    use crate::inference::{DensityError, LogDensity};
+
+    /// log N(ζ; m, R) up to a constant, R the 2 × 2 correlation matrix with ρ = 0.9: the
+    /// mean-field ELBO optimum is N(m, diag(1 − ρ²)).
+    struct Ridge([f64; 2]);
+
+    const RHO: f64 = 0.9;
+
+    impl LogDensity for Ridge {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn log_density(&self, z: &[f64]) -> Result<f64, DensityError> {
+            let (a, b) = (z[0] - self.0[0], z[1] - self.0[1]);
+            Ok(-0.5 * (a * a - 2.0 * RHO * a * b + b * b) / (1.0 - RHO * RHO))
+        }
+        fn log_density_grad(&self, z: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+            let (a, b) = (z[0] - self.0[0], z[1] - self.0[1]);
+            g[0] = -(a - RHO * b) / (1.0 - RHO * RHO);
+            g[1] = -(b - RHO * a) / (1.0 - RHO * RHO);
+            self.log_density(z)
+        }
+    }
+
+    /// A mean-field q at `mean` with sds `sd`.
+    fn q(mean: [f64; 2], sd: [f64; 2]) -> GaussianFit {
+        let precision = sd.iter().map(|s| 1.0 / (s * s)).collect();
+        GaussianFit::diagonal(mean.to_vec(), precision, RunRecord::empty())
+    }
+
+    #[test]
+    fn the_elbo_rule_reports_the_fixed_point_sds_and_the_curvature_rule_keeps_its_own() {
+        // q 1.5 times too wide and 0.2 posterior sds off: on a quadratic target the regression
+        // is exact, so the sds land on √(1 − ρ²) = 0.436 and the mean on the target's
+        let target = Ridge([1.0, -2.0]);
+        let optimum = (1.0 - RHO * RHO).sqrt();
+        let mut fit = q([1.2, -1.8], [1.5 * optimum, 1.5 * optimum]);
+        let r = refine_mean(&target, 1, &mut fit, Sds::Elbo).unwrap();
+        assert!(r.sd_refused.is_none() && r.sd_unsettled.is_none(), "{r:?}");
+        for v in fit.variances() {
+            assert!((v.sqrt() - optimum).abs() < 1e-9, "{:?}", fit.variances());
+        }
+        assert!((fit.mean[0] - 1.0).abs() < 1e-9 && (fit.mean[1] + 2.0).abs() < 1e-9);
+        let (_, ratio) = r.sd_ratio.unwrap();
+        assert!((ratio - 1.0 / 1.5).abs() < 1e-9, "{ratio}");
+        // VOGN, Vadam, vlaplace: the same mean, q's own sds kept, the working sds returned
+        let mut fit = q([1.2, -1.8], [1.5 * optimum, 1.5 * optimum]);
+        let r = refine_mean(&target, 1, &mut fit, Sds::Curvature).unwrap();
+        assert!((fit.mean[0] - 1.0).abs() < 1e-9 && (fit.mean[1] + 2.0).abs() < 1e-9);
+        for v in fit.variances() {
+            assert!((v.sqrt() - 1.5 * optimum).abs() < 1e-12);
+        }
+        for s in r.working_sd.unwrap() {
+            assert!((s - optimum).abs() < 1e-9, "{s}");
+        }
+    }
+
+    #[test]
+    fn an_elbo_fit_whose_sds_are_off_by_more_than_a_factor_2_is_not_refined_in_them() {
+        // sds 2.5 times the optimum's: Â_jj = 6.25, beyond SD_STEP_MAX; the fit keeps them and
+        // the refinement names the coordinate with its variance ratio
+        let target = Ridge([0.0, 0.0]);
+        let optimum = (1.0 - RHO * RHO).sqrt();
+        let mut fit = q([0.0, 0.0], [2.5 * optimum, optimum]);
+        let r = refine_mean(&target, 1, &mut fit, Sds::Elbo).unwrap();
+        let (j, ratio) = r.sd_refused.unwrap();
+        assert_eq!(j, 0);
+        assert!((ratio - 6.25).abs() < 1e-9, "{ratio}");
+        assert!((fit.variances()[0].sqrt() - 2.5 * optimum).abs() < 1e-12);
+        assert!(r.sd_ratio.is_none());
+    }
+}
