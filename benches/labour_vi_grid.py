@@ -69,8 +69,11 @@ def run(binary, method, batch, seed, extra=()):
             v = [r[c] for r in dr]; m = sum(v) / len(v)
             sdr.append((sum((x - m) ** 2 for x in v) / (len(v) - 1)) ** 0.5 / MFSD[n])
         sdbad = max(abs(x - 1) for x in sdr)
+        sdlo, sdhi = min(sdr), max(sdr)
+        nsd = [x * MFSD[n] / NUTS[n][1] for x, n in zip(sdr, NAMES)]
+        nsdlo, nsdhi = min(nsd), max(nsd)
     except Exception as e:
-        zn = zm = sdbad = float('nan'); worst = 'ERR'
+        zn = zm = sdbad = sdlo = sdhi = nsdlo = nsdhi = float('nan'); worst = 'ERR'
     os.unlink(out)
     it = re.search(r'after (\d+) iterations', p.stdout)
     moved = re.search(r'moved it by up to ([0-9.]+)', p.stdout)
@@ -78,7 +81,7 @@ def run(binary, method, batch, seed, extra=()):
     first = f"moved={moved.group(1) if moved else '-'} est={est.group(1) if est else '<.05'} | " + first
     return dict(method=method, batch=batch or 'full', seed=seed, verdict=verdict,
                 zn=zn, zm=zm, worst=worst, iters=it.group(1) if it else '', wall=wall, sd=sdbad,
-                line=first, rc=p.returncode)
+                sdlo=sdlo, sdhi=sdhi, nsdlo=nsdlo, nsdhi=nsdhi, line=first, rc=p.returncode)
 
 def main():
     if sys.argv[1] == '--table':
@@ -99,17 +102,17 @@ def main():
         else:
             raise SystemExit(args[i])
     with open(outp, 'w') as f:
-        f.write('method\tbatch\tseed\tverdict\tzn\tzm\tworst\titers\twall\tsd\tline\n')
-        for m, b in cells():
-            tag = f'{m}:{b or "full"}'
-            if sel and tag not in sel:
-                continue
+        f.write('method\tbatch\tseed\tverdict\tzn\tzm\tworst\titers\twall\tsd\tsdlo\tsdhi\tnsdlo\tnsdhi\tline\n')
+        # --cells may name cells outside the default grid (e.g. vadam:5)
+        chosen = [(t.split(':')[0], None if t.split(':')[1] == 'full' else int(t.split(':')[1]))
+                  for t in sel] if sel else list(cells())
+        for m, b in chosen:
             if not sel and os.environ.get('GRID_MAIN_ONLY') and (m in EXTRA_FULL and b is None or (m, b) in EXTRA_MB):
                 continue
             for s in seeds:
                 r = run(binary, m, b, s, extra)
                 f.write('\t'.join(str(r[k]) for k in
-                        ['method', 'batch', 'seed', 'verdict', 'zn', 'zm', 'worst', 'iters', 'wall', 'sd', 'line']) + '\n')
+                        ['method', 'batch', 'seed', 'verdict', 'zn', 'zm', 'worst', 'iters', 'wall', 'sd', 'sdlo', 'sdhi', 'nsdlo', 'nsdhi', 'line']) + '\n')
                 f.flush()
 
 def table(path):
@@ -118,7 +121,7 @@ def table(path):
     cells = OrderedDict()
     for r in rows:
         cells.setdefault((r['method'], r['batch']), []).append(r)
-    print(f"{'cell':14} {'conv':>6} {'maxN':>6} {'meanN':>6} {'maxMF':>6} {'meanMF':>6} {'>0.15':>5} {'nc maxN':>7} {'wall':>6} bad-seeds")
+    print(f"{'cell':14} {'conv':>6} {'maxN':>6} {'meanN':>6} {'maxMF':>6} {'meanMF':>6} {'>0.15':>5} {'nc maxN':>7} {'wall':>6} {'sdlo':>5} {'sdhi':>5} {'sd>.2':>5} bad-seeds")
     for (m, b), rs in cells.items():
         c = [r for r in rs if r['verdict'] == 'conv']
         zn = [float(r['zn']) for r in c]; zm = [float(r['zm']) for r in c]
@@ -126,7 +129,13 @@ def table(path):
         bad = [f"{r['seed']}:{float(r['zn']):.2f}" for r in c if float(r['zn']) > 0.15]
         w = sum(float(r['wall']) for r in rs) / len(rs)
         f = lambda v, g: f"{g(v):6.3f}" if v else '     -'
-        print(f"{m+':'+b:14} {len(c):>2}/{len(rs):<3} {f(zn,max)} {f(zn,lambda v: sum(v)/len(v))} {f(zm,max)} {f(zm,lambda v: sum(v)/len(v))} {len(bad):>5} {f(nc,max):>7} {w:6.2f} {' '.join(bad)}")
+        # sd / sd_MF over the converged fits (meaningful for mean-field q only; 'sdlo' absent
+        # in files written before it was recorded)
+        lo = [float(r['sdlo']) for r in c if r.get('sdlo')]
+        hi = [float(r['sdhi']) for r in c if r.get('sdhi')]
+        far = sum(1 for a, b in zip(lo, hi) if a < 0.8 or b > 1.2)
+        sds = f"{min(lo):5.2f} {max(hi):5.2f} {far:>5}" if lo else f"{'-':>5} {'-':>5} {'-':>5}"
+        print(f"{m+':'+b:14} {len(c):>2}/{len(rs):<3} {f(zn,max)} {f(zn,lambda v: sum(v)/len(v))} {f(zm,max)} {f(zm,lambda v: sum(v)/len(v))} {len(bad):>5} {f(nc,max):>7} {w:6.2f} {sds} {' '.join(bad)}")
 
 
 if __name__ == '__main__':

@@ -322,8 +322,9 @@ pub struct FitArgs {
     pub random_init: bool,
     /// Variational methods with at most 50 unconstrained parameters: report the method's own
     /// end point (the average of its last iterates) instead of refining its mean by up to two
-    /// Newton steps of the ELBO after the exit rule fires (the default; docs/variational.md).
-    /// The stationarity check then judges the unrefined mean.
+    /// Newton steps of the ELBO after the exit rule fires, and a mean-field q's sds to the
+    /// ELBO's fixed point (the default; docs/variational.md). The stationarity check then
+    /// judges the unrefined q.
     #[arg(long, help_heading = "Variational inference")]
     pub no_refine: bool,
 

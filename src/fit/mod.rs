@@ -530,6 +530,7 @@ pub fn fit_with_stream(
                     true,
                     stationarity::Refined::No,
                     &fit.epoch_means,
+                    None,
                 )
                 .moving;
             }
@@ -672,8 +673,9 @@ fn finish_gaussian_fit(
         && fit.drift.is_none()
         && options.method != Method::Mcdropout
         && fit.dim() <= stationarity::NEWTON_MAX_D;
+    let rule = refine::Sds::of(options.method, &fit.factor);
     let refined = attempted
-        .then(|| refine::refine_mean(model, options.seed, fit))
+        .then(|| refine::refine_mean(model, options.seed, fit, rule))
         .flatten();
     let mut notes = Vec::new();
     // a trace thinned by a stride k smooths over ⌈W/k⌉ + 1 of its values (Tracker::with_stride)
@@ -737,78 +739,52 @@ fn finish_gaussian_fit(
             && fit.stop == crate::inference::vi::StopReason::ExitRule
             && options.method != Method::Mcdropout
         {
-            let sd: Vec<f64> = fit.variances().iter().map(|v| v.sqrt()).collect();
+            // VOGN, Vadam, vlaplace: the mean was refined at the ELBO's fixed-point sds, and
+            // is checked there (`refine::Sds::Curvature`); the others at q
+            let working = refined
+                .as_ref()
+                .and_then(|r| r.working_sd.as_ref())
+                .and_then(|sd| {
+                    let mut w = fit.clone();
+                    w.set_diagonal_sd(sd).then_some(w)
+                });
+            let checked: &GaussianFit = working.as_ref().unwrap_or(fit);
+            let sd: Vec<f64> = checked.variances().iter().map(|v| v.sqrt()).collect();
+            // the sds' fixed-point step of the refinement was too long to take: q's variance
+            // is off the ELBO's optimum (`refine::SD_STEP_MAX`)
+            let known = refined
+                .as_ref()
+                .and_then(|r| r.sd_refused)
+                .map(|(coordinate, ratio)| stationarity::OffOptimum::Scale { coordinate, ratio });
             let verdict = stationarity::phrase(
                 model,
                 options,
-                |n, rng| fit.sample(n, rng),
-                &fit.mean,
+                |n, rng| checked.sample(n, rng),
+                &checked.mean,
                 &sd,
                 fit.family == crate::inference::vi::Covariance::Diagonal,
                 match (attempted, &refined) {
-                    (_, Some(_)) => stationarity::Refined::Moved,
-                    (true, None) => stationarity::Refined::Tried,
-                    (false, None) => stationarity::Refined::No,
+                    (_, Some(r)) if r.steps > 0 => stationarity::Refined::Moved,
+                    (true, _) => stationarity::Refined::Tried,
+                    (false, _) => stationarity::Refined::No,
                 },
                 &fit.epoch_means,
+                known,
             );
             vi.moving = verdict.moving;
             offset = verdict.offset.filter(|_| vi.moving.is_none());
         }
     }
     // the refinement is reported whatever the verdict: it moved the mean that is reported
-    notes.extend(refine_note(
+    notes.extend(refine::note(
         &model.parameter_names(),
         refined.as_ref(),
         offset,
+        options.method,
     ));
     fit.notes.extend(notes);
     Ok(out)
 }
-
-/// The note of a Gaussian fit whose mean [`refine::refine_mean`] moved, or, beside
-/// "converged", whose estimated distance from the ELBO's optimum in the mean (`offset`:
-/// coordinate, sds of the curvature's Gaussian; [`stationarity::Verdict::offset`]) is at least
-/// [`OFFSET_NOTE_MIN`]; `None` otherwise. `names`: the coordinates' names.
-fn refine_note(
-    names: &[String],
-    refined: Option<&refine::Refinement>,
-    offset: Option<(usize, f64)>,
-) -> Option<String> {
-    let name = |j: usize| {
-        names
-            .get(j)
-            .cloned()
-            .unwrap_or_else(|| format!("coordinate {j}"))
-    };
-    let moved = refined.map(|r| {
-        format!(
-            "after the exit rule the mean was refined by {} of the ELBO in the mean (full-data \
-             gradients at {} draws of q each), which moved it by up to {:.2} posterior sds \
-             ({}); the last step estimated was {:.3} sds",
-            crate::words::counted(r.steps, "Newton step"),
-            refine::REFINE_DRAWS,
-            r.moved,
-            name(r.coordinate),
-            r.last
-        )
-    });
-    let left = offset.filter(|(_, x)| *x >= OFFSET_NOTE_MIN).map(|(j, x)| {
-        format!(
-            "the mean is estimated to be {x:.2} posterior sds from the ELBO's optimum in {}",
-            name(j)
-        )
-    });
-    match (moved, left) {
-        (Some(m), Some(l)) => Some(format!("{m}; {l}")),
-        (m, l) => m.or(l),
-    }
-}
-
-/// The estimated distance of a converged fit's mean from the ELBO's optimum (in sds of the
-/// curvature's Gaussian) from which the report quotes it ([X]): below it, on labour, the
-/// estimate is the size of its own noise (refined fits were all estimated below 0.05).
-const OFFSET_NOTE_MIN: f64 = 0.05;
 
 /// Column names of the draws: parameters, then transformed parameters, then generated quantities.
 pub fn draw_names(model: &Model) -> Vec<String> {

@@ -271,9 +271,10 @@ pub struct FitOptions {
     pub psis_resample: bool,
     /// Gaussian variational fits with d ≤ [`super::stationarity::NEWTON_MAX_D`] that their exit
     /// rule stopped (not MC dropout): refine the mean by up to
-    /// [`super::refine::REFINE_STEPS`] Newton steps of the ELBO before the checks
-    /// ([`super::refine::refine_mean`]; default true, `--no-refine` turns it off so that a
-    /// method's own end point is reported, e.g. to compare the methods themselves).
+    /// [`super::refine::REFINE_STEPS`] Newton steps of the ELBO before the checks, and a
+    /// mean-field q's sds by the ELBO's fixed-point iteration ([`super::refine::refine_mean`],
+    /// [`super::refine::Sds`]; default true, `--no-refine` turns it off so that a method's own
+    /// end point is reported, e.g. to compare the methods themselves).
     pub refine_mean: bool,
     /// QNVB and diagonal QBVI only: fit on minibatches of rows (`--batch-size`; docs/minibatch.md).
     pub minibatch: Option<MinibatchPlan>,

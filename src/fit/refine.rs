@@ -1,19 +1,41 @@
-//! Newton refinement of a Gaussian q's mean after the exit rule has fired ([X], a design
-//! decision of bayesc; the step is [`super::stationarity::newton_step_in`]'s).
+//! Newton refinement of a Gaussian q's mean (and, for the mean-field methods whose fixed point
+//! is the ELBO's, of its sds) after the exit rule has fired ([X], a design decision of bayesc;
+//! the step is [`super::stationarity::newton_step_in`]'s).
 //!
 //! Why: a stochastic method returns the average of its last iterates (`inference::vi::exit`,
 //! `inference::minibatch`), which still carries their noise. On labour (d = 8, seeds 1–12) the
 //! mean-field fits that printed "converged" were up to 0.30 NUTS posterior sds from the NUTS
 //! means (full-batch BBB 0.26, VON 0.30, minibatch QBVI at M = 50–100 0.29), while the exact
 //! mean-field optimum is 0.06 from them. The stationarity check already estimates the Newton
-//! step of the ELBO in μ from full-data gradients at draws of q; taking it moves the mean to the
-//! optimum in μ at q's own covariance (exactly for a Gaussian target, whatever the draws), and
-//! costs [`REFINE_DRAWS`] gradients per step. The covariance is kept: its noise costs the means
-//! little. The check of [`super::stationarity::phrase`] then runs on fresh draws at the
-//! refined mean.
+//! step of the ELBO in μ from full-data gradients at draws of a Gaussian; taking it moves the
+//! mean to the optimum in μ at that Gaussian's covariance (exactly for a Gaussian target,
+//! whatever the draws), and costs [`REFINE_DRAWS`] gradients per step. The check of
+//! [`super::stationarity::phrase`] then runs on fresh draws at the refined mean.
+//!
+//! Which covariance the steps are taken at ([`Sds`]):
+//! - a full-covariance q: its own, which is kept (on labour the full-covariance fits' sds are
+//!   within 0.93–1.12 of the NUTS sds, seeds 1–12, measured);
+//! - a mean-field q of a method whose fixed point is the ELBO's ([`Sds::Elbo`]): the sds take
+//!   the ELBO's fixed-point step σ_j ← σ_j / √Â_jj alongside the mean's Newton steps
+//!   (Â_jj = σ_j² E_q[−∂²_jj log p], the stationarity condition of the mean-field ELBO in σ_j;
+//!   [`super::stationarity::NewtonStep::curvature_diag`]), and the refined sds are reported.
+//!   Converged BBB fits on labour kept sds 0.72–1.69 times the mean-field optimum's (minibatch,
+//!   M = 5–200) and 0.84–1.28 (full batch), IVON at M = 16 up to 1.27 (seeds 1–12, 10 000
+//!   draws, measured): their σ steps are noisier than their μ steps;
+//! - a mean-field q of VOGN, Vadam or variational Laplace ([`Sds::Curvature`]), whose σ is not
+//!   the ELBO's by design (`specs/survey_vi.md` §11, §12, §16): the steps are taken at the
+//!   ELBO's fixed-point sds σ* (the same iteration, on a working Gaussian), so that μ moves to
+//!   the mean of the mean-field ELBO's optimum; the method's own sds are kept and reported.
+//!   Taken at q's own σ, the step moved μ to the ELBO's optimum in μ *at that σ*, which on a
+//!   non-Gaussian target is not the optimum's mean: Vadam's σ at M = 5 is 1.7–1.9 times the
+//!   mean-field optimum's on labour, and its refined means said "converged" 0.17–0.23 NUTS sds
+//!   from NUTS (0.19–0.27 from the optimum's mean; measured, seeds 1–12).
+//!
+//! A mean-field refinement first estimates σ* at q ([`CURVATURE_STREAM`]) and takes the mean's
+//! steps at it, so that no step of μ is taken at a σ far from the fixed point.
 //!
 //! Errors: none; where the step cannot be estimated, or is not the short step of a fit near its
-//! optimum, the mean is kept and the check judges it.
+//! optimum, the mean (and the sds) are kept and the check judges them.
 
 use super::stationarity::{
     NEWTON_GAIN_NATS, NEWTON_MAX_D, Whitening, gradient_pairs, newton_step_in,
@@ -21,7 +43,7 @@ use super::stationarity::{
 use crate::inference::rng::stream;
 use crate::inference::vi::{Factor, GaussianFit};
 
-/// Draws of q (full-data gradients) per Newton step of [`refine_mean`] ([X]). On labour 200 and
+/// Draws (full-data gradients) per Newton step of [`refine_mean`] ([X]). On labour 200 and
 /// 1000 draws gave the same means to 0.01 posterior sds (measured, 348 fits): where log p is
 /// near-quadratic the regression estimate of the step is near-exact whatever the draws.
 pub const REFINE_DRAWS: usize = 200;
@@ -53,14 +75,73 @@ pub const REFINE_TOL: f64 = 0.02;
 /// estimated them below its bar of 0.25). See [`Refinement::settled`].
 pub const REFINE_SETTLED: f64 = 0.1;
 
+/// [`Sds::Elbo`]: the sds' fixed-point step is not taken when it would change a σ_j by more
+/// than this factor either way ([X]): q is then not near the ELBO's optimum, and the variance
+/// condition of the stationarity check (`STATIONARY_SCALE`, a factor 4 in variance) reports
+/// it. The refused step is reported as a refusal ([`Refinement::refused`]).
+pub const SD_STEP_MAX: f64 = 2.0;
+
+/// The sds' fixed-point iteration of a mean-field refinement has settled when its last step
+/// changed no sd by more than this fraction and the mean's last step is under
+/// [`REFINE_SETTLED`] ([X]). On labour (d = 8; 17 mean-field cells, seeds 1–12) the last step
+/// changed the sds by at most 0.031 (the regression estimate is near-exact there); on eight
+/// schools the iteration in tau, far from quadratic, swung between steps (Â_jj 1.54, 0.44,
+/// 2.58 for BBB at seed 1) and the mean's steps taken at those sds did not settle, where those
+/// at q's own sds had (measured). Where the iteration does not settle, the mean's steps are
+/// taken at q's own sds, as without it.
+pub const SD_SETTLED: f64 = 0.1;
+
+/// An sd takes the fixed-point step only where Â_jj differs from 1 by more than this many of
+/// its standard errors ([`super::stationarity::NewtonStep::curvature_diag_se`]) ([X]): on
+/// labour the standard errors are about 0.005 (log p near-quadratic) and every sd off by more
+/// than 1 % is moved; on eight schools the estimate for tau, far from quadratic, swung between
+/// draws (Â_jj 1.54, 0.44, 2.58 at BBB seed 1) and moved tau's sd 16–24 % away from the exact
+/// mean-field optimum's where it was within 3–5 % (measured).
+pub const SD_STEP_T: f64 = 2.0;
+
 /// The first random stream (of the seed) of the draws of [`refine_mean`]; step k uses stream
 /// `REFINE_STREAM + k`.
 const REFINE_STREAM: u64 = 10;
 
+/// The random stream of the draws at which a mean-field refinement first estimates the
+/// ELBO's fixed-point sds (before the mean's steps).
+const CURVATURE_STREAM: u64 = REFINE_STREAM + REFINE_STEPS as u64;
+
+/// Which covariance [`refine_mean`] takes its steps at, and which it reports (module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Sds {
+    /// q's own covariance, kept (full-covariance q).
+    Own,
+    /// Mean-field q of a method whose fixed point is the ELBO's: the sds take the ELBO's
+    /// fixed-point steps too, and the refined sds are reported.
+    Elbo,
+    /// Mean-field q of VOGN, Vadam or variational Laplace: the steps are taken at the ELBO's
+    /// fixed-point sds; q's own sds are kept and reported.
+    Curvature,
+}
+
+impl Sds {
+    /// The rule for a fit of `method` with covariance `factor`.
+    pub(super) fn of(method: super::Method, factor: &Factor) -> Self {
+        use super::Method;
+        match factor {
+            Factor::Full(_) => Sds::Own,
+            Factor::Diagonal(_) => {
+                if matches!(method, Method::Vogn | Method::Vadam | Method::Vlaplace) {
+                    Sds::Curvature
+                } else {
+                    Sds::Elbo
+                }
+            }
+        }
+    }
+}
+
 /// What [`refine_mean`] did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Refinement {
-    /// Newton steps taken (≥ 1).
+    /// Newton steps of the mean taken (0 when only the sds were refined, or when the mean was
+    /// already at the optimum of [`Sds::Curvature`]'s working Gaussian).
     pub steps: usize,
     /// The coordinate (0-based) the steps moved furthest.
     pub coordinate: usize,
@@ -72,6 +153,23 @@ pub struct Refinement {
     pub last_coordinate: usize,
     /// A step after the first was estimated but not taken (too long or worth too much).
     pub refused: bool,
+    /// [`Sds::Elbo`]: the sds' fixed-point step was not taken because it would change a σ_j by
+    /// more than [`SD_STEP_MAX`]: that coordinate (0-based) and Â_jj there, the variance of q
+    /// over the inverse curvature (the ratio of `OffOptimum::Scale`). q is not at the
+    /// optimum; the mean's steps were taken at q's own sds.
+    pub sd_refused: Option<(usize, f64)>,
+    /// A mean-field refinement whose iteration of the sds did not settle: the coordinate whose
+    /// sd its last step changed most and that change (|σ_new/σ_old − 1|, above
+    /// [`SD_SETTLED`]). The mean's steps were then taken at q's own sds, which are kept.
+    pub sd_unsettled: Option<(usize, f64)>,
+    /// The coordinate (0-based) whose sd is furthest (as a ratio) from q's own, and the ratio:
+    /// for [`Sds::Elbo`] the refined sd over the method's (reported); for [`Sds::Curvature`]
+    /// the working sd σ* over the method's (the method's is reported). `None` for
+    /// [`Sds::Own`] or when the sds were not refined.
+    pub sd_ratio: Option<(usize, f64)>,
+    /// [`Sds::Curvature`]: the working sds σ* (length d) at which the mean was refined, where
+    /// the stationarity check then measures it. `None` otherwise.
+    pub working_sd: Option<Vec<f64>>,
 }
 
 impl Refinement {
@@ -82,37 +180,87 @@ impl Refinement {
     }
 }
 
-/// Moves `fit.mean` by up to [`REFINE_STEPS`] Newton steps of the ELBO in μ (q's covariance
-/// kept), each from the full-data gradients of `density` at [`REFINE_DRAWS`] fresh draws of q
-/// (random stream [`REFINE_STREAM`] + k of `seed`), for d ≤ [`NEWTON_MAX_D`]. A step whose
-/// split-half ELBO gain exceeds [`NEWTON_GAIN_NATS`] or that moves a coordinate by more than
-/// [`REFINE_MAX`] curvature sds is not taken. `None` when no step was taken.
-pub(super) fn refine_mean(
+/// σ_j / √Â_jj for every j (the mean-field ELBO's fixed-point step of the sds `sd` from the
+/// diagonal `diag` of the whitened curvature at N(μ, diag sd²), with standard errors `se`),
+/// except where Â_jj is within [`SD_STEP_T`] standard errors of 1, whose σ_j is kept; `None`
+/// where an Â_jj is not finite or below the curvature floor of the check (`CURVATURE_FLOOR`:
+/// log p flat or curving upwards there on average).
+fn fixed_point_sd(sd: &[f64], diag: &[f64], se: &[f64]) -> Option<Vec<f64>> {
+    sd.iter()
+        .zip(diag)
+        .zip(se)
+        .map(|((s, a), e)| {
+            if !(a.is_finite() && *a >= super::stationarity::CURVATURE_FLOOR) {
+                None
+            } else if (a - 1.0).abs() <= SD_STEP_T * e {
+                Some(*s)
+            } else {
+                Some(s / a.sqrt())
+            }
+        })
+        .collect()
+}
+
+/// The largest factor between `a` and `b` (length d each) and its coordinate: max_j of
+/// max(a_j/b_j, b_j/a_j).
+fn widest_ratio(a: &[f64], b: &[f64]) -> (usize, f64) {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x / y).max(y / x))
+        .enumerate()
+        .fold((0, 1.0), |w, (j, r)| if r > w.1 { (j, r) } else { w })
+}
+
+/// Where the Newton steps of [`walk`] left the working Gaussian.
+struct Walk {
+    /// The working Gaussian at the end (its mean, and for a mean-field walk that iterates the
+    /// sds, their last iterate).
+    work: GaussianFit,
+    /// The mean before the first step.
+    start: Vec<f64>,
+    /// The curvature's sds of the first step taken (the unit of [`Refinement::moved`]).
+    unit: Option<Vec<f64>>,
+    steps: usize,
+    last: f64,
+    last_coordinate: usize,
+    refused: bool,
+    /// The largest change |σ_new/σ_old − 1| of an sd in the last fixed-point iterate of the
+    /// sds (`start_change` when no step iterated them), and its coordinate.
+    sd_last: (usize, f64),
+}
+
+/// Up to [`REFINE_STEPS`] Newton steps of the ELBO in the mean of `work`, each at
+/// [`REFINE_DRAWS`] draws of `work` (stream [`REFINE_STREAM`] + k of `seed`); with `iterate`
+/// ([`Sds::Elbo`] or [`Sds::Curvature`], a mean-field `work`), the sds of `work` take the
+/// fixed-point step of [`fixed_point_sd`] from the same draws (for [`Sds::Elbo`] only while
+/// within [`SD_STEP_MAX`] of `own_sd`). `start_change`: [`Walk::sd_last`] before any step.
+fn walk(
     density: &(dyn crate::inference::LogDensity + Sync),
     seed: u64,
-    fit: &mut GaussianFit,
-) -> Option<Refinement> {
-    let d = fit.dim();
-    if d > NEWTON_MAX_D || d == 0 {
-        return None;
-    }
-    let sd: Vec<f64> = fit.variances().iter().map(|v| v.sqrt()).collect();
-    let factor = fit.factor.clone();
-    let whitening = match &factor {
-        Factor::Full(l) => Whitening::Full(l),
-        Factor::Diagonal(_) => Whitening::Diagonal(&sd),
-    };
-    let start = fit.mean.clone();
+    mut work: GaussianFit,
+    iterate: Option<Sds>,
+    own_sd: &[f64],
+    start_change: (usize, f64),
+) -> Walk {
+    let d = work.dim();
+    let start = work.mean.clone();
     let mut unit: Option<Vec<f64>> = None;
     let mut steps = 0;
     let (mut last, mut last_coordinate, mut refused) = (0.0, 0, false);
+    let mut sd_last = start_change;
     for k in 0..REFINE_STEPS {
-        let draws = fit.sample(REFINE_DRAWS, &mut stream(seed, REFINE_STREAM + k as u64));
+        let draws = work.sample(REFINE_DRAWS, &mut stream(seed, REFINE_STREAM + k as u64));
         let pairs = gradient_pairs(density, &draws);
         if 2 * pairs.len() < draws.len() {
             break;
         }
-        let Some(step) = newton_step_in(&pairs, &fit.mean, &whitening) else {
+        let sd: Vec<f64> = work.variances().iter().map(|v| v.sqrt()).collect();
+        let factor = work.factor.clone();
+        let whitening = match &factor {
+            Factor::Full(l) => Whitening::Full(l),
+            Factor::Diagonal(_) => Whitening::Diagonal(&sd),
+        };
+        let Some(step) = newton_step_in(&pairs, &work.mean, &whitening) else {
             break;
         };
         let longest = (0..d)
@@ -121,6 +269,20 @@ pub(super) fn refine_mean(
         if !(step.gain <= NEWTON_GAIN_NATS && longest <= REFINE_MAX) {
             refused = steps > 0;
             break;
+        }
+        // the sds' next fixed-point iterate, from the same draws
+        if let Some(rule) = iterate {
+            let next = fixed_point_sd(&sd, &step.curvature_diag, &step.curvature_diag_se)
+                .filter(|n| rule == Sds::Curvature || widest_ratio(n, own_sd).1 <= SD_STEP_MAX);
+            match next {
+                Some(next) => {
+                    let (j, r) = widest_ratio(&next, &sd);
+                    sd_last = (j, r - 1.0);
+                    work.set_diagonal_sd(&next);
+                }
+                // the iteration left the region where it is taken: not settled
+                None => sd_last = (0, f64::INFINITY),
+            }
         }
         last = longest;
         // a step within the estimate's own noise is not taken: the mean is already there
@@ -136,15 +298,123 @@ pub(super) fn refine_mean(
             })
             .unwrap_or(0);
         for j in 0..d {
-            fit.mean[j] += step.delta[j];
+            work.mean[j] += step.delta[j];
         }
         unit.get_or_insert(step.curvature_sd);
         steps += 1;
     }
-    let unit = unit?;
-    let (coordinate, moved) = (0..d)
-        .map(|j| (j, ((fit.mean[j] - start[j]) / unit[j]).abs()))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Walk {
+        work,
+        start,
+        unit,
+        steps,
+        last,
+        last_coordinate,
+        refused,
+        sd_last,
+    }
+}
+
+/// Moves `fit.mean` by up to [`REFINE_STEPS`] Newton steps of the ELBO in μ ([`walk`]), each
+/// from the full-data gradients of `density` at [`REFINE_DRAWS`] fresh draws of a working
+/// Gaussian: q itself for [`Sds::Own`]; for a mean-field q, N(μ, diag σ²) with σ iterated to
+/// the ELBO's fixed point ([`fixed_point_sd`]: first from draws of q on [`CURVATURE_STREAM`],
+/// then with every step), whose σ replaces q's for [`Sds::Elbo`] and is only the working point
+/// for [`Sds::Curvature`]. For d ≤ [`NEWTON_MAX_D`]. A step whose split-half ELBO gain exceeds
+/// [`NEWTON_GAIN_NATS`] or that moves a coordinate by more than [`REFINE_MAX`] curvature sds
+/// is not taken. Where the sds' iteration does not settle (its last step changed an sd by more
+/// than [`SD_SETTLED`]) or, for [`Sds::Elbo`], would change an sd by more than
+/// [`SD_STEP_MAX`], the steps are taken at q's own sds instead and q's sds are kept
+/// ([`Refinement::sd_unsettled`], [`Refinement::sd_refused`]). `None` when nothing was
+/// changed or estimated.
+pub(super) fn refine_mean(
+    density: &(dyn crate::inference::LogDensity + Sync),
+    seed: u64,
+    fit: &mut GaussianFit,
+    rule: Sds,
+) -> Option<Refinement> {
+    let d = fit.dim();
+    if d > NEWTON_MAX_D || d == 0 {
+        return None;
+    }
+    let own_sd: Vec<f64> = fit.variances().iter().map(|v| v.sqrt()).collect();
+    // a full-covariance q has no sds to iterate
+    let rule = match fit.factor {
+        Factor::Full(_) => Sds::Own,
+        Factor::Diagonal(_) => rule,
+    };
+    let own = |fit: &GaussianFit| walk(density, seed, fit.clone(), None, &own_sd, (0, 0.0));
+    let (mut sd_refused, mut sd_unsettled) = (None, None);
+    let walked = if rule == Sds::Own {
+        own(fit)
+    } else {
+        // the fixed-point sds at q, before any step of μ (stream CURVATURE_STREAM)
+        let draws = fit.sample(REFINE_DRAWS, &mut stream(seed, CURVATURE_STREAM));
+        let pairs = gradient_pairs(density, &draws);
+        let step = (2 * pairs.len() >= draws.len())
+            .then(|| newton_step_in(&pairs, &fit.mean, &Whitening::Diagonal(&own_sd)))
+            .flatten()?;
+        let diag = &step.curvature_diag;
+        match fixed_point_sd(&own_sd, diag, &step.curvature_diag_se) {
+            Some(next)
+                if rule == Sds::Curvature || widest_ratio(&next, &own_sd).1 <= SD_STEP_MAX =>
+            {
+                let mut work = fit.clone();
+                work.set_diagonal_sd(&next);
+                let (j, r) = widest_ratio(&next, &own_sd);
+                let w = walk(density, seed, work, Some(rule), &own_sd, (j, r - 1.0));
+                // the iteration must settle, the mean's steps as well as the sds'; else the
+                // mean is refined at q's own sds as before
+                let mean_settled = w.last <= REFINE_SETTLED && !w.refused;
+                if w.sd_last.1 <= SD_SETTLED && mean_settled {
+                    w
+                } else {
+                    sd_unsettled = Some(w.sd_last);
+                    own(fit)
+                }
+            }
+            // the working Gaussian of the Curvature rule is unknown: leave the fit to the check
+            None if rule == Sds::Curvature => return None,
+            // q's variance is far from the ELBO's fixed point (or the curvature is not
+            // positive): the check's verdict, from these draws
+            _ => {
+                let j = (0..d)
+                    .max_by(|&a, &b| diag[a].ln().abs().total_cmp(&diag[b].ln().abs()))
+                    .unwrap_or(0);
+                sd_refused = Some((j, diag[j]));
+                own(fit)
+            }
+        }
+    };
+    let iterated = rule != Sds::Own && sd_refused.is_none() && sd_unsettled.is_none();
+    let Walk {
+        work,
+        start,
+        unit,
+        steps,
+        last,
+        last_coordinate,
+        refused,
+        ..
+    } = walked;
+    let (coordinate, moved) = match &unit {
+        Some(unit) => (0..d)
+            .map(|j| (j, ((work.mean[j] - start[j]) / unit[j]).abs()))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?,
+        None => (0, 0.0),
+    };
+    let sd: Vec<f64> = work.variances().iter().map(|v| v.sqrt()).collect();
+    let sd_ratio = iterated.then(|| {
+        let (j, _) = widest_ratio(&sd, &own_sd);
+        (j, sd[j] / own_sd[j])
+    });
+    if steps == 0 && !iterated && sd_refused.is_none() && sd_unsettled.is_none() {
+        return None;
+    }
+    fit.mean = work.mean;
+    if rule == Sds::Elbo && iterated {
+        fit.set_diagonal_sd(&sd);
+    }
     Some(Refinement {
         steps,
         coordinate,
@@ -152,5 +422,179 @@ pub(super) fn refine_mean(
         last,
         last_coordinate,
         refused,
+        sd_refused,
+        sd_unsettled,
+        sd_ratio,
+        working_sd: (rule == Sds::Curvature && iterated).then_some(sd),
     })
+}
+
+/// The note of a Gaussian fit that [`refine_mean`] changed (its mean moved, or its sds
+/// refined), or, beside "converged", whose estimated distance from the ELBO's optimum in the
+/// mean (`offset`: coordinate, sds of the curvature's Gaussian;
+/// `stationarity::Verdict::offset`) is at least [`OFFSET_NOTE_MIN`]; `None` otherwise.
+/// `names`: the coordinates' names; `method`: the fit's, named where its sds were kept.
+pub(super) fn note(
+    names: &[String],
+    refined: Option<&Refinement>,
+    offset: Option<(usize, f64)>,
+    method: super::Method,
+) -> Option<String> {
+    let name = |j: usize| {
+        names
+            .get(j)
+            .cloned()
+            .unwrap_or_else(|| format!("coordinate {j}"))
+    };
+    let mut parts = Vec::new();
+    if let Some(r) = refined.filter(|r| r.steps > 0) {
+        parts.push(format!(
+            "after the exit rule the mean was refined by {} of the ELBO in the mean (full-data \
+             gradients at {} draws each), which moved it by up to {:.2} posterior sds ({}); the \
+             last step estimated was {:.3} sds",
+            crate::words::counted(r.steps, "Newton step"),
+            REFINE_DRAWS,
+            r.moved,
+            name(r.coordinate),
+            r.last
+        ));
+    }
+    let opening = |parts: &Vec<String>| {
+        if parts.is_empty() {
+            "after the exit rule "
+        } else {
+            ""
+        }
+    };
+    if let Some(r) = refined
+        && let Some((j, ratio)) = r.sd_ratio
+        && (ratio - 1.0).abs() >= SD_NOTE_MIN
+    {
+        let text = if r.working_sd.is_some() {
+            format!(
+                "{}the mean's steps were taken at the sds of the mean-field ELBO's optimum \
+                 (σ_j² = 1/E[−∂²log p/∂ζ_j²], {:.2} times {}'s own in {}), whose mean they \
+                 target; {}'s own sds are the ones reported",
+                opening(&parts),
+                ratio,
+                method.display_name(),
+                name(j),
+                method.display_name()
+            )
+        } else {
+            format!(
+                "{}the sds were set to the mean-field ELBO's fixed point (σ_j² = \
+                 1/E[−∂²log p/∂ζ_j²] under q), which changed {}'s by a factor {:.2}",
+                opening(&parts),
+                name(j),
+                ratio
+            )
+        };
+        parts.push(text);
+    }
+    if let Some((j, change)) = refined.and_then(|r| r.sd_unsettled) {
+        let text = format!(
+            "{}the sds' fixed-point iteration of the mean-field ELBO (σ_j² = \
+             1/E[−∂²log p/∂ζ_j²]) did not settle (its last step changed {}'s by {:.0}%), so \
+             the mean was refined at {}'s own sds, which are kept",
+            opening(&parts),
+            name(j),
+            100.0 * change.min(9.99),
+            method.display_name()
+        );
+        parts.push(text);
+    }
+    if let Some((j, x)) = offset.filter(|(_, x)| *x >= OFFSET_NOTE_MIN) {
+        parts.push(format!(
+            "the mean is estimated to be {x:.2} posterior sds from the ELBO's optimum in {}",
+            name(j)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The estimated distance of a converged fit's mean from the ELBO's optimum (in sds of the
+/// curvature's Gaussian) from which the report quotes it ([X]): below it, on labour, the
+/// estimate is the size of its own noise (refined fits were all estimated below 0.05).
+const OFFSET_NOTE_MIN: f64 = 0.05;
+
+/// The change of an sd (as |ratio − 1|) from which [`note`] reports the sds' refinement ([X]:
+/// below it the change is the size of the estimate's noise on labour).
+const SD_NOTE_MIN: f64 = 0.02;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::vi::RunRecord;
+    use crate::inference::{DensityError, LogDensity};
+
+    /// log N(ζ; m, R) up to a constant, R the 2 × 2 correlation matrix with ρ = 0.9: the
+    /// mean-field ELBO optimum is N(m, diag(1 − ρ²)).
+    struct Ridge([f64; 2]);
+
+    const RHO: f64 = 0.9;
+
+    impl LogDensity for Ridge {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn log_density(&self, z: &[f64]) -> Result<f64, DensityError> {
+            let (a, b) = (z[0] - self.0[0], z[1] - self.0[1]);
+            Ok(-0.5 * (a * a - 2.0 * RHO * a * b + b * b) / (1.0 - RHO * RHO))
+        }
+        fn log_density_grad(&self, z: &[f64], g: &mut [f64]) -> Result<f64, DensityError> {
+            let (a, b) = (z[0] - self.0[0], z[1] - self.0[1]);
+            g[0] = -(a - RHO * b) / (1.0 - RHO * RHO);
+            g[1] = -(b - RHO * a) / (1.0 - RHO * RHO);
+            self.log_density(z)
+        }
+    }
+
+    /// A mean-field q at `mean` with sds `sd`.
+    fn q(mean: [f64; 2], sd: [f64; 2]) -> GaussianFit {
+        let precision = sd.iter().map(|s| 1.0 / (s * s)).collect();
+        GaussianFit::diagonal(mean.to_vec(), precision, RunRecord::empty())
+    }
+
+    #[test]
+    fn the_elbo_rule_reports_the_fixed_point_sds_and_the_curvature_rule_keeps_its_own() {
+        // q 1.5 times too wide and 0.2 posterior sds off: on a quadratic target the regression
+        // is exact, so the sds land on √(1 − ρ²) = 0.436 and the mean on the target's
+        let target = Ridge([1.0, -2.0]);
+        let optimum = (1.0 - RHO * RHO).sqrt();
+        let mut fit = q([1.2, -1.8], [1.5 * optimum, 1.5 * optimum]);
+        let r = refine_mean(&target, 1, &mut fit, Sds::Elbo).unwrap();
+        assert!(r.sd_refused.is_none() && r.sd_unsettled.is_none(), "{r:?}");
+        for v in fit.variances() {
+            assert!((v.sqrt() - optimum).abs() < 1e-9, "{:?}", fit.variances());
+        }
+        assert!((fit.mean[0] - 1.0).abs() < 1e-9 && (fit.mean[1] + 2.0).abs() < 1e-9);
+        let (_, ratio) = r.sd_ratio.unwrap();
+        assert!((ratio - 1.0 / 1.5).abs() < 1e-9, "{ratio}");
+        // VOGN, Vadam, vlaplace: the same mean, q's own sds kept, the working sds returned
+        let mut fit = q([1.2, -1.8], [1.5 * optimum, 1.5 * optimum]);
+        let r = refine_mean(&target, 1, &mut fit, Sds::Curvature).unwrap();
+        assert!((fit.mean[0] - 1.0).abs() < 1e-9 && (fit.mean[1] + 2.0).abs() < 1e-9);
+        for v in fit.variances() {
+            assert!((v.sqrt() - 1.5 * optimum).abs() < 1e-12);
+        }
+        for s in r.working_sd.unwrap() {
+            assert!((s - optimum).abs() < 1e-9, "{s}");
+        }
+    }
+
+    #[test]
+    fn an_elbo_fit_whose_sds_are_off_by_more_than_a_factor_2_is_not_refined_in_them() {
+        // sds 2.5 times the optimum's: Â_jj = 6.25, beyond SD_STEP_MAX; the fit keeps them and
+        // the refinement names the coordinate with its variance ratio
+        let target = Ridge([0.0, 0.0]);
+        let optimum = (1.0 - RHO * RHO).sqrt();
+        let mut fit = q([0.0, 0.0], [2.5 * optimum, optimum]);
+        let r = refine_mean(&target, 1, &mut fit, Sds::Elbo).unwrap();
+        let (j, ratio) = r.sd_refused.unwrap();
+        assert_eq!(j, 0);
+        assert!((ratio - 6.25).abs() < 1e-9, "{ratio}");
+        assert!((fit.variances()[0].sqrt() - 2.5 * optimum).abs() < 1e-12);
+        assert!(r.sd_ratio.is_none());
+    }
 }

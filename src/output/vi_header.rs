@@ -561,8 +561,9 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
                 format!(
                     "refine_mean: after the exit rule the mean takes up to {} Newton steps of the \
                      ELBO from full-data gradients at draws of q (a step longer than {} \
-                     posterior sd is not taken); the fit's report says how far it moved; \
-                     --no-refine keeps the method's own end point",
+                     posterior sd is not taken), a mean-field q's at the ELBO's fixed-point sds, \
+                     which the ELBO methods report (not VOGN, Vadam, vlaplace); the fit's report \
+                     says how far they moved; --no-refine keeps the method's own end point",
                     crate::fit::refine::REFINE_STEPS,
                     crate::fit::refine::REFINE_MAX
                 )

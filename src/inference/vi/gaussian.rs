@@ -159,6 +159,23 @@ impl GaussianFit {
         (start.is_finite() && (end.is_nan() || end < start - margin)).then_some((start, end))
     }
 
+    /// Sets the sds of a mean-field fit to `sd` (length d, each finite and > 0; the
+    /// covariance, precision and sampling factor follow). Returns false, and changes nothing,
+    /// for a full-covariance fit or an `sd` of the wrong length or with a value that is not
+    /// finite and positive. Used by the refinement after the exit rule (`fit::refine`).
+    pub(crate) fn set_diagonal_sd(&mut self, sd: &[f64]) -> bool {
+        if self.family != Covariance::Diagonal
+            || sd.len() != self.dim()
+            || !sd.iter().all(|s| s.is_finite() && *s > 0.0)
+        {
+            return false;
+        }
+        self.covariance = sd.iter().map(|s| s * s).collect();
+        self.precision = sd.iter().map(|s| 1.0 / (s * s)).collect();
+        self.factor = Factor::Diagonal(sd.iter().map(|s| 1.0 / s).collect());
+        true
+    }
+
     /// The marginal variances diag Σ (length d), for either family.
     pub fn variances(&self) -> Vec<f64> {
         let d = self.dim();

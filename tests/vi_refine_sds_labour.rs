@@ -1,0 +1,203 @@
+//! The refinement after the exit rule (`fit::refine`) and the sds of mean-field q on the labour
+//! example (d = 8), against the NUTS reference (`../shared/validation/reference_fits/
+//! labour.csv`) and the exact mean-field ELBO optimum (issue 11: means within 0.15 NUTS sd;
+//! mean-field sds checked against the mean-field optimum).
+//!
+//! Before the refinement iterated the sds (session 19), these fits said "converged" wrongly:
+//! - Vadam at `--batch-size 5`, seeds 11 and 12: means 0.229 and 0.226 NUTS sds from NUTS. Its
+//!   σ (empirical Fisher) is 1.7–1.9 times the mean-field optimum's there, and the Newton steps
+//!   taken at that σ moved μ to the ELBO's optimum in μ at that σ, not to the optimum's mean.
+//!   Now the steps are taken at the ELBO's fixed-point sds: 0.10–0.11 (measured).
+//! - BBB at `--batch-size 32` seed 2, full-batch BBB seed 4 and IVON at `--batch-size 16`
+//!   seed 7: sds up to 1.39, 1.28 and 1.27 times the mean-field optimum's (10 000 draws). Now
+//!   the sds take the ELBO's fixed-point step too: within 0.98–1.02 (measured).
+
+mod common;
+
+use std::process::Command;
+
+/// The full-data mean-field Gaussian optimum of labour on ζ = (alpha, beta[1..7]): mean and sd
+/// (as `tests/qbvi_minibatch_labour.rs`; recomputed independently in session 19 by a damped
+/// Newton/fixed-point iteration with each row's linear predictor integrated by the trapezoid
+/// rule on ±12 sds: the same values to every printed digit, ELBO gradient below 1e-13).
+const MF_SD: [f64; 8] = [
+    0.080_402,
+    0.153_354,
+    0.043_045,
+    0.001_830_5,
+    0.165_367,
+    0.132_318,
+    0.067_363,
+    0.003_549_5,
+];
+
+const NAMES: [&str; 8] = [
+    "alpha", "beta[1]", "beta[2]", "beta[3]", "beta[4]", "beta[5]", "beta[6]", "beta[7]",
+];
+
+/// A labour fit: the report, the mean of q (the first row of the draws file) and the sd of the
+/// draws of each of [`NAMES`].
+struct Fit {
+    report: String,
+    mean: Vec<(String, f64)>,
+    sd: Vec<f64>,
+}
+
+fn fit_labour(tag: &str, args: &[&str]) -> Fit {
+    let root = common::root();
+    let out = std::env::temp_dir().join(format!("vi_sds_{tag}_{}.csv", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .current_dir(&root)
+        .args([
+            "fit",
+            "examples/labour/model.bayes",
+            "--data",
+            "examples/labour/labour.csv",
+            "--draws",
+            "4000",
+        ])
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stdout).to_string();
+    assert!(run.status.success(), "{report}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let mean = common::vi_mean_row(&text);
+    let mut rows = text.lines().filter(|l| !l.starts_with('#'));
+    let header: Vec<String> = rows
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|h| match h.split_once('.') {
+            Some((a, i)) => format!("{a}[{i}]"),
+            None => h.to_string(),
+        })
+        .collect();
+    // the draws follow the mean row
+    let draws: Vec<Vec<f64>> = rows
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    let sd = NAMES
+        .iter()
+        .map(|n| {
+            let c = header.iter().position(|h| h == n).unwrap();
+            let m = draws.iter().map(|r| r[c]).sum::<f64>() / draws.len() as f64;
+            let v =
+                draws.iter().map(|r| (r[c] - m).powi(2)).sum::<f64>() / (draws.len() - 1) as f64;
+            v.sqrt()
+        })
+        .collect();
+    Fit { report, mean, sd }
+}
+
+fn converged(report: &str) -> bool {
+    report.lines().any(|l| l.starts_with("converged:"))
+}
+
+/// The largest |mean − NUTS| over the coordinates, in NUTS sds.
+fn nuts_distance(mean: &[(String, f64)]) -> f64 {
+    let reference =
+        common::read_reference(&common::validation_dir().join("reference_fits/labour.csv"));
+    reference
+        .iter()
+        .map(|r| {
+            let m = mean.iter().find(|(n, _)| *n == r.name).unwrap().1;
+            (m - r.mean).abs() / r.sd
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The smallest and largest sd / sd of the mean-field optimum over the coordinates.
+fn sd_ratios(sd: &[f64]) -> (f64, f64) {
+    sd.iter()
+        .zip(MF_SD)
+        .map(|(s, m)| s / m)
+        .fold((f64::INFINITY, 0.0), |(lo, hi), r| (lo.min(r), hi.max(r)))
+}
+
+#[test]
+fn vadam_on_small_batches_is_refined_at_the_elbo_sds_and_meets_the_bar() {
+    for seed in ["11", "12"] {
+        let f = fit_labour(
+            &format!("vadam5s{seed}"),
+            &["--method", "vadam", "--batch-size", "5", "--seed", seed],
+        );
+        assert!(converged(&f.report), "seed {seed}: {}", f.report);
+        let z = nuts_distance(&f.mean);
+        // measured 0.10–0.11 (before: 0.229 and 0.226, "converged")
+        assert!(z < 0.15, "seed {seed}: a mean {z:.3} NUTS sds off");
+        assert!(
+            f.report.contains(
+                "the mean's steps were taken at the sds of the mean-field ELBO's optimum"
+            ),
+            "{}",
+            f.report
+        );
+        // Vadam's own sds are reported: its empirical-Fisher σ at M = 5 is 1.7–1.9 times the
+        // mean-field optimum's (docs/variational.md)
+        let (lo, hi) = sd_ratios(&f.sd);
+        assert!(
+            lo > 1.5 && hi < 2.2,
+            "seed {seed}: sd ratios {lo:.2}–{hi:.2}"
+        );
+    }
+}
+
+#[test]
+fn converged_elbo_fits_report_sds_at_the_mean_field_optimum() {
+    let cases: [(&str, &[&str]); 3] = [
+        (
+            "bbb32s2",
+            &["--method", "bbb", "--batch-size", "32", "--seed", "2"],
+        ),
+        ("bbbs4", &["--method", "bbb", "--seed", "4"]),
+        (
+            "ivon16s7",
+            &["--method", "ivon", "--batch-size", "16", "--seed", "7"],
+        ),
+    ];
+    for (tag, args) in cases {
+        let f = fit_labour(tag, args);
+        assert!(converged(&f.report), "{tag}: {}", f.report);
+        let (lo, hi) = sd_ratios(&f.sd);
+        // measured 0.98–1.02 with 10 000 draws (before: up to 1.39, 1.28, 1.27, "converged");
+        // 4000 draws add about 1 % of noise
+        assert!(
+            lo > 0.93 && hi < 1.07,
+            "{tag}: sd ratios {lo:.3}–{hi:.3} of the mean-field optimum"
+        );
+        assert!(
+            f.report
+                .contains("the sds were set to the mean-field ELBO's fixed point"),
+            "{tag}: {}",
+            f.report
+        );
+        let z = nuts_distance(&f.mean);
+        assert!(z < 0.15, "{tag}: a mean {z:.3} NUTS sds off");
+    }
+}
+
+/// `--no-refine` still reports the method's own sds: BBB at M = 32, seed 2, keeps sds up to
+/// 1.39 times the mean-field optimum's.
+#[test]
+fn no_refine_keeps_the_methods_own_sds() {
+    let f = fit_labour(
+        "bbb32s2n",
+        &[
+            "--method",
+            "bbb",
+            "--batch-size",
+            "32",
+            "--seed",
+            "2",
+            "--no-refine",
+        ],
+    );
+    assert!(!f.report.contains("the sds were set"), "{}", f.report);
+    let (_, hi) = sd_ratios(&f.sd);
+    assert!(hi > 1.25, "the widest sd ratio {hi:.3}");
+}
