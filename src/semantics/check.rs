@@ -28,7 +28,9 @@ use super::pretty;
 use super::types::{Base, IndexKind, Type, index_type, max_indices};
 use super::warnings::Warning;
 
+mod call_shapes;
 mod multivariate;
+mod size_checks;
 mod sizes;
 
 /// The block a statement belongs to.
@@ -86,6 +88,9 @@ struct UserFn {
 struct FnCtx {
     name: String,
     ret: Option<Type>,
+    /// The known sizes of each `return`'s value so far (`None` where unknown), for
+    /// [`Checker::fn_shapes`].
+    ret_shapes: Vec<Option<Vec<Option<i64>>>>,
 }
 
 /// The outcome of checking a call.
@@ -294,6 +299,13 @@ pub(super) struct Checker<'p> {
     /// that constant only when the declaration in scope is this one (names may be reused in
     /// sibling scopes); see [`Checker::constant_of`].
     constants: HashMap<String, (Span, Span, f64)>,
+    /// `int` scalars declared outside functions with an initialiser of known value
+    /// ([`Checker::size_value`]) and never assigned: name → (the name's span in that
+    /// declaration, the value). Their value is known wherever that declaration is in scope.
+    derived_ints: HashMap<String, (Span, i64)>,
+    /// User-defined functions whose every `return` has the same sizes, all known without the
+    /// arguments (`vector[3] r; …; return r;`): name → those sizes, outermost first.
+    fn_shapes: HashMap<String, Vec<i64>>,
 }
 
 impl<'p> Checker<'p> {
@@ -317,6 +329,8 @@ impl<'p> Checker<'p> {
             size_ints: HashMap::new(),
             assigned: HashSet::new(),
             constants: HashMap::new(),
+            derived_ints: HashMap::new(),
+            fn_shapes: HashMap::new(),
         }
     }
 

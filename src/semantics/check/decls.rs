@@ -70,6 +70,7 @@ impl<'p> Checker<'p> {
         self.func = Some(FnCtx {
             name: f.name.name.clone(),
             ret,
+            ret_shapes: Vec::new(),
         });
         self.scopes.push();
         for p in &f.params {
@@ -106,7 +107,15 @@ impl<'p> Checker<'p> {
                 span: f.name.span,
             });
         }
-        self.func = None;
+        // sizes every return agrees on, all known: the sizes of every call
+        if let Some(ctx) = self.func.take()
+            && ret.is_some_and(|t| !t.is_scalar())
+            && let Some(first) = ctx.ret_shapes.first().cloned().flatten()
+            && ctx.ret_shapes.iter().all(|s| s.as_ref() == Some(&first))
+            && let Some(dims) = first.into_iter().collect::<Option<Vec<i64>>>()
+        {
+            self.fn_shapes.insert(f.name.name.clone(), dims);
+        }
     }
 
     /// Checks a declaration and adds it to the current scope. `top` is true for block-level
@@ -237,7 +246,13 @@ impl<'p> Checker<'p> {
         let mut known = Vec::new();
         for e in size_exprs(d) {
             sizes.push(pretty::expr(e));
-            known.push(self.size_value(e));
+            let value = self.size_value(e);
+            known.push(value);
+            if let Some(v) = value
+                && v < 0
+            {
+                self.negative_size(name, e, v);
+            }
             if let Some(t) = self.expr(e)
                 && !t.is_int()
             {
@@ -370,6 +385,9 @@ impl<'p> Checker<'p> {
                         context: format!("the declaration of `{name}`"),
                         span: init.span,
                     });
+                } else {
+                    // the same with sizes from the data, or through operations and calls
+                    self.check_declared_sizes(d, ty, &sizes, &known, init);
                 }
                 let deps = self.param_deps(init);
                 self.deps.entry(name.clone()).or_default().extend(deps);
@@ -429,6 +447,15 @@ impl<'p> Checker<'p> {
         {
             self.constants
                 .insert(name.clone(), (d.name.span, init.span, v));
+        }
+        // `int M = N + 1;` never assigned: `M` is known wherever `N` is
+        if ty == Type::INT
+            && self.func.is_none()
+            && !self.assigned.contains(name)
+            && let Some(init) = &d.init
+            && let Some(v) = self.size_value(init)
+        {
+            self.derived_ints.insert(name.clone(), (d.name.span, v));
         }
         self.scopes.declare(
             name,
