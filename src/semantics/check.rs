@@ -306,6 +306,12 @@ pub(super) struct Checker<'p> {
     /// User-defined functions whose every `return` has the same sizes, all known without the
     /// arguments (`vector[3] r; …; return r;`): name → those sizes, outermost first.
     fn_shapes: HashMap<String, Vec<i64>>,
+    /// How many `if`/`else`/`while` bodies enclose the statement being checked. Size errors
+    /// found from the sizes of declarations ([`Checker::check_vectorised_sizes`], assigned
+    /// sizes, negative sizes) are not reported there: the body may be guarded by a condition
+    /// on those sizes (`if (N_s > 0) y ~ normal(mu, s);` with `vector[N_s] s`, N_s = 0), so
+    /// that it never runs with them.
+    guard_depth: usize,
 }
 
 impl<'p> Checker<'p> {
@@ -331,6 +337,7 @@ impl<'p> Checker<'p> {
             constants: HashMap::new(),
             derived_ints: HashMap::new(),
             fn_shapes: HashMap::new(),
+            guard_depth: 0,
         }
     }
 

@@ -101,7 +101,9 @@ impl<'p> Checker<'p> {
                     }
                 }
                 self.loop_depth += 1;
+                self.guard_depth += 1;
                 self.nested(body);
+                self.guard_depth -= 1;
                 self.loop_depth -= 1;
             }
             StmtKind::If {
@@ -110,10 +112,12 @@ impl<'p> Checker<'p> {
                 otherwise,
             } => {
                 self.expect_scalar(cond, "the condition of `if`");
+                self.guard_depth += 1;
                 self.nested(then);
                 if let Some(o) = otherwise {
                     self.nested(o);
                 }
+                self.guard_depth -= 1;
             }
             StmtKind::Block(stmts) => {
                 self.scopes.push();

@@ -587,3 +587,20 @@ fn linear_functions_of_parameters_need_no_jacobian() {
         assert_eq!(jacobian(lhs), 1, "{lhs}");
     }
 }
+
+#[test]
+fn sizes_inside_conditions_are_not_reported() {
+    // an optional vector of size 0 or N, used only when present: the branch never runs with
+    // sizes that disagree, so nothing is reported there
+    let src = "data { int N; int N_s; vector[N] y; vector[N_s] s; } \
+               parameters { real mu; real<lower=0> sigma; } \
+               model { mu ~ normal(0, 1); sigma ~ exponential(1); \
+               if (N_s > 0) { y ~ normal(mu, s); vector[N] t = s; } else y ~ normal(mu, sigma); \
+               while (N_s > N) { vector[N - N_s] d; break; } }";
+    let out = run_with(src, &[("N", 4), ("N_s", 0)]);
+    assert!(out.errors.is_empty(), "{:#?}", out.errors);
+    // the same statements unguarded are errors
+    let bare = "data { int N; int N_s; vector[N] y; vector[N_s] s; } parameters { real mu; } \
+                model { mu ~ normal(0, 1); y ~ normal(mu, s); }";
+    assert_eq!(run_with(bare, &[("N", 4), ("N_s", 0)]).errors.len(), 1);
+}
