@@ -223,10 +223,11 @@ fn assignment_sizes_that_disagree_name_both_sizes() {
     }
 }
 
-/// Session 19, tester findings: sizes known from the data that disagree in a distribution's
-/// vectorised arguments, in a `transformed data` declaration, or that are negative, used to pass
-/// `check --data` and fail in `fit` when evaluated; `check --data` and `fit` now report them
-/// before any evaluation, at the arguments or the size, with the declarations labelled.
+/// Session 19, tester findings: sizes known from the data (or counted by `transformed data`)
+/// that disagree in a distribution's vectorised arguments, in a `transformed data` declaration,
+/// or that are negative, used to pass `check --data` or fail only when evaluated; `check --data`
+/// and `fit` now report them before the model is evaluated, at the arguments or the size, with
+/// the declarations labelled.
 #[test]
 fn sizes_from_the_data_are_checked_before_any_evaluation() {
     let dir = folder(&[
@@ -248,9 +249,14 @@ fn sizes_from_the_data_are_checked_before_any_evaluation() {
             "data { int N; }\nparameters {\n  real mu;\n  vector[N - 5] w;\n}\nmodel { mu ~ normal(0, 1); w ~ normal(0, 1); }\n",
         ),
         ("neg.json", r#"{"N": 3}"#),
+        (
+            "cnt.bayes",
+            "data { int N; vector[N] y; }\ntransformed data {\n  int n_pos = 0;\n  for (n in 1:N) if (y[n] > 0) n_pos += 1;\n  vector[n_pos] y_pos = rep_vector(1, n_pos);\n}\nparameters { vector[3] mu; }\nmodel {\n  mu ~ normal(0, 1);\n  y_pos ~ normal(mu, 1);\n}\n",
+        ),
+        ("cnt.json", r#"{"N": 5, "y": [1, 2, -1, 3, 4]}"#),
     ]);
     let d = dir.path();
-    let cases: [(&str, &[&str]); 3] = [
+    let cases: [(&str, &[&str]); 4] = [
         (
             "args",
             &[
@@ -277,6 +283,16 @@ fn sizes_from_the_data_are_checked_before_any_evaluation() {
                 "error: `w` is declared with size `N - 5` = -2, but a size must be 0 or more",
                 "neg.bayes:4:10",
                 "`N` is 3 in the data",
+            ],
+        ),
+        // a count made by `transformed data`: known once the block has run
+        (
+            "cnt",
+            &[
+                "error: size mismatch in the arguments of `normal`: `y_pos` (the variate) has 4 \
+                 elements but `mu` (location parameter) has 3",
+                "cnt.bayes:10:3",
+                "`y_pos` declared with `n_pos` = 4 elements",
             ],
         ),
     ];

@@ -244,6 +244,7 @@ impl<'p> Checker<'p> {
         // Sizes: int, and data-only at block level.
         let mut sizes = Vec::new();
         let mut known = Vec::new();
+        self.size_at = (self.func.is_none() && self.loop_depth == 0).then_some(d.ty.span.start);
         for e in size_exprs(d) {
             sizes.push(pretty::expr(e));
             let value = self.size_value(e);
@@ -274,6 +275,8 @@ impl<'p> Checker<'p> {
                 });
             }
         }
+
+        self.size_at = None;
 
         // Constraints: block level only; bounds of the right type; data bounds are data.
         if !top && (!d.ty.constraint.is_empty() || is_structured(&d.ty.base)) {
@@ -441,7 +444,7 @@ impl<'p> Checker<'p> {
         // constant (see `Checker::constant_of`)
         if d.ty.array_dims.is_empty()
             && matches!(d.ty.base, SizedBase::Int | SizedBase::Real)
-            && !self.assigned.contains(name)
+            && !self.assigned.contains_key(name)
             && let Some(init) = &d.init
             && let Some(v) = super::dists::literal_value(init)
         {
@@ -451,7 +454,7 @@ impl<'p> Checker<'p> {
         // `int M = N + 1;` never assigned: `M` is known wherever `N` is
         if ty == Type::INT
             && self.func.is_none()
-            && !self.assigned.contains(name)
+            && !self.assigned.contains_key(name)
             && let Some(init) = &d.init
             && let Some(v) = self.size_value(init)
         {

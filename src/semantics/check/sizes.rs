@@ -118,10 +118,15 @@ impl Checker<'_> {
                 let info = self.scopes.lookup(name)?;
                 let known = match info.origin {
                     Origin::Data => true,
-                    // its final value: known to the blocks after `transformed data`
-                    Origin::TransformedData => {
-                        !matches!(self.block, Block::Data | Block::TransformedData)
-                    }
+                    // its final value: known to the blocks after `transformed data`, and in
+                    // it to the sizes of a declaration that no assignment of it follows
+                    Origin::TransformedData => match self.block {
+                        Block::Data => false,
+                        Block::TransformedData => self
+                            .size_at
+                            .is_some_and(|at| self.assigned.get(name).is_none_or(|end| *end <= at)),
+                        _ => true,
+                    },
                     _ => false,
                 };
                 if info.ty != Type::INT {

@@ -604,3 +604,27 @@ fn sizes_inside_conditions_are_not_reported() {
                 model { mu ~ normal(0, 1); y ~ normal(mu, s); }";
     assert_eq!(run_with(bare, &[("N", 4), ("N_s", 0)]).errors.len(), 1);
 }
+
+#[test]
+fn counts_computed_in_transformed_data_size_later_declarations() {
+    // `n_pos` is counted in a loop: its value is known once `transformed data` has run (the
+    // second data pass gives it), and no assignment follows the declaration of `y_pos`
+    let src = "data { int N; vector[N] y; } transformed data { int n_pos = 0; \
+               for (n in 1:N) if (y[n] > 0) n_pos += 1; vector[n_pos] y_pos; } \
+               parameters { vector[3] mu; } model { mu ~ normal(0, 1); \
+               y_pos ~ normal(mu, 1); }";
+    assert!(run_with(src, &[("N", 5)]).errors.is_empty());
+    assert!(run_with(src, &[("N", 5), ("n_pos", 3)]).errors.is_empty());
+    assert_eq!(
+        messages(&run_with(src, &[("N", 5), ("n_pos", 4)])),
+        [
+            "size mismatch in the arguments of `normal`: `y_pos` (the variate) has 4 elements \
+             but `mu` (location parameter) has 3"
+        ]
+    );
+    // assigned again after the declaration: its final value is not the size, nothing known
+    let later = "data { int N; } transformed data { int M = 2; vector[M] z = rep_vector(0, 2); \
+                 M = 5; } parameters { vector[5] mu; } model { mu ~ normal(0, 1); \
+                 z ~ normal(0, 1); target += normal_lpdf(z | mu[1:2], 1); }";
+    assert!(run_with(later, &[("N", 1), ("M", 5)]).errors.is_empty());
+}
