@@ -1,7 +1,9 @@
 //! Sizes known before any evaluation: literal sizes (`vector[6] beta`), arithmetic on them,
 //! and, when the program is checked with its data ([`crate::semantics::check_with_data`]), the
 //! `int` data that size declarations (`matrix[N, K] X`), as well as `int` scalars set once from
-//! such values (`int M = N + 1;` in `transformed data` or a block, never assigned). With them
+//! such values (`int M = N + 1;` in `transformed data` or a block, never assigned) and, once
+//! `transformed data` has run, its `int`s in the sizes of declarations that no assignment of
+//! them follows (`int n = 0; for (…) n += 1; vector[n] v;`). With them
 //! the checker reports an operation whose operands cannot fit, at the operation, instead of a
 //! failure of every evaluation at run time (session 18, tester finding 1; session 19).
 //!
