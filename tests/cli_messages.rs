@@ -497,11 +497,34 @@ fn sizes_from_the_data_and_jacobian_warnings_through_aliases() {
         }
         assert!(!text.contains("method ="), "{cmd} fitted: {text}");
     }
-    // sizes the checker cannot follow (a function's result) fail at the first evaluation, at
-    // the one product of the statement (they used to point at the statement's start, 14:3)
-    let runtime = model
+    // sizes followed through `head` (session 19): the same, before any fitting
+    let headed = model
         .replace("vector[6] beta", "vector[7] beta")
         .replace("X * beta", "X * head(beta, 6)");
+    std::fs::write(dir.path().join("h.bayes"), headed).expect("write model");
+    for cmd in ["check", "fit"] {
+        let args = [cmd, "h.bayes", "--data", "d.csv", "--data", "k.json"];
+        let out = common::bayesc_in(dir.path(), &args);
+        let text = common::output_text(&out);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {text}");
+        assert!(
+            text.contains(
+                "error: size mismatch in `X * head(beta, 6)`: `X` has 7 columns but \
+                 `head(beta, 6)` has 6 rows"
+            ),
+            "{cmd}: {text}"
+        );
+        assert!(!text.contains("method ="), "{cmd} fitted: {text}");
+    }
+    // sizes the checker cannot follow (a user function's result, whose size depends on its
+    // arguments) fail at the first evaluation, at the one product of the statement (they used
+    // to point at the statement's start)
+    let runtime = format!(
+        "functions {{ vector first(vector v, int n) {{ return head(v, n); }} }}\n{}",
+        model
+            .replace("vector[6] beta", "vector[7] beta")
+            .replace("X * beta", "X * first(beta, 6)")
+    );
     std::fs::write(dir.path().join("r.bayes"), runtime).expect("write model");
     let args = [
         "fit", "r.bayes", "--data", "d.csv", "--data", "k.json", "--seed", "1",
@@ -511,8 +534,8 @@ fn sizes_from_the_data_and_jacobian_warnings_through_aliases() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
         text.contains(
-            "error: the model cannot be evaluated: size mismatch in `X * head(beta, 6)`: \
-             matrix[10, 7] times vector[6] (r.bayes:14:14)"
+            "error: the model cannot be evaluated: size mismatch in `X * first(beta, 6)`: \
+             matrix[10, 7] times vector[6] (r.bayes:15:14)"
         ),
         "{text}"
     );

@@ -120,11 +120,13 @@ fn fused_layer_gradient_matches_finite_differences() {
 
 #[test]
 fn a_size_mismatch_is_still_reported() {
-    // rep_matrix with the wrong row count is not fused, and the ordinary nodes report it.
+    // rep_matrix with the wrong row count is not fused, and the ordinary nodes report it. (The
+    // row count comes from a function, so that the checker does not know it and report the
+    // mismatch before evaluation, as it does for a literal 4 since session 19.)
     let text = net(
-        "tanh(X * W1 + rep_matrix(b1', 4))",
+        "tanh(X * W1 + rep_matrix(b1', four()))",
         "tanh(add_row_vector(Z1 * W2, b2))",
-        "",
+        "functions { int four() { return 4; } }",
     );
     let m = compile("bad.bayes", &text);
     let theta = vec![0.1; m.dim()];

@@ -164,6 +164,10 @@ fn assignment_sizes_that_disagree_name_both_sizes() {
             "data.bayes",
             "data { int N; vector[N] b; }\nparameters { real mu; }\nmodel {\n  vector[2] c = b;\n  mu ~ normal(sum(c), 1);\n}\n",
         ),
+        (
+            "opaque.bayes",
+            "functions { vector id(vector v) { return v; } }\ndata { int N; vector[N] b; }\nparameters { real mu; }\nmodel {\n  vector[2] c = id(b);\n  mu ~ normal(sum(c), 1);\n}\n",
+        ),
         ("data.json", r#"{"N": 3, "b": [1, 2, 3]}"#),
     ]);
     let d = dir.path();
@@ -177,13 +181,29 @@ fn assignment_sizes_that_disagree_name_both_sizes() {
             "`e` has size 2 but `[1, 2, 3]'` has size 3 in the declaration of `e`",
         ],
     );
-    // sizes from the data: a model error at the first evaluation, for every kind of method
+    // sizes from the data: known before any evaluation (session 19), so `check --data` and
+    // `fit` report them at the value, with both declarations
+    for cmd in ["check", "fit"] {
+        let o = run(d, &[cmd, "data.bayes", "--data", "data.json"]);
+        assert_fails_with(
+            &o,
+            &[
+                "size mismatch in the declaration of `c`: `c` is vector[2] but `b` is vector[3]",
+                "data.bayes:4:17",
+                "`c` declared with 2 elements",
+                "`b` declared with `N` = 3 elements",
+            ],
+        );
+        assert!(!stderr(&o).contains("method ="), "{}", stderr(&o));
+    }
+    // sizes the checker cannot follow (a function's result): a model error at the first
+    // evaluation, for every kind of method
     for method in ["qbvi", "optimize", "nuts", "laplace"] {
         let o = run(
             d,
             &[
                 "fit",
-                "data.bayes",
+                "opaque.bayes",
                 "--data",
                 "data.json",
                 "--method",
@@ -196,10 +216,104 @@ fn assignment_sizes_that_disagree_name_both_sizes() {
             &o,
             &[
                 "the model cannot be evaluated: size mismatch: declared vector[2], assigned vector[3]",
-                "data.bayes:4:3",
+                "opaque.bayes:5:3",
             ],
         );
         assert!(!stderr(&o).contains("initialisation"), "{}", stderr(&o));
+    }
+}
+
+/// Session 19, tester findings: sizes known from the data (or counted by `transformed data`)
+/// that disagree in a distribution's vectorised arguments, in a `transformed data` declaration,
+/// or that are negative, used to pass `check --data` or fail only when evaluated; `check --data`
+/// and `fit` now report them before the model is evaluated, at the arguments or the size, with
+/// the declarations labelled.
+#[test]
+fn sizes_from_the_data_are_checked_before_any_evaluation() {
+    let dir = folder(&[
+        (
+            "args.bayes",
+            "data { int N; int K; vector[N] y; vector[K] s; }\nparameters { vector[N] beta; }\nmodel {\n  beta ~ normal(0, 1);\n  y ~ normal(beta, s);\n}\n",
+        ),
+        (
+            "args.json",
+            r#"{"N": 4, "K": 3, "y": [1, 2, 3, 4], "s": [1, 1, 1]}"#,
+        ),
+        (
+            "td.bayes",
+            "data { int N; vector[N] b; }\ntransformed data {\n  vector[2] c = b;\n}\nparameters { real mu; }\nmodel { mu ~ normal(sum(c), 1); }\n",
+        ),
+        ("td.json", r#"{"N": 3, "b": [1, 2, 3]}"#),
+        (
+            "neg.bayes",
+            "data { int N; }\nparameters {\n  real mu;\n  vector[N - 5] w;\n}\nmodel { mu ~ normal(0, 1); w ~ normal(0, 1); }\n",
+        ),
+        ("neg.json", r#"{"N": 3}"#),
+        (
+            "cnt.bayes",
+            "data { int N; vector[N] y; }\ntransformed data {\n  int n_pos = 0;\n  for (n in 1:N) if (y[n] > 0) n_pos += 1;\n  vector[n_pos] y_pos = rep_vector(1, n_pos);\n}\nparameters { vector[3] mu; }\nmodel {\n  mu ~ normal(0, 1);\n  y_pos ~ normal(mu, 1);\n}\n",
+        ),
+        ("cnt.json", r#"{"N": 5, "y": [1, 2, -1, 3, 4]}"#),
+    ]);
+    let d = dir.path();
+    let cases: [(&str, &[&str]); 4] = [
+        (
+            "args",
+            &[
+                "error: size mismatch in the arguments of `normal`: `y` (the variate) has 4 \
+                 elements but `s` (scale parameter) has 3",
+                "args.bayes:5:3",
+                "`s` declared with `K` = 3 elements",
+                "`y` declared with `N` = 4 elements",
+                "declare `vector[N] s`",
+            ],
+        ),
+        (
+            "td",
+            &[
+                "error: size mismatch in the declaration of `c`: `c` is vector[2] but `b` is \
+                 vector[3]",
+                "td.bayes:3:17",
+                "`b` declared with `N` = 3 elements",
+            ],
+        ),
+        (
+            "neg",
+            &[
+                "error: `w` is declared with size `N - 5` = -2, but a size must be 0 or more",
+                "neg.bayes:4:10",
+                "`N` is 3 in the data",
+            ],
+        ),
+        // a count made by `transformed data`: known once the block has run
+        (
+            "cnt",
+            &[
+                "error: size mismatch in the arguments of `normal`: `y_pos` (the variate) has 4 \
+                 elements but `mu` (location parameter) has 3",
+                "cnt.bayes:10:3",
+                "`y_pos` declared with `n_pos` = 4 elements",
+            ],
+        ),
+    ];
+    for (name, wanted) in cases {
+        let (model, data) = (format!("{name}.bayes"), format!("{name}.json"));
+        // without the data the sizes are unknown: the model checks
+        let o = run(d, &["check", &model]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        for cmd in ["check", "fit"] {
+            let mut args = vec![cmd, model.as_str(), "--data", data.as_str()];
+            if cmd == "fit" {
+                args.extend(["--seed", "1"]);
+            }
+            let o = run(d, &args);
+            assert_fails_with(&o, wanted);
+            assert!(
+                !stdout(&o).contains("mean"),
+                "{cmd} {name} fitted: {}",
+                stdout(&o)
+            );
+        }
     }
 }
 

@@ -535,6 +535,56 @@ fn sliceable(t: Type) -> bool {
     (t.dims == 0 && matches!(t.base, Base::Vector | Base::RowVector)) || t.dims >= 1
 }
 
+/// The functions of one argument applied elementwise: the result has the argument's shape
+/// (`real` for an `int`, elementwise on containers), so its sizes are the argument's (used by
+/// the checker to follow sizes, `semantics/check/call_shapes.rs`).
+pub const ELEMENTWISE_UNARY: &[&str] = &[
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "square",
+    "inv",
+    "inv_logit",
+    "logit",
+    "log1p_exp",
+    "log_inv_logit",
+    "log1m",
+    "log1m_exp",
+    "lgamma",
+    "tanh",
+    "Phi",
+    "relu",
+    "softplus",
+    "fabs",
+    "floor",
+    "ceil",
+    "round",
+    "abs",
+    "inv_sqrt",
+    "inv_square",
+    "log1m_inv_logit",
+    "inv_cloglog",
+    "digamma",
+    "sinh",
+    "cosh",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "cbrt",
+    "log2",
+    "log10",
+    "exp2",
+    "erf",
+    "erfc",
+    "step",
+    "trunc",
+];
+
 /// The return type of built-in `name` applied to arguments of types `args`, or `None` when no
 /// signature matches (the arity has already been checked against `min_args`/`max_args`).
 pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
@@ -542,18 +592,7 @@ pub fn return_type(name: &str, args: &[Type]) -> Option<Type> {
     let real = Type::REAL;
     match (name, args) {
         ("abs", [t]) if t.is_int_based() => Some(*t),
-        (
-            "exp" | "log" | "log1p" | "expm1" | "sqrt" | "square" | "inv" | "inv_logit" | "logit"
-            | "log1p_exp" | "log_inv_logit" | "log1m" | "log1m_exp" | "lgamma" | "tanh" | "Phi"
-            | "relu" | "softplus" | "fabs" | "floor" | "ceil" | "round" | "abs",
-            [t],
-        ) => Some(elementwise(*t)),
-        (
-            "inv_sqrt" | "inv_square" | "log1m_inv_logit" | "inv_cloglog" | "digamma" | "sinh"
-            | "cosh" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "cbrt" | "log2" | "log10"
-            | "exp2" | "erf" | "erfc" | "step" | "trunc",
-            [t],
-        ) => Some(elementwise(*t)),
+        (f, [t]) if ELEMENTWISE_UNARY.contains(&f) => Some(elementwise(*t)),
         (
             "pow" | "fmin" | "fmax" | "fdim" | "hypot" | "atan2" | "log_diff_exp" | "lbeta"
             | "lchoose",

@@ -28,7 +28,9 @@ use super::pretty;
 use super::types::{Base, IndexKind, Type, index_type, max_indices};
 use super::warnings::Warning;
 
+mod call_shapes;
 mod multivariate;
+mod size_checks;
 mod sizes;
 
 /// The block a statement belongs to.
@@ -86,6 +88,9 @@ struct UserFn {
 struct FnCtx {
     name: String,
     ret: Option<Type>,
+    /// The known sizes of each `return`'s value so far (`None` where unknown), for
+    /// [`Checker::fn_shapes`].
+    ret_shapes: Vec<Option<Vec<Option<i64>>>>,
 }
 
 /// The outcome of checking a call.
@@ -288,12 +293,32 @@ pub(super) struct Checker<'p> {
     /// checked with its data ([`crate::semantics::check_with_data`]); empty otherwise.
     size_ints: HashMap<String, i64>,
     /// Names that are the target of an assignment anywhere in the program (any scope).
-    assigned: HashSet<String>,
+    /// Names assigned anywhere in the program (any scope), each with the end of its last
+    /// assignment statement in the source.
+    assigned: HashMap<String, usize>,
+    /// While the sizes of a declaration outside functions and loops are evaluated: where the
+    /// declaration starts. A transformed data `int` none of whose assignments come after it has
+    /// its final value there (`int n = 0; for (…) n += 1; vector[n] v;`), known from the data
+    /// pass that ran `transformed data` ([`Checker::size_value`]).
+    size_at: Option<usize>,
     /// Scalars declared with a literal initialiser (`real s = 0;`) and never assigned: name →
     /// (the name's span in that declaration, the initialiser's span, its value). A use is
     /// that constant only when the declaration in scope is this one (names may be reused in
     /// sibling scopes); see [`Checker::constant_of`].
     constants: HashMap<String, (Span, Span, f64)>,
+    /// `int` scalars declared outside functions with an initialiser of known value
+    /// ([`Checker::size_value`]) and never assigned: name → (the name's span in that
+    /// declaration, the value). Their value is known wherever that declaration is in scope.
+    derived_ints: HashMap<String, (Span, i64)>,
+    /// User-defined functions whose every `return` has the same sizes, all known without the
+    /// arguments (`vector[3] r; …; return r;`): name → those sizes, outermost first.
+    fn_shapes: HashMap<String, Vec<i64>>,
+    /// How many `if`/`else`/`while` bodies enclose the statement being checked. Size errors
+    /// found from the sizes of declarations ([`Checker::check_vectorised_sizes`], assigned
+    /// sizes, negative sizes) are not reported there: the body may be guarded by a condition
+    /// on those sizes (`if (N_s > 0) y ~ normal(mu, s);` with `vector[N_s] s`, N_s = 0), so
+    /// that it never runs with them.
+    guard_depth: usize,
 }
 
 impl<'p> Checker<'p> {
@@ -315,8 +340,12 @@ impl<'p> Checker<'p> {
             deps: HashMap::new(),
             nonlinear_defs: HashMap::new(),
             size_ints: HashMap::new(),
-            assigned: HashSet::new(),
+            assigned: HashMap::new(),
+            size_at: None,
             constants: HashMap::new(),
+            derived_ints: HashMap::new(),
+            fn_shapes: HashMap::new(),
+            guard_depth: 0,
         }
     }
 
@@ -486,12 +515,13 @@ fn conditional_form(fname: &str, args: &[Expr]) -> String {
 /// "3 arguments (the variate, then Location parameter, Scale parameter)" — the expected
 /// arguments of a distribution function (`_rng` functions take no variate).
 /// Every name that is the target of an assignment (`x = …`, `x[i] += …`) anywhere in `p`,
-/// functions included.
-fn assigned_names(p: &Program) -> HashSet<String> {
-    fn walk(s: &Stmt, out: &mut HashSet<String>) {
+/// functions included, with the end of its last assignment statement in the source.
+fn assigned_names(p: &Program) -> HashMap<String, usize> {
+    fn walk(s: &Stmt, out: &mut HashMap<String, usize>) {
         match &s.kind {
             StmtKind::Assign { lhs, .. } => {
-                out.insert(lhs.name.name.clone());
+                let end = out.entry(lhs.name.name.clone()).or_insert(s.span.end);
+                *end = (*end).max(s.span.end);
             }
             StmtKind::For { body, .. }
             | StmtKind::ForEach { body, .. }
@@ -508,7 +538,7 @@ fn assigned_names(p: &Program) -> HashSet<String> {
             _ => {}
         }
     }
-    let mut out = HashSet::new();
+    let mut out = HashMap::new();
     let bodies = p.functions.iter().filter_map(|f| f.body.as_ref());
     let blocks = [
         &p.transformed_data,

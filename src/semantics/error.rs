@@ -467,6 +467,69 @@ pub enum SemanticError {
         /// Primary label: the operation.
         span: Span,
     },
+    /// The vectorised arguments of a univariate distribution (`y ~ normal(mu, s)`, the same
+    /// through `normal_lpdf`, `_lcdf`, `_rng`, …) whose element counts are known before any
+    /// evaluation and differ: every evaluation would fail, since the family pairs the i-th
+    /// elements of its arguments (a scalar is shared by all). [X] session 19, tester finding:
+    /// `y ~ normal(beta, s)` with sizes 4, 4 and 3 passed `check --data` and failed in `fit`.
+    #[error("size mismatch in the arguments of `{function}`: {what}")]
+    ArgumentSizeMismatch {
+        /// The family or function as written (`normal`, `normal_lpdf`).
+        function: String,
+        /// Which sizes disagree, e.g. "`y` (the variate) has 4 elements but `s` (scale
+        /// parameter) has 3".
+        what: String,
+        /// Primary labels, on the arguments whose sizes disagree (the odd ones first), each
+        /// with its sized type (e.g. "vector[3]").
+        args: Vec<(String, Span)>,
+        /// Secondary labels: the declarations of those arguments that are variables.
+        decls: Vec<(String, Span)>,
+        /// The fix, e.g. "declare `vector[N] s;`".
+        help: String,
+        /// The first odd argument (the error's location).
+        span: Span,
+    },
+    /// A value whose sizes, known before any evaluation, differ from those of the variable it
+    /// initialises or is assigned to (`vector[2] c = b;` with `vector[N] b` and N = 3 in the
+    /// data). [X] session 19, tester finding: such a declaration in `transformed data` passed
+    /// `check --data` and failed when the block ran.
+    #[error("size mismatch in {context}: `{target}` is {declared} but `{value}` is {found}")]
+    AssignedSizeMismatch {
+        /// "the declaration of `c`" or "the assignment to `c[1:2]`".
+        context: String,
+        /// The variable (possibly indexed) as written.
+        target: String,
+        /// Its sized type, e.g. "vector[2]".
+        declared: String,
+        /// The value as written.
+        value: String,
+        /// The value's sized type, e.g. "vector[3]".
+        found: String,
+        /// Secondary labels: the declarations of the target and of the value when it is a
+        /// variable, with their sizes.
+        decls: Vec<(String, Span)>,
+        /// The fix.
+        help: String,
+        /// Primary label: the value.
+        span: Span,
+    },
+    /// A declared size known before evaluation to be negative (`vector[-1] v;`, or
+    /// `vector[N - 5] v;` with N = 3 from the data). [X] session 19, tester finding: it used
+    /// to fail only when the block ran.
+    #[error("{}", negative_size_message(name, size, *value))]
+    NegativeSize {
+        /// The declared variable.
+        name: String,
+        /// The size expression as written.
+        size: String,
+        /// Its value.
+        value: i64,
+        /// Secondary labels: the `int` data and transformed data the size is computed from,
+        /// with their values.
+        sources: Vec<(String, Span)>,
+        /// Primary label: the size expression.
+        span: Span,
+    },
     /// A literal index outside the literal size of what it indexes (`y[4]` with `vector[3] y`),
     /// or below 1 whatever the size (`y[0]`): every evaluation would fail.
     #[error("{}", index_out_of_range_message(name, *index, *size))]
@@ -602,6 +665,9 @@ impl SemanticError {
             | LiteralSizeMismatch { span, .. }
             | IndexOutOfRange { span, .. }
             | SizeMismatch { span, .. }
+            | ArgumentSizeMismatch { span, .. }
+            | AssignedSizeMismatch { span, .. }
+            | NegativeSize { span, .. }
             | LiteralOutsideSupport { span, .. }
             | EndlessLoop { span, .. }
             | ImputedTooEarly { span, .. }
@@ -617,6 +683,16 @@ fn index_out_of_range_message(name: &str, index: i64, size: Option<i64>) -> Stri
             "index {index} is out of range for `{name}`, whose size there is {n}: indexes run from 1 to {n}"
         ),
         None => format!("index {index} is out of range for `{name}`: indexes start at 1"),
+    }
+}
+
+/// The message of [`SemanticError::NegativeSize`]: the size as written, and its value when
+/// that is not the literal itself.
+fn negative_size_message(name: &str, size: &str, value: i64) -> String {
+    if size.parse::<i64>().is_ok() {
+        format!("`{name}` is declared with size {value}, but a size must be 0 or more")
+    } else {
+        format!("`{name}` is declared with size `{size}` = {value}, but a size must be 0 or more")
     }
 }
 

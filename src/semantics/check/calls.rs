@@ -347,6 +347,18 @@ impl<'p> Checker<'p> {
             (&args[1..], &tys[1..], 2)
         };
         self.check_dist_params(sig, fname, param_args, param_tys, first);
+        // the vectorised arguments must agree in size
+        let mut items = Vec::new();
+        if !is_rng {
+            items.push((&args[0], "the variate".to_string()));
+        }
+        items.extend(
+            param_args
+                .iter()
+                .zip(sig.params)
+                .map(|(a, p)| (a, lowercase_first(p.name))),
+        );
+        self.check_vectorised_sizes(fname, &items);
         if is_rng {
             let elem = if discrete { Base::Int } else { Base::Real };
             let vectorised = param_tys.iter().flatten().any(|t| !t.is_scalar());

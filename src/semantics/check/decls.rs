@@ -70,6 +70,7 @@ impl<'p> Checker<'p> {
         self.func = Some(FnCtx {
             name: f.name.name.clone(),
             ret,
+            ret_shapes: Vec::new(),
         });
         self.scopes.push();
         for p in &f.params {
@@ -106,7 +107,15 @@ impl<'p> Checker<'p> {
                 span: f.name.span,
             });
         }
-        self.func = None;
+        // sizes every return agrees on, all known: the sizes of every call
+        if let Some(ctx) = self.func.take()
+            && ret.is_some_and(|t| !t.is_scalar())
+            && let Some(first) = ctx.ret_shapes.first().cloned().flatten()
+            && ctx.ret_shapes.iter().all(|s| s.as_ref() == Some(&first))
+            && let Some(dims) = first.into_iter().collect::<Option<Vec<i64>>>()
+        {
+            self.fn_shapes.insert(f.name.name.clone(), dims);
+        }
     }
 
     /// Checks a declaration and adds it to the current scope. `top` is true for block-level
@@ -235,9 +244,16 @@ impl<'p> Checker<'p> {
         // Sizes: int, and data-only at block level.
         let mut sizes = Vec::new();
         let mut known = Vec::new();
+        self.size_at = (self.func.is_none() && self.loop_depth == 0).then_some(d.ty.span.start);
         for e in size_exprs(d) {
             sizes.push(pretty::expr(e));
-            known.push(self.size_value(e));
+            let value = self.size_value(e);
+            known.push(value);
+            if let Some(v) = value
+                && v < 0
+            {
+                self.negative_size(name, e, v);
+            }
             if let Some(t) = self.expr(e)
                 && !t.is_int()
             {
@@ -259,6 +275,8 @@ impl<'p> Checker<'p> {
                 });
             }
         }
+
+        self.size_at = None;
 
         // Constraints: block level only; bounds of the right type; data bounds are data.
         if !top && (!d.ty.constraint.is_empty() || is_structured(&d.ty.base)) {
@@ -370,6 +388,9 @@ impl<'p> Checker<'p> {
                         context: format!("the declaration of `{name}`"),
                         span: init.span,
                     });
+                } else {
+                    // the same with sizes from the data, or through operations and calls
+                    self.check_declared_sizes(d, ty, &sizes, &known, init);
                 }
                 let deps = self.param_deps(init);
                 self.deps.entry(name.clone()).or_default().extend(deps);
@@ -423,12 +444,21 @@ impl<'p> Checker<'p> {
         // constant (see `Checker::constant_of`)
         if d.ty.array_dims.is_empty()
             && matches!(d.ty.base, SizedBase::Int | SizedBase::Real)
-            && !self.assigned.contains(name)
+            && !self.assigned.contains_key(name)
             && let Some(init) = &d.init
             && let Some(v) = super::dists::literal_value(init)
         {
             self.constants
                 .insert(name.clone(), (d.name.span, init.span, v));
+        }
+        // `int M = N + 1;` never assigned: `M` is known wherever `N` is
+        if ty == Type::INT
+            && self.func.is_none()
+            && !self.assigned.contains_key(name)
+            && let Some(init) = &d.init
+            && let Some(v) = self.size_value(init)
+        {
+            self.derived_ints.insert(name.clone(), (d.name.span, v));
         }
         self.scopes.declare(
             name,

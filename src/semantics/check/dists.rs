@@ -229,7 +229,8 @@ impl<'p> Checker<'p> {
     }
 
     /// Whether `e` is a non-linear function of parameter-dependent values (best effort:
-    /// reshapes and selections ([`RESHAPES`]) are transparent;
+    /// reshapes and selections ([`RESHAPES`]) are transparent, sums ([`ADDITIVE`]) and
+    /// products with data ([`BILINEAR`]) are linear, as are `+`, `-`, and `*` or `/` by data;
     /// any other function call or product of two parameter-dependent factors counts).
     pub(super) fn nonlinear(&self, e: &Expr) -> bool {
         match &e.kind {
@@ -240,6 +241,18 @@ impl<'p> Checker<'p> {
             // the result needs no Jacobian adjustment.
             ExprKind::Call { name, args, .. } if RESHAPES.contains(&name.name.as_str()) => {
                 args.iter().any(|a| self.nonlinear(a))
+            }
+            // Sums and repetitions are linear: their Jacobian is constant.
+            ExprKind::Call { name, args, .. } if ADDITIVE.contains(&name.name.as_str()) => {
+                args.iter().any(|a| self.nonlinear(a))
+            }
+            // Products are linear in one factor when the others are data.
+            ExprKind::Call { name, args, .. } if BILINEAR.contains(&name.name.as_str()) => {
+                args.iter()
+                    .filter(|a| self.depends_on_parameters(a))
+                    .count()
+                    > 1
+                    || args.iter().any(|a| self.nonlinear(a))
             }
             ExprKind::Call { args, .. } => args.iter().any(|a| self.depends_on_parameters(a)),
             ExprKind::Binary { op, lhs, rhs } => {
@@ -441,3 +454,29 @@ fn literal_support(support: Support, v: f64) -> Option<(&'static str, &'static s
     };
     (!ok).then_some((words, example))
 }
+
+/// Functions that are linear (affine) in their real arguments jointly, `int` size arguments
+/// aside: a sampling statement on their result needs no Jacobian adjustment, since a linear
+/// map has a constant Jacobian. [X] session 19, tester finding 5: the ICAR soft sum-to-zero
+/// constraint `sum(phi) ~ normal(0, 0.001 * N)` and `mean(s) ~ normal(0, 1)` warned.
+const ADDITIVE: &[&str] = &[
+    "sum",
+    "mean",
+    "cumulative_sum",
+    "rep_vector",
+    "rep_row_vector",
+    "rep_matrix",
+    "rep_array",
+    "add_diag",
+    "add_row_vector",
+];
+
+/// Functions linear in each argument separately (products): linear in the parameters when at
+/// most one argument depends on them (`dot_product(x, beta)` with data `x`).
+const BILINEAR: &[&str] = &[
+    "dot_product",
+    "rows_dot_product",
+    "columns_dot_product",
+    "diag_pre_multiply",
+    "diag_post_multiply",
+];

@@ -101,7 +101,9 @@ impl<'p> Checker<'p> {
                     }
                 }
                 self.loop_depth += 1;
+                self.guard_depth += 1;
                 self.nested(body);
+                self.guard_depth -= 1;
                 self.loop_depth -= 1;
             }
             StmtKind::If {
@@ -110,10 +112,12 @@ impl<'p> Checker<'p> {
                 otherwise,
             } => {
                 self.expect_scalar(cond, "the condition of `if`");
+                self.guard_depth += 1;
                 self.nested(then);
                 if let Some(o) = otherwise {
                     self.nested(o);
                 }
+                self.guard_depth -= 1;
             }
             StmtKind::Block(stmts) => {
                 self.scopes.push();
@@ -256,7 +260,8 @@ impl<'p> Checker<'p> {
                 span,
             }),
             (Some(e), Some(t)) => {
-                if let Some(found) = self.expr(e)
+                let found = self.expr(e);
+                if let Some(found) = found
                     && !t.accepts(found)
                 {
                     self.err(SemanticError::TypeMismatch {
@@ -266,6 +271,14 @@ impl<'p> Checker<'p> {
                         span: e.span,
                         help: promotion_help(t, found),
                     });
+                }
+                // the sizes of this return, for the sizes of the function's calls
+                let dims = self
+                    .shape(e)
+                    .filter(|s| found.is_some_and(|found| t.accepts(found)) && s.ty.dims == t.dims)
+                    .map(|s| s.dims.iter().map(|d| d.0).collect());
+                if let Some(ctx) = self.func.as_mut() {
+                    ctx.ret_shapes.push(dims);
                 }
             }
         }
@@ -379,6 +392,14 @@ impl<'p> Checker<'p> {
                 help: promotion_help(lt, r),
             });
         }
+        // sizes known before evaluation must agree (`*=` and `/=` follow the product's rules)
+        if result.is_some_and(|r| lt.accepts(r))
+            && !matches!(op, AssignOp::MulAssign | AssignOp::DivAssign)
+            && !lt.is_scalar()
+            && !rt.is_scalar()
+        {
+            self.check_assignment_sizes(lhs, rhs);
+        }
         // `x *= p` and `x /= p` multiply or divide what `x` holds by `p`: non-linear when
         // both depend on parameters, as `x * p` is
         let product = matches!(
@@ -469,12 +490,23 @@ impl<'p> Checker<'p> {
             self.check_dist_params(sig, sig.name, args, &arg_tys, 1);
             // a univariate family vectorises elementwise: the sizes must agree
             let context = format!("the arguments of `{}`", sig.name);
+            let before = self.errors.len();
             for a in args {
                 if self.literal_sizes(lhs).is_some_and(|s| !s.contains('×'))
                     && self.literal_sizes(a).is_some_and(|s| !s.contains('×'))
                 {
                     self.literal_sizes_agree(lhs, a, &context, span);
                 }
+            }
+            // the same with sizes from the data, or through operations and calls
+            if self.errors.len() == before {
+                let mut items = vec![(lhs, "the variate".to_string())];
+                items.extend(
+                    args.iter()
+                        .zip(sig.params)
+                        .map(|(a, p)| (a, lowercase_first(p.name))),
+                );
+                self.check_vectorised_sizes(sig.name, &items);
             }
         }
 

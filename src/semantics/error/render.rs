@@ -206,6 +206,56 @@ impl ToDiagnostic for SemanticError {
                 }
                 notes.push(format!("help: {help}"));
             }
+            ArgumentSizeMismatch {
+                args, decls, help, ..
+            } => {
+                for (msg, at) in args {
+                    labels.push(primary(*at, msg));
+                }
+                for (msg, decl) in decls {
+                    labels.push(secondary(*decl, msg));
+                }
+                notes.push(format!("help: {help}"));
+            }
+            AssignedSizeMismatch {
+                found,
+                decls,
+                help,
+                span,
+                ..
+            } => {
+                labels.push(primary(*span, found));
+                for (msg, decl) in decls {
+                    labels.push(secondary(*decl, msg));
+                }
+                notes.push(format!("help: {help}"));
+            }
+            NegativeSize {
+                size,
+                value,
+                sources,
+                span,
+                ..
+            } => {
+                let msg = if size.parse::<i64>().is_ok() {
+                    "negative size".to_string()
+                } else {
+                    format!("this size is {value}")
+                };
+                labels.push(primary(*span, msg));
+                for (msg, decl) in sources {
+                    labels.push(secondary(*decl, msg));
+                }
+                notes.push(if sources.is_empty() {
+                    "help: a size counts elements: write 0 or more (0 declares an empty \
+                     container)"
+                        .to_string()
+                } else {
+                    "help: a size counts elements, so it must be 0 or more: check the values \
+                     it is computed from (labelled), or the arithmetic of the size"
+                        .to_string()
+                });
+            }
             TooManyIndices { span, .. } => {
                 labels.push(primary(*span, "too many indexes"));
             }
