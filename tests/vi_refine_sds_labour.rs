@@ -201,3 +201,49 @@ fn no_refine_keeps_the_methods_own_sds() {
     let (_, hi) = sd_ratios(&f.sd);
     assert!(hi > 1.25, "the widest sd ratio {hi:.3}");
 }
+
+/// Minibatch QNVB is refined as the other mean-field fits are (session 19): before, it said
+/// "converged" 0.204, 0.242 and 0.250 NUTS sds from NUTS at M = 16 seed 2 and M = 200 seeds 8
+/// and 9 (its mean was not refined and the check's bar is 0.25); now 0.047, 0.096 and 0.101,
+/// with the sds at the mean-field optimum (measured). Over M = 16, 32, 64, 200 and seeds 1–12
+/// (48 fits) the converged fits above 0.15 went from 22 to 4 (0.161–0.187, alpha along its
+/// ridge with age, which the check under-reads; docs/variational.md).
+#[test]
+fn minibatch_qnvb_is_refined_and_meets_the_bar() {
+    for (batch, seed) in [("16", "2"), ("200", "8"), ("200", "9")] {
+        let tag = format!("qnvb{batch}s{seed}");
+        let f = fit_labour(
+            &tag,
+            &["--method", "qnvb", "--batch-size", batch, "--seed", seed],
+        );
+        assert!(converged(&f.report), "{tag}: {}", f.report);
+        let z = nuts_distance(&f.mean);
+        assert!(z < 0.15, "{tag}: a mean {z:.3} NUTS sds off");
+        assert!(
+            f.report.contains("the mean was refined"),
+            "{tag}: {}",
+            f.report
+        );
+        let (lo, hi) = sd_ratios(&f.sd);
+        assert!(
+            lo > 0.93 && hi < 1.07,
+            "{tag}: sd ratios {lo:.3}–{hi:.3} of the mean-field optimum"
+        );
+    }
+    // --no-refine is accepted for qnvb and keeps its own end point (0.250 NUTS sds off)
+    let f = fit_labour(
+        "qnvb200s9n",
+        &[
+            "--method",
+            "qnvb",
+            "--batch-size",
+            "200",
+            "--seed",
+            "9",
+            "--no-refine",
+        ],
+    );
+    assert!(!f.report.contains("the mean was refined"), "{}", f.report);
+    let z = nuts_distance(&f.mean);
+    assert!(z > 0.2, "unrefined: a mean {z:.3} NUTS sds off");
+}

@@ -674,6 +674,9 @@ pub fn result_report(
                 ),
             }
             epoch_note(&mut s, &fit.epoch_elbo, fit.iterations, options);
+            for note in &fit.notes {
+                outln!("note: {note}");
+            }
             outln!(
                 "posterior summary from {} draws of the fitted mean-field Gaussian (constrained scale):\n",
                 result.draws.n_draws()

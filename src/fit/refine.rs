@@ -429,6 +429,36 @@ pub(super) fn refine_mean(
     })
 }
 
+/// The reason a fit is not converged when its refinement did not settle
+/// ([`Refinement::settled`]): the mean is then not at the ELBO's optimum, whatever the check
+/// estimates afterwards (the check under-reads distances along ridges). `names`: the
+/// coordinates' names; `random_start`: whether the fit started at the random point (the
+/// remedy differs). `None` when there was no refinement or it settled.
+pub(super) fn unsettled(
+    refined: Option<&Refinement>,
+    names: &[String],
+    options: &super::FitOptions,
+    random_start: bool,
+) -> Option<String> {
+    let r = refined.filter(|r| !r.settled())?;
+    let minibatch = options
+        .minibatch
+        .as_ref()
+        .is_some_and(|p| p.settings.batch_size < p.n_obs);
+    let name = names
+        .get(r.last_coordinate)
+        .cloned()
+        .unwrap_or_else(|| format!("coordinate {}", r.last_coordinate));
+    Some(super::vi_checks::unsettled_phrase(
+        &name,
+        r.last,
+        r.refused,
+        random_start,
+        options.method,
+        minibatch,
+    ))
+}
+
 /// The note of a Gaussian fit that [`refine_mean`] changed (its mean moved, or its sds
 /// refined), or, beside "converged", whose estimated distance from the ELBO's optimum in the
 /// mean (`offset`: coordinate, sds of the curvature's Gaussian;

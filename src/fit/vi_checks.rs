@@ -222,6 +222,9 @@ fn not_converged_remedy(random_start: bool, method: Method, cause: &str) -> Stri
     let others = other_methods(method, &[Method::Qbvi, Method::Nuts]);
     if random_start {
         format!("start at the mode (drop --random-init), or use --method {others}")
+    } else if method == Method::Qnvb {
+        // QNVB takes no step size (specs/qnvb.md)
+        format!("{cause}; use --method {others}")
     } else {
         format!("{cause}; try another --step-size, or use --method {others}")
     }
@@ -245,7 +248,10 @@ pub fn unsettled_phrase(
     } else {
         format!("its last step still moved {name} by {last:.2} posterior sds")
     };
-    let cause = if minibatch {
+    let cause = if minibatch && method == Method::Qnvb {
+        // QNVB takes no step size (specs/qnvb.md)
+        "the batches' noise left the mean far from the optimum: try a larger --batch-size"
+    } else if minibatch {
         "the batches' noise left the mean far from the optimum: try a larger --batch-size or a \
          smaller --step-size"
     } else {

@@ -548,7 +548,7 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
     settings.extend(exit);
     // the Newton refinement of the mean after the exit rule (fit::refine_mean), where it applies
     let refines = result.method != fit::Method::Mcdropout
-        && matches!(result.details, FitDetails::Qbvi(_))
+        && matches!(result.details, FitDetails::Qbvi(_) | FitDetails::Qnvb(_))
         && d <= crate::fit::stationarity::NEWTON_MAX_D;
     if refines {
         settings.push((

@@ -279,8 +279,8 @@ pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String>
         (
             "--no-refine",
             args.no_refine,
-            (method == M::Qbvi || method.is_survey()) && method != M::Mcdropout,
-            "qbvi and the survey methods except mcdropout",
+            (matches!(method, M::Qbvi | M::Qnvb) || method.is_survey()) && method != M::Mcdropout,
+            "qbvi, qnvb and the survey methods except mcdropout",
         ),
         (
             "--chains",

@@ -143,6 +143,10 @@ pub struct QnvbFit {
     /// Minibatch fits only: the mean averaged over each of the last (at most
     /// [`super::minibatch::EPOCH_MEANS`]) epochs, oldest first (`fit::stationarity`).
     pub epoch_means: Vec<Vec<f64>>,
+    /// What the fit layer wants the user to know about this fit (the refinement of the mean
+    /// and sds after the exit rule, `fit::refine`); printed with the convergence line. Empty
+    /// from the loops.
+    pub notes: Vec<String>,
 }
 
 impl QnvbFit {
@@ -541,5 +545,6 @@ fn fit_inner(
         epoch_elbo,
         epoch_checks,
         epoch_means,
+        notes: Vec::new(),
     })
 }

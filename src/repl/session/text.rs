@@ -233,6 +233,10 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
                     crate::output::report::epoch_line(plan, q.iterations, *last)
                 );
             }
+            // the refinement's note, as `bayesc fit` prints it
+            for note in &q.notes {
+                let _ = writeln!(s, "note: {note}");
+            }
         }
         _ => {
             let _ = writeln!(
