@@ -51,15 +51,7 @@ pub const REFINE_DRAWS: usize = 200;
 /// At most this many Newton steps ([X]). One step (the prototype, same draws) left minibatch
 /// QBVI on labour up to 0.165 NUTS sds from NUTS (M = 100, seeds 1–12) and two 0.145: where
 /// log p is not quadratic the first step's curvature is that at the old mean (measured).
-/// Along a ridge of correlated coordinates whose whitened curvature is below the
-/// [`super::stationarity::CURVATURE_FLOOR`] the steps are shortened by the floor, and the
-/// iteration converges linearly: minibatch QNVB on labour (session 19) ended 0.161–0.187 NUTS
-/// sds from NUTS after two steps (alpha, along its ridge with age) at M = 16, 32, 64, and
-/// 0.126–0.148 after four; 800 draws instead of 200 changed nothing (measured). Four steps
-/// changed no verdict of the 444-fit labour grid and lowered its largest distance of a
-/// converged fit from 0.144 to 0.119 (QBVI M = 100, 200); a step under [`REFINE_TOL`] ends
-/// the iteration, so a fit already at its optimum pays for one.
-pub const REFINE_STEPS: usize = 4;
+pub const REFINE_STEPS: usize = 2;
 
 /// A step that would move a coordinate by more than this many sds of the curvature's Gaussian
 /// is not taken ([X]): the fit is not near its optimum, and the check reports it. On labour
