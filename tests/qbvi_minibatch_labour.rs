@@ -7,26 +7,13 @@
 //! M = 32), the precision steps were driven by that noise, and this fit returned sds down to
 //! 0.57 of the optimum's and was reported not converged (measured with 20 000 draws).
 
+mod common;
+
 use std::process::Command;
 
-/// The full-data mean-field Gaussian optimum of labour on ζ = (alpha, beta[1..7]): mean and sd.
-/// Computed for this test by the mean-field fixed point (damped Newton steps of μ with E_q of
-/// each row's gradient and curvature, s_j = 1/E_q[−∂²L/∂ζ_j²]) with each row's linear predictor
-/// η ~ N(x·μ, Σ_j x_j²·s_j) integrated by 60-point Gauss–Hermite quadrature; the gradient of
-/// the ELBO there is below 1e-11. Its means are within 0.06 NUTS sds of the NUTS reference.
-const MF_MEAN: [f64; 8] = [
-    3.201_173, -1.483_323, -0.064_231, -0.063_264, 0.819_688, 0.115_618, 0.613_366, -0.034_926,
-];
-const MF_SD: [f64; 8] = [
-    0.080_402,
-    0.153_354,
-    0.043_045,
-    0.001_830_5,
-    0.165_367,
-    0.132_318,
-    0.067_363,
-    0.003_549_5,
-];
+/// The full-data mean-field optimum (`common::LABOUR_MF_MEAN`, `common::LABOUR_MF_SD`).
+const MF_MEAN: [f64; 8] = common::LABOUR_MF_MEAN;
+const MF_SD: [f64; 8] = common::LABOUR_MF_SD;
 /// NUTS posterior means and sds of `shared/validation/reference_fits/labour.csv`.
 const NUTS_MEAN: [f64; 8] = [
     3.237_019, -1.491_803, -0.064_700, -0.063_971, 0.812_909, 0.124_228, 0.617_955, -0.035_374,

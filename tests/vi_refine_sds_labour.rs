@@ -16,20 +16,8 @@ mod common;
 
 use std::process::Command;
 
-/// The full-data mean-field Gaussian optimum of labour on ζ = (alpha, beta[1..7]): mean and sd
-/// (as `tests/qbvi_minibatch_labour.rs`; recomputed independently in session 19 by a damped
-/// Newton/fixed-point iteration with each row's linear predictor integrated by the trapezoid
-/// rule on ±12 sds: the same values to every printed digit, ELBO gradient below 1e-13).
-const MF_SD: [f64; 8] = [
-    0.080_402,
-    0.153_354,
-    0.043_045,
-    0.001_830_5,
-    0.165_367,
-    0.132_318,
-    0.067_363,
-    0.003_549_5,
-];
+/// The full-data mean-field optimum's sds (`common::LABOUR_MF_SD`).
+const MF_SD: [f64; 8] = common::LABOUR_MF_SD;
 
 const NAMES: [&str; 8] = [
     "alpha", "beta[1]", "beta[2]", "beta[3]", "beta[4]", "beta[5]", "beta[6]", "beta[7]",
