@@ -336,3 +336,61 @@ fn files_of_an_interrupted_run_keep_their_chain_numbers() {
         "{text}"
     );
 }
+
+/// With `--save-warmup`, a stop during warmup keeps the warmup draws streamed so far (the rule:
+/// nothing the user fitted is lost): the old code deleted every file ("nothing written: the fit
+/// has no draws"). One thread: chain 1 is stopped after 50 of its 100 warmup iterations, the
+/// others had not started; chain 1's file keeps its 50 warmup rows and says where it stopped,
+/// and no file is made for the chains that had not started.
+#[test]
+fn a_stop_in_warmup_keeps_the_saved_warmup_draws() {
+    let model = common::compile_source("interrupt.bayes", MODEL, None, &[]);
+    let mut options = FitOptions::new(Method::Nuts, 7);
+    options.mcmc.chains = 4;
+    options.mcmc.warmup = 100;
+    options.mcmc.samples = 100;
+    options.mcmc.save_warmup = true;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sw.csv");
+    let files = bayesc::output::stan_stream::ChainFiles::new(
+        &path,
+        std::path::Path::new("interrupt.bayes"),
+        &options,
+        &fit::draw_names(&model),
+        2,
+    );
+    let stop = AtomicBool::new(false);
+    let on_progress = |e: ProgressEvent| {
+        if let ProgressEvent::Chain(p) = e
+            && p.chain == 0
+            && p.iteration >= 50
+        {
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    let monitor = Monitor {
+        on_progress: &on_progress,
+        stop: &stop,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let r = pool
+        .install(|| fit::fit_with_stream(&model, &options, &monitor, Some(&files)))
+        .expect("an interrupted fit is not an error");
+    assert!(r.draws.chains.is_empty());
+    let written = files.finish(&r).unwrap();
+    assert_eq!(written, vec![path.with_file_name("sw_1.csv").display().to_string()]);
+    let text = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(
+        text.ends_with("# interrupted: 0 of 100 draws, 50 warmup draws (in warmup)\n"),
+        "{text}"
+    );
+    let csv = bayesc::output::read_stan_csv(std::path::Path::new(&written[0])).unwrap();
+    assert_eq!((csv.n_draws, csv.warmup_draws), (0, 50));
+    assert!(csv.values.is_empty());
+    for c in 2..=4 {
+        assert!(!path.with_file_name(format!("sw_{c}.csv")).exists());
+    }
+}

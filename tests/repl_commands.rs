@@ -870,3 +870,35 @@ fn a_decimal_index_names_the_integer_positions() {
         "{w}"
     );
 }
+
+/// `:diagnostics` gives the verdict `:fit` gave: an IVON fit of labour with batches of 5 rows
+/// (seed 1), whose steps made q worse, was "NOT converged" in `:fit` and `:fits` but "stop
+/// reason: converged (the smoothed-ELBO exit rule fired)" in `:diagnostics`.
+#[test]
+fn diagnostics_stop_reason_agrees_with_the_fit_verdict() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(&mut s, &format!(":load {root}/examples/labour/model.bayes"));
+    ok(&mut s, &format!(":data {root}/examples/labour/labour.csv"));
+    let fit = ok(&mut s, ":fit ivon --batch-size 5 --seed 1 as iv");
+    assert!(fit.contains("NOT converged after"), "{fit}");
+    let d = ok(&mut s, ":diagnostics iv");
+    let line = d.lines().find(|l| l.starts_with("stop reason:")).unwrap();
+    assert!(
+        line.starts_with(
+            "stop reason: the exit rule fired; NOT converged: the full-data ELBO averaged -497.984"
+        ),
+        "{d}"
+    );
+    assert!(!d.contains("stop reason: converged"), "{d}");
+    let fits = ok(&mut s, ":fits");
+    assert!(fits.contains("NOT converged"), "{fits}");
+    // a clean fit still says so, after what fired
+    ok(&mut s, ":fit qbvi --seed 1 as q");
+    let d = ok(&mut s, ":diagnostics q");
+    assert!(
+        d.contains("stop reason: the exit rule fired; converged\n"),
+        "{d}"
+    );
+}

@@ -227,7 +227,7 @@ fn the_fit_list_and_diagnostics_repeat_a_not_converged_verdict() {
         .unwrap_or_else(|| panic!("no fit1 row in\n{out}"));
     assert!(listed.contains("NOT converged"), "{out}");
     assert!(
-        out.contains("stop reason: NOT converged: the exit rule fired, but"),
+        out.contains("stop reason: the exit rule fired; NOT converged: "),
         "{out}"
     );
 }

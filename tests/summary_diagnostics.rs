@@ -107,3 +107,63 @@ fn summary_of_an_optimize_file_shows_the_point_estimate() {
         assert!(text.contains("--method laplace"), "{text}");
     }
 }
+
+/// `bayesc summary` echoes how the fit ended, as its files record it, before the table: the
+/// `# interrupted: N of M draws` line of an interrupted MCMC run (the old code printed a clean
+/// table and never mentioned it).
+#[test]
+fn summary_warns_about_an_interrupted_mcmc_file() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let e: Vec<f64> = (0..71).map(|i| (i % 2) as f64).collect();
+    let p = dir.path().join("c_1.csv");
+    let mut text = chain_csv(0, &e, &[], &[]);
+    text.push_str("# interrupted: 71 of 50000 draws\n");
+    std::fs::write(&p, text).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("summary")
+        .arg(&p)
+        .output()
+        .expect("run bayesc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let warning = format!("WARNING: `{}`: interrupted: 71 of 50000 draws", p.display());
+    let at = text.find(&warning).unwrap_or_else(|| panic!("{text}"));
+    assert!(at < text.find("R_hat").expect("an MCMC table"), "{text}");
+}
+
+/// `bayesc summary` of an unconverged variational fit's draws file (IVON on labour with
+/// batches of 5 rows, seed 1, whose steps made q worse) says so before the table, and shows the
+/// table `bayesc fit` shows for variational draws: no R-hat or ESS, which for independent draws
+/// of q (1.000 and about 1000 here) read as if the fit were fine.
+#[test]
+fn summary_of_an_unconverged_variational_file_warns_and_shows_no_rhat() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let p = dir.path().join("iv.csv");
+    let fit = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args(["fit", &format!("{root}/examples/labour/model.bayes")])
+        .args(["--data", &format!("{root}/examples/labour/labour.csv")])
+        .args(["--method", "ivon", "--batch-size", "5", "--seed", "1", "-o"])
+        .arg(&p)
+        .output()
+        .expect("run bayesc");
+    assert!(fit.status.success(), "{}", String::from_utf8_lossy(&fit.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("summary")
+        .arg(&p)
+        .output()
+        .expect("run bayesc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let warning = format!(
+        "WARNING: `{}`: not converged: the full-data ELBO averaged -497.984",
+        p.display()
+    );
+    assert!(text.starts_with(&warning), "{text}");
+    assert!(
+        text.contains("1000 independent draws of the fitted approximation (method = variational)"),
+        "{text}"
+    );
+    assert!(text.contains("alpha       3.288"), "{text}");
+    assert!(!text.contains("R_hat") && !text.contains("ESS_bulk"), "{text}");
+}

@@ -186,7 +186,9 @@ pub fn run(mut args: FitArgs) -> i32 {
         options.mcmc.samples = result.draws.n_draws() * options.mcmc.thin;
     }
     let no_draws = result.draws.chains.is_empty();
-    if no_draws && (args.output.is_some() || args.save_fit.is_some()) {
+    // with --save-warmup a run stopped in warmup keeps the warmup draws streamed to its files
+    let warmup_kept = no_draws && options.mcmc.save_warmup && streamed.is_some();
+    if no_draws && !warmup_kept && (args.output.is_some() || args.save_fit.is_some()) {
         println!("\nnothing written: the fit has no draws");
     }
     if let Some(path) = args.output.as_ref() {
@@ -196,7 +198,15 @@ pub fn run(mut args: FitArgs) -> i32 {
             None => write_outputs(path, &result, &options, &args.model),
         };
         match written {
+            Ok(files) if files.is_empty() && warmup_kept => {
+                println!("\nnothing written: the fit has no draws")
+            }
             Ok(files) if files.is_empty() => {}
+            Ok(files) if no_draws => println!(
+                "\nwarmup draws written to {} (the run was stopped in warmup, so there are no \
+                 post-warmup draws; each ends with `# interrupted: … (in warmup)`)",
+                files.join(", ")
+            ),
             Ok(files) if fit_was_interrupted(&result) => println!(
                 "\ndraws written to {} ({})",
                 files.join(", "),

@@ -38,13 +38,55 @@ pub fn run(args: SummaryArgs) -> i32 {
             );
         }
     }
+    // with --save-warmup a chain stopped in warmup keeps a file of warmup draws only: beside
+    // chains with draws it is left out (it would cut every chain to 0 draws), and said so
+    let mut paths = args.files.clone();
+    if files.iter().any(|f| f.n_draws > 0) {
+        let flags: Vec<bool> = files
+            .iter()
+            .map(|f| f.n_draws > 0 || f.warmup_draws == 0)
+            .collect();
+        let mut keep = flags.iter().copied();
+        let mut keep_path = flags.iter().copied();
+        for (f, p) in files.iter().zip(&paths) {
+            if f.n_draws == 0 && f.warmup_draws > 0 {
+                eprintln!(
+                    "warning: `{}` holds {} warmup draws and no post-warmup draws (its chain \
+                     was stopped in warmup): left out of the summary",
+                    p.display(),
+                    f.warmup_draws
+                );
+            }
+        }
+        files.retain(|_| keep.next().unwrap_or(true));
+        paths.retain(|_| keep_path.next().unwrap_or(true));
+    }
+    let args = SummaryArgs { files: paths };
     if let Some(message) = not_one_fit(&files, &args.files) {
         eprintln!("error: {message}; give the chains of one fit");
         return super::EXIT_ERROR;
     }
+    // what the writer recorded about how the fit ended (an interrupted run, an unconverged
+    // variational fit) comes first, where it cannot be missed: the table alone reads as a result
+    let status: Vec<String> = files
+        .iter()
+        .zip(&args.files)
+        .flat_map(|(f, path)| {
+            status_lines(f)
+                .into_iter()
+                .map(move |l| format!("WARNING: `{}`: {l}", path.display()))
+        })
+        .collect();
+    for line in &status {
+        println!("{line}");
+    }
+    if !status.is_empty() {
+        println!();
+    }
     if files.iter().any(is_optimize) {
         return point_estimates(&files, &args.files);
     }
+    let approximation = approximation_method(&files[0]);
     let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     let draws = match stan_csv::draws_from_files(&files, &paths) {
         Ok(d) => d,
@@ -82,6 +124,9 @@ pub fn run(args: SummaryArgs) -> i32 {
             draws.n_draws()
         );
         return super::EXIT_ERROR;
+    }
+    if let Some(method) = approximation {
+        return approximation_summary(&draws, &method);
     }
     println!(
         "{} chains × {} draws\n",
@@ -206,6 +251,65 @@ fn not_one_fit(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> Option<String>
         }
     }
     None
+}
+
+/// The lines in which a draws file's writer recorded how the fit ended, when it did not end
+/// cleanly: bayesc's `interrupted: …` (MCMC: `# interrupted: N of M draws` after the rows, or
+/// `interrupted after N draws …` among the settings; variational: `interrupted: the fit was
+/// stopped …`) and `not converged: …` (a variational fit whose exit rule fired on a fit that is
+/// not an optimum). At most one line of each kind, the last one the file holds (the footer's
+/// `interrupted: N of M draws` rather than the settings line that says the same). [X]: a
+/// fresh user's `bayesc summary` of an unconverged IVON file printed a clean table.
+fn status_lines(file: &stan_csv::StanCsv) -> Vec<String> {
+    let all = file
+        .config_lines
+        .iter()
+        .chain(&file.adaptation_lines)
+        .chain(&file.footer_lines)
+        .map(|l| l.trim());
+    let mut interrupted = None;
+    let mut not_converged = None;
+    for l in all {
+        if l.starts_with("interrupted") {
+            interrupted = Some(l.to_string());
+        } else if l.starts_with("not converged") {
+            not_converged = Some(l.to_string());
+        }
+    }
+    interrupted.into_iter().chain(not_converged).collect()
+}
+
+/// The `method = …` of a file holding draws of an approximation rather than MCMC chains
+/// (`variational`, `laplace`, `pathfinder`, as bayesc and CmdStan write them), if it does.
+fn approximation_method(file: &stan_csv::StanCsv) -> Option<String> {
+    file.config_lines.iter().find_map(|l| {
+        let m = l.trim().strip_prefix("method = ")?;
+        let m = m.split_whitespace().next()?;
+        matches!(m, "variational" | "laplace" | "pathfinder").then(|| m.to_string())
+    })
+}
+
+/// `bayesc summary` of draws of an approximation (variational, Laplace, Pathfinder): the draws
+/// are independent draws of the fitted distribution, not Markov chains, so the table is the
+/// one `bayesc fit` prints for these methods ([`summary::format_table`] without the MCMC
+/// columns): R-hat and ESS of independent draws say nothing about whether the approximation
+/// is the posterior ([X]: a fresh user read R-hat 1.000 and ESS ≈ 1000 off an unconverged
+/// IVON file). Exit 0.
+fn approximation_summary(draws: &crate::inference::Draws, method: &str) -> i32 {
+    let files = if draws.chains.len() == 1 {
+        String::new()
+    } else {
+        format!(" ({} files pooled)", draws.chains.len())
+    };
+    println!(
+        "summary from {} independent draws of the fitted approximation (method = {method}){files}, \
+         constrained scale; these are not MCMC chains, so there is no R-hat or ESS: whether the \
+         approximation matches the posterior is what the fit's PSIS k-hat said\n",
+        draws.n_draws() * draws.chains.len()
+    );
+    let rows = summary::summarize(draws, false);
+    print!("{}", summary::format_table(&rows, false));
+    0
 }
 
 /// Whether the configuration comments say `method = optimize` (CmdStan's and bayesc's

@@ -546,14 +546,16 @@ fn run_attempt(
             out.dense = settings.mh.dense;
         }
     }
+    // the kept warmup draws, sent once warmup is over (so that an attempt whose warmup
+    // collapses and is restarted sends none), or when a stop ended it: those made so far,
+    // since with save_warmup nothing the user fitted is lost ([X]: fresh-user finding,
+    // session 19: a Ctrl-C in warmup deleted the streamed files of a --save-warmup run)
+    let cols = out.warmup_stats.columns();
+    for i in 0..out.warmup_stats.len() {
+        let row: Vec<f64> = cols.iter().map(|(_, v)| v[i]).collect();
+        sink.warmup_draw(chain, &row, &out.warmup_draws[i * d..(i + 1) * d]);
+    }
     if !interrupted {
-        // the kept warmup draws, sent once warmup is over (so that an attempt whose warmup
-        // collapses and is restarted sends none)
-        let cols = out.warmup_stats.columns();
-        for i in 0..out.warmup_stats.len() {
-            let row: Vec<f64> = cols.iter().map(|(_, v)| v[i]).collect();
-            sink.warmup_draw(chain, &row, &out.warmup_draws[i * d..(i + 1) * d]);
-        }
         sink.adapted(chain, out.step_size, &out.inv_metric, out.dense);
     }
     let t1 = Instant::now();

@@ -864,7 +864,8 @@ pub trait DrawSink: Sync {
     fn draw(&self, _chain: usize, _sampler: &[f64], _q: &[f64]) {}
     /// With [`McmcSettings::save_warmup`]: a kept warmup draw, as [`DrawSink::draw`]. They
     /// come all at once when warmup ends, just before [`DrawSink::adapted`] (a chain whose
-    /// warmup collapses and restarts sends only the last attempt's).
+    /// warmup collapses and restarts sends only the last attempt's), or, when a stop ends the
+    /// warmup, those made so far, before [`DrawSink::finish`] (and no `adapted`).
     fn warmup_draw(&self, _chain: usize, _sampler: &[f64], _q: &[f64]) {}
     /// The chain ended (finished or stopped), with its warmup and sampling wall-clock seconds.
     fn finish(&self, _chain: usize, _warmup_seconds: f64, _sampling_seconds: f64) {}

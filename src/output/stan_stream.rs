@@ -15,7 +15,8 @@
 //! rewritten, trimmed to a common length as the printed summary is
 //! ([`crate::fit::trim_interrupted`]; cmdstanpy and ArviZ need equal chains), with a last line
 //! `# interrupted: N of M draws` (Stan's comment style); files of chains without draws are
-//! removed. A fit that fails removes its files ([`ChainFiles::discard`]).
+//! removed, except, with `--save-warmup`, those of chains stopped in warmup, which keep the
+//! warmup draws made so far and end `# interrupted: 0 of M draws, K warmup draws (in warmup)`. A fit that fails removes its files ([`ChainFiles::discard`]).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -39,6 +40,8 @@ struct ChainFile {
     created: bool,
     /// The first I/O error; the chain's later output is then dropped.
     error: Option<io::Error>,
+    /// Warmup rows written (`--save-warmup`).
+    warmup_rows: usize,
 }
 
 /// The chain files of one `bayesc fit --output PATH` MCMC run, written as the draws are made
@@ -126,6 +129,7 @@ impl ChainFiles {
     pub fn finish(self, result: &FitResult) -> io::Result<Vec<String>> {
         let interrupted = matches!(&result.details, FitDetails::Mcmc(out) if out.interrupted);
         let mut created = Vec::with_capacity(self.chains.len());
+        let mut warmup_rows = Vec::with_capacity(self.chains.len());
         let mut first_error = None;
         for slot in self.chains {
             let mut f = slot.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -135,6 +139,7 @@ impl ChainFiles {
                 f.error.get_or_insert(e);
             }
             created.push(f.created);
+            warmup_rows.push(f.warmup_rows);
             if first_error.is_none() {
                 first_error = f.error;
             }
@@ -160,9 +165,23 @@ impl ChainFiles {
                 FitDetails::Mcmc(out) => out.chain_ids(),
                 _ => (0..kept).collect(),
             };
+            let requested = self.options.mcmc.samples.div_ceil(self.options.mcmc.thin);
             for (c, made) in created.iter().enumerate() {
-                if *made && !ids.contains(&c) {
-                    std::fs::remove_file(mcmc_chain_path(&self.path, c))?;
+                if !*made || ids.contains(&c) {
+                    continue;
+                }
+                let file = mcmc_chain_path(&self.path, c);
+                if self.options.mcmc.save_warmup && warmup_rows[c] > 0 {
+                    // stopped in warmup: its saved warmup draws are kept, as streamed
+                    let mut f = std::fs::OpenOptions::new().append(true).open(&file)?;
+                    writeln!(
+                        f,
+                        "# interrupted: 0 of {requested} draws, {} warmup draws (in warmup)",
+                        warmup_rows[c]
+                    )?;
+                    files.push(file.display().to_string());
+                } else {
+                    std::fs::remove_file(file)?;
                 }
             }
         } else {
@@ -235,6 +254,9 @@ impl McmcStream for ChainFiles {
     fn warmup_row(&self, chain: usize, sampler: &[f64], values: &[f64]) {
         // the same row layout; they come before the adaptation comments, as CmdStan's
         self.row(chain, sampler, values);
+        if let Some(slot) = self.chains.get(chain) {
+            slot.lock().unwrap_or_else(|e| e.into_inner()).warmup_rows += 1;
+        }
     }
 
     fn finish(&self, chain: usize, warmup_seconds: f64, sampling_seconds: f64) {

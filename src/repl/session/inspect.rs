@@ -464,8 +464,11 @@ impl Session {
                     "training finished (the exit rule fired; MC dropout's weights are a point \
                      estimate, not a posterior)"
                         .to_string()
-                } else if let (StopReason::ExitRule, Some(why)) = (q.stop, not_converged(f)) {
-                    format!("NOT converged: the exit rule fired, but {why}")
+                } else if q.stop == StopReason::ExitRule {
+                    match exit_rule_not_converged(&f.result, q, &f.options) {
+                        Some(why) => format!("the exit rule fired; NOT converged: {why}"),
+                        None => "the exit rule fired; converged".to_string(),
+                    }
                 } else {
                     stop_reason(q.stop, q.skipped_steps).to_string()
                 },
@@ -477,6 +480,9 @@ impl Session {
             );
             s.push_str(&vi_diagnostics_text(&f.result));
         } else if let FitDetails::Mcmc(out) = &f.result.details {
+            // the kept chains of an interrupted run keep their own numbers, as in the files
+            // `:save` writes (`McmcOutput::chain_ids`)
+            let ids = out.chain_ids();
             for (c, ch) in out.chains.iter().enumerate() {
                 let bfmi = diagnostics::e_bfmi(&ch.stats.energy)
                     .map(|b| format!("{b:.3}"))
@@ -484,7 +490,7 @@ impl Session {
                 let _ = writeln!(
                     s,
                     "chain {}: {} draws, step size {:.4}, mean accept_stat {:.3}, divergences {}, max tree depth hits {}, E-BFMI {}",
-                    c + 1,
+                    ids.get(c).copied().unwrap_or(c) + 1,
                     ch.stats.len(),
                     ch.step_size,
                     ch.mean_accept_stat(),
@@ -878,13 +884,10 @@ fn fit_status(f: &StoredFit) -> String {
             }
         }
         FitDetails::Qbvi(q) if !f.interrupted => {
-            let worse = q.worsened().is_some() || r.vi.as_ref().is_some_and(|v| v.moving.is_some());
-            let unbounded = r.vi.as_ref().is_some_and(|v| !v.unbounded.is_empty());
+            let not_converged = exit_rule_not_converged(r, q, &f.options).is_some();
             parts.push(
                 match q.stop {
-                    StopReason::ExitRule if worse || unbounded || q.skipped_steps > 0 => {
-                        "NOT converged"
-                    }
+                    StopReason::ExitRule if not_converged => "NOT converged",
                     StopReason::ExitRule if r.method == fit::Method::Mcdropout => {
                         "training finished"
                     }
