@@ -132,4 +132,27 @@ impl Checker<'_> {
         let (a, b) = (self.size_value(lo)?, self.size_value(hi)?);
         Some(a <= b)
     }
+
+    /// Whether `s` always leaves the block it is in (the rest of the block never runs):
+    /// `break`, `continue`, `return`, `reject`, a block holding one, or an `if` whose condition
+    /// is known and whose branch taken always leaves. Loops are not followed (a `break` in
+    /// them leaves only the loop).
+    pub(super) fn always_leaves(&self, s: &Stmt) -> bool {
+        match &s.kind {
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) | StmtKind::Reject(_) => {
+                true
+            }
+            StmtKind::Block(stmts) => stmts.iter().any(|s| self.always_leaves(s)),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => match self.guard_value(cond).map(GuardValue::truth) {
+                Some(true) => self.always_leaves(then),
+                Some(false) => otherwise.as_ref().is_some_and(|o| self.always_leaves(o)),
+                None => false,
+            },
+            _ => false,
+        }
+    }
 }

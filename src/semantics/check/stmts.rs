@@ -127,8 +127,16 @@ impl<'p> Checker<'p> {
             }
             StmtKind::Block(stmts) => {
                 self.scopes.push();
+                // after a statement that always leaves the block (`break`, `continue`, `return`,
+                // `reject`, also under a condition known true), the rest never runs
+                let mut left = false;
                 for s in stmts {
-                    self.stmt(s, false);
+                    if left {
+                        self.guarded(Some(false), |c| c.stmt(s, false));
+                    } else {
+                        self.stmt(s, false);
+                        left = self.always_leaves(s);
+                    }
                 }
                 self.scopes.pop();
             }

@@ -69,6 +69,11 @@ fn loops_that_never_run_are_not_reported() {
     // with M = 3 the loops run: `vector[2] w = z` cannot fit, in both loops
     let e = errors(&src, &[("N", 3), ("M", 3)]);
     assert_eq!(e.len(), 2, "{e:?}");
+    // after a `break` under a condition known true, the rest of the body never runs
+    let left = model("for (n in 1:N) { if (M == 0) break; z[1] ~ normal(mu, 1); }");
+    assert_eq!(errors(&left, &[("N", 3), ("M", 0)]), Vec::<String>::new());
+    let stays = model("for (n in 1:N) { if (M > 5) break; z[1] ~ normal(mu, 1); }");
+    assert_eq!(errors(&stays, &[("N", 3), ("M", 0)]).len(), 1);
     // bounds that are unknown (a parameter's count, a loop variable) are not reported
     let unknown = model("for (i in 1:N) for (m in 1:i - 3) { vector[2] w = z; }");
     assert_eq!(errors(&unknown, &[("N", 3), ("M", 0)]), Vec::<String>::new());
