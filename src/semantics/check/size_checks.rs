@@ -2,7 +2,8 @@
 //! expressions: operands of `*` and of the elementwise operators, the two arguments of the
 //! dot products, the vectorised arguments of a univariate distribution, a value against the
 //! declared sizes of the variable it initialises or is assigned to, and negative declared
-//! sizes. Unknown sizes are never reported: only sizes known on both sides can disagree.
+//! sizes. Unknown sizes are never reported: only sizes known on both sides can disagree; and
+//! only in code known to run with the data ([`super::guards`]).
 
 use super::sizes::Shape;
 use super::*;
