@@ -757,3 +757,73 @@ fn a_flat_density_at_the_iteration_cap_is_not_advised_more_iterations() {
         assert!(!out.contains("\nconverged"), "{method}: {out}");
     }
 }
+
+/// `bayesc check` and `bayesc fit --method optimize` of `model` with `data` in `dir`.
+fn check_and_fit(dir: &std::path::Path, model: &str, data: &str) -> (Output, Output) {
+    let check = run(dir, &["check", model, "--data", data]);
+    let fit = run(
+        dir,
+        &[
+            "fit", model, "--data", data, "--method", "optimize", "--seed", "1", "-q",
+        ],
+    );
+    (check, fit)
+}
+
+#[test]
+fn code_that_never_runs_with_the_data_is_not_refused_and_code_that_runs_is_checked() {
+    let head = "data { int N; vector[N] y; int<lower=0> M; vector[M] z; }\n\
+                parameters { real mu; }\n\
+                model { mu ~ normal(0, 10); y ~ normal(mu, 1);\n";
+    let dir = folder(&[
+        ("opt.bayes", &format!("{head}if (M > 0) {{ z[1] ~ normal(mu, 1); }} }}\n")),
+        ("slice.bayes", &format!("{head}if (M > 1) {{ z[2:M] ~ normal(mu, 1); }} }}\n")),
+        ("empty.bayes", &format!("{head}z[2:M] ~ normal(mu, 1); }}\n")),
+        (
+            "loop.bayes",
+            &format!(
+                "{head}for (m in 1:M) {{ vector[M - 1] rest = tail(z, M - 1); }}\n\
+                 for (m in 1:M) {{ vector[2] w = z; }} }}\n"
+            ),
+        ),
+        ("m0.json", r#"{"N": 3, "y": [1, 2, 3], "M": 0, "z": []}"#),
+        ("m1.json", r#"{"N": 3, "y": [1, 2, 3], "M": 1, "z": [0.5]}"#),
+        (
+            "guard.bayes",
+            "data { int N; vector[N] y; }\nparameters { vector[2] b; }\n\
+             model { b ~ normal(0, 1); if (N > 1) { y ~ normal(b, 1); } }\n",
+        ),
+        ("y3.json", r#"{"N": 3, "y": [1, 2, 3]}"#),
+    ]);
+    for (model, data) in [
+        ("opt.bayes", "m0.json"),
+        ("opt.bayes", "m1.json"),
+        ("slice.bayes", "m1.json"),
+        ("empty.bayes", "m1.json"),
+        ("loop.bayes", "m0.json"),
+    ] {
+        let (check, fit) = check_and_fit(dir.path(), model, data);
+        assert_eq!(check.status.code(), Some(0), "{model} {data}:\n{}", stderr(&check));
+        assert_eq!(fit.status.code(), Some(0), "{model} {data}:\n{}", stderr(&fit));
+        // y = 1, 2, 3 (and z = 0.5 when it is used): the mode of mu is their mean
+        let want = match (model, data) {
+            ("opt.bayes", "m1.json") => 1.625,
+            _ => 2.0,
+        };
+        let out = stdout(&fit);
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("mu"))
+            .unwrap_or_else(|| panic!("no mu in:\n{out}"));
+        let mu: f64 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        // the prior normal(0, 10) pulls the mode by under 1%
+        assert!((mu - want).abs() < 0.03, "{model} {data}: mu = {mu}, want {want}");
+    }
+    // under a condition the data make true, the mismatch is reported by `check`
+    let check = run(dir.path(), &["check", "guard.bayes", "--data", "y3.json"]);
+    assert_fails_with(&check, &["`y` (the variate) has 3 elements", "`b`"]);
+}

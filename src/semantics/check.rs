@@ -5,6 +5,7 @@ mod calls;
 mod decls;
 mod dists;
 mod exprs;
+mod guards;
 pub(crate) mod ode;
 mod stmts;
 
@@ -313,11 +314,11 @@ pub(super) struct Checker<'p> {
     /// User-defined functions whose every `return` has the same sizes, all known without the
     /// arguments (`vector[3] r; …; return r;`): name → those sizes, outermost first.
     fn_shapes: HashMap<String, Vec<i64>>,
-    /// How many `if`/`else`/`while` bodies enclose the statement being checked. Size errors
-    /// found from the sizes of declarations ([`Checker::check_vectorised_sizes`], assigned
-    /// sizes, negative sizes) are not reported there: the body may be guarded by a condition
-    /// on those sizes (`if (N_s > 0) y ~ normal(mu, s);` with `vector[N_s] s`, N_s = 0), so
-    /// that it never runs with them.
+    /// How many enclosing bodies (`if`/`else` branches, loops, `?:` branches, right operands
+    /// of `&&` `||`) are not known to run whenever the code around them does. Known-size
+    /// errors are not reported there ([`guards`]): the body may be guarded by a condition on
+    /// those sizes (`if (N_s > 0) y ~ normal(mu, s);` with `vector[N_s] s`, N_s = 0), so that
+    /// it never runs with them.
     guard_depth: usize,
 }
 
@@ -450,7 +451,12 @@ impl<'p> Checker<'p> {
         self.errors.extend(unmodelled);
     }
 
+    /// Records `e`, unless it is a known-size error in code not known to run
+    /// ([`guards`]).
     fn err(&mut self, e: SemanticError) {
+        if self.guard_depth > 0 && guards::is_known_size_error(&e) {
+            return;
+        }
         self.errors.push(e);
     }
 

@@ -1,6 +1,7 @@
 //! Unit tests of the checker, one group per check, on small programs parsed from source.
 
 mod calls;
+mod guards;
 mod sizes;
 
 use super::*;

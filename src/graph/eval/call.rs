@@ -486,9 +486,15 @@ impl Ctx<'_> {
                     _ => total as i64 - n + 1,
                 };
                 if n < 0 || lo < 1 || lo + n - 1 > total as i64 {
-                    return Err(Fault::fatal(format!(
-                        "segment of {n} element(s) from {lo} out of range for size {total}"
-                    )));
+                    // in the words of the call that was written
+                    let msg = match b {
+                        Head => format!("head(x, {n}): {n} element(s) out of range for size {total}"),
+                        Tail => format!("tail(x, {n}): {n} element(s) out of range for size {total}"),
+                        _ => format!(
+                            "segment(x, {lo}, {n}): {n} element(s) from {lo} out of range for size {total}"
+                        ),
+                    };
+                    return Err(Fault::fatal(msg));
                 }
                 if n == 0 {
                     let base = match t.base {

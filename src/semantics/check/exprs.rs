@@ -126,8 +126,9 @@ impl<'p> Checker<'p> {
         }
     }
 
-    /// Reports [`SemanticError::IndexOutOfRange`] for the first literal index (or literal range
-    /// bound) of `indices`, one bracket group applied to variable `name` whose dimensions have
+    /// Reports [`SemanticError::IndexOutOfRange`] for the first literal index (or literal bound
+    /// of a range known not to be empty: `a:b` with `b < a` selects nothing, Stan's rule) of
+    /// `indices`, one bracket group applied to variable `name` whose dimensions have
     /// the literal sizes `dims` ([`Self::literal_dims`]), that is below 1 or above its
     /// dimension's size: such an expression fails at every evaluation.
     pub(super) fn check_literal_indices(
@@ -140,7 +141,16 @@ impl<'p> Checker<'p> {
         for (ix, size) in indices.iter().zip(dims) {
             let bounds: Vec<&Expr> = match ix {
                 Index::Single(e) => vec![e],
-                Index::Range(lo, hi) => lo.iter().chain(hi.iter()).collect(),
+                // `a:b` with `b < a` is empty (and valid); a bound is out of range only when
+                // the range is known not to be empty
+                Index::Range(lo, hi) => {
+                    let a = lo.as_ref().map_or(Some(1), |l| self.size_value(l));
+                    let b = hi.as_ref().map_or(*size, |h| self.size_value(h));
+                    if !matches!((a, b), (Some(a), Some(b)) if b >= a) {
+                        continue;
+                    }
+                    lo.iter().chain(hi.iter()).collect()
+                }
                 Index::All => Vec::new(),
             };
             for e in bounds {
@@ -197,7 +207,16 @@ impl<'p> Checker<'p> {
             },
             ExprKind::Binary { op, lhs, rhs } => {
                 let l = self.expr(lhs);
-                let r = self.expr(rhs);
+                // `a && b` evaluates `b` only when `a` is true, `a || b` only when it is false
+                let r = match op {
+                    BinOp::And | BinOp::Or => {
+                        let runs = self
+                            .guard_value(lhs)
+                            .map(|v| v.truth() == (*op == BinOp::And));
+                        self.guarded(runs, |c| c.expr(rhs))
+                    }
+                    _ => self.expr(rhs),
+                };
                 let (l, r) = (l?, r?);
                 match operators::binary(*op, l, r) {
                     Ok(t) => {
@@ -315,8 +334,10 @@ impl<'p> Checker<'p> {
                 otherwise,
             } => {
                 self.expect_scalar(cond, "the condition of `?:`");
-                let a = self.expr(then);
-                let b = self.expr(otherwise);
+                // each branch is evaluated only when the condition is known to choose it
+                let value = self.guard_value(cond).map(|v| v.truth());
+                let a = self.guarded(value, |c| c.expr(then));
+                let b = self.guarded(value.map(|v| !v), |c| c.expr(otherwise));
                 let (a, b) = (a?, b?);
                 if a.accepts(b) {
                     Some(a)

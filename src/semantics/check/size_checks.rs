@@ -2,7 +2,8 @@
 //! expressions: operands of `*` and of the elementwise operators, the two arguments of the
 //! dot products, the vectorised arguments of a univariate distribution, a value against the
 //! declared sizes of the variable it initialises or is assigned to, and negative declared
-//! sizes. Unknown sizes are never reported: only sizes known on both sides can disagree.
+//! sizes. Unknown sizes are never reported: only sizes known on both sides can disagree; and
+//! only in code known to run with the data ([`super::guards`]).
 
 use super::sizes::Shape;
 use super::*;
@@ -245,9 +246,6 @@ impl Checker<'_> {
     /// there is one) have known element counts that differ. The odd ones out are those whose
     /// count differs from the count most arguments share (the variate's on a tie).
     pub(super) fn check_vectorised_sizes(&mut self, function: &str, items: &[(&Expr, String)]) {
-        if self.guard_depth > 0 {
-            return;
-        }
         let mut known: Vec<(usize, i64, Shape)> = Vec::new();
         for (k, (e, _)) in items.iter().enumerate() {
             let Some(s) = self.shape(e) else { continue };
@@ -384,9 +382,6 @@ impl Checker<'_> {
         target: &Shape,
         value: &Expr,
     ) {
-        if self.guard_depth > 0 {
-            return;
-        }
         let Some(v) = self.shape(value) else {
             return;
         };
@@ -450,9 +445,6 @@ impl Checker<'_> {
     /// Reports [`SemanticError::NegativeSize`] for the size expression `e` of `name`, whose
     /// value `v` is negative, with the `int` values it is computed from as secondary labels.
     pub(super) fn negative_size(&mut self, name: &str, e: &Expr, v: i64) {
-        if self.guard_depth > 0 {
-            return;
-        }
         let mut vars = Vec::new();
         collect_vars(e, &mut vars);
         let mut sources: Vec<(String, Span)> = Vec::new();

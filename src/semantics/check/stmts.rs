@@ -63,7 +63,9 @@ impl<'p> Checker<'p> {
                         });
                     }
                 }
-                self.loop_body(var, Type::INT, body);
+                // the body runs only when the range is known not to be empty
+                let runs = self.loop_runs(lo, hi);
+                self.guarded(runs, |c| c.loop_body(var, Type::INT, body));
             }
             StmtKind::ForEach {
                 var,
@@ -85,8 +87,13 @@ impl<'p> Checker<'p> {
                     }
                     None => None,
                 };
+                // the body runs only when the collection is known not to be empty
+                let runs = self
+                    .shape(collection)
+                    .and_then(|s| s.dims.iter().try_fold(1i64, |acc, d| acc.checked_mul(d.0?)))
+                    .map(|n| n > 0);
                 // An unknown element type still scopes the loop variable, as `real`.
-                self.loop_body(var, elem.unwrap_or(Type::REAL), body);
+                self.guarded(runs, |c| c.loop_body(var, elem.unwrap_or(Type::REAL), body));
             }
             StmtKind::While { cond, body } => {
                 self.expect_scalar(cond, "the condition of `while`");
@@ -100,10 +107,9 @@ impl<'p> Checker<'p> {
                         });
                     }
                 }
+                // how often the body runs is not followed: unknown
                 self.loop_depth += 1;
-                self.guard_depth += 1;
-                self.nested(body);
-                self.guard_depth -= 1;
+                self.guarded(None, |c| c.nested(body));
                 self.loop_depth -= 1;
             }
             StmtKind::If {
@@ -112,17 +118,25 @@ impl<'p> Checker<'p> {
                 otherwise,
             } => {
                 self.expect_scalar(cond, "the condition of `if`");
-                self.guard_depth += 1;
-                self.nested(then);
+                // each branch runs only when the condition is known to choose it
+                let value = self.guard_value(cond).map(|v| v.truth());
+                self.guarded(value, |c| c.nested(then));
                 if let Some(o) = otherwise {
-                    self.nested(o);
+                    self.guarded(value.map(|v| !v), |c| c.nested(o));
                 }
-                self.guard_depth -= 1;
             }
             StmtKind::Block(stmts) => {
                 self.scopes.push();
+                // after a statement that always leaves the block (`break`, `continue`, `return`,
+                // `reject`, also under a condition known true), the rest never runs
+                let mut left = false;
                 for s in stmts {
-                    self.stmt(s, false);
+                    if left {
+                        self.guarded(Some(false), |c| c.stmt(s, false));
+                    } else {
+                        self.stmt(s, false);
+                        left = self.always_leaves(s);
+                    }
                 }
                 self.scopes.pop();
             }

@@ -104,10 +104,13 @@ fn products_rows_loops_and_transposes() {
         let (w, ..) = mismatch(&src, &run(&src));
         assert_eq!(w, what, "{expr}");
     }
-    // a loop variable is an `int` position: `X[n]` is a row vector of 7
+    // a loop variable is an `int` position: `X[n]` is a row vector of 7; the loop runs when
+    // N >= 1 (without the data it may not run: not reported)
     let src =
         format!("{decls} model {{ beta ~ normal(0, 1); for (n in 1:N) target += X[n] * beta; }}");
-    let (w, _, at, _) = mismatch(&src, &run(&src));
+    assert!(run(&src).errors.is_empty());
+    assert!(run_with(&src, &[("N", 0)]).errors.is_empty());
+    let (w, _, at, _) = mismatch(&src, &run_with(&src, &[("N", 2)]));
     assert_eq!(
         (w.as_str(), at.as_str()),
         ("`X[n]` has 7 columns but `beta` has 6 rows", "X[n] * beta")
