@@ -776,9 +776,18 @@ fn code_that_never_runs_with_the_data_is_not_refused_and_code_that_runs_is_check
                 parameters { real mu; }\n\
                 model { mu ~ normal(0, 10); y ~ normal(mu, 1);\n";
     let dir = folder(&[
-        ("opt.bayes", &format!("{head}if (M > 0) {{ z[1] ~ normal(mu, 1); }} }}\n")),
-        ("slice.bayes", &format!("{head}if (M > 1) {{ z[2:M] ~ normal(mu, 1); }} }}\n")),
-        ("empty.bayes", &format!("{head}z[2:M] ~ normal(mu, 1); }}\n")),
+        (
+            "opt.bayes",
+            &format!("{head}if (M > 0) {{ z[1] ~ normal(mu, 1); }} }}\n"),
+        ),
+        (
+            "slice.bayes",
+            &format!("{head}if (M > 1) {{ z[2:M] ~ normal(mu, 1); }} }}\n"),
+        ),
+        (
+            "empty.bayes",
+            &format!("{head}z[2:M] ~ normal(mu, 1); }}\n"),
+        ),
         (
             "loop.bayes",
             &format!(
@@ -803,8 +812,18 @@ fn code_that_never_runs_with_the_data_is_not_refused_and_code_that_runs_is_check
         ("loop.bayes", "m0.json"),
     ] {
         let (check, fit) = check_and_fit(dir.path(), model, data);
-        assert_eq!(check.status.code(), Some(0), "{model} {data}:\n{}", stderr(&check));
-        assert_eq!(fit.status.code(), Some(0), "{model} {data}:\n{}", stderr(&fit));
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "{model} {data}:\n{}",
+            stderr(&check)
+        );
+        assert_eq!(
+            fit.status.code(),
+            Some(0),
+            "{model} {data}:\n{}",
+            stderr(&fit)
+        );
         // y = 1, 2, 3 (and z = 0.5 when it is used): the mode of mu is their mean
         let want = match (model, data) {
             ("opt.bayes", "m1.json") => 1.625,
@@ -821,7 +840,10 @@ fn code_that_never_runs_with_the_data_is_not_refused_and_code_that_runs_is_check
             .and_then(|x| x.parse().ok())
             .unwrap_or_else(|| panic!("{line}"));
         // the prior normal(0, 10) pulls the mode by under 1%
-        assert!((mu - want).abs() < 0.03, "{model} {data}: mu = {mu}, want {want}");
+        assert!(
+            (mu - want).abs() < 0.03,
+            "{model} {data}: mu = {mu}, want {want}"
+        );
     }
     // under a condition the data make true, the mismatch is reported by `check`
     let check = run(dir.path(), &["check", "guard.bayes", "--data", "y3.json"]);

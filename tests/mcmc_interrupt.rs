@@ -381,7 +381,10 @@ fn a_stop_in_warmup_keeps_the_saved_warmup_draws() {
         .expect("an interrupted fit is not an error");
     assert!(r.draws.chains.is_empty());
     let written = files.finish(&r).unwrap();
-    assert_eq!(written, vec![path.with_file_name("sw_1.csv").display().to_string()]);
+    assert_eq!(
+        written,
+        vec![path.with_file_name("sw_1.csv").display().to_string()]
+    );
     let text = std::fs::read_to_string(&written[0]).unwrap();
     assert!(
         text.ends_with("# interrupted: 0 of 100 draws, 50 warmup draws (in warmup)\n"),

@@ -161,9 +161,21 @@ fn a_far_coordinate_beside_an_ordinary_one_is_optimized() {
                 "{name} seed {seed}: {}",
                 o.estimates[0]
             );
-            assert!(common::rel(o.estimates[1], 1.0) < 1e-6, "{}", o.estimates[1]);
-            assert!(common::rel(o.std_errors[0], 3e13) < 1e-3, "{}", o.std_errors[0]);
-            assert!(common::rel(o.std_errors[1], 0.1) < 1e-3, "{}", o.std_errors[1]);
+            assert!(
+                common::rel(o.estimates[1], 1.0) < 1e-6,
+                "{}",
+                o.estimates[1]
+            );
+            assert!(
+                common::rel(o.std_errors[0], 3e13) < 1e-3,
+                "{}",
+                o.std_errors[0]
+            );
+            assert!(
+                common::rel(o.std_errors[1], 0.1) < 1e-3,
+                "{}",
+                o.std_errors[1]
+            );
         }
     }
 }

@@ -147,7 +147,11 @@ fn summary_of_an_unconverged_variational_file_warns_and_shows_no_rhat() {
         .arg(&p)
         .output()
         .expect("run bayesc");
-    assert!(fit.status.success(), "{}", String::from_utf8_lossy(&fit.stderr));
+    assert!(
+        fit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fit.stderr)
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
         .arg("summary")
         .arg(&p)
@@ -165,5 +169,8 @@ fn summary_of_an_unconverged_variational_file_warns_and_shows_no_rhat() {
         "{text}"
     );
     assert!(text.contains("alpha       3.288"), "{text}");
-    assert!(!text.contains("R_hat") && !text.contains("ESS_bulk"), "{text}");
+    assert!(
+        !text.contains("R_hat") && !text.contains("ESS_bulk"),
+        "{text}"
+    );
 }

@@ -488,8 +488,12 @@ impl Ctx<'_> {
                 if n < 0 || lo < 1 || lo + n - 1 > total as i64 {
                     // in the words of the call that was written
                     let msg = match b {
-                        Head => format!("head(x, {n}): {n} element(s) out of range for size {total}"),
-                        Tail => format!("tail(x, {n}): {n} element(s) out of range for size {total}"),
+                        Head => {
+                            format!("head(x, {n}): {n} element(s) out of range for size {total}")
+                        }
+                        Tail => {
+                            format!("tail(x, {n}): {n} element(s) out of range for size {total}")
+                        }
                         _ => format!(
                             "segment(x, {lo}, {n}): {n} element(s) from {lo} out of range for size {total}"
                         ),

@@ -39,10 +39,15 @@ fn optional_data_guarded_by_its_count_is_valid() {
     assert_eq!(errors(&other, &[("N", 3), ("M", 2)]), Vec::<String>::new());
     // a condition on parameters is unknown: nothing reported in either branch
     let unknown = model("if (mu > 0) { z[1] ~ normal(mu, 1); } else { z[2] ~ normal(mu, 1); }");
-    assert_eq!(errors(&unknown, &[("N", 3), ("M", 0)]), Vec::<String>::new());
+    assert_eq!(
+        errors(&unknown, &[("N", 3), ("M", 0)]),
+        Vec::<String>::new()
+    );
     // `&&`, `||` and `?:` evaluate an operand only when it is chosen
-    let ops = model("if (M > 0 && z[1] > 0) mu ~ normal(0, 1); if (M == 0 || z[1] > 0) \
-                     mu ~ normal(0, 1); target += M > 0 ? z[1] : 0;");
+    let ops = model(
+        "if (M > 0 && z[1] > 0) mu ~ normal(0, 1); if (M == 0 || z[1] > 0) \
+                     mu ~ normal(0, 1); target += M > 0 ? z[1] : 0;",
+    );
     assert_eq!(errors(&ops, &[("N", 3), ("M", 0)]), Vec::<String>::new());
 }
 
@@ -50,7 +55,10 @@ fn optional_data_guarded_by_its_count_is_valid() {
 fn empty_ranges_are_valid_slices() {
     // `z[2:M]` with M = 1 is `z[2:1]`: empty
     let guarded = model("if (M > 1) { z[2:M] ~ normal(mu, 1); }");
-    assert_eq!(errors(&guarded, &[("N", 3), ("M", 1)]), Vec::<String>::new());
+    assert_eq!(
+        errors(&guarded, &[("N", 3), ("M", 1)]),
+        Vec::<String>::new()
+    );
     let bare = model("z[2:M] ~ normal(mu, 1); z[3:M] ~ normal(mu, 1);");
     assert_eq!(errors(&bare, &[("N", 3), ("M", 1)]), Vec::<String>::new());
     // a range that is not empty and runs past the end is still an error
@@ -62,9 +70,11 @@ fn empty_ranges_are_valid_slices() {
 
 #[test]
 fn loops_that_never_run_are_not_reported() {
-    let src = model("for (m in 1:M) { vector[M - 1] rest = tail(z, M - 1); } \
+    let src = model(
+        "for (m in 1:M) { vector[M - 1] rest = tail(z, M - 1); } \
                      for (m in 1:M) { vector[2] w = z; } \
-                     for (x in z) { vector[2] w = z; }");
+                     for (x in z) { vector[2] w = z; }",
+    );
     assert_eq!(errors(&src, &[("N", 3), ("M", 0)]), Vec::<String>::new());
     // with M = 3 the loops run: `vector[2] w = z` cannot fit, in both loops
     let e = errors(&src, &[("N", 3), ("M", 3)]);
@@ -76,7 +86,10 @@ fn loops_that_never_run_are_not_reported() {
     assert_eq!(errors(&stays, &[("N", 3), ("M", 0)]).len(), 1);
     // bounds that are unknown (a parameter's count, a loop variable) are not reported
     let unknown = model("for (i in 1:N) for (m in 1:i - 3) { vector[2] w = z; }");
-    assert_eq!(errors(&unknown, &[("N", 3), ("M", 0)]), Vec::<String>::new());
+    assert_eq!(
+        errors(&unknown, &[("N", 3), ("M", 0)]),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
