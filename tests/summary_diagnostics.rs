@@ -168,7 +168,8 @@ fn summary_of_an_unconverged_variational_file_warns_and_shows_no_rhat() {
         text.contains("1000 independent draws of the fitted approximation (method = variational)"),
         "{text}"
     );
-    assert!(text.contains("alpha       3.288"), "{text}");
+    // the mean of q at this seed (IVON at M = 5 from the mode; 2 refinement steps)
+    assert!(text.contains("alpha       3.331"), "{text}");
     assert!(
         !text.contains("R_hat") && !text.contains("ESS_bulk"),
         "{text}"
