@@ -119,11 +119,7 @@ fn summary_warns_about_an_interrupted_mcmc_file() {
     let mut text = chain_csv(0, &e, &[], &[]);
     text.push_str("# interrupted: 71 of 50000 draws\n");
     std::fs::write(&p, text).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .arg("summary")
-        .arg(&p)
-        .output()
-        .expect("run bayesc");
+    let out = summary_of(&p);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     let warning = format!("WARNING: `{}`: interrupted: 71 of 50000 draws", p.display());
@@ -152,11 +148,7 @@ fn summary_of_an_unconverged_variational_file_warns_and_shows_no_rhat() {
         "{}",
         String::from_utf8_lossy(&fit.stderr)
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .arg("summary")
-        .arg(&p)
-        .output()
-        .expect("run bayesc");
+    let out = summary_of(&p);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     let warning = format!(
@@ -174,4 +166,13 @@ fn summary_of_an_unconverged_variational_file_warns_and_shows_no_rhat() {
         !text.contains("R_hat") && !text.contains("ESS_bulk"),
         "{text}"
     );
+}
+
+/// `bayesc summary FILE`'s output.
+fn summary_of(p: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("summary")
+        .arg(p)
+        .output()
+        .expect("run bayesc")
 }
