@@ -84,11 +84,14 @@ fn centred_eight_schools_is_flagged_by_qbvi_and_qnvb() {
 #[test]
 fn separated_logistic_regression_is_flagged() {
     // posterior of b: 84.7 ± 59.0 (quadrature); QBVI gives 50-76 ± 20-27 (seed 6: 50.5 ± 19.5,
-    // the case) and the 1000-draw k̂ was 0.26-0.55 with no warning
+    // the case) and the 1000-draw k̂ was 0.26-0.55 with no warning. Seed 2 (not
+    // converged at every seed) was not refined before session 20; its steps, whose standard
+    // errors exceed 0.03 and are now estimated from 1000 draws, move its mean from 75.8 to
+    // 82.0, nearer the posterior's; the sds stay too narrow
     for seed in ["1", "2", "6"] {
         let text = fit(&["separated.bayes", "--data", "separated.csv", "--seed", seed]);
         let (mean, sd) = row(&text, "b");
-        assert!(mean < 80.0 && sd < 35.0, "seed {seed}:\n{text}");
+        assert!(mean < 84.7 && sd < 35.0, "seed {seed}:\n{text}");
         assert!(means_warning(&text), "seed {seed}:\n{text}");
         // QBVI is full-covariance at d = 1: the warning blames the shape of the posterior
         // (seed 6), or reports what reweighting moved (seed 1: the sd of b by a factor 1.52;

@@ -218,7 +218,7 @@ pub fn drift_cause(fit: &crate::inference::vi::GaussianFit, names: &[String]) ->
 /// What to do about a variational fit of `method` that stopped short of the optimum: from a
 /// random start, start at the mode; from the mode, `cause` (why the steps fell short) and
 /// another step size. Either way another method (not `method` itself).
-fn not_converged_remedy(random_start: bool, method: Method, cause: &str) -> String {
+pub(super) fn not_converged_remedy(random_start: bool, method: Method, cause: &str) -> String {
     let others = other_methods(method, &[Method::Qbvi, Method::Nuts]);
     if random_start {
         format!("start at the mode (drop --random-init), or use --method {others}")

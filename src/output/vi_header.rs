@@ -564,7 +564,7 @@ pub(super) fn vi_header(result: &FitResult, options: &FitOptions, n: usize) -> V
                      posterior sd is not taken), a mean-field q's at the ELBO's fixed-point sds, \
                      which the ELBO methods report (not VOGN, Vadam, vlaplace); the fit's report \
                      says how far they moved; --no-refine keeps the method's own end point",
-                    crate::fit::refine::REFINE_STEPS,
+                    crate::fit::refine::REFINE_STEPS_MAX,
                     crate::fit::refine::REFINE_MAX
                 )
             } else {
