@@ -146,3 +146,39 @@ pub fn first_mismatch(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_mismatch_names_the_two_sizes() {
+        let sig = MvFamily::MultiNormal.sig();
+        // y: vector[3], μ: vector[2], Σ: 2 × 2
+        let sizes = |pos: usize, part: SizePart| match (pos, part) {
+            (0, SizePart::Len) => Some(3),
+            (1, SizePart::Len) => Some(2),
+            (2, SizePart::Rows | SizePart::Cols) => Some(2),
+            _ => None,
+        };
+        assert_eq!(
+            first_mismatch(sig, false, sizes).as_deref(),
+            Some("Random variable has 3 elements but Location parameter has 2 elements")
+        );
+        // `multi_normal_rng(μ, Σ)`: the same table, one position down; μ and Σ agree
+        assert_eq!(first_mismatch(sig, true, |p, q| sizes(p + 1, q)), None);
+        // a matrix that is not square, on its own
+        let lkj = MvFamily::LkjCorr.sig();
+        let rect = |_: usize, part: SizePart| match part {
+            SizePart::Rows => Some(2),
+            SizePart::Cols => Some(3),
+            _ => None,
+        };
+        assert_eq!(
+            first_mismatch(lkj, false, rect).as_deref(),
+            Some("Correlation matrix has 2 rows but 3 columns")
+        );
+        // `lkj_corr_rng(K, η)` takes no sizes to compare
+        assert_eq!(first_mismatch(lkj, true, rect), None);
+    }
+}
