@@ -89,12 +89,34 @@ pub fn check_source_in(
     text: &str,
     dir: Option<&Path>,
 ) -> Result<Checked, Failure> {
+    let (program, file, includes, out) = parse_and_check(sources, name, text, dir)?;
+    finish_check(program, file, includes, out)
+}
+
+/// Parses `text`, resolves its includes and checks it: the program with the check's output,
+/// errors included.
+fn parse_and_check(
+    sources: &mut SourceMap,
+    name: &str,
+    text: &str,
+    dir: Option<&Path>,
+) -> Result<(Program, FileId, Vec<IncludedFile>, semantics::CheckOutput), Failure> {
     let file = sources.add(name, text);
     let mut program = parser::parse_program(text, file)
         .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
     let includes = include::resolve(sources, &mut program, dir).map_err(Failure::Reported)?;
-    let relocate = |d: Report| include::locate_in_model(d, &program, file, &includes);
     let out = semantics::check(&program);
+    Ok((program, file, includes, out))
+}
+
+/// The [`Checked`] program, or its errors as diagnostics located in the model.
+fn finish_check(
+    program: Program,
+    file: FileId,
+    includes: Vec<IncludedFile>,
+    out: semantics::CheckOutput,
+) -> Result<Checked, Failure> {
+    let relocate = |d: Report| include::locate_in_model(d, &program, file, &includes);
     if !out.errors.is_empty() {
         return Err(Failure::Reported(
             out.errors
@@ -132,6 +154,55 @@ pub fn check_file(sources: &mut SourceMap, path: &Path) -> Result<Checked, Failu
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Io(format!("cannot read model file `{}`: {e}", path.display())))?;
     check_source(sources, &path.display().to_string(), &text)
+}
+
+/// [`check_file`] for a run with the data files `data` (`check --data`, `fit`): when the
+/// checks fail with errors about sizes known before evaluation only
+/// ([`semantics::SemanticError::is_known_size_error`], e.g. `vector[3] y` against
+/// `vector[2] mu`), the program is checked again with the sizes the data give, as
+/// [`compile`] does, and the errors of that check are reported instead: the same errors and
+/// those the data's sizes reveal, in one run. When the data cannot be read or bound, the
+/// first errors are reported (the data's own error comes once the model is fixed).
+///
+/// [X] session 20, tester finding: `matrix[N, 2] Z` times `vector[4] c` was reported, but not
+/// `X * b` with `matrix[N, K] X`, K = 3, `vector[2] b` beside it, which appeared only after
+/// the first was fixed.
+///
+/// Errors: those of [`check_file`], or the size errors of the program with its data.
+pub fn check_file_with_data(
+    sources: &mut SourceMap,
+    path: &Path,
+    data: &[PathBuf],
+) -> Result<Checked, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Io(format!("cannot read model file `{}`: {e}", path.display())))?;
+    let name = path.display().to_string();
+    let (program, file, includes, out) =
+        parse_and_check(sources, &name, &text, Path::new(&name).parent())?;
+    let sizes_only = !out.errors.is_empty()
+        && out
+            .errors
+            .iter()
+            .all(semantics::SemanticError::is_known_size_error);
+    if !sizes_only || data.is_empty() {
+        return finish_check(program, file, includes, out);
+    }
+    let with_data = load_data(data).ok().and_then(|loaded| {
+        let bound = data::bind(&program, &loaded).ok()?;
+        // the checks passed but these sizes: the program as if checked, for `compile_bound`
+        let checked = Checked {
+            program: program.clone(),
+            file,
+            warnings: Vec::new(),
+            unpriored: Vec::new(),
+            includes: includes.clone(),
+        };
+        compile_bound(&checked, sources, bound).err()
+    });
+    match with_data {
+        Some(f @ Failure::Reported(_)) => Err(f),
+        _ => finish_check(program, file, includes, out),
+    }
 }
 
 /// Loads every data file (CSV or Stan JSON, by extension).
@@ -203,16 +274,34 @@ fn compile_bound(
             ints.insert(d.name.name.clone(), *x as i64);
         }
     }
-    size_errors(checked, &ints)?;
-    let model = Model::from_bound(program, bound)
-        .map(|m| m.with_sources(files))
-        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+    // With size errors already, `transformed data` still runs when its `int` scalars may size
+    // more of the program, so that the errors they reveal come in the same run (the second
+    // check repeats the first's errors); when it cannot run, the first errors are reported.
+    let first = match size_errors(checked, &ints) {
+        Err(f) if !declares_int_scalars(&program.transformed_data) => return Err(f),
+        r => r.err(),
+    };
+    let model = match Model::from_bound(program, bound) {
+        Ok(m) => m.with_sources(files),
+        Err(e) => return Err(first.unwrap_or_else(|| Failure::Reported(vec![e.to_diagnostic()]))),
+    };
     let n = ints.len();
     ints.extend(model.int_scalars());
     if ints.len() > n {
         size_errors(checked, &ints)?;
     }
-    Ok(model)
+    match first {
+        Some(f) => Err(f),
+        None => Ok(model),
+    }
+}
+
+/// Whether `stmts` (a block) declare an `int` scalar at their top level.
+fn declares_int_scalars(stmts: &[crate::syntax::ast::Stmt]) -> bool {
+    stmts.iter().any(|s| {
+        matches!(&s.kind, crate::syntax::ast::StmtKind::Decl(d)
+            if matches!(d.ty.base, SizedBase::Int) && d.ty.array_dims.is_empty())
+    })
 }
 
 /// The errors of [`semantics::check_with_data`] with `ints` (the size errors: the program

@@ -21,7 +21,7 @@ pub struct CheckArgs {
 /// Runs the checks; prints warnings and errors; returns the exit code.
 pub fn run(args: CheckArgs) -> i32 {
     let mut sources = SourceMap::new();
-    let checked = match pipeline::check_file(&mut sources, &args.model) {
+    let checked = match pipeline::check_file_with_data(&mut sources, &args.model, &args.data) {
         Ok(c) => c,
         Err(f) => return super::report_failure(&sources, f),
     };

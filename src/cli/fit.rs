@@ -59,7 +59,7 @@ pub fn run(mut args: FitArgs) -> i32 {
         return super::EXIT_ERROR;
     }
     let mut sources = SourceMap::new();
-    let checked = match pipeline::check_file(&mut sources, &args.model) {
+    let checked = match pipeline::check_file_with_data(&mut sources, &args.model, &args.data) {
         Ok(c) => c,
         Err(f) => return super::report_failure(&sources, f),
     };

@@ -31,6 +31,7 @@ use super::warnings::Warning;
 
 mod call_shapes;
 mod multivariate;
+mod mv_sizes;
 mod size_checks;
 mod sizes;
 

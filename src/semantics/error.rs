@@ -472,15 +472,19 @@ pub enum SemanticError {
     /// evaluation and differ: every evaluation would fail, since the family pairs the i-th
     /// elements of its arguments (a scalar is shared by all). [X] session 19, tester finding:
     /// `y ~ normal(beta, s)` with sizes 4, 4 and 3 passed `check --data` and failed in `fit`.
+    /// Also the sizes a multivariate family's arguments share (`check/mv_sizes.rs`): the
+    /// variate, location and covariance of `multi_normal`, a Dirichlet's simplex and prior
+    /// sizes, a Wishart's matrices, a GLM's rows and columns ([X] session 20).
     #[error("size mismatch in the arguments of `{function}`: {what}")]
     ArgumentSizeMismatch {
         /// The family or function as written (`normal`, `normal_lpdf`).
         function: String,
         /// Which sizes disagree, e.g. "`y` (the variate) has 4 elements but `s` (scale
-        /// parameter) has 3".
+        /// parameter) has 3", or "`y` (the variate) has 3 elements but `Sigma` (covariance
+        /// matrix) has 2 rows and 2 columns".
         what: String,
-        /// Primary labels, on the arguments whose sizes disagree (the odd ones first), each
-        /// with its sized type (e.g. "vector[3]").
+        /// Primary labels, on the arguments whose sizes disagree (the odd ones first, then
+        /// those that agree among themselves), each with its sized type (e.g. "vector[3]").
         args: Vec<(String, Span)>,
         /// Secondary labels: the declarations of those arguments that are variables.
         decls: Vec<(String, Span)>,
@@ -619,6 +623,23 @@ pub enum SemanticError {
 }
 
 impl SemanticError {
+    /// Whether this is an error about sizes known before any evaluation (literal sizes, or
+    /// sizes from the data): sizes that cannot fit, an index out of range, a negative size.
+    /// Such errors are reported only in code known to run (`check/guards.rs`), and a program
+    /// whose only errors are these is checked again with its data's sizes when it has data
+    /// ([`crate::pipeline::check_file_with_data`]). [X] session 19/20.
+    pub fn is_known_size_error(&self) -> bool {
+        matches!(
+            self,
+            SemanticError::LiteralSizeMismatch { .. }
+                | SemanticError::SizeMismatch { .. }
+                | SemanticError::ArgumentSizeMismatch { .. }
+                | SemanticError::AssignedSizeMismatch { .. }
+                | SemanticError::NegativeSize { .. }
+                | SemanticError::IndexOutOfRange { .. }
+        )
+    }
+
     /// The span of the primary label.
     pub fn span(&self) -> Span {
         use SemanticError::*;

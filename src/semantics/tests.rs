@@ -2,6 +2,7 @@
 
 mod calls;
 mod guards;
+mod mv_sizes;
 mod sizes;
 
 use super::*;

@@ -33,6 +33,7 @@ pub mod matrix_checks;
 pub mod normal;
 pub mod ordered_logistic;
 pub mod ordered_probit;
+pub mod sizes;
 pub mod student_t;
 pub mod wishart;
 

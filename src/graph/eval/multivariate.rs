@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::distributions;
-use crate::distributions::multivariate::{self, MvArg, MvDraw, MvFamily};
+use crate::distributions::multivariate::sizes::SizePart;
+use crate::distributions::multivariate::{self, MvArg, MvDraw, MvFamily, MvSig};
 
 use super::super::tape::S;
 use super::super::value::{Base, Data, Fault, R, Tensor, Value};
@@ -27,6 +28,34 @@ fn rows_fault(e: &distributions::DistError, y: &MvArg, k: usize) -> Fault {
 }
 
 impl Ctx<'_> {
+    /// The sizes of `vals` (the density's arguments, or the `_rng`'s when `rng`) that must
+    /// agree and differ ([`multivariate::sizes::relations`]): an error of the model, as sizes
+    /// do not change with the parameters (the statement fails at every point).
+    fn mv_size_fault(&self, sig: &MvSig, function: &str, vals: &[Value], rng: bool) -> R<()> {
+        let size = |pos: usize, part: SizePart| -> Option<usize> {
+            let (arr, base) = vals.get(pos)?.shape();
+            match (part, base) {
+                (SizePart::Array, _) if arr.len() == 1 => Some(arr[0]),
+                (SizePart::Len, Base::Vector(n) | Base::RowVector(n)) => Some(n),
+                (SizePart::Rows, Base::Matrix(r, _)) if arr.is_empty() => Some(r),
+                (SizePart::Cols, Base::Matrix(_, c)) if arr.is_empty() => Some(c),
+                (SizePart::Count, b) => {
+                    let n = arr.iter().product::<usize>() * b.size();
+                    // a single value (or a vector of one, broadcast as one) has no count
+                    (!arr.is_empty() || (b != Base::Scalar && n != 1)).then_some(n)
+                }
+                _ => None,
+            }
+        };
+        match multivariate::sizes::first_mismatch(sig, rng, size) {
+            Some(m) => Err(Fault::fatal(format!(
+                "{function}: size mismatch: {m} (sizes do not change with the parameters, so \
+                 the statement fails at every point)"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn flatten(&self, function: &str, v: &Value) -> R<Flat> {
         let (arr, base) = v.shape();
         if arr.len() > 1 {
@@ -52,6 +81,7 @@ impl Ctx<'_> {
     pub fn mv_density(&mut self, family: MvFamily, vals: &[Value], propto: bool) -> R<S> {
         let sig = family.sig();
         let fname = sig.density_name();
+        self.mv_size_fault(sig, &fname, vals, false)?;
         if family == MvFamily::CategoricalLogit
             && let [y, Value::T(eta)] = vals
             && let ([], Base::Matrix(n, k)) = (eta.arr.as_slice(), eta.base)
@@ -201,6 +231,7 @@ impl Ctx<'_> {
     pub fn mv_rng(&mut self, family: MvFamily, vals: &[Value]) -> R<Value> {
         let sig = family.sig();
         let fname = format!("{}_rng", sig.name);
+        self.mv_size_fault(sig, &fname, vals, true)?;
         let flats = vals
             .iter()
             .map(|v| self.flatten(&fname, v))

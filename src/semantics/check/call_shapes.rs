@@ -1,7 +1,8 @@
 //! The sizes of calls, where they follow from the sizes of the arguments and from `int`
 //! arguments of known value ([`Checker::size_value`]): `head(v, n)` has `n` elements,
 //! `rep_matrix(x, m, n)` is `m × n`, `append_row(a, b)` stacks the two, `exp(v)` has the sizes
-//! of `v`, and a user-defined function has the sizes its `return` statements agree on.
+//! of `v`, a user-defined function has the sizes its `return` statements agree on, and a
+//! multivariate `_rng` the sizes of its draw (`multi_normal_rng(mu, Sigma)` those of `mu`).
 //! Anything not listed here has unknown sizes (never reported). [X] session 19, tester
 //! finding 4: sizes through these calls were unknown, so mismatches in them failed only in `fit`.
 
@@ -19,6 +20,13 @@ impl Checker<'_> {
             && let Some(sig) = registry::lookup(stem)
         {
             self.rng_shape(sig, args)
+        } else if let Some(stem) = name.strip_suffix("_rng")
+            && let Some(sig) = multivariate_registry::lookup(stem)
+        {
+            if self.mv_rng_sizes_differ(sig, args) {
+                return None;
+            }
+            self.mv_rng_shape(sig.family, args)
         } else {
             self.builtin_shape(name, args)
         }?;
@@ -66,6 +74,48 @@ impl Checker<'_> {
                 dims: vec![(n, None)],
                 var: None,
             }),
+        }
+    }
+
+    /// A multivariate family's draw: `multi_normal_rng(μ, Σ)` has the sizes of μ (a vector,
+    /// or an array of them), `dirichlet_rng(α)` those of α, `lkj_corr_rng(K, η)` is K × K,
+    /// `wishart_rng(ν, S)` has the sizes of S; the categorical families draw one `int`.
+    fn mv_rng_shape(
+        &self,
+        family: crate::distributions::multivariate::MvFamily,
+        args: &[Expr],
+    ) -> Option<Shape> {
+        use crate::distributions::multivariate::MvFamily as F;
+        let vectors = |s: Shape| -> Option<Shape> {
+            if !matches!(s.ty.base, Base::Vector | Base::RowVector) || s.ty.dims > 1 {
+                return None;
+            }
+            Some(Shape {
+                ty: Type::array(Base::Vector, s.ty.dims),
+                dims: s.dims,
+                var: None,
+            })
+        };
+        let matrix = |s: Shape| -> Option<Shape> {
+            (s.ty == Type::MATRIX).then_some(Shape { var: None, ..s })
+        };
+        match (family, args.len()) {
+            (F::MultiNormal | F::MultiNormalCholesky, 2) => vectors(self.shape(&args[0])?),
+            (F::MultiStudentT, 3) => vectors(self.shape(&args[1])?),
+            (F::Dirichlet, 1) => vectors(self.shape(&args[0])?),
+            (F::LkjCorr | F::LkjCorrCholesky, 2) => {
+                let k = (self.size_value(&args[0]), None);
+                Some(Shape {
+                    ty: Type::MATRIX,
+                    dims: vec![k.clone(), k],
+                    var: None,
+                })
+            }
+            (F::Wishart | F::WishartCholesky | F::InvWishart, 2) => matrix(self.shape(&args[1])?),
+            (F::Categorical | F::CategoricalLogit | F::OrderedLogistic | F::OrderedProbit, _) => {
+                Some(Shape::scalar(Type::INT))
+            }
+            _ => None,
         }
     }
 

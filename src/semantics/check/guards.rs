@@ -36,17 +36,9 @@ impl GuardValue {
 }
 
 /// Whether `e` is an error about sizes known before evaluation, reported only in code that
-/// is known to run ([`Checker::err`]).
+/// is known to run ([`Checker::err`]): [`SemanticError::is_known_size_error`].
 pub(super) fn is_known_size_error(e: &SemanticError) -> bool {
-    matches!(
-        e,
-        SemanticError::LiteralSizeMismatch { .. }
-            | SemanticError::SizeMismatch { .. }
-            | SemanticError::ArgumentSizeMismatch { .. }
-            | SemanticError::AssignedSizeMismatch { .. }
-            | SemanticError::NegativeSize { .. }
-            | SemanticError::IndexOutOfRange { .. }
-    )
+    e.is_known_size_error()
 }
 
 impl Checker<'_> {

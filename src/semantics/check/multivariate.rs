@@ -99,6 +99,7 @@ impl Checker<'_> {
         arg_tys: &[Option<Type>],
         dist_span: Span,
     ) {
+        let before = self.errors.len();
         if args.len() != sig.params.len() {
             self.err(SemanticError::WrongArity {
                 function: sig.name.into(),
@@ -123,6 +124,11 @@ impl Checker<'_> {
                 span: lhs.span,
                 help: None,
             });
+        }
+        // sizes, once the types fit
+        if self.errors.len() == before && lhs_ty.is_some() && arg_tys.iter().all(Option::is_some) {
+            let all: Vec<&Expr> = std::iter::once(lhs).chain(args).collect();
+            self.check_mv_sizes(sig, sig.name, &all, false);
         }
         self.check_nonlinear_lhs(lhs);
     }
@@ -210,8 +216,16 @@ impl Checker<'_> {
             });
             return CallType::Error;
         }
+        let sizes = |c: &mut Self, before: usize| {
+            if c.errors.len() == before && tys.iter().all(Option::is_some) {
+                let all: Vec<&Expr> = args.iter().collect();
+                c.check_mv_sizes(sig, fname, &all, is_rng);
+            }
+        };
         if is_rng {
+            let before = self.errors.len();
             self.mv_shapes(fname, params, args, tys, 1);
+            sizes(self, before);
             CallType::Value(match sig.family {
                 MvFamily::MultiNormal | MvFamily::MultiNormalCholesky => {
                     let dims = tys[0].map_or(0, |t| t.dims);
@@ -238,8 +252,10 @@ impl Checker<'_> {
                 | MvFamily::CategoricalLogitGlm => return CallType::Error,
             })
         } else {
+            let before = self.errors.len();
             self.mv_shapes(fname, std::slice::from_ref(&sig.variate), args, tys, 1);
             self.mv_shapes(fname, params, &args[1..], &tys[1..], 2);
+            sizes(self, before);
             CallType::Value(Type::REAL)
         }
     }

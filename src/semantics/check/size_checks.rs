@@ -222,7 +222,7 @@ fn size_words(s: &Shape) -> String {
 /// The secondary label for the declaration of the variable `s` is (possibly indexed): its
 /// declared sizes when `s` has them all ("`y` declared with `N` = 4 elements"), else only
 /// where it is declared.
-fn declaration_label(s: &Shape, unit: &str) -> Option<(String, Span)> {
+pub(super) fn declaration_label(s: &Shape, unit: &str) -> Option<(String, Span)> {
     let (name, decl) = s.var.clone()?;
     let declared = !s.dims.is_empty() && s.dims.iter().all(|(_, t)| t.is_some());
     let msg = if !declared {

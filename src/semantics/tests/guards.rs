@@ -108,3 +108,22 @@ fn code_under_a_condition_known_true_is_checked() {
     assert!(e[0].contains("index 4 is out of range for `b`"), "{e:?}");
     assert_eq!(errors(lit, &[("N", 2)]), Vec::<String>::new());
 }
+
+#[test]
+fn conditions_on_real_data_are_unknown_and_report_nothing() {
+    // `x > 0.5` on `real` data is not evaluated before the data are read in full: neither
+    // branch is known to run, so the mismatches in them (`vector[2] b` against N = 3, an index
+    // past the end of `z`) are left to run time, whichever way the condition goes
+    let src = "data { int N; vector[N] y; real x; int<lower=0> M; vector[M] z; }\n\
+               parameters { vector[2] b; }\n\
+               model { b ~ normal(0, 1); \
+               if (x > 0.5) { y ~ normal(b, 1); } else { z[3] ~ normal(b[1], 1); } \
+               while (x > 2) { y ~ normal(b, 1); } \
+               target += x > 0.5 ? normal_lpdf(y | b, 1) : 0; }";
+    assert_eq!(errors(src, &[("N", 3), ("M", 1)]), Vec::<String>::new());
+    // the same statements unguarded are errors: the guard is what keeps them quiet
+    let bare = "data { int N; vector[N] y; real x; int<lower=0> M; vector[M] z; }\n\
+                parameters { vector[2] b; }\n\
+                model { b ~ normal(0, 1); y ~ normal(b, 1); z[3] ~ normal(b[1], 1); }";
+    assert_eq!(errors(bare, &[("N", 3), ("M", 1)]).len(), 2);
+}
