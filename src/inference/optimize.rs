@@ -137,6 +137,18 @@ const FAR_EXPANSION: f64 = 10.0;
 /// [`optimize`] ([X], a design decision: the false convergences seen, at the first iterations
 /// of an exploding MA(1) recursion, are overturned by one or two).
 const MAX_PROBES: usize = 10;
+/// The tolerance τ of [`coordinate_probe`]: ζ is not accepted as a mode while some coordinate's
+/// one-dimensional Newton step is more than τ of its standard deviation under the curvature
+/// along it, |g_j|/√h_j > τ ([X], a design decision: at a mode the tests above accept on a
+/// well-scaled problem, |g_j|/√h_j is 1e-8 or less).
+const COORD_TOL: f64 = 1e-3;
+/// Largest d for which [`coordinate_probe`] runs (d function evaluations per call), as
+/// `flat::FLAT_COMBINATION_MAX_DIM` ([X]: a BNN with 5000 weights would pay 5000 evaluations).
+const COORD_MAX_DIM: usize = 200;
+/// Maximum number of [`coordinate_probe`]s that may overturn a convergence test in one run ([X]:
+/// one is enough for each far coordinate seen; a coordinate that keeps gaining is reported as
+/// not converged rather than probed without end).
+const MAX_COORD_PROBES: usize = 5;
 
 /// The objective f(ζ) = −L(ζ) with its gradient; recoverable errors and non-finite values give
 /// f = +∞ so that the line search backs off.
@@ -415,6 +427,7 @@ pub fn optimize_traced(
         _ => Curvature::limited(settings.history),
     };
     let mut probes = 0;
+    let mut coord_probes = 0;
     if norm(&g) == 0.0 {
         return Ok(done(x, f, 0, true, "gradient norm below tolerance"));
     }
@@ -435,7 +448,15 @@ pub fn optimize_traced(
                     pairs.update(s, y, sy);
                 }
             }
-            None => return Ok(done(x, f, 0, true, "gradient norm below tolerance")),
+            None => match coordinate_probe(&obj, &x, f, &g)? {
+                // a coordinate whose scale the full gradient hides (see coordinate_probe)
+                Some(t) => {
+                    coord_probes += 1;
+                    (x, g, f) = (t.x, t.g, t.f);
+                    report(&x, f, &g);
+                }
+                None => return Ok(done(x, f, 0, true, "gradient norm below tolerance")),
+            },
         }
     }
     let mut fresh = pairs.is_empty(); // p is the steepest-descent direction with no history
@@ -556,8 +577,83 @@ pub fn optimize_traced(
                 continue;
             }
         }
+        // Every test above is blind to a coordinate whose scale differs from the others' by
+        // many orders: with `mu ~ normal(1.23e15, 3e13); z ~ normal(1, 0.1)` the gradient along
+        // mu is 1e-12 at mu ≈ 1, below every tolerance and hidden in −∇f by z's component
+        // (fresh-user finding: 'converged' at mu = 1.246). Probe each coordinate on its own.
+        if conv && it < settings.max_iter {
+            if let Some(t) = coordinate_probe(&obj, &x, f, &g)? {
+                if coord_probes >= MAX_COORD_PROBES {
+                    return Ok(done(
+                        x,
+                        f,
+                        it,
+                        false,
+                        "a step along one coordinate still increases the log density; may not be at an optimum",
+                    ));
+                }
+                coord_probes += 1;
+                (x, g, f) = (t.x, t.g, t.f);
+                report(&x, f, &g);
+                // the history describes the other coordinates' curvature; start afresh
+                pairs.clear();
+                (p, alpha_sd) = steepest(&g);
+                fresh = true;
+                continue;
+            }
+        }
         return Ok(done(x, f, it, conv, msg));
     }
+}
+
+/// The per-coordinate (diagonal Newton) test of a point ζ that passed a convergence test, for
+/// d ≤ [`COORD_MAX_DIM`]: for each coordinate j with ∂f/∂ζ_j ≠ 0, f is evaluated at the
+/// descent step t_j = 2θ/|g_j| along e_j, θ = max(τ²/2, 100·ε·|f|) with τ = [`COORD_TOL`].
+/// Under a quadratic model with curvature h_j the decrease there is 2θ − 2h_j·θ²/g_j², which
+/// exceeds θ exactly when the one-dimensional Newton decrease g_j²/(2h_j) does, i.e. when
+/// |g_j|/√h_j > τ: the Newton step in ζ_j is more than τ standard deviations (1/√h_j) long.
+/// No curvature estimate is needed, so a curvature of 1e-27 (a prior sd of 3e13) is judged as
+/// well as one of 1. When some coordinate decreases f by more than θ, the one with the largest
+/// decrease is followed by the line search from ζ along e_j (starting at t_j and expanding
+/// tenfold while the slope does not change) and that point is returned; `None` otherwise.
+/// Cost: d evaluations of f and ∇f, plus one line search when it fires. [X], a design
+/// decision (fresh-user finding, session 19).
+fn coordinate_probe(
+    obj: &Objective,
+    x: &[f64],
+    f: f64,
+    g: &[f64],
+) -> Result<Option<Trial>, OptimizeError> {
+    let d = x.len();
+    if d > COORD_MAX_DIM || !f.is_finite() {
+        return Ok(None);
+    }
+    let theta = (0.5 * COORD_TOL * COORD_TOL).max(100.0 * f64::EPSILON * f.abs());
+    let mut best: Option<(usize, f64, f64)> = None; // (j, gain, t_j)
+    let mut gj = vec![0.0; d];
+    for j in 0..d {
+        if g[j] == 0.0 || !g[j].is_finite() {
+            continue;
+        }
+        let t = 2.0 * theta / g[j].abs();
+        let mut z = x.to_vec();
+        z[j] -= t * g[j].signum();
+        if z[j] == x[j] || !z[j].is_finite() {
+            continue;
+        }
+        let fz = obj.eval(&z, &mut gj).map_err(OptimizeError::Density)?;
+        let gain = f - fz;
+        if gain > theta && best.is_none_or(|(_, b, _)| gain > b) {
+            best = Some((j, gain, t));
+        }
+    }
+    let Some((j, _, t)) = best else {
+        return Ok(None);
+    };
+    let mut p = vec![0.0; d];
+    p[j] = -g[j].signum();
+    let found = line_search(obj, x, f, -g[j].abs(), &p, t).map_err(OptimizeError::Density)?;
+    Ok(found.filter(|s| s.f < f))
 }
 
 /// The steepest-descent probe of a point where ‖∇f‖ < `tol_grad`: the line search along −∇f,
