@@ -103,7 +103,19 @@ pub fn flat_combination_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> 
             let p = proj(picked[*k]);
             (l.min(p), h.max(p))
         });
-    (orthogonal && phi > plo).then_some(v)
+    // the slopes along v pull the draws back towards the middle of their spread at 90% of them
+    // or more: a proper density of huge scale along v (`mu ~ normal(1.23e15, 3e13)` beside a
+    // parameter of scale 0.1 gives gradients 3e-15 of the other's), not a flat one. [X]
+    let mid = 0.5 * (plo + phi);
+    let pulled = grads
+        .iter()
+        .filter(|(k, g)| {
+            let dv: f64 = g.iter().zip(&v).map(|(a, b)| a * b).sum();
+            dv * (proj(picked[*k]) - mid) < 0.0
+        })
+        .count();
+    let restoring = pulled * 10 >= grads.len() * 9;
+    (orthogonal && phi > plo && !restoring).then_some(v)
 }
 
 /// The coordinates i along which L is flat on one side of `point` (length d): ∂L/∂ζ_i ≈ 0
@@ -122,17 +134,25 @@ pub fn flat_at_point(density: &dyn LogDensity, point: &[f64], candidates: &[usiz
         .copied()
         .filter(|&i| is_zero(&g0, i))
         .filter(|&i| {
-            [1.0, -1.0].iter().any(|&sign| {
-                let slopes: Option<Vec<f64>> = FLAT_STEPS
+            let side = |sign: f64| -> Option<Vec<f64>> {
+                FLAT_STEPS
                     .iter()
                     .map(|&t| {
                         let mut z = point.to_vec();
                         z[i] += sign * t;
                         grad_at(density, &z).filter(|g| is_zero(g, i)).map(|g| g[i])
                     })
-                    .collect();
-                slopes.is_some_and(|s| !restoring(sign, &s))
-            })
+                    .collect()
+            };
+            let (plus, minus) = (side(1.0), side(-1.0));
+            if let (Some(p), Some(m)) = (&plus, &minus)
+                && concave_across(m, p)
+            {
+                return false;
+            }
+            [(1.0, plus), (-1.0, minus)]
+                .iter()
+                .any(|(sign, slopes)| slopes.as_ref().is_some_and(|s| !restoring(*sign, s)))
         })
         .collect()
 }
@@ -150,6 +170,19 @@ fn restoring(sign: f64, slopes: &[f64]) -> bool {
     !far.is_empty()
         && far.iter().all(|&v| sign * v < 0.0)
         && far.windows(2).all(|w| w[1].abs() > w[0].abs())
+}
+
+/// Whether the slopes at `point − t·e_i` (`minus`) and `point + t·e_i` (`plus`), t in
+/// [`FLAT_STEPS`], decrease strictly with position and their differences over the far steps
+/// exceed those over the near ones, as under a concave quadratic L whatever the offset of
+/// `point` from its mode: a mode search that ends 8340 units from a mode of scale 3e13 (2.8e-10
+/// sds, a fit of `mu ~ normal(1.23e15, 3e13)` with a second parameter) sees slopes of 1e-23 all
+/// pointing one way, which [`restoring`] (made for a point within a unit of the mode) would
+/// call flat on one side. A flat direction has equal (zero) slopes or rounding noise. [X].
+fn concave_across(minus: &[f64], plus: &[f64]) -> bool {
+    // positions −100, −10, −1, 1, 10, 100
+    let s: Vec<f64> = minus.iter().rev().chain(plus.iter()).copied().collect();
+    s.windows(2).all(|w| w[1] < w[0]) && s[0] - s[1] > s[1] - s[2] && s[4] - s[5] > s[3] - s[4]
 }
 
 /// The coordinates of a negative Hessian `neg_h` (d × d, row-major) whose row is zero to
@@ -382,7 +415,7 @@ mod tests {
     fn a_proper_density_of_huge_scale_is_not_flat() {
         // at the mode, and two units off it (the end of a mode search at 1e15 is exact to
         // about an ulp, 0.25)
-        for x in [1.23e15, 1.23e15 + 2.0, 1.23e15 - 2.0] {
+        for x in [1.23e15, 1.23e15 + 2.0, 1.23e15 - 2.0, 1.23e15 - 8340.0, 1.23e15 + 1e6] {
             assert!(flat_at_point(&Wide, &[x], &[0]).is_empty(), "{x}");
         }
         // draws spread over ±2 sds
