@@ -103,10 +103,10 @@ pub fn flat_combination_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> 
             let p = proj(picked[*k]);
             (l.min(p), h.max(p))
         });
-    // the slopes along v pull the draws back towards the middle of their spread at 90% of them
+    // the slopes along v pull the draws back towards their mean at 90% of them
     // or more: a proper density of huge scale along v (`mu ~ normal(1.23e15, 3e13)` beside a
     // parameter of scale 0.1 gives gradients 3e-15 of the other's), not a flat one. [X]
-    let mid = 0.5 * (plo + phi);
+    let mid = grads.iter().map(|(k, _)| proj(picked[*k])).sum::<f64>() / grads.len() as f64;
     let pulled = grads
         .iter()
         .filter(|(k, g)| {
@@ -202,7 +202,7 @@ pub fn null_rows(neg_h: &[f64], d: usize) -> Vec<usize> {
 /// The coordinates i along which the gradient is ≈ 0 (see [`FLAT_GRAD`]) at every one of up to
 /// [`FLAT_DRAWS`] draws spread over `draws` (each of length d), while the draws differ in ζ_i:
 /// L does not change along ζ_i over the region the fit visited — unless at 90% or more of them
-/// the slope pulls back towards the middle of the draws' range (a proper density of large
+/// the slope pulls back towards the draws' mean (a proper density of large
 /// scale: gradients of 1e-14 over draws spread by 3e13). Draws where L or its gradient
 /// is not finite are skipped; with fewer than 5 usable draws nothing is reported.
 pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
@@ -227,7 +227,9 @@ pub fn flat_in_draws(density: &dyn LogDensity, draws: &[&[f64]]) -> Vec<usize> {
             // A slope that pulls the draws back towards their middle at nearly every draw is a
             // proper density of large scale (gradients of 1e-14 at a scale of 3e13), not a flat
             // one, whose gradients are exactly 0 or rounding noise. [X]
-            let mid = 0.5 * (lo + hi);
+            // the draws' mean, not the middle of their range: 40 draws' range can be off
+            // centre by a third of an sd, and the draws in between then point away from it
+            let mid = grads.iter().map(|(k, _)| picked[*k][i]).sum::<f64>() / grads.len() as f64;
             let pulled = grads
                 .iter()
                 .filter(|(k, g)| g[i] * (picked[*k][i] - mid) < 0.0)
