@@ -417,7 +417,13 @@ mod tests {
     fn a_proper_density_of_huge_scale_is_not_flat() {
         // at the mode, and two units off it (the end of a mode search at 1e15 is exact to
         // about an ulp, 0.25)
-        for x in [1.23e15, 1.23e15 + 2.0, 1.23e15 - 2.0, 1.23e15 - 8340.0, 1.23e15 + 1e6] {
+        for x in [
+            1.23e15,
+            1.23e15 + 2.0,
+            1.23e15 - 2.0,
+            1.23e15 - 8340.0,
+            1.23e15 + 1e6,
+        ] {
             assert!(flat_at_point(&Wide, &[x], &[0]).is_empty(), "{x}");
         }
         // draws spread over ±2 sds

@@ -10,6 +10,9 @@
 
 use super::density::{DensityError, LogDensity};
 use super::quasi_newton::Curvature;
+use probe::{MAX_COORD_PROBES, StopTest, coordinate_probe, may_probe};
+
+mod probe;
 
 /// The optimizer of [`optimize`] (CmdStan's `optimize algorithm=…`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,18 +140,6 @@ const FAR_EXPANSION: f64 = 10.0;
 /// [`optimize`] ([X], a design decision: the false convergences seen, at the first iterations
 /// of an exploding MA(1) recursion, are overturned by one or two).
 const MAX_PROBES: usize = 10;
-/// The tolerance τ of [`coordinate_probe`]: ζ is not accepted as a mode while some coordinate's
-/// one-dimensional Newton step is more than τ of its standard deviation under the curvature
-/// along it, |g_j|/√h_j > τ ([X], a design decision: at a mode the tests above accept on a
-/// well-scaled problem, |g_j|/√h_j is 1e-8 or less).
-const COORD_TOL: f64 = 1e-3;
-/// Largest d for which [`coordinate_probe`] runs (d function evaluations per call), as
-/// `flat::FLAT_COMBINATION_MAX_DIM` ([X]: a BNN with 5000 weights would pay 5000 evaluations).
-const COORD_MAX_DIM: usize = 200;
-/// Maximum number of [`coordinate_probe`]s that may overturn a convergence test in one run ([X]:
-/// one is enough for each far coordinate seen; a coordinate that keeps gaining is reported as
-/// not converged rather than probed without end).
-const MAX_COORD_PROBES: usize = 5;
 
 /// The objective f(ζ) = −L(ζ) with its gradient; recoverable errors and non-finite values give
 /// f = +∞ so that the line search backs off.
@@ -368,6 +359,13 @@ fn line_search(
 ///   away, which an absolute gradient tolerance cannot judge (a prior normal(1.23e15, 3e13)).
 ///   While the slope along the search line has changed by less than 1%, the line search
 ///   expands its step tenfold instead of doubling it, so that a far optimum is reached.
+/// - For d ≤ 200, a convergence that would be reported is also checked coordinate by
+///   coordinate (`coordinate_probe` in optimize/probe.rs): when moving one coordinate alone
+///   raises L by more than 0.5 (its one-dimensional optimum is more than one conditional sd
+///   away, as for `mu ~ normal(1.23e15, 3e13)` beside `z ~ normal(1, 0.1)`), that coordinate
+///   is optimized and the iterations go on; after 5 such restarts the run ends with
+///   `converged = false`. Only when the test that fired has a tolerance no looser than its
+///   default: a tolerance the user loosened stops the run where it says.
 ///
 /// Errors: [`OptimizeError::DimensionMismatch`]; [`OptimizeError::BadInit`] when L or ∇L at
 /// `init` is not finite; [`OptimizeError::Density`] for an unrecoverable model error.
@@ -448,8 +446,12 @@ pub fn optimize_traced(
                     pairs.update(s, y, sy);
                 }
             }
-            None => match coordinate_probe(&obj, &x, f, &g)? {
-                // a coordinate whose scale the full gradient hides (see coordinate_probe)
+            // a coordinate whose scale the full gradient hides (see coordinate_probe)
+            None => match may_probe(settings, StopTest::Grad)
+                .then(|| coordinate_probe(&obj, &x, f, &g))
+                .transpose()?
+                .flatten()
+            {
                 Some(t) => {
                     coord_probes += 1;
                     (x, g, f) = (t.x, t.g, t.f);
@@ -511,23 +513,40 @@ pub fn optimize_traced(
         }
 
         let eps = f64::EPSILON;
-        let (conv, msg) = if (f_prev - f).abs() < settings.tol_obj {
-            (true, "absolute change in objective below tolerance")
+        let (conv, msg, test) = if (f_prev - f).abs() < settings.tol_obj {
+            (
+                true,
+                "absolute change in objective below tolerance",
+                Some(StopTest::Obj),
+            )
         } else if norm(&g) < settings.tol_grad {
-            (true, "gradient norm below tolerance")
+            (true, "gradient norm below tolerance", Some(StopTest::Grad))
         } else if norm(&s) < settings.tol_param {
-            (true, "absolute parameter change below tolerance")
+            (
+                true,
+                "absolute parameter change below tolerance",
+                Some(StopTest::Param),
+            )
         } else if it >= settings.max_iter {
             (
                 false,
                 "maximum number of iterations reached; may not be at an optimum",
+                None,
             )
         } else if (f_prev - f).abs() / f_prev.abs().max(f.abs()).max(1.0)
             < settings.tol_rel_obj * eps
         {
-            (true, "relative change in objective below tolerance")
+            (
+                true,
+                "relative change in objective below tolerance",
+                Some(StopTest::RelObj),
+            )
         } else if dot(&g, &hg) / f.abs().max(1.0) < settings.tol_rel_grad * eps {
-            (true, "relative gradient magnitude below tolerance")
+            (
+                true,
+                "relative gradient magnitude below tolerance",
+                Some(StopTest::RelGrad),
+            )
         } else {
             continue;
         };
@@ -580,8 +599,9 @@ pub fn optimize_traced(
         // Every test above is blind to a coordinate whose scale differs from the others' by
         // many orders: with `mu ~ normal(1.23e15, 3e13); z ~ normal(1, 0.1)` the gradient along
         // mu is 1e-12 at mu ≈ 1, below every tolerance and hidden in −∇f by z's component
-        // (fresh-user finding: 'converged' at mu = 1.246). Probe each coordinate on its own.
-        if conv && it < settings.max_iter {
+        // (fresh-user finding: 'converged' at mu = 1.246). Probe each coordinate on its own,
+        // unless the test that fired has a tolerance the user loosened (see may_probe).
+        if conv && it < settings.max_iter && test.is_some_and(|t| may_probe(settings, t)) {
             if let Some(t) = coordinate_probe(&obj, &x, f, &g)? {
                 if coord_probes >= MAX_COORD_PROBES {
                     return Ok(done(
@@ -604,56 +624,6 @@ pub fn optimize_traced(
         }
         return Ok(done(x, f, it, conv, msg));
     }
-}
-
-/// The per-coordinate (diagonal Newton) test of a point ζ that passed a convergence test, for
-/// d ≤ [`COORD_MAX_DIM`]: for each coordinate j with ∂f/∂ζ_j ≠ 0, f is evaluated at the
-/// descent step t_j = 2θ/|g_j| along e_j, θ = max(τ²/2, 100·ε·|f|) with τ = [`COORD_TOL`].
-/// Under a quadratic model with curvature h_j the decrease there is 2θ − 2h_j·θ²/g_j², which
-/// exceeds θ exactly when the one-dimensional Newton decrease g_j²/(2h_j) does, i.e. when
-/// |g_j|/√h_j > τ: the Newton step in ζ_j is more than τ standard deviations (1/√h_j) long.
-/// No curvature estimate is needed, so a curvature of 1e-27 (a prior sd of 3e13) is judged as
-/// well as one of 1. When some coordinate decreases f by more than θ, the one with the largest
-/// decrease is followed by the line search from ζ along e_j (starting at t_j and expanding
-/// tenfold while the slope does not change) and that point is returned; `None` otherwise.
-/// Cost: d evaluations of f and ∇f, plus one line search when it fires. [X], a design
-/// decision (fresh-user finding, session 19).
-fn coordinate_probe(
-    obj: &Objective,
-    x: &[f64],
-    f: f64,
-    g: &[f64],
-) -> Result<Option<Trial>, OptimizeError> {
-    let d = x.len();
-    if d > COORD_MAX_DIM || !f.is_finite() {
-        return Ok(None);
-    }
-    let theta = (0.5 * COORD_TOL * COORD_TOL).max(100.0 * f64::EPSILON * f.abs());
-    let mut best: Option<(usize, f64, f64)> = None; // (j, gain, t_j)
-    let mut gj = vec![0.0; d];
-    for j in 0..d {
-        if g[j] == 0.0 || !g[j].is_finite() {
-            continue;
-        }
-        let t = 2.0 * theta / g[j].abs();
-        let mut z = x.to_vec();
-        z[j] -= t * g[j].signum();
-        if z[j] == x[j] || !z[j].is_finite() {
-            continue;
-        }
-        let fz = obj.eval(&z, &mut gj).map_err(OptimizeError::Density)?;
-        let gain = f - fz;
-        if gain > theta && best.is_none_or(|(_, b, _)| gain > b) {
-            best = Some((j, gain, t));
-        }
-    }
-    let Some((j, _, t)) = best else {
-        return Ok(None);
-    };
-    let mut p = vec![0.0; d];
-    p[j] = -g[j].signum();
-    let found = line_search(obj, x, f, -g[j].abs(), &p, t).map_err(OptimizeError::Density)?;
-    Ok(found.filter(|s| s.f < f))
 }
 
 /// The steepest-descent probe of a point where ‖∇f‖ < `tol_grad`: the line search along −∇f,
