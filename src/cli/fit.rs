@@ -530,9 +530,10 @@ pub fn result_report(
                         fit.best_smoothed_elbo
                     )
                 }
+                // "converged" only when the shared verdict (the REPL's too) finds no cause
                 StopReason::ExitRule
-                    if fit.skipped_steps == 0
-                        && result.vi.as_ref().is_none_or(|v| v.collapsed.is_empty()) =>
+                    if crate::output::report::exit_rule_not_converged(result, fit, options)
+                        .is_none() =>
                 {
                     outln!(
                         "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",

@@ -125,6 +125,7 @@ impl Session {
         // the same options as `bayesc fit` (pipeline::fit_options): the same model, data,
         // arguments and seed give the same fit
         let checked = &self.model.as_ref().expect("compiled above").checked;
+        let unpriored = checked.unpriored.clone();
         let options = match pipeline::fit_options(checked, &self.data, model, &fit_args, seed) {
             Ok(setup) => {
                 if let Some(note) = setup.note {
@@ -194,7 +195,7 @@ impl Session {
         }
         self.counter += 1;
         out.text
-            .push_str(&result_text(&result, &options, interrupted));
+            .push_str(&result_text(&result, &options, interrupted, &unpriored));
         // the fit is stored, but its generated quantities failed at some draws: an error, as
         // in `bayesc fit` (exit status 3), so that a script's exit code says so
         out.is_error |= result.gq_note.is_some();
@@ -218,6 +219,7 @@ impl Session {
                 .map(|m| m.name.clone())
                 .unwrap_or_default(),
             interrupted,
+            unpriored,
         };
         self.fits.retain(|f| f.name != name);
         self.fits.push(stored);

@@ -478,7 +478,7 @@ impl Session {
                 q.elbo_trace.last().copied().unwrap_or(f64::NAN),
                 q.skipped_steps
             );
-            s.push_str(&vi_diagnostics_text(&f.result));
+            s.push_str(&vi_diagnostics_text_with(&f.result, Some(&f.unpriored)));
         } else if let FitDetails::Mcmc(out) = &f.result.details {
             // the kept chains of an interrupted run keep their own numbers, as in the files
             // `:save` writes (`McmcOutput::chain_ids`)
@@ -550,9 +550,11 @@ impl Session {
                 },
                 q.iterations
             );
-            s.push_str(&vi_diagnostics_text(&f.result));
+            s.push_str(&vi_diagnostics_text_with(&f.result, Some(&f.unpriored)));
         } else if f.result.vi.is_some() {
-            s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
+            s.push_str(
+                vi_diagnostics_text_with(&f.result, Some(&f.unpriored)).trim_start_matches('\n'),
+            );
         } else if let FitDetails::Optimize(o) = &f.result.details {
             s.push_str(&optimize_footer(&f.result, o));
         } else {
