@@ -123,6 +123,21 @@ impl Session {
 
     /// The named fit, or the last one.
     pub(super) fn pick(&self, name: Option<&str>) -> Result<&StoredFit, Output> {
+        let f = self.pick_any(name)?;
+        match super::fitting::warmup_only_chains(&f.result) {
+            Some(chains) => Err(Output::error(format!(
+                "error: {} was stopped in warmup: it holds {chains} (--save-warmup) and no \
+                 posterior draws\n  help: `:save {} FILE` writes them; `:fit` again for posterior \
+                 draws",
+                f.name, f.name
+            ))),
+            None => Ok(f),
+        }
+    }
+
+    /// [`Self::pick`] without refusing a fit stopped in warmup (`:save` writes its warmup
+    /// draws).
+    pub(super) fn pick_any(&self, name: Option<&str>) -> Result<&StoredFit, Output> {
         match name {
             None => self
                 .fits
@@ -156,6 +171,7 @@ impl Session {
                     FitDetails::Optimize(o) => {
                         format!("point estimate ({})", optimizer_name(o.algorithm))
                     }
+                    _ if let Some(w) = super::fitting::warmup_only_chains(&f.result) => w,
                     _ => format!(
                         "{} chain(s) × {} draws",
                         f.result.draws.chains.len(),
@@ -431,16 +447,29 @@ impl Session {
                  (`:save FILE` saves the last fit)\n  usage: :save [FIT] FILE"
             ));
         }
-        let f = match self.pick(fit) {
+        let f = match self.pick_any(fit) {
             Ok(f) => f,
             Err(o) => return o,
         };
+        let warmup_only = super::fitting::warmup_only_chains(&f.result);
         match write_outputs(
             Path::new(file),
             &f.result,
             &f.options,
             Path::new(&f.model_name),
         ) {
+            Ok(files) if warmup_only.is_some() => Output::ok(format!(
+                "{}: {} written to {} (the fit was stopped in warmup; each file ends \
+                 `# interrupted: … (in warmup)`)",
+                f.name,
+                warmup_only.unwrap_or_default(),
+                files.join(", ")
+            )),
+            Ok(files) if f.interrupted => Output::ok(format!(
+                "{} draws written to {} (incomplete: the fit was interrupted)",
+                f.name,
+                files.join(", ")
+            )),
             Ok(files) => Output::ok(format!("{} draws written to {}", f.name, files.join(", "))),
             Err(e) => Output::error(format!("error: cannot write draws to `{file}`: {e}")),
         }
@@ -668,6 +697,10 @@ impl Session {
                 "error: expressions are evaluated against the posterior draws of the last fit; there is no fit yet (use :fit)",
             );
         };
+        if let Err(o) = self.pick(Some(&f.name)) {
+            // a fit stopped in warmup has no posterior draws
+            return o;
+        }
         let (reduction, values, warned) = match expr::evaluate(&e, &f.result.draws) {
             Ok(r) => {
                 let warned: String = r
