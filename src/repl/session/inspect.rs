@@ -485,7 +485,7 @@ impl Session {
         if let FitDetails::Qbvi(q) = &f.result.details {
             let _ = writeln!(
                 s,
-                "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
+                "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {}\nlast ELBO estimate: {}\nskipped steps (positive-definiteness guard): {}",
                 if f.result.method == fit::Method::Mcdropout
                     && q.stop == StopReason::ExitRule
                     && q.skipped_steps == 0
@@ -503,8 +503,8 @@ impl Session {
                 },
                 q.iterations,
                 q.returned_iteration,
-                q.best_smoothed_elbo,
-                q.elbo_trace.last().copied().unwrap_or(f64::NAN),
+                fit::fmt_elbo(q.best_smoothed_elbo),
+                fit::fmt_elbo(q.elbo_trace.last().copied().unwrap_or(f64::NAN)),
                 q.skipped_steps
             );
             s.push_str(&vi_diagnostics_text_with(&f.result, Some(&f.unpriored)));
@@ -623,10 +623,18 @@ impl Session {
             return Output::error(format!("error: {} has no ELBO trace", f.name));
         }
         let (line, lo, hi) = sparkline(trace, 60);
-        let first_last = |v: &[f64]| format!("first {:.3}, last {:.3}", v[0], v[v.len() - 1]);
+        let first_last = |v: &[f64]| {
+            format!(
+                "first {}, last {}",
+                fit::fmt_elbo(v[0]),
+                fit::fmt_elbo(v[v.len() - 1])
+            )
+        };
         let checks = f.result.epoch_checks();
         if checks.is_empty() {
-            let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
+            let best = best.map_or(String::new(), |b| {
+                format!(", best smoothed {}", fit::fmt_elbo(b))
+            });
             // the full-batch stochastic-gradient methods estimate it every k-th iteration
             let over = match &f.result.details {
                 FitDetails::Qbvi(q) if q.trace_stride > 1 => format!(
@@ -638,8 +646,10 @@ impl Session {
                 _ => format!("{} (", crate::words::counted(trace.len(), "iteration")),
             };
             return Output::ok(format!(
-                "ELBO over {over}{}{best}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = {hi:.3}",
-                first_last(trace)
+                "ELBO over {over}{}{best}):\n{line}\nscale: ▁ ≤ {}, █ = {}",
+                first_last(trace),
+                fit::fmt_elbo(lo),
+                fit::fmt_elbo(hi)
             ));
         }
         // a minibatch fit: the per-iteration values are batch estimates; the exit rule smooths
@@ -654,14 +664,19 @@ impl Session {
                 .fold(f64::NEG_INFINITY, f64::max)
         });
         Output::ok(format!(
-            "batch ELBO estimates over {}, one batch each ({}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = \
-             {hi:.3}\nfull-data ELBO at {} (the exit rule's statistic; {}; smoothed: last {:.3}, \
-             best {best:.3}):\n{full_line}\nscale: ▁ ≤ {full_lo:.3}, █ = {full_hi:.3}",
+            "batch ELBO estimates over {}, one batch each ({}):\n{line}\nscale: ▁ ≤ {}, █ = \
+             {}\nfull-data ELBO at {} (the exit rule's statistic; {}; smoothed: last {}, \
+             best {}):\n{full_line}\nscale: ▁ ≤ {}, █ = {}",
             crate::words::counted(trace.len(), "iteration"),
             first_last(trace),
+            fit::fmt_elbo(lo),
+            fit::fmt_elbo(hi),
             crate::words::counted(checks.len(), "epoch check"),
             first_last(&full),
-            checks[checks.len() - 1].smoothed,
+            fit::fmt_elbo(checks[checks.len() - 1].smoothed),
+            fit::fmt_elbo(best),
+            fit::fmt_elbo(full_lo),
+            fit::fmt_elbo(full_hi),
         ))
     }
 

@@ -88,8 +88,8 @@ pub(super) fn run_fit(
         .collect();
     let on_progress = |e: ProgressEvent| match e {
         ProgressEvent::Qbvi(p) => bar.update(p.iteration as u64, || match p.smoothed_elbo {
-            Some(s) => format!("smoothed ELBO {s:.3}"),
-            None => format!("ELBO {:.3}", p.elbo),
+            Some(s) => format!("smoothed ELBO {}", fit::fmt_elbo(s)),
+            None => format!("ELBO {}", fit::fmt_elbo(p.elbo)),
         }),
         ProgressEvent::Chain(p) => {
             if let Some(slot) = chain_pos.get(p.chain) {
