@@ -18,11 +18,25 @@ const MODEL: &str = "parameters { real mu; real<lower=0> sigma; }\n\
 /// NUTS with 4 chains × (100 warmup + 100 draws) on one thread; `stop` is raised from the
 /// progress callback when `when(chain, iteration)` holds.
 fn interrupted_fit(when: impl Fn(usize, usize) -> bool + Sync) -> fit::FitResult {
-    let model = common::compile_source("interrupt.bayes", MODEL, None, &[]);
+    interrupted_fit_with(when, &options(false))
+}
+
+/// The options of [`interrupted_fit`], with `--save-warmup` or without.
+fn options(save_warmup: bool) -> FitOptions {
     let mut options = FitOptions::new(Method::Nuts, 7);
     options.mcmc.chains = 4;
     options.mcmc.warmup = 100;
     options.mcmc.samples = 100;
+    options.mcmc.save_warmup = save_warmup;
+    options
+}
+
+/// [`interrupted_fit`] with `options`.
+fn interrupted_fit_with(
+    when: impl Fn(usize, usize) -> bool + Sync,
+    options: &FitOptions,
+) -> fit::FitResult {
+    let model = common::compile_source("interrupt.bayes", MODEL, None, &[]);
     let stop = AtomicBool::new(false);
     let on_progress = |e: ProgressEvent| {
         if let ProgressEvent::Chain(p) = e
@@ -39,7 +53,7 @@ fn interrupted_fit(when: impl Fn(usize, usize) -> bool + Sync) -> fit::FitResult
         .num_threads(1)
         .build()
         .unwrap();
-    pool.install(|| fit::fit(&model, &options, &monitor))
+    pool.install(|| fit::fit(&model, options, &monitor))
         .expect("an interrupted fit is not an error")
 }
 
@@ -396,4 +410,61 @@ fn a_stop_in_warmup_keeps_the_saved_warmup_draws() {
     for c in 2..=4 {
         assert!(!path.with_file_name(format!("sw_{c}.csv")).exists());
     }
+}
+
+/// With `--save-warmup`, a run stopped in warmup keeps the warmup draws (nothing the user
+/// fitted is lost): the fit keeps them (`McmcOutput::warmup_stopped`) and `write_outputs`, which
+/// the REPL's `:save` calls, writes the file `bayesc fit --output` streams for such a chain,
+/// ending `# interrupted: 0 of 100 draws, 50 warmup draws (in warmup)`. The REPL used to drop
+/// them ("nothing stored"), so `:save` wrote nothing (fresh-user finding, session 20). The
+/// files of a run interrupted while sampling end `# interrupted: N of M draws` whoever writes
+/// them.
+#[test]
+fn warmup_draws_of_a_run_stopped_in_warmup_are_kept_and_written_marked() {
+    let opts = options(true);
+    let r = interrupted_fit_with(|c, i| c == 0 && i >= 50, &opts);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert!(out.interrupted && out.chains.is_empty() && r.draws.chains.is_empty());
+    assert_eq!(out.warmup_stopped.len(), 1);
+    let w = &out.warmup_stopped[0];
+    assert_eq!((w.id, w.chain.warmup_stats.len()), (0, 50));
+    assert_eq!(w.values.len(), 50 * r.draws.names.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("draws.csv");
+    let model = std::path::Path::new("interrupt.bayes");
+    let files = bayesc::output::fit_files::write_outputs(&path, &r, &opts, model).unwrap();
+    assert_eq!(
+        files,
+        vec![dir.path().join("draws_1.csv").display().to_string()]
+    );
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        text.ends_with("# interrupted: 0 of 100 draws, 50 warmup draws (in warmup)\n"),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
+    let csv = bayesc::output::read_stan_csv(std::path::Path::new(&files[0])).unwrap();
+    assert_eq!((csv.n_draws, csv.warmup_draws), (0, 50));
+    // the first warmup row holds the fit's first kept warmup draw of mu
+    let j = csv.names.iter().position(|n| n == "mu").unwrap();
+    let jm = r.draws.names.iter().position(|n| n == "mu").unwrap();
+    assert!((csv.warmup_values[j] - w.values[jm]).abs() <= 1e-9 * w.values[jm].abs().max(1.0));
+    // without --save-warmup nothing is kept, as before
+    let r = interrupted_fit(|c, i| c == 0 && i >= 50);
+    let FitDetails::Mcmc(out) = &r.details else {
+        panic!("an MCMC fit")
+    };
+    assert!(out.warmup_stopped.is_empty());
+    // a run stopped while sampling: the kept chains' files say so on their last line, and the
+    // chain stopped in warmup keeps its warmup draws beside them
+    let r = interrupted_fit_with(|c, i| c == 1 && i >= 130, &opts);
+    let files = bayesc::output::fit_files::write_outputs(&path, &r, &opts, model).unwrap();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let first = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        first.ends_with("# interrupted: 30 of 100 draws\n"),
+        "{first}"
+    );
 }

@@ -67,3 +67,64 @@ fn ma1_started_outside_the_invertible_region_converges_only_at_the_mode() {
         "only {reached} of 54 starts reached the mode"
     );
 }
+
+/// The joint mode of eight schools (non-centred, no Jacobian: the default) lies at tau ≈ 9e-6,
+/// the neck of the funnel; the report says the optimum is at the boundary of `tau` and that
+/// such a mode of a hierarchical model is degenerate, pointing to nuts (fresh-user finding,
+/// session 20). A scale that is genuinely small (data of spread 1e-4: sigma ≈ 3e-4, with a
+/// small standard error on the log scale) gets no such note.
+#[test]
+fn a_boundary_mode_is_noted_and_a_small_interior_scale_is_not() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .args([
+            "fit",
+            "examples/eight_schools/model.bayes",
+            "--data",
+            "examples/eight_schools/schools.csv",
+            "--method",
+            "optimize",
+            "--seed",
+            "1",
+            "-q",
+        ])
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("note: the optimum is at (or near) the boundary"))
+        .unwrap_or_else(|| panic!("no boundary note in\n{text}"));
+    assert!(note.contains("`tau` = "), "{note}");
+    assert!(!note.contains("`mu`") && !note.contains("theta"), "{note}");
+    assert!(
+        note.contains("--method nuts") && note.contains("funnel"),
+        "{note}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("small.bayes");
+    std::fs::write(
+        &model,
+        "data { int N; vector[N] y; }\nparameters { real mu; real<lower=0> sigma; }\n\
+         model { y ~ normal(mu, sigma); }\n",
+    )
+    .unwrap();
+    let data = dir.path().join("small.csv");
+    let rows: String = (0..40)
+        .map(|i| format!("{}\n", 1e-4 * ((i * 37 % 11) as f64 - 5.0)))
+        .collect();
+    std::fs::write(&data, format!("y\n{rows}")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .args(["--method", "optimize", "--seed", "1", "-q"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("converged"), "{text}");
+    assert!(!text.contains("boundary"), "{text}");
+}

@@ -319,3 +319,90 @@ fn the_missing_outcome_is_blamed_only_for_failures_that_read_it() {
         "y"
     ));
 }
+
+/// New data without the outcome column and no `--outcome` (nor `// @outcome`): the error points
+/// to the flag that predicts it, `--outcome y`; a `--outcome` naming no data variable is a usage
+/// error that lists them, not silently ignored (fresh-user finding, session 20).
+#[test]
+fn predict_without_the_outcome_points_to_the_outcome_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("reg.bayes");
+    std::fs::write(
+        &model,
+        "data { int<lower=0> N; vector[N] x; vector[N] y; }\n\
+         parameters { real a; real b; real<lower=0> sigma; }\n\
+         model { a ~ normal(0, 5); b ~ normal(0, 5); sigma ~ exponential(1);\n\
+                 y ~ normal(a + b * x, sigma); }\n\
+         generated quantities { vector[N] y_hat = a + b * x; }\n",
+    )
+    .unwrap();
+    let train = dir.path().join("train.csv");
+    std::fs::write(&train, "x,y\n1,2.1\n2,3.9\n3,6.2\n4,7.8\n5,10.1\n").unwrap();
+    let new = dir.path().join("new.csv");
+    std::fs::write(&new, "x\n6\n7\n").unwrap();
+    let fit = dir.path().join("fit.json");
+    let p = |p: &std::path::Path| p.display().to_string();
+    let out = bayesc(&[
+        "fit",
+        &p(&model),
+        "--data",
+        &p(&train),
+        "--method",
+        "laplace",
+        "--seed",
+        "1",
+        "-q",
+        "--save-fit",
+        &p(&fit),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = bayesc(&["predict", &p(&model), "--fit", &p(&fit), "--data", &p(&new)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("`y` (declared `vector[N]`) is not in"),
+        "{err}"
+    );
+    assert!(
+        err.contains("if `y` is the outcome to predict, pass `--outcome y`"),
+        "{err}"
+    );
+    // the flag it names works: y_hat is predicted
+    let out = bayesc(&[
+        "predict",
+        &p(&model),
+        "--fit",
+        &p(&fit),
+        "--data",
+        &p(&new),
+        "--outcome",
+        "y",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("y_hat[2],"));
+    let out = bayesc(&[
+        "predict",
+        &p(&model),
+        "--fit",
+        &p(&fit),
+        "--data",
+        &p(&new),
+        "--outcome",
+        "z",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`--outcome z`: the model has no data variable `z`")
+            && err.contains("`N`, `x`, `y`"),
+        "{err}"
+    );
+}

@@ -640,3 +640,67 @@ fn fit_writes_the_files_its_flags_ask_for() {
     assert!(err(&mut s, ":fit nuts --refresh 10").contains("--refresh"));
     assert!(err(&mut s, ":fit nuts --threads 1").contains("RAYON_NUM_THREADS"));
 }
+
+/// Ctrl-C during the warmup of a `--save-warmup` fit keeps its warmup draws, as `bayesc fit
+/// --output` keeps them: the fit is stored, marked as stopped in warmup, `:save` writes the
+/// warmup draws in a file ending `# interrupted: … (in warmup)`, and the commands that need
+/// posterior draws say why they have none. It used to say "nothing stored", and `:save`
+/// wrote nothing (fresh-user finding, session 20).
+#[test]
+fn a_fit_stopped_in_warmup_keeps_its_saved_warmup_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new();
+    s.set_progress(false);
+    ok(
+        &mut s,
+        "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n}",
+    );
+    let handle = s.interrupt_handle();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        let start = Instant::now();
+        while !handle.interrupt() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the fit never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    // 10^8 warmup iterations cannot end before the stop; --thin keeps the file small
+    let text = ok(
+        &mut s,
+        ":fit nuts --chains 1 --warmup 100000000 --samples 1000 --thin 100 --save-warmup --seed 1 as w",
+    );
+    stopper.join().unwrap();
+    assert!(
+        text.contains("stored as w (interrupted in warmup: warmup draws only)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warmup draws of chain 1 kept (--save-warmup)"),
+        "{text}"
+    );
+    let file = dir.path().join("w.csv");
+    let saved = ok(&mut s, &format!(":save w {}", file.display()));
+    assert!(
+        saved.contains("warmup draws of chain 1 written to"),
+        "{saved}"
+    );
+    let written = dir.path().join("w_1.csv");
+    let csv = std::fs::read_to_string(&written).unwrap();
+    let last = csv.lines().last().unwrap();
+    assert!(
+        last.starts_with("# interrupted: 0 of 10 draws, ")
+            && last.ends_with(" warmup draws (in warmup)"),
+        "{last}"
+    );
+    let read = bayesc::output::read_stan_csv(&written).unwrap();
+    assert_eq!(read.n_draws, 0);
+    assert!(read.warmup_draws > 0);
+    for command in [":summary w", "mean(mu)", ":param mu"] {
+        let e = err(&mut s, command);
+        assert!(e.contains("w was stopped in warmup"), "{command}: {e}");
+    }
+    assert!(ok(&mut s, ":fits").contains("INTERRUPTED"));
+}

@@ -200,3 +200,57 @@ fn the_mh_settings_line_shows_the_length_that_is_run() {
         );
     }
 }
+
+/// A QBVI fit whose q collapsed to a point (by the rule of `fit::collapsed_parameters`, sd ≤
+/// 1e-8·|mean|: here a prior of scale 1e-4 at 123456789.123, seed 1) gets the same verdict in
+/// `:fit` as in `bayesc fit`: not converged, and the same collapse advice (every parameter has a
+/// prior, so priors are not blamed). `:fit` said "converged (the smoothed-ELBO exit rule
+/// fired)" above the collapse warning, and its warning told the user to check priors
+/// (fresh-user finding, session 20).
+#[test]
+fn a_collapsed_qbvi_fit_gets_the_verdict_of_bayesc_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("narrow.bayes");
+    std::fs::write(
+        &model,
+        "parameters { real mu; }\nmodel { mu ~ normal(123456789.123, 1e-4); }\n",
+    )
+    .unwrap();
+    let cli = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .arg(&model)
+        .args(["--seed", "1", "-q"])
+        .output()
+        .unwrap();
+    let cli_text = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        cli_text.contains("collapsed to a point in `mu`"),
+        "{cli_text}"
+    );
+    assert!(
+        cli_text.starts_with("WARNING: not converged: the exit rule fired"),
+        "{cli_text}"
+    );
+
+    let mut s = Session::new();
+    s.set_progress(false);
+    common::repl_ok(&mut s, &format!(":load {}", model.display()));
+    let text = common::repl_ok(&mut s, ":fit qbvi --seed 1");
+    assert!(text.contains("collapsed to a point in `mu`"), "{text}");
+    assert!(
+        text.contains("NOT converged after 85 iterations")
+            && text.contains("the approximation collapsed to a point; best smoothed ELBO"),
+        "{text}"
+    );
+    assert!(!text.contains("converged (the smoothed-ELBO"), "{text}");
+    // the advice of `bayesc fit`, which knows the model's priors
+    assert!(text.contains("Every parameter has a prior"), "{text}");
+    assert!(!text.contains("check priors"), "{text}");
+    let d = common::repl_ok(&mut s, ":diagnostics");
+    assert!(
+        d.contains("stop reason: the exit rule fired; NOT converged: the approximation collapsed"),
+        "{d}"
+    );
+    assert!(d.contains("Every parameter has a prior"), "{d}");
+    assert!(common::repl_ok(&mut s, ":fits").contains("NOT converged"));
+}

@@ -179,3 +179,46 @@ fn summary_of(p: &std::path::Path) -> std::process::Output {
         .output()
         .expect("run bayesc")
 }
+
+/// A file of warmup draws only (a `--save-warmup` run stopped in warmup) is described, marked
+/// as warmup and without R-hat or ESS, instead of "error: the files hold 0 draws per chain; a
+/// summary needs at least 4" (fresh-user finding, session 20). mu = 1, 2, …, 8: mean 4.5.
+#[test]
+fn summary_of_a_warmup_only_file_describes_the_warmup_draws_as_such() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let mut csv = String::from(
+        "# method = sample (Default)\n#   sample\n#     num_samples = 100\n\
+         #     num_warmup = 1000\n#     thin = 1\n#     save_warmup = true\n\
+         lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,mu\n",
+    );
+    for i in 1..=8 {
+        writeln!(csv, "-1.5,0.9,0.3,3,7,0,2.0,{i}").expect("write to a String");
+    }
+    csv.push_str("#\n# interrupted: 0 of 100 draws, 8 warmup draws (in warmup)\n");
+    let p = dir.path().join("w_1.csv");
+    std::fs::write(&p, csv).expect("write");
+    let out = summary_of(&p);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    assert!(!err.contains("error"), "{err}");
+    assert!(
+        text.contains("the files hold warmup draws only (8 per chain)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("WARMUP draws (not a posterior): 1 chain(s) × 8 draws"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("mu "))
+        .expect("a row for mu");
+    let mean: f64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!((mean - 4.5).abs() < 1e-9, "{row}");
+    let header = text.lines().find(|l| l.starts_with("name")).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["name", "mean", "sd", "5%", "50%", "95%"]
+    );
+}

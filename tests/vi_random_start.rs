@@ -94,3 +94,49 @@ fn mgvb_from_the_mode_converges_on_labour() {
         "{text}"
     );
 }
+
+/// The ELBO of a fit that ran off is printed with significant digits, never as a number of
+/// hundreds of digits: MGVB from the random start at seed 2 ends at −7.0·10²⁶², whose "ELBO
+/// estimate" line once spelled out 263 digits (fresh-user finding, session 20); the REPL's
+/// `:diagnostics` and `:elbo` use the same formatter (`fit::fmt_elbo`).
+#[test]
+fn a_runaway_elbo_is_printed_in_exponent_form() {
+    let long_number = |t: &str| {
+        t.split(|c: char| !c.is_ascii_digit())
+            .any(|run| run.len() > 15)
+    };
+    let (ok, text) = labour(&["--method", "mgvb", "--random-init", "--seed", "2"]);
+    assert!(ok, "{text}");
+    let elbo = text
+        .split("ELBO estimate = ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no ELBO estimate in\n{text}"));
+    let value: f64 = elbo.parse().unwrap();
+    assert!(elbo.contains('e') && value < -1e200, "{elbo}");
+    assert!(!long_number(&text), "{text}");
+    let root = common::root();
+    let mut s = bayesc::repl::Session::new();
+    s.set_progress(false);
+    common::repl_ok(
+        &mut s,
+        &format!(
+            ":load {}",
+            root.join("examples/labour/model.bayes").display()
+        ),
+    );
+    common::repl_ok(
+        &mut s,
+        &format!(
+            ":data {}",
+            root.join("examples/labour/labour.csv").display()
+        ),
+    );
+    let fit = common::repl_ok(&mut s, ":fit mgvb --random-init --seed 2");
+    let d = common::repl_ok(&mut s, ":diagnostics");
+    let e = common::repl_ok(&mut s, ":elbo");
+    for t in [&fit, &d, &e] {
+        assert!(!long_number(t), "{t}");
+    }
+    assert!(d.contains("best smoothed ELBO: -"), "{d}");
+}

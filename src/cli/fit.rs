@@ -307,8 +307,8 @@ pub fn fit_with_progress(
         .collect();
     let on_progress = |e: ProgressEvent| match e {
         ProgressEvent::Qbvi(p) => bar.update(p.iteration as u64, || match p.smoothed_elbo {
-            Some(s) => format!("smoothed ELBO {s:.3}"),
-            None => format!("ELBO {:.3}", p.elbo),
+            Some(s) => format!("smoothed ELBO {}", fit::fmt_elbo(s)),
+            None => format!("ELBO {}", fit::fmt_elbo(p.elbo)),
         }),
         ProgressEvent::Chain(p) if refresh.is_some() => {
             let again = last_line
@@ -519,7 +519,7 @@ pub fn result_report(
                     outln!(
                         "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but \
                          the approximation is drifting along {} (see below), so there is no optimum \
-                         to converge to; smoothed ELBO = {:.3}",
+                         to converge to; smoothed ELBO = {}",
                         fit.iterations,
                         result.seconds,
                         result
@@ -527,39 +527,40 @@ pub fn result_report(
                             .as_ref()
                             .map(|v| crate::words::name_list(&v.unbounded, 6))
                             .unwrap_or_default(),
-                        fit.best_smoothed_elbo
+                        fit::fmt_elbo(fit.best_smoothed_elbo)
                     )
                 }
+                // "converged" only when the shared verdict (the REPL's too) finds no cause
                 StopReason::ExitRule
-                    if fit.skipped_steps == 0
-                        && result.vi.as_ref().is_none_or(|v| v.collapsed.is_empty()) =>
+                    if crate::output::report::exit_rule_not_converged(result, fit, options)
+                        .is_none() =>
                 {
                     outln!(
-                        "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {:.3}",
+                        "converged: the exit rule fired after {} iterations ({:.2} s); smoothed ELBO = {}",
                         fit.iterations,
                         result.seconds,
-                        fit.best_smoothed_elbo
+                        fit::fmt_elbo(fit.best_smoothed_elbo)
                     )
                 }
                 // skipped updates: the smoothed ELBO stopped improving because q stopped moving
                 StopReason::ExitRule if fit.skipped_steps > 0 => outln!(
                     "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but {} of \
                      them skipped their update (the positive-definiteness guard), so q stopped moving \
-                     rather than reaching the optimum; smoothed ELBO = {:.3}. Use --method nuts, or \
+                     rather than reaching the optimum; smoothed ELBO = {}. Use --method nuts, or \
                      start elsewhere (--random-init, other --seed).",
                     fit.iterations,
                     result.seconds,
                     fit.skipped_steps,
-                    fit.best_smoothed_elbo
+                    fit::fmt_elbo(fit.best_smoothed_elbo)
                 ),
                 // q collapsed to a point (warned about below): the ELBO stopped improving
                 // because q cannot move, not because it reached the optimum
                 StopReason::ExitRule => outln!(
                     "WARNING: not converged: the exit rule fired after {} iterations ({:.2} s), but the \
-                     approximation collapsed to a point (see below); smoothed ELBO = {:.3}",
+                     approximation collapsed to a point (see below); smoothed ELBO = {}",
                     fit.iterations,
                     result.seconds,
-                    fit.best_smoothed_elbo
+                    fit::fmt_elbo(fit.best_smoothed_elbo)
                 ),
                 StopReason::MaxIterations => outln!(
                     "WARNING: {} hit the iteration cap ({}, {:.2} s) before the exit rule fired; \

@@ -90,18 +90,48 @@ pub fn run(args: PredictArgs) -> i32 {
         Ok(d) => d,
         Err(f) => return super::report_failure(&sources, f),
     };
+    let data_names: Vec<&str> = checked
+        .program
+        .data
+        .iter()
+        .map(|d| d.name.name.as_str())
+        .collect();
+    // a `--outcome` that names no data variable is an error, not ignored
+    if let Some(o) = args.outcome.as_deref().filter(|o| !data_names.contains(o)) {
+        let hint = match crate::semantics::names::best_match(o, data_names.iter().copied()) {
+            Some(m) => format!("did you mean `--outcome {m}`?"),
+            None => format!(
+                "the model's data variables are {}",
+                crate::words::name_list(
+                    &data_names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>(),
+                    8
+                )
+            ),
+        };
+        eprintln!("error: `--outcome {o}`: the model has no data variable `{o}`\n  = help: {hint}");
+        return super::EXIT_USAGE;
+    }
     let outcome = args
         .outcome
         .clone()
         .or_else(|| evaluate::outcome_annotation(sources.text(checked.file)))
-        .filter(|o| checked.program.data.iter().any(|d| d.name.name == *o));
+        .filter(|o| data_names.contains(&o.as_str()));
     let compiled = match &outcome {
         Some(o) => pipeline::compile_unobserved(&checked, &sources, &data, o),
         None => pipeline::compile(&checked, &sources, &data),
     };
     let model = match compiled {
         Ok(m) => m,
-        Err(f) => return super::report_failure(&sources, f),
+        Err(f) => {
+            let code = super::report_failure(&sources, f);
+            if outcome.is_none() {
+                outcome_help(&checked, &sources, &data, &data_names);
+            }
+            return code;
+        }
     };
     let seed = args.seed.unwrap_or(saved.seed);
     let observed = outcome
@@ -308,4 +338,36 @@ fn score_new_rows(
         }
     }
     0
+}
+
+/// After the new data failed to bind without an outcome: the data variables whose absence
+/// alone made it fail (the model compiles when that one is left unobserved), named with the
+/// flag that predicts them, `--outcome NAME` ([X]: fresh-user finding, session 20: the error
+/// said only that `y` is not in the new data, and nothing pointed to `--outcome`).
+fn outcome_help(
+    checked: &pipeline::Checked,
+    sources: &crate::syntax::source::SourceMap,
+    data: &[crate::data::DataSource],
+    data_names: &[&str],
+) {
+    let candidates: Vec<&str> = data_names
+        .iter()
+        .copied()
+        .filter(|n| pipeline::compile_unobserved(checked, sources, data, n).is_ok())
+        .collect();
+    match candidates.as_slice() {
+        [] => {}
+        [o] => eprintln!(
+            "  = help: if `{o}` is the outcome to predict, pass `--outcome {o}` (or put a \
+             comment `// @outcome {o}` in the model): it is then predicted, not scored"
+        ),
+        many => eprintln!(
+            "  = help: to predict an outcome missing from the new data, pass `--outcome NAME` \
+             with NAME one of {}",
+            many.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }

@@ -86,6 +86,9 @@ pub fn run(args: SummaryArgs) -> i32 {
     if files.iter().any(is_optimize) {
         return point_estimates(&files, &args.files);
     }
+    if files.iter().all(|f| f.n_draws == 0) && files.iter().any(|f| f.warmup_draws > 0) {
+        return warmup_only_summary(&files);
+    }
     let approximation = approximation_method(&files[0]);
     let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     let draws = match stan_csv::draws_from_files(&files, &paths) {
@@ -400,4 +403,47 @@ fn point_value(v: f64) -> String {
     } else {
         summary::format_sig(v, 6)
     }
+}
+
+/// `bayesc summary` of files that hold warmup draws only (a `--save-warmup` run stopped in
+/// warmup: each file ends `# interrupted: 0 of M draws, K warmup draws (in warmup)`): says so,
+/// and describes the warmup draws in a table marked as such, without R-hat or ESS, which judge
+/// a posterior sample and would read the adaptation as mixing ([X]: fresh-user finding,
+/// session 20: such a file alone gave "error: the files hold 0 draws per chain; a summary
+/// needs at least 4"). The chains are cut to the shortest. Returns the exit status: 0.
+fn warmup_only_summary(files: &[stan_csv::StanCsv]) -> i32 {
+    let n = files.iter().map(|f| f.warmup_draws).min().unwrap_or(0);
+    let k = files[0].names.len();
+    println!(
+        "the files hold warmup draws only ({} per chain{}) and no post-warmup draws: the run \
+         was stopped in warmup. Warmup draws are not a posterior sample (the sampler was still \
+         adapting its step size and metric, and the first draws still move away from the \
+         start), so no R-hat or ESS is computed; for a posterior, run the fit to its end.",
+        n,
+        if files.iter().any(|f| f.warmup_draws != n) {
+            ", the chains cut to the shortest"
+        } else {
+            ""
+        }
+    );
+    if n < 4 {
+        println!("(too few warmup draws to describe: a table needs at least 4)");
+        return 0;
+    }
+    let draws = crate::inference::Draws {
+        names: files[0].names.clone(),
+        chains: files
+            .iter()
+            .map(|f| f.warmup_values[..n * k].to_vec())
+            .collect(),
+    };
+    println!(
+        "\nWARMUP draws (not a posterior): {} chain(s) × {n} draws\n",
+        files.len()
+    );
+    print!(
+        "{}",
+        summary::format_table(&summary::summarize(&draws, false), false)
+    );
+    0
 }

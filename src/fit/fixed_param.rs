@@ -219,6 +219,7 @@ pub(super) fn fit_fixed_param(
         notes: Vec::new(),
         parallel_chains: rayon::current_num_threads().clamp(1, chain_ends.len().max(1)),
         chain_ends,
+        warmup_stopped: Vec::new(),
     };
     let mut draws = Draws {
         names,

@@ -235,6 +235,20 @@ pub(super) fn fit_mcmc(
         names: draw_names(model),
         chains: rows,
     };
+    if out.interrupted && settings.save_warmup {
+        // the chains stopped in warmup keep their warmup draws (nothing the user fitted is
+        // lost), as the streamed files of `bayesc fit --output` do
+        for (c, chain) in out.chains.iter().enumerate() {
+            if chain.stats.is_empty() && !chain.warmup_stats.is_empty() {
+                out.warmup_stopped
+                    .push(crate::inference::chain_end::WarmupStopped {
+                        id: c,
+                        chain: chain.clone(),
+                        values: warmup_rows.get(c).cloned().unwrap_or_default(),
+                    });
+            }
+        }
+    }
     if out.interrupted {
         // the chains `trim_interrupted` keeps: those with post-warmup draws
         let mut kept = out.chains.iter().map(|c| !c.stats.is_empty());

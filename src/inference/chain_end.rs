@@ -6,6 +6,22 @@
 
 use super::mcmc::{ChainEnd, ChainOutput, McmcOutput};
 
+/// A chain of a run stopped by Ctrl-C or SIGTERM during its warmup, whose warmup draws were
+/// kept (`save_warmup`; [`McmcOutput::warmup_stopped`]): `bayesc fit --output` streams them to
+/// the chain's file, which ends `# interrupted: 0 of M draws, K warmup draws (in warmup)`, and
+/// the REPL, which does not stream, keeps them here so that `:save` writes the same file
+/// ([X]: fresh-user finding, session 20: the REPL dropped them and `:save` wrote nothing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WarmupStopped {
+    /// The chain's 0-based number among the requested chains.
+    pub id: usize,
+    /// Its output: `warmup_stats` and the timing (no post-warmup draws).
+    pub chain: ChainOutput,
+    /// Its kept warmup draws on the constrained scale, row-major (K rows × the fit's draw
+    /// columns: parameters, transformed parameters, generated quantities).
+    pub values: Vec<f64>,
+}
+
 impl ChainEnd {
     /// The end of `chain`: `stopped` is whether the stop flag ended it, `warmup` the warmup
     /// iterations requested (0 for fixed_param). A stopped chain that ran no iteration had not
@@ -145,6 +161,7 @@ mod tests {
             notes: Vec::new(),
             chain_ends: ends,
             parallel_chains: parallel,
+            warmup_stopped: Vec::new(),
         }
     }
 

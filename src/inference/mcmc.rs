@@ -558,6 +558,10 @@ pub struct McmcOutput {
     /// How many chains could run at once: the rayon pool's threads (the core count, or
     /// `--threads`), at most the number of chains. The others wait for a free thread.
     pub parallel_chains: usize,
+    /// With `save_warmup`, for an interrupted run: the chains stopped in warmup with kept
+    /// warmup draws, which `fit::trim_interrupted` drops from `chains` (they have no
+    /// post-warmup draws); filled by the fit layer, empty from [`sample`].
+    pub warmup_stopped: Vec<super::chain_end::WarmupStopped>,
 }
 
 /// A log density that counts the recoverable errors of the density it wraps and keeps the
@@ -827,6 +831,7 @@ pub fn sample_with_sink(
         notes: Vec::new(),
         chain_ends,
         parallel_chains: rayon::current_num_threads().clamp(1, settings.chains.max(1)),
+        warmup_stopped: Vec::new(),
     })
 }
 

@@ -257,6 +257,7 @@ pub fn write_outputs(
             // chain c of `out` is requested chain ids[c]: an interrupted run keeps its chains'
             // own numbers (chain 3's file is `_3.csv` with `id = 3` even when chain 2 is gone)
             let ids = out.chain_ids();
+            let requested = options.mcmc.samples.div_ceil(options.mcmc.thin.max(1));
             for (c, chain) in out.chains.iter().enumerate() {
                 let id = ids.get(c).copied().unwrap_or(c);
                 let file = mcmc_chain_path(path, id);
@@ -293,7 +294,12 @@ pub fn write_outputs(
                     chain.dense,
                     out.dim,
                 );
-                let footer = stan_csv::timing_lines(chain.warmup_seconds, chain.sampling_seconds);
+                let mut footer =
+                    stan_csv::timing_lines(chain.warmup_seconds, chain.sampling_seconds);
+                if let Some(n) = kept {
+                    // the last line of an interrupted run's file, as `bayesc fit` streams it
+                    footer.push(format!("interrupted: {n} of {requested} draws"));
+                }
                 let layout = stan_csv::StanCsvLayout {
                     config_lines: &config,
                     sampler_cols: &names,
@@ -308,9 +314,57 @@ pub fn write_outputs(
                 stan_csv::write_stan_csv(&file, &layout)?;
                 files.push(file.display().to_string());
             }
+            for w in &out.warmup_stopped {
+                files.push(write_warmup_stopped(path, w, result, options, &model_name)?);
+            }
             Ok(files)
         }
     }
+}
+
+/// Writes the file of chain `w` of an interrupted MCMC run, stopped in warmup with its warmup
+/// draws kept (`save_warmup`, [`crate::inference::mcmc::McmcOutput::warmup_stopped`]): the
+/// configuration and header, the warmup rows, the timing and the last line `interrupted: 0 of
+/// M draws, K warmup draws (in warmup)` — the file `bayesc fit --output` streams for such a
+/// chain (`output::stan_stream`). Returns its path.
+fn write_warmup_stopped(
+    path: &Path,
+    w: &crate::inference::chain_end::WarmupStopped,
+    result: &FitResult,
+    options: &FitOptions,
+    model_name: &str,
+) -> std::io::Result<String> {
+    let file = mcmc_chain_path(path, w.id);
+    let cols = w.chain.warmup_stats.columns();
+    let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
+    let n = w.chain.warmup_stats.len();
+    let mut values = Vec::with_capacity(n * cols.len());
+    for i in 0..n {
+        values.extend(cols.iter().map(|(_, v)| v[i]));
+    }
+    let draws = crate::inference::Draws {
+        names: result.draws.names.clone(),
+        chains: vec![w.values.clone()],
+    };
+    let config = mcmc_config_lines(model_name, options, result.seed, w.id, w.chain.dense, None);
+    let mut footer = stan_csv::timing_lines(w.chain.warmup_seconds, 0.0);
+    footer.push(format!(
+        "interrupted: 0 of {} draws, {n} warmup draws (in warmup)",
+        options.mcmc.samples.div_ceil(options.mcmc.thin.max(1))
+    ));
+    let layout = stan_csv::StanCsvLayout {
+        config_lines: &config,
+        sampler_cols: &names,
+        sampler_values: &values,
+        draws: &draws,
+        chain: 0,
+        adaptation_lines: &[],
+        footer_lines: &footer,
+        warmup_rows: n,
+        sig_figs: options.sig_figs,
+    };
+    stan_csv::write_stan_csv(&file, &layout)?;
+    Ok(file.display().to_string())
 }
 
 /// `value (Default)` when `value` equals `default`, as CmdStan marks the settings left at

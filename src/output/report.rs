@@ -11,6 +11,7 @@ use crate::output::summary;
 mod optimize;
 mod vi_verdict;
 pub use optimize::*;
+pub use vi_verdict::exit_rule_not_converged;
 
 /// How a variational fit starts, for the settings line.
 fn vi_start_text(o: &FitOptions, d: usize) -> &'static str {
@@ -80,10 +81,11 @@ pub fn epoch_line(plan: &fit::MinibatchPlan, iterations: usize, last: f64) -> St
     use crate::words::counted;
     format!(
         "minibatch: {} of {} ({}); the exit rule used the full-data ELBO {every} (last \
-         {last:.3}); the per-iteration ELBO values are batch estimates",
+         {}); the per-iteration ELBO values are batch estimates",
         counted(iterations / per, "epoch"),
         batches_text(per),
-        counted(iterations, "iteration")
+        counted(iterations, "iteration"),
+        fit::fmt_elbo(last)
     )
 }
 
@@ -109,7 +111,7 @@ fn check_period_text(plan: &fit::MinibatchPlan) -> String {
 /// fit stopped before the smoothing window first filled (it is then −∞), words that say so.
 pub fn smoothed_elbo_text(best: f64) -> String {
     if best.is_finite() {
-        format!("{best:.3}")
+        fit::fmt_elbo(best)
     } else {
         "not available (the fit stopped before the ELBO's smoothing window filled)".to_string()
     }
@@ -740,8 +742,11 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
     };
     let _ = writeln!(
         s,
-        "\nPSIS k-hat = {khat} ({} draws of the approximation{spread}; PSIS ESS = {:.0}; sd of log p - log q = {:.3}); ELBO estimate = {:.3}",
-        vi.n_draws, vi.psis_ess, vi.gate.log_ratio_sd, vi.elbo
+        "\nPSIS k-hat = {khat} ({} draws of the approximation{spread}; PSIS ESS = {:.0}; sd of log p - log q = {}); ELBO estimate = {}",
+        vi.n_draws,
+        vi.psis_ess,
+        fit::fmt_elbo(vi.gate.log_ratio_sd),
+        fit::fmt_elbo(vi.elbo)
     );
     let not_converged = fit::vi_not_converged(&result.details);
     if !vi.collapsed.is_empty() {
@@ -839,12 +844,12 @@ pub fn pathfinder_text(
         if p.approximation.is_some() {
             let _ = writeln!(
                 s,
-                "  path {}: {} L-BFGS iterations ({}); Gaussian of point {} of its path kept, ELBO = {:.3}",
+                "  path {}: {} L-BFGS iterations ({}); Gaussian of point {} of its path kept, ELBO = {}",
                 i + 1,
                 p.iterations,
                 p.message,
                 p.best_iteration,
-                p.elbo
+                fit::fmt_elbo(p.elbo)
             );
         } else {
             let _ = writeln!(s, "  path {}: FAILED: {}", i + 1, p.message);
@@ -864,8 +869,9 @@ pub fn pathfinder_text(
 pub fn mcdropout_stop_line(iterations: usize, seconds: f64, objective: f64) -> String {
     format!(
         "training finished: the exit rule fired after {iterations} iterations ({seconds:.2} s); \
-         smoothed training objective = {objective:.3}. MC dropout fits the weights as a point \
-         estimate, not a posterior"
+         smoothed training objective = {}. MC dropout fits the weights as a point \
+         estimate, not a posterior",
+        fit::fmt_elbo(objective)
     )
 }
 

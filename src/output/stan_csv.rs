@@ -354,6 +354,9 @@ pub struct StanCsv {
     /// Warmup rows dropped ([`read_stan_csv`]: files whose configuration says
     /// `save_warmup = true` or `1` start with ⌈num_warmup / thin⌉ of them).
     pub warmup_draws: usize,
+    /// The parameter values of those warmup rows, `warmup_draws × names.len()`, row-major
+    /// (`bayesc summary` of files with warmup draws only describes them, marked as warmup).
+    pub warmup_values: Vec<f64>,
     /// Whether the file ended inside a draw row (no final newline): what a `kill -9` can leave,
     /// since Linux may cut a write short at a page boundary when a fatal signal is pending.
     /// That row is not read, since even one with every field may have lost digits of its last
@@ -523,7 +526,7 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, StanCsvError> {
             .unwrap_or(1)
             .max(1);
         let drop = n_w.div_ceil(thin).min(out.n_draws);
-        out.values.drain(..drop * out.names.len());
+        out.warmup_values = out.values.drain(..drop * out.names.len()).collect();
         out.sampler_values.drain(..drop * out.sampler_names.len());
         out.n_draws -= drop;
         out.warmup_draws = drop;

@@ -151,13 +151,10 @@ impl ChainFiles {
         let mut files = Vec::with_capacity(kept);
         if interrupted {
             if kept > 0 {
+                // each file ends `# interrupted: N of M draws`, and those of chains stopped in
+                // warmup with `--save-warmup` are rewritten whole, as the REPL's `:save` writes
+                // them (`fit_files::write_outputs`)
                 files = write_outputs(&self.path, result, &self.options, &self.model)?;
-                let n = result.draws.n_draws();
-                let requested = self.options.mcmc.samples.div_ceil(self.options.mcmc.thin);
-                for file in &files {
-                    let mut f = std::fs::OpenOptions::new().append(true).open(file)?;
-                    writeln!(f, "# interrupted: {n} of {requested} draws")?;
-                }
             }
             // the kept chains keep their own numbers (`McmcOutput::chain_ids`): remove the
             // files of the others
@@ -171,6 +168,9 @@ impl ChainFiles {
                     continue;
                 }
                 let file = mcmc_chain_path(&self.path, c);
+                if files.contains(&file.display().to_string()) {
+                    continue;
+                }
                 if self.options.mcmc.save_warmup && warmup_rows[c] > 0 {
                     // stopped in warmup: its saved warmup draws are kept, as streamed
                     let mut f = std::fs::OpenOptions::new().append(true).open(&file)?;

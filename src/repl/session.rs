@@ -32,8 +32,8 @@ use crate::output::fit_files::{
 };
 use crate::output::progress::DelayedBar;
 use crate::output::report::{
-    fit_preamble, hmc_warnings, mcmc_text, optimize_footer, optimize_rows_table, optimize_text,
-    optimizer_name, vi_diagnostics_text,
+    exit_rule_not_converged, fit_preamble, hmc_warnings, mcmc_text, optimize_footer,
+    optimize_rows_table, optimize_text, optimizer_name, vi_diagnostics_text_with,
 };
 use crate::output::summary::{self, format_sig};
 use crate::pipeline::{self, Checked, Failure};
@@ -353,6 +353,9 @@ pub struct StoredFit {
     pub model_name: String,
     /// True when Ctrl-C stopped the fit early: the draws are those made before the stop.
     pub interrupted: bool,
+    /// The model's parameters without a prior (`Checked::unpriored`), so that the advice of a
+    /// degenerate variational fit names the same cause as `bayesc fit`.
+    pub unpriored: Vec<String>,
 }
 
 /// Lets another thread (the Ctrl-C handler) interrupt a running fit.

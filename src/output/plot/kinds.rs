@@ -482,11 +482,12 @@ fn forest(
         .y_label_area_size(0)
         .build_cartesian_2d(padded(lo, hi), 0.0..total)
         .map_err(draw_err)?;
+    let x_tick = super::panels::tick_on(&padded(lo, hi));
     ch.configure_mesh()
         .disable_mesh()
         .y_labels(0)
         .x_labels(6)
-        .x_label_formatter(&tick)
+        .x_label_formatter(&x_tick)
         .label_style(font(11))
         .draw()
         .map_err(draw_err)?;
@@ -736,4 +737,19 @@ fn ppc(
             .map_err(draw_err)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tick_tests {
+    /// A tick computed as lo + k·step that should be 0 is labelled 0, not "-2.8e-17"; a small
+    /// value on a small axis keeps its digits.
+    #[test]
+    fn a_rounding_residue_at_zero_is_labelled_zero() {
+        let f = super::super::panels::tick_on(&(-1.0..1.0));
+        assert_eq!(f(&-2.8e-17), "0");
+        assert_eq!(f(&0.5), "0.5");
+        let g = super::super::panels::tick_on(&(-1e-6..1e-6));
+        assert_eq!(g(&5e-7), "5.0e-7");
+        assert_eq!(super::super::panels::tick(&-2.8e-17), "-2.8e-17");
+    }
 }

@@ -90,6 +90,20 @@ pub(super) fn tick(v: &f64) -> String {
     }
 }
 
+/// [`tick`] on an axis spanning `range`: a value within 10⁻⁹ of the span from 0 is 0, the
+/// rounding error of a tick computed as lo + k·step ([X]: fresh-user finding, session 20: a
+/// pair plot labelled a tick "-2.8e-17").
+pub(super) fn tick_on(range: &Range<f64>) -> impl Fn(&f64) -> String + use<> {
+    let span = (range.end - range.start).abs();
+    move |v: &f64| {
+        if v.abs() <= 1e-9 * span {
+            "0".to_string()
+        } else {
+            tick(v)
+        }
+    }
+}
+
 /// A chart on `area` with `caption` (may be empty), axes over `x` × `y`, `x_desc`/`y_desc`
 /// labels (may be empty) and tick labels on the y axis when `y_ticks`; no grid, as ArviZ's
 /// default style.
@@ -113,13 +127,14 @@ pub(super) fn panel<'a, 'b>(
     if !caption.is_empty() {
         b.caption(caption, font(14));
     }
+    let (x_tick, y_tick) = (tick_on(&x), tick_on(&y));
     let mut chart = b.build_cartesian_2d(x, y).map_err(draw_err)?;
     let mut mesh = chart.configure_mesh();
     mesh.disable_mesh()
         .x_labels(5)
         .y_labels(if y_ticks { 5 } else { 0 })
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
+        .x_label_formatter(&x_tick)
+        .y_label_formatter(&y_tick)
         .label_style(font(11));
     if !x_desc.is_empty() {
         mesh.x_desc(x_desc);

@@ -16,6 +16,47 @@
 use crate::fit::{self, FitDetails, FitResult, ViDiagnostics};
 use crate::inference::qbvi::Covariance;
 
+/// Why a fit of the QBVI family (QBVI and the survey's methods) is not a converged optimum
+/// although its exit rule fired, as `:fit` and `bayesc fit` say it: the ELBO ran off
+/// ([`fit::diverged_phrase`]), the steps made q worse or q is still moving
+/// ([`fit::not_converged_phrase`]), q drifts along a direction without a mode, q collapsed to
+/// a point, or updates were skipped by the positive-definiteness guard. `None` when none holds.
+/// Shared by `bayesc fit` (its "converged:" line), the REPL's `:fit`, `:diagnostics` and
+/// `:fits`, so that no view calls a fit converged that another calls not converged ([X]:
+/// fresh-user findings: session 19, `:diagnostics` said "converged" after an IVON fit whose
+/// steps made q worse; session 20, `:fit` said "converged" for a QBVI fit whose q collapsed to
+/// a point, which `bayesc fit` called not converged).
+pub fn exit_rule_not_converged(
+    r: &FitResult,
+    q: &crate::inference::qbvi::QbviFit,
+    options: &fit::FitOptions,
+) -> Option<String> {
+    if let Some(d) = fit::diverged_phrase(q, r.method) {
+        return Some(format!("{} diverged: {d}", r.method.display_name()));
+    }
+    if let Some(w) = fit::not_converged_phrase(q, r, options) {
+        return Some(w);
+    }
+    if let Some(v) = &r.vi {
+        if !v.unbounded.is_empty() {
+            return Some(format!(
+                "q drifts along {}, where the density has no interior mode",
+                crate::words::name_list(&v.unbounded, 6)
+            ));
+        }
+        if !v.collapsed.is_empty() {
+            return Some("the approximation collapsed to a point".to_string());
+        }
+    }
+    (q.skipped_steps > 0).then(|| {
+        format!(
+            "{} of {} updates were skipped by the positive-definiteness guard, so q stopped \
+             moving rather than reaching the optimum",
+            q.skipped_steps, q.iterations
+        )
+    })
+}
+
 /// The family of q for the wording: `Some(d)` for a mean-field (diagonal) Gaussian in d ≥ 2
 /// unconstrained coordinates, `None` for an approximation that has correlations (full-covariance
 /// VI, Laplace, Pathfinder's mixture) or a single coordinate.

@@ -125,6 +125,7 @@ impl Session {
         // the same options as `bayesc fit` (pipeline::fit_options): the same model, data,
         // arguments and seed give the same fit
         let checked = &self.model.as_ref().expect("compiled above").checked;
+        let unpriored = checked.unpriored.clone();
         let options = match pipeline::fit_options(checked, &self.data, model, &fit_args, seed) {
             Ok(setup) => {
                 if let Some(note) = setup.note {
@@ -184,7 +185,8 @@ impl Session {
             }
         };
         let interrupted = was_interrupted(&result);
-        if result.draws.n_draws() == 0 {
+        let warmup_only = warmup_only_chains(&result);
+        if result.draws.n_draws() == 0 && warmup_only.is_none() {
             let _ = writeln!(
                 out.text,
                 "the fit returned no draws (an MCMC run interrupted before any chain finished \
@@ -194,7 +196,15 @@ impl Session {
         }
         self.counter += 1;
         out.text
-            .push_str(&result_text(&result, &options, interrupted));
+            .push_str(&result_text(&result, &options, interrupted, &unpriored));
+        if let Some(chains) = &warmup_only {
+            let _ = writeln!(
+                out.text,
+                "{chains} kept (--save-warmup): warmup draws, not posterior draws; `:save FILE` \
+                 writes them as `bayesc fit --output` does, each file ending `# interrupted: … \
+                 (in warmup)`; the other commands need post-warmup draws"
+            );
+        }
         // the fit is stored, but its generated quantities failed at some draws: an error, as
         // in `bayesc fit` (exit status 3), so that a script's exit code says so
         out.is_error |= result.gq_note.is_some();
@@ -202,7 +212,13 @@ impl Session {
         let _ = writeln!(
             out.text,
             "stored as {name}{}{}",
-            if interrupted { " (interrupted)" } else { "" },
+            if warmup_only.is_some() {
+                " (interrupted in warmup: warmup draws only)"
+            } else if interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            },
             match &replaced {
                 Some(old) => format!(", replacing the previous {name} ({old})"),
                 None => String::new(),
@@ -218,6 +234,7 @@ impl Session {
                 .map(|m| m.name.clone())
                 .unwrap_or_default(),
             interrupted,
+            unpriored,
         };
         self.fits.retain(|f| f.name != name);
         self.fits.push(stored);
@@ -256,6 +273,14 @@ impl Session {
         }
         if let Some(path) = &args.output {
             match write_outputs(path, result, options, &model_path) {
+                Ok(files) if warmup_only_chains(result).is_some() => {
+                    let _ = writeln!(
+                        out.text,
+                        "warmup draws written to {} (the run was stopped in warmup, so there are \
+                         no post-warmup draws; each ends with `# interrupted: … (in warmup)`)",
+                        files.join(", ")
+                    );
+                }
                 Ok(files) if was_interrupted(result) => {
                     let _ = writeln!(
                         out.text,
@@ -276,7 +301,13 @@ impl Session {
                 }
             }
         }
-        if let (Some(path), Some(compiled)) = (&args.save_fit, self.compiled.as_ref()) {
+        if let (Some(path), Some(_)) = (&args.save_fit, warmup_only_chains(result)) {
+            let _ = writeln!(
+                out.text,
+                "nothing saved to {}: the fit has no post-warmup draws to predict from",
+                path.display()
+            );
+        } else if let (Some(path), Some(compiled)) = (&args.save_fit, self.compiled.as_ref()) {
             let saved = crate::predict::SavedFit::from_fit(
                 compiled,
                 &model_path.display().to_string(),
@@ -437,4 +468,27 @@ fn repl_refused_flag(args: &FitArgs) -> Option<String> {
         );
     }
     None
+}
+
+/// For an MCMC fit stopped in warmup before any chain had post-warmup draws, whose warmup
+/// draws were kept (`--save-warmup`, `McmcOutput::warmup_stopped`): how many, and of which
+/// chains ("1000 warmup draws of chains 1 and 2"); `None` for any other fit.
+pub(super) fn warmup_only_chains(result: &FitResult) -> Option<String> {
+    let FitDetails::Mcmc(out) = &result.details else {
+        return None;
+    };
+    if result.draws.n_draws() > 0 || out.warmup_stopped.is_empty() {
+        return None;
+    }
+    let n: usize = out
+        .warmup_stopped
+        .iter()
+        .map(|w| w.chain.warmup_stats.len())
+        .sum();
+    let ids: Vec<usize> = out.warmup_stopped.iter().map(|w| w.id + 1).collect();
+    Some(format!(
+        "{} of {}",
+        crate::words::counted(n, "warmup draw"),
+        crate::inference::chain_end::chain_numbers(&ids)
+    ))
 }

@@ -123,6 +123,21 @@ impl Session {
 
     /// The named fit, or the last one.
     pub(super) fn pick(&self, name: Option<&str>) -> Result<&StoredFit, Output> {
+        let f = self.pick_any(name)?;
+        match super::fitting::warmup_only_chains(&f.result) {
+            Some(chains) => Err(Output::error(format!(
+                "error: {} was stopped in warmup: it holds {chains} (--save-warmup) and no \
+                 posterior draws\n  help: `:save {} FILE` writes them; `:fit` again for posterior \
+                 draws",
+                f.name, f.name
+            ))),
+            None => Ok(f),
+        }
+    }
+
+    /// [`Self::pick`] without refusing a fit stopped in warmup (`:save` writes its warmup
+    /// draws).
+    pub(super) fn pick_any(&self, name: Option<&str>) -> Result<&StoredFit, Output> {
         match name {
             None => self
                 .fits
@@ -156,6 +171,7 @@ impl Session {
                     FitDetails::Optimize(o) => {
                         format!("point estimate ({})", optimizer_name(o.algorithm))
                     }
+                    _ if let Some(w) = super::fitting::warmup_only_chains(&f.result) => w,
                     _ => format!(
                         "{} chain(s) × {} draws",
                         f.result.draws.chains.len(),
@@ -431,16 +447,29 @@ impl Session {
                  (`:save FILE` saves the last fit)\n  usage: :save [FIT] FILE"
             ));
         }
-        let f = match self.pick(fit) {
+        let f = match self.pick_any(fit) {
             Ok(f) => f,
             Err(o) => return o,
         };
+        let warmup_only = super::fitting::warmup_only_chains(&f.result);
         match write_outputs(
             Path::new(file),
             &f.result,
             &f.options,
             Path::new(&f.model_name),
         ) {
+            Ok(files) if warmup_only.is_some() => Output::ok(format!(
+                "{}: {} written to {} (the fit was stopped in warmup; each file ends \
+                 `# interrupted: … (in warmup)`)",
+                f.name,
+                warmup_only.unwrap_or_default(),
+                files.join(", ")
+            )),
+            Ok(files) if f.interrupted => Output::ok(format!(
+                "{} draws written to {} (incomplete: the fit was interrupted)",
+                f.name,
+                files.join(", ")
+            )),
             Ok(files) => Output::ok(format!("{} draws written to {}", f.name, files.join(", "))),
             Err(e) => Output::error(format!("error: cannot write draws to `{file}`: {e}")),
         }
@@ -456,7 +485,7 @@ impl Session {
         if let FitDetails::Qbvi(q) = &f.result.details {
             let _ = writeln!(
                 s,
-                "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {:.3}\nlast ELBO estimate: {:.3}\nskipped steps (positive-definiteness guard): {}",
+                "stop reason: {}\niterations: {} (returned iteration {})\nbest smoothed ELBO: {}\nlast ELBO estimate: {}\nskipped steps (positive-definiteness guard): {}",
                 if f.result.method == fit::Method::Mcdropout
                     && q.stop == StopReason::ExitRule
                     && q.skipped_steps == 0
@@ -474,11 +503,11 @@ impl Session {
                 },
                 q.iterations,
                 q.returned_iteration,
-                q.best_smoothed_elbo,
-                q.elbo_trace.last().copied().unwrap_or(f64::NAN),
+                fit::fmt_elbo(q.best_smoothed_elbo),
+                fit::fmt_elbo(q.elbo_trace.last().copied().unwrap_or(f64::NAN)),
                 q.skipped_steps
             );
-            s.push_str(&vi_diagnostics_text(&f.result));
+            s.push_str(&vi_diagnostics_text_with(&f.result, Some(&f.unpriored)));
         } else if let FitDetails::Mcmc(out) = &f.result.details {
             // the kept chains of an interrupted run keep their own numbers, as in the files
             // `:save` writes (`McmcOutput::chain_ids`)
@@ -550,9 +579,11 @@ impl Session {
                 },
                 q.iterations
             );
-            s.push_str(&vi_diagnostics_text(&f.result));
+            s.push_str(&vi_diagnostics_text_with(&f.result, Some(&f.unpriored)));
         } else if f.result.vi.is_some() {
-            s.push_str(vi_diagnostics_text(&f.result).trim_start_matches('\n'));
+            s.push_str(
+                vi_diagnostics_text_with(&f.result, Some(&f.unpriored)).trim_start_matches('\n'),
+            );
         } else if let FitDetails::Optimize(o) = &f.result.details {
             s.push_str(&optimize_footer(&f.result, o));
         } else {
@@ -592,10 +623,18 @@ impl Session {
             return Output::error(format!("error: {} has no ELBO trace", f.name));
         }
         let (line, lo, hi) = sparkline(trace, 60);
-        let first_last = |v: &[f64]| format!("first {:.3}, last {:.3}", v[0], v[v.len() - 1]);
+        let first_last = |v: &[f64]| {
+            format!(
+                "first {}, last {}",
+                fit::fmt_elbo(v[0]),
+                fit::fmt_elbo(v[v.len() - 1])
+            )
+        };
         let checks = f.result.epoch_checks();
         if checks.is_empty() {
-            let best = best.map_or(String::new(), |b| format!(", best smoothed {b:.3}"));
+            let best = best.map_or(String::new(), |b| {
+                format!(", best smoothed {}", fit::fmt_elbo(b))
+            });
             // the full-batch stochastic-gradient methods estimate it every k-th iteration
             let over = match &f.result.details {
                 FitDetails::Qbvi(q) if q.trace_stride > 1 => format!(
@@ -607,8 +646,10 @@ impl Session {
                 _ => format!("{} (", crate::words::counted(trace.len(), "iteration")),
             };
             return Output::ok(format!(
-                "ELBO over {over}{}{best}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = {hi:.3}",
-                first_last(trace)
+                "ELBO over {over}{}{best}):\n{line}\nscale: ▁ ≤ {}, █ = {}",
+                first_last(trace),
+                fit::fmt_elbo(lo),
+                fit::fmt_elbo(hi)
             ));
         }
         // a minibatch fit: the per-iteration values are batch estimates; the exit rule smooths
@@ -623,14 +664,19 @@ impl Session {
                 .fold(f64::NEG_INFINITY, f64::max)
         });
         Output::ok(format!(
-            "batch ELBO estimates over {}, one batch each ({}):\n{line}\nscale: ▁ ≤ {lo:.3}, █ = \
-             {hi:.3}\nfull-data ELBO at {} (the exit rule's statistic; {}; smoothed: last {:.3}, \
-             best {best:.3}):\n{full_line}\nscale: ▁ ≤ {full_lo:.3}, █ = {full_hi:.3}",
+            "batch ELBO estimates over {}, one batch each ({}):\n{line}\nscale: ▁ ≤ {}, █ = \
+             {}\nfull-data ELBO at {} (the exit rule's statistic; {}; smoothed: last {}, \
+             best {}):\n{full_line}\nscale: ▁ ≤ {}, █ = {}",
             crate::words::counted(trace.len(), "iteration"),
             first_last(trace),
+            fit::fmt_elbo(lo),
+            fit::fmt_elbo(hi),
             crate::words::counted(checks.len(), "epoch check"),
             first_last(&full),
-            checks[checks.len() - 1].smoothed,
+            fit::fmt_elbo(checks[checks.len() - 1].smoothed),
+            fit::fmt_elbo(best),
+            fit::fmt_elbo(full_lo),
+            fit::fmt_elbo(full_hi),
         ))
     }
 
@@ -666,6 +712,10 @@ impl Session {
                 "error: expressions are evaluated against the posterior draws of the last fit; there is no fit yet (use :fit)",
             );
         };
+        if let Err(o) = self.pick(Some(&f.name)) {
+            // a fit stopped in warmup has no posterior draws
+            return o;
+        }
         let (reduction, values, warned) = match expr::evaluate(&e, &f.result.draws) {
             Ok(r) => {
                 let warned: String = r

@@ -43,45 +43,6 @@ pub(super) fn stop_reason(s: StopReason, skipped: usize) -> &'static str {
     }
 }
 
-/// Why a fit of the QBVI family (QBVI and the survey's methods) is not a converged optimum
-/// although its exit rule fired, as `:fit` and `bayesc fit` say it: the ELBO ran off
-/// ([`fit::diverged_phrase`]), the steps made q worse or q is still moving
-/// ([`fit::not_converged_phrase`]), q drifts along a direction without a mode, q collapsed to
-/// a point, or updates were skipped by the positive-definiteness guard. `None` when none holds.
-/// Shared by `:diagnostics` and `:fits`, so that no view calls a fit converged that `:fit`
-/// called not converged ([X]: fresh-user finding, session 19: `:diagnostics` said "converged"
-/// after an IVON fit whose steps made q worse).
-pub(super) fn exit_rule_not_converged(
-    r: &FitResult,
-    q: &crate::inference::qbvi::QbviFit,
-    options: &FitOptions,
-) -> Option<String> {
-    if let Some(d) = fit::diverged_phrase(q, r.method) {
-        return Some(format!("{} diverged: {d}", r.method.display_name()));
-    }
-    if let Some(w) = fit::not_converged_phrase(q, r, options) {
-        return Some(w);
-    }
-    if let Some(v) = &r.vi {
-        if !v.unbounded.is_empty() {
-            return Some(format!(
-                "q drifts along {}, where the density has no interior mode",
-                crate::words::name_list(&v.unbounded, 6)
-            ));
-        }
-        if !v.collapsed.is_empty() {
-            return Some("the approximation collapsed to a point".to_string());
-        }
-    }
-    (q.skipped_steps > 0).then(|| {
-        format!(
-            "{} of {} updates were skipped by the positive-definiteness guard, so q stopped \
-             moving rather than reaching the optimum",
-            q.skipped_steps, q.iterations
-        )
-    })
-}
-
 pub(super) fn fit_header(f: &StoredFit) -> String {
     if f.result.method == fit::Method::Optimize {
         return format!(
@@ -127,8 +88,8 @@ pub(super) fn run_fit(
         .collect();
     let on_progress = |e: ProgressEvent| match e {
         ProgressEvent::Qbvi(p) => bar.update(p.iteration as u64, || match p.smoothed_elbo {
-            Some(s) => format!("smoothed ELBO {s:.3}"),
-            None => format!("ELBO {:.3}", p.elbo),
+            Some(s) => format!("smoothed ELBO {}", fit::fmt_elbo(s)),
+            None => format!("ELBO {}", fit::fmt_elbo(p.elbo)),
         }),
         ProgressEvent::Chain(p) => {
             if let Some(slot) = chain_pos.get(p.chain) {
@@ -167,7 +128,12 @@ pub(super) fn was_interrupted(r: &FitResult) -> bool {
 
 /// The printed result of a fit: how it ended, the summary table and warnings; the MCMC,
 /// optimisation and variational-diagnostic parts are shared with the CLI (`output::report`).
-pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool) -> String {
+pub(super) fn result_text(
+    r: &FitResult,
+    options: &FitOptions,
+    interrupted: bool,
+    unpriored: &[String],
+) -> String {
     let mut s = String::new();
     match &r.details {
         FitDetails::Mcmc(out) => return mcmc_text(r, out, options),
@@ -178,7 +144,7 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
                 &summary::summarize(&r.draws, false),
                 false,
             ));
-            s.push_str(&vi_diagnostics_text(r));
+            s.push_str(&vi_diagnostics_text_with(r, Some(unpriored)));
             return s;
         }
         FitDetails::Qbvi(q) => {
@@ -219,17 +185,23 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
                         q.best_smoothed_elbo
                     )
                 );
+            } else if let (Some(why), StopReason::ExitRule) =
+                (exit_rule_not_converged(r, q, options), q.stop)
+            {
+                // the verdict of `bayesc fit` (one shared function): a collapsed q, a drift
+                // along an improper direction or skipped updates are no convergence
+                let _ = writeln!(
+                    s,
+                    "NOT converged after {} iterations ({:.2} s): {why}; best smoothed ELBO = {}",
+                    q.iterations,
+                    r.seconds,
+                    crate::output::report::smoothed_elbo_text(q.best_smoothed_elbo)
+                );
             } else {
                 let _ = writeln!(
                     s,
                     "{} after {} iterations ({:.2} s); best smoothed ELBO = {}",
-                    match (&r.vi, q.stop) {
-                        (Some(v), StopReason::ExitRule) if !v.unbounded.is_empty() => {
-                            "NOT converged (the exit rule fired while q drifts along an improper \
-                         direction, see below)"
-                        }
-                        _ => stop_reason(q.stop, q.skipped_steps),
-                    },
+                    stop_reason(q.stop, q.skipped_steps),
                     q.iterations,
                     r.seconds,
                     crate::output::report::smoothed_elbo_text(q.best_smoothed_elbo)
@@ -300,7 +272,7 @@ pub(super) fn result_text(r: &FitResult, options: &FitOptions, interrupted: bool
             false,
         ));
     }
-    s.push_str(&vi_diagnostics_text(r));
+    s.push_str(&vi_diagnostics_text_with(r, Some(unpriored)));
     s
 }
 
