@@ -201,14 +201,70 @@ fn the_mh_settings_line_shows_the_length_that_is_run() {
     }
 }
 
-/// A QBVI fit whose q collapsed to a point (by the rule of `fit::collapsed_parameters`, sd ≤
-/// 1e-8·|mean|: here a prior of scale 1e-4 at 123456789.123, seed 1) gets the same verdict in
-/// `:fit` as in `bayesc fit`: not converged, and the same collapse advice (every parameter has a
-/// prior, so priors are not blamed). `:fit` said "converged (the smoothed-ELBO exit rule
-/// fired)" above the collapse warning, and its warning told the user to check priors
+/// A QBVI fit whose q collapsed to a point (MA(1) of `tests/fixtures/ma1` from a random start,
+/// seed 1: sds 2e-15 to 3e-14) gets the same verdict in `:fit`, `:diagnostics` and `:fits` as in
+/// `bayesc fit` (not converged, for the same reason) and the same collapse advice (every
+/// parameter has a prior, so priors are not blamed). `:fit` said "converged (the smoothed-ELBO
+/// exit rule fired)" above a collapse warning, and its warning told the user to check priors
 /// (fresh-user finding, session 20).
 #[test]
 fn a_collapsed_qbvi_fit_gets_the_verdict_of_bayesc_fit() {
+    let model = path("tests/fixtures/ma1/model.bayes");
+    let data = path("tests/fixtures/ma1/data.json");
+    let cli = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .args(["--method", "qbvi", "--random-init", "--seed", "1", "-q"])
+        .output()
+        .unwrap();
+    let cli_text = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        cli_text.contains("collapsed to a point in `mu`"),
+        "{cli_text}"
+    );
+    let cli_reason = cli_text
+        .strip_prefix("WARNING: not converged: the exit rule fired after 83 iterations (")
+        .and_then(|t| t.split_once("), but "))
+        .map(|(_, reason)| reason.lines().next().unwrap_or_default())
+        .unwrap_or_else(|| panic!("no not-converged verdict in\n{cli_text}"));
+    let cli_reason = cli_reason
+        .split_once(". The summary below")
+        .map_or(cli_reason, |(r, _)| r);
+
+    let mut s = Session::new();
+    s.set_progress(false);
+    common::repl_ok(&mut s, &format!(":load {model}"));
+    common::repl_ok(&mut s, &format!(":data {data}"));
+    let text = common::repl_ok(&mut s, ":fit qbvi --random-init --seed 1");
+    assert!(text.contains("collapsed to a point in `mu`"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("NOT converged after 83 iterations ("))
+        .unwrap_or_else(|| panic!("no NOT converged line in\n{text}"));
+    assert!(line.ends_with(cli_reason), "{line}\n vs CLI: {cli_reason}");
+    assert!(!text.contains("converged (the smoothed-ELBO"), "{text}");
+    // the advice of `bayesc fit`, which knows the model's priors
+    assert!(text.contains("Every parameter has a prior"), "{text}");
+    assert!(!text.contains("check priors"), "{text}");
+    let d = common::repl_ok(&mut s, ":diagnostics");
+    assert!(
+        d.contains(&format!(
+            "stop reason: the exit rule fired; NOT converged: {cli_reason}"
+        )),
+        "{d}"
+    );
+    assert!(d.contains("Every parameter has a prior"), "{d}");
+    assert!(common::repl_ok(&mut s, ":fits").contains("NOT converged"));
+}
+
+/// A proper posterior that is narrow relative to its location is not a collapse: `mu ~
+/// normal(123456789.123, 1e-4)` has sd/|mean| = 8e-13 but sd 1e-4, thousands of units in the
+/// last place of the mean (`fit::COLLAPSE_ABSOLUTE_SD`). QBVI converges there and both views
+/// say so; the relative rule alone called it collapsed (fresh-user finding, session 20).
+#[test]
+fn a_narrow_posterior_far_from_zero_is_not_a_collapse() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("narrow.bayes");
     std::fs::write(
@@ -224,33 +280,17 @@ fn a_collapsed_qbvi_fit_gets_the_verdict_of_bayesc_fit() {
         .unwrap();
     let cli_text = String::from_utf8_lossy(&cli.stdout);
     assert!(
-        cli_text.contains("collapsed to a point in `mu`"),
+        cli_text.starts_with("converged: the exit rule fired"),
         "{cli_text}"
     );
-    assert!(
-        cli_text.starts_with("WARNING: not converged: the exit rule fired"),
-        "{cli_text}"
-    );
-
+    assert!(!cli_text.contains("collapsed"), "{cli_text}");
     let mut s = Session::new();
     s.set_progress(false);
     common::repl_ok(&mut s, &format!(":load {}", model.display()));
     let text = common::repl_ok(&mut s, ":fit qbvi --seed 1");
-    assert!(text.contains("collapsed to a point in `mu`"), "{text}");
     assert!(
-        text.contains("NOT converged after 85 iterations")
-            && text.contains("the approximation collapsed to a point; best smoothed ELBO"),
+        !text.contains("collapsed") && !text.contains("NOT converged"),
         "{text}"
     );
-    assert!(!text.contains("converged (the smoothed-ELBO"), "{text}");
-    // the advice of `bayesc fit`, which knows the model's priors
-    assert!(text.contains("Every parameter has a prior"), "{text}");
-    assert!(!text.contains("check priors"), "{text}");
-    let d = common::repl_ok(&mut s, ":diagnostics");
-    assert!(
-        d.contains("stop reason: the exit rule fired; NOT converged: the approximation collapsed"),
-        "{d}"
-    );
-    assert!(d.contains("Every parameter has a prior"), "{d}");
-    assert!(common::repl_ok(&mut s, ":fits").contains("NOT converged"));
+    assert!(common::repl_ok(&mut s, ":fits").contains(" converged"));
 }

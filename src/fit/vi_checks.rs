@@ -786,13 +786,24 @@ fn principal_axis(draws: &[&Vec<f64>], mean: &[f64]) -> Option<Vec<f64>> {
     Some(v)
 }
 
-/// Relative scale sd/|mean| below which a marginal of a variational fit counts as collapsed:
-/// a proper posterior from n observations has sd/|mean| of order 1/√n, far above 1e-8 for any
-/// data set that fits in memory.
+/// Relative scale sd/|mean| below which a marginal of a variational fit may count as collapsed
+/// (with [`COLLAPSE_ABSOLUTE_SD`]): a posterior from n observations has sd/|mean| of order 1/√n,
+/// far above 1e-8 for any data set that fits in memory.
 pub const COLLAPSE_RELATIVE_SD: f64 = 1e-8;
 
+/// Absolute sd (constrained scale, the parameter's units) at or below which a marginal with
+/// sd ≤ [`COLLAPSE_RELATIVE_SD`]·|mean| counts as collapsed. [X] The relative rule alone
+/// flagged a proper, well-resolved posterior: `mu ~ normal(123456789.123, 1e-4)` has
+/// sd/|mean| = 8e-13 but sd = 1e-4, about 3700 units in the last place of its mean, so its
+/// draws and log p − log q are not dominated by rounding (fresh-user finding, session 20).
+/// The collapses seen in practice are far below both bars: sds of 3e-14 (MA(1) from a random
+/// start, `tests/fixtures/ma1`), 1e-15 (the BNN whose precision update blew up) and a scale
+/// stuck at 4.7e-13 (centred eight schools).
+pub const COLLAPSE_ABSOLUTE_SD: f64 = 1e-8;
+
 /// The parameters (the first `n_params` columns of `draws`) whose draws have
-/// sd ≤ [`COLLAPSE_RELATIVE_SD`]·|mean| (or sd = 0), as (name, mean, sd). A variational fit
+/// sd ≤ [`COLLAPSE_RELATIVE_SD`]·|mean| and sd ≤ [`COLLAPSE_ABSOLUTE_SD`] (or sd = 0), as
+/// (name, mean, sd). A variational fit
 /// drifts onto such a spike when the posterior is improper or unbounded, e.g. a scale parameter
 /// with a flat prior going to 0 while the other parameters interpolate the data exactly; the
 /// log ratios log p − log q are then dominated by rounding and k̂ cannot flag it.
@@ -842,7 +853,7 @@ pub(super) fn collapsed_among(
         let mean = col.iter().sum::<f64>() / n;
         let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
         let sd = var.sqrt();
-        if sd == 0.0 || sd <= COLLAPSE_RELATIVE_SD * mean.abs() {
+        if sd == 0.0 || (sd <= COLLAPSE_RELATIVE_SD * mean.abs() && sd <= COLLAPSE_ABSOLUTE_SD) {
             out.push((draws.names[j].clone(), mean, sd));
         }
     }

@@ -163,12 +163,31 @@ fn format_stat(x: f64, sig: usize, whole: bool) -> String {
     }
 }
 
+/// A location statistic (mean or quantile) of a row with standard deviation `sd`: as
+/// [`format_stat`] with 4 significant digits, or with more when 4 would stop short of the place
+/// of the sd's leading digit, so that the spread of the draws shows (at most 17 digits, all an
+/// f64 has). [X] A parameter at 123456789.123 with sd 1e-4 printed as `123456789` in every
+/// location column (fresh-user finding, session 20); a value whose sd is of its own order keeps
+/// 4 digits, so ordinary tables are unchanged.
+fn format_location(x: f64, sd: f64, whole: bool) -> String {
+    let mut sig = 4;
+    if x.is_finite() && x != 0.0 && sd.is_finite() && sd > 0.0 {
+        let last_place = x.abs().log10().floor() - 3.0;
+        let sd_place = sd.log10().floor();
+        if last_place > sd_place {
+            sig = ((last_place - sd_place) as usize + 4).min(17);
+        }
+    }
+    format_stat(x, sig, whole)
+}
+
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map(f).unwrap_or_else(|| "NA".to_string())
 }
 
 /// Aligned plain-text table of `rows`: the name column left-aligned, numbers right-aligned,
-/// two spaces between columns. Columns `name mean sd 5% 50% 95%` (4 significant digits), and
+/// two spaces between columns. Columns `name mean sd 5% 50% 95%` (4 significant digits; more
+/// in the location columns of a row whose sd is tiny beside its mean, see `format_location`), and
 /// for MCMC also `MCSE` (3 significant digits), `ESS_bulk`, `ESS_tail` (whole numbers) and
 /// `R_hat` (3 decimals). Missing values print as `NA`. The mean and quantiles of a quantity
 /// whose draws are whole numbers ([`SummaryRow::whole`]) print as integers where they are
@@ -199,21 +218,24 @@ pub fn format_table_marking(
     }
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
+        let is_point = point(r);
+        // a point estimate's rounding-level sd says nothing about the digits to show
+        let spread = if is_point { f64::NAN } else { r.sd };
         let mut c = vec![
             if r.partial() {
                 format!("{}*", r.name)
             } else {
                 r.name.clone()
             },
-            format_stat(r.mean, 4, r.whole),
-            if point(r) {
+            format_location(r.mean, spread, r.whole),
+            if is_point {
                 "point".to_string()
             } else {
                 format_sig(r.sd, 4)
             },
-            format_stat(r.q5, 4, r.whole),
-            format_stat(r.q50, 4, r.whole),
-            format_stat(r.q95, 4, r.whole),
+            format_location(r.q5, spread, r.whole),
+            format_location(r.q50, spread, r.whole),
+            format_location(r.q95, spread, r.whole),
         ];
         if mcmc {
             c.push(opt(r.mcse_mean, |v| format_sig(v, 3)));
@@ -287,6 +309,38 @@ fn partial_footnote(rows: &[SummaryRow], mcmc: bool) -> String {
 mod tests {
     use super::*;
     use crate::diagnostics::tests_support::iid_normal_chains;
+
+    /// The location columns resolve a small sd: 123456789.123 ± 1e-4 printed `123456789`
+    /// (session 20); an ordinary row keeps 4 significant digits.
+    #[test]
+    fn location_columns_resolve_a_small_sd() {
+        let d = Draws {
+            names: vec!["far".into(), "usual".into()],
+            chains: vec![
+                (0..200)
+                    .flat_map(|k| {
+                        let u = (k as f64 - 99.5) / 57.7;
+                        [123_456_789.123 + 1e-4 * u, 3.2 + 0.66 * u]
+                    })
+                    .collect(),
+            ],
+        };
+        let table = format_table(&summarize(&d, false), false);
+        let row = |name: &str| -> Vec<String> {
+            table
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(row("far")[1], "123456789.1230", "{table}");
+        assert_eq!(row("usual")[1], "3.200", "{table}");
+        assert_eq!(format_location(150.04, 0.3, false), "150.0");
+        assert_eq!(format_location(1.23e12, 1.0, false), "1.230000000000e12");
+        assert_eq!(format_location(1.23e12, 1e4, false), "1.23000000e12");
+    }
 
     /// A constant column (a generated quantity `real c = 2.7;`) has sd exactly 0, as one value
     /// per chain or pooled (the sd printed 7.8e-14: the mean of 4000 copies of 2.7 is not 2.7
