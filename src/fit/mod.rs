@@ -17,6 +17,7 @@ pub mod stationarity;
 mod status;
 mod survey_fit;
 mod vi_checks;
+mod vi_degenerate;
 mod vi_diverged;
 pub mod vi_gate;
 mod whitening;
@@ -28,6 +29,7 @@ pub use mcmc_fit::{McmcStream, trim_interrupted};
 use mode::*;
 pub use options::*;
 pub use vi_checks::*;
+pub use vi_degenerate::*;
 pub use vi_diverged::{DIVERGED_RISE, diverged_phrase};
 pub use vi_gate::{ViGate, ViVerdict, judge, khat_number};
 
