@@ -182,7 +182,7 @@ fn categorical_logit_rows_needs_one_outcome_per_row() {
     let m = model("categorical_logit_lpmf(y | E[1:3])");
     let err = m.log_density(&point()).unwrap_err().to_string();
     assert!(
-        err.contains("3 rows but there are 4 outcomes"),
+        err.contains("Outcome has 4 elements but log odds parameter has 3 rows"),
         "message: {err}"
     );
 }

@@ -213,7 +213,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         name: "categorical_logit",
         family: MvFamily::CategoricalLogit,
         discrete: true,
-        variate: mp("categorical outcome out of support", Shape::Ints),
+        variate: mp("Outcome", Shape::Ints),
         params: &[mp("log odds parameter", Shape::LogOdds)],
         rng_params: Some(&[mp("log odds parameter", Shape::Vector)]),
     },
@@ -324,7 +324,7 @@ pub static MV_FAMILIES: &[MvSig] = &[
         name: "categorical_logit_glm",
         family: MvFamily::CategoricalLogitGlm,
         discrete: true,
-        variate: mp("categorical outcome out of support", Shape::Ints),
+        variate: mp("Outcome", Shape::Ints),
         params: &[
             GLM_X,
             mp("Intercept", Shape::Vector),
