@@ -16,6 +16,23 @@ fn path(rel: &str) -> String {
     common::root().join(rel).display().to_string()
 }
 
+/// A thread that interrupts the session's next fit `ms` milliseconds from now, retrying until a
+/// fit is running to take the interrupt (at most 20 s).
+fn interrupt_after(s: &Session, ms: u64) -> std::thread::JoinHandle<()> {
+    let handle = s.interrupt_handle();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(ms));
+        let start = Instant::now();
+        while !handle.interrupt() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the fit never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
 /// Runs `input` and asserts it succeeded; returns the text.
 fn ok(s: &mut Session, input: &str) -> String {
     let o = s.execute(input);
@@ -546,18 +563,7 @@ fn an_interrupted_multi_chain_fit_is_kept() {
         &mut s,
         "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n}",
     );
-    let handle = s.interrupt_handle();
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        let start = Instant::now();
-        while !handle.interrupt() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "the fit never started"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let stopper = interrupt_after(&s, 1500);
     let text = ok(
         &mut s,
         ":fit nuts --chains 4 --warmup 200 --samples 3000000 --seed 1 as big",
@@ -655,18 +661,7 @@ fn a_fit_stopped_in_warmup_keeps_its_saved_warmup_draws() {
         &mut s,
         "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n}",
     );
-    let handle = s.interrupt_handle();
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(800));
-        let start = Instant::now();
-        while !handle.interrupt() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "the fit never started"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let stopper = interrupt_after(&s, 800);
     // 10^8 warmup iterations cannot end before the stop; --thin keeps the file small
     let text = ok(
         &mut s,
