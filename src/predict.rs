@@ -382,6 +382,10 @@ pub struct Prediction {
     /// `, where n = 1`), as in `gq_note`; `None` when nothing failed. [`outcome_is_cause`]
     /// reads it.
     pub first_failure: Option<(String, Option<String>)>,
+    /// The declared names of the generated quantities left out because they read an
+    /// unobserved outcome ([`Model::left_out_quantities`]); their rows hold NaN and `draws` 0,
+    /// and they are not failures.
+    pub left_out: Vec<String>,
 }
 
 /// Whether a failure of the generated quantities (its `message` and `location`, as
@@ -572,6 +576,7 @@ pub fn predict(model: &Model, fit: &SavedFit, seed: u64) -> Result<Prediction, P
             .first
             .as_ref()
             .map(|(_, e, _)| (e.message.clone(), e.location.clone())),
+        left_out: model.left_out_quantities(),
     })
 }
 

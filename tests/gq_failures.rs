@@ -578,11 +578,12 @@ generated quantities {{
     }
 }
 
-/// Without the outcome in the new data, `log_lik` (which reads it) fails at every draw: it is
-/// left out, as before, and is not counted as a failure of what is written; `y_hat` is
-/// predicted and the status is 0. Another quantity that reads the outcome and fails makes the
-/// status 3 with a note naming the missing column. (The old code stopped at draw 1 with status
-/// 1 whenever `log_lik` read the missing outcome.)
+/// Without the outcome in the new data, `log_lik` (which reads it) is left out, and is not
+/// counted as a failure of what is written; `y_hat` is predicted and the status is 0. Another
+/// quantity that reads the outcome (`r`) is left out too, named (session 20: it failed at
+/// every draw, status 3); a quantity that fails for another reason makes the status 3 without
+/// blaming the missing column. (The old code stopped at draw 1 with status 1 whenever
+/// `log_lik` read the missing outcome.)
 #[test]
 fn predict_without_the_outcome_leaves_out_log_lik_and_counts_other_failures() {
     let dir = tempfile::tempdir().unwrap();
@@ -605,7 +606,11 @@ generated quantities {{
 "
         )
     };
-    for (extra, code) in [("", 0), ("real r = normal_rng(y[1], s);", 3)] {
+    for (extra, code) in [
+        ("", 0),
+        ("real r = normal_rng(y[1], s);", 0),
+        ("int r = bernoulli_rng(x[1] - 0.6);", 3),
+    ] {
         std::fs::write(dir.path().join("m.bayes"), model(extra)).unwrap();
         let fit = common::bayesc_in(
             dir.path(),
@@ -641,11 +646,21 @@ generated quantities {{
         assert!(table.contains("\ny_hat[1],"), "{table}");
         assert!(!table.contains("log_lik["), "{table}");
         if code == 3 {
-            assert!(text.contains("(log_lik at 1000, r at 1000)"), "{text}");
-            assert!(text.contains("the new data has no `y` column"), "{text}");
+            assert!(text.contains("(r at 1000)"), "{text}");
+            assert!(!text.contains("the new data has no `y` column"), "{text}");
             assert!(table.contains("\nr,NaN,NaN,NaN,NaN,NaN,0"), "{table}");
         } else {
             assert!(!text.contains("ERROR"), "{text}");
+            assert!(!table.contains("\nr,"), "{table}");
+            let left = if extra.is_empty() {
+                "`log_lik`"
+            } else {
+                "`log_lik`, `r`"
+            };
+            assert!(
+                text.contains(&format!("left out, as computed from `y`: {left}\n")),
+                "{text}"
+            );
         }
     }
 }

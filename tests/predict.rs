@@ -406,3 +406,95 @@ fn predict_without_the_outcome_points_to_the_outcome_flag() {
         "{err}"
     );
 }
+
+/// New data without the outcome, with `y_hat[n]` and `log_lik[n]` assigned in one loop (the
+/// fresh-user model of session 20): `y_hat` is predicted from every draw and `log_lik`, which
+/// reads the missing `y`, is left out, exit 0 (it failed at every draw and made `y_hat` NaN,
+/// exit 3, while saying that log_lik was left out). A quantity assigned from `y` in one
+/// element only is left out whole, never written with a placeholder value.
+#[test]
+fn predict_without_the_outcome_keeps_quantities_beside_log_lik_in_one_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |p: &std::path::Path| p.display().to_string();
+    let head = "data { int N; vector[N] x; vector[N] y; }\n\
+         parameters { real a; real b; real<lower=0> sigma; }\n\
+         model { a ~ normal(0,5); b ~ normal(0,5); sigma ~ exponential(1); y ~ normal(a + b*x, sigma); }\n";
+    let train = dir.path().join("reg.csv");
+    let mut rows = String::from("x,y\n");
+    for i in 0..20 {
+        let x = i as f64 / 4.0;
+        rows.push_str(&format!("{x},{}\n", 1.0 + 2.0 * x + 0.3 * (i as f64).sin()));
+    }
+    std::fs::write(&train, rows).unwrap();
+    let new = dir.path().join("new.csv");
+    std::fs::write(&new, "x\n0\n1\n2\n3\n4\n").unwrap();
+    let run = |name: &str, gq: &str| {
+        let model = dir.path().join(format!("{name}.bayes"));
+        std::fs::write(&model, format!("{head}{gq}")).unwrap();
+        let fit = dir.path().join(format!("{name}_fit.json"));
+        let o = bayesc(&[
+            "fit",
+            &p(&model),
+            "--data",
+            &p(&train),
+            "--seed",
+            "1",
+            "-q",
+            "--save-fit",
+            &p(&fit),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        bayesc(&[
+            "predict",
+            &p(&model),
+            "--fit",
+            &p(&fit),
+            "--data",
+            &p(&new),
+            "--outcome",
+            "y",
+        ])
+    };
+    let o = run(
+        "reg",
+        "generated quantities { vector[N] y_hat; vector[N] log_lik;\n\
+         \x20 for (n in 1:N) { y_hat[n] = normal_rng(a + b*x[n], sigma); log_lik[n] = normal_lpdf(y[n] | a + b*x[n], sigma); } }\n",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(!err.contains("ERROR") && !err.contains("failed"), "{err}");
+    assert!(
+        err.contains("left out, as computed from `y`: `log_lik`"),
+        "{err}"
+    );
+    assert!(!out.contains("log_lik"), "{out}");
+    let table: Vec<Vec<&str>> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(table.len(), 5, "{out}");
+    for (k, r) in table.iter().enumerate() {
+        assert_eq!(r[0], format!("y_hat[{}]", k + 1));
+        let mean: f64 = r[1].parse().unwrap();
+        // the data follow y = 1 + 2x with noise of sd ~0.2
+        let line = 1.0 + 2.0 * k as f64;
+        assert!((mean - line).abs() < 0.3, "y_hat[{}] = {mean}", k + 1);
+        assert_eq!(r[6], "1000", "every draw predicts it: {out}");
+    }
+    // `y_hat[2]` copied from the missing `y`: all of y_hat is left out, `mu` is kept
+    let o = run(
+        "partial",
+        "generated quantities { vector[N] mu; vector[N] y_hat;\n\
+         \x20 for (n in 1:N) { mu[n] = a + b*x[n]; if (n == 2) y_hat[n] = y[n]; else y_hat[n] = normal_rng(mu[n], sigma); } }\n",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        err.contains("left out, as computed from `y`: `y_hat`"),
+        "{err}"
+    );
+    assert!(!out.contains("y_hat") && out.contains("mu[5],"), "{out}");
+}

@@ -123,7 +123,7 @@ pub fn run(args: PredictArgs) -> i32 {
         Some(o) => pipeline::compile_unobserved(&checked, &sources, &data, o),
         None => pipeline::compile(&checked, &sources, &data),
     };
-    let model = match compiled {
+    let mut model = match compiled {
         Ok(m) => m,
         Err(f) => {
             let code = super::report_failure(&sources, f);
@@ -137,6 +137,11 @@ pub fn run(args: PredictArgs) -> i32 {
     let observed = outcome
         .as_deref()
         .map(|o| evaluate::outcome_from_unobserved(&checked.program, &data, o));
+    // without the outcome, the generated quantities that read it (at any depth, e.g.
+    // `log_lik[n]` beside `y_hat[n]` in one loop) are left out, the others predicted
+    if let (Some(o), Some(None)) = (&outcome, &observed) {
+        model.set_unobserved(o);
+    }
     // whether the missing outcome (NaN in the generated quantities) caused a failure: the
     // failing statement reads it (fresh-user finding: every failure was blamed on it)
     let model_text = sources.text(checked.file).to_string();
@@ -145,13 +150,10 @@ pub fn run(args: PredictArgs) -> i32 {
             .as_deref()
             .is_some_and(|o| predict::outcome_is_cause(message, location, &model_text, o))
     };
-    let (mut rows, mut gq_note, first_failure) = match predict::predict(&model, &saved, seed) {
-        Ok(p) if matches!(observed, Some(None)) && p.failed.iter().all(|q| q == "log_lik") => {
-            // without the outcome, `log_lik` (which reads it) fails at every draw and is left
-            // out below: not a failure of what is written
-            (p.rows, None, None)
-        }
-        Ok(p) => (p.rows, p.gq_note, p.first_failure),
+    let (mut rows, mut gq_note, first_failure, left_out) = match predict::predict(
+        &model, &saved, seed,
+    ) {
+        Ok(p) => (p.rows, p.gq_note, p.first_failure, p.left_out),
         Err(e) => {
             eprintln!("error: {e}");
             // The usual cause when the new data lacks the outcome: a generated quantity reads
@@ -175,19 +177,24 @@ pub fn run(args: PredictArgs) -> i32 {
         }
     };
     if let Some(None) = observed {
-        // log p(y | θ) of an outcome that is not there is meaningless (and some discrete lpmfs
-        // do not propagate the NaN placeholder), so it is left out.
-        rows.retain(|r| !r.name.starts_with("log_lik["));
+        // the quantities computed from the missing outcome (log p(y | θ) and any other) were
+        // not computed (`Model::set_unobserved`): their rows are left out
+        rows.retain(|r| {
+            let base = r.name.split('[').next().unwrap_or(&r.name);
+            !left_out.iter().any(|q| q == base)
+        });
         if rows.is_empty()
             && let Some(o) = &outcome
         {
             eprintln!(
-                "error: nothing to predict: the model's only generated quantity is `log_lik`, \
-                 which reads the outcome `{o}`\n  = note: the new data has no `{o}` column, so \
-                 `{o}` is NaN in the generated quantities; a statement that reads it (such as \
-                 `log_lik[n] = normal_lpdf({o}[n] | …)`) cannot be evaluated. Add the `{o}` \
-                 column to score the new rows, or guard the statement with `if \
-                 (!is_nan({o}[n])) {{ … }}`"
+                "error: nothing to predict: every generated quantity ({}) reads the outcome \
+                 `{o}`, which the new data lacks\n  = help: add the `{o}` column to score the \
+                 new rows, or generate a prediction such as `y_hat[n] = normal_rng(…)`",
+                left_out
+                    .iter()
+                    .map(|q| format!("`{q}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             return super::EXIT_ERROR;
         }
@@ -261,10 +268,21 @@ pub fn run(args: PredictArgs) -> i32 {
     let follows = has("log_lik") && (has("y_hat") || has("p_hat"));
     let code = match observed {
         None => {
+            let left = if left_out.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; left out, as computed from `{outcome}`: {}",
+                    left_out
+                        .iter()
+                        .map(|q| format!("`{q}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             say(&format!(
-                "the outcome `{outcome}` is not in the new data: it is predicted, not scored; \
-                 log_lik is left out, and any other generated quantity computed from \
-                 `{outcome}` is not meaningful\n"
+                "the outcome `{outcome}` is not in the new data: it is predicted, not \
+                 scored{left}\n"
             ));
             0
         }

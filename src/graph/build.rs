@@ -342,6 +342,7 @@ impl Model {
             model_body,
             gq_deps,
             gq_uses_params,
+            gq_left_out: Vec::new(),
             gq_body,
             dim,
             funcs,

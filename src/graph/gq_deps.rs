@@ -19,6 +19,8 @@ pub(super) struct Deps {
     /// Slots of variables declared outside the statement that it may assign, and, for a
     /// top-level declaration, its variable.
     pub writes: Vec<u32>,
+    /// Globals (data and transformed data, by index) read anywhere in the statement.
+    pub globals: Vec<u32>,
 }
 
 /// The [`Deps`] of each statement of `body`, in order.
@@ -45,7 +47,7 @@ pub(super) fn parameter_dependence(deps: &[Deps], param_slots: &[u32]) -> Vec<bo
 }
 
 /// The [`Deps`] of one top-level statement.
-fn statement_deps(st: &St) -> Deps {
+pub(super) fn statement_deps(st: &St) -> Deps {
     let mut w = Walk::default();
     w.stmt(st);
     let mut writes: Vec<u32> = w
@@ -62,13 +64,21 @@ fn statement_deps(st: &St) -> Deps {
     let mut reads = w.reads;
     reads.sort_unstable();
     reads.dedup();
-    Deps { reads, writes }
+    let mut globals = w.globals;
+    globals.sort_unstable();
+    globals.dedup();
+    Deps {
+        reads,
+        writes,
+        globals,
+    }
 }
 
 /// The slots seen while walking a statement.
 #[derive(Default)]
 struct Walk {
     reads: Vec<u32>,
+    globals: Vec<u32>,
     assigned: Vec<u32>,
     /// Declared inside (locals, loop variables, and the statement's own declaration).
     declared: Vec<u32>,
@@ -173,7 +183,8 @@ impl Walk {
 
     fn expr(&mut self, e: &Ex) {
         match e {
-            Ex::Int(_) | Ex::Real(_) | Ex::Global(_) => {}
+            Ex::Int(_) | Ex::Real(_) => {}
+            Ex::Global(g) => self.globals.push(*g),
             Ex::Local(s) => self.reads.push(*s),
             Ex::Bin(_, a, b) => {
                 self.expr(a);

@@ -11,6 +11,7 @@
 mod build;
 mod fuse;
 mod gq_deps;
+mod gq_unobserved;
 mod impute;
 mod op_spans;
 mod outputs;
@@ -117,6 +118,9 @@ pub struct Model {
     /// Per statement of `gq_body`, whether it may depend on the parameters
     /// ([`gq_deps::parameter_dependence`]), for the advice on a failure.
     gq_uses_params: Vec<bool>,
+    /// Slots of the generated quantities left out because they would read an unobserved data
+    /// variable ([`Model::set_unobserved`]); they hold NaN in every row. Empty by default.
+    gq_left_out: Vec<u32>,
     dim: usize,
     /// User-defined functions.
     funcs: Vec<ir::FuncIr>,

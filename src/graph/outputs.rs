@@ -21,6 +21,43 @@ pub struct GqFailure {
 }
 
 impl Model {
+    /// Treats the data variable `name` as unobserved (its bound values are placeholders, e.g.
+    /// the outcome missing from `bayesc predict`'s new data): the statements of `generated
+    /// quantities` that read it, or read a variable computed from it, are removed at any
+    /// nesting depth, and the generated quantities they would assign are left out whole
+    /// ([`Model::left_out_quantities`]; NaN in every row of [`Model::write_outputs`] and
+    /// [`Model::write_array`], and never counted as failures). Statements that do not depend
+    /// on it, in the same loops, run as before (`gq_unobserved`, [X]: fresh-user finding,
+    /// session 20). A name that is no global does nothing. Transformed data computed from the
+    /// variable are not traced: a statement reading them runs on the placeholder.
+    pub fn set_unobserved(&mut self, name: &str) {
+        let Some(g) = self.global_names.iter().position(|n| n == name) else {
+            return;
+        };
+        let mut taint = gq_unobserved::Taint {
+            globals: vec![g as u32],
+            slots: Vec::new(),
+        };
+        self.gq_body = gq_unobserved::prune_body(&self.gq_body, &mut taint);
+        self.gq_deps = gq_deps::deps(&self.gq_body);
+        self.gq_left_out = self
+            .gqs
+            .iter()
+            .map(|q| q.slot)
+            .filter(|s| taint.slots.contains(s))
+            .collect();
+    }
+
+    /// The declared names of the generated quantities left out by [`Model::set_unobserved`]
+    /// (`log_lik`, standing for all its elements), in declaration order; empty by default.
+    pub fn left_out_quantities(&self) -> Vec<String> {
+        self.gqs
+            .iter()
+            .filter(|q| self.gq_left_out.contains(&q.slot))
+            .map(|q| q.name.clone())
+            .collect()
+    }
+
     /// ζ → constrained parameters, then transformed parameters (if `include_tp`), then
     /// generated quantities (if `include_gq`), one f64 per name of [`Model::parameter_names`],
     /// [`Model::transformed_parameter_names`], [`Model::generated_quantity_names`], in that order.
@@ -50,13 +87,25 @@ impl Model {
                 }
                 if include_gq {
                     ctx.exec_all(&self.gq_body)?;
-                    self.check_outputs(&mut ctx, &self.gqs, false)?;
+                    let computed: Vec<OutVar> = self
+                        .gqs
+                        .iter()
+                        .filter(|g| !self.gq_left_out.contains(&g.slot))
+                        .cloned()
+                        .collect();
+                    self.check_outputs(&mut ctx, &computed, false)?;
                 }
                 Ok(())
             })();
             r.map_err(|l| self.density_error(l))?;
             let mut out = Vec::new();
+            // a left-out generated quantity (`set_unobserved`) holds NaN
             let mut emit = |slot: u32, arr: &[usize], base: Base| {
+                if self.gq_left_out.contains(&slot) {
+                    let n = arr.iter().product::<usize>() * base.size();
+                    out.extend(std::iter::repeat_n(f64::NAN, n));
+                    return;
+                }
                 let v = &ctx.env[slot as usize];
                 for o in stan_order_offsets(arr, base) {
                     out.push(ctx.tape.value(v.elem(o)));
@@ -122,7 +171,7 @@ impl Model {
                     .map(|p| (p.slot, &p.arr, p.base)),
             ) {
                 let (slot, arr, base) = p;
-                if failed.contains(&slot) {
+                if failed.contains(&slot) || self.gq_left_out.contains(&slot) {
                     let n = arr.iter().product::<usize>() * base.size();
                     out.extend(std::iter::repeat_n(f64::NAN, n));
                     continue;
@@ -161,14 +210,19 @@ impl Model {
             if let Err(l) = ctx.exec(st) {
                 first.get_or_insert((l, self.gq_uses_params[i]));
                 if deps.writes.is_empty() {
-                    failed.extend(self.gqs.iter().map(|g| g.slot));
+                    failed.extend(
+                        self.gqs
+                            .iter()
+                            .map(|g| g.slot)
+                            .filter(|s| !self.gq_left_out.contains(s)),
+                    );
                     return (failed, first);
                 }
                 failed.extend(&deps.writes);
             }
         }
         for g in &self.gqs {
-            if failed.contains(&g.slot) {
+            if failed.contains(&g.slot) || self.gq_left_out.contains(&g.slot) {
                 continue;
             }
             if let Err(l) = self.check_outputs(ctx, std::slice::from_ref(g), false) {
