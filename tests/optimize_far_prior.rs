@@ -321,3 +321,50 @@ fn nuts_does_not_call_the_far_prior_improper() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Fresh-user finding (session 20): with `real<lower=0> mu; mu ~ normal(1.23e15, 3e13)` beside
+/// `z ~ normal(1, 0.1)` every algorithm stopped at mu ≈ 3.48 saying "converged" (L-BFGS and
+/// BFGS on the gradient test after 1 iteration, Newton on "change in log density below 1e-8"),
+/// because L is convex in ζ = log mu there and the coordinate probe's quadratic trial step
+/// (2e11 in ζ) overflowed; Newton also stopped on the unbounded mu, and on the bounded one
+/// already at normal(1e10, 1e9). The probe now climbs a concave stretch of f, and Newton's
+/// convergence goes through the probe.
+#[test]
+fn a_far_prior_on_a_positive_parameter_is_optimized_by_every_algorithm() {
+    use bayesc::inference::optimize::Algorithm;
+    for (bound, m, s) in [
+        ("<lower=0>", 1.23e15, 3e13),
+        ("<lower=0>", 1e12, 3e10),
+        ("<lower=0>", 1e10, 1e9),
+        ("", 1.23e15, 3e13),
+    ] {
+        let src = format!(
+            "parameters {{ real{bound} mu; real z; }}\n\
+             model {{ mu ~ normal({m:e}, {s:e}); z ~ normal(1, 0.1); }}\n"
+        );
+        let model = common::compile_source("pos.bayes", &src, None, &[]);
+        for algorithm in [Algorithm::Lbfgs, Algorithm::Bfgs, Algorithm::Newton] {
+            for seed in [1, 2] {
+                let mut opts = FitOptions::new(Method::Optimize, seed);
+                opts.optimize.algorithm = algorithm;
+                let r = common::fit_quietly(&model, &opts);
+                let FitDetails::Optimize(o) = &r.details else {
+                    panic!("an optimize fit")
+                };
+                let at = format!("real{bound} mu ~ normal({m:e}, {s:e}), {algorithm}, seed {seed}");
+                assert!(o.converged, "{at}: {}", o.lbfgs.message);
+                assert!(
+                    common::rel(o.estimates[0], m) < 1e-6,
+                    "{at}: mu = {} ({})",
+                    o.estimates[0],
+                    o.lbfgs.message
+                );
+                assert!(
+                    common::rel(o.estimates[1], 1.0) < 1e-6,
+                    "{at}: {}",
+                    o.estimates[1]
+                );
+            }
+        }
+    }
+}
