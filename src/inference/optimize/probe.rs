@@ -23,6 +23,13 @@ use super::{Objective, OptimizeError, OptimizeSettings, Trial, line_search};
 /// prior `mu ~ normal(1.23e15, 3e13)` beside `z ~ normal(1, 0.1)` stops at 41. (τ = 1e-3, the
 /// first version, fired on 32 of the 390, among them labour.)
 pub(super) const COORD_TOL: f64 = 1.0;
+/// The rounding allowance of [`coordinate_probe`]'s gain threshold θ, in units of ε·|f|: a gain
+/// of τ²/2 = 0.5 nats is material whatever |f| is, as long as it stands above the rounding of
+/// f. [X], fresh-user finding (session 20): with `y ~ normal(mu, 0.01)` on y = ±1e5
+/// (|f| = 7.4e14, ε·|f| = 0.16) the earlier allowance 100·ε·|f| = 16 hid a gain of 2 nats in
+/// `b ~ normal(3, 1)` (b stopped at 0.99 "converged"); 4·ε·|f| = 0.66 lets it through and keeps
+/// several ulps of f between a gain and noise.
+const ROUNDING_ULPS: f64 = 4.0;
 /// Largest d for which [`coordinate_probe`] runs (d function evaluations per call), as
 /// `flat::FLAT_COMBINATION_MAX_DIM` ([X]: a BNN with 5000 weights would pay 5000 evaluations).
 pub(super) const COORD_MAX_DIM: usize = 200;
@@ -77,7 +84,7 @@ pub(super) fn may_probe(settings: &OptimizeSettings, test: StopTest) -> bool {
 /// The per-coordinate (diagonal Newton) test of a point ζ (length d) that passed a convergence
 /// test at tolerances [`may_probe`] allows, for d ≤ [`COORD_MAX_DIM`]; `f` = f(ζ) = −L(ζ) and
 /// `g` = ∇f(ζ) (length d). For each coordinate j with ∂f/∂ζ_j ≠ 0, f is evaluated at the descent
-/// step t_j = 2θ/|g_j| along e_j, θ = max(τ²/2, 100·ε·|f|) with τ = [`COORD_TOL`]. Under a
+/// step t_j = 2θ/|g_j| along e_j, θ = max(τ²/2, [`ROUNDING_ULPS`]·ε·|f|) with τ = [`COORD_TOL`]. Under a
 /// quadratic model with curvature h_j the decrease there is 2θ − 2h_j·θ²/g_j², which exceeds θ
 /// exactly when the one-dimensional Newton decrease g_j²/(2h_j) does, i.e. when |g_j|/√h_j > τ,
 /// and the slope at the trial point still descends under the same condition; both are
@@ -104,7 +111,7 @@ pub(super) fn coordinate_probe(
     if d > COORD_MAX_DIM || !f.is_finite() {
         return Ok(None);
     }
-    let theta = (0.5 * COORD_TOL * COORD_TOL).max(100.0 * f64::EPSILON * f.abs());
+    let theta = (0.5 * COORD_TOL * COORD_TOL).max(ROUNDING_ULPS * f64::EPSILON * f.abs());
     let mut best: Option<(usize, f64, f64)> = None; // (j, gain, t_j)
     let mut stretch: Vec<(usize, f64)> = Vec::new(); // (j, step) where f is not convex
     let mut gz = vec![0.0; d];
