@@ -321,3 +321,85 @@ fn nuts_does_not_call_the_far_prior_improper() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Fresh-user finding (session 20): with `real<lower=0> mu; mu ~ normal(1.23e15, 3e13)` beside
+/// `z ~ normal(1, 0.1)` every algorithm stopped at mu ≈ 3.48 saying "converged" (L-BFGS and
+/// BFGS on the gradient test after 1 iteration, Newton on "change in log density below 1e-8"),
+/// because L is convex in ζ = log mu there and the coordinate probe's quadratic trial step
+/// (2e11 in ζ) overflowed; Newton also stopped on the unbounded mu, and on the bounded one
+/// already at normal(1e10, 1e9). The probe now climbs a concave stretch of f, and Newton's
+/// convergence goes through the probe.
+#[test]
+fn a_far_prior_on_a_positive_parameter_is_optimized_by_every_algorithm() {
+    use bayesc::inference::optimize::Algorithm;
+    for (bound, m, s) in [
+        ("<lower=0>", 1.23e15, 3e13),
+        ("<lower=0>", 1e12, 3e10),
+        ("<lower=0>", 1e10, 1e9),
+        ("", 1.23e15, 3e13),
+    ] {
+        let src = format!(
+            "parameters {{ real{bound} mu; real z; }}\n\
+             model {{ mu ~ normal({m:e}, {s:e}); z ~ normal(1, 0.1); }}\n"
+        );
+        let model = common::compile_source("pos.bayes", &src, None, &[]);
+        for algorithm in [Algorithm::Lbfgs, Algorithm::Bfgs, Algorithm::Newton] {
+            for seed in [1, 2] {
+                let mut opts = FitOptions::new(Method::Optimize, seed);
+                opts.optimize.algorithm = algorithm;
+                let r = common::fit_quietly(&model, &opts);
+                let FitDetails::Optimize(o) = &r.details else {
+                    panic!("an optimize fit")
+                };
+                let at = format!("real{bound} mu ~ normal({m:e}, {s:e}), {algorithm}, seed {seed}");
+                assert!(o.converged, "{at}: {}", o.lbfgs.message);
+                assert!(
+                    common::rel(o.estimates[0], m) < 1e-6,
+                    "{at}: mu = {} ({})",
+                    o.estimates[0],
+                    o.lbfgs.message
+                );
+                assert!(
+                    common::rel(o.estimates[1], 1.0) < 1e-6,
+                    "{at}: {}",
+                    o.estimates[1]
+                );
+            }
+        }
+    }
+}
+
+/// Fresh-user finding (session 20): `y ~ normal(mu, 0.01)` on y = [-1e5, 1e5, 3e5, -2e5] gives
+/// |log p| ≈ 7.4e14, and L-BFGS/BFGS stopped with `b ~ normal(3, 1)` at b = 0.99 "converged"
+/// (relative gradient test, scaled by |log p|); the coordinate probe's threshold was
+/// 100·ε·|f| = 16 nats. With 4·ε·|f| = 0.66 the 2 nats still to gain along b are seen.
+#[test]
+fn a_huge_log_density_does_not_hide_an_ordinary_coordinate() {
+    use bayesc::inference::optimize::Algorithm;
+    let src = "data { int N; vector[N] y; }\nparameters { real mu; real b; real<lower=0> s; }\n\
+               model { y ~ normal(mu, 0.01); b ~ normal(3, 1); s ~ lognormal(0, 1); }\n";
+    let json = "{\"N\": 4, \"y\": [-1e5, 1e5, 3e5, -2e5]}";
+    let model = common::compile_source("huge.bayes", src, Some(json), &[]);
+    for algorithm in [Algorithm::Lbfgs, Algorithm::Bfgs] {
+        for seed in [1, 2, 3] {
+            let mut opts = FitOptions::new(Method::Optimize, seed);
+            opts.optimize.algorithm = algorithm;
+            let r = common::fit_quietly(&model, &opts);
+            let FitDetails::Optimize(o) = &r.details else {
+                panic!("an optimize fit")
+            };
+            assert!(o.converged, "{algorithm} seed {seed}: {}", o.lbfgs.message);
+            assert!(
+                (o.estimates[1] - 3.0).abs() < 1e-3,
+                "{algorithm} seed {seed}: b = {} ({})",
+                o.estimates[1],
+                o.lbfgs.message
+            );
+            assert!(
+                common::rel(o.estimates[0], 25000.0) < 1e-9,
+                "{}",
+                o.estimates[0]
+            );
+        }
+    }
+}

@@ -14,7 +14,11 @@ use faer::{Mat, Side};
 
 use super::density::{DensityError, LogDensity};
 use super::hessian::{HessianError, hessian};
-use super::optimize::{OptimizeError, OptimizeResult, OptimizeSettings};
+use super::optimize::{OptimizeError, OptimizeResult, OptimizeSettings, probe_coordinates};
+
+/// Maximum number of coordinate probes that may overturn Newton's convergence test in one run
+/// (as L-BFGS's `MAX_COORD_PROBES`, [X]).
+const MAX_COORD_PROBES: usize = 5;
 
 /// An iteration that raises L by less than this ends the run (CmdStan's Newton rule).
 pub const NEWTON_TOL_LP: f64 = 1e-8;
@@ -118,6 +122,7 @@ pub fn newton(
         message: msg,
     };
     let mut it = 0;
+    let mut coord_probes = 0;
     while it < settings.max_iter {
         it += 1;
         let h = match hessian(density, &x) {
@@ -154,6 +159,15 @@ pub fn newton(
                 return Ok(done(x, f, it, false, NO_CURVATURE.into()));
             }
             let at_mode = slope < NEWTON_TOL_LP;
+            if at_mode
+                && coord_probes < MAX_COORD_PROBES
+                && let Some((xn, fnew, gn)) = probe_coordinates(density, &x, f, &g)?
+            {
+                coord_probes += 1;
+                (x, f, g) = (xn, fnew, gn);
+                on_iterate(&x, f, &g);
+                continue;
+            }
             let msg = if at_mode {
                 "no increase along the Newton direction; predicted gain below 1e-8"
             } else {
@@ -170,6 +184,16 @@ pub fn newton(
             return Ok(done(x, f, it, false, NO_CURVATURE.into()));
         }
         if gain < NEWTON_TOL_LP {
+            // a coordinate whose scale hides it from the Hessian's rounding (see
+            // optimize::probe_coordinates): not a mode while one coordinate alone still gains
+            if coord_probes < MAX_COORD_PROBES
+                && let Some((xn, fnew, gn)) = probe_coordinates(density, &x, f, &g)?
+            {
+                coord_probes += 1;
+                (x, f, g) = (xn, fnew, gn);
+                on_iterate(&x, f, &g);
+                continue;
+            }
             return Ok(done(
                 x,
                 f,

@@ -651,6 +651,23 @@ fn far_probe(
         }))
 }
 
+/// The coordinate probe ([`probe::coordinate_probe`]) for [`super::newton::newton`], on the
+/// scale of L: `x` = ζ (length d), `l` = L(ζ), `grad_l` = ∇L(ζ). Returns the better point
+/// (ζ', L(ζ'), ∇L(ζ')) when one coordinate alone gains more than the probe's threshold, `None`
+/// otherwise (and for d > 200). Errors: an unrecoverable density error. [X], fresh-user
+/// finding (session 20): Newton stopped on "change in log density below 1e-8" at mu = 1.25
+/// with `mu ~ normal(1.23e15, 3e13)` beside `z ~ normal(1, 0.1)`.
+pub(super) fn probe_coordinates(
+    density: &dyn LogDensity,
+    x: &[f64],
+    l: f64,
+    grad_l: &[f64],
+) -> Result<Option<(Vec<f64>, f64, Vec<f64>)>, OptimizeError> {
+    let obj = Objective { density };
+    let g: Vec<f64> = grad_l.iter().map(|v| -v).collect();
+    Ok(coordinate_probe(&obj, x, -l, &g)?.map(|t| (t.x, -t.f, t.g.iter().map(|v| -v).collect())))
+}
+
 /// The result of [`newton_refine`].
 #[derive(Clone, Debug)]
 pub struct NewtonRefined {

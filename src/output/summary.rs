@@ -170,15 +170,23 @@ fn format_stat(x: f64, sig: usize, whole: bool) -> String {
 /// location column (fresh-user finding, session 20); a value whose sd is of its own order keeps
 /// 4 digits, so ordinary tables are unchanged.
 fn format_location(x: f64, sd: f64, whole: bool) -> String {
-    let mut sig = 4;
+    format_stat(x, sig_resolving(x, sd, 4), whole)
+}
+
+/// The number of significant digits (≥ `base`, ≤ 17) with which `x` is printed so that its last
+/// digit is no coarser than the leading digit of its spread `sd` (a posterior sd or a standard
+/// error): `base` when `x` or `sd` is zero or not finite. [X], the rule of the summary table's
+/// location columns, shared with the optimize table (123456789.123 with sd 1e-4 prints as
+/// 123456789.1230, not 123456789).
+pub(crate) fn sig_resolving(x: f64, sd: f64, base: usize) -> usize {
     if x.is_finite() && x != 0.0 && sd.is_finite() && sd > 0.0 {
-        let last_place = x.abs().log10().floor() - 3.0;
+        let last_place = x.abs().log10().floor() - (base as f64 - 1.0);
         let sd_place = sd.log10().floor();
         if last_place > sd_place {
-            sig = ((last_place - sd_place) as usize + 4).min(17);
+            return ((last_place - sd_place) as usize + base).min(17);
         }
     }
-    format_stat(x, sig, whole)
+    base
 }
 
 fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {

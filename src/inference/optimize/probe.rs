@@ -23,6 +23,13 @@ use super::{Objective, OptimizeError, OptimizeSettings, Trial, line_search};
 /// prior `mu ~ normal(1.23e15, 3e13)` beside `z ~ normal(1, 0.1)` stops at 41. (τ = 1e-3, the
 /// first version, fired on 32 of the 390, among them labour.)
 pub(super) const COORD_TOL: f64 = 1.0;
+/// The rounding allowance of [`coordinate_probe`]'s gain threshold θ, in units of ε·|f|: a gain
+/// of τ²/2 = 0.5 nats is material whatever |f| is, as long as it stands above the rounding of
+/// f. [X], fresh-user finding (session 20): with `y ~ normal(mu, 0.01)` on y = ±1e5
+/// (|f| = 7.4e14, ε·|f| = 0.16) the earlier allowance 100·ε·|f| = 16 hid a gain of 2 nats in
+/// `b ~ normal(3, 1)` (b stopped at 0.99 "converged"); 4·ε·|f| = 0.66 lets it through and keeps
+/// several ulps of f between a gain and noise.
+const ROUNDING_ULPS: f64 = 4.0;
 /// Largest d for which [`coordinate_probe`] runs (d function evaluations per call), as
 /// `flat::FLAT_COMBINATION_MAX_DIM` ([X]: a BNN with 5000 weights would pay 5000 evaluations).
 pub(super) const COORD_MAX_DIM: usize = 200;
@@ -34,6 +41,13 @@ pub(super) const MAX_COORD_PROBES: usize = 5;
 /// on the far prior one reaches the optimum of the quadratic to rounding; a few more cover a
 /// coordinate whose log density is not quite quadratic).
 const SECANT_STEPS: usize = 4;
+/// The short step (in ζ) at which [`coordinate_probe`] reads the slope along e_j when the trial
+/// step t_j gains nothing: a slope no less steep than at ζ means f is concave (L convex) there,
+/// a stretch that cannot hold an optimum of a proper density, and an expanding line search
+/// follows it. [X], a design decision (fresh-user finding, session 20: `real<lower=0> mu;
+/// mu ~ normal(1.23e15, 3e13)` stopped at mu = 3.48, where L is convex in log mu and
+/// t_j = 2e11 overflows); at a true optimum the slope there is less steep and nothing changes.
+const CURVATURE_STEP: f64 = 1e-3;
 
 /// Which of Stan's convergence tests stopped an iteration of [`super::optimize`] (the iteration
 /// limit is not a convergence and is never probed).
@@ -70,7 +84,7 @@ pub(super) fn may_probe(settings: &OptimizeSettings, test: StopTest) -> bool {
 /// The per-coordinate (diagonal Newton) test of a point ζ (length d) that passed a convergence
 /// test at tolerances [`may_probe`] allows, for d ≤ [`COORD_MAX_DIM`]; `f` = f(ζ) = −L(ζ) and
 /// `g` = ∇f(ζ) (length d). For each coordinate j with ∂f/∂ζ_j ≠ 0, f is evaluated at the descent
-/// step t_j = 2θ/|g_j| along e_j, θ = max(τ²/2, 100·ε·|f|) with τ = [`COORD_TOL`]. Under a
+/// step t_j = 2θ/|g_j| along e_j, θ = max(τ²/2, [`ROUNDING_ULPS`]·ε·|f|) with τ = [`COORD_TOL`]. Under a
 /// quadratic model with curvature h_j the decrease there is 2θ − 2h_j·θ²/g_j², which exceeds θ
 /// exactly when the one-dimensional Newton decrease g_j²/(2h_j) does, i.e. when |g_j|/√h_j > τ,
 /// and the slope at the trial point still descends under the same condition; both are
@@ -81,7 +95,9 @@ pub(super) fn may_probe(settings: &OptimizeSettings, test: StopTest) -> bool {
 /// search from ζ along e_j (starting at t_j, expanding tenfold while the slope does not change)
 /// and up to [`SECANT_STEPS`] secant steps on the slope along e_j, and that point (with f and
 /// ∇f) is returned; `None` otherwise, and always when the probe does not fire, so a run it
-/// does not fire on is bit-for-bit the run without it. Cost: d evaluations of f and ∇f, plus
+/// does not fire on is bit-for-bit the run without it. When no coordinate gains at t_j, a
+/// coordinate whose slope at the short step [`CURVATURE_STEP`] is no less steep (f concave, L
+/// convex along e_j: no optimum there) is followed by [`climb`], and kept when it gains > θ. Cost: d evaluations of f and ∇f, plus
 /// one line search when it fires. Errors: an unrecoverable density error in that line search
 /// ([`OptimizeError::Density`]). [X], a design decision (fresh-user finding, session 19;
 /// threshold measured in session 20, see [`COORD_TOL`]).
@@ -95,8 +111,9 @@ pub(super) fn coordinate_probe(
     if d > COORD_MAX_DIM || !f.is_finite() {
         return Ok(None);
     }
-    let theta = (0.5 * COORD_TOL * COORD_TOL).max(100.0 * f64::EPSILON * f.abs());
+    let theta = (0.5 * COORD_TOL * COORD_TOL).max(ROUNDING_ULPS * f64::EPSILON * f.abs());
     let mut best: Option<(usize, f64, f64)> = None; // (j, gain, t_j)
+    let mut stretch: Vec<(usize, f64)> = Vec::new(); // (j, step) where f is not convex
     let mut gz = vec![0.0; d];
     for j in 0..d {
         if g[j] == 0.0 || !g[j].is_finite() {
@@ -105,24 +122,125 @@ pub(super) fn coordinate_probe(
         let t = 2.0 * theta / g[j].abs();
         let mut z = x.to_vec();
         z[j] -= t * g[j].signum();
-        if z[j] == x[j] || !z[j].is_finite() {
-            continue;
-        }
         // an error at a trial point (far out on an ordinary coordinate) is no evidence
-        let Ok(fz) = obj.eval(&z, &mut gz) else {
-            continue;
+        let trial = if z[j] == x[j] || !z[j].is_finite() {
+            None
+        } else {
+            obj.eval(&z, &mut gz).ok()
         };
-        let gain = f - fz;
         // still descending at z: under a quadratic model the same condition as the gain
         // (|g_j|/√h_j > τ), and it keeps a point beyond another mode's basin from firing
-        let descending = gz[j] * g[j] > 0.0;
-        if gain > theta && descending && best.is_none_or(|(_, b, _)| gain > b) {
-            best = Some((j, gain, t));
+        if let Some(fz) = trial
+            && f - fz > theta
+            && gz[j] * g[j] > 0.0
+        {
+            let gain = f - fz;
+            if best.is_none_or(|(_, b, _)| gain > b) {
+                best = Some((j, gain, t));
+            }
+            continue;
+        }
+        // The quadratic model fails where f is concave along e_j (L convex: the far prior on
+        // log mu, ζ = 1.25, slope 5e-12; t_j = 2e11 overflows): the slope at a short step that
+        // is no less steep marks a stretch that cannot hold an optimum of a proper density.
+        if best.is_none() {
+            let h = CURVATURE_STEP.min(t);
+            let mut z = x.to_vec();
+            z[j] -= h * g[j].signum();
+            if z[j] != x[j]
+                && let Ok(fz) = obj.eval(&z, &mut gz)
+                && fz.is_finite()
+                && gz[j] * g[j].signum() >= g[j].abs()
+            {
+                stretch.push((j, h));
+            }
         }
     }
-    let Some((j, _, t)) = best else {
+    if let Some((j, _, t)) = best {
+        return follow(obj, x, f, g, j, t);
+    }
+    // a concave stretch of f: an expanding line search from the short step, kept only when
+    // it gains more than θ
+    let mut found: Option<Trial> = None;
+    for (j, h) in stretch {
+        if let Some(t) = climb(obj, x, f, g, j, h)?
+            && f - t.f > theta
+            && found.as_ref().is_none_or(|b| t.f < b.f)
+        {
+            found = Some(t);
+        }
+    }
+    Ok(found)
+}
+
+/// Most doublings of [`climb`] (2⁸⁰ times a step of 1e-3 is 1e21 in ζ).
+const MAX_DOUBLINGS: usize = 80;
+
+/// The search of [`coordinate_probe`] along a concave stretch of f: from ζ = `x` along
+/// −sign(g_j)·e_j, steps h, 2h, 4h, … while f does not rise, stays finite and still descends
+/// (in a flat-to-rounding stretch the strong-Wolfe search of [`follow`] cannot start: f does not
+/// change while the slope steepens); from the last such point, [`follow`]. Returns the best
+/// point found, `None` when none is lower than f. Errors: an unrecoverable density error.
+fn climb(
+    obj: &Objective,
+    x: &[f64],
+    f: f64,
+    g: &[f64],
+    j: usize,
+    h: f64,
+) -> Result<Option<Trial>, OptimizeError> {
+    let d = x.len();
+    let dir = -g[j].signum();
+    let mut best: Option<Trial> = None;
+    let mut a = h;
+    for _ in 0..MAX_DOUBLINGS {
+        let mut z = x.to_vec();
+        z[j] += a * dir;
+        let mut gz = vec![0.0; d];
+        let Ok(fz) = obj.eval(&z, &mut gz) else {
+            break;
+        };
+        if !fz.is_finite() || !z[j].is_finite() || fz > best.as_ref().map_or(f, |b| b.f) {
+            break;
+        }
+        let df = gz[j] * dir;
+        best = Some(Trial {
+            alpha: a,
+            f: fz,
+            df,
+            x: z,
+            g: gz,
+        });
+        if df >= 0.0 {
+            break;
+        }
+        a *= 2.0;
+    }
+    let Some(b) = best else {
         return Ok(None);
     };
+    if b.g[j] == 0.0 || !b.g[j].is_finite() {
+        return Ok((b.f < f).then_some(b));
+    }
+    let further = follow(obj, &b.x, b.f, &b.g, j, b.alpha)?;
+    Ok(match further {
+        Some(t) if t.f < b.f => Some(t),
+        _ => (b.f < f).then_some(b),
+    })
+}
+
+/// The line search of [`coordinate_probe`] from ζ = `x` (f = `f`, ∇f = `g`) along −sign(g_j)·e_j
+/// starting at step `t`, followed by up to [`SECANT_STEPS`] secant steps on the slope; `None`
+/// when it gains nothing. Errors: an unrecoverable density error.
+fn follow(
+    obj: &Objective,
+    x: &[f64],
+    f: f64,
+    g: &[f64],
+    j: usize,
+    t: f64,
+) -> Result<Option<Trial>, OptimizeError> {
+    let d = x.len();
     let mut p = vec![0.0; d];
     p[j] = -g[j].signum();
     let df0 = -g[j].abs();

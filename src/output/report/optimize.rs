@@ -206,7 +206,8 @@ pub fn optimize_rows_table(kind: fit::StdErrorKind, rows: &[(&str, f64, f64, boo
         let est = if *generated && crate::output::summary::is_whole(*e) {
             format!("{}", *e as i64)
         } else {
-            crate::output::summary::format_sig(*e, OPTIMIZE_SIG)
+            let sig = crate::output::summary::sig_resolving(*e, *s, OPTIMIZE_SIG);
+            crate::output::summary::format_sig(*e, sig)
         };
         out.push_str(&format!("{n:<width$}  {est:>14}  {se:>12}\n"));
     }
