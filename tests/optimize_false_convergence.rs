@@ -128,3 +128,37 @@ fn a_boundary_mode_is_noted_and_a_small_interior_scale_is_not() {
     assert!(text.contains("converged"), "{text}");
     assert!(!text.contains("boundary"), "{text}");
 }
+
+/// Fresh-user finding (session 20): `mu ~ normal(123456789.123, 1e-4)` printed the estimate as
+/// 123456789 beside a std. error of 0.0001, 1230 standard errors from the mode it found. The
+/// estimate now carries digits down to its standard error (the summary table's rule).
+#[test]
+fn optimize_prints_an_estimate_that_resolves_its_standard_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("narrow.bayes");
+    std::fs::write(
+        &m,
+        "parameters { real mu; }\nmodel { mu ~ normal(123456789.123, 1e-4); }\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .arg(&m)
+        .args(["--method", "optimize", "--seed", "1"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    // the row `mu  estimate  std.error`
+    let f: Vec<f64> = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("mu"))
+        .unwrap_or_else(|| panic!("no row mu in\n{out}"))
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (est, se) = (f[0], f[1]);
+    assert!((se - 1e-4).abs() < 1e-6, "{out}");
+    assert!((est - 123456789.123).abs() < 1e-4, "{out}");
+}
