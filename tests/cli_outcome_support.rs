@@ -209,3 +209,23 @@ fn outcomes_inside_the_support_still_fit() {
     let (ok, text) = fit(BINOMIAL, "n,y\n10,3\n10,4\n10,10\n10,0\n");
     assert!(ok, "{text}");
 }
+
+/// A literal outcome outside 1..K+1 of `ordered_logistic` beside cut-points that are a plain
+/// (unordered) vector parameter: the error names the outcome value, which is what no parameter
+/// can fix, not the cut-points check that failed first ("Cut-points is not a valid ordered
+/// vector … correct the data"; fresh-user finding, session 20).
+#[test]
+fn an_outcome_outside_the_categories_is_named_whatever_check_fails_first() {
+    let model = "data { int N; vector[N] x; }\nparameters { vector[3] v; }\n\
+                 model { v ~ normal(0, 3); target += ordered_logistic_lpmf(5 | 0.5, v); }\n";
+    let (ok, text) = fit(model, "x\n1\n2\n");
+    assert_data_error(
+        "ordered_logistic outcome 5 of 4",
+        (ok, text.clone()),
+        &[
+            "the outcome 5 is not a category in 1..4",
+            "correct the data",
+        ],
+    );
+    assert!(!text.contains("Cut-points"), "{text}");
+}

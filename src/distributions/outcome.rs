@@ -193,26 +193,34 @@ pub fn integer_data_outside(family: Family, args: &[Arg]) -> bool {
 /// ordered families, the GLMs): its outcome outside 1..K, K read from the size of the argument
 /// that fixes it (the columns of a log-odds matrix), or outside an elementwise support.
 pub fn mv_integer_data_outside(family: MvFamily, args: &[MvArg]) -> bool {
+    mv_outcome_violation(family, args).is_some()
+}
+
+/// The first element of a multivariate discrete family's outcome (`args[0]`) outside its
+/// support, as [`mv_integer_data_outside`] finds it: the violation names the element, so the
+/// error can say which outcome value no parameter can fix rather than whichever argument check
+/// the density happened to fail first (an unordered cut-point parameter beside an outcome 5 of
+/// `ordered_logistic` with 3 cut-points was reported as the cut-points, blamed on the data;
+/// fresh-user finding, session 20). `None` when every element is inside.
+pub fn mv_outcome_violation(family: MvFamily, args: &[MvArg]) -> Option<Violation> {
     let sig = family.sig();
     if !sig.discrete || args.is_empty() {
-        return false;
+        return None;
     }
     match outcome_support(sig.name) {
         Some(OutcomeSupport::Elementwise { requirement, test }) => {
-            check_elementwise(requirement, test, args[0].data).is_some()
+            check_elementwise(requirement, test, args[0].data)
         }
         Some(OutcomeSupport::Categories { arg, extra }) => {
-            let Some(a) = args.get(arg) else {
-                return false;
-            };
+            let a = args.get(arg)?;
             let k = if a.rows > 1 && a.cols > 1 {
                 a.cols
             } else {
                 a.elem_len()
             };
-            check_categories(args[0].data, k + extra).is_some()
+            check_categories(args[0].data, k + extra)
         }
-        _ => false,
+        _ => None,
     }
 }
 

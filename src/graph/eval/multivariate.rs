@@ -109,8 +109,26 @@ impl Ctx<'_> {
             is_var.clone()
         };
         let term = multivariate::log_density(family, &args, &flags, propto).map_err(|e| {
-            let data = distributions::outcome::mv_integer_data_outside(family, &args);
-            super::density::support_fault(&e, data)
+            use distributions::outcome::{Violation, mv_outcome_violation};
+            match mv_outcome_violation(family, &args) {
+                // name the outcome value itself when another argument's check failed first
+                Some(Violation::OutsideCategories { index, k })
+                    if !e.to_string().contains(sig.variate.name) =>
+                {
+                    let which = if args[0].data.len() > 1 {
+                        format!(" (element {})", index + 1)
+                    } else {
+                        String::new()
+                    };
+                    Fault::fatal(format!(
+                        "{fname}: the outcome {}{which} is not a category in 1..{k}; this value \
+                         is data outside the distribution's support, which no parameter value \
+                         can fix: correct the data",
+                        args[0].data[index]
+                    ))
+                }
+                v => super::density::support_fault(&e, v.is_some()),
+            }
         })?;
         if term.value.is_nan() {
             return Err(Fault::domain(format!("{fname}: log density is NaN")));
