@@ -143,8 +143,9 @@ fn short_runs_get_advice_that_matches_their_cause() {
     assert!(text.contains("only 1 post-warmup draw per chain"), "{text}");
 }
 
-/// `predict` on new rows without the outcome, for a model whose `log_lik` reads the outcome:
-/// the NaN error comes with a note naming the missing column and the two ways out.
+/// `predict` on new rows without the outcome, for a model whose only generated quantity
+/// (`log_lik`) reads the outcome: it is left out, so there is nothing to predict, and the error
+/// says so and names the two ways out (the outcome column to score, or a prediction to generate).
 #[test]
 fn predict_without_the_outcome_explains_the_nan() {
     let dir = tempfile::tempdir().unwrap();
@@ -177,8 +178,14 @@ fn predict_without_the_outcome_explains_the_nan() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("the new data has no `y` column"), "{err}");
-    assert!(err.contains("if (!is_nan(y[n]))"), "{err}");
+    assert!(
+        err.contains(
+            "nothing to predict: every generated quantity (`log_lik`) reads the outcome `y`"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("add the `y` column"), "{err}");
+    assert!(err.contains("y_hat[n] = normal_rng"), "{err}");
 }
 
 /// Ctrl-C during a VI fit: the fit stops, the summary of q at that point is printed, and the
