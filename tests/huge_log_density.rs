@@ -31,7 +31,6 @@ fn a_wrong_approximation_at_huge_log_density_is_flagged_or_right() {
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{method}: {text}");
-        assert!(!text.contains("constant to rounding"), "{method}: {text}");
         let b: f64 = text
             .lines()
             .find(|l| l.starts_with("b "))
@@ -40,6 +39,7 @@ fn a_wrong_approximation_at_huge_log_density_is_flagged_or_right() {
             .unwrap_or_else(|| panic!("{method}: no row for b in\n{text}"));
         // either the approximation is right (b's posterior mean is 3, sd 1) or it is flagged
         if (b - 3.0).abs() > 0.3 {
+            assert!(!text.contains("constant to rounding"), "{method}: {text}");
             assert!(
                 text.contains("WARNING: the approximation is not close to the posterior")
                     || text.contains("WARNING: the approximation is unreliable"),
