@@ -573,6 +573,10 @@ pub struct Evaluation {
     pub ml: Option<(Metrics, Metrics)>,
     /// Wall time of the Bayesian fit, seconds.
     pub seconds: f64,
+    /// For a variational fit that did not converge, why, in `bayesc fit`'s words
+    /// (`output::report::vi_not_converged`): the scores are then of an approximation short of
+    /// its optimum, which `bayesc evaluate` says before its table.
+    pub not_converged: Option<String>,
 }
 
 /// Models compiled on the training and the test data.
@@ -626,6 +630,7 @@ pub fn evaluate(
         test,
         ml,
         seconds: result.seconds,
+        not_converged: crate::output::report::vi_not_converged(&result, options),
     })
 }
 

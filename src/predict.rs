@@ -46,6 +46,11 @@ pub struct SavedFit {
     /// ([`FitResult::vi_converged`]); `None` for other methods and older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub converged: Option<bool>,
+    /// For a variational fit that did not converge, why, in `bayesc fit`'s words
+    /// (`output::report::vi_not_converged`, set by [`SavedFit::with_verdict`]); absent when it
+    /// converged, for other methods and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_converged_because: Option<String>,
 }
 
 /// Why a saved fit could not be written, read or used.
@@ -154,7 +159,21 @@ impl SavedFit {
             draws,
             interrupted: result.stopped_early().unwrap_or(false),
             converged: result.vi_converged(),
+            not_converged_because: None,
         }
+    }
+
+    /// This fit with the verdict `bayesc fit` printed for it: `why` is its reason for "not
+    /// converged" (`output::report::vi_not_converged`), `None` when it converged. For a
+    /// variational fit this replaces [`FitResult::vi_converged`], which knows only the exit rule,
+    /// drift and a moving q, so that `predict` does not score a collapsed or diverged fit as
+    /// converged; other methods (no `converged` field) are left as they are.
+    pub fn with_verdict(mut self, why: Option<String>) -> Self {
+        if self.converged.is_some() {
+            self.converged = Some(why.is_none());
+            self.not_converged_because = why;
+        }
+        self
     }
 
     /// The caveat to print before scoring or predicting with this fit: `Some` when it was
@@ -170,6 +189,12 @@ impl SavedFit {
                 } else {
                     "stopped early"
                 }
+            ))
+        } else if let (Some(false), Some(why)) = (self.converged, &self.not_converged_because) {
+            Some(format!(
+                "the {} fit did not converge: {why}. Predictions may be far off; follow the advice \
+                 `bayesc fit` gave for it before relying on them",
+                self.method
             ))
         } else if self.converged == Some(false) {
             Some(format!(

@@ -139,11 +139,14 @@ fn digits_readme_run_reaches_95_percent() {
         "64",
         "20000",
     );
+    assert!(!out.contains("did not converge"), "{out}");
     assert!(metric(&out, "accuracy (argmax class)") >= 0.95, "{out}");
     assert!(metric(&out, "ECE (10 bins, top label)") < 0.1, "{out}");
 }
 
-/// The README's two-moons run: ≥ 95 % test accuracy with minibatch QNVB (M = 50, seed 1).
+/// The README's two-moons run: ≥ 95 % test accuracy with minibatch QNVB (M = 250, seed 1), from
+/// a fit that converged (`predict` warns about one that did not; at M = 50 the fit says not
+/// converged since session 17's stationarity check, README "Why M = 250").
 #[test]
 #[ignore]
 fn moons_readme_run_reaches_95_percent() {
@@ -151,8 +154,9 @@ fn moons_readme_run_reaches_95_percent() {
         "examples/bnn_classification/model.bayes",
         "examples/bnn_classification/moons_train.csv",
         "examples/bnn_classification/moons_test.csv",
-        "50",
+        "250",
         "20000",
     );
+    assert!(!out.contains("did not converge"), "{out}");
     assert!(metric(&out, "accuracy") >= 0.95, "{out}");
 }

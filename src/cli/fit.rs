@@ -226,7 +226,8 @@ pub fn run(mut args: FitArgs) -> i32 {
             &args.model.display().to_string(),
             text,
             &result,
-        );
+        )
+        .with_verdict(crate::output::report::vi_not_converged(&result, &options));
         saved.interrupted = fit_was_interrupted(&result);
         if let Err(e) = saved.save(path) {
             eprintln!("error: {e}");

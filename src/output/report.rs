@@ -11,7 +11,7 @@ use crate::output::summary;
 mod optimize;
 mod vi_verdict;
 pub use optimize::*;
-pub use vi_verdict::exit_rule_not_converged;
+pub use vi_verdict::{exit_rule_not_converged, vi_not_converged};
 
 /// How a variational fit starts, for the settings line.
 fn vi_start_text(o: &FitOptions, d: usize) -> &'static str {

@@ -57,6 +57,61 @@ pub fn exit_rule_not_converged(
     })
 }
 
+/// Why a variational fit (QBVI, QNVB and the survey's methods) is not a converged optimum, in
+/// the words of `bayesc fit`'s WARNING line, without its prefix: the ELBO ran off, the
+/// iteration cap came first, the run was interrupted, or the exit rule fired but
+/// [`exit_rule_not_converged`] (or, for QNVB, drift or a moving q) finds a cause. `None` when
+/// the fit converged, and for methods without such a verdict (MCMC, optimize, Laplace,
+/// Pathfinder). Read by `bayesc evaluate`, which scores the fit, and by saved fits, whose
+/// `bayesc predict` caveat then names the real cause and its remedy ([X]: fresh-user finding,
+/// session 21: `evaluate` scored a variational Laplace fit whose ELBO ran to 1.2e11 without a
+/// word, and `predict` blamed "the iteration cap or drift" on a QNVB fit stopped by a variance
+/// mismatch, advising more iterations that did not help).
+pub fn vi_not_converged(r: &FitResult, options: &fit::FitOptions) -> Option<String> {
+    use crate::inference::qbvi::StopReason;
+    use crate::inference::qnvb::QnvbStop;
+    let cap = |iterations: usize| {
+        format!(
+            "it hit its iteration cap ({}) before its exit rule fired",
+            crate::words::counted(iterations, "iteration")
+        )
+    };
+    let interrupted = |iterations: usize| {
+        format!(
+            "it was interrupted after {}",
+            crate::words::counted(iterations, "iteration")
+        )
+    };
+    let drifting = |v: &ViDiagnostics| {
+        (!v.unbounded.is_empty()).then(|| {
+            format!(
+                "q drifts along {}, where the density has no interior mode",
+                crate::words::name_list(&v.unbounded, 6)
+            )
+        })
+    };
+    match &r.details {
+        FitDetails::Qbvi(f) => match f.stop {
+            StopReason::Interrupted => Some(interrupted(f.iterations)),
+            StopReason::MaxIterations => Some(
+                fit::diverged_phrase(f, r.method)
+                    .map(|d| format!("{} diverged: {d}", r.method.display_name()))
+                    .unwrap_or_else(|| cap(f.iterations)),
+            ),
+            StopReason::ExitRule => exit_rule_not_converged(r, f, options),
+        },
+        FitDetails::Qnvb(f) => match f.stop {
+            QnvbStop::Interrupted => Some(interrupted(f.iterations)),
+            QnvbStop::MaxIterations => Some(cap(f.iterations)),
+            QnvbStop::Converged => {
+                r.vi.as_ref()
+                    .and_then(|v| drifting(v).or_else(|| v.moving.clone()))
+            }
+        },
+        _ => None,
+    }
+}
+
 /// The family of q for the wording: `Some(d)` for a mean-field (diagonal) Gaussian in d ≥ 2
 /// unconstrained coordinates, `None` for an approximation that has correlations (full-covariance
 /// VI, Laplace, Pathfinder's mixture) or a single coordinate.

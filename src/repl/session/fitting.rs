@@ -313,7 +313,8 @@ impl Session {
                 &model_path.display().to_string(),
                 &model.text,
                 result,
-            );
+            )
+            .with_verdict(crate::output::report::vi_not_converged(result, options));
             match saved.save(path) {
                 Ok(()) => {
                     let _ = writeln!(out.text, "fit saved to {}", path.display());
