@@ -499,7 +499,18 @@ pub fn plan_for_method(
                         }
                     }
                     // the user asked for no minibatches: say what the method needs instead
-                    if let Some(rest) = d.message.strip_prefix("cannot minibatch: ") {
+                    // of blaming a --batch-size that was not given (fresh-user finding,
+                    // session 21: `--method vogn` on missing data said "drop --batch-size")
+                    if let Some(rest) = d.message.strip_prefix("--batch-size: ") {
+                        let rest = rest
+                            .split_once("; a minibatch would")
+                            .map_or(rest, |(r, _)| r)
+                            .trim_end_matches(", so there is nothing to minibatch");
+                        d.message = format!(
+                            "--method {method} cannot split this model's log density over its \
+                             rows: {rest}"
+                        );
+                    } else if let Some(rest) = d.message.strip_prefix("cannot minibatch: ") {
                         d.message = format!(
                             "--method {method} cannot split this model's log density over its \
                              rows: {rest}"

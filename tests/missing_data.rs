@@ -392,3 +392,36 @@ fn a_missing_name_clash_does_not_cascade() {
     assert_eq!(text.matches("error").count(), 1, "{text}");
     assert!(!text.contains("undeclared"), "{text}");
 }
+
+/// VOGN and Vadam need per-observation gradients, which imputed rows do not give; without
+/// `--batch-size` the refusal says so and names the methods that work, instead of telling the
+/// user to "drop --batch-size" they never passed (fresh-user finding, session 21).
+#[test]
+fn row_methods_refuse_imputed_rows_without_blaming_batch_size() {
+    for method in ["vogn", "vadam"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+            .current_dir(common::root())
+            .args([
+                "fit",
+                "examples/missing_data/model.bayes",
+                "--data",
+                "examples/missing_data/data.csv",
+                "--method",
+                method,
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{method}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--method {method} cannot split this model's log density over its rows: `x` has \
+                 missing entries"
+            )),
+            "{method}: {err}"
+        );
+        assert!(!err.contains("--batch-size"), "{method}: {err}");
+        assert!(err.contains("use ivon or ngvi --diagonal"), "{method}: {err}");
+    }
+}
