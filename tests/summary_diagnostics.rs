@@ -222,3 +222,55 @@ fn summary_of_a_warmup_only_file_describes_the_warmup_draws_as_such() {
         ["name", "mean", "sd", "5%", "50%", "95%"]
     );
 }
+
+/// Variational files of two methods, or of two models that share a parameter name, are not one
+/// fit: pooling them printed the summary of a mixture ("2 files pooled", a bimodal `mu`) without
+/// a word (fresh-user finding, session 21). Two seeds of one method and model still pool.
+#[test]
+fn summary_refuses_to_pool_variational_files_of_different_methods_or_models() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let fit = |model_name: &str, method: &str, seed: &str| {
+        let model = dir.path().join(format!("{model_name}.bayes"));
+        let body = if model_name == "a" {
+            "parameters { real mu; } model { mu ~ normal(0, 1); }\n"
+        } else {
+            "parameters { real mu; } model { mu ~ normal(5, 1); }\n"
+        };
+        std::fs::write(&model, body).unwrap();
+        let out = dir.path().join(format!("{model_name}_{method}_{seed}.csv"));
+        let o = Command::new(env!("CARGO_BIN_EXE_bayesc"))
+            .current_dir(root)
+            .arg("fit")
+            .arg(&model)
+            .args(["--method", method, "--seed", seed, "-q", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let a_bbb = fit("a", "bbb", "1");
+    let a_bbb2 = fit("a", "bbb", "2");
+    let a_qbvi = fit("a", "qbvi", "1");
+    let b_bbb = fit("b", "bbb", "1");
+    let both = |p: &std::path::Path, q: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_bayesc"))
+            .arg("summary")
+            .arg(p)
+            .arg(q)
+            .output()
+            .unwrap()
+    };
+    let o = both(&a_bbb, &a_qbvi);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("a `bbb` fit but") && err.contains("a `qbvi` fit"), "{err}");
+    let o = both(&a_bbb, &b_bbb);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("a `a` model but") && err.contains("a `b` model"), "{err}");
+    let o = both(&a_bbb, &a_bbb2);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 files pooled"));
+}

@@ -223,23 +223,32 @@ fn hmc_line(stats: &hmc_stats::HmcStats, max_depth: u32) -> String {
 }
 
 /// Why `files` cannot be the chains of one fit, if they cannot: different methods in their
-/// configuration comments (e.g. an MCMC chain beside a variational fit), or two files holding
-/// identical draws (the same chain given twice, which would make R-hat meaningless).
+/// configuration comments (e.g. an MCMC chain beside a variational fit, or two variational
+/// methods: `variational_method = bbb` beside `vogn`, or `algorithm = meanfield` beside
+/// `fullrank`), different models (`model = …`), or two files holding identical draws (the same
+/// chain given twice, which would make R-hat meaningless). [X]: fresh-user finding, session 21:
+/// a BBB file of one model and a file of another model, both with a parameter `mu`, were pooled
+/// into one bimodal "posterior" without a word.
 fn not_one_fit(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> Option<String> {
-    let method = |f: &stan_csv::StanCsv| {
-        f.config_lines
-            .iter()
-            .find_map(|l| l.trim().strip_prefix("method = ").map(str::to_string))
+    // the first `key = value` among a file's configuration comments
+    let setting = |f: &stan_csv::StanCsv, key: &str| {
+        f.config_lines.iter().find_map(|l| {
+            let (k, v) = l.trim().split_once(" = ")?;
+            (k == key).then(|| v.trim().to_string())
+        })
     };
-    for (i, f) in files.iter().enumerate().skip(1) {
-        if let (Some(a), Some(b)) = (method(&files[0]), method(f))
-            && a != b
-        {
-            return Some(format!(
-                "`{}` holds a `{a}` fit but `{}` a `{b}` fit",
-                paths[0].display(),
-                paths[i].display()
-            ));
+    for key in ["method", "variational_method", "algorithm", "model"] {
+        for (i, f) in files.iter().enumerate().skip(1) {
+            if let (Some(a), Some(b)) = (setting(&files[0], key), setting(f, key))
+                && a != b
+            {
+                let what = if key == "model" { "model" } else { "fit" };
+                return Some(format!(
+                    "`{}` holds a `{a}` {what} but `{}` a `{b}` {what}",
+                    paths[0].display(),
+                    paths[i].display()
+                ));
+            }
         }
     }
     for i in 0..files.len() {
