@@ -422,6 +422,9 @@ fn row_methods_refuse_imputed_rows_without_blaming_batch_size() {
             "{method}: {err}"
         );
         assert!(!err.contains("--batch-size"), "{method}: {err}");
-        assert!(err.contains("use ivon or ngvi --diagonal"), "{method}: {err}");
+        assert!(
+            err.contains("use ivon or ngvi --diagonal"),
+            "{method}: {err}"
+        );
     }
 }

@@ -265,11 +265,17 @@ fn summary_refuses_to_pool_variational_files_of_different_methods_or_models() {
     let o = both(&a_bbb, &a_qbvi);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("a `bbb` fit but") && err.contains("a `qbvi` fit"), "{err}");
+    assert!(
+        err.contains("a `bbb` fit but") && err.contains("a `qbvi` fit"),
+        "{err}"
+    );
     let o = both(&a_bbb, &b_bbb);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("a `a` model but") && err.contains("a `b` model"), "{err}");
+    assert!(
+        err.contains("a `a` model but") && err.contains("a `b` model"),
+        "{err}"
+    );
     let o = both(&a_bbb, &a_bbb2);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("2 files pooled"));

@@ -562,6 +562,10 @@ pub fn options_from_args(args: &FitArgs, dim: usize, seed: u64) -> FitOptions {
     o.mcdropout.common.max_iter = args.max_iter as usize;
     if args.diagonal {
         o.ngvi.covariance = Covariance::Diagonal;
+    } else if args.full {
+        // NGVI's default family; `--full` says so explicitly (it was refused, though NGVI
+        // fits the full covariance unless told `--diagonal`: fresh-user finding, session 21)
+        o.ngvi.covariance = Covariance::Full;
     }
     o.ngbbvi.common.max_iter = args.max_iter as usize;
     o.von.common.max_iter = args.max_iter as usize;

@@ -174,6 +174,9 @@ fn flags_of_other_methods_are_refused() {
         ("optimize", &["--save-warmup"][..]),
         ("qbvi", &["--refresh", "3"][..]),
         ("laplace", &["--iter", "3"][..]),
+        // MC dropout has no ELBO and no density q to resample by (session 21)
+        ("mcdropout", &["--psis-resample"][..]),
+        ("mcdropout", &["--elbo-output", "e.csv"][..]),
     ] {
         let mut argv = vec!["--method", m];
         argv.extend_from_slice(flag);
@@ -198,4 +201,22 @@ fn option_words_parse_and_check_as_the_cli() {
     );
     let err = parse_option_words("m.bayes", &words(&["--bogus", "1"])).unwrap_err();
     assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+}
+
+/// NGVI fits the full covariance unless `--diagonal`; `--full` says so explicitly and is
+/// accepted (it was refused as "applies to qbvi, von": fresh-user finding, session 21).
+#[test]
+fn ngvi_accepts_full_as_its_default_family() {
+    use crate::inference::vi::Covariance;
+    let args = parse(&["--method", "ngvi", "--full"]);
+    assert_eq!(check_args(&args), Ok(()));
+    assert_eq!(
+        options_from_args(&args, 3, 1).ngvi.covariance,
+        Covariance::Full
+    );
+    let default = parse(&["--method", "ngvi"]);
+    assert_eq!(
+        options_from_args(&default, 3, 1).ngvi.covariance,
+        Covariance::Full
+    );
 }

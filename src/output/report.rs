@@ -866,7 +866,23 @@ pub fn pathfinder_text(
 /// The line that replaces "converged" for an MC dropout fit whose training stopped by the exit
 /// rule: MC dropout trains the weights to a point estimate, so the rule's firing says nothing
 /// about a posterior (issue 13, item 9).
+///
+/// A smoothed objective that never became finite means no step was taken: the log density is
+/// -inf or undefined with the masked weights (a division by a `@dropout` parameter, whose
+/// masked value is 0), and the weights are still their start; the line then says so as a
+/// WARNING ([X]: fresh-user finding, session 21: `y ~ normal(a + x / b, 1)` with `@dropout`
+/// on b said "training finished" with the objective -inf throughout).
 pub fn mcdropout_stop_line(iterations: usize, seconds: f64, objective: f64) -> String {
+    if !objective.is_finite() {
+        return format!(
+            "WARNING: not trained: MC dropout's training objective was {} at every one of its \
+             {iterations} iterations ({seconds:.2} s), so the weights stayed at their start: \
+             with some weights masked to 0 the log density is -inf or undefined (a division \
+             by a @dropout parameter, or its log?). Put @dropout on weights that can be 0, or \
+             use another --method. The summary below is not trained.",
+            fit::fmt_elbo(objective)
+        );
+    }
     format!(
         "training finished: the exit rule fired after {iterations} iterations ({seconds:.2} s); \
          smoothed training objective = {}. MC dropout fits the weights as a point \

@@ -112,6 +112,29 @@ pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String>
             message: format!("--psis-resample applies to {variational}, not {method}"),
         });
     }
+    // MC dropout trains a point estimate of the weights by its dropout objective: it has no
+    // ELBO to write and no density q whose importance weights could resample its draws (both
+    // flags were accepted and did nothing: fresh-user finding, session 21)
+    if args.elbo_output.is_some() && method == M::Mcdropout {
+        misplaced.push(MisplacedOption {
+            name: "elbo-output",
+            methods: "the variational methods other than mcdropout".into(),
+            message: "--elbo-output: MC dropout has no ELBO (it trains the weights by the \
+                      dropout objective and draws by masking them); its training objective is \
+                      shown by `bayesc fit` and the REPL's `:elbo`; remove the flag"
+                .into(),
+        });
+    }
+    if args.psis_resample && method == M::Mcdropout {
+        misplaced.push(MisplacedOption {
+            name: "psis-resample",
+            methods: "the variational methods other than mcdropout".into(),
+            message: "--psis-resample: MC dropout's draws are forward passes with masked \
+                      weights, not draws of a density q, so there are no importance weights \
+                      to resample them by; remove the flag"
+                .into(),
+        });
+    }
     if args.psis_resample && method == M::Pathfinder {
         misplaced.push(MisplacedOption {
             name: "psis-resample",
@@ -222,8 +245,8 @@ pub fn misplaced_options(args: &FitArgs) -> Result<Vec<MisplacedOption>, String>
         (
             "--full",
             args.full,
-            matches!(method, M::Qbvi | M::Von),
-            "qbvi, von",
+            matches!(method, M::Qbvi | M::Ngvi | M::Von),
+            "qbvi, ngvi, von",
         ),
         (
             "--estimator",
