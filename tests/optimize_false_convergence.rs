@@ -199,3 +199,119 @@ fn a_huge_log_density_does_not_stop_a_scale_short_of_its_mode() {
         }
     }
 }
+
+/// Runs `bayesc fit` on the model `src` (no data) with `--method optimize --seed 1` and
+/// `extra` arguments; returns its output.
+fn optimize_text(src: &str, extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.bayes");
+    std::fs::write(&m, src).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bayesc"))
+        .arg("fit")
+        .arg(&m)
+        .args(["--method", "optimize", "--seed", "1"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert!(o.status.success(), "{text}");
+    text
+}
+
+/// The estimate of the row `name` of an optimize table.
+fn estimate(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in\n{text}"))
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Fresh-user finding (session 21): `real<lower=0> s; s ~ exponential(1);` was reported as "no
+/// optimum … the posterior is improper". Without the Jacobian the optimized density e^-s is
+/// largest at the bound s = 0: a mode on the boundary of a proper posterior. The report now
+/// says so (also for an upper bound, a bounded interval, and beside an interior parameter),
+/// while a density that is flat away from any bound (`target += -1 / s`, flat as s → ∞; a
+/// parameter the density ignores; a combination the data do not identify) and the flat
+/// density 1/s at the bound with the Jacobian stay improper.
+#[test]
+fn a_mode_at_a_bound_is_not_called_improper() {
+    let boundary = [
+        (
+            "parameters { real<lower=0> s; }\nmodel { s ~ exponential(1); }\n",
+            "s",
+            "lower",
+        ),
+        (
+            "parameters { real mu; real<lower=0> s; }\n\
+             model { s ~ exponential(1); mu ~ normal(1, 2); }\n",
+            "s",
+            "lower",
+        ),
+        (
+            "parameters { real<upper=0> s; }\nmodel { target += s; }\n",
+            "s",
+            "upper",
+        ),
+        (
+            "parameters { real<lower=0, upper=1> p; }\nmodel { p ~ beta(1, 2); }\n",
+            "p",
+            "lower",
+        ),
+    ];
+    for (src, name, side) in boundary {
+        for algorithm in ["lbfgs", "newton"] {
+            let text = optimize_text(src, &["--algorithm", algorithm]);
+            assert!(
+                text.contains(&format!(
+                    "note: the optimum is at the {side} bound of `{name}`"
+                )),
+                "{algorithm}: {text}"
+            );
+            assert!(
+                !text.contains("WARNING") && !text.contains("posterior is improper"),
+                "{algorithm}: {text}"
+            );
+            assert!(text.contains("converged: "), "{algorithm}: {text}");
+            assert!(text.contains("--jacobian"), "{text}");
+            assert!(estimate(&text, name).abs() < 1e-6, "{algorithm}: {text}");
+            if src.contains("mu") {
+                assert!((estimate(&text, "mu") - 1.0).abs() < 1e-6, "{text}");
+            }
+        }
+    }
+    // with the Jacobian the mode of exponential(1) on log s is interior: s = 1
+    let text = optimize_text(boundary[0].0, &["--jacobian"]);
+    assert!((estimate(&text, "s") - 1.0).abs() < 1e-4, "{text}");
+    assert!(!text.contains("bound"), "{text}");
+    let improper = [
+        (
+            "parameters { real<lower=0> s; }\nmodel { target += -1 / s; }\n",
+            &[][..],
+        ),
+        (
+            "parameters { real mu; real<lower=0> s; }\n\
+             model { mu ~ normal(0, 1); target += 0 * s; }\n",
+            &[][..],
+        ),
+        (
+            "parameters { real<lower=0> s; }\nmodel { target += -log(s) - s; }\n",
+            &["--jacobian"][..],
+        ),
+        (
+            "parameters { real a; real b; }\nmodel { 0.3 ~ normal(a + b, 1); }\n",
+            &[][..],
+        ),
+    ];
+    for (src, extra) in improper {
+        let text = optimize_text(src, extra);
+        assert!(
+            text.contains("WARNING: no optimum") && text.contains("posterior is improper"),
+            "{src}: {text}"
+        );
+        assert!(!text.contains("bound of"), "{src}: {text}");
+    }
+}
