@@ -129,7 +129,12 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     };
     // A coordinate flat only towards a bound it has reached is a mode on the boundary (the
     // density of `s ~ exponential(1)` is largest at s = 0), not an improper direction.
-    let at_bound = bound_modes(model, &density, &point, options.jacobian);
+    // (only where something was found flat: elsewhere nothing changes and nothing is paid)
+    let at_bound = if flat.is_empty() {
+        Vec::new()
+    } else {
+        bound_modes(model, &density, &point, options.jacobian)
+    };
     let flat: Vec<String> = flat
         .into_iter()
         .filter(|n| !at_bound.iter().any(|(_, name, _, _)| name == n))
