@@ -106,12 +106,18 @@ pub struct OptimizeFit {
     pub polished: Option<f64>,
     /// Parameters (unconstrained coordinates) along which the density is flat from ζ̂ out to
     /// 100 units on one side ([`crate::inference::flat::flat_at_point`]; probed only when −H is
-    /// not positive definite): there is no optimum, and ζ̂ is an arbitrary point.
+    /// not positive definite): there is no optimum, and ζ̂ is an arbitrary point. A coordinate
+    /// flat only towards a bound it has reached is in `at_bound` instead.
     pub flat: Vec<String>,
     /// Why there is no optimum although nothing is flat: a scale ran to 0 where the density
     /// grows without bound (`mode::interpolation_reason`, `mode::funnel_reason`), so the
     /// estimate is the optimizer's last point on its way to the boundary. `None` otherwise.
     pub no_mode: Option<String>,
+    /// Parameters whose optimum is at a bound (`mode::bound_modes`, only without the Jacobian):
+    /// (name, "lower" or "upper", estimate). The maximised density rises towards the bound and
+    /// levels off there, so the optimum is the bound itself: a mode on the boundary of a proper
+    /// posterior, not an improper one. Their standard errors are NaN. Empty otherwise.
+    pub at_bound: Vec<(String, &'static str, f64)>,
 }
 
 /// Algorithm-specific results kept beside the draws.

@@ -127,6 +127,27 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
     } else {
         Vec::new()
     };
+    // A coordinate flat only towards a bound it has reached is a mode on the boundary (the
+    // density of `s ~ exponential(1)` is largest at s = 0), not an improper direction.
+    // (only where something was found flat: elsewhere nothing changes and nothing is paid)
+    let at_bound = if flat.is_empty() {
+        Vec::new()
+    } else {
+        bound_modes(model, &density, &point, options.jacobian)
+    };
+    let flat: Vec<String> = flat
+        .into_iter()
+        .filter(|n| !at_bound.iter().any(|(_, name, _, _)| name == n))
+        .collect();
+    let (mut std_errors, mut unconstrained_se) = (std_errors, unconstrained_se);
+    for (i, ..) in &at_bound {
+        std_errors[*i] = f64::NAN;
+        unconstrained_se[*i] = f64::NAN;
+    }
+    let at_bound: Vec<(String, &'static str, f64)> = at_bound
+        .into_iter()
+        .map(|(_, name, side, x)| (name, side, x))
+        .collect();
     // no standard errors along a flat direction: the curvature there is rounding
     let (std_errors, unconstrained_se) = if flat.is_empty() {
         (std_errors, unconstrained_se)
@@ -156,6 +177,7 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         polished,
         no_mode,
         flat,
+        at_bound,
         lbfgs,
         newton_steps,
         jacobian: options.jacobian,
@@ -167,6 +189,64 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         estimates,
         std_errors,
     })
+}
+
+/// The parameters whose optimum, without the Jacobian adjustment, is at a bound: coordinate i
+/// (parameters mapping one-to-one to coordinates) such that moving ζ_i by 100 further on one
+/// side moves the constrained value θ_i by at most 1e-6·max(1, |θ_i|) (θ_i has reached the
+/// limit of its constraining map, the bound), the density is flat towards that side
+/// ([`crate::inference::flat::flat_on_side`]) and not flat on the other. The maximised density
+/// (on the constrained scale) then rises towards the bound and levels off at a finite value
+/// there: its supremum is the bound itself. That is no improper posterior: a density bounded
+/// near a finite bound is integrable there, as `s ~ exponential(1)` is (its mode is s = 0).
+/// With the Jacobian adjustment the same flatness means a density ∝ 1/θ at the bound, which is
+/// not integrable, so none is reported then. Returns (i, name, "lower" or "upper", θ_i).
+/// [X], fresh-user finding (session 21): `real<lower=0> s; s ~ exponential(1);` was reported
+/// as "no optimum … the posterior is improper".
+fn bound_modes(
+    model: &Model,
+    density: &dyn LogDensity,
+    point: &[f64],
+    jacobian: bool,
+) -> Vec<(usize, String, &'static str, f64)> {
+    use crate::inference::flat::{FLAT_STEPS, flat_on_side};
+    let names = model.parameter_names();
+    let d = point.len();
+    if jacobian || names.len() != d {
+        return Vec::new();
+    }
+    let mut rng = stream(0, 0);
+    let Ok(x0) = model.write_array(point, false, false, &mut rng) else {
+        return Vec::new();
+    };
+    let far = FLAT_STEPS[FLAT_STEPS.len() - 1];
+    let mut found = Vec::new();
+    for i in 0..d {
+        for sign in [-1.0, 1.0] {
+            let mut at = |t: f64| {
+                let mut z = point.to_vec();
+                z[i] += sign * t;
+                model
+                    .write_array(&z, false, false, &mut rng)
+                    .ok()
+                    .and_then(|x| x.get(i).copied())
+            };
+            let (Some(x_far), Some(x_away)) = (at(far), at(-far)) else {
+                continue;
+            };
+            let pinned = (x_far - x0[i]).abs() <= 1e-6 * x0[i].abs().max(1.0);
+            if pinned
+                && flat_on_side(density, point, i, sign)
+                && !flat_on_side(density, point, i, -sign)
+            {
+                // larger away from the bound: a lower bound
+                let side = if x_away > x0[i] { "lower" } else { "upper" };
+                found.push((i, names[i].clone(), side, x0[i]));
+                break;
+            }
+        }
+    }
+    found
 }
 
 /// Maximum Newton steps that polish the L-BFGS mode before a variational fit.

@@ -163,6 +163,19 @@ pub fn flat_at_point(density: &dyn LogDensity, point: &[f64], candidates: &[usiz
         .collect()
 }
 
+/// Whether L is flat along coordinate `i` from `point` (length d) on the side `sign` (+1 or −1):
+/// ∂L/∂ζ_i ≈ 0 ([`FLAT_GRAD`]) at `point` and at `point + sign·t·e_i` for every t in
+/// [`FLAT_STEPS`], with L and ∇L finite there. The one-sided test of [`flat_at_point`] without
+/// its pull-back exemption, for telling which side of a flat coordinate is flat. [X].
+pub fn flat_on_side(density: &dyn LogDensity, point: &[f64], i: usize, sign: f64) -> bool {
+    grad_at(density, point).is_some_and(|g| is_zero(&g, i))
+        && FLAT_STEPS.iter().all(|&t| {
+            let mut z = point.to_vec();
+            z[i] += sign * t;
+            grad_at(density, &z).is_some_and(|g| is_zero(&g, i))
+        })
+}
+
 /// Whether the slopes ∂L/∂ζ_i at `point + sign·t·e_i` for t in [`FLAT_STEPS`] (in that order)
 /// beyond the first pull back towards `point` and grow with t, as near a mode of any scale: L = −ζ²/(2s²) has
 /// slope −t/s², which [`is_zero`]'s absolute threshold calls zero once s > 10⁷ (a prior

@@ -91,13 +91,26 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
             }
         );
     }
-    if fit.flat.is_empty()
+    if let Some(note) = bound_mode_note(fit) {
+        let _ = writeln!(s, "{note}");
+    } else if fit.flat.is_empty()
         && fit.no_mode.is_none()
         && let Some(note) = boundary_note(fit)
     {
         let _ = writeln!(s, "{note}");
     }
-    if fit.std_errors.iter().any(|v| v.is_nan()) {
+    // the note above already says that a parameter at its bound has no standard error
+    let at_bound = |k: usize| {
+        fit.names
+            .get(k)
+            .is_some_and(|n| fit.at_bound.iter().any(|(b, ..)| b == n))
+    };
+    if fit
+        .std_errors
+        .iter()
+        .enumerate()
+        .any(|(k, v)| v.is_nan() && !at_bound(k))
+    {
         s.push_str(
             "WARNING: the Hessian at the optimum is not negative definite (or could not be computed): no standard errors\n",
         );
@@ -284,6 +297,37 @@ fn boundary_note(fit: &fit::OptimizeFit) -> Option<String> {
          so the standard errors say little. In a hierarchical model this is the usual degenerate \
          joint mode, a group scale going to 0 (the neck of the funnel), not a summary of the \
          posterior: use --method nuts for the posterior of such a scale.",
+        crate::words::name_list(&at, 6)
+    ))
+}
+
+/// The note for parameters whose optimum is at a bound (`fit.at_bound`, see
+/// [`fit::OptimizeFit::at_bound`]): the mode is the bound itself, which is no sign of an
+/// improper posterior, with the methods that do summarise the posterior. `None` when there is
+/// none. [X], fresh-user finding (session 21): `real<lower=0> s; s ~ exponential(1);` was
+/// reported as improper.
+fn bound_mode_note(fit: &fit::OptimizeFit) -> Option<String> {
+    if fit.at_bound.is_empty() {
+        return None;
+    }
+    let at: Vec<String> = fit
+        .at_bound
+        .iter()
+        .map(|(name, side, x)| {
+            format!(
+                "the {side} bound of `{name}` (the estimate {} is the optimizer's last point on \
+                 its way there)",
+                crate::output::summary::format_sig(*x, 3)
+            )
+        })
+        .collect();
+    Some(format!(
+        "note: the optimum is at {}: the maximised density (without the Jacobian adjustment) \
+         rises towards the bound and levels off there, so the mode on the constrained scale is \
+         the bound itself. That is a mode on the boundary, not an improper posterior (a density \
+         that stays finite at a bound is integrable there), and it has no standard error. For a \
+         summary of the posterior use --method nuts or --method laplace, or --jacobian for the \
+         mode of the density on the unconstrained scale, which lies inside the bounds.",
         crate::words::name_list(&at, 6)
     ))
 }
