@@ -265,7 +265,7 @@ pub fn unsettled_phrase(
     )
 }
 
-/// The phrase for a full-batch variational-Laplace fit from the mode whose Newton refinement
+/// The phrase for a full-batch variational-Laplace fit whose Newton refinement
 /// after the exit rule did not settle (`how`: what its last step did). Variational Laplace's
 /// fixed point is set by the curvature at its mean (`specs/survey_vi.md` §16: with the paper
 /// form's fallback, [`crate::inference::vi::vlaplace::fit_vlaplace`], the mode and σ² =
