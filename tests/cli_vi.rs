@@ -753,23 +753,17 @@ fn a_stochastic_fit_off_the_mean_field_optimum_along_a_ridge_is_refined() {
 /// Variational Laplace sets σ² = 1/curvature (`survey_vi.md` §16); where the curvature is not
 /// positive at the end the fit is not an approximation of the posterior, whatever stopped it
 /// (`GaussianFit::unusable`). On the Boston BNN (M = 32, random start) 97 weights ended so and
-/// the fit printed "converged" at a full-data ELBO of −5·10⁷; on eight schools it runs to the
-/// iteration cap with tau → ∞, where "raise --max-iter" was the wrong advice. Both now name
-/// the cause and the methods that estimate a positive curvature.
+/// the fit printed "converged" at a full-data ELBO of −5·10⁷; it now names the cause and the
+/// methods that estimate a positive curvature. (Eight schools, once a second case here, now
+/// falls back to the paper form at the mode, where the curvature is positive:
+/// `tests/vi_vlaplace_runaway.rs`.)
 #[test]
 fn variational_laplace_with_non_positive_curvature_is_not_called_converged() {
-    for (model, data, extra) in [
-        (
-            "examples/bnn_regression/model.bayes",
-            "examples/bnn_regression/boston.csv",
-            &["--batch-size", "32"][..],
-        ),
-        (
-            "examples/eight_schools/model.bayes",
-            "examples/eight_schools/schools.csv",
-            &[][..],
-        ),
-    ] {
+    for (model, data, extra) in [(
+        "examples/bnn_regression/model.bayes",
+        "examples/bnn_regression/boston.csv",
+        &["--batch-size", "32"][..],
+    )] {
         let mut args = vec![
             "fit", model, "--data", data, "--method", "vlaplace", "--seed", "1",
         ];
@@ -964,32 +958,4 @@ fn the_draws_file_of_an_unconverged_fit_says_so() {
     let ok = last_comment(&["--method", "ivon", "--seed", "1"], "ok.csv");
     assert!(!ok.contains("not converged"), "{ok}");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Variational Laplace on eight schools diverges (every seed 1–20: the smoothed ELBO climbs
-/// from 1.16 to about 1.8e7 over 5000 iterations); the fit says so and gives the remedy, and
-/// does not quote the runaway value as a "best smoothed ELBO" (fresh-user finding).
-#[test]
-fn a_diverged_vlaplace_fit_says_it_diverged() {
-    let o = bayesc(&[
-        "fit",
-        "examples/eight_schools/model.bayes",
-        "--data",
-        "examples/eight_schools/schools.csv",
-        "--method",
-        "vlaplace",
-        "--seed",
-        "1",
-    ]);
-    let out = stdout(&o);
-    assert!(
-        out.contains("WARNING: not converged: variational Laplace diverged (5000 iterations"),
-        "{out}"
-    );
-    assert!(
-        out.contains("the smoothed ELBO rose from 1.164 at the start to 1845"),
-        "{out}"
-    );
-    assert!(out.contains("try a smaller --step-size"), "{out}");
-    assert!(!out.contains("Best smoothed ELBO"), "{out}");
 }

@@ -265,6 +265,26 @@ pub fn unsettled_phrase(
     )
 }
 
+/// The phrase for a full-batch variational-Laplace fit whose Newton refinement
+/// after the exit rule did not settle (`how`: what its last step did). Variational Laplace's
+/// fixed point is set by the curvature at its mean (`specs/survey_vi.md` §16: with the paper
+/// form's fallback, [`crate::inference::vi::vlaplace::fit_vlaplace`], the mode and σ² =
+/// 1/curvature there), not by its step size, so the remedy is another method, not the
+/// "another --step-size" of [`unsettled_phrase`] ([X]). Measured: on `real<lower=0> p;
+/// p ~ normal(1, 1)` the fit ends at the mode ζ = 0.481, 0.66 posterior sds from the
+/// mean-field optimum's 0.115, and on eight schools at tau's mode (about 29, NUTS mean 3.6);
+/// the refinement did not settle at seeds 1 and 3 of the first and every seed of the second.
+pub fn vlaplace_unsettled_phrase(how: &str) -> String {
+    format!(
+        "variational Laplace's fixed point (its mean and the curvature there) lies far from the \
+         mean-field ELBO's optimum on this model, and the Newton refinement after the exit rule \
+         did not bring q there ({how}; at an optimum its steps fall below {}), so q is not at \
+         the ELBO's optimum. Its step size does not move that fixed point: use --method qbvi \
+         or nuts",
+        super::refine::REFINE_SETTLED
+    )
+}
+
 /// [`drift_cause`] with what to do about it. The exit rule, not the iteration cap, stopped the
 /// run, so a larger --max-iter does not help: from a random start (`random_start`) the remedy
 /// is the mode start (on labour, IVON from a random point moved alpha 3.8 sds over its last

@@ -1,8 +1,9 @@
 //! A variational fit whose ELBO diverged upwards: the estimate ran off to values no posterior
 //! of the model allows (variational Laplace on eight schools: from 1.16 at the Laplace start
-//! to 1.8e7 after 5000 iterations, every seed 1–20), so its "best smoothed ELBO" is an artefact
-//! and must not be quoted as a result. The downward case (the ELBO ended below its start) is
-//! [`super::worsened_phrase`].
+//! to 1.8e7 after 5000 iterations, every seed 1–20, before that method learned to fall back
+//! to its paper form, `inference::vi::vlaplace::fit_vlaplace`), so its "best smoothed ELBO" is
+//! an artefact and must not be quoted as a result. The downward case (the ELBO ended below its
+//! start) is [`super::worsened_phrase`].
 
 use super::{Method, other_methods};
 use crate::inference::vi::GaussianFit;

@@ -221,6 +221,11 @@ pub struct Vlaplace {
     grad: Vec<f64>,
     estimate: Vec<f64>,
     step: Vec<f64>,
+    first_mean: Vec<f64>,
+    /// Set by [`Vlaplace::step`] when the penalty gradient is on and a curvature estimate is
+    /// not above [`VlaplaceSettings::min_curvature`]: the exact-gradient objective has no
+    /// maximum there (see [`fit_vlaplace`]); the evidence, for the fit's note.
+    pub runaway: Option<String>,
 }
 
 impl Vlaplace {
@@ -260,6 +265,8 @@ impl Vlaplace {
             grad: vec![0.0; d],
             estimate: vec![0.0; d],
             step: vec![0.0; d],
+            first_mean: init.to_vec(),
+            runaway: None,
         })
     }
 
@@ -313,6 +320,22 @@ impl Vlaplace {
             &mut self.estimate,
             with_penalty.then_some((&var[..], &grad[..], &mut pg[..])),
         )?;
+        if with_penalty
+            && self.runaway.is_none()
+            && let Some(j) = self
+                .estimate
+                .iter()
+                .position(|c| !(*c > self.settings.min_curvature))
+        {
+            self.runaway = Some(format!(
+                "the curvature of -log p in unconstrained coordinate {} fell to {:.3e} at \
+                 {:.4} (the mean had moved there from {:.4})",
+                j + 1,
+                self.estimate[j],
+                self.mean[j],
+                self.first_mean[j]
+            ));
+        }
         if with_penalty && self.started {
             for (g, p) in grad.iter_mut().zip(&pg) {
                 *g += p;
@@ -337,11 +360,31 @@ impl Vlaplace {
     }
 }
 
+/// Rise of the variational-Laplace objective above its first value, in units of
+/// max(1, |LB₁|, d), beyond which a run with the penalty gradient counts as run away ([X]; the
+/// bar of `fit::vi_diverged::DIVERGED_RISE`, which the runs away on eight schools exceed over
+/// 10⁶-fold: 1.16 at the start, 1.8·10⁷ after 5000 iterations).
+pub const RUNAWAY_RISE: f64 = 1e3;
+
 /// Fits q by variational Laplace on the full data with the common exit rule (`survey_vi.md`
 /// §1) on the VL objective, returning the kept iterate.
 ///
 /// - `density`: L(ζ), with gradients; `init`: the initial mean (length d), L finite there.
 /// - `progress`: called after every iteration; [`Control::Stop`] ends the fit (interrupted).
+///
+/// **Fallback to the paper form ([X]).** With the penalty gradient (the default, module docs)
+/// the objective with σ at its stationary point is J(μ) = L(μ) − ½Σ_λ log C_λ(μ) + const,
+/// which has no maximum wherever some C_λ can fall to 0: −½ log C_λ grows without bound
+/// there, the penalty's μ-gradient ½σ²∇∂²L (σ² = 1/C) draws the mean on, and σ² = 1/C has no
+/// value past it (§16 "Failure modes"). On `p ~ normal(1, 1)`, p > 0, ζ = log p:
+/// C(ζ) = 2e^{2ζ} − e^ζ vanishes at ζ = −log 2 and J′(ζ) < 0 on all of (−log 2, ∞), so J has
+/// no stationary point; the old loop ran to an objective of 6·10⁴ and printed p's mean as inf
+/// (seeds 1–3), and on eight schools to 1.8·10⁷, whatever the step size. When a curvature
+/// estimate is not above [`VlaplaceSettings::min_curvature`], the objective rises by more
+/// than [`RUNAWAY_RISE`]·max(1, |LB₁|, d), or L is not finite near the mean, the fit is rerun
+/// from `init` in §16's paper form (μ ascends L alone: μ* = MAP, σ² = 1/C(MAP), whose fixed
+/// point exists wherever the mode does), with a note that says why. Its exit rule watches
+/// L(μ) plus the first iteration's σ terms, the quantity its μ-steps ascend.
 ///
 /// Errors: [`ViError::InvalidSettings`], [`ViError::InitialPoint`],
 /// [`ViError::NonFiniteDensity`] when L or its gradient is not finite near μ,
@@ -354,15 +397,81 @@ pub fn fit_vlaplace(
 ) -> Result<GaussianFit, ViError> {
     settings.common.validate(density.dim(), init)?;
     super::reparam::check_initial_point(density, init)?;
+    match run_full(density, init, settings, false, progress)? {
+        Ok(fit) => Ok(fit),
+        Err(why) => {
+            let mut paper = settings.clone();
+            paper.penalty_gradient = false;
+            let mut fit = run_full(density, init, &paper, true, progress)?
+                .map_err(|e| ViError::InvalidSettings(format!("internal: {e}")))?;
+            fit.notes.insert(0, fallback_note(&why));
+            Ok(fit)
+        }
+    }
+}
+
+/// Whether `settings` take the penalty gradient at dimension `d` (exact curvature only).
+fn penalised(settings: &VlaplaceSettings, d: usize) -> bool {
+    settings.penalty_gradient && settings.curvature_for(d) == Curvature::Exact
+}
+
+/// The note of a fit that fell back to the paper form, with the evidence `why`.
+fn fallback_note(why: &str) -> String {
+    format!(
+        "variational Laplace's default objective (the exact Hessian diagonal, its penalty \
+         differentiated in the mean) has no maximum on this model: {why}; where the curvature \
+         of -log p falls to 0 its sigma^2 = 1/curvature and its -1/2 log(curvature) grow \
+         without bound and draw the mean on, whatever the step size. The fit was rerun in the \
+         paper's form (survey_vi.md §16: the mean ascends log p alone, so it ends at the mode, \
+         with sigma^2 = 1/curvature there, a diagonal Laplace approximation); for the \
+         mean-field optimum of the ELBO use --method qbvi"
+    )
+}
+
+/// One full-batch run of [`fit_vlaplace`]: `Ok(Err(why))` when the penalty gradient is on and
+/// the run ran away (see there); `paper_trace` makes the exit rule watch L(μ) + the first
+/// iteration's σ terms.
+fn run_full(
+    density: &dyn LogDensity,
+    init: &[f64],
+    settings: &VlaplaceSettings,
+    paper_trace: bool,
+    progress: &mut dyn FnMut(Progress) -> Control,
+) -> Result<Result<GaussianFit, String>, ViError> {
+    let watch = penalised(settings, init.len());
     let mut state = Vlaplace::new(init, settings, false)?;
     let mut rng = stream(settings.common.seed, 1);
     let mut tracker = settings.common.tracker::<(Vec<f64>, Vec<f64>)>();
     let mut floored = 0;
+    let mut first: Option<(f64, f64)> = None;
     for t in 1..=settings.common.max_iter {
         let before_mean = state.mean.clone();
-        let value = state.step(density, &mut rng)?;
+        let value = match state.step(density, &mut rng) {
+            Ok(v) => v,
+            Err(ViError::NonFiniteDensity { last, .. }) if watch && t > 1 => {
+                return Ok(Err(format!(
+                    "the log density was not finite near the mean after {t} iterations ({last})"
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        if watch && let Some(why) = state.runaway.take() {
+            return Ok(Err(why));
+        }
         // LB_t: the objective at μ_t (before its step) with the curvature measured there.
-        let lb = state.objective(value);
+        let objective = state.objective(value);
+        let (lb1, offset) = *first.get_or_insert((objective, objective - value));
+        let lb = if paper_trace {
+            value + offset
+        } else {
+            objective
+        };
+        let scale = lb1.abs().max(init.len() as f64).max(1.0);
+        if watch && lb - lb1 > RUNAWAY_RISE * scale {
+            return Ok(Err(format!(
+                "its objective rose from {lb1:.3} to {lb:.3e} in {t} iterations"
+            )));
+        }
         floored = state.floored();
         tracker.watch(t, &before_mean);
         let kept = (before_mean, state.curvature.clone());
@@ -374,7 +483,7 @@ pub fn fit_vlaplace(
     let ((mean, h), mut record) = tracker.finish(last);
     add_floor_note(&mut record, floored, settings.min_curvature);
     let p = h.iter().map(|h| h.max(settings.min_curvature)).collect();
-    Ok(GaussianFit::diagonal(mean, p, record))
+    Ok(Ok(GaussianFit::diagonal(mean, p, record)))
 }
 
 /// Marks a fit whose curvature was not positive in `floored` coordinates at the end as not an
@@ -402,6 +511,9 @@ fn add_floor_note(record: &mut RunRecord, floored: usize, floor: f64) {
 /// rule once per epoch on the full-data ELBO; returns the average of the last epochs' iterates
 /// ([`EpochExit::tail_average`]; a departure from the spec's last iterate, measured there).
 ///
+/// Like [`fit_vlaplace`], a run with the penalty gradient whose batch curvature estimate falls
+/// to the floor is rerun in the paper form, with a note.
+///
 /// Errors: as [`fit_vlaplace`], plus [`ViError::InvalidSettings`] for a batch size outside
 /// 1..=N. Reproducible: batches from stream 7, probes from stream 1, the epoch ELBO's draws
 /// from stream 8 of the seed.
@@ -414,6 +526,29 @@ pub fn fit_vlaplace_minibatch(
 ) -> Result<GaussianFit, ViError> {
     settings.common.validate(density.dim(), init)?;
     super::reparam::check_initial_point(density, init)?;
+    match run_minibatch(density, init, settings, minibatch, progress)? {
+        Ok(fit) => Ok(fit),
+        Err(why) => {
+            let mut paper = settings.clone();
+            paper.penalty_gradient = false;
+            let mut fit = run_minibatch(density, init, &paper, minibatch, progress)?
+                .map_err(|e| ViError::InvalidSettings(format!("internal: {e}")))?;
+            fit.notes.insert(0, fallback_note(&why));
+            Ok(fit)
+        }
+    }
+}
+
+/// One run of [`fit_vlaplace_minibatch`]: `Ok(Err(why))` when the penalty gradient is on and a
+/// curvature estimate fell to the floor.
+fn run_minibatch(
+    density: &dyn MinibatchDensity,
+    init: &[f64],
+    settings: &VlaplaceSettings,
+    minibatch: &MinibatchSettings,
+    progress: &mut dyn FnMut(Progress) -> Control,
+) -> Result<Result<GaussianFit, String>, ViError> {
+    let watch = penalised(settings, init.len());
     let mut state = Vlaplace::new(init, settings, true)?;
     let mut rng = stream(settings.common.seed, 1);
     let mut epochs = EpochLoop::new(density, minibatch, settings.common.seed)?;
@@ -422,6 +557,9 @@ pub fn fit_vlaplace_minibatch(
         let (rows, epoch_end) = epochs.next_rows();
         let view = density.batch(&rows).map_err(ViError::Density)?;
         let value = state.step(view.as_ref(), &mut rng)?;
+        if watch && let Some(why) = state.runaway.take() {
+            return Ok(Err(why));
+        }
         let lb = state.objective(value);
         let stop = epochs.observe(
             t,
@@ -448,7 +586,7 @@ pub fn fit_vlaplace_minibatch(
                 .collect(),
         ),
     };
-    Ok(GaussianFit::diagonal(mean, p, record))
+    Ok(Ok(GaussianFit::diagonal(mean, p, record)))
 }
 
 /// The minibatch bookkeeping of the survey methods that fit on batches (variational Laplace,
