@@ -473,7 +473,14 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
-            let worse = fit::not_converged_phrase(fit, result, options);
+            // q's mass where the density is undefined (its ELBO is -inf, no optimum) first: it
+            // is also why a refinement after the exit rule fails to settle
+            let worse = result
+                .vi
+                .as_ref()
+                .and_then(|v| v.undefined.as_ref())
+                .map(|u| u.phrase())
+                .or_else(|| fit::not_converged_phrase(fit, result, options));
             // an ELBO that ran off upwards: the cause is said and no "best" ELBO is quoted
             let diverged = fit::diverged_phrase(fit, result.method);
             match fit.stop {
