@@ -153,3 +153,30 @@ fn a_q_with_mass_where_the_model_is_undefined_is_not_converged() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const SK: &str = "data { int N; array[N] int<lower=0> y; }\nparameters { real<lower=0> lambda; }\nmodel { lambda ~ gamma(0.5, 1); y ~ poisson(lambda); }\n";
+
+/// IVON on a gamma–Poisson with one y = 0 (exact posterior gamma(0.5, 2)): the sds'
+/// fixed-point iteration after the exit rule does not settle at any step size the tester tried,
+/// so the remedy is a method whose own steps set the sds, not another step size (the old
+/// advice); and that remedy works: QBVI, NGVI and EMGVB converge there.
+#[test]
+fn an_unsettled_sd_iteration_is_advised_the_methods_that_converge() {
+    let dir = folder("sk", SK, &[0.0]);
+    let report = fit(&dir, "ivon", 1);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("WARNING: not converged"))
+        .unwrap_or_else(|| panic!("no not-converged line in\n{report}"));
+    assert!(
+        line.contains("fixed-point iteration of the mean-field ELBO's sds"),
+        "{line}"
+    );
+    assert!(!line.contains("try another --step-size"), "{line}");
+    assert!(line.contains("use --method qbvi, ngvi or emgvb"), "{line}");
+    for method in ["qbvi", "ngvi", "emgvb"] {
+        let r = fit(&dir, method, 1);
+        assert!(r.contains("\nconverged:"), "{method}:\n{r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -663,10 +663,13 @@ fn sd_unsettled_remedy(method: super::Method, cause: &str) -> String {
         .filter(|m| **m != method)
         .map(|m| m.to_string())
         .collect();
+    let list = match others.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => others.join(""),
+    };
     format!(
         "{cause}; another --step-size only changes where the run ends, not this iteration: use \
-         --method {}, whose own steps set the sds",
-        others.join(" or ")
+         --method {list}, whose own steps set the sds"
     )
 }
 
