@@ -474,7 +474,19 @@ pub fn result_report(
     }
     match &result.details {
         FitDetails::Qbvi(fit) => {
-            let worse = fit::not_converged_phrase(fit, result, options);
+            // q's mass where the density is undefined (its ELBO is -inf, no optimum) before the
+            // other causes, as it is also why a refinement after the exit rule fails to settle;
+            // but not before a q that is no approximation at all (`unusable`)
+            let undefined = result
+                .vi
+                .as_ref()
+                .and_then(|v| v.undefined.as_ref())
+                .map(|u| u.phrase());
+            let worse = if fit.unusable.is_some() {
+                fit::not_converged_phrase(fit, result, options).or(undefined)
+            } else {
+                undefined.or_else(|| fit::not_converged_phrase(fit, result, options))
+            };
             // an ELBO that ran off upwards: the cause is said and no "best" ELBO is quoted
             let diverged = fit::diverged_phrase(fit, result.method);
             match fit.stop {

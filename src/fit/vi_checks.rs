@@ -46,6 +46,9 @@ pub struct ViDiagnostics {
     /// What of the summary can be trusted, and why ([`super::vi_gate`]: k̂ over replicate
     /// batches, the sd of the log ratios, the PSIS ESS and the reweighted means and sds).
     pub gate: ViGate,
+    /// The draws of q at which the log density could not be evaluated (a recoverable error, or
+    /// −∞), which make the ELBO estimate −∞; `None` when every draw was evaluated.
+    pub undefined: Option<UndefinedDraws>,
 }
 
 /// The warning for a non-empty [`ViDiagnostics::collapsed`] list; `list` names the collapsed
@@ -166,13 +169,17 @@ pub fn not_converged_phrase(
 /// [`worsened_cause`] with what to do about it for a fit of `method` from a random start
 /// (`random_start`) or the mode: a smaller step size, the mode start after a random one, or a
 /// method whose steps do not overshoot so (QNVB, which takes no step size, or IVON, whose
-/// steps are damped by its Hessian estimate), never `method` itself.
+/// steps are damped by its Hessian estimate), never `method` itself. `None` for Vadam and VOGN
+/// from the mode ([`own_fixed_point`]).
 pub fn worsened_phrase(
     fit: &crate::inference::vi::GaussianFit,
     method: Method,
     random_start: bool,
 ) -> Option<String> {
     let random_start = random_start || fit.random_start;
+    if !random_start && own_fixed_point(method) {
+        return None;
+    }
     let cause = worsened_text(fit, random_start)?;
     // from a random start a smaller step does not cure it (worsened_cause)
     if random_start {
@@ -517,9 +524,35 @@ fn diagonal_phrase(
 /// iteration cap, or by an interruption; QNVB by its cap or an interruption. `None` for a clean
 /// stop and for the other methods.
 pub fn vi_not_converged(details: &FitDetails) -> Option<String> {
+    not_converged_with(details, false)
+}
+
+/// [`vi_not_converged`] for a fit `result`, which knows its method: an ELBO that ended below
+/// the start's is no cause for Vadam and VOGN from the mode ([`own_fixed_point`]).
+pub fn vi_result_not_converged(result: &super::FitResult) -> Option<String> {
+    let expected = match &result.details {
+        FitDetails::Qbvi(f) => own_fixed_point(result.method) && !f.random_start,
+        _ => false,
+    };
+    not_converged_with(&result.details, expected)
+}
+
+/// Whether `method`'s fixed point is not the ELBO's optimum, so that its ELBO may end below the
+/// Laplace start's without any overshoot: Vadam and VOGN, whose precision is the empirical
+/// Fisher or the squared minibatch gradient (`survey_vi.md` §11–§12), and whose fit says so in
+/// a note instead ([X]: Vadam on labour at --batch-size 32, seeds 1–6, run to its fixed point:
+/// sds 3.0–3.6 times the mean-field optimum's, the full-data ELBO 25–29 nats below the start's,
+/// means within 0.06 NUTS sds; "the step size is too large" was the wrong cause).
+pub fn own_fixed_point(method: Method) -> bool {
+    matches!(method, Method::Vadam | Method::Vogn)
+}
+
+fn not_converged_with(details: &FitDetails, worse_expected: bool) -> Option<String> {
     match details {
         FitDetails::Qbvi(f)
-            if f.stop != qbvi::StopReason::Interrupted && f.worsened().is_some() =>
+            if !worse_expected
+                && f.stop != qbvi::StopReason::Interrupted
+                && f.worsened().is_some() =>
         {
             worsened_cause(f)
         }
@@ -682,11 +715,12 @@ pub(super) fn vi_draws(
         return Ok((zetas, None));
     }
     let q_draws = sample(s, &mut stream(seed, 2));
-    let (fit, elbo, ratios) =
-        psis_ratios(model, &log_q, &q_draws).map_err(|message| FitError::Algorithm {
+    let (fit, elbo, ratios, first) =
+        psis_ratios_with(model, &log_q, &q_draws).map_err(|message| FitError::Algorithm {
             method: options.method,
             message,
         })?;
+    let undefined = first.map(|first| UndefinedDraws::new(model, &q_draws, &ratios, first));
     let khat = khat_number(fit.khat);
     let gate = judge(&q_draws, &ratios, &fit, &model.parameter_names());
     let resample = options.psis_resample && fit.ess.is_finite();
@@ -714,6 +748,7 @@ pub(super) fn vi_draws(
             unbounded: Vec::new(),
             moving: None,
             gate,
+            undefined,
         }),
     ))
 }
@@ -744,21 +779,37 @@ pub(super) fn psis_ratios(
     log_q: &(impl Fn(&[f64]) -> f64 + Sync),
     draws: &[Vec<f64>],
 ) -> Result<(Psis, f64, Vec<f64>), String> {
+    psis_ratios_with(model, log_q, draws).map(|(fit, elbo, ratios, _)| (fit, elbo, ratios))
+}
+
+/// [`psis_ratios`], also returning why the log density failed at the first draw (in `draws`'
+/// order) where it did: the error's message with its location, or that it was −∞.
+fn psis_ratios_with(
+    model: &Model,
+    log_q: &(impl Fn(&[f64]) -> f64 + Sync),
+    draws: &[Vec<f64>],
+) -> Result<(Psis, f64, Vec<f64>, Option<String>), String> {
     use rayon::prelude::*;
-    let pairs: Vec<(f64, f64)> = draws
+    let pairs: Vec<(f64, f64, Option<String>)> = draws
         .par_iter()
         .map(|z| match model.log_density(z) {
+            Ok(lp) if lp == f64::NEG_INFINITY => Ok((
+                f64::NEG_INFINITY,
+                0.0,
+                Some("the log density is -inf".to_string()),
+            )),
             Ok(lp) => {
                 let lq = log_q(z);
-                Ok((lp - lq, lp.abs().max(lq.abs())))
+                Ok((lp - lq, lp.abs().max(lq.abs()), None))
             }
-            Err(e) if e.recoverable => Ok((f64::NEG_INFINITY, 0.0)),
+            Err(e) if e.recoverable => Ok((f64::NEG_INFINITY, 0.0, Some(e.to_string()))),
             Err(e) => Err(format!(
                 "cannot evaluate the log density at a draw of the approximation: {e}"
             )),
         })
         .collect::<Result<_, _>>()?;
     let ratios: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let first = pairs.iter().find_map(|p| p.2.clone());
     let elbo = ratios.iter().sum::<f64>() / ratios.len() as f64;
     let mut fit = psis(&ratios).map_err(|e| e.to_string())?;
     if ratios.iter().all(|r| r.is_finite()) {
@@ -769,7 +820,97 @@ pub(super) fn psis_ratios(
             fit.khat = KHat::Undefined;
         }
     }
-    Ok((fit, elbo, ratios))
+    Ok((fit, elbo, ratios, first))
+}
+
+/// The draws of q at which the log density could not be evaluated ([`ViDiagnostics::undefined`]):
+/// q puts mass where the model is undefined, its ELBO is −∞ and it is no optimum of the ELBO,
+/// whatever the exit rule said ([X]: fresh-user finding, session 21: `y ~ normal(log(mu), 1)`
+/// with `real mu` and data pulling mu towards 0; EMGVB, NGVI, VON, BBB, IVON and VOGN said
+/// "converged" and printed "ELBO estimate = -inf").
+#[derive(Clone, Debug, PartialEq)]
+pub struct UndefinedDraws {
+    /// How many of the `of` draws failed.
+    pub count: usize,
+    /// The draws of q evaluated (S of [`ViDiagnostics::n_draws`]).
+    pub of: usize,
+    /// Why the first failing draw failed: the density's error message, which names the
+    /// statement and its location (`file:line:column`), as NUTS's rejection note does.
+    pub first: String,
+    /// A parameter declared without bounds whose value separates the failing draws from the
+    /// others: (name, lower, gap), `lower` when every failing draw has it below the gap
+    /// (lo, hi) and every other above, else the reverse; `None` when no such parameter.
+    pub bound: Option<(String, bool, (f64, f64))>,
+}
+
+impl UndefinedDraws {
+    /// From the PSIS draws of q (`draws`, unconstrained), their log ratios (−∞ where the
+    /// density failed) and the first failure's message.
+    pub(super) fn new(model: &Model, draws: &[Vec<f64>], ratios: &[f64], first: String) -> Self {
+        let bad = |i: usize| ratios[i] == f64::NEG_INFINITY;
+        let count = (0..ratios.len()).filter(|&i| bad(i)).count();
+        let mut bound = None;
+        for (j, name) in model.identity_coordinates().into_iter().enumerate() {
+            let Some(name) = name else { continue };
+            let mut fail = (f64::INFINITY, f64::NEG_INFINITY);
+            let mut pass = fail;
+            for (i, z) in draws.iter().enumerate() {
+                let r = if bad(i) { &mut fail } else { &mut pass };
+                r.0 = r.0.min(z[j]);
+                r.1 = r.1.max(z[j]);
+            }
+            if pass.0 > pass.1 {
+                break; // every draw failed: nothing separates them
+            }
+            if fail.1 < pass.0 {
+                bound = Some((name, true, (fail.1, pass.0)));
+                break;
+            }
+            if fail.0 > pass.1 {
+                bound = Some((name, false, (pass.1, fail.0)));
+                break;
+            }
+        }
+        UndefinedDraws {
+            count,
+            of: ratios.len(),
+            first,
+            bound,
+        }
+    }
+
+    /// Why the fit is not converged and what to do: the failing draws, the first failure (its
+    /// statement and location) and the bound to declare.
+    pub fn phrase(&self) -> String {
+        let advice = match &self.bound {
+            Some((name, lower, (lo, hi))) => {
+                let (side, fail, pass) = if *lower {
+                    ("lower", format!("<= {lo:.4}"), format!(">= {hi:.4}"))
+                } else {
+                    ("upper", format!(">= {hi:.4}"), format!("<= {lo:.4}"))
+                };
+                let decl = if (*lo..=*hi).contains(&0.0) {
+                    // zero separates them: the usual bound (of a log, a scale, a rate)
+                    if name.contains('[') {
+                        format!("declare its parameter with <{side}=0>")
+                    } else {
+                        format!("declare `real<{side}=0> {name}`")
+                    }
+                } else {
+                    format!("declare the {side} bound of {name} where the model is defined")
+                };
+                format!("every failing draw has {name} {fail}, every other {pass}: {decl}")
+            }
+            None => "declare the bounds that keep the parameters where the model is defined \
+                     (e.g. <lower=0>)"
+                .to_string(),
+        };
+        format!(
+            "q puts mass where the log density cannot be evaluated, so its ELBO is -inf: {} of \
+             {} draws of q failed (first: {}); {advice}",
+            self.count, self.of, self.first
+        )
+    }
 }
 
 #[cfg(test)]

@@ -107,6 +107,34 @@ impl Model {
             .collect()
     }
 
+    /// For each unconstrained coordinate (length d), the name of the parameter it belongs to
+    /// (with its 1-based index for an array or vector element, as in
+    /// [`Model::parameter_names`]) when that parameter is declared without bounds or other
+    /// constraints, so that the coordinate is the parameter's value itself; `None` for the
+    /// coordinates of a constrained parameter and of one with two or more indices (a matrix or
+    /// an array of vectors). For advice that names a bound to declare ([X]:
+    /// a fresh-user finding, session 21, `y ~ normal(log(mu), 1)` with `real mu`).
+    pub fn identity_coordinates(&self) -> Vec<Option<String>> {
+        let names = self.parameter_names();
+        let mut out = vec![None; self.dim];
+        let mut k = 0;
+        for p in &self.params {
+            let n_values =
+                p.arr.iter().product::<usize>() * p.base.dims().iter().product::<usize>();
+            // one index at most, where the names' order is the coordinates' order
+            let flat = p.arr.len() + p.base.dims().len() <= 1;
+            if flat && matches!(p.transform, Transform::Identity) && p.free == n_values {
+                for i in 0..p.free {
+                    if let (Some(o), Some(n)) = (out.get_mut(p.offset + i), names.get(k + i)) {
+                        *o = Some(n.clone());
+                    }
+                }
+            }
+            k += n_values;
+        }
+        out
+    }
+
     /// Constrained values (same order as [`Model::parameter_names`]) → ζ, for saved fits and
     /// predictions. Errors (unrecoverable): wrong length, a value outside its declared support
     /// (naming the parameter and element).

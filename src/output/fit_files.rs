@@ -676,7 +676,7 @@ fn write_approximation_csv(
     // an interrupted or unconverged fit says so last, where a reader of the draws looks for
     // how they ended (a file read without the report would otherwise look like a result)
     let not_converged = || {
-        fit::vi_not_converged(&result.details)
+        fit::vi_result_not_converged(result)
             .or_else(|| result.vi.as_ref().and_then(|v| v.moving.clone()))
     };
     let footer = match (result.stopped_early(), result.vi_iterations()) {

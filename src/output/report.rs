@@ -748,7 +748,7 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         fit::fmt_elbo(vi.gate.log_ratio_sd),
         fit::fmt_elbo(vi.elbo)
     );
-    let not_converged = fit::vi_not_converged(&result.details);
+    let not_converged = fit::vi_result_not_converged(result);
     if !vi.collapsed.is_empty() {
         let _ = writeln!(
             s,

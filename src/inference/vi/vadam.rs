@@ -23,7 +23,7 @@
 
 use super::obs::{
     LossDraw, PRIOR_CURVATURE_EVERY, batch_elbo, initial_diag_precision, prior_curvature,
-    prior_gradient,
+    prior_gradient, settle_steps,
 };
 use super::reparam::{check_initial_point, run_minibatch};
 use super::{Control, GaussianFit, Progress, ViError, ViSettings};
@@ -190,7 +190,9 @@ impl Vadam {
 
 /// Fits q by Vadam on batches of M rows (default [`DEFAULT_BATCH_SIZE`]) with the per-epoch
 /// exit rule of [`run_minibatch`], returning the averaged iterate. The result carries a note
-/// that its variances depend on M (§11 "Failure modes").
+/// that its variances depend on M (§11 "Failure modes"). The rule cannot stop the run before
+/// s has settled: `minibatch.min_iterations` is raised to [`settle_steps`]`(γ2)` (3911 steps at
+/// the default γ2; [`super::obs::START_WEIGHT`] has the measurement).
 ///
 /// Errors: [`ViError::InvalidSettings`], [`ViError::InitialPoint`],
 /// [`ViError::NonFiniteDensity`] after 10 failed redraws, [`ViError::Density`].
@@ -205,10 +207,12 @@ pub fn fit_vadam(
     settings.common.validate(density.dim(), init)?;
     check_initial_point(density, init)?;
     let mut state = Vadam::new(density, init, settings)?;
+    let mut ms = minibatch.clone();
+    ms.min_iterations = ms.min_iterations.max(settle_steps(settings.beta2));
     let mut fit = run_minibatch(
         &settings.common,
         density,
-        minibatch,
+        &ms,
         &mut state,
         |s| (s.mean.clone(), s.sd()),
         |s, rows, rng, _| s.step(density, rows, rng),
@@ -221,5 +225,14 @@ pub fn fit_vadam(
          use ivon or ngvi --diagonal",
         minibatch.batch_size
     ));
+    if let Some((start, end)) = fit.worsened() {
+        // its fixed point is not the ELBO's optimum (`fit::own_fixed_point`)
+        fit.notes.push(format!(
+            "the full-data ELBO ended at {end:.3}, below the {start:.3} of the initial \
+             approximation: at M = {} Vadam's sds at its own fixed point are not the ELBO's \
+             optimum (for the ELBO's sds use ivon or qbvi)",
+            minibatch.batch_size
+        ));
+    }
     Ok(fit)
 }

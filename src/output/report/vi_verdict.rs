@@ -34,6 +34,13 @@ pub fn exit_rule_not_converged(
     if let Some(d) = fit::diverged_phrase(q, r.method) {
         return Some(format!("{} diverged: {d}", r.method.display_name()));
     }
+    // before the other causes but a q that is no approximation (`unusable`), as `bayesc fit`
+    // says it: it is also why a refinement fails
+    if let Some(u) = r.vi.as_ref().and_then(|v| v.undefined.as_ref())
+        && q.unusable.is_none()
+    {
+        return Some(u.phrase());
+    }
     if let Some(w) = fit::not_converged_phrase(q, r, options) {
         return Some(w);
     }
@@ -166,6 +173,28 @@ pub(super) fn collapse_warning(
     }
 }
 
+/// The cause of sds that importance reweighting shows off for the methods whose precision is
+/// the empirical Fisher (Vadam and VOGN, `survey_vi.md` §11–§12): the squared per-example or
+/// minibatch gradients, not the ELBO's curvature, so their sds are off even where a Gaussian
+/// is exact and `--method nuts` is not the remedy, a method that targets the ELBO's optimum is
+/// ([X]: fresh-user finding, session 21: VOGN on `y ~ normal(mu, 1)`, N = 20, whose posterior
+/// is Gaussian, was told "Use --method nuts"; IVON and QBVI give its sd 0.224 exactly). `None`
+/// for the other methods.
+fn fisher_sds(result: &FitResult) -> Option<&'static str> {
+    match result.method {
+        fit::Method::Vogn => Some(
+            " VOGN's precision is the empirical Fisher (per-example squared gradients, see the \
+             note above), not the ELBO's curvature, so its sds are off even where the posterior \
+             is Gaussian.",
+        ),
+        fit::Method::Vadam => Some(
+            " Vadam's precision comes from squared minibatch gradients (see the note above), not \
+             the ELBO's curvature, so its sds are off even where the posterior is Gaussian.",
+        ),
+        _ => None,
+    }
+}
+
 /// The WARNING line (no trailing newline) of a fit whose gate verdict is
 /// [`fit::ViVerdict::MeansUnreliable`] and whose draws are not already corrected by PSIS
 /// resampling: `khat` is the pooled k̂ as printed; `remedy` the advice when no better one
@@ -197,6 +226,24 @@ pub(super) fn means_unreliable_warning(
     } else {
         String::new()
     };
+    if let Some(u) = &vi.undefined {
+        // the not-converged line of a Gaussian fit gives the cause and the bound to declare
+        let why = match &result.details {
+            FitDetails::Qbvi(q)
+                if q.stop == crate::inference::qbvi::StopReason::ExitRule
+                    && q.unusable.is_none()
+                    && fit::diverged_phrase(q, result.method).is_none() =>
+            {
+                "see above".to_string()
+            }
+            _ => u.phrase(),
+        };
+        return format!(
+            "WARNING: the approximation is unreliable: q puts mass where the log density cannot \
+             be evaluated ({why}), so the means, sds and intervals above are not the \
+             posterior's{resample}."
+        );
+    }
     if vi.gate.means_moved {
         return format!(
             "WARNING: the approximation is unreliable: its means are off, not only its spread and tails ({reasons}){resample}. {remedy}"
@@ -225,12 +272,20 @@ pub(super) fn means_unreliable_warning(
     };
     if !vi.gate.weights_unreliable {
         // only check (b) on an sd fired: the weights are trustworthy and show the spread off
-        let (why, advice) = match mean_field {
-            Some(d) => (
-                " That is expected of a mean-field (diagonal) Gaussian when the parameters are correlated: its marginal sds are too narrow and it has no correlations.",
-                mf_advice(d),
+        let (why, advice) = match (fisher_sds(result), mean_field) {
+            (Some(why), Some(d)) => (why, mf_advice(d)),
+            (Some(why), None) => (
+                why,
+                "For the ELBO's sds use --method ivon or qbvi (exact for a Gaussian posterior)."
+                    .to_string(),
             ),
-            None => ("", remedy.to_string()),
+            (None, mean_field) => match mean_field {
+                Some(d) => (
+                    " That is expected of a mean-field (diagonal) Gaussian when the parameters are correlated: its marginal sds are too narrow and it has no correlations.",
+                    mf_advice(d),
+                ),
+                None => ("", remedy.to_string()),
+            },
         };
         return format!(
             "WARNING: the approximation is unreliable: its sds are off ({reasons}), while importance reweighting moves no mean by more than {} sd{resample}.{why} {advice}",
@@ -257,6 +312,13 @@ pub(super) fn means_unreliable_warning(
         // there as well, so the mean-field explanation and its remedy would mislead
         Some(_) if vi.no_mode.is_some() => format!(
             "{far} A Gaussian cannot follow this posterior well: the log density has no interior mode (see the start note below: a funnel, e.g. a hierarchical scale going to 0, or a flat direction), so the means, sds and intervals above may all be off. {remedy}"
+        ),
+        // Vadam and VOGN: their sds are not the ELBO's (on labour at --batch-size 32 Vadam's
+        // are 3.0–3.6 times the mean-field optimum's, too wide, not too narrow)
+        Some(d) if fisher_sds(result).is_some() => format!(
+            "{far}{} For the mean-field ELBO's sds use --method ivon or qbvi --diagonal. {}",
+            fisher_sds(result).unwrap_or_default(),
+            mf_advice(d)
         ),
         Some(d) => format!(
             "{far} That is expected of a mean-field (diagonal) Gaussian when the parameters are correlated: its marginal sds are too narrow (underdispersed) and it has no correlations, so the sds and intervals above understate the uncertainty; its means can still be close (they are exact for a Gaussian posterior), but these weights cannot check them. {}",
