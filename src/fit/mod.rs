@@ -589,10 +589,11 @@ pub fn fit_with_stream(
                 seed,
                 inits::user_start(model, options)?,
             )?;
-            if let Some(reason) = start_point
-                .no_mode
-                .filter(|r| r.starts_with(mode::INTERPOLATION) || r.starts_with(mode::FLAT))
-            {
+            if let Some(reason) = start_point.no_mode.filter(|r| {
+                r.starts_with(mode::INTERPOLATION)
+                    || r.starts_with(mode::FLAT)
+                    || r.starts_with(mode::NO_MODE)
+            }) {
                 let message = if reason.starts_with(mode::FLAT) {
                     format!(
                         "the posterior is improper: {reason}. There is no mode to approximate: \
