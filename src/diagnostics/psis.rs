@@ -9,9 +9,16 @@ use super::DiagnosticsError;
 pub enum KHat {
     /// The shrunk Zhang–Stephens estimate; +∞ when the fit produced NaN (step 6).
     Estimate(f64),
-    /// The log ratios (or their tail) are constant: q equals the target up to a constant, so
-    /// k̂ is undefined ("NA") and the check passes.
+    /// The log ratios are constant: q equals the target up to a constant, so k̂ is undefined
+    /// ("NA") and the check passes.
     Undefined,
+    /// Only the M largest log ratios (the tail the Pareto fit would use) are equal, the others
+    /// not: k̂ cannot be estimated, but the weights are bounded (their largest value is shared
+    /// by M draws), so the check on k̂ passes while the other checks of the weights (PSIS ESS,
+    /// shifts of the reweighted moments) still apply. Seen where |log p| ≈ 7e14 quantizes the
+    /// log ratios in steps of 0.125 nats ([X], fresh-user finding, session 21: this case was
+    /// reported as "constant to rounding").
+    TailTied,
     /// The generalized Pareto fit failed (reference point x* ≤ smallest exceedance): treated as
     /// a failure (`loo` reports Inf).
     FitFailed,
@@ -25,7 +32,7 @@ impl KHat {
     pub fn value(&self) -> f64 {
         match self {
             KHat::Estimate(k) => *k,
-            KHat::Undefined | KHat::FitFailed => f64::NAN,
+            KHat::Undefined | KHat::TailTied | KHat::FitFailed => f64::NAN,
             KHat::NonFinite => f64::INFINITY,
         }
     }
@@ -35,7 +42,7 @@ impl KHat {
     pub fn passes(&self, threshold: f64) -> bool {
         match self {
             KHat::Estimate(k) => *k < threshold,
-            KHat::Undefined => true,
+            KHat::Undefined | KHat::TailTied => true,
             KHat::FitFailed | KHat::NonFinite => false,
         }
     }
@@ -203,7 +210,7 @@ pub fn psis(log_ratios: &[f64]) -> Result<Psis, DiagnosticsError> {
     }
     let raw_ess = |lw: &[f64]| 1.0 / normalize(lw).iter().map(|w| w * w).sum::<f64>();
     if smallest_tail == lw[tail_idx[m - 1]] {
-        return Ok(raw(KHat::Undefined, raw_ess(log_ratios)));
+        return Ok(raw(KHat::TailTied, raw_ess(log_ratios)));
     }
     // Step 5: exceedances, ascending.
     let exp_cut = cutoff.exp();
@@ -306,6 +313,25 @@ mod tests {
         // their relative spread (a q far out in the tails)
         let lr: Vec<f64> = grid(1000).iter().map(|p| -1e200 + 1e190 * p).collect();
         assert_ne!(psis(&lr).unwrap().khat, KHat::Undefined);
+    }
+
+    #[test]
+    fn a_tied_tail_is_not_called_constant() {
+        // the 20% largest of 1000 spread log ratios cut to one value: the tail M = 95 is tied,
+        // the rest spreads over 3 nats
+        let g = grid(1000);
+        let lr: Vec<f64> = g.iter().map(|p| 3.0 * p.min(0.8)).collect();
+        let p = psis(&lr).unwrap();
+        assert_eq!(p.khat, KHat::TailTied);
+        assert!(p.khat.passes(0.7));
+        // raw weights: not all equal, so the ESS is below S
+        let w: Vec<f64> = lr.iter().map(|v| (v - 2.4).exp()).collect();
+        let ess = w.iter().sum::<f64>().powi(2) / w.iter().map(|x| x * x).sum::<f64>();
+        assert!(
+            (p.ess - ess).abs() < 1e-6 * ess && ess < 900.0,
+            "{} {ess}",
+            p.ess
+        );
     }
 
     #[test]

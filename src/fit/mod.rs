@@ -443,7 +443,7 @@ pub fn fit_with_stream(
             .map_err(|e| match (&e, start_point.no_mode.as_deref()) {
                 (qbvi::QbviError::NonFiniteDensity { .. }, Some(why)) => FitError::Algorithm {
                     method: Method::Qbvi,
-                    message: format!("{e}. {}", survey_fit::improper_hint(why)),
+                    message: format!("{e}. {}", survey_fit::improper_hint(why, &e.to_string())),
                 },
                 _ => algorithm(Method::Qbvi)(&e),
             })?;
@@ -595,10 +595,11 @@ pub fn fit_with_stream(
                 seed,
                 inits::user_start(model, options)?,
             )?;
-            if let Some(reason) = start_point
-                .no_mode
-                .filter(|r| r.starts_with(mode::INTERPOLATION) || r.starts_with(mode::FLAT))
-            {
+            if let Some(reason) = start_point.no_mode.filter(|r| {
+                r.starts_with(mode::INTERPOLATION)
+                    || r.starts_with(mode::FLAT)
+                    || r.starts_with(mode::NO_MODE)
+            }) {
                 let message = if reason.starts_with(mode::FLAT) {
                     format!(
                         "the posterior is improper: {reason}. There is no mode to approximate: \
@@ -644,7 +645,19 @@ pub fn fit_with_stream(
                         improper_at(model, &end).unwrap_or_else(|| algorithm(Method::Laplace)(&e))
                     );
                 }
-                Err(e) => return Err(algorithm(Method::Laplace)(&e)),
+                Err(e) => {
+                    // the mode pressed against the edge where two cut-points meet: say so
+                    let text = e.to_string();
+                    return Err(
+                        match crate::distributions::multivariate::ordered_logistic::unordered_cuts_remedy(&text) {
+                            Some(remedy) => FitError::Algorithm {
+                                method: Method::Laplace,
+                                message: format!("{text}. {remedy}"),
+                            },
+                            None => algorithm(Method::Laplace)(&e),
+                        },
+                    );
+                }
             };
             let seconds = start.elapsed().as_secs_f64();
             let out = finish_gaussian(

@@ -111,13 +111,22 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
         }
         None => vec![f64::NAN; p],
     };
+    // a scale run to 0 along which the density rises without bound: no mode at all. Checked
+    // before the flat directions: in a funnel's neck the curvature 1/tau² (10³² at tau = 5e-17,
+    // BFGS on the centred eight schools) swamps every other term, so the likelihood's slope
+    // along the common shift of mu and the theta fell below the flat probe's rounding threshold
+    // and that shift was reported as "a direction the data and priors do not identify"
+    let no_mode = interpolation_reason(model, &point)
+        .or_else(|| funnel_reason(model, &density, options.jacobian, &point));
     // −H not positive definite: probe the coordinates with a zero Hessian row (all of them
     // when there is no Hessian) for a flat direction, O(d) gradients (issue 13, item 2)
     // A finite-difference Hessian of a ridge can come out invertible by rounding (standard
     // errors of 10⁷ on `y ~ normal(a + b, 1)`), so small models are probed either way; the
     // directional-derivative test out to 100 units keeps a proper optimum from being called
     // flat.
-    let flat = if cov.is_none() || (d <= MODE_START_MAX_D && neg_h_kept.is_some()) {
+    let flat = if no_mode.is_none()
+        && (cov.is_none() || (d <= MODE_START_MAX_D && neg_h_kept.is_some()))
+    {
         crate::inference::flat::flat_directions(
             &density,
             &point,
@@ -156,12 +165,6 @@ pub(super) fn run_optimize(model: &Model, options: &FitOptions) -> Result<Optimi
             vec![f64::NAN; std_errors.len()],
             vec![f64::NAN; unconstrained_se.len()],
         )
-    };
-    // a scale run to 0 along which the density rises without bound: no mode at all
-    let no_mode = if flat.is_empty() {
-        interpolation_reason(model, &point).or_else(|| funnel_reason(model, &density, &point))
-    } else {
-        None
     };
     let (std_errors, unconstrained_se) = if no_mode.is_none() {
         (std_errors, unconstrained_se)
@@ -348,9 +351,14 @@ pub(super) fn find_mode(model: &Model, init: &[f64]) -> Result<(Vec<f64>, Vec<f6
     if !lbfgs.log_density.is_finite() {
         return Err("the mode search ended where the log density is not finite".into());
     }
-    // Every failure below is explained by interpolation when a scale ran to 0.
-    let interpolating = || interpolation_reason(model, &lbfgs.point);
-    find_mode_from(model, &lbfgs.point).map_err(|e| interpolating().unwrap_or(e))
+    // Every failure below is explained by interpolation when a scale ran to 0, or by a density
+    // that rises without bound as it does (a funnel's neck: IVON on the centred eight schools
+    // was told only "the Hessian … is not negative definite (a flat or unbounded direction)")
+    let unbounded = || {
+        interpolation_reason(model, &lbfgs.point)
+            .or_else(|| funnel_reason(model, model, true, &lbfgs.point))
+    };
+    find_mode_from(model, &lbfgs.point).map_err(|e| unbounded().unwrap_or(e))
 }
 
 /// The start of [`flat_reason`]'s message.
@@ -441,39 +449,209 @@ fn scales_at_zero(model: &Model, zeta: &[f64]) -> Option<Vec<(usize, f64)>> {
 /// The start of [`funnel_reason`]'s message.
 pub const NO_MODE: &str = "there is no mode: the log density grows without bound";
 
+/// Marker in [`funnel_reason`]'s message when the rise needs other parameters to coincide (the
+/// neck of a funnel), for [`super::start_message_for`].
+pub const FUNNEL_NECK: &str = "the neck of a funnel";
+
+/// How far [`funnel_reason`] moves each other coordinate to tell a funnel from a density that is
+/// unbounded by itself: this many times the scale's value x (at least 10⁻⁶ of the coordinate's
+/// size). Children at (θ_j − μ)/x ≈ 100 lose ~5000 nats per e-fold of x, which a funnel's rise
+/// of J nats per e-fold cannot offset for J below thousands. [X], a design decision.
+const NECK_OFFSET: f64 = 100.0;
+
+/// Largest d for which [`funnel_reason`] moves the other coordinates one at a time to name the
+/// ones that meet in the neck (2 density evaluations each). [X].
+const NECK_NAMED_MAX_DIM: usize = 1000;
+
 /// Why an optimisation found no mode when a scale ran to 0 and the density rises without bound
 /// there ([`scales_at_zero`], not a noise scale of [`interpolation_reason`]): at the end point
-/// `zeta` the maximised `density` still rises when the scale shrinks e-fold further. This is
-/// the funnel of a centred hierarchical model: `theta ~ normal(mu, tau)` with every `theta`
-/// at `mu` has density ∝ tau^−J, unbounded as tau → 0, so the joint density has no mode, only
-/// a supremum at the boundary. `None` otherwise.
+/// `zeta` the maximised `density` (with the Jacobian adjustment when `jacobian`) still rises when
+/// the scale shrinks e-fold further (probed with the scale raised to 10⁶ ulps of the other
+/// coordinates when it ended within 1000 ulps of them, where their differences are rounding).
+/// Two causes are told apart by moving the other coordinates
+/// off their values by [`NECK_OFFSET`] times the scale:
+/// - the rise stops: the neck of a funnel. A centred hierarchical model's `theta ~ normal(mu,
+///   tau)` with every `theta` at `mu` has density ∝ tau^−J, unbounded as tau → 0 only while
+///   the `theta` coincide with `mu`; the coordinates whose move alone stops the rise are named
+///   (d ≤ [`NECK_NAMED_MAX_DIM`]).
+/// - it goes on: the density of the scale itself is unbounded at 0, as a gamma(a, b) prior with
+///   shape a < 1 (density ∝ s^(a−1)), which is proper; not a funnel. The rise per e-fold r of the
+///   density without the Jacobian gives s^−r, and the message says whether the density with the
+///   Jacobian (that of log s, rise r − 1) has a mode: gamma(0.5, 1) has one at s = 0.5.
+///
+/// Whether the claim holds with and without `--jacobian` is measured (both densities at the
+/// same points), not assumed ([X]: fresh-user finding, session 21: `s ~ gamma(0.5, 1)` was
+/// called "the funnel of a centred hierarchical model … with or without --jacobian", and
+/// --jacobian gives the mode s = 0.5). `None` when no scale at 0 rises.
 pub(super) fn funnel_reason(
     model: &Model,
     density: &dyn LogDensity,
+    jacobian: bool,
     zeta: &[f64],
 ) -> Option<String> {
     let names = model.parameter_names();
-    let here = density.log_density(zeta).ok()?;
-    let scales: Vec<String> = scales_at_zero(model, zeta)?
+    density.log_density(zeta).ok()?;
+    let rises = |dens: &dyn LogDensity, z: &[f64], i: usize| -> Option<f64> {
+        let at = dens.log_density(z).ok().filter(|v| v.is_finite())?;
+        let mut down = z.to_vec();
+        down[i] -= 1.0;
+        let l = dens.log_density(&down).ok().filter(|v| v.is_finite())?;
+        (l > at + 1e-6).then_some(l - at)
+    };
+    // (coordinate, scale, the point probed): the end point, or, when the scale there is
+    // within 1000 ulps of the other coordinates (whose differences then cannot be resolved
+    // below it), the end point with the scale raised to 10⁶ ulps of them. BFGS on the centred
+    // eight schools ended at tau = 5e-17 beside mu = 0.67, where theta − mu is rounding of the
+    // size of tau and one e-fold less tau made the density fall. [X]
+    let rising: Vec<(usize, f64, Vec<f64>)> = scales_at_zero(model, zeta)?
         .into_iter()
-        .filter(|&(i, _)| {
-            let mut down = zeta.to_vec();
-            down[i] -= 1.0;
-            density.log_density(&down).is_ok_and(|l| l > here + 1e-6)
+        .filter_map(|(i, x)| {
+            if rises(density, zeta, i).is_some() {
+                return Some((i, x, zeta.to_vec()));
+            }
+            let size = (0..zeta.len())
+                .filter(|&k| k != i)
+                .fold(1.0f64, |m, k| m.max(zeta[k].abs()));
+            let raised = (1e6 * f64::EPSILON * size)
+                .ln()
+                .min(INTERPOLATION_LOG_SCALE);
+            if !(x < 1e3 * f64::EPSILON * size && raised > zeta[i]) {
+                return None;
+            }
+            let mut z = zeta.to_vec();
+            z[i] = raised;
+            rises(density, &z, i).map(|_| (i, x, z))
         })
-        .map(|(i, x)| format!("`{}` (at {x:.1e})", names[i]))
         .collect();
-    if scales.is_empty() {
+    if rising.is_empty() {
         return None;
     }
+    let d = zeta.len();
+    // every other coordinate moved by a distinct offset, alternating in sign, so that no two
+    // of them stay equal; `base` is the point probed, `x` the scale there
+    let offset = |k: usize, base: &[f64], x: f64| {
+        let size = (NECK_OFFSET * x).max(1e-6 * (1.0 + base[k].abs()));
+        let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+        sign * size * (1.0 + k as f64 / d as f64)
+    };
+    let scale_at = |i: usize, base: &[f64]| base[i].exp();
+    let moved_all = |i: usize, base: &[f64]| -> Vec<f64> {
+        let x = scale_at(i, base);
+        (0..d)
+            .map(|k| {
+                if k == i {
+                    base[k]
+                } else {
+                    base[k] + offset(k, base, x)
+                }
+            })
+            .collect()
+    };
+    let (neck, own): (Vec<(usize, f64, Vec<f64>)>, Vec<(usize, f64, Vec<f64>)>) = rising
+        .into_iter()
+        .partition(|(i, _, base)| d > 1 && rises(density, &moved_all(*i, base), *i).is_none());
+    let other = model.with_jacobian(!jacobian);
+    let jac_phrase = |scales: &[(usize, f64, Vec<f64>)]| -> String {
+        let both = scales
+            .iter()
+            .all(|(i, _, base)| rises(&other, base, *i).is_some());
+        match (both, jacobian) {
+            (true, _) => ", with or without --jacobian".into(),
+            (false, false) => " without --jacobian; with it (the density of the log of the \
+                               scale) the rise stops here"
+                .into(),
+            (false, true) => " with --jacobian; without it the rise stops here".into(),
+        }
+    };
+    let list = |scales: &[(usize, f64, Vec<f64>)]| {
+        let v: Vec<String> = scales
+            .iter()
+            .map(|(i, x, _)| format!("`{}` (at {x:.1e})", names[*i]))
+            .collect();
+        crate::words::name_list(&v, 6)
+    };
+    if let Some((i, _, base)) = neck.first() {
+        let (i, x) = (*i, scale_at(*i, base));
+        let meeting: Vec<String> = if d <= NECK_NAMED_MAX_DIM {
+            (0..d)
+                .filter(|&k| k != i)
+                .filter(|&k| {
+                    let mut z = base.clone();
+                    z[k] += offset(k, base, x);
+                    rises(density, &z, i).is_none()
+                })
+                .map(|k| format!("`{}`", names[k]))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let meeting = if meeting.len() >= 2 {
+            format!(
+                " while {} stay equal to within it (moving any one of them apart makes the \
+                 density fall instead)",
+                crate::words::name_list(&meeting, 6)
+            )
+        } else {
+            " while the other parameters stay where they are (moving them apart makes the \
+             density fall instead)"
+                .to_string()
+        };
+        return Some(format!(
+            "{NO_MODE} as {} goes to 0{meeting}, so a mode search only runs towards that \
+             boundary. This is {FUNNEL_NECK}, as in a centred hierarchical model: a prior such \
+             as `theta ~ normal(mu, tau)` with every `theta` at `mu` has a density that grows \
+             like tau^-J as tau shrinks, so the joint posterior density has no maximum (a MAP \
+             estimate does not exist{}). Use a non-centred parameterisation (`theta = mu + tau \
+             * theta_raw` with `theta_raw ~ normal(0, 1)`), which has a mode, or fit the \
+             posterior with --method nuts",
+            list(&neck),
+            jac_phrase(&neck)
+        ));
+    }
+    // the rise per e-fold of the density without the Jacobian: density ∝ x^-r near 0
+    let plain = model.with_jacobian(false);
+    let r = own
+        .iter()
+        .filter_map(|(i, _, base)| rises(&plain, base, *i))
+        .fold(f64::NAN, f64::max);
+    let power = if r.is_finite() {
+        format!(" like x^-{r:.2} in the scale x")
+    } else {
+        String::new()
+    };
+    let proper = if r < 1.0 {
+        " Such a density is still proper (its integral near 0 is finite), so the posterior \
+         exists:"
+    } else if r >= 1.0 {
+        " With a rise this steep the posterior itself is improper at 0 (its integral near 0 \
+         diverges):"
+    } else {
+        ""
+    };
+    let others = if d > 1 {
+        ", whatever values the other parameters take"
+    } else {
+        ""
+    };
+    let remedy = if r < 1.0 && !jacobian {
+        " use --jacobian (the mode of the unconstrained density, which exists here), give the \
+         scale a prior whose density is finite at 0 (gamma shape ≥ 1) if a MAP estimate is \
+         wanted, or fit the posterior with --method nuts"
+    } else if r < 1.0 {
+        " give the scale a prior whose density is finite at 0 (gamma shape ≥ 1) if a mode is \
+         wanted, or fit the posterior with --method nuts"
+    } else if r >= 1.0 {
+        " give the scale a proper prior"
+    } else {
+        " Fit the posterior with --method nuts"
+    };
     Some(format!(
-        "{NO_MODE} as {} goes to 0, so the optimizer only runs towards that boundary. This is \
-         the funnel of a centred hierarchical model: a prior such as `theta ~ normal(mu, tau)` \
-         with every `theta` at `mu` has a density that grows like tau^-J as tau shrinks, so the \
-         joint posterior density has no maximum (a MAP estimate does not exist, with or without \
-         --jacobian). Use a non-centred parameterisation (`theta = mu + tau * theta_raw` with \
-         `theta_raw ~ normal(0, 1)`), which has a mode, or fit the posterior with --method nuts",
-        crate::words::name_list(&scales, 6)
+        "{NO_MODE} as {} goes to 0, so a mode search only runs towards that boundary. This is not \
+         a funnel: the density rises{power}{others}, so the \
+         density of the scale itself is unbounded at 0, as that of a gamma or Weibull prior \
+         with shape below 1 (∝ x^(shape-1)) is, and the density has no maximum{}.{proper}{remedy}",
+        list(&own),
+        jac_phrase(&own)
     ))
 }
 

@@ -30,7 +30,7 @@ fn survey_error(
     {
         return FitError::Algorithm {
             method,
-            message: format!("{e}. {}", improper_hint(why)),
+            message: format!("{e}. {}", improper_hint(why, &e.to_string())),
         };
     }
     let ViError::Diverged { start_sd, .. } = &e else {
@@ -67,7 +67,15 @@ fn survey_error(
 /// `target += 0 * normal_lpdf(y | mu, s)` without priors (measured: QBVI, IVON and MGVB failed
 /// with "Scale parameter is inf" after 204–3354 iterations and no advice) — until a value
 /// overflowed. `optimize` names the flat directions.
-pub(super) fn improper_hint(why: &str) -> String {
+///
+/// When `error` (the failure) says that cut-points were out of order, the cause is their
+/// declaration, not impropriety: [`crate::distributions::multivariate::ordered_logistic::unordered_cuts_remedy`].
+pub(super) fn improper_hint(why: &str, error: &str) -> String {
+    if let Some(remedy) =
+        crate::distributions::multivariate::ordered_logistic::unordered_cuts_remedy(error)
+    {
+        return remedy;
+    }
     format!(
         "The mode search found no interior mode ({why}), so the posterior is probably improper: \
          q drifted along a direction where the log density does not decay until a value \

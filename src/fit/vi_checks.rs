@@ -611,6 +611,25 @@ pub fn start_message_for(
     }
     Some(if vi.unbounded.is_empty() {
         format!("note: start: random (the density has no interior mode: {reason})")
+    } else if reason.contains(super::mode::FUNNEL_NECK) {
+        // the mode search measured a funnel's neck: the drift check's direction is then the
+        // ridge the meeting parameters share (mu + theta on the centred eight schools), which
+        // a Gaussian q does not settle along; calling it unidentified blamed the data ([X],
+        // fresh-user finding, session 21: IVON)
+        format!(
+            "WARNING: the density has no interior mode: {reason}. The approximation did not \
+             settle along {}{} (shifting its mean there does not lower the ELBO), which a \
+             Gaussian q does in a funnel and which does not by itself mean that the data leave \
+             that direction unidentified. The summary above is not a posterior.",
+            crate::words::name_list(
+                &vi.unbounded
+                    .iter()
+                    .map(|u| u.replace(crate::inference::flat::UNIDENTIFIED, ""))
+                    .collect::<Vec<_>>(),
+                6
+            ),
+            not_converged.map_or(String::new(), |c| format!(" and did not converge ({c})"))
+        )
     } else if let Some(cause) = not_converged {
         match unpriored {
             // every parameter has a prior: the drift is the unfinished fit, not impropriety

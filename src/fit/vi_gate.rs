@@ -109,6 +109,11 @@ pub struct ViGate {
     pub sd_shift: Option<(String, f64)>,
     /// Why the verdict, one phrase per reason (for the message).
     pub reasons: Vec<String>,
+    /// Whether k̂ is undefined because only the largest log ratios are equal to rounding
+    /// ([`KHat::TailTied`]), not all of them: the other checks still ran on the raw weights.
+    pub tail_tied: bool,
+    /// Largest minus smallest finite log ratio (nats; −∞ when none is finite).
+    pub log_ratio_range: f64,
     /// Whether check (b) fired on a mean: with k̂ low enough for the reweighted moments to be
     /// trusted, importance reweighting moved some coordinate's mean by more than
     /// [`MEAN_SHIFT_MAX`] sd. Only then does the gate show that q's means are off; the other
@@ -122,11 +127,12 @@ pub struct ViGate {
     pub weights_unreliable: bool,
 }
 
-/// k̂ as reported: the estimate, −∞ undefined (constant ratios), +∞ failures.
+/// k̂ as reported: the estimate, −∞ undefined (constant ratios, or a tail of equal ratios:
+/// bounded weights, below every threshold; [`ViGate::tail_tied`] tells them apart), +∞ failures.
 pub fn khat_number(k: KHat) -> f64 {
     match k {
         KHat::Estimate(k) => k,
-        KHat::Undefined => f64::NEG_INFINITY,
+        KHat::Undefined | KHat::TailTied => f64::NEG_INFINITY,
         KHat::FitFailed | KHat::NonFinite => f64::INFINITY,
     }
 }
@@ -151,12 +157,18 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
         Vec::new()
     };
     let finite: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite()).collect();
+    // centred on the first ratio before summing: at |log p| ≈ 7e14 (ulp 0.125) the plain sum
+    // of 4000 ratios carried a rounding error that put the mean 2.4 nats off, and that bias was
+    // printed as "sd of log p - log q = 2.414" for ratios spanning under a nat ([X], session 21)
     let log_ratio_sd = if finite.len() >= 2 {
-        let m = finite.iter().sum::<f64>() / finite.len() as f64;
-        (finite.iter().map(|r| (r - m).powi(2)).sum::<f64>() / (finite.len() - 1) as f64).sqrt()
+        let c = finite[0];
+        let m = finite.iter().map(|r| r - c).sum::<f64>() / finite.len() as f64;
+        (finite.iter().map(|r| (r - c - m).powi(2)).sum::<f64>() / (finite.len() - 1) as f64).sqrt()
     } else {
         f64::NAN
     };
+    let log_ratio_range = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        - finite.iter().copied().fold(f64::INFINITY, f64::min);
     let mut gate = ViGate {
         verdict: ViVerdict::Reliable,
         khat_batches,
@@ -166,9 +178,13 @@ pub fn judge(draws: &[Vec<f64>], ratios: &[f64], fit: &Psis, names: &[String]) -
         reasons: Vec::new(),
         means_moved: false,
         weights_unreliable: false,
+        tail_tied: fit.khat == KHat::TailTied,
+        log_ratio_range,
     };
-    if khat == f64::NEG_INFINITY {
-        return gate; // q ∝ p
+    // q ∝ p; a tied tail (only the largest ratios equal) goes on to the other checks, which
+    // see whether the raw weights move q's moments
+    if khat == f64::NEG_INFINITY && !gate.tail_tied {
+        return gate;
     }
     let threshold = khat_threshold(s);
     let mut means = Vec::new();
@@ -312,6 +328,27 @@ mod tests {
         let (draws, lr) = case(4000, mu, sd);
         let fit = psis(&lr).unwrap();
         judge(&draws, &lr, &fit, &["x".to_string()])
+    }
+
+    #[test]
+    fn a_tied_tail_still_gets_the_other_checks() {
+        // q = N(0, 1) for a target N(0.6, 1), its largest log ratios cut to one value (as the
+        // rounding of |log p| ≈ 7e14 quantizes them): k̂ cannot be estimated, but the raw
+        // weights still move the mean by about 0.5 sd, so the verdict is not "reliable"
+        // (before: the tied tail counted as constant ratios and the gate passed q)
+        let (draws, lr) = case(4000, 0.6, 1.0);
+        let cut = {
+            let mut v = lr.clone();
+            v.sort_by(f64::total_cmp);
+            v[v.len() * 8 / 10]
+        };
+        let lr: Vec<f64> = lr.iter().map(|v| v.min(cut)).collect();
+        let fit = psis(&lr).unwrap();
+        assert_eq!(fit.khat, KHat::TailTied);
+        let g = judge(&draws, &lr, &fit, &["x".to_string()]);
+        assert!(g.tail_tied, "{g:?}");
+        assert_eq!(g.verdict, ViVerdict::MeansUnreliable, "{g:?}");
+        assert!(g.means_moved, "{g:?}");
     }
 
     #[test]

@@ -398,8 +398,12 @@ pub fn describe_direction(v: &[f64], names: &[String]) -> String {
     if left_out {
         s.push_str(" + …");
     }
-    format!("the combination {s} (a direction the data and priors do not identify)")
+    format!("the combination {s}{UNIDENTIFIED}")
 }
+
+/// The tail of [`describe_direction`]'s phrase, which callers that know another cause (a
+/// funnel's neck) leave out.
+pub const UNIDENTIFIED: &str = " (a direction the data and priors do not identify)";
 
 #[cfg(test)]
 mod tests {

@@ -696,13 +696,20 @@ impl McmcOutput {
                 // as many failed evaluations as divergences: the failures are the cause (the
                 // centred eight schools, a funnel, has 19 divergences and 1 overflow)
                 // (a bounded parameter that overflowed once is not that: at least 10 failures)
-                (n, Some(why)) if n >= divergent.max(10) && self.method != Method::Mh => format!(
+                (n, Some(why)) if n >= divergent.max(10) && self.method != Method::Mh => {
+                    format!(
                     "The log density could not be evaluated at {n} points the sampler tried \
                      (first: {why}): the model is undefined in part of the parameter space, so \
-                     the draws stop at its edge and the posterior there is cut off. Declare the \
-                     bounds that keep the parameters where the model is defined (e.g. \
-                     <lower=0>), rather than changing adapt_delta"
-                ),
+                     the draws stop at its edge and the posterior there is cut off. {}, rather \
+                     than changing adapt_delta",
+                    crate::distributions::multivariate::ordered_logistic::unordered_cuts_remedy(
+                        &why
+                    )
+                    .unwrap_or_else(|| "Declare the bounds that keep the parameters where the \
+                                        model is defined (e.g. <lower=0>)"
+                        .to_string())
+                )
+                }
                 _ => advice,
             };
             out.push(format!(

@@ -721,8 +721,15 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         }
         return s;
     };
-    let khat = if vi.khat == f64::NEG_INFINITY {
-        "undefined (the log ratios log p - log q are constant to rounding)".to_string()
+    let khat = if vi.khat == f64::NEG_INFINITY && vi.gate.tail_tied {
+        "undefined (the largest log ratios log p - log q are equal to rounding, so k-hat \
+         cannot be estimated; the other checks use the raw weights)"
+            .to_string()
+    } else if vi.khat == f64::NEG_INFINITY {
+        format!(
+            "undefined (the log ratios log p - log q are constant to rounding: they span {} nats)",
+            crate::output::summary::format_sig(vi.gate.log_ratio_range, 2)
+        )
     } else {
         format!("{:.3}", vi.khat)
     };

@@ -11,6 +11,28 @@ use crate::distributions::args::{DistError, Term};
 use crate::distributions::special::{log1m_exp, logit_terms};
 use rand::Rng;
 
+/// The phrase of [`check_cuts`]'s error for cut-points out of order, which fit-level messages
+/// look for ([`unordered_cuts_remedy`]).
+pub const UNORDERED_CUTS: &str = "is not a valid ordered vector";
+
+/// The cause and remedy to give when a fit failed (or its sampler was cut off) because the
+/// log density could not be evaluated with cut-points out of order (`why` contains
+/// [`UNORDERED_CUTS`]): a cut-point parameter declared as a plain `vector` lets the fit try
+/// unordered values; `ordered[K-1]` cannot. `None` for any other error. [X]: fresh-user finding,
+/// session 21: `vector[3] v` as the cut-points of `ordered_logistic_lpmf(2 | 0.5, v)` made QBVI,
+/// IVON, BBB and MGVB fail with "the posterior is probably improper … give every parameter a
+/// proper prior", and NUTS advise "<lower=0>".
+pub fn unordered_cuts_remedy(why: &str) -> Option<String> {
+    why.contains(UNORDERED_CUTS).then(|| {
+        "The cut-points of ordered_logistic (and ordered_probit) must be strictly increasing, \
+         and a cut-point parameter declared as a plain `vector[K-1]` lets the fit try values \
+         that are not (the posterior then ends at the edge where two cut-points meet, which \
+         is not a sign of an improper posterior): declare it `ordered[K-1]` (e.g. \
+         `ordered[3] c;` instead of `vector[3] c;`), which keeps every value tried in order"
+            .to_string()
+    })
+}
+
 /// Stan's `check_ordered` and `check_finite` on one cut-point vector.
 pub(super) fn check_cuts(sig: &MvSig, c: &[f64]) -> Result<(), DistError> {
     let name = sig.params[1].name;
@@ -25,7 +47,7 @@ pub(super) fn check_cuts(sig: &MvSig, c: &[f64]) -> Result<(), DistError> {
             return Err(err(
                 sig,
                 format!(
-                    "{name} is not a valid ordered vector. The element at {} is {x}, but should be greater than the previous element, {}",
+                    "{name} {UNORDERED_CUTS}. The element at {} is {x}, but should be greater than the previous element, {}",
                     i + 1,
                     c[i - 1]
                 ),

@@ -68,7 +68,7 @@ pub fn psis_khat(
     let fit = psis(&ratios)?;
     Ok(match fit.khat {
         KHat::Estimate(k) => k,
-        KHat::Undefined => f64::NEG_INFINITY,
+        KHat::Undefined | KHat::TailTied => f64::NEG_INFINITY,
         KHat::FitFailed | KHat::NonFinite => f64::INFINITY,
     })
 }
