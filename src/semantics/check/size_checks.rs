@@ -126,6 +126,7 @@ impl Checker<'_> {
     /// Reports [`SemanticError::SizeMismatch`] for a call of one of [`SAME_SIZE_CALLS`] whose
     /// two arguments have known, different sizes.
     pub(super) fn check_call_sizes(&mut self, e: &Expr, name: &str, args: &[Expr]) {
+        self.check_size_arguments(name, args);
         if !SAME_SIZE_CALLS.contains(&name) || args.len() != 2 {
             return;
         }
@@ -440,6 +441,37 @@ impl Checker<'_> {
             help,
             span: value.span,
         });
+    }
+
+    /// Reports [`SemanticError::NegativeSizeArgument`] for each size argument of the built-in
+    /// `name` (`rep_vector(x, n)`'s n, `rep_matrix(x, m, n)`'s m and n, `rep_array`'s sizes)
+    /// whose value is known before evaluation ([`Self::size_value`]) and negative. [X] session
+    /// 21, tester finding: `rep_vector(1, -1)` was reported only as a size mismatch of a
+    /// "vector[-1]".
+    pub(super) fn check_size_arguments(&mut self, name: &str, args: &[Expr]) {
+        let sizes: std::ops::Range<usize> = match (name, args.len()) {
+            ("rep_vector" | "rep_row_vector", 2) => 1..2,
+            ("rep_matrix", 3) => 1..3,
+            ("rep_matrix", 2) => 1..2,
+            ("rep_array", k) if k >= 2 => 1..k,
+            ("zeros_vector" | "zeros_row_vector" | "ones_vector" | "ones_row_vector", 1) => 0..1,
+            ("zeros_int_array" | "zeros_array" | "ones_int_array" | "ones_array", 1) => 0..1,
+            ("identity_matrix", 1) => 0..1,
+            _ => return,
+        };
+        for i in sizes {
+            let a = &args[i];
+            if let Some(v) = self.size_value(a)
+                && v < 0
+            {
+                self.err(SemanticError::NegativeSizeArgument {
+                    function: name.to_string(),
+                    size: pretty::expr(a),
+                    value: v,
+                    span: a.span,
+                });
+            }
+        }
     }
 
     /// Reports [`SemanticError::NegativeSize`] for the size expression `e` of `name`, whose
