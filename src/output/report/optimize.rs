@@ -44,12 +44,30 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
             "without the Jacobian adjustment"
         }
     );
+    // "12 L-BFGS iterations + 2 Newton steps", "5 Newton steps" ([X] session 21, tester
+    // finding: "5 Newton + 0 Newton steps")
+    let first = match fit.algorithm {
+        crate::inference::optimize::Algorithm::Newton => {
+            crate::words::counted(fit.lbfgs.iterations, "Newton step")
+        }
+        a => format!(
+            "{} {}",
+            fit.lbfgs.iterations,
+            if fit.lbfgs.iterations == 1 {
+                format!("{} iteration", optimizer_name(a))
+            } else {
+                format!("{} iterations", optimizer_name(a))
+            }
+        ),
+    };
+    let polish = if fit.newton_steps > 0 {
+        format!(" + {}", crate::words::counted(fit.newton_steps, "Newton step"))
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "iterations: {} {} + {} Newton steps ({:.2} s)",
-        fit.lbfgs.iterations,
-        optimizer_name(fit.algorithm),
-        fit.newton_steps,
+        "iterations: {first}{polish} ({:.2} s)",
         result.seconds
     );
     if !fit.flat.is_empty() {
