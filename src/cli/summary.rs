@@ -319,9 +319,7 @@ fn approximation_summary(draws: &crate::inference::Draws, method: &str) -> i32 {
 /// optimize output: one row, the optimum, or with `save_iterations = true` one row per
 /// iteration, the optimum last).
 fn is_optimize(file: &stan_csv::StanCsv) -> bool {
-    file.config_lines
-        .iter()
-        .any(|l| l.trim() == "method = optimize")
+    file.is_optimize()
 }
 
 /// `bayesc summary` of optimize output: the point estimate of each file as such (its last
