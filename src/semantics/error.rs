@@ -587,10 +587,12 @@ pub enum SemanticError {
     },
     /// A literal outcome of a `~` statement outside its family's support, e.g.
     /// `3 ~ bernoulli(p)`: the density is zero whatever the parameters (session 21).
-    #[error("the outcome {value} of `~ {family}` is outside the family's support: it must be {support}")]
+    #[error("the outcome {value} of {context} is outside the family's support: it must be {support}")]
     LiteralOutcomeOutsideSupport {
-        /// The family as written after `~`.
+        /// The family as written after `~`, or the stem of the `_lpmf` call.
         family: String,
+        /// The statement or call in words: "`~ bernoulli`", "`poisson_lpmf`".
+        context: String,
         /// The literal as written.
         value: String,
         /// The support in words ("0 or 1", "a nonnegative integer", "in the interval [0, 1]").

@@ -81,11 +81,19 @@ impl<'p> Checker<'p> {
     /// ([`crate::distributions::outcome::outcome_support`], the table the data binder checks
     /// data outcomes against): `3 ~ bernoulli(p)`, `-1 ~ poisson(l)`, `2 ~ beta(a, b)`,
     /// `11 ~ binomial(10, p)`, `0 ~ categorical(theta)`. A non-integer literal for a discrete
-    /// family is left to the variate's type check (`1.5` is `real`).
+    /// family is left to the variate's type check (`1.5` is `real`). `context` names the
+    /// statement or call in the message ("`~ bernoulli`", "`poisson_lpmf`"); the variate of
+    /// a `_lpdf`/`_lpmf` call is checked the same way.
     ///
     /// [X] session 21, tester finding: `3 ~ bernoulli(0.5)` passed `check` and every
     /// evaluation of the density was −∞.
-    pub(super) fn check_literal_outcome(&mut self, family: &str, lhs: &Expr, args: &[Expr]) {
+    pub(super) fn check_literal_outcome(
+        &mut self,
+        family: &str,
+        context: &str,
+        lhs: &Expr,
+        args: &[Expr],
+    ) {
         use crate::distributions::outcome::{OutcomeSupport, outcome_support};
         let Some(v) = literal_value(lhs) else { return };
         let Some(support) = outcome_support(family) else {
@@ -116,6 +124,7 @@ impl<'p> Checker<'p> {
         let Some(support) = needed else { return };
         self.err(SemanticError::LiteralOutcomeOutsideSupport {
             family: family.to_string(),
+            context: context.to_string(),
             value: pretty::expr(lhs),
             support,
             span: lhs.span,

@@ -97,7 +97,7 @@ fn rule(sig: &MvSig) -> String {
 /// A size as a linear form in `int` data: `(variable → coefficient, constant)`, from its text
 /// as written (`N`, `N + 1`, `2 * K - 1`); `None` for anything else (parentheses, division,
 /// calls).
-type Linear = (std::collections::BTreeMap<String, i64>, i64);
+pub(super) type Linear = (std::collections::BTreeMap<String, i64>, i64);
 
 /// The [`Linear`] form of the size text `t`.
 fn linear(t: &str) -> Option<Linear> {
@@ -180,7 +180,7 @@ impl Checker<'_> {
     /// The [`Linear`] form of the size `dim` when it is written in `int` data declared in the
     /// `data` block only (fixed for the whole run, whatever their values), the value of a
     /// known size being a constant form.
-    fn linear_size(&self, dim: &Dim) -> Option<Linear> {
+    pub(super) fn linear_size(&self, dim: &Dim) -> Option<Linear> {
         if let Some(n) = dim.0 {
             return Some((Default::default(), n));
         }
