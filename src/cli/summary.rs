@@ -236,9 +236,11 @@ fn not_one_fit(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> Option<String>
             && a != b
         {
             return Some(format!(
-                "`{}` holds a `{a}` fit but `{}` a `{b}` fit",
+                "`{}` holds {} `{a}` fit but `{}` {} `{b}` fit",
                 paths[0].display(),
-                paths[i].display()
+                crate::words::article(&a),
+                paths[i].display(),
+                crate::words::article(&b)
             ));
         }
     }
