@@ -44,24 +44,28 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
             "without the Jacobian adjustment"
         }
     );
-    // "12 L-BFGS iterations + 2 Newton steps", "5 Newton steps" ([X] session 21, tester
-    // finding: "5 Newton + 0 Newton steps")
-    let first = match fit.algorithm {
-        crate::inference::optimize::Algorithm::Newton => {
-            crate::words::counted(fit.lbfgs.iterations, "Newton step")
-        }
-        a => format!(
+    // "12 L-BFGS iterations + 2 Newton polish steps", "5 Newton steps" ([X] session 21,
+    // tester finding: "5 Newton + 0 Newton steps"); the polish's steps, 0 included, after
+    // L-BFGS or BFGS, whose settings line announces it
+    let newton = fit.algorithm == crate::inference::optimize::Algorithm::Newton;
+    let first = if newton {
+        crate::words::counted(fit.lbfgs.iterations, "Newton step")
+    } else {
+        format!(
             "{} {}",
             fit.lbfgs.iterations,
             if fit.lbfgs.iterations == 1 {
-                format!("{} iteration", optimizer_name(a))
+                format!("{} iteration", optimizer_name(fit.algorithm))
             } else {
-                format!("{} iterations", optimizer_name(a))
+                format!("{} iterations", optimizer_name(fit.algorithm))
             }
-        ),
+        )
     };
-    let polish = if fit.newton_steps > 0 {
-        format!(" + {}", crate::words::counted(fit.newton_steps, "Newton step"))
+    let polish = if fit.newton_steps > 0 || !newton {
+        format!(
+            " + {}",
+            crate::words::counted(fit.newton_steps, "Newton polish step")
+        )
     } else {
         String::new()
     };
