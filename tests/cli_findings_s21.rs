@@ -65,6 +65,21 @@ fn a_literal_outcome_outside_its_support_is_an_error_at_the_literal() {
     );
     // the outcomes inside their support are not reported
     assert_eq!(text.matches("is outside the family's support").count(), 4, "{text}");
+    // nor a call's literal variate
+    let call = "parameters { real<lower=0> lambda; }\n\
+                model {\n  target += poisson_lpmf(-2 | lambda);\n  target += exponential_lcdf(-2 | lambda);\n  \
+                lambda ~ exponential(1);\n}\n";
+    let (ok, text) = run(&[("m.bayes", call)], &["check", "m.bayes"]);
+    assert!(!ok, "{text}");
+    assert_has(
+        &text,
+        &[
+            "error: the outcome -2 of `poisson_lpmf` is outside the family's support: it must be a \
+             nonnegative integer",
+            "m.bayes:3:26",
+        ],
+    );
+    assert_eq!(text.matches("error:").count(), 1, "{text}");
 }
 
 const ORDERED: &str = "data { int N; int K; array[N] int<lower=1, upper=K> y; }\n\
@@ -84,6 +99,17 @@ fn sizes_that_differ_whatever_the_data_are_an_error_without_the_data() {
              which differ whatever the data are",
             "m.bayes:5:3",
         ],
+    );
+    // a univariate family's vectorised arguments likewise
+    let normal = "data { int N; vector[N] y; }\nparameters { real<lower=0> s; }\n\
+                  model {\n  s ~ exponential(1);\n  y ~ normal(rep_vector(0, N - 1), s);\n}\n";
+    let (ok, text) = run(&[("m.bayes", normal)], &["check", "m.bayes"]);
+    assert!(!ok, "{text}");
+    assert_has(
+        &text,
+        &["error: size mismatch in the arguments of `normal`: `y` (the variate) has `N` elements \
+           but `rep_vector(0, N - 1)` (location parameter) has `N - 1` elements, which differ \
+           whatever the data are"],
     );
     // N itself, or a size the data may make equal (K), is not reported
     for size in ["N", "K"] {
@@ -292,4 +318,8 @@ fn plots_of_warmup_draws_only_and_of_an_optimize_file() {
         &["`opt.csv` holds a point estimate (the output of `--method optimize`), not draws"],
     );
     assert!(!dir.path().join("opt.svg").exists());
+    // an optimize file beside a sampler's: "an `optimize` fit"
+    let (ok, text) = run_in(dir.path(), &[], &["summary", "opt.csv", "w_1.csv"]);
+    assert!(!ok, "{text}");
+    assert_has(&text, &["`opt.csv` holds an `optimize` fit but `w_1.csv` a `sample` fit"]);
 }
