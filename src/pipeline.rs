@@ -174,6 +174,22 @@ pub fn check_file_with_data(
     path: &Path,
     data: &[PathBuf],
 ) -> Result<Checked, Failure> {
+    check_file_with_data_unobserved(sources, path, data, None)
+}
+
+/// [`check_file_with_data`] for `bayesc predict` and `bayesc evaluate`: the data variable
+/// `unobserved` (the outcome to predict) may be missing from the files, as in
+/// [`compile_unobserved`]. [X] session 21, tester finding: `predict` and `evaluate` checked
+/// the model without its data, so that a size error the data reveal came one run later than
+/// in `fit`.
+///
+/// Errors: those of [`check_file_with_data`].
+pub fn check_file_with_data_unobserved(
+    sources: &mut SourceMap,
+    path: &Path,
+    data: &[PathBuf],
+    unobserved: Option<&str>,
+) -> Result<Checked, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Io(format!("cannot read model file `{}`: {e}", path.display())))?;
     let name = path.display().to_string();
@@ -188,7 +204,11 @@ pub fn check_file_with_data(
         return finish_check(program, file, includes, out);
     }
     let with_data = load_data(data).ok().and_then(|loaded| {
-        let bound = data::bind(&program, &loaded).ok()?;
+        let bound = match unobserved {
+            Some(o) => data::bind_unobserved(&program, &loaded, o),
+            None => data::bind(&program, &loaded),
+        }
+        .ok()?;
         // the checks passed but these sizes: the program as if checked, for `compile_bound`
         let checked = Checked {
             program: program.clone(),
@@ -226,7 +246,7 @@ pub fn compile_unobserved(
     unobserved: &str,
 ) -> Result<Model, Failure> {
     let bound = data::bind_unobserved(&checked.program, sources, unobserved)
-        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+        .map_err(|e| Failure::Reported(e.to_diagnostics()))?;
     compile_bound(checked, files, bound)
 }
 
@@ -248,7 +268,7 @@ pub fn compile(
     sources: &[DataSource],
 ) -> Result<Model, Failure> {
     let bound = data::bind(&checked.program, sources)
-        .map_err(|e| Failure::Reported(vec![e.to_diagnostic()]))?;
+        .map_err(|e| Failure::Reported(e.to_diagnostics()))?;
     compile_bound(checked, files, bound)
 }
 

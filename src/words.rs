@@ -13,6 +13,16 @@ pub fn name_list<S: AsRef<str>>(names: &[S], max: usize) -> String {
     }
 }
 
+/// "an" before a word that starts with a vowel letter ("an `optimize` fit"), else "a"; by
+/// spelling, which fits the method names it is used with ([X] session 21, tester finding:
+/// "a `optimize` fit").
+pub fn article(word: &str) -> &'static str {
+    match word.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u' | 'A' | 'E' | 'I' | 'O' | 'U') => "an",
+        _ => "a",
+    }
+}
+
 /// "1 iteration", "2 iterations": `n` and `word`, with an `s` unless `n` is 1.
 pub fn counted(n: usize, word: &str) -> String {
     if n == 1 {

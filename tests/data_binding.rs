@@ -386,8 +386,8 @@ fn incomplete_matrix_columns_are_reported() {
     assert_eq!(e.kind, DataErrorKind::SizeMismatch);
     assert_eq!(
         e.message,
-        "m.csv has the columns `X.1`, `X.3` for `X`, but `X` is declared `matrix[N, 3]` with `3` \
-         = 3, so it needs the columns `X.1` … `X.3`"
+        "m.csv has the columns `X.1`, `X.3` for `X`, but `X` is declared `matrix[N, 3]` with 3 \
+         columns, so it needs the columns `X.1` … `X.3`"
     );
 }
 

@@ -273,7 +273,7 @@ fn summary_refuses_to_pool_variational_files_of_different_methods_or_models() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert!(
-        err.contains("a `a` model but") && err.contains("a `b` model"),
+        err.contains("an `a` model but") && err.contains("a `b` model"),
         "{err}"
     );
     let o = both(&a_bbb, &a_bbb2);

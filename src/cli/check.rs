@@ -39,9 +39,9 @@ pub fn run(args: CheckArgs) -> i32 {
     }
     if args.data.is_empty() {
         println!(
-            "{}: no errors ({} warnings)",
+            "{}: no errors ({})",
             args.model.display(),
-            checked.warnings.len()
+            crate::words::counted(checked.warnings.len(), "warning")
         );
         return 0;
     }
@@ -53,10 +53,10 @@ pub fn run(args: CheckArgs) -> i32 {
     match pipeline::compile(&checked, &sources, &data) {
         Ok(model) => {
             println!(
-                "{}: no errors ({} warnings); data bound; {} unconstrained parameters",
+                "{}: no errors ({}); data bound; {}",
                 args.model.display(),
-                checked.warnings.len(),
-                model.dim()
+                crate::words::counted(checked.warnings.len(), "warning"),
+                crate::words::counted(model.dim(), "unconstrained parameter")
             );
             0
         }

@@ -86,7 +86,9 @@ fn load_one(path: &PathBuf) -> Result<DataSource, pipeline::Failure> {
 /// Runs the evaluation; returns the exit code.
 pub fn run(args: EvaluateArgs) -> i32 {
     let mut sources = SourceMap::new();
-    let checked = match pipeline::check_file(&mut sources, &args.model) {
+    // checked with the training data's sizes, as `fit` is (the test set gives the same names)
+    let data_files = [args.data.clone()];
+    let checked = match pipeline::check_file_with_data(&mut sources, &args.model, &data_files) {
         Ok(c) => c,
         Err(f) => return super::report_failure(&sources, f),
     };

@@ -98,6 +98,12 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
     } else {
         Some(plot::load_draws(&args.files)?)
     };
+    if let Some(l) = &loaded
+        && l.warmup_only
+        && let Some(t) = &mut options.title
+    {
+        t.push_str(" — WARMUP draws only (not a posterior)");
+    }
     let observed = match (&args.data, kind) {
         (Some(path), PlotKind::Ppc) => {
             let source =
@@ -118,6 +124,16 @@ fn plot_files(args: &PlotArgs) -> Result<String, plot::PlotError> {
     let svg = plot::render_svg(&input, &options)?;
     plot::write_svg(&args.output, &svg)?;
     let mut note = format!("{} plot written to {}", kind.name(), args.output.display());
+    if let Some(l) = &loaded
+        && l.warmup_only
+    {
+        note.push_str(&format!(
+            " from WARMUP draws only ({} per chain): the files hold no post-warmup draws, so \
+             the run was stopped in warmup; these show the sampler adapting, not a posterior \
+             sample",
+            l.draws.n_draws()
+        ));
+    }
     if let Some(l) = &loaded
         && l.warmup_dropped > 0
     {

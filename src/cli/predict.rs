@@ -57,7 +57,19 @@ pub fn run(args: PredictArgs) -> i32 {
         return super::EXIT_USAGE;
     }
     let mut sources = SourceMap::new();
-    let checked = match pipeline::check_file(&mut sources, &args.model) {
+    // the outcome may be missing from the new data: named by `--outcome` or the model's
+    // `// @outcome` comment (read again below, once the model is checked)
+    let unobserved = args.outcome.clone().or_else(|| {
+        std::fs::read_to_string(&args.model)
+            .ok()
+            .and_then(|t| evaluate::outcome_annotation(&t))
+    });
+    let checked = match pipeline::check_file_with_data_unobserved(
+        &mut sources,
+        &args.model,
+        &args.data,
+        unobserved.as_deref(),
+    ) {
         Ok(c) => c,
         Err(f) => return super::report_failure(&sources, f),
     };

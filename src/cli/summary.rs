@@ -244,9 +244,11 @@ fn not_one_fit(files: &[stan_csv::StanCsv], paths: &[PathBuf]) -> Option<String>
             {
                 let what = if key == "model" { "model" } else { "fit" };
                 return Some(format!(
-                    "`{}` holds a `{a}` {what} but `{}` a `{b}` {what}",
+                    "`{}` holds {} `{a}` {what} but `{}` {} `{b}` {what}",
                     paths[0].display(),
-                    paths[i].display()
+                    crate::words::article(&a),
+                    paths[i].display(),
+                    crate::words::article(&b)
                 ));
             }
         }
@@ -328,9 +330,7 @@ fn approximation_summary(draws: &crate::inference::Draws, method: &str) -> i32 {
 /// optimize output: one row, the optimum, or with `save_iterations = true` one row per
 /// iteration, the optimum last).
 fn is_optimize(file: &stan_csv::StanCsv) -> bool {
-    file.config_lines
-        .iter()
-        .any(|l| l.trim() == "method = optimize")
+    file.is_optimize()
 }
 
 /// `bayesc summary` of optimize output: the point estimate of each file as such (its last

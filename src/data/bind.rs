@@ -57,7 +57,8 @@ pub fn bind(program: &Program, sources: &[DataSource]) -> Result<BoundData, Data
 ///
 /// Errors: every [`DataErrorKind`] of binding (missing, duplicate, size or shape mismatch,
 /// non-integer, missing cell, bound or constraint violation), each naming file, row and column
-/// (or key and element) and carrying the declaration's span.
+/// (or key and element) and carrying the declaration's span: the first, with every further
+/// error that does not follow from an earlier one in [`DataError::also`].
 pub fn bind_decls(decls: &[VarDecl], sources: &[DataSource]) -> Result<BoundData, DataError> {
     bind_decls_inner(
         decls,
@@ -111,14 +112,45 @@ fn bind_decls_inner(
         provs: HashMap::new(),
         sized: &sized,
     };
+    // every independent error in one run: a declaration whose sizes or bounds read a
+    // variable that failed is skipped (its error would follow from that one), and one
+    // missing-variable error lists every variable missing from there on
+    let mut errors: Vec<DataError> = Vec::new();
+    let mut failed: Vec<&str> = Vec::new();
+    let mut missing_reported = false;
     for (i, decl) in decls.iter().enumerate() {
-        binder
-            .bind_one(i, decl)
-            .map_err(|e| e.with_declaration(decl.span))?;
+        let name = decl.name.name.as_str();
+        if failed.iter().any(|f| reads(decl, f)) {
+            failed.push(name);
+            continue;
+        }
+        if let Err(e) = binder.bind_one(i, decl) {
+            failed.push(name);
+            if e.kind == DataErrorKind::MissingVariable {
+                if missing_reported {
+                    continue;
+                }
+                missing_reported = true;
+            }
+            errors.push(e.with_declaration(decl.span));
+        }
     }
-    binder.check_supports(&ranged, &sized)?;
+    errors.extend(binder.check_supports(&ranged, &sized));
+    if let Some(e) = DataError::all(errors) {
+        return Err(e);
+    }
     super::param_bounds::check_parameter_bounds(params, &binder.bound, &binder.origins)?;
     Ok(binder.bound)
+}
+
+/// Whether the sizes or bounds of `decl` read the variable `name`.
+fn reads(decl: &VarDecl, name: &str) -> bool {
+    let c = &decl.ty.constraint;
+    decl.ty.size_exprs().iter().any(|e| e.mentions(name))
+        || [&c.lower, &c.upper, &c.offset, &c.multiplier]
+            .into_iter()
+            .flatten()
+            .any(|e| e.mentions(name))
 }
 
 /// Where a declared variable was found.
@@ -526,6 +558,8 @@ impl<'a> Binder<'a> {
                 Some(origin) => format!("`{v}` = {value} ({origin})"),
                 None => format!("`{v}` = {value}"),
             },
+            // a literal size is its own value: "size 3", not "`3` = 3" ([X] session 21)
+            ExprKind::IntLit(_) => format!("size {value}"),
             _ => format!("`{}` = {value}", expr_string(expr)),
         }
     }
@@ -656,8 +690,8 @@ impl<'a> Binder<'a> {
             return Err(DataError::new(
                 DataErrorKind::ShapeMismatch,
                 format!(
-                    "`{name}` is declared `{ty}` ({} dimensions), but {} gives it as columns {found}",
-                    dims.len(),
+                    "`{name}` is declared `{ty}` ({}), but {} gives it as columns {found}",
+                    count(dims.len(), "dimension"),
                     src.name
                 ),
             )
@@ -680,7 +714,10 @@ impl<'a> Binder<'a> {
                      so it needs the columns `{name}.1` … `{name}.{k}`",
                     src.name,
                     js.join(", "),
-                    self.size_desc(exprs[1], k)
+                    match &exprs[1].kind {
+                        ExprKind::IntLit(_) => count(k, "column"),
+                        _ => self.size_desc(exprs[1], k),
+                    }
                 ),
             )
             .with_help(format!(
@@ -781,11 +818,12 @@ impl<'a> Binder<'a> {
         } else {
             format!(
                 "{}, key `{name}`: dimension {} of `{name}` has {} (the value's \
-                 dimensions are {}), but `{name}` is declared `{ty}` with {}",
+                 dimensions are {}), but `{name}` is declared `{ty}`, whose dimension {} has {}",
                 src.name,
                 d + 1,
                 count(arr.dims[d], "element"),
                 fmt_dims(&arr.dims),
+                d + 1,
                 self.size_desc(exprs[d], dims[d])
             )
         };

@@ -528,6 +528,31 @@ pub fn parse_reader_sized(
     let mut previous_end = previous;
     while read(&mut reader, &mut record)? {
         let (line, blanks) = locate(&record);
+        // a quote left open swallows the rest of the file into one field: said as such, not
+        // as a wrong field count or a cell that is not a number ([X] session 21, tester
+        // finding: `3,"1,0` was reported as "2 fields, but the header has 3 columns")
+        if (record.len() != header.len() || record.iter().any(|f| f.contains(&b'\n')))
+            && let Some(p) = record.position().map(|p| p.byte())
+        {
+            let end = reader.position().byte();
+            let w = window.borrow();
+            let quotes = (p..end).filter(|&i| w.at(i) == Some(b'"')).count();
+            if quotes % 2 == 1 {
+                return Err(DataError::new(
+                    DataErrorKind::MalformedCsv,
+                    format!(
+                        "{name} line {line} (row {}): a quoted field is never closed: the `\"` \
+                         opened in this row has no closing `\"`, so the rest of the file was \
+                         read as part of one field",
+                        lines.len() + 1
+                    ),
+                )
+                .with_help(
+                    "close the quote, or remove it: a field in quotes may hold commas and line \
+                     breaks, and ends only at the next `\"`",
+                ));
+            }
+        }
         if record.len() != header.len() {
             let fields: Vec<&[u8]> = record.iter().collect();
             let at = (line, lines.len() + 1);

@@ -79,6 +79,11 @@ pub struct DataError {
     pub notes: Vec<String>,
     /// How to fix it, shown as `help: …`.
     pub help: Option<String>,
+    /// Further errors found in the same binding that do not follow from this one (another
+    /// variable missing, of the wrong size, out of its bounds), in declaration order; each is
+    /// reported after this one ([`DataError::to_diagnostics`]). [X] session 21, tester
+    /// finding: binding stopped at the first data error, so each further one cost a run.
+    pub also: Vec<DataError>,
 }
 
 impl DataError {
@@ -92,7 +97,26 @@ impl DataError {
             more_declarations: Vec::new(),
             notes: Vec::new(),
             help: None,
+            also: Vec::new(),
         }
+    }
+
+    /// This error and the further ones of [`DataError::also`], as diagnostics in that order.
+    pub fn to_diagnostics(&self) -> Vec<Diagnostic<FileId>> {
+        std::iter::once(self)
+            .chain(&self.also)
+            .map(|e| e.to_diagnostic())
+            .collect()
+    }
+
+    /// The first of `errors` with the others as its [`DataError::also`]; `None` when empty.
+    pub fn all(mut errors: Vec<DataError>) -> Option<DataError> {
+        if errors.is_empty() {
+            return None;
+        }
+        let mut first = errors.remove(0);
+        first.also.extend(errors);
+        Some(first)
     }
 
     /// Adds the span of the `data` declaration concerned (kept if one is already set).

@@ -721,7 +721,7 @@ impl McmcOutput {
         if !self.interrupted && fewest < 6 {
             out.push(format!(
                 "only {fewest} post-warmup draw{} per chain: R-hat needs at least 4 and the ESS \
-                 and MCSE at least 6 (below that they are shown as NA), and the summary rests on \
+                 and MCSE at least 6 (below that they are shown as NaN), and the summary rests on \
                  {kept} draws in all; run longer (--samples)",
                 if fewest == 1 { "" } else { "s" }
             ));

@@ -474,8 +474,8 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         fit::Method::FixedParam => format!(
-            "method = fixed_param (parameters fixed at their initial values, generated quantities drawn afresh each iteration); {dims}; {} chains × {} draws{}; seed = {}",
-            o.mcmc.chains,
+            "method = fixed_param (parameters fixed at their initial values, generated quantities drawn afresh each iteration); {dims}; {} × {} draws{}; seed = {}",
+            crate::words::counted(o.mcmc.chains, "chain"),
             o.mcmc.samples,
             if o.mcmc.thin > 1 {
                 format!(", thin = {}", o.mcmc.thin)
@@ -489,8 +489,8 @@ fn method_settings(o: &FitOptions, d: usize) -> String {
             o.seed
         ),
         m => format!(
-            "method = {m}; {dims}; {} chains × {}; {}metric = {}; seed = {}",
-            o.mcmc.chains,
+            "method = {m}; {dims}; {} × {}; {}metric = {}; seed = {}",
+            crate::words::counted(o.mcmc.chains, "chain"),
             mcmc_length(o),
             match m {
                 fit::Method::Mh => String::new(),
@@ -550,8 +550,8 @@ pub fn mcmc_text(result: &FitResult, out: &McmcOutput, options: &FitOptions) -> 
     if !out.interrupted {
         let _ = writeln!(
             s,
-            "{} chains finished in {:.2} s (wall); {kept} draws per chain kept",
-            out.chains.len(),
+            "{} finished in {:.2} s (wall); {kept} draws per chain kept",
+            crate::words::counted(out.chains.len(), "chain"),
             result.seconds,
         );
         if let Some(l) = &result.run_length {

@@ -365,6 +365,15 @@ pub struct StanCsv {
 }
 
 impl StanCsv {
+    /// Whether the configuration comments say `method = optimize` (CmdStan's and bayesc's
+    /// optimize output: one row, the optimum, or with `save_iterations = true` one row per
+    /// iteration, the optimum last): a point estimate, not draws.
+    pub fn is_optimize(&self) -> bool {
+        self.config_lines
+            .iter()
+            .any(|l| l.trim() == "method = optimize")
+    }
+
     /// Whether the configuration comments say `method = variational` (CmdStan's and bayesc's
     /// variational output, whose first data row is the mean of the approximation; the reader
     /// drops that row).

@@ -534,6 +534,19 @@ pub enum SemanticError {
         /// Primary label: the size expression.
         span: Span,
     },
+    /// A size argument of a built-in (`rep_vector(x, n)`'s n) known to be negative
+    /// (session 21): every evaluation would fail.
+    #[error("{}", negative_size_argument_message(function, size, *value))]
+    NegativeSizeArgument {
+        /// The built-in, e.g. `rep_vector`.
+        function: String,
+        /// The size as written.
+        size: String,
+        /// Its value.
+        value: i64,
+        /// Primary label: the size argument.
+        span: Span,
+    },
     /// A literal index outside the literal size of what it indexes (`y[4]` with `vector[3] y`),
     /// or below 1 whatever the size (`y[0]`): every evaluation would fail.
     #[error("{}", index_out_of_range_message(name, *index, *size))]
@@ -571,6 +584,21 @@ pub enum SemanticError {
         /// When the argument is a variable set once to a literal (`real s = 0;`, never
         /// assigned): that initialiser (secondary label).
         declared: Option<Span>,
+    },
+    /// A literal outcome of a `~` statement outside its family's support, e.g.
+    /// `3 ~ bernoulli(p)`: the density is zero whatever the parameters (session 21).
+    #[error("the outcome {value} of {context} is outside the family's support: it must be {support}")]
+    LiteralOutcomeOutsideSupport {
+        /// The family as written after `~`, or the stem of the `_lpmf` call.
+        family: String,
+        /// The statement or call in words: "`~ bernoulli`", "`poisson_lpmf`".
+        context: String,
+        /// The literal as written.
+        value: String,
+        /// The support in words ("0 or 1", "a nonnegative integer", "in the interval [0, 1]").
+        support: String,
+        /// Primary label: the literal.
+        span: Span,
     },
     /// `while` with a constant true condition and no `break`, `return` or `reject` in its body:
     /// the loop never ends (issue 13, item 9).
@@ -636,6 +664,7 @@ impl SemanticError {
                 | SemanticError::ArgumentSizeMismatch { .. }
                 | SemanticError::AssignedSizeMismatch { .. }
                 | SemanticError::NegativeSize { .. }
+                | SemanticError::NegativeSizeArgument { .. }
                 | SemanticError::IndexOutOfRange { .. }
         )
     }
@@ -689,7 +718,9 @@ impl SemanticError {
             | ArgumentSizeMismatch { span, .. }
             | AssignedSizeMismatch { span, .. }
             | NegativeSize { span, .. }
+            | NegativeSizeArgument { span, .. }
             | LiteralOutsideSupport { span, .. }
+            | LiteralOutcomeOutsideSupport { span, .. }
             | EndlessLoop { span, .. }
             | ImputedTooEarly { span, .. }
             | ImputedWithoutDistribution { span, .. } => *span,
@@ -714,6 +745,17 @@ fn negative_size_message(name: &str, size: &str, value: i64) -> String {
         format!("`{name}` is declared with size {value}, but a size must be 0 or more")
     } else {
         format!("`{name}` is declared with size `{size}` = {value}, but a size must be 0 or more")
+    }
+}
+
+/// The message of [`SemanticError::NegativeSizeArgument`].
+fn negative_size_argument_message(function: &str, size: &str, value: i64) -> String {
+    if size.parse::<i64>().is_ok() {
+        format!("the size {value} given to `{function}` is negative, but a size must be 0 or more")
+    } else {
+        format!(
+            "the size `{size}` given to `{function}` is {value}, but a size must be 0 or more"
+        )
     }
 }
 

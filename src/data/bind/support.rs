@@ -126,14 +126,16 @@ fn element(name: &str, dims: &[usize], flat: usize) -> String {
 impl Binder<'_> {
     /// Checks every statement of `ranged` whose outcome is bound data against its support.
     ///
-    /// Errors: [`DataErrorKind::ConstraintViolation`] naming the first value outside the
+    /// Returns one [`DataErrorKind::ConstraintViolation`] per statement with a value outside
+    /// the support (none when all are inside), naming its first such value outside the
     /// support with its file, row and column (or key and element), the statement, and the
     /// bound it violates; pointing at the statement and the outcome's declaration.
     pub(super) fn check_supports(
         &self,
         ranged: &[Ranged],
         sized: &HashMap<String, VarDecl>,
-    ) -> Result<(), DataError> {
+    ) -> Vec<DataError> {
+        let mut errors = Vec::new();
         for r in ranged {
             let Some(y) = self.bound.values.get(&r.outcome) else {
                 continue;
@@ -154,10 +156,10 @@ impl Binder<'_> {
                 }
             };
             if let Some(v) = violation {
-                return Err(self.support_error(r, &v));
+                errors.push(self.support_error(r, &v));
             }
         }
-        Ok(())
+        errors
     }
 
     /// The values of a number-of-trials argument when the data fix them: an integer literal or

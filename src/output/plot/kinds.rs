@@ -398,6 +398,9 @@ fn density(
             .map(|p| p.1)
             .fold(0.0, f64::max)
             .max(1e-12);
+        // the HDI's ends are labelled as the x axis's ticks are (from its offset when it has
+        // one, written under the axis)
+        let (hdi_tick, _) = super::panels::axis_labels(&xr, "");
         let mut ch = panel(cell, &draws.names[j], xr, 0.0..top * 1.12, "", "", false)?;
         for (c, d) in dens.into_iter().enumerate() {
             if let Some(d) = d {
@@ -414,7 +417,7 @@ fn density(
         .map_err(draw_err)?;
         ch.draw_series([lo, hi].into_iter().map(|v| {
             Text::new(
-                tick(&v),
+                hdi_tick(&v),
                 (v, 0.09 * top),
                 font(10).pos(plotters::style::text_anchor::Pos::new(
                     plotters::style::text_anchor::HPos::Center,
@@ -474,23 +477,25 @@ fn forest(
             .unwrap_or(f64::NAN);
         rows.push((j, q, rhat));
     }
+    let (x_tick, x_desc) = super::panels::axis_labels(&padded(lo, hi), "");
     let mut ch = ChartBuilder::on(&body)
         .margin(8)
         .margin_left(150)
         .margin_right(90)
-        .x_label_area_size(30)
+        .x_label_area_size(if x_desc.is_empty() { 30 } else { 44 })
         .y_label_area_size(0)
         .build_cartesian_2d(padded(lo, hi), 0.0..total)
         .map_err(draw_err)?;
-    let x_tick = super::panels::tick_on(&padded(lo, hi));
-    ch.configure_mesh()
-        .disable_mesh()
+    let mut mesh = ch.configure_mesh();
+    mesh.disable_mesh()
         .y_labels(0)
         .x_labels(6)
-        .x_label_formatter(&x_tick)
-        .label_style(font(11))
-        .draw()
-        .map_err(draw_err)?;
+        .x_label_formatter(&*x_tick)
+        .label_style(font(11));
+    if !x_desc.is_empty() {
+        mesh.x_desc(x_desc.as_str()).axis_desc_style(font(12));
+    }
+    mesh.draw().map_err(draw_err)?;
     let x_right = ch.x_range().end;
     for (p, (j, q, rhat)) in rows.iter().enumerate() {
         let top = total - p as f64 * slot - 0.5;
@@ -751,5 +756,32 @@ mod tick_tests {
         let g = super::super::panels::tick_on(&(-1e-6..1e-6));
         assert_eq!(g(&5e-7), "5.0e-7");
         assert_eq!(super::super::panels::tick(&-2.8e-17), "-2.8e-17");
+    }
+
+    /// A narrow axis far from 0 (123456789.123 ± 10⁻⁴): the ticks are labelled by their
+    /// differences from an offset written under the axis, and every label differs; before
+    /// session 21 each was "1.2e8". An axis whose values are short keeps them in full.
+    #[test]
+    fn a_narrow_axis_far_from_zero_is_labelled_from_an_offset() {
+        use super::super::panels::{axis_labels, axis_offset, tick_on};
+        let r = 123456789.1228..123456789.1232;
+        let o = axis_offset(&r).expect("an offset");
+        assert!((o - 123456789.123).abs() < 1e-6, "{o}");
+        let (f, desc) = axis_labels(&r, "");
+        assert_eq!(desc, "+123456789.123");
+        let labels: Vec<String> = [123456789.1229, 123456789.123, 123456789.1231]
+            .iter()
+            .map(|v| f(v))
+            .collect();
+        assert_eq!(labels, ["-1.0e-4", "0", "1.0e-4"], "{labels:?}");
+        let (_, desc) = axis_labels(&r, "mu");
+        assert_eq!(desc, "mu (+123456789.123)");
+        // short values: in full, with the digits the spacing needs
+        assert!(axis_offset(&(0.0..10.0)).is_none());
+        let (g, desc) = axis_labels(&(1.0..1.00001), "");
+        assert_eq!(desc, "");
+        assert_eq!(g(&1.000002), "1.000002");
+        assert_eq!(tick_on(&(2e5..2.1e5))(&2.05e5), "2.05e5");
+        assert_eq!(tick_on(&(2e5..2e6))(&1e6), "1.0e6");
     }
 }

@@ -251,6 +251,10 @@ pub struct LoadedDraws {
     pub divergent: Option<Vec<Vec<bool>>>,
     /// Warmup draws dropped per file (files written with `save_warmup`).
     pub warmup_dropped: usize,
+    /// Whether `draws` are warmup draws: the files hold no post-warmup draws (a
+    /// `--save-warmup` run stopped in warmup), so their warmup draws are drawn instead, cut to
+    /// the shortest chain; the caller must say so.
+    pub warmup_only: bool,
 }
 
 /// Reads Stan CSV draws files (one per chain of one fit, as `bayesc fit --output` and CmdStan
@@ -268,7 +272,46 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
     let mut files = Vec::new();
     for p in paths {
         let f = stan_csv::read_stan_csv(p).map_err(|e| PlotError::new(e.to_string()))?;
+        // [X] session 21, tester finding: a trace plot of an optimize file was drawn (one
+        // point per "chain") as if it were a sample
+        if f.is_optimize() {
+            return Err(PlotError::new(format!(
+                "`{}` holds a point estimate (the output of `--method optimize`), not draws: a \
+                 mode is a single point, with no trace, ranks or distribution to plot; `bayesc \
+                 summary {}` prints it, and `--method laplace` or `--method nuts` gives draws \
+                 to plot",
+                p.display(),
+                p.display()
+            )));
+        }
         files.push(f);
+    }
+    // a `--save-warmup` run stopped in warmup: its warmup draws, marked as such ([X] session
+    // 21, tester finding: such files gave "holds no draws after warmup", though a trace of
+    // the warmup is what shows why the run was slow)
+    if files.iter().all(|f| f.n_draws == 0) && files.iter().all(|f| f.warmup_draws > 0) {
+        if let Some(i) = (1..files.len()).find(|&i| files[i].names != files[0].names) {
+            return Err(PlotError::new(format!(
+                "`{}` has other columns than `{}`; give the chains of one fit",
+                paths[i].display(),
+                paths[0].display()
+            )));
+        }
+        let n = files.iter().map(|f| f.warmup_draws).min().unwrap_or(0);
+        let k = files[0].names.len();
+        let draws = Draws {
+            names: files[0].names.clone(),
+            chains: files
+                .iter()
+                .map(|f| f.warmup_values[..n * k].to_vec())
+                .collect(),
+        };
+        return Ok(LoadedDraws {
+            draws,
+            divergent: None,
+            warmup_dropped: 0,
+            warmup_only: true,
+        });
     }
     // the reader drops the warmup rows of `save_warmup` files
     let warmup = files.iter().map(|f| f.warmup_draws).max().unwrap_or(0);
@@ -303,6 +346,7 @@ pub fn load_draws(paths: &[PathBuf]) -> Result<LoadedDraws, PlotError> {
         draws,
         divergent,
         warmup_dropped: warmup,
+        warmup_only: false,
     })
 }
 

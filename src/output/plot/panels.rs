@@ -90,16 +90,114 @@ pub(super) fn tick(v: &f64) -> String {
     }
 }
 
+/// The decimal place of the spacing of about 5 ticks over `span` (−4 for ticks 10⁻⁴ apart),
+/// `None` for an empty or non-finite span.
+fn step_place(span: f64) -> Option<i32> {
+    (span.is_finite() && span > 0.0).then(|| (span / 5.0).log10().floor() as i32)
+}
+
+/// A tick label of `v` with its last digit at decimal place `place` or finer, in the style of
+/// [`tick`] (plain between 10⁻³ and 10⁵, else scientific).
+fn tick_resolving(v: f64, place: i32) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e5).contains(&a) {
+        // significant digits from the leading one down to `place`
+        let lead = a.log10().floor() as i32;
+        let decimals = (lead - place).clamp(1, 16) as usize;
+        format!("{v:.decimals$e}")
+    } else {
+        let decimals = (-place).clamp(4, 16) as usize;
+        let s = format!("{v:.decimals$}");
+        let s = if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        };
+        if s == "-0" { "0".into() } else { s }
+    }
+}
+
+/// The significant digits above which an axis's labels are written relative to an offset
+/// ([`axis_offset`]) rather than in full: about 5 ticks of 9 characters fit a panel's width.
+const FULL_DIGITS: i32 = 7;
+
+/// The offset an axis spanning `range` is labelled from, when its ticks written in full would
+/// need more than [`FULL_DIGITS`] significant digits (123456789.1228 to 123456789.1232):
+/// `range`'s middle rounded to the decimal place above the ticks' spacing, so that the labels
+/// are the small differences from it. `None` when the full values are short enough.
+/// [X] session 21, tester finding: a parameter at 123456789.123 ± 10⁻⁴ had every tick
+/// labelled "1.2e8".
+pub(super) fn axis_offset(range: &Range<f64>) -> Option<f64> {
+    let span = (range.end - range.start).abs();
+    let place = step_place(span)?;
+    let mid = 0.5 * (range.start + range.end);
+    let a = range.start.abs().max(range.end.abs());
+    if !mid.is_finite() || a == 0.0 {
+        return None;
+    }
+    let lead = a.log10().floor() as i32;
+    if lead - place + 1 <= FULL_DIGITS {
+        return None;
+    }
+    let unit = 10f64.powi(place + 1);
+    Some((mid / unit).round() * unit)
+}
+
+/// `offset` as written under its axis: "+123456789.123", with the digits down to the ticks'
+/// spacing over `range`.
+pub(super) fn offset_label(offset: f64, range: &Range<f64>) -> String {
+    let place = step_place((range.end - range.start).abs()).unwrap_or(0);
+    let decimals = (-(place + 1)).clamp(0, 16) as usize;
+    let s = format!("{offset:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    if offset < 0.0 { s } else { format!("+{s}") }
+}
+
 /// [`tick`] on an axis spanning `range`: a value within 10⁻⁹ of the span from 0 is 0, the
 /// rounding error of a tick computed as lo + k·step ([X]: fresh-user finding, session 20: a
-/// pair plot labelled a tick "-2.8e-17").
+/// pair plot labelled a tick "-2.8e-17"); and with as many digits as the ticks' spacing needs
+/// to tell them apart (at least [`tick`]'s), so that a narrow axis far from 0 does not label
+/// every tick alike (session 21).
 pub(super) fn tick_on(range: &Range<f64>) -> impl Fn(&f64) -> String + use<> {
     let span = (range.end - range.start).abs();
+    let place = step_place(span);
     move |v: &f64| {
         if v.abs() <= 1e-9 * span {
             "0".to_string()
         } else {
-            tick(v)
+            match place {
+                Some(p) => tick_resolving(*v, p),
+                None => tick(v),
+            }
+        }
+    }
+}
+
+/// The tick labels of an axis over `range` with its description `desc`: the values in full
+/// ([`tick_on`]), or when they would be too long, their differences from [`axis_offset`], the
+/// offset then appended to the description ("mu (+123456789.123)", or the offset alone).
+pub(super) fn axis_labels(
+    range: &Range<f64>,
+    desc: &str,
+) -> (Box<dyn Fn(&f64) -> String>, String) {
+    match axis_offset(range) {
+        None => (Box::new(tick_on(range)), desc.to_string()),
+        Some(o) => {
+            let shifted = (range.start - o)..(range.end - o);
+            let f = tick_on(&shifted);
+            let label = offset_label(o, range);
+            // v − o carries the rounding of v (10⁻⁸ at 10⁸): rounded well below the spacing
+            let q = 10f64.powi(step_place((range.end - range.start).abs()).unwrap_or(0) - 2);
+            let desc = if desc.is_empty() {
+                label
+            } else {
+                format!("{desc} ({label})")
+            };
+            (Box::new(move |v: &f64| f(&(((v - o) / q).round() * q))), desc)
         }
     }
 }
@@ -116,6 +214,15 @@ pub(super) fn panel<'a, 'b>(
     y_desc: &str,
     y_ticks: bool,
 ) -> Result<Chart<'a, 'b>, PlotError> {
+    let (x_tick, x_desc) = axis_labels(&x, x_desc);
+    let (y_tick, y_desc) = if y_ticks {
+        axis_labels(&y, y_desc)
+    } else {
+        (
+            Box::new(tick_on(&y)) as Box<dyn Fn(&f64) -> String>,
+            y_desc.to_string(),
+        )
+    };
     let mut b = ChartBuilder::on(area);
     b.margin(6)
         .x_label_area_size(if x_desc.is_empty() { 22 } else { 36 })
@@ -127,20 +234,19 @@ pub(super) fn panel<'a, 'b>(
     if !caption.is_empty() {
         b.caption(caption, font(14));
     }
-    let (x_tick, y_tick) = (tick_on(&x), tick_on(&y));
     let mut chart = b.build_cartesian_2d(x, y).map_err(draw_err)?;
     let mut mesh = chart.configure_mesh();
     mesh.disable_mesh()
         .x_labels(5)
         .y_labels(if y_ticks { 5 } else { 0 })
-        .x_label_formatter(&x_tick)
-        .y_label_formatter(&y_tick)
+        .x_label_formatter(&*x_tick)
+        .y_label_formatter(&*y_tick)
         .label_style(font(11));
     if !x_desc.is_empty() {
-        mesh.x_desc(x_desc);
+        mesh.x_desc(x_desc.as_str());
     }
     if !y_desc.is_empty() {
-        mesh.y_desc(y_desc);
+        mesh.y_desc(y_desc.as_str());
     }
     mesh.axis_desc_style(font(12)).draw().map_err(draw_err)?;
     Ok(chart)

@@ -44,12 +44,34 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
             "without the Jacobian adjustment"
         }
     );
+    // "12 L-BFGS iterations + 2 Newton polish steps", "5 Newton steps" ([X] session 21,
+    // tester finding: "5 Newton + 0 Newton steps"); the polish's steps, 0 included, after
+    // L-BFGS or BFGS, whose settings line announces it
+    let newton = fit.algorithm == crate::inference::optimize::Algorithm::Newton;
+    let first = if newton {
+        crate::words::counted(fit.lbfgs.iterations, "Newton step")
+    } else {
+        format!(
+            "{} {}",
+            fit.lbfgs.iterations,
+            if fit.lbfgs.iterations == 1 {
+                format!("{} iteration", optimizer_name(fit.algorithm))
+            } else {
+                format!("{} iterations", optimizer_name(fit.algorithm))
+            }
+        )
+    };
+    let polish = if fit.newton_steps > 0 || !newton {
+        format!(
+            " + {}",
+            crate::words::counted(fit.newton_steps, "Newton polish step")
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "iterations: {} {} + {} Newton steps ({:.2} s)",
-        fit.lbfgs.iterations,
-        optimizer_name(fit.algorithm),
-        fit.newton_steps,
+        "iterations: {first}{polish} ({:.2} s)",
         result.seconds
     );
     if !fit.flat.is_empty() {

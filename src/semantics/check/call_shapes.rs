@@ -121,7 +121,16 @@ impl Checker<'_> {
 
     fn builtin_shape(&self, name: &str, args: &[Expr]) -> Option<Shape> {
         // the value of the `int` argument at position `i`, as a dimension
-        let n = |i: usize| -> Dim { (self.size_value(&args[i]), None) };
+        // a negative size is reported at the argument (`check_size_arguments`), not again
+        // as a size that does not fit
+        // unknown before the data, the size as written, for symbolic comparison (`N + 1`
+        // against `N`: `mv_sizes.rs`)
+        let n = |i: usize| -> Dim {
+            match self.size_value(&args[i]) {
+                Some(v) => (Some(v).filter(|&v| v >= 0), None),
+                None => (None, Some(pretty::expr(&args[i]))),
+            }
+        };
         let arg = |i: usize| -> Option<Shape> {
             let mut s = self.shape(&args[i])?;
             // its declaration no longer describes the result

@@ -344,6 +344,11 @@ impl<'p> Checker<'p> {
                     });
                 }
             }
+            if matches!(suffix, "_lpdf" | "_lupdf" | "_lpmf" | "_lupmf")
+                && tys[0].is_some_and(|t| t.is_scalar())
+            {
+                self.check_literal_outcome(sig.name, &format!("`{fname}`"), &args[0], &args[1..]);
+            }
             (&args[1..], &tys[1..], 2)
         };
         self.check_dist_params(sig, fname, param_args, param_tys, first);

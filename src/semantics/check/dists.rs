@@ -76,6 +76,61 @@ impl<'p> Checker<'p> {
         }
     }
 
+    /// Reports [`SemanticError::LiteralOutcomeOutsideSupport`] when the outcome `lhs` of
+    /// `lhs ~ family(args)` is a literal (`3`, `-1`, `1.5`) outside the family's support
+    /// ([`crate::distributions::outcome::outcome_support`], the table the data binder checks
+    /// data outcomes against): `3 ~ bernoulli(p)`, `-1 ~ poisson(l)`, `2 ~ beta(a, b)`,
+    /// `11 ~ binomial(10, p)`, `0 ~ categorical(theta)`. A non-integer literal for a discrete
+    /// family is left to the variate's type check (`1.5` is `real`). `context` names the
+    /// statement or call in the message ("`~ bernoulli`", "`poisson_lpmf`"); the variate of
+    /// a `_lpdf`/`_lpmf` call is checked the same way.
+    ///
+    /// [X] session 21, tester finding: `3 ~ bernoulli(0.5)` passed `check` and every
+    /// evaluation of the density was −∞.
+    pub(super) fn check_literal_outcome(
+        &mut self,
+        family: &str,
+        context: &str,
+        lhs: &Expr,
+        args: &[Expr],
+    ) {
+        use crate::distributions::outcome::{OutcomeSupport, outcome_support};
+        let Some(v) = literal_value(lhs) else { return };
+        let Some(support) = outcome_support(family) else {
+            return;
+        };
+        let integer = v.fract() == 0.0;
+        let needed: Option<String> = match support {
+            OutcomeSupport::Elementwise { requirement, test } => {
+                let discrete = matches!(requirement, "0 or 1" | "a nonnegative integer");
+                // `1.5 ~ poisson(…)` is a type error (reported as such)
+                (!test(v) && (integer || !discrete)).then(|| requirement.to_string())
+            }
+            OutcomeSupport::UpToTrials { trials } => {
+                let n = args.get(trials - 1).and_then(literal_value);
+                if !integer {
+                    None
+                } else if v < 0.0 {
+                    Some("a nonnegative integer".into())
+                } else {
+                    n.filter(|&n| v > n && n >= 0.0 && n.fract() == 0.0)
+                        .map(|n| format!("an integer from 0 to the number of trials, {n}"))
+                }
+            }
+            OutcomeSupport::Categories { .. } => {
+                (integer && v < 1.0).then(|| "a category, an integer from 1 up".to_string())
+            }
+        };
+        let Some(support) = needed else { return };
+        self.err(SemanticError::LiteralOutcomeOutsideSupport {
+            family: family.to_string(),
+            context: context.to_string(),
+            value: pretty::expr(lhs),
+            support,
+            span: lhs.span,
+        });
+    }
+
     /// Warns when a parameter's declared bounds let it leave the support of its family (stanc3
     /// pedantic: "a parameter with a positive-support distribution has no lower bound"). Bounds
     /// that are not constants are given the benefit of the doubt.

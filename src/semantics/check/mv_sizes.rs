@@ -94,6 +94,64 @@ fn rule(sig: &MvSig) -> String {
     }
 }
 
+/// A size as a linear form in `int` data: `(variable → coefficient, constant)`, from its text
+/// as written (`N`, `N + 1`, `2 * K - 1`); `None` for anything else (parentheses, division,
+/// calls).
+pub(super) type Linear = (std::collections::BTreeMap<String, i64>, i64);
+
+/// The [`Linear`] form of the size text `t`.
+fn linear(t: &str) -> Option<Linear> {
+    let mut vars = std::collections::BTreeMap::new();
+    let mut constant = 0i64;
+    // terms separated by + and -, each a product of integers and at most one name
+    let mut sign = 1i64;
+    let mut term = String::new();
+    let mut terms: Vec<(i64, String)> = Vec::new();
+    for c in t.chars() {
+        match c {
+            '+' | '-' => {
+                if term.trim().is_empty() {
+                    // a unary sign
+                    if c == '-' {
+                        sign = -sign;
+                    }
+                    continue;
+                }
+                terms.push((sign, std::mem::take(&mut term)));
+                sign = if c == '-' { -1 } else { 1 };
+            }
+            _ => term.push(c),
+        }
+    }
+    terms.push((sign, term));
+    for (sign, term) in terms {
+        let mut coef = sign;
+        let mut name: Option<String> = None;
+        for factor in term.split('*') {
+            let f = factor.trim();
+            if f.is_empty() {
+                return None;
+            }
+            if let Ok(v) = f.parse::<i64>() {
+                coef = coef.checked_mul(v)?;
+            } else if f.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && f.chars().next().is_some_and(|c| c.is_alphabetic())
+                && name.is_none()
+            {
+                name = Some(f.to_string());
+            } else {
+                return None;
+            }
+        }
+        match name {
+            Some(n) => *vars.entry(n).or_insert(0) += coef,
+            None => constant = constant.checked_add(coef)?,
+        }
+    }
+    vars.retain(|_, c| *c != 0);
+    Some((vars, constant))
+}
+
 /// One size of one argument, known before evaluation.
 struct Known<'e> {
     /// Position in the call's arguments.
@@ -119,6 +177,110 @@ fn sized(k: &Known) -> String {
 }
 
 impl Checker<'_> {
+    /// The [`Linear`] form of the size `dim` when it is written in `int` data declared in the
+    /// `data` block only (fixed for the whole run, whatever their values), the value of a
+    /// known size being a constant form.
+    pub(super) fn linear_size(&self, dim: &Dim) -> Option<Linear> {
+        if let Some(n) = dim.0 {
+            return Some((Default::default(), n));
+        }
+        let form = linear(dim.1.as_deref()?)?;
+        let all_data = form.0.keys().all(|v| {
+            self.func.is_none()
+                && self
+                    .scopes
+                    .lookup(v)
+                    .is_some_and(|i| i.origin == Origin::Data && i.ty == Type::INT)
+        });
+        all_data.then_some(form)
+    }
+
+    /// Reports [`SemanticError::ArgumentSizeMismatch`] for the first relation of `sig`'s
+    /// family ([`relations`]) with two sizes that are not known before the data but differ
+    /// whatever the data are: linear forms in the same `int` data with different constants
+    /// (`array[N] int y` against `rep_vector(0, N + 1)`). Returns whether one was reported.
+    /// Only run when no size is known to differ ([`Self::check_mv_sizes`]).
+    ///
+    /// [X] session 21, tester finding: `y ~ ordered_logistic(rep_vector(0, N + 1), c)` with
+    /// `array[N] int y` passed `check` without data and failed in `fit`.
+    fn check_mv_symbolic_sizes(
+        &mut self,
+        sig: &MvSig,
+        function: &str,
+        args: &[&Expr],
+        rng: bool,
+    ) -> bool {
+        let mut roles: Vec<String> = Vec::new();
+        if !rng {
+            roles.push("the variate".into());
+        }
+        roles.extend(sig.params.iter().map(|p| lowercase_first(p.name)));
+        if roles.len() != args.len() {
+            return false;
+        }
+        for group in relations(sig.family) {
+            // (position, part, form, text)
+            let mut sizes: Vec<(usize, SizePart, Linear, String)> = Vec::new();
+            for &(p, part) in group.iter() {
+                let Some(pos) = position(sig, p, rng) else {
+                    continue;
+                };
+                let Some(shape) = self.shape(args[pos]) else {
+                    continue;
+                };
+                let Some(dim) = part_of(part, &shape) else {
+                    continue;
+                };
+                let Some(form) = self.linear_size(&dim) else {
+                    continue;
+                };
+                let text = match (&dim.0, &dim.1) {
+                    (Some(n), _) => n.to_string(),
+                    (None, Some(t)) => format!("`{t}`"),
+                    (None, None) => continue,
+                };
+                sizes.push((pos, part, form, text));
+            }
+            for (i, a) in sizes.iter().enumerate() {
+                let Some(b) = sizes[i + 1..]
+                    .iter()
+                    .find(|b| b.0 != a.0 && !a.2.0.is_empty() && b.2.0 == a.2.0 && b.2.1 != a.2.1)
+                else {
+                    continue;
+                };
+                let what = format!(
+                    "`{}` ({}) has {} {} but `{}` ({}) has {} {}, which differ whatever the \
+                     data are",
+                    pretty::expr(args[a.0]),
+                    roles[a.0],
+                    a.3,
+                    a.1.words(),
+                    pretty::expr(args[b.0]),
+                    roles[b.0],
+                    b.3,
+                    b.1.words()
+                );
+                let labels = vec![
+                    (format!("{} {}", b.3, b.1.words()), args[b.0].span),
+                    (format!("{} {}", a.3, a.1.words()), args[a.0].span),
+                ];
+                self.err(SemanticError::ArgumentSizeMismatch {
+                    function: function.to_string(),
+                    what,
+                    args: labels,
+                    decls: Vec::new(),
+                    help: format!(
+                        "{}: resize one of them, or index the parts that belong together",
+                        rule(sig)
+                    ),
+                    span: args[b.0].span,
+                });
+                return true;
+            }
+        }
+        false
+    }
+
     /// The sizes of `args` known before evaluation, relation by relation ([`relations`]), with
     /// the role of each argument in words; `None` when the arguments are not those of `sig`'s
     /// density (or of its `_rng` when `rng`) or have none to compare.
@@ -190,6 +352,22 @@ impl Checker<'_> {
         let Some((roles, groups)) = self.mv_known_sizes(sig, args, rng) else {
             return;
         };
+        let before = self.errors.len();
+        self.check_mv_known_groups(sig, function, roles, groups);
+        if self.errors.len() == before {
+            self.check_mv_symbolic_sizes(sig, function, args, rng);
+        }
+    }
+
+    /// [`Self::check_mv_sizes`] for the sizes known before evaluation, `groups` of
+    /// [`Self::mv_known_sizes`].
+    fn check_mv_known_groups(
+        &mut self,
+        sig: &MvSig,
+        function: &str,
+        roles: Vec<String>,
+        groups: Vec<Vec<Known<'_>>>,
+    ) {
         let mut reported: Vec<usize> = Vec::new();
         for known in groups {
             // how many arguments have size n (a matrix's rows and columns count once)

@@ -126,6 +126,7 @@ impl Checker<'_> {
     /// Reports [`SemanticError::SizeMismatch`] for a call of one of [`SAME_SIZE_CALLS`] whose
     /// two arguments have known, different sizes.
     pub(super) fn check_call_sizes(&mut self, e: &Expr, name: &str, args: &[Expr]) {
+        self.check_size_arguments(name, args);
         if !SAME_SIZE_CALLS.contains(&name) || args.len() != 2 {
             return;
         }
@@ -264,10 +265,12 @@ impl Checker<'_> {
             }
         }
         let Some((rk, rn, rs)) = reference else {
+            self.check_vectorised_symbolic(function, items);
             return;
         };
         let odd: Vec<&(usize, i64, Shape)> = known.iter().filter(|x| x.1 != *rn).collect();
         let Some((ok, _, os)) = odd.first().copied() else {
+            self.check_vectorised_symbolic(function, items);
             return;
         };
         let text = |k: usize| pretty::expr(items[k].0);
@@ -314,6 +317,64 @@ impl Checker<'_> {
             help,
             span: items[*ok].0.span,
         });
+    }
+
+    /// [`Self::check_vectorised_sizes`] for one-dimensional arguments whose sizes are not
+    /// known before the data but differ whatever the data are: linear forms of the same `int`
+    /// data with different constants (`vector[N] y` against `rep_vector(0, N + 1)`;
+    /// `mv_sizes.rs`). Session 21.
+    fn check_vectorised_symbolic(&mut self, function: &str, items: &[(&Expr, String)]) {
+        let mut sizes = Vec::new();
+        for (k, (e, _)) in items.iter().enumerate() {
+            let Some(s) = self.shape(e) else { continue };
+            if s.ty.is_scalar() || !(s.ty.is_reals() || s.ty.is_ints()) {
+                continue;
+            }
+            let [dim] = s.dims.as_slice() else { continue };
+            let Some(form) = self.linear_size(dim) else {
+                continue;
+            };
+            let text = match dim {
+                (Some(n), _) => n.to_string(),
+                (None, Some(t)) => format!("`{t}`"),
+                (None, None) => continue,
+            };
+            sizes.push((k, form, text));
+        }
+        for (i, a) in sizes.iter().enumerate() {
+            let Some(b) = sizes[i + 1..]
+                .iter()
+                .find(|b| !a.1.0.is_empty() && b.1.0 == a.1.0 && b.1.1 != a.1.1)
+            else {
+                continue;
+            };
+            let text = |k: usize| pretty::expr(items[k].0);
+            self.err(SemanticError::ArgumentSizeMismatch {
+                function: function.to_string(),
+                what: format!(
+                    "`{}` ({}) has {} elements but `{}` ({}) has {} elements, which differ \
+                     whatever the data are",
+                    text(a.0),
+                    items[a.0].1,
+                    a.2,
+                    text(b.0),
+                    items[b.0].1,
+                    b.2
+                ),
+                args: vec![
+                    (format!("{} elements", b.2), items[b.0].0.span),
+                    (format!("{} elements", a.2), items[a.0].0.span),
+                ],
+                decls: Vec::new(),
+                help: "a vectorised distribution pairs the i-th elements of its arguments, so \
+                       the variate and every argument that is not a single value need the same \
+                       number of elements: resize one of them, or index the elements that \
+                       belong together"
+                    .into(),
+                span: items[b.0].0.span,
+            });
+            return;
+        }
     }
 
     /// Reports [`SemanticError::AssignedSizeMismatch`] for the declaration `d` (of type `ty`,
@@ -440,6 +501,37 @@ impl Checker<'_> {
             help,
             span: value.span,
         });
+    }
+
+    /// Reports [`SemanticError::NegativeSizeArgument`] for each size argument of the built-in
+    /// `name` (`rep_vector(x, n)`'s n, `rep_matrix(x, m, n)`'s m and n, `rep_array`'s sizes)
+    /// whose value is known before evaluation ([`Self::size_value`]) and negative. [X] session
+    /// 21, tester finding: `rep_vector(1, -1)` was reported only as a size mismatch of a
+    /// "vector[-1]".
+    pub(super) fn check_size_arguments(&mut self, name: &str, args: &[Expr]) {
+        let sizes: std::ops::Range<usize> = match (name, args.len()) {
+            ("rep_vector" | "rep_row_vector", 2) => 1..2,
+            ("rep_matrix", 3) => 1..3,
+            ("rep_matrix", 2) => 1..2,
+            ("rep_array", k) if k >= 2 => 1..k,
+            ("zeros_vector" | "zeros_row_vector" | "ones_vector" | "ones_row_vector", 1) => 0..1,
+            ("zeros_int_array" | "zeros_array" | "ones_int_array" | "ones_array", 1) => 0..1,
+            ("identity_matrix", 1) => 0..1,
+            _ => return,
+        };
+        for i in sizes {
+            let a = &args[i];
+            if let Some(v) = self.size_value(a)
+                && v < 0
+            {
+                self.err(SemanticError::NegativeSizeArgument {
+                    function: name.to_string(),
+                    size: pretty::expr(a),
+                    value: v,
+                    span: a.span,
+                });
+            }
+        }
     }
 
     /// Reports [`SemanticError::NegativeSize`] for the size expression `e` of `name`, whose

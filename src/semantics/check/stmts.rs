@@ -458,6 +458,10 @@ impl<'p> Checker<'p> {
             return;
         }
 
+        // a literal outcome outside the family's support: every evaluation fails
+        if lhs_ty.is_some_and(|t| t.is_scalar()) {
+            self.check_literal_outcome(&dist.name, &format!("`~ {}`", dist.name), lhs, args);
+        }
         if let Some(sig) = multivariate_registry::lookup(&dist.name) {
             self.mv_tilde(sig, lhs, lhs_ty, args, &arg_tys, dist.span);
             return;

@@ -230,6 +230,13 @@ impl ToDiagnostic for SemanticError {
                 }
                 notes.push(format!("help: {help}"));
             }
+            NegativeSizeArgument { value, span, .. } => {
+                labels.push(primary(*span, format!("this size is {value}")));
+                notes.push(
+                    "help: a size counts elements: give 0 or more (0 makes an empty container)"
+                        .into(),
+                );
+            }
             NegativeSize {
                 size,
                 value,
@@ -389,6 +396,19 @@ impl ToDiagnostic for SemanticError {
             LiteralSizeMismatch { span, .. } => {
                 labels.push(primary(*span, "the sizes differ"));
                 notes.push("help: declare both with the same size".into());
+            }
+            LiteralOutcomeOutsideSupport {
+                span,
+                support,
+                family,
+                ..
+            } => {
+                labels.push(primary(*span, format!("must be {support}")));
+                notes.push(format!(
+                    "help: a `{family}` outcome outside its support has probability (density) \
+                     zero for every value of the parameters, so the model has no posterior; \
+                     use an outcome that is {support}"
+                ));
             }
             LiteralOutsideSupport {
                 span,
