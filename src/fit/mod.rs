@@ -13,6 +13,7 @@ mod mode;
 mod options;
 mod pathfinder_fit;
 pub mod refine;
+pub mod refine_full;
 pub mod stationarity;
 mod status;
 mod survey_fit;

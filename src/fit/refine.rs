@@ -221,6 +221,11 @@ pub struct Refinement {
     /// [`Sds::Curvature`]: the working sds σ* (length d) at which the mean was refined, where
     /// the stationarity check then measures it. `None` otherwise.
     pub working_sd: Option<Vec<f64>>,
+    /// A full-covariance q, refined in mean and precision by [`super::refine_full::walk_full`]:
+    /// whether that walk settled ([`super::refine_full::FULL_SETTLED`]), and the coordinate
+    /// (0-based) and change of the marginal sd its last step changed most, and the largest
+    /// change of q's sd along any direction in that step. `None` for a mean-field q.
+    pub full: Option<(bool, (usize, f64), f64)>,
 }
 
 impl Refinement {
@@ -235,6 +240,10 @@ impl Refinement {
     /// such fits said "converged" up to 0.44 mean-field sds from the optimum's mean in log tau,
     /// measured; on labour only IVON at M = 5, not converged by its ELBO, had such an iteration).
     pub fn settled(&self) -> bool {
+        if let Some((settled, _, _)) = self.full {
+            // a deterministic iteration on fixed draws: its last step is no noise
+            return settled && !self.refused;
+        }
         self.last_signal <= REFINE_SETTLED
             && self.last <= SETTLED_NOISE_MAX
             && !self.refused
@@ -491,6 +500,9 @@ pub(super) fn refine_mean(
         Factor::Full(_) => Sds::Own,
         Factor::Diagonal(_) => rule,
     };
+    if matches!(fit.factor, Factor::Full(_)) {
+        return refine_full(density, seed, fit, &own_sd);
+    }
     let own = |fit: &GaussianFit| walk(density, seed, fit.clone(), None, &own_sd, (0, 0.0), None);
     let (mut sd_refused, mut sd_unsettled) = (None, None);
     let walked = if rule == Sds::Own {
@@ -587,6 +599,46 @@ pub(super) fn refine_mean(
         sd_unsettled,
         sd_ratio,
         working_sd: (rule == Sds::Curvature && iterated).then_some(sd),
+        full: None,
+    })
+}
+
+/// [`refine_mean`] of a full-covariance q: its mean and precision by
+/// [`super::refine_full::walk_full`] (`own_sd`: q's marginal sds before it). `None` when no
+/// step was estimated, or the first was not taken and nothing changed.
+fn refine_full(
+    density: &(dyn crate::inference::LogDensity + Sync),
+    seed: u64,
+    fit: &mut GaussianFit,
+    own_sd: &[f64],
+) -> Option<Refinement> {
+    let (work, w) = super::refine_full::walk_full(density, seed, fit)?;
+    if w.steps == 0 && !w.refused {
+        return None;
+    }
+    let d = fit.dim();
+    let (coordinate, moved) = match &w.unit {
+        Some(unit) => (0..d)
+            .map(|j| (j, ((work.mean[j] - w.start[j]) / unit[j]).abs()))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?,
+        None => (0, 0.0),
+    };
+    let sd: Vec<f64> = work.variances().iter().map(|v| v.sqrt()).collect();
+    let (j, _) = widest_ratio(&sd, own_sd);
+    *fit = work;
+    Some(Refinement {
+        steps: w.steps,
+        coordinate,
+        moved,
+        last: w.last.1,
+        last_coordinate: w.last.0,
+        last_signal: w.last.1,
+        refused: w.refused,
+        sd_refused: None,
+        sd_unsettled: None,
+        sd_ratio: (w.steps > 0).then(|| (j, sd[j] / own_sd[j])),
+        working_sd: None,
+        full: Some((w.settled, w.sd_last, w.spread_last)),
     })
 }
 
@@ -648,6 +700,38 @@ pub(super) fn unsettled(
         return Some(format!(
             "the fixed-point iteration of the mean-field ELBO's sds after the exit rule did not \
              settle ({how}), so q is not at the ELBO's optimum: {remedy}"
+        ));
+    }
+    if let Some((_, (js, change), spread)) = r.full {
+        let remedy = super::vi_checks::not_converged_remedy(
+            random_start,
+            options.method,
+            "the mean and covariance stopped away from the optimum",
+        );
+        let how = if r.refused {
+            format!(
+                "a further step, moving {} by {:.2} posterior sds, was too long to take",
+                name(r.last_coordinate),
+                r.last
+            )
+        } else {
+            format!(
+                "after {} its last step still moved {} by {:.3} posterior sds and changed q's \
+                 sd along some direction by {:.1}% ({}'s by {:.1}%)",
+                crate::words::counted(r.steps, "step"),
+                name(r.last_coordinate),
+                r.last,
+                100.0 * spread,
+                name(js),
+                100.0 * change
+            )
+        };
+        return Some(format!(
+            "the refinement of the mean and covariance after the exit rule did not settle \
+             ({how}; at an optimum its steps fall below {} sds and {:.0}%), so q is not at the \
+             ELBO's optimum: {remedy}",
+            super::refine_full::FULL_SETTLED,
+            100.0 * super::refine_full::FULL_SD_SETTLED
         ));
     }
     let name = name(r.last_coordinate);
@@ -714,7 +798,19 @@ pub(super) fn note(
             .unwrap_or_else(|| format!("coordinate {j}"))
     };
     let mut parts = Vec::new();
-    if let Some(r) = refined.filter(|r| r.steps > 0) {
+    if let Some(r) = refined.filter(|r| r.steps > 0 && r.full.is_some()) {
+        parts.push(format!(
+            "after the exit rule the mean was refined by {} of the ELBO in the mean, each with a \
+             relaxed fixed-point step of the covariance (full-data gradients at the same {} \
+             antithetic draws each), which moved it by up to {:.2} posterior sds ({}); the last \
+             step estimated was {:.3} sds",
+            crate::words::counted(r.steps, "Newton step"),
+            2 * super::refine_full::FULL_REFINE_PAIRS,
+            r.moved,
+            name(r.coordinate),
+            r.last
+        ));
+    } else if let Some(r) = refined.filter(|r| r.steps > 0) {
         parts.push(format!(
             "after the exit rule the mean was refined by {} of the ELBO in the mean (full-data \
              gradients at {} draws each), which moved it by up to {:.2} posterior sds ({}); the \
@@ -737,7 +833,15 @@ pub(super) fn note(
         && let Some((j, ratio)) = r.sd_ratio
         && (ratio - 1.0).abs() >= SD_NOTE_MIN
     {
-        let text = if r.working_sd.is_some() {
+        let text = if r.full.is_some() {
+            format!(
+                "{}the covariance moved towards the full-covariance ELBO's fixed point (Σ⁻¹ = \
+                 E_q[−∇²log p]), which changed {}'s sd by a factor {:.2}",
+                opening(&parts),
+                name(j),
+                ratio
+            )
+        } else if r.working_sd.is_some() {
             format!(
                 "{}the mean's steps were taken at the sds of the mean-field ELBO's optimum \
                  (σ_j² = 1/E[−∂²log p/∂ζ_j²], {:.2} times {}'s own in {}), whose mean they \

@@ -367,6 +367,12 @@ pub struct NewtonStep {
     /// quadratic; on eight schools' tau (log p far from quadratic) 0.05–0.1 at S = 200, the
     /// size of the refinement's last steps there (measured, session 19).
     pub step_se: Vec<f64>,
+    /// The whitened curvature Â after its eigenvalue floor (d × d row-major, symmetric): the
+    /// ELBO's negative Hessian in μ in the whitened coordinates ε, whose inverse is the
+    /// curvature's Gaussian's covariance there. A full-covariance q at the ELBO's optimum has
+    /// Â = I (its precision is E_q[−∇² log p], Opper & Archambeau 2009, eq. 10); used by
+    /// [`super::refine_full`] for the precision's fixed-point step.
+    pub whitened_curvature: Vec<f64>,
 }
 
 /// For a mean-field q: one Newton step of μ estimated from S draws of q (`pairs`: each draw ζ
@@ -562,6 +568,12 @@ pub fn newton_step_in(
         curvature_diag: (0..d).map(|j| a[(j, j)]).collect(),
         curvature_diag_se,
         step_se,
+        whitened_curvature: (0..d * d)
+            .map(|ik| {
+                let (i, k) = (ik / d, ik % d);
+                (0..d).map(|m| u[(i, m)] * lambda[m] * u[(k, m)]).sum()
+            })
+            .collect(),
     })
 }
 

@@ -176,6 +176,39 @@ impl GaussianFit {
         true
     }
 
+    /// Sets the precision P of a full-covariance fit (d × d row-major, symmetric positive
+    /// definite; the covariance, the sampling factor and `precision` follow). Returns false,
+    /// and changes nothing, for a mean-field fit, a P of the wrong size, or one whose Cholesky
+    /// factorisation fails or has a non-finite entry. Used by the refinement of a
+    /// full-covariance q after the exit rule (`fit::refine_full`, [X]).
+    pub(crate) fn set_full_precision(&mut self, p: &[f64]) -> bool {
+        use faer::linalg::solvers::Solve;
+        let d = self.dim();
+        if self.family != Covariance::Full || p.len() != d * d {
+            return false;
+        }
+        let m = faer::Mat::from_fn(d, d, |i, k| 0.5 * (p[i * d + k] + p[k * d + i]));
+        let Ok(llt) = m.llt(faer::Side::Lower) else {
+            return false;
+        };
+        let l = llt.L();
+        let factor: Vec<f64> = (0..d * d)
+            .map(|ik| {
+                let (i, k) = (ik / d, ik % d);
+                if k <= i { l[(i, k)] } else { 0.0 }
+            })
+            .collect();
+        let cov = llt.solve(faer::Mat::<f64>::identity(d, d));
+        let covariance: Vec<f64> = (0..d * d).map(|ik| cov[(ik / d, ik % d)]).collect();
+        if !factor.iter().chain(&covariance).all(|x| x.is_finite()) {
+            return false;
+        }
+        self.precision = (0..d * d).map(|ik| m[(ik / d, ik % d)]).collect();
+        self.covariance = covariance;
+        self.factor = Factor::Full(factor);
+        true
+    }
+
     /// The marginal variances diag Σ (length d), for either family.
     pub fn variances(&self) -> Vec<f64> {
         let d = self.dim();
