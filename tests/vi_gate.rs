@@ -92,15 +92,24 @@ fn separated_logistic_regression_is_flagged() {
         let text = fit(&["separated.bayes", "--data", "separated.csv", "--seed", seed]);
         let (mean, sd) = row(&text, "b");
         assert!(mean < 84.7 && sd < 35.0, "seed {seed}:\n{text}");
-        assert!(means_warning(&text), "seed {seed}:\n{text}");
+        // flagged: by the PSIS warning with its remedy, or (an unsettled refinement) by "not
+        // converged" with the remedy there and the PSIS warning deferring to it
+        let not_converged = text.contains("WARNING: not converged: ")
+            && text.contains("The fit did not converge (see above)");
+        assert!(means_warning(&text) || not_converged, "seed {seed}:\n{text}");
         // QBVI is full-covariance at d = 1: the warning blames the shape of the posterior
         // (seed 6), or reports what reweighting moved (seed 1: the sd of b by a factor 1.52;
         // seed 2: its mean by 0.31 sd), never a missing correlation
         let w = warning_line(&text);
+        // (session 21: the full-covariance refinement of mean and covariance does not settle
+        // on this skewed posterior at seeds 1, 2 and 6; the fit then says not converged, keeps
+        // the method's own q, and the PSIS warning defers to that verdict)
         assert!(
             w.contains("q can already represent the correlations")
                 || w.contains("its means are off")
-                || w.contains("its sds are off"),
+                || w.contains("its sds are off")
+                || (w.contains("The fit did not converge (see above)")
+                    && text.contains("WARNING: not converged: ")),
             "{w}"
         );
         assert!(!w.contains("mean-field"), "{w}");

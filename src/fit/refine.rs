@@ -625,7 +625,14 @@ fn refine_full(
     };
     let sd: Vec<f64> = work.variances().iter().map(|v| v.sqrt()).collect();
     let (j, _) = widest_ratio(&sd, own_sd);
-    *fit = work;
+    // An unsettled walk is not kept: the method's own q is reported (with "not converged"),
+    // since the walk's end point can be farther from the optimum than its start ([X]: on the
+    // separated logistic regression of tests/vi_gate.rs, b = 84.7 ± 59, seeds 2 and 6 ended at
+    // 53.5 and 44.4 against the method's 82.0 and 50.5).
+    let kept = w.settled && !w.refused;
+    if kept {
+        *fit = work;
+    }
     Some(Refinement {
         steps: w.steps,
         coordinate,
@@ -636,7 +643,7 @@ fn refine_full(
         refused: w.refused,
         sd_refused: None,
         sd_unsettled: None,
-        sd_ratio: (w.steps > 0).then(|| (j, sd[j] / own_sd[j])),
+        sd_ratio: (w.steps > 0 && kept).then(|| (j, sd[j] / own_sd[j])),
         working_sd: None,
         full: Some((w.settled, w.sd_last, w.spread_last)),
     })
@@ -798,7 +805,16 @@ pub(super) fn note(
             .unwrap_or_else(|| format!("coordinate {j}"))
     };
     let mut parts = Vec::new();
-    if let Some(r) = refined.filter(|r| r.steps > 0 && r.full.is_some()) {
+    if let Some(r) = refined.filter(|r| r.steps > 0 && r.full.is_some() && !r.settled()) {
+        parts.push(format!(
+            "after the exit rule a refinement of the mean and covariance took {} of the ELBO \
+             without settling (its last moved {} by {:.3} posterior sds), so it was not kept: the \
+             summary is the method's own q",
+            crate::words::counted(r.steps, "step"),
+            name(r.last_coordinate),
+            r.last
+        ));
+    } else if let Some(r) = refined.filter(|r| r.steps > 0 && r.full.is_some()) {
         parts.push(format!(
             "after the exit rule the mean was refined by {} of the ELBO in the mean, each with a \
              relaxed fixed-point step of the covariance (full-data gradients at the same {} \
