@@ -267,8 +267,8 @@ pub fn compile(
     files: &SourceMap,
     sources: &[DataSource],
 ) -> Result<Model, Failure> {
-    let bound = data::bind(&checked.program, sources)
-        .map_err(|e| Failure::Reported(e.to_diagnostics()))?;
+    let bound =
+        data::bind(&checked.program, sources).map_err(|e| Failure::Reported(e.to_diagnostics()))?;
     compile_bound(checked, files, bound)
 }
 

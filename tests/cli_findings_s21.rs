@@ -64,7 +64,11 @@ fn a_literal_outcome_outside_its_support_is_an_error_at_the_literal() {
         ],
     );
     // the outcomes inside their support are not reported
-    assert_eq!(text.matches("is outside the family's support").count(), 4, "{text}");
+    assert_eq!(
+        text.matches("is outside the family's support").count(),
+        4,
+        "{text}"
+    );
     // nor a call's literal variate
     let call = "parameters { real<lower=0> lambda; }\n\
                 model {\n  target += poisson_lpmf(-2 | lambda);\n  target += exponential_lcdf(-2 | lambda);\n  \
@@ -107,9 +111,11 @@ fn sizes_that_differ_whatever_the_data_are_an_error_without_the_data() {
     assert!(!ok, "{text}");
     assert_has(
         &text,
-        &["error: size mismatch in the arguments of `normal`: `y` (the variate) has `N` elements \
+        &[
+            "error: size mismatch in the arguments of `normal`: `y` (the variate) has `N` elements \
            but `rep_vector(0, N - 1)` (location parameter) has `N - 1` elements, which differ \
-           whatever the data are"],
+           whatever the data are",
+        ],
     );
     // N itself, or a size the data may make equal (K), is not reported
     for size in ["N", "K"] {
@@ -168,12 +174,22 @@ fn predict_and_evaluate_check_the_model_with_their_data() {
     // predict: the new data need not hold the outcome
     let (ok, text) = run(
         &[("m.bayes", TWO_SIZE_ERRORS), ("new.csv", "N\n5\n")],
-        &["predict", "m.bayes", "--fit", "none.json", "--data", "new.csv"],
+        &[
+            "predict",
+            "m.bayes",
+            "--fit",
+            "none.json",
+            "--data",
+            "new.csv",
+        ],
     );
     assert!(!ok, "{text}");
     assert_has(&text, &both);
     let (ok, text) = run(
-        &[("m.bayes", TWO_SIZE_ERRORS), ("d.csv", "y\n1\n2\n3\n4\n5\n")],
+        &[
+            ("m.bayes", TWO_SIZE_ERRORS),
+            ("d.csv", "y\n1\n2\n3\n4\n5\n"),
+        ],
         &["evaluate", "m.bayes", "--data", "d.csv"],
     );
     assert!(!ok, "{text}");
@@ -191,16 +207,41 @@ fn counts_sizes_and_csv_quotes_are_worded_as_they_are() {
     let (ok, text) = run(
         &[("m.bayes", simple)],
         &[
-            "fit", "m.bayes", "--method", "nuts", "--chains", "1", "--samples", "100",
-            "--warmup", "100", "--seed", "1",
+            "fit",
+            "m.bayes",
+            "--method",
+            "nuts",
+            "--chains",
+            "1",
+            "--samples",
+            "100",
+            "--warmup",
+            "100",
+            "--seed",
+            "1",
         ],
     );
     assert!(ok, "{text}");
-    assert_has(&text, &["; 1 chain × (100 warmup + 100 draws);", "1 chain finished in"]);
+    assert_has(
+        &text,
+        &[
+            "; 1 chain × (100 warmup + 100 draws);",
+            "1 chain finished in",
+        ],
+    );
     assert!(!text.contains("1 chains"), "{text}");
     let (ok, text) = run(
         &[("m.bayes", simple)],
-        &["fit", "m.bayes", "--method", "optimize", "--algorithm", "newton", "--seed", "1"],
+        &[
+            "fit",
+            "m.bayes",
+            "--method",
+            "optimize",
+            "--algorithm",
+            "newton",
+            "--seed",
+            "1",
+        ],
     );
     assert!(ok, "{text}");
     let line = text
@@ -223,7 +264,8 @@ fn counts_sizes_and_csv_quotes_are_worded_as_they_are() {
     );
     assert!(!text.contains("vector[-1]"), "{text}");
     // a literal declared size is named as a size, not as "`3` = 3"
-    let array = "data { array[2, 3] real z; }\nparameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n";
+    let array =
+        "data { array[2, 3] real z; }\nparameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n";
     let (ok, text) = run(
         &[("m.bayes", array), ("d.json", r#"{"z": [[1, 2], [3, 4]]}"#)],
         &["check", "m.bayes", "--data", "d.json"],
@@ -234,20 +276,27 @@ fn counts_sizes_and_csv_quotes_are_worded_as_they_are() {
         &["but `z` is declared `array[2, 3] real`, whose dimension 2 has size 3"],
     );
     // one dimension, not "(1 dimensions)"
-    let vector = "data { int N; vector[N] x; }\nparameters { real mu; }\nmodel { x ~ normal(mu, 1); }\n";
+    let vector =
+        "data { int N; vector[N] x; }\nparameters { real mu; }\nmodel { x ~ normal(mu, 1); }\n";
     let (ok, text) = run(
         &[("m.bayes", vector), ("d.csv", "N,x.1,x.2\n2,1,2\n")],
         &["check", "m.bayes", "--data", "d.csv"],
     );
     assert!(!ok, "{text}");
-    assert_has(&text, &["`x` is declared `vector[N]` (1 dimension), but d.csv gives it as columns"]);
+    assert_has(
+        &text,
+        &["`x` is declared `vector[N]` (1 dimension), but d.csv gives it as columns"],
+    );
     // an unterminated quote, with file and row
     let (ok, text) = run(
         &[("m.bayes", vector), ("d.csv", "N,x\n3,\"1\n2,3\n")],
         &["check", "m.bayes", "--data", "d.csv"],
     );
     assert!(!ok, "{text}");
-    assert_has(&text, &["error: d.csv line 2 (row 1): a quoted field is never closed"]);
+    assert_has(
+        &text,
+        &["error: d.csv line 2 (row 1): a quoted field is never closed"],
+    );
     assert!(!text.contains("fields, but the header has"), "{text}");
 }
 
@@ -260,8 +309,20 @@ fn plots_resolve_a_narrow_parameter_far_from_zero() {
         dir.path(),
         &[("m.bayes", FAR)],
         &[
-            "fit", "m.bayes", "--method", "nuts", "--chains", "1", "--samples", "200",
-            "--warmup", "200", "--seed", "1", "-o", "fit.csv",
+            "fit",
+            "m.bayes",
+            "--method",
+            "nuts",
+            "--chains",
+            "1",
+            "--samples",
+            "200",
+            "--warmup",
+            "200",
+            "--seed",
+            "1",
+            "-o",
+            "fit.csv",
         ],
     );
     assert!(ok, "{text}");
@@ -274,7 +335,10 @@ fn plots_resolve_a_narrow_parameter_far_from_zero() {
         );
         assert!(ok, "{text}");
         let texts = svg_texts(&std::fs::read_to_string(dir.path().join(&out)).unwrap());
-        assert!(texts.iter().any(|t| t == "+123456789.123"), "{kind}: {texts:?}");
+        assert!(
+            texts.iter().any(|t| t == "+123456789.123"),
+            "{kind}: {texts:?}"
+        );
         assert!(!texts.iter().any(|t| t == "1.2e8"), "{kind}: {texts:?}");
         assert!(texts.iter().any(|t| t == "1.0e-4"), "{kind}: {texts:?}");
     }
@@ -288,18 +352,36 @@ fn plots_of_warmup_draws_only_and_of_an_optimize_file() {
         dir.path(),
         &[("m.bayes", simple)],
         &[
-            "fit", "m.bayes", "--method", "nuts", "--chains", "1", "--samples", "50",
-            "--warmup", "60", "--save-warmup", "--seed", "1", "-o", "w.csv",
+            "fit",
+            "m.bayes",
+            "--method",
+            "nuts",
+            "--chains",
+            "1",
+            "--samples",
+            "50",
+            "--warmup",
+            "60",
+            "--save-warmup",
+            "--seed",
+            "1",
+            "-o",
+            "w.csv",
         ],
     );
     assert!(ok, "{text}");
     // a run stopped in warmup: the file up to the end of warmup
     let full = std::fs::read_to_string(dir.path().join("w_1.csv")).unwrap();
-    let cut = full.find("# Adaptation terminated").expect("the adaptation comment");
+    let cut = full
+        .find("# Adaptation terminated")
+        .expect("the adaptation comment");
     std::fs::write(dir.path().join("warm.csv"), &full[..cut]).unwrap();
     let (ok, text) = run_in(dir.path(), &[], &["plot", "warm.csv", "-o", "warm.svg"]);
     assert!(ok, "{text}");
-    assert_has(&text, &["trace plot written to warm.svg from WARMUP draws only (60 per chain)"]);
+    assert_has(
+        &text,
+        &["trace plot written to warm.svg from WARMUP draws only (60 per chain)"],
+    );
     let texts = svg_texts(&std::fs::read_to_string(dir.path().join("warm.svg")).unwrap());
     assert!(
         texts.iter().any(|t| t.contains("WARMUP draws only")),
@@ -321,5 +403,8 @@ fn plots_of_warmup_draws_only_and_of_an_optimize_file() {
     // an optimize file beside a sampler's: "an `optimize` fit"
     let (ok, text) = run_in(dir.path(), &[], &["summary", "opt.csv", "w_1.csv"]);
     assert!(!ok, "{text}");
-    assert_has(&text, &["`opt.csv` holds an `optimize` fit but `w_1.csv` a `sample` fit"]);
+    assert_has(
+        &text,
+        &["`opt.csv` holds an `optimize` fit but `w_1.csv` a `sample` fit"],
+    );
 }

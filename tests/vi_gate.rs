@@ -96,7 +96,10 @@ fn separated_logistic_regression_is_flagged() {
         // converged" with the remedy there and the PSIS warning deferring to it
         let not_converged = text.contains("WARNING: not converged: ")
             && text.contains("The fit did not converge (see above)");
-        assert!(means_warning(&text) || not_converged, "seed {seed}:\n{text}");
+        assert!(
+            means_warning(&text) || not_converged,
+            "seed {seed}:\n{text}"
+        );
         // QBVI is full-covariance at d = 1: the warning blames the shape of the posterior
         // (seed 6), or reports what reweighting moved (seed 1: the sd of b by a factor 1.52;
         // seed 2: its mean by 0.31 sd), never a missing correlation

@@ -587,7 +587,9 @@ pub enum SemanticError {
     },
     /// A literal outcome of a `~` statement outside its family's support, e.g.
     /// `3 ~ bernoulli(p)`: the density is zero whatever the parameters (session 21).
-    #[error("the outcome {value} of {context} is outside the family's support: it must be {support}")]
+    #[error(
+        "the outcome {value} of {context} is outside the family's support: it must be {support}"
+    )]
     LiteralOutcomeOutsideSupport {
         /// The family as written after `~`, or the stem of the `_lpmf` call.
         family: String,
@@ -753,9 +755,7 @@ fn negative_size_argument_message(function: &str, size: &str, value: i64) -> Str
     if size.parse::<i64>().is_ok() {
         format!("the size {value} given to `{function}` is negative, but a size must be 0 or more")
     } else {
-        format!(
-            "the size `{size}` given to `{function}` is {value}, but a size must be 0 or more"
-        )
+        format!("the size `{size}` given to `{function}` is {value}, but a size must be 0 or more")
     }
 }
 

@@ -180,10 +180,7 @@ pub(super) fn tick_on(range: &Range<f64>) -> impl Fn(&f64) -> String + use<> {
 /// The tick labels of an axis over `range` with its description `desc`: the values in full
 /// ([`tick_on`]), or when they would be too long, their differences from [`axis_offset`], the
 /// offset then appended to the description ("mu (+123456789.123)", or the offset alone).
-pub(super) fn axis_labels(
-    range: &Range<f64>,
-    desc: &str,
-) -> (Box<dyn Fn(&f64) -> String>, String) {
+pub(super) fn axis_labels(range: &Range<f64>, desc: &str) -> (Box<dyn Fn(&f64) -> String>, String) {
     match axis_offset(range) {
         None => (Box::new(tick_on(range)), desc.to_string()),
         Some(o) => {
@@ -197,7 +194,10 @@ pub(super) fn axis_labels(
             } else {
                 format!("{desc} ({label})")
             };
-            (Box::new(move |v: &f64| f(&(((v - o) / q).round() * q))), desc)
+            (
+                Box::new(move |v: &f64| f(&(((v - o) / q).round() * q))),
+                desc,
+            )
         }
     }
 }

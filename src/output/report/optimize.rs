@@ -69,11 +69,7 @@ pub fn optimize_footer(result: &FitResult, fit: &fit::OptimizeFit) -> String {
     } else {
         String::new()
     };
-    let _ = writeln!(
-        s,
-        "iterations: {first}{polish} ({:.2} s)",
-        result.seconds
-    );
+    let _ = writeln!(s, "iterations: {first}{polish} ({:.2} s)", result.seconds);
     if !fit.flat.is_empty() {
         let _ = writeln!(
             s,
