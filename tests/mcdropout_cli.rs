@@ -76,3 +76,31 @@ fn flags_without_meaning_for_mc_dropout_are_refused() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("--psis-resample: MC dropout's draws"), "{err}");
 }
+
+/// An untrained fit is saved as not converged, so `predict` warns before using it (it was saved
+/// with `"converged": true`: fresh-user finding, session 21).
+#[test]
+fn an_untrained_fit_is_saved_as_not_converged() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("fit.json");
+    let out = fit(
+        "data { int N; vector[N] x; vector[N] y; }\n\
+         parameters { real a; @dropout(0.3) real b; }\n\
+         model { a ~ normal(0, 10); b ~ normal(1, 10); y ~ normal(a + x / b, 1); }\n",
+        &["--save-fit", saved.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(json["converged"], serde_json::Value::Bool(false), "{json}");
+    assert!(
+        json["not_converged_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("were not trained")),
+        "{json}"
+    );
+}

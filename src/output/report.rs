@@ -811,6 +811,23 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
             }
             fit::ViVerdict::Reliable => {}
         }
+        // q's draws where the log density is undefined are left out of k̂, which then reads
+        // the rest: a Gaussian q of QBVI's family says so in its not-converged line, the other
+        // approximations (Laplace, QNVB, Pathfinder's mixture) here ([X]: fresh-user finding,
+        // session 21: Laplace on `y ~ normal(log(mu), 1)` with `real mu` put 6 % of its draws
+        // at mu < 0 and printed k-hat -1.56 without a warning)
+        if let Some(u) = &vi.undefined
+            && !matches!(vi.gate.verdict, fit::ViVerdict::MeansUnreliable)
+            && !matches!(&result.details, fit::FitDetails::Qbvi(_))
+        {
+            let _ = writeln!(
+                s,
+                "WARNING: the approximation puts mass where the log density cannot be evaluated: \
+                 {}. k-hat is computed from the other draws only; the summary above includes \
+                 draws where the model is undefined, so it is not a posterior.",
+                u.phrase()
+            );
+        }
     }
     if let Some(m) = fit::start_message_for(vi, not_converged.as_deref(), unpriored) {
         let _ = writeln!(s, "{m}");

@@ -170,7 +170,11 @@ pub(in crate::fit) fn note(
             r.last
         ));
     } else if let Some(r) = refined.filter(|r| r.steps > 0 && r.full.is_some()) {
-        parts.push(format!(
+        // a settled walk that moved the mean by less than OFFSET_NOTE_MIN sds is not worth a
+        // line (2 steps of 0.00 sds on a 2-parameter model printed one; the covariance's change
+        // has its own line below when it reaches SD_NOTE_MIN)
+        if r.moved >= OFFSET_NOTE_MIN {
+            parts.push(format!(
             "after the exit rule the mean was refined by {} of the ELBO in the mean, each with a \
              relaxed fixed-point step of the covariance (full-data gradients at the same {} \
              antithetic draws each), which moved it by up to {:.2} posterior sds ({}); the last \
@@ -181,6 +185,7 @@ pub(in crate::fit) fn note(
             name(r.coordinate),
             r.last
         ));
+        }
     } else if let Some(r) = refined.filter(|r| r.steps > 0) {
         parts.push(format!(
             "after the exit rule the mean was refined by {} of the ELBO in the mean (full-data \

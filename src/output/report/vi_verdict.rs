@@ -105,6 +105,17 @@ pub fn vi_not_converged(r: &FitResult, options: &fit::FitOptions) -> Option<Stri
                     .map(|d| format!("{} diverged: {d}", r.method.display_name()))
                     .unwrap_or_else(|| cap(f.iterations)),
             ),
+            // MC dropout whose objective never became finite took no step (the line of
+            // `output::report::mcdropout_stop_line`): its weights are the start, not trained
+            StopReason::ExitRule
+                if r.method == fit::Method::Mcdropout && !f.best_smoothed_elbo.is_finite() =>
+            {
+                Some(format!(
+                    "MC dropout's training objective was {} at every iteration, so the weights \
+                     were not trained",
+                    fit::fmt_elbo(f.best_smoothed_elbo)
+                ))
+            }
             StopReason::ExitRule => exit_rule_not_converged(r, f, options),
         },
         FitDetails::Qnvb(f) => match f.stop {
