@@ -153,11 +153,7 @@ fn laplace_draws_where_the_model_is_undefined_are_flagged() {
     let text = both(&out);
     let warning = text
         .lines()
-        .find(|l| {
-            l.starts_with(
-                "WARNING: the approximation puts mass where the log density cannot be evaluated",
-            )
-        })
+        .find(|l| l.starts_with("WARNING: q puts mass where the log density cannot be evaluated"))
         .unwrap_or_else(|| panic!("no warning in\n{text}"));
     assert!(warning.contains("declare `real<lower=0> mu`"), "{warning}");
 }

@@ -819,12 +819,13 @@ fn vi_checks_text(result: &FitResult, unpriored: Option<&[String]>) -> String {
         if let Some(u) = &vi.undefined
             && !matches!(vi.gate.verdict, fit::ViVerdict::MeansUnreliable)
             && !matches!(&result.details, fit::FitDetails::Qbvi(_))
+            && !vi.resampled
         {
+            // (resampled draws carry no weight where log p is undefined: Pathfinder's are fine)
             let _ = writeln!(
                 s,
-                "WARNING: the approximation puts mass where the log density cannot be evaluated: \
-                 {}. k-hat is computed from the other draws only; the summary above includes \
-                 draws where the model is undefined, so it is not a posterior.",
+                "WARNING: {}. k-hat is computed from the other draws only; the summary above \
+                 includes draws where the model is undefined, so it is not a posterior.",
                 u.phrase()
             );
         }
