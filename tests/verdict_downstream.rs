@@ -6,23 +6,14 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
+/// `bayesc ARGS` run from the repository root (`common::bayesc_in`).
 fn bayesc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bayesc"))
-        .args(args)
-        .current_dir(common::root())
-        .output()
-        .expect("the bayesc binary runs")
+    common::bayesc_in(&common::root(), args)
 }
 
-fn both(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::output_text as both;
 
 /// The reason of `bayesc fit`'s "WARNING: not converged: …, but REASON. The summary …" line.
 fn fit_reason(text: &str) -> String {
